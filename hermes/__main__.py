@@ -1,0 +1,3 @@
+from hermes.cli import main
+
+main()

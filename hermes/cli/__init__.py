@@ -1,0 +1,75 @@
+"""The ``hermes`` command line. Every command's docstring is its help text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from hermes.config import load_settings
+from hermes.errors import HermesError
+from hermes.runtime import Runtime
+
+
+class HermesGroup(TyperGroup):
+    """Turns a HermesError anywhere below into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except HermesError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+app = typer.Typer(
+    cls=HermesGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Hermes: a personal assistant that never starts a conversation with amnesia.",
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    home: Path | None = typer.Option(
+        None, "--home", help="Directory for all state (database, context files, history). "
+        "Overrides HERMES_HOME and the config's `home`.", show_default=False
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Config file (default: $HERMES_CONFIG, $HERMES_HOME/config.yaml, "
+        "./config.yaml).", show_default=False
+    ),
+) -> None:
+    ctx.obj = Runtime(load_settings(config_path=config, home=home))
+    ctx.call_on_close(ctx.obj.close)
+
+
+def runtime(ctx: typer.Context) -> Runtime:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, Runtime)
+    return obj
+
+
+UserOption = typer.Option(
+    None, "--user", "-u", help="The Hermes user whose memory this acts on (default: owner).",
+    show_default=False,
+)
+JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
+
+
+def _register() -> None:
+    from hermes.cli import memory
+
+    app.add_typer(memory.app, name="memory")
+
+
+_register()
+
+
+def main() -> None:
+    app()

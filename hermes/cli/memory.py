@@ -1,0 +1,116 @@
+"""`hermes memory`: the basic-memory block (tier 1)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+import typer
+
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import emit_json
+from hermes.errors import HermesError
+from hermes.memory.basic import BasicMemory, WriteResult
+
+app = typer.Typer(no_args_is_help=True, help="The basic-memory block injected into every prompt.")
+
+
+def _memory(ctx: typer.Context) -> BasicMemory:
+    rt = runtime(ctx)
+    return BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
+
+
+def _report(result: WriteResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "status": result.status,
+                "id": result.entry.id if result.entry else None,
+                "chars": result.chars,
+                "limit": result.limit,
+                "message": result.message,
+            }
+        )
+    else:
+        typer.echo(result.message)
+
+
+@app.command()
+def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
+    """Show the block exactly as the model sees it, with usage against the cap."""
+    rt = runtime(ctx)
+    memory = _memory(ctx)
+    who = rt.user(user)
+    if as_json:
+        entries = memory.entries(who)
+        emit_json(
+            {
+                "entries": [{"id": e.id, "text": e.text} for e in entries],
+                "chars": memory.usage(who),
+                "limit": memory.limit,
+            }
+        )
+        return
+    typer.echo(memory.render(who))
+
+
+@app.command()
+def add(
+    ctx: typer.Context, text: str, user: str = UserOption, as_json: bool = JsonOption
+) -> None:
+    """Add an entry. Refused when over the cap, or when it looks like a secret or an injection."""
+    _report(_memory(ctx).add(runtime(ctx).user(user), text), as_json)
+
+
+@app.command()
+def replace(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="An entry id, or a unique part of its text."),
+    text: str = typer.Argument(..., help="The new text."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Replace an entry (by id or by a unique substring) with new text."""
+    _report(_memory(ctx).replace(runtime(ctx).user(user), target, text), as_json)
+
+
+@app.command()
+def remove(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="An entry id, or a unique part of its text."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Remove an entry (by id or by a unique substring)."""
+    _report(_memory(ctx).remove(runtime(ctx).user(user), target), as_json)
+
+
+EDIT_HEADER = (
+    "# One entry per line. Lines starting with # are ignored.\n"
+    "# Save and quit to apply all changes at once; the cap is checked on the result.\n"
+)
+
+
+@app.command()
+def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
+    """Open $EDITOR on the block and apply the result atomically (the cap is re-checked)."""
+    rt = runtime(ctx)
+    memory = _memory(ctx)
+    who = rt.user(user)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    before = memory.entries(who)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "basic-memory.txt"
+        path.write_text(EDIT_HEADER + "".join(f"{e.text}\n" for e in before), encoding="utf-8")
+        completed = subprocess.run([*shlex.split(editor), str(path)], check=False)
+        if completed.returncode != 0:
+            raise HermesError(f"The editor exited with status {completed.returncode}; "
+                              "nothing was changed.")
+        lines = [
+            line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+    _report(memory.set_all(who, lines), as_json)

@@ -1,0 +1,260 @@
+"""Settings: the config.yaml model, how it is loaded and validated, and where Hermes keeps its state.
+
+Precedence, lowest first: built-in defaults, the YAML file, ``HERMES_<SECTION>__<KEY>`` environment
+variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hermes.errors import ConfigError
+
+DEFAULT_USER = "owner"
+
+
+class Section(BaseModel):
+    # A misspelt key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class UsersConfig(Section):
+    default: str = DEFAULT_USER
+    # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}
+    identities: dict[str, str] = Field(default_factory=dict)
+
+
+class MemoryConfig(Section):
+    basic_char_limit: int = Field(8000, gt=0)
+
+
+class FactsConfig(Section):
+    categories: list[str] = Field(
+        default_factory=lambda: ["user_pref", "project", "tool", "general", "person", "event"]
+    )
+    default_trust: float = Field(0.5, ge=0, le=1)
+    search_min_trust: float = Field(0.3, ge=0, le=1)
+    helpful_delta: float = Field(0.05, ge=0, le=1)
+    unhelpful_delta: float = Field(0.10, ge=0, le=1)
+    # rapidfuzz token_set_ratio at or above which a new fact merges into an existing one
+    merge_threshold: float = Field(90.0, ge=0, le=100)
+    # rapidfuzz ratio at or above which an entity name resolves to an existing entity
+    entity_match_threshold: float = Field(92.0, ge=0, le=100)
+    # entity -> list of aliases, e.g. {"PostgreSQL": ["Postgres", "postgres db"]}
+    aliases: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class ModelConfig(Section):
+    # Any litellm model name: openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, ollama/llama3.1 ...
+    name: str | None = None
+    api_base: str | None = None
+    temperature: float = Field(0.7, ge=0, le=2)
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(3, ge=0)
+    # Model for background work (extraction, summaries, context); default: the main model
+    background: str | None = None
+    # Context window used when litellm does not know the model
+    context_window_fallback: int = Field(8192, gt=0)
+
+
+class AgentConfig(Section):
+    persona_file: str | None = None
+    max_tool_rounds: int = Field(6, ge=0)
+    recall_char_budget: int = Field(2000, ge=0)
+    recall_max_facts: int = Field(8, ge=0)
+    # Fraction of the context window at which older turns are summarised
+    compress_at: float = Field(0.75, gt=0, le=1)
+
+
+class SessionsConfig(Section):
+    idle_minutes: int = Field(120, gt=0)
+
+
+class ContextConfig(Section):
+    max_chars: int = Field(4000, gt=0)
+    days: int = Field(7, gt=0)
+    refresh_hours: float = Field(6.0, gt=0)
+
+
+class ExtractionConfig(Section):
+    # None means: on when a model is configured
+    enabled: bool | None = None
+    model: str | None = None
+    include_cron: bool = False
+    min_chars: int = Field(12, ge=0)
+    concurrency: int = Field(1, ge=1)
+
+
+class DiscordConfig(Section):
+    # The token may also come from the DISCORD_TOKEN environment variable
+    token: str | None = None
+    # With no allowlist, nobody is served
+    allowed_users: list[int] = Field(default_factory=list)
+    allowed_roles: list[int] = Field(default_factory=list)
+    allowed_channels: list[int] = Field(default_factory=list)
+    require_mention_in_guilds: bool = True
+    edit_interval_seconds: float = Field(1.2, gt=0)
+
+
+class CronJobConfig(Section):
+    name: str
+    user: str = DEFAULT_USER
+    schedule: str
+    prompt: str
+    deliver: str = "terminal"
+    enabled: bool = True
+
+
+class CronConfig(Section):
+    timezone: str = "UTC"
+    grace_minutes: int = Field(60, ge=0)
+    jobs: list[CronJobConfig] = Field(default_factory=list)
+
+
+class LoggingConfig(Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    file_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class Settings(Section):
+    home: str | None = None
+    users: UsersConfig = Field(default_factory=UsersConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    facts: FactsConfig = Field(default_factory=FactsConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+    cron: CronConfig = Field(default_factory=CronConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    # Where the settings came from; not a config key.
+    model_config = ConfigDict(extra="forbid")
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home or "data").expanduser().resolve()
+
+    @property
+    def db_path(self) -> Path:
+        return self.home_path / "hermes.db"
+
+    def resolve_user(self, identity: str | None = None) -> str:
+        """Turn a front-end identity (``discord:1234``, ``terminal:alice``) into a Hermes user."""
+        if identity is None:
+            return self.users.default
+        return self.users.identities.get(identity, self.users.default if identity.startswith(
+            "terminal:") else identity)
+
+
+def terminal_identity() -> str:
+    try:
+        return f"terminal:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - getuser raises several types when no name is known
+        return "terminal:unknown"
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    """``HERMES_MODEL__NAME=openai/gpt-4.1`` -> {"model": {"name": "openai/gpt-4.1"}}.
+
+    Values are parsed as YAML scalars so numbers and booleans get their types.
+    """
+    result: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith("HERMES_") or "__" not in key:
+            continue
+        path = key[len("HERMES_"):].lower().split("__")
+        try:
+            value = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError:
+            value = raw
+        node = result
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"environment {key}: conflicts with another override")
+        node[path[-1]] = value
+    return result
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _format_validation_error(source: str, error: ValidationError) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    problem = first["msg"]
+    if first["type"] == "extra_forbidden":
+        problem = "unknown key"
+    elif "input" in first and not isinstance(first["input"], dict | list):
+        problem = f"{problem} (got {first['input']!r})"
+    more = len(error.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{source}: {key}: {problem}{suffix}"
+
+
+def config_path_from(environ: dict[str, str], explicit: str | Path | None = None) -> Path | None:
+    if explicit:
+        return Path(explicit).expanduser()
+    if environ.get("HERMES_CONFIG"):
+        return Path(environ["HERMES_CONFIG"]).expanduser()
+    home = environ.get("HERMES_HOME")
+    if home and (Path(home).expanduser() / "config.yaml").exists():
+        return Path(home).expanduser() / "config.yaml"
+    local = Path("config.yaml")
+    return local if local.exists() else None
+
+
+def load_settings(
+    config_path: str | Path | None = None,
+    home: str | Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Load and validate settings. Raises ConfigError with one line naming the key and problem."""
+    environ = dict(os.environ if environ is None else environ)
+    path = config_path_from(environ, config_path)
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        if not path.exists():
+            raise ConfigError(f"{path}: config file not found")
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            reason = getattr(exc, "problem", None) or "not valid YAML"
+            raise ConfigError(f"{path}: {reason}{where}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+        data = loaded
+    overrides = _env_overrides(environ)
+    if overrides:
+        data = _merge(data, overrides)
+        source = f"{source} + environment"
+    if home is not None:
+        data["home"] = str(home)
+    elif environ.get("HERMES_HOME"):
+        data["home"] = environ["HERMES_HOME"]
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(source, exc)) from None

@@ -1,0 +1,275 @@
+"""Tier 1: basic memory, the dense block of always-known facts injected into every prompt.
+
+Entries are rows, written one at a time inside BEGIN IMMEDIATE transactions, so two processes
+writing at once never lose each other's entries. The cap applies to the rendered entries (the
+exact text the model sees) and is checked on the final result of every write; a write past it
+is refused with the usage and the current entries, never truncated.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import sqlite_utils
+
+from hermes.clock import Clock, SystemClock, to_ts
+from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.guard import check_text
+from hermes.store.db import write_transaction
+
+DEFAULT_LIMIT = 8000
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    text: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    status: Literal["added", "duplicate", "replaced", "removed", "applied", "unchanged"]
+    message: str
+    chars: int
+    limit: int
+    entry: Entry | None = None
+
+
+@dataclass(frozen=True)
+class Op:
+    """One step of a batch: add(text), replace(target, text) or remove(target)."""
+
+    action: Literal["add", "replace", "remove"]
+    text: str | None = None
+    target: int | str | None = None
+
+
+class OverCapError(RefusedWrite):
+    """A write that would take the block past its cap. Carries what is there."""
+
+    def __init__(self, attempted_chars: int, limit: int, entries: Sequence[Entry]) -> None:
+        self.attempted_chars = attempted_chars
+        self.limit = limit
+        self.entries = list(entries)
+        current = usage_of(entries)
+        listing = "\n".join(render_line(e.id, e.text) for e in entries) or "(empty)"
+        super().__init__(
+            f"Refused: basic memory would hold {attempted_chars:,} characters, over its "
+            f"{limit:,}-character cap (now {current:,}/{limit:,}). Nothing was changed. "
+            "Consolidate or remove entries first (replace several with one shorter entry, "
+            "or remove what is no longer true). Current entries:\n" + listing
+        )
+
+
+def normalise(text: str) -> str:
+    """Entries are single lines; whitespace runs collapse to one space."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def render_line(entry_id: int, text: str) -> str:
+    return f"[{entry_id}] {text}"
+
+
+def usage_of(entries: Sequence[Entry]) -> int:
+    """Characters of the rendered entries: exactly what counts against the cap."""
+    return len("\n".join(render_line(e.id, e.text) for e in entries))
+
+
+class BasicMemory:
+    def __init__(
+        self, db: sqlite_utils.Database, limit: int = DEFAULT_LIMIT, clock: Clock | None = None
+    ) -> None:
+        self.db = db
+        self.limit = limit
+        self.clock = clock or SystemClock()
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def entries(self, user: str) -> list[Entry]:
+        rows = self.db.execute(
+            "SELECT id, text, created_at, updated_at FROM basic_memory WHERE user = ? ORDER BY id",
+            [user],
+        ).fetchall()
+        return [Entry(*row) for row in rows]
+
+    def usage(self, user: str) -> int:
+        return usage_of(self.entries(user))
+
+    def header(self, user: str, entries: Sequence[Entry] | None = None) -> str:
+        used = usage_of(self.entries(user) if entries is None else entries)
+        return f"[{used:,}/{self.limit:,} chars]"
+
+    def render(self, user: str) -> str:
+        """The exact block the model sees in its system prompt."""
+        entries = self.entries(user)
+        lines = [f"BASIC MEMORY {self.header(user, entries)}"]
+        lines.extend(render_line(e.id, e.text) for e in entries)
+        if not entries:
+            lines.append("(empty)")
+        return "\n".join(lines)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(self, user: str, text: str) -> WriteResult:
+        return self.batch(user, [Op("add", text=text)])
+
+    def replace(self, user: str, target: int | str, text: str) -> WriteResult:
+        return self.batch(user, [Op("replace", text=text, target=target)])
+
+    def remove(self, user: str, target: int | str) -> WriteResult:
+        return self.batch(user, [Op("remove", target=target)])
+
+    def batch(self, user: str, ops: Sequence[Op]) -> WriteResult:
+        """Apply every op or none. The cap is checked on the final result only."""
+        if not ops:
+            raise RefusedWrite("Refused: an empty batch changes nothing.")
+        for op in ops:
+            if op.action in ("add", "replace"):
+                if not op.text or not normalise(op.text):
+                    raise RefusedWrite(f"Refused: {op.action} needs non-empty text.")
+                check_text(op.text)
+        now = to_ts(self.clock.now())
+        with write_transaction(self.db):
+            current = self.entries(user)
+            # Simulate on a working copy first: the cap and targets are checked before any row
+            # changes, so a refused batch leaves the table untouched without relying on rollback.
+            working: list[Entry] = list(current)
+            pending_adds = 0
+            statuses: list[str] = []
+            last_entry: Entry | None = None
+            for op in ops:
+                if op.action == "add":
+                    text = normalise(op.text or "")
+                    if any(e.text == text for e in working):
+                        statuses.append("duplicate")
+                        continue
+                    pending_adds += 1
+                    # Provisional id for the usage estimate: new rows get ids above every
+                    # existing one, and an id's digits count towards the cap.
+                    provisional = max([e.id for e in working] + [self._max_id()]) + pending_adds
+                    working.append(Entry(provisional, text, now, now))
+                    statuses.append("added")
+                elif op.action == "replace":
+                    index = self._resolve(working, op.target)
+                    text = normalise(op.text or "")
+                    old = working[index]
+                    if any(e.text == text and e.id != old.id for e in working):
+                        raise RefusedWrite(
+                            f"Refused: replacing [{old.id}] would duplicate an existing entry. "
+                            "Remove it instead. Nothing was changed."
+                        )
+                    working[index] = Entry(old.id, text, old.created_at, now)
+                    statuses.append("replaced")
+                elif op.action == "remove":
+                    index = self._resolve(working, op.target)
+                    working.pop(index)
+                    statuses.append("removed")
+                else:  # pragma: no cover - Op's type forbids it
+                    raise RefusedWrite(f"Refused: unknown action {op.action!r}.")
+            attempted = usage_of(working)
+            if attempted > self.limit and attempted > usage_of(current):
+                raise OverCapError(attempted, self.limit, current)
+            if all(s == "duplicate" for s in statuses):
+                existing = next(e for e in current if e.text == normalise(ops[0].text or ""))
+                return WriteResult(
+                    "duplicate",
+                    f"Already in basic memory as [{existing.id}]; nothing changed.",
+                    usage_of(current),
+                    self.limit,
+                    existing,
+                )
+            current_ids = {e.id for e in current}
+            working_ids = {e.id for e in working}
+            for entry in current:
+                if entry.id not in working_ids:
+                    self.db.execute("DELETE FROM basic_memory WHERE id = ? AND user = ?",
+                                    [entry.id, user])
+            for entry in working:
+                if entry.id in current_ids:
+                    before = next(e for e in current if e.id == entry.id)
+                    if before.text != entry.text:
+                        self.db.execute(
+                            "UPDATE basic_memory SET text = ?, updated_at = ? "
+                            "WHERE id = ? AND user = ?",
+                            [entry.text, now, entry.id, user],
+                        )
+                        last_entry = entry
+                else:
+                    try:
+                        cursor = self.db.execute(
+                            "INSERT INTO basic_memory (user, text, created_at, updated_at) "
+                            "VALUES (?, ?, ?, ?)",
+                            [user, entry.text, now, now],
+                        )
+                    except sqlite3.IntegrityError:  # pragma: no cover - guarded by the lock
+                        raise RefusedWrite("Refused: duplicate entry.") from None
+                    last_entry = Entry(cursor.lastrowid, entry.text, now, now)
+            final = self.entries(user)
+        chars = usage_of(final)
+        if len(ops) == 1:
+            status = statuses[0]
+            target = last_entry
+            if status == "removed":
+                message = f"Removed. Basic memory now {chars:,}/{self.limit:,} chars."
+                target = None
+            else:
+                message = (
+                    f"{status.capitalize()} [{target.id if target else '?'}]. "
+                    f"Basic memory now {chars:,}/{self.limit:,} chars."
+                )
+            return WriteResult(status, message, chars, self.limit, target)  # type: ignore[arg-type]
+        summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+        return WriteResult(
+            "applied", f"Applied {summary}. Basic memory now {chars:,}/{self.limit:,} chars.",
+            chars, self.limit, last_entry,
+        )
+
+    def set_all(self, user: str, texts: Sequence[str]) -> WriteResult:
+        """Make the block hold exactly ``texts`` (used by ``hermes memory edit``), atomically.
+
+        Unchanged lines keep their ids; removed lines are deleted; new lines are added.
+        """
+        wanted = [normalise(t) for t in texts if normalise(t)]
+        current = self.entries(user)
+        current_texts = {e.text for e in current}
+        ops = [Op("remove", target=e.id) for e in current if e.text not in wanted]
+        ops += [Op("add", text=t) for t in dict.fromkeys(wanted) if t not in current_texts]
+        if not ops:
+            chars = usage_of(current)
+            return WriteResult("unchanged", "No changes.", chars, self.limit)
+        return self.batch(user, ops)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _max_id(self) -> int:
+        row = self.db.execute("SELECT coalesce(max(id), 0) FROM basic_memory").fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _resolve(entries: Sequence[Entry], target: int | str | None) -> int:
+        """Index of the entry named by id or by a unique substring (case-insensitive)."""
+        if target is None or (isinstance(target, str) and not target.strip()):
+            raise RefusedWrite("Refused: say which entry (an id or a unique part of its text).")
+        if isinstance(target, int) or (isinstance(target, str) and target.strip().isdigit()):
+            wanted = int(target)
+            for index, entry in enumerate(entries):
+                if entry.id == wanted:
+                    return index
+            raise NotFound(f"No basic-memory entry with id {wanted}.")
+        needle = target.casefold()
+        matches = [i for i, e in enumerate(entries) if needle in e.text.casefold()]
+        if not matches:
+            raise NotFound(f"No basic-memory entry contains {target!r}.")
+        if len(matches) > 1:
+            ids = ", ".join(str(entries[i].id) for i in matches)
+            raise RefusedWrite(
+                f"Refused: {target!r} matches several entries ({ids}); use an id or a longer "
+                "part of the text. Nothing was changed."
+            )
+        return matches[0]

@@ -1,0 +1,163 @@
+"""The one place where user text becomes an FTS5 MATCH expression.
+
+User text never reaches FTS5 raw. Every term is reduced to the tokens the ``unicode61``
+tokenizer would index and wrapped in double quotes, so operators (``- : ^ * ( ) + NEAR AND OR
+NOT``) and punctuation are only ever literal. A term with inner punctuation (``v2.3.1``,
+``alice@example.com``, ``snake_case``, ``state-of-the-art``) becomes a phrase of its tokens,
+which matches the same sequence in the text.
+
+Two expressions are built: ``strict`` (every term must match) and ``loose`` (any non-stopword
+term), tried in that order by callers via :func:`search_with_fallback`. CJK runs have no word
+breaks for unicode61, so they are returned separately for a LIKE match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+# Characters FTS5's unicode61 tokenizer treats as part of a token: letters and digits.
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
+)
+_PHRASE = re.compile(r'"([^"]*)"')
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
+    having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
+    i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
+    not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves
+    then there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's with won't would wouldn't you you'd you'll
+    you're you've your yours yourself yourselves s t d ll m re ve also just did does tell know
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One query term: the tokens of a word or a quoted phrase."""
+
+    tokens: tuple[str, ...]
+    quoted: bool = False
+
+    @property
+    def fts(self) -> str:
+        # Tokens hold only letters and digits, so no escaping is needed inside the quotes.
+        return '"' + " ".join(self.tokens) + '"'
+
+    @property
+    def is_stopword(self) -> bool:
+        return not self.quoted and len(self.tokens) == 1 and self.tokens[0].lower() in STOPWORDS
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """What a free-text query means for FTS5."""
+
+    terms: tuple[Term, ...] = ()
+    cjk: tuple[str, ...] = ()  # CJK runs, matched with LIKE
+    strict: str | None = None  # all terms
+    loose: str | None = None  # any non-stopword term; None when it would equal strict
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms and not self.cjk
+
+
+def _split_terms(text: str) -> tuple[list[Term], list[str]]:
+    terms: list[Term] = []
+    cjk: list[str] = []
+
+    def add_chunk(chunk: str, quoted: bool) -> None:
+        for run in _CJK.findall(chunk):
+            cjk.append(run)
+        chunk = _CJK.sub(" ", chunk)
+        if quoted:
+            tokens = tuple(_TOKEN.findall(chunk))
+            if tokens:
+                terms.append(Term(tokens, quoted=True))
+            return
+        for word in chunk.split():
+            tokens = tuple(_TOKEN.findall(word))
+            if tokens:
+                terms.append(Term(tokens))
+
+    # Balanced "quoted phrases" stay phrases; an unbalanced quote is just punctuation.
+    position = 0
+    for match in _PHRASE.finditer(text):
+        add_chunk(text[position : match.start()], quoted=False)
+        add_chunk(match.group(1), quoted=True)
+        position = match.end()
+    add_chunk(text[position:], quoted=False)
+    return terms, cjk
+
+
+def _dedupe(terms: Sequence[Term]) -> list[Term]:
+    seen: set[tuple[str, ...]] = set()
+    result = []
+    for term in terms:
+        key = tuple(t.lower() for t in term.tokens)
+        if key not in seen:
+            seen.add(key)
+            result.append(term)
+    return result
+
+
+def build_match(text: str) -> MatchPlan:
+    """Turn free text into safe FTS5 expressions. Never raises on any input."""
+    terms, cjk = _split_terms(text or "")
+    terms = _dedupe(terms)
+    if not terms:
+        return MatchPlan(cjk=tuple(cjk))
+    strict = " ".join(term.fts for term in terms)
+    content_terms = [t for t in terms if not t.is_stopword]
+    loose_expr = " OR ".join(t.fts for t in content_terms) if content_terms else None
+    if loose_expr == strict:
+        loose_expr = None
+    return MatchPlan(terms=tuple(terms), cjk=tuple(cjk), strict=strict, loose=loose_expr)
+
+
+def any_terms(text: str, *, drop_stopwords: bool = True) -> str | None:
+    """An OR of the text's terms (stopwords dropped unless nothing else is left)."""
+    terms, _ = _split_terms(text or "")
+    terms = _dedupe(terms)
+    kept = [t for t in terms if not t.is_stopword] if drop_stopwords else terms
+    kept = kept or terms
+    return " OR ".join(t.fts for t in kept) if kept else None
+
+
+def like_pattern(fragment: str) -> str:
+    """A LIKE pattern that matches ``fragment`` literally (use with ``ESCAPE '\\'``)."""
+    escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+T = TypeVar("T")
+
+
+def search_with_fallback(plan: MatchPlan, run: Callable[[str], list[T]]) -> tuple[list[T], str]:
+    """Run ``run(expression)`` strict first, then loose when strict finds nothing.
+
+    Returns the results and which mode produced them ("strict", "loose" or "none"). A MATCH
+    error propagates: it is a bug in this module, never "no results".
+    """
+    if plan.strict is None:
+        return [], "none"
+    results = run(plan.strict)
+    if results:
+        return results, "strict"
+    if plan.loose:
+        results = run(plan.loose)
+        if results:
+            return results, "loose"
+    return [], "none"

@@ -1,0 +1,81 @@
+"""Shared fixtures: every test gets its own HERMES_HOME, an empty config and a fake clock."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hermes.clock import FakeClock
+from hermes.config import Settings, load_settings
+from hermes.runtime import Runtime
+
+
+@pytest.fixture(autouse=True)
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point all user state at a temp dir, and keep the developer's environment out."""
+    for key in list(os.environ):
+        if key.startswith("HERMES_") or key in {"DISCORD_TOKEN"}:
+            monkeypatch.delenv(key, raising=False)
+    home = tmp_path / "home"
+    config = tmp_path / "config.yaml"
+    config.write_text("", encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("HERMES_CONFIG", str(config))
+    return home
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    return tmp_path / "config.yaml"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock("2026-11-29T12:00:00+00:00")
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return load_settings()
+
+
+@pytest.fixture
+def rt(settings: Settings, clock: FakeClock):
+    runtime = Runtime(settings, clock=clock)
+    yield runtime
+    runtime.close()
+
+
+@pytest.fixture
+def db(rt: Runtime):
+    return rt.db
+
+
+class CliResult:
+    def __init__(self, result) -> None:
+        self.exit_code: int = result.exit_code
+        self.stdout: str = result.stdout
+        self.stderr: str = result.stderr
+        self.exception = result.exception
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """Run the real `hermes` command line in-process: ``cli("memory", "show", "--json")``."""
+    from hermes.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str, input: str | None = None) -> CliResult:
+        result = runner.invoke(app, list(args), input=input, catch_exceptions=False)
+        return CliResult(result)
+
+    return run

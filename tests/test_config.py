@@ -1,0 +1,77 @@
+import pytest
+
+from hermes.config import load_settings
+from hermes.errors import ConfigError
+
+
+def test_defaults_without_a_file(monkeypatch, hermes_home):
+    monkeypatch.delenv("HERMES_CONFIG")
+    monkeypatch.chdir(hermes_home.parent)
+    settings = load_settings()
+    assert settings.memory.basic_char_limit == 8000
+    assert settings.users.default == "owner"
+    assert settings.home_path == hermes_home.resolve()
+
+
+def test_wrong_type_names_the_key(config_file):
+    config_file.write_text("memory:\n  basic_char_limit: lots\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    message = str(err.value)
+    assert "memory.basic_char_limit" in message and "lots" in message
+    assert "\n" not in message
+
+
+def test_unknown_key_is_an_error(config_file):
+    config_file.write_text("memroy:\n  basic_char_limit: 10\n")
+    with pytest.raises(ConfigError, match="memroy: unknown key"):
+        load_settings()
+
+
+def test_broken_yaml_gives_line(config_file):
+    config_file.write_text("memory:\n  basic_char_limit: [1, 2\n")
+    with pytest.raises(ConfigError, match="line"):
+        load_settings()
+
+
+def test_environment_overrides_file(config_file, monkeypatch):
+    config_file.write_text("model:\n  name: openai/gpt-4.1-mini\n  temperature: 0.2\n")
+    monkeypatch.setenv("HERMES_MODEL__NAME", "ollama/llama3.1")
+    monkeypatch.setenv("HERMES_MEMORY__BASIC_CHAR_LIMIT", "500")
+    settings = load_settings()
+    assert settings.model.name == "ollama/llama3.1"
+    assert settings.model.temperature == 0.2
+    assert settings.memory.basic_char_limit == 500
+
+
+def test_home_flag_beats_environment(tmp_path):
+    settings = load_settings(home=tmp_path / "elsewhere")
+    assert settings.home_path == (tmp_path / "elsewhere").resolve()
+    assert settings.db_path.parent == settings.home_path
+
+
+def test_identity_mapping(config_file):
+    config_file.write_text("users:\n  identities:\n    'discord:42': alice\n")
+    settings = load_settings()
+    assert settings.resolve_user("discord:42") == "alice"
+    assert settings.resolve_user("terminal:someone") == "owner"
+    # An unmapped Discord user is their own user: two people never share memory by default.
+    assert settings.resolve_user("discord:99") == "discord:99"
+
+
+def test_cli_broken_config_exits_2_with_one_line(cli, config_file):
+    config_file.write_text("memory:\n  basic_char_limit: -5\n")
+    result = cli("memory", "show")
+    assert result.exit_code == 2
+    assert "memory.basic_char_limit" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_home_flag_relocates_state(cli, tmp_path):
+    other = tmp_path / "other-home"
+    assert cli("--home", str(other), "memory", "add", "Lives in Lisbon").exit_code == 0
+    assert (other / "hermes.db").exists()
+    assert cli("memory", "show", "--json").json()["entries"] == []
+    assert cli("--home", str(other), "memory", "show", "--json").json()["entries"][0]["text"] == (
+        "Lives in Lisbon"
+    )

@@ -1,0 +1,75 @@
+import sqlite3
+
+from hermes.store.db import connect
+from hermes.store.migrations import migrations
+
+
+def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
+    db = connect(tmp_path / "blank.db")
+    names = {row[0]: row[1] for row in db.execute("SELECT name, type FROM sqlite_master")}
+    for table in [
+        "basic_memory", "facts", "entities", "entity_aliases", "fact_entities", "fact_history",
+        "sessions", "messages", "shown_facts", "message_refs", "extraction_runs", "cron_jobs",
+        "cron_runs", "facts_fts", "messages_fts", "sessions_fts",
+    ]:
+        assert names.get(table) == "table", table
+    for index in ["idx_facts_user_key", "idx_fact_entities_entity", "idx_messages_session",
+                  "idx_sessions_user_active", "idx_basic_memory_user"]:
+        assert names.get(index) == "index", index
+    for trigger in ["facts_fts_ai", "facts_fts_ad", "facts_fts_au", "messages_fts_ai",
+                    "messages_fts_ad", "messages_fts_au", "sessions_fts_ai", "sessions_fts_au",
+                    "messages_count_ai"]:
+        assert names.get(trigger) == "trigger", trigger
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    applied = [m.name for m in migrations.applied(db)]
+    assert applied == [m.name for m in migrations._migrations]
+
+
+def test_migrating_twice_is_a_no_op(tmp_path):
+    connect(tmp_path / "x.db").conn.close()
+    db = connect(tmp_path / "x.db")
+    assert migrations.pending(db) == []
+    count = db.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0]
+    assert count == len(migrations._migrations)
+
+
+def test_fts_triggers_follow_inserts_updates_and_deletes(tmp_path):
+    db = connect(tmp_path / "t.db")
+    db.execute(
+        "INSERT INTO facts (user, content, content_key, created_at, updated_at) "
+        "VALUES ('owner', 'Alice deploys with Kubernetes', 'k', 't', 't')"
+    )
+    match = "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?"
+    assert db.execute(match, ['"deployed"']).fetchall() == [(1,)]  # porter stemming
+    db.execute("UPDATE facts SET content = 'Alice uses Nomad' WHERE id = 1")
+    assert db.execute(match, ['"kubernetes"']).fetchall() == []
+    assert db.execute(match, ['"nomad"']).fetchall() == [(1,)]
+    db.execute("DELETE FROM facts WHERE id = 1")
+    assert db.execute(match, ['"nomad"']).fetchall() == []
+    integrity = db.execute("INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')")
+    assert integrity is not None
+
+
+def test_message_insert_keeps_session_counters(tmp_path):
+    db = connect(tmp_path / "s.db")
+    db.execute(
+        "INSERT INTO sessions (user, source, started_at, last_active_at) "
+        "VALUES ('owner', 'terminal', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')"
+    )
+    db.execute(
+        "INSERT INTO messages (session_id, user, role, content, created_at) "
+        "VALUES (1, 'owner', 'user', 'hi', '2026-01-02T00:00:00Z')"
+    )
+    row = db.execute("SELECT message_count, last_active_at FROM sessions").fetchone()
+    assert row == (1, "2026-01-02T00:00:00Z")
+    try:
+        db.execute(
+            "INSERT INTO messages (session_id, user, role, content, created_at) "
+            "VALUES (1, 'owner', 'wizard', 'x', 't')"
+        )
+    except sqlite3.IntegrityError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("role CHECK constraint missing")
