@@ -66,6 +66,10 @@ def _register() -> None:
     from hermes.cli import memory
 
     app.add_typer(memory.app, name="memory")
+    from hermes.cli import ask, context
+
+    ask.register(app)
+    app.add_typer(context.app, name="context")
 
 
 _register()
