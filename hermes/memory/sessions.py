@@ -48,6 +48,11 @@ _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
     "s.ended_at, s.message_count, s.external_id"
 )
+# The first user line: what browse shows for a session without a title.
+_PREVIEW = (
+    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+    "ORDER BY m.id LIMIT 1)"
+)
 _MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.speaker, m.content, m.created_at, m.tool_name, m.tool_args, "
     "m.tool_call_id, m.external_id"
@@ -177,7 +182,8 @@ class SessionStore:
         """The open session of a channel (a Discord thread, a terminal), or a new one."""
         with write_transaction(self.db):
             row = self.db.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.user = ? AND s.source = ? "
+                f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+                "WHERE s.user = ? AND s.source = ? "
                 "AND s.channel_key = ? AND s.ended_at IS NULL ORDER BY s.id DESC LIMIT 1",
                 [user, source, channel_key],
             ).fetchone()
@@ -251,7 +257,7 @@ class SessionStore:
 
     def get(self, user: str, session_id: int) -> Session:
         row = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ? AND s.user = ?",
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
             [session_id, user],
         ).fetchone()
         if row is None:
@@ -303,9 +309,7 @@ class SessionStore:
             where.append("s.last_active_at >= ?")
             params.append(since)
         rows = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS}, "
-            "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-            " ORDER BY m.id LIMIT 1) "
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} "
             f"FROM sessions s WHERE {' AND '.join(where)} "
             "ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?",
             [*params, limit],
@@ -315,7 +319,8 @@ class SessionStore:
     def idle(self, user: str, before: str) -> list[Session]:
         """Open sessions whose last activity is older than ``before`` (to close and summarise)."""
         rows = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.user = ? AND s.ended_at IS NULL "
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+            "WHERE s.user = ? AND s.ended_at IS NULL "
             "AND s.last_active_at < ? ORDER BY s.last_active_at",
             [user, before],
         ).fetchall()
