@@ -414,8 +414,8 @@ class SessionStore:
         # Other users' (or other sources') messages took some of the places: rank within scope.
         rows = self.db.execute(
             f"SELECT m.id, m.session_id, bm25(messages_fts, {weights}) AS rank "
-            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-            "JOIN sessions s ON s.id = m.session_id "
+            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "CROSS JOIN sessions s ON s.id = m.session_id "
             "WHERE messages_fts MATCH ? AND m.user = ? AND (? IS NULL OR s.source = ?) "
             "ORDER BY rank LIMIT ?",
             [expr, user, source, source, wanted],
@@ -425,8 +425,10 @@ class SessionStore:
     def _session_scores(self, user: str, expr: str, source: str | None) -> dict[int, float]:
         weights = ", ".join(str(w) for w in SESSION_WEIGHTS)
         rows = self.db.execute(
+            # CROSS JOIN keeps the full-text match as the outer loop: the planner would
+            # otherwise walk the user's sessions and run the match once per session.
             f"SELECT s.id, bm25(sessions_fts, {weights}) FROM sessions_fts "
-            "JOIN sessions s ON s.id = sessions_fts.rowid "
+            "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
             "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
             [expr, user, source, source],
         ).fetchall()
