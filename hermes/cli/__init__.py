@@ -63,11 +63,14 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import memory
+    from hermes.cli import ask, context, db, facts, memory, sessions
 
     app.add_typer(memory.app, name="memory")
-    from hermes.cli import ask, context
-
+    app.add_typer(facts.app, name="facts")
+    app.add_typer(sessions.app, name="sessions")
+    app.add_typer(db.app, name="db")
+    app.command("export")(db.export)
+    app.command("import")(db.import_)
     ask.register(app)
     app.add_typer(context.app, name="context")
 
