@@ -312,10 +312,12 @@ class EntityStore:
     def candidates(self, user: str, content: str) -> list[str]:
         """Entity names for a fact given without any: known names first, then new candidates."""
         names = [name for _, name in self.known_in(user, content)]
-        keys = {name_key(n) for n in names}
+        # Keys padded with spaces, so "atlas" is inside "project atlas" but not "atlassian".
+        padded = [f" {name_key(n)} " for n in names]
         for candidate in extract_candidates(content):
-            if name_key(candidate) not in keys:
-                keys.add(name_key(candidate))
+            key = f" {name_key(candidate)} "
+            if not any(key in known for known in padded):
+                padded.append(key)
                 names.append(candidate)
         return names
 

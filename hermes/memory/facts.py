@@ -284,6 +284,11 @@ class FactStore:
         with write_transaction(self.db):
             now = self._now()
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
+            if exact and not entities:
+                # The same statement again: its entities were found the first time.
+                fact = self._merge(exact[0], text, [], tag_list, message_ids, now,
+                                   "exact duplicate")
+                return AddResult(fact.id, "merged", fact, "exact", 100.0)
             names = entities if entities else self.entity_store.candidates(user, text)
             linked = self.entity_store.ensure_all(user, names)
             if exact:
