@@ -63,7 +63,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import db, facts, memory, sessions
+    from hermes.cli import ask, context, db, facts, memory, sessions
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -71,6 +71,8 @@ def _register() -> None:
     app.add_typer(db.app, name="db")
     app.command("export")(db.export)
     app.command("import")(db.import_)
+    ask.register(app)
+    app.add_typer(context.app, name="context")
 
 
 _register()
