@@ -197,3 +197,31 @@ async def test_one_session_is_extracted_one_run_at_a_time(worker, store, fake_mo
     second = worker.schedule("owner", session.id)
     results = await asyncio.gather(first, second)
     assert results[1] is None and len(fake_model.requests) == 1
+
+
+async def test_hermes_stats_reports_runs_skips_calls_and_changes(worker, store, fake_model, cli):
+    session = store.create("owner", "terminal")
+    turn(store, session.id, "hello!")
+    await worker.run_session("owner", session.id)
+    turn(store, session.id, "What's the capital of Peru?")
+    await worker.run_session("owner", session.id)
+    turn(store, session.id, "I live in Porto.")
+    fake_model.reply(actions(create("The user lives in Porto.")))
+    await worker.run_session("owner", session.id)
+    turn(store, session.id, "Actually I moved to Berlin in October.")
+    fake_model.reply(actions(create("The user lives in Berlin since October 2026.")))
+    await worker.run_session("owner", session.id)
+    turn(store, session.id, "I'm vegan.")
+    fake_model.error(bad_request("boom"))
+    await worker.run_session("owner", session.id)
+
+    data = cli("stats", "--json").json()
+    assert data["runs"] == 5 and data["by_status"] == {"done": 2, "skipped": 2, "retry": 1}
+    assert data["skips"] == {"no_statement": 1, "small_talk": 1}
+    assert (data["model_calls"], data["created"], data["superseded"]) == (2, 1, 1)
+    assert data["failures"] == 1 and "boom" in data["last_failure"]
+    assert data["active_facts"] == 1
+    text = cli("stats").stdout
+    assert "skipped       no_statement 1, small_talk 1" in text
+    assert "1 created, 0 merged, 1 superseded" in text
+    assert cli("stats", "--user", "bob", "--json").json()["runs"] == 0
