@@ -87,8 +87,8 @@ class ExtractionWorker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._semaphore: asyncio.Semaphore | None = None
-        # (user, session) -> message-id range of a turn whose model wrote memory with tools
-        self._memory_turns: dict[tuple[str, int], set[int]] = {}
+        # (user, session) -> message-id ranges of turns whose model wrote memory with tools
+        self._memory_turns: dict[tuple[str, int], list[tuple[int, int]]] = {}
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -107,21 +107,29 @@ class ExtractionWorker:
         return self._llm
 
     def attach(self, agent: Any) -> None:
-        """Fast lane before each reply, extraction after it."""
+        """Fast lane before each reply, extraction after it (on the agent's background model
+        unless ``extraction.model`` names another)."""
+        if self._llm is None and not self.config.model:
+            self._llm = getattr(agent, "background_llm", None)
         agent.before_reply.append(FastLane(self.rt, self.facts))
         agent.after_reply.append(self.after_reply)
 
     def after_reply(self, result: Any) -> None:
         """``Agent.after_reply`` hook: schedule extraction; returns at once."""
         if getattr(result, "memory_written", False):
-            ids = {i for i in (result.user_message_id, result.assistant_message_id) if i}
-            self._memory_turns.setdefault((result.user, result.session_id), set()).update(ids)
-        self.schedule(result.user, result.session_id)
+            # Every message of the turn (user, tool results, reply) lies in this id range.
+            last = result.assistant_message_id or result.user_message_id
+            self._memory_turns.setdefault((result.user, result.session_id), []).append(
+                (result.user_message_id, last))
+        self.schedule(result.user, result.session_id,
+                      through=result.assistant_message_id or result.user_message_id)
 
-    def schedule(self, user: str, session_id: int) -> asyncio.Task[Any]:
-        """Start a tracked background extraction of the session's unseen messages."""
+    def schedule(self, user: str, session_id: int, *, through: int | None = None
+                 ) -> asyncio.Task[Any]:
+        """Start a tracked background extraction of the session's unseen messages (up to
+        message ``through``, so that a run covers whole turns)."""
         task = asyncio.get_running_loop().create_task(
-            self._guarded(user, session_id), name=f"extract:{user}:{session_id}"
+            self._guarded(user, session_id, through), name=f"extract:{user}:{session_id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -131,9 +139,19 @@ class ExtractionWorker:
     def pending(self) -> int:
         return sum(1 for t in self._tasks if not t.done())
 
-    async def _guarded(self, user: str, session_id: int) -> RunRecord | None:
+    async def _guarded(self, user: str, session_id: int, through: int | None
+                       ) -> RunRecord | None:
         try:
-            return await self.run_session(user, session_id)
+            # A long backlog (more than MAX_MESSAGES_PER_RUN) is taken in several runs.
+            record = None
+            for _ in range(50):
+                latest = await self.run_session(user, session_id, through=through)
+                if latest is None or (record is not None and latest.id == record.id):
+                    break
+                record = latest
+                if through is not None and record.last_message_id >= through:
+                    break
+            return record
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a background task must log, never vanish silently
@@ -142,8 +160,10 @@ class ExtractionWorker:
 
     # -- one run ----------------------------------------------------------------------------
 
-    async def run_session(self, user: str, session_id: int) -> RunRecord | None:
-        """Extract from the session's messages past the watermark. None when there are none."""
+    async def run_session(self, user: str, session_id: int, *, through: int | None = None
+                          ) -> RunRecord | None:
+        """Extract from the session's messages past the watermark (up to ``through``).
+        None when there are none."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         lock = self._locks.setdefault((user, session_id), asyncio.Lock())
@@ -152,6 +172,8 @@ class ExtractionWorker:
             watermark = self._watermark(user, session_id)
             messages = self.sessions.messages(user, session_id, after_id=watermark,
                                               limit=MAX_MESSAGES_PER_RUN)
+            if through is not None:
+                messages = [m for m in messages if m.id <= through]
             if not messages:
                 return None
             first, last = messages[0].id, messages[-1].id
@@ -161,13 +183,16 @@ class ExtractionWorker:
                 with write_transaction(self.rt.db):
                     self._advance(user, session_id, last)
                 return existing
-            turn_ids = self._memory_turns.pop((user, session_id), set())
+            ranges = self._memory_turns.pop((user, session_id), [])
+            # Skip only when every new message belongs to a turn that wrote memory itself.
+            written = bool(ranges) and all(
+                any(lo <= m.id <= hi for lo, hi in ranges) for m in messages)
             decision = gate.decide(
                 messages,
                 enabled=self.enabled,
                 source=session.source,
                 include_cron=self.config.include_cron,
-                memory_written=bool(turn_ids) and {m.id for m in messages} <= turn_ids,
+                memory_written=written,
                 min_chars=self.config.min_chars,
                 prior_assistant=self._prior_assistant(user, session_id, first),
             )
