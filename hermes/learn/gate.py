@@ -45,7 +45,8 @@ _SMALL_TALK_TEXT = """
     hi hello hey heya hiya yo howdy sup morning evening afternoon night gm gn good great nice
     cool awesome amazing perfect excellent wonderful lovely fine fantastic brilliant sweet neat
     thanks thank thx ty tysm cheers appreciate appreciated much lot so very really too a the
-    you u ya your welcome np problem no worries yes yeah yep yup yea sure ok okay k kk alright
+    you u ya your welcome np problem no nope nah worries yes yeah yep yup yea sure ok okay k kk
+    alright
     right got it that's thats this is was sounds makes sense see i understand understood agreed
     lol lmao haha hahaha hehe rofl wow oh ah uh hmm hm huh bye goodbye later cya ttyl see soon
     take care have day weekend all well done job again for and just wanted to say how are
