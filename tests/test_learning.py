@@ -104,3 +104,17 @@ async def test_extraction_failure_never_reaches_the_user(
     assert result.error is None and result.text == "Lovely!"
     (run,) = worker.runs("owner")
     assert run.status == "retry" and facts.list("owner") == []
+
+
+async def test_facts_history_shows_where_a_learned_fact_came_from(
+        agent, worker, session_id, facts, fake_model, cli):
+    fake_model.reply("Noted!")
+    fake_model.reply(extraction("The user's daughter Maya plays the violin."))
+    await agent.turn("owner", session_id, "My daughter Maya has started playing the violin.").run()
+    await worker.drain()
+    (fact,) = facts.list("owner")
+    out = cli("facts", "history", str(fact.id)).stdout
+    assert f"source: session {session_id} (terminal, started 2026-11-29 12:00)" in out
+    assert "said: My daughter Maya has started playing the violin." in out
+    manual = facts.add("owner", "The user's violin teacher is Ms. Ito.").fact
+    assert "added directly" in cli("facts", "history", str(manual.id)).stdout
