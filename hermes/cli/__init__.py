@@ -63,7 +63,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import ask, context, db, facts, memory, sessions
+    from hermes.cli import ask, context, db, facts, memory, sessions, stats
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -73,6 +73,7 @@ def _register() -> None:
     app.command("import")(db.import_)
     ask.register(app)
     app.add_typer(context.app, name="context")
+    app.command("stats")(stats.stats)
 
 
 _register()
