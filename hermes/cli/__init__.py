@@ -66,6 +66,9 @@ def _register() -> None:
     from hermes.cli import memory
 
     app.add_typer(memory.app, name="memory")
+    from hermes.cli import cron
+
+    app.add_typer(cron.app, name="cron")
 
 
 _register()
