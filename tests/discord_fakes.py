@@ -136,7 +136,7 @@ class FakeDiscordAPI:
 
     def _echo_message(self, call: Call) -> dict[str, Any]:
         body = call.json or {}
-        mid = int(call.route.message_id) if call.method == "PATCH" else snowflake()
+        mid = int(call.route.url.rsplit("/", 1)[-1]) if call.method == "PATCH" else snowflake()
         return message_payload(mid=mid, channel_id=int(call.route.channel_id),
                                author=self.bot_user, content=body.get("content") or "")
 
@@ -153,6 +153,7 @@ class World:
         self.api = api
         self.state = client._connection
         self.guild_id, self.channel_id, self.thread_id = snowflake(), snowflake(), snowflake()
+        self.role_id = snowflake()
         self.people: dict[str, dict[str, Any]] = {
             name: user_payload(snowflake(), name) for name in ("alice", "bob", "mallory")
         }
@@ -175,6 +176,9 @@ class World:
             "id": str(self.guild_id), "name": "Test Guild", "icon": None, "owner_id": "1",
             "roles": [{"id": str(self.guild_id), "name": "@everyone", "permissions": "0",
                        "position": 0, "color": 0, "hoist": False, "managed": False,
+                       "mentionable": False},
+                      {"id": str(self.role_id), "name": "hermes-users", "permissions": "0",
+                       "position": 1, "color": 0, "hoist": False, "managed": False,
                        "mentionable": False}],
             "channels": [channel], "threads": [thread], "members": members,
             "member_count": len(members), "features": [], "emojis": [], "stickers": [],

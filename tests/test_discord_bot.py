@@ -9,8 +9,6 @@ import pytest
 from hermes.frontends.discord_bot import APOLOGY, THUMBS_DOWN, THUMBS_UP, HermesBot
 from tests.discord_fakes import FakeDiscordAPI, World, drain_event_tasks
 
-pytestmark = pytest.mark.filterwarnings("ignore:'audioop' is deprecated:DeprecationWarning")
-
 
 @dataclass
 class Env:
@@ -117,9 +115,11 @@ async def test_with_no_allowlist_nobody_is_served(env, rt):
 
 async def test_roles_and_channels_can_allow(env, fake_model, rt):
     rt.settings.discord.allowed_users = []
-    rt.settings.discord.allowed_roles = [4242]
+    rt.settings.discord.allowed_roles = [env.world.role_id]
     fake_model.reply("ok role").reply("ok channel")
-    await env.bot.on_message(env.world.in_guild("mallory", "via role", roles=[4242]))
+    await env.bot.on_message(env.world.in_guild("mallory", "no role"))
+    assert env.api.sent() == []
+    await env.bot.on_message(env.world.in_guild("mallory", "via role", roles=[env.world.role_id]))
     assert env.api.sent()[-1].json["content"] == "ok role"
     rt.settings.discord.allowed_roles = []
     rt.settings.discord.allowed_channels = [env.world.channel_id]
@@ -229,11 +229,11 @@ async def test_a_failing_turn_is_answered_with_an_apology_and_the_bot_carries_on
     def broken(*args, **kwargs):
         raise RuntimeError("engine on fire")
 
-    monkeypatch.setattr(env.bot.agent, "turn", broken)
     message = env.world.dm("alice", "hello?")
-    await env.bot.on_message(message)
+    with monkeypatch.context() as patch:
+        patch.setattr(env.bot.agent, "turn", broken)
+        await env.bot.on_message(message)
     assert env.api.messages_in(message.channel.id)[-1].json["content"] == APOLOGY
-    monkeypatch.undo()
     fake_model.reply("Back again.")
     await env.bot.on_message(env.world.dm("alice", "and now?"))
     assert env.api.sent()[-1].json["content"] == "Back again."
@@ -349,6 +349,6 @@ async def test_sessions_commands(env, fake_model, rt):
 
 # --------------------------------------------------------------------------- cron delivery
 async def test_cron_delivery_posts_to_the_channel_in_pieces(env):
-    await env.bot.deliver(None, str(env.world.channel_id), "digest " * 600)
+    await env.bot.deliver(None, str(env.world.channel_id), "digest " * 500)
     posted = env.api.messages_in(env.world.channel_id)
     assert len(posted) == 2 and all(len(c.json["content"]) <= 2000 for c in posted)
