@@ -66,9 +66,11 @@ def _register() -> None:
     from hermes.cli import memory
 
     app.add_typer(memory.app, name="memory")
-    from hermes.cli import cron
+    from hermes.cli import cron, daemon
 
     app.add_typer(cron.app, name="cron")
+    app.command("run")(daemon.run)
+    app.command("chat")(daemon.chat)
 
 
 _register()

@@ -509,6 +509,12 @@ class CronRunner:
 
     async def _run_claimed(self, job: CronJob, run_id: int) -> None:
         log.info("cron job %s: running (run %d)", job.name, run_id)
+        await self._attempt(job, run_id)
+        run = self.store.get_run(run_id)
+        log.log(logging.WARNING if run.status == "failed" else logging.INFO,
+                "cron job %s: run %d %s", job.name, run_id, run.status)
+
+    async def _attempt(self, job: CronJob, run_id: int) -> None:
         try:
             outcome = await self.run_prompt(job)
         except Exception as exc:
