@@ -1,7 +1,8 @@
-"""`hermes ask` and `hermes chat`: talk to Hermes from the terminal.
+"""`hermes ask`: one question from the terminal, answered by streaming.
 
-Both build on the same turn engine as every other front-end. The model layer (litellm) is only
-imported when the first model call is made, so `hermes --help` and the memory commands stay fast.
+It builds on the same turn engine as every other front-end (`hermes chat` is the daemon's
+REPL). The model layer (litellm) is only imported when the first model call is made, so
+`hermes --help` and the memory commands stay fast.
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from hermes.runtime import Runtime
 
 
 def make_agent(rt: Runtime):  # -> hermes.agent.turn.Agent
-    """The Agent the terminal commands use (the place to attach hooks for the terminal)."""
-    from hermes.agent.turn import Agent
+    """The Agent the terminal commands use (the place to attach hooks for the terminal).
 
-    return Agent(rt)
+    The fast lane stores an explicit "remember that ..." before the reply. Extraction after the
+    reply is left to the daemon: a one-shot process would exit before it finished.
+    """
+    from hermes.agent.turn import Agent
+    from hermes.learn.fastlane import FastLane
+
+    agent = Agent(rt)
+    agent.before_reply.append(FastLane(rt, agent.facts))
+    return agent
 
 
 def _require_model(rt: Runtime) -> None:
@@ -65,53 +73,3 @@ def ask(
         typer.echo("")
     if turn.exception is not None:
         raise turn.exception
-
-
-CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
-
-
-def chat(ctx: typer.Context, user: str = UserOption) -> None:
-    """A minimal line-by-line chat in the terminal (one session until /new or /exit)."""
-    rt = runtime(ctx)
-    who = rt.user(user)
-    _require_model(rt)
-    from hermes.memory.sessions import SessionStore
-
-    sessions = SessionStore.from_runtime(rt)
-    channel = f"{terminal_identity()}:chat"
-    session = sessions.open_for(who, "terminal", channel)
-    agent = make_agent(rt)
-    typer.echo(CHAT_HELP, err=True)
-    with asyncio.Runner() as runner:
-        while True:
-            try:
-                line = input("> " if sys.stdin.isatty() else "")
-            except (EOFError, KeyboardInterrupt):
-                break
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                break
-            if text == "/new":
-                sessions.close(who, session.id)
-                session = sessions.open_for(who, "terminal", channel)
-                typer.echo(f"(new session {session.id})", err=True)
-                continue
-            turn = agent.turn(who, session.id, text)
-            try:
-                runner.run(_stream(turn, echo=True))
-            except KeyboardInterrupt:
-                typer.echo("\n(interrupted)", err=True)
-                continue
-            typer.echo("")
-            if isinstance(turn.exception, ModelNotConfigured):
-                raise turn.exception  # a missing key: nothing later in the chat can work
-            if turn.exception is not None:
-                # The message is recorded; the provider may come back for the next one.
-                typer.echo(f"Error: {turn.exception}", err=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("ask")(ask)
-    app.command("chat")(chat)
