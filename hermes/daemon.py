@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import importlib.util
 import logging
 import os
 import signal
@@ -121,11 +120,14 @@ def build_agent(rt: Any) -> tuple[Any, Any | None]:
     from hermes.agent.turn import Agent
 
     agent = Agent(rt)
-    if importlib.util.find_spec("hermes.learn.worker") is None:
+    try:
+        from hermes.learn.worker import ExtractionWorker
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("hermes.learn", "hermes.learn.worker"):
+            raise           # a broken import inside the worker is a bug, not "not installed"
         log.warning("hermes.learn.worker is not installed: no fact extraction after replies "
                     "and no extraction retries")
         return agent, None
-    from hermes.learn.worker import ExtractionWorker
 
     worker = ExtractionWorker(rt)
     if not worker.enabled:
