@@ -341,3 +341,30 @@ def test_cli_lists_config_jobs(cli, config_file):
     assert (job["name"], job["origin"]) == ("daily-digest", "config")
     assert job["next_run"][10:] in {"T07:00:00.000000Z", "T06:00:00.000000Z"}   # Berlin, DST
     assert "config.yaml" in cli("cron", "remove", "daily-digest").stderr
+
+
+def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model, hermes_home):
+    cli("cron", "add", "digest", "0 8 * * *", "Summarise yesterday", "-d", "file:d.md")
+    fake_model.reply("Yesterday you planned the move.").reply("[SILENT]")
+    ran = cli("cron", "run", "digest", "--json")
+    assert ran.exit_code == 0, ran.stderr
+    run = ran.json()
+    assert (run["status"], run["kind"], run["output"]) == (
+        "ok", "manual", "Yesterday you planned the move.")
+    assert "Summarise yesterday" in fake_model.requests[0].messages[-1]["content"]
+    assert "planned the move" in (hermes_home / "d.md").read_text()
+    sessions = cli("sessions", "list", "--json").json()
+    assert [s["source"] for s in sessions] == ["cron"]
+    silent = cli("cron", "run", "digest", "--json").json()
+    assert silent["status"] == "silent"
+    assert (hermes_home / "d.md").read_text().count("##") == 1      # nothing delivered
+    assert [r["status"] for r in cli("cron", "runs", "digest", "--json").json()] == [
+        "silent", "ok"]
+
+
+def test_cli_run_without_a_model_fails_and_records_it(cli):
+    cli("cron", "add", "digest", "every 1h", "Summarise", "-d", "file:d.md")
+    ran = cli("cron", "run", "digest")
+    assert ran.exit_code == 1
+    (run,) = cli("cron", "runs", "--json").json()
+    assert run["status"] == "failed" and "HERMES_MODEL__NAME" in run["output"]

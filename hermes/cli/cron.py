@@ -139,12 +139,16 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
 
 
 async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
-    from hermes.agent.turn import Agent
+    from hermes.daemon import build_agent
     from hermes.frontends.cron import agent_prompt_runner
 
-    agent = Agent(rt)
+    agent, worker = build_agent(rt)
     runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
-    return await runner.run_now(name, user=user)
+    try:
+        return await runner.run_now(name, user=user)
+    finally:
+        if worker is not None:
+            await worker.drain(30)
 
 
 @app.command()
