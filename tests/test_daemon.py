@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -156,3 +157,42 @@ def test_the_discord_token_comes_from_config_env_or_dotenv(hermes_home, config_f
     assert discord_token(settings, environ={"DISCORD_TOKEN": "from-env"}) == "from-env"
     config_file.write_text("discord:\n  token: from-config\n")
     assert discord_token(load_settings(), environ={"DISCORD_TOKEN": "x"}) == "from-config"
+
+
+async def until(condition, ticks: int = 20000) -> None:
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home):
+    from hermes.daemon import Daemon
+    from hermes.memory import context
+    from hermes.memory.basic import BasicMemory
+
+    basic = BasicMemory(rt.db, clock=clock)
+    basic.add("alice", "Alice keeps bees")
+    basic.add("bob", "Bob restores old radios")
+    fresh, stale = context.path_for(rt, "alice"), context.path_for(rt, "bob")
+    for path in (fresh, stale):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("an old note\n")
+    seven_hours_ago = clock.now().timestamp() - 7 * 3600
+    os.utime(stale, (seven_hours_ago, seven_hours_ago))
+    os.utime(fresh, (clock.now().timestamp() - 3600,) * 2)
+
+    daemon = Daemon(rt, repl=False)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: stale.read_text().startswith("# Recent context"))
+    jobs = {job.id: job.trigger for job in daemon.scheduler.get_jobs()}
+    assert jobs["builtin:context"].interval == timedelta(hours=6)
+    assert jobs["builtin:idle"].interval == timedelta(minutes=10)
+    assert "builtin:cron-reload" in jobs
+    with pytest.raises(HermesError, match="already running"):
+        HomeLock(hermes_home).acquire()
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
+    HomeLock(hermes_home).acquire()                          # released at the stop
