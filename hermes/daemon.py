@@ -242,12 +242,13 @@ class Daemon:
             print(f"[cron {job.name}]\n{text}", flush=True)
 
     # ------------------------------------------------------------------ built-in jobs
-    def _job(self, name: str, work: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[None]]:
-        """A scheduler job that logs its failure instead of raising, and can be waited for."""
+    def _job(self, name: str, work: Callable[[], Awaitable[Any]], *,
+             track: bool = True) -> Callable[[], Awaitable[None]]:
+        """A job that logs its failure instead of raising; ``track``: shutdown waits for it."""
 
         async def job() -> None:
             task = asyncio.current_task()
-            if task is not None:
+            if task is not None and track:
                 self._jobs.add(task)
             try:
                 await work()
@@ -338,7 +339,8 @@ class Daemon:
         for name, work in steps:
             if self._stop.is_set():
                 return
-            await self._job(name, work)()
+            # Untracked: a cron run in here is waited for as a cron run (turn grace).
+            await self._job(name, work, track=False)()
 
     # ------------------------------------------------------------------ shutdown
     async def _shutdown(self) -> None:
@@ -347,20 +349,10 @@ class Daemon:
             self.scheduler.pause()
         if self.bot is not None:
             self.bot.accepting = False
-        if self.repl is not None and self.repl.stop_reply():
-            await self.repl.wait_reply()
-        if self.bot is not None:
-            cut = await self.bot.drain(self.turn_grace)
-            if cut:
-                log.warning("discord: %d turn(s) did not finish in time and were stopped", cut)
-        if self.runner is not None:
-            await self.runner.wait_running(self.turn_grace)
-        jobs = [t for t in self._jobs if not t.done()]
-        if jobs:
-            _, late = await asyncio.wait(jobs, timeout=self.background_grace)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
+        # extraction they scheduled. Worst case: turn_grace + background_grace.
+        await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
+                             self._drain_jobs())
         if self.worker is not None:
             cancelled = await self.worker.drain(self.background_grace)
             if cancelled:
@@ -376,6 +368,35 @@ class Daemon:
                              return_exceptions=True)
         self.rt.close()
         log.info("hermes: stopped cleanly")
+
+
+    async def _drain_bot(self) -> None:
+        if self.bot is not None:
+            cut = await self.bot.drain(self.turn_grace)
+            if cut:
+                log.warning("discord: %d turn(s) did not finish in time and were stopped", cut)
+
+    async def _drain_repl(self) -> None:
+        reply = getattr(self.repl, "_reply", None)
+        if reply is None or reply.done():
+            return
+        _, late = await asyncio.wait({reply}, timeout=self.turn_grace)
+        if late:
+            self.repl.stop_reply()
+            await self.repl.wait_reply()
+
+    async def _drain_cron(self) -> None:
+        if self.runner is not None:
+            await self.runner.wait_running(self.turn_grace)
+
+    async def _drain_jobs(self) -> None:
+        jobs = [t for t in self._jobs if not t.done()]
+        if not jobs:
+            return
+        _, late = await asyncio.wait(jobs, timeout=self.background_grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
 
 def run_daemon(rt: Any, *, repl: bool) -> None:
