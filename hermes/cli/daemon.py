@@ -27,22 +27,19 @@ def run(
 
 
 def chat(ctx: typer.Context, user: str = UserOption) -> None:
-    """Talk to Hermes in the terminal: the full REPL alone (no Discord, no cron).
+    """Talk to Hermes in the terminal: the REPL alone (no Discord, no cron).
 
-    With input from a pipe instead of a terminal, a plain line-by-line chat.
+    With input from a pipe instead of a terminal, it reads one message per line.
     """
-    from hermes.agent.llm import LLM, ModelNotConfigured
-    from hermes.cli import ask
+    from hermes.cli.ask import chat_lines, require_model
+
+    rt = runtime(ctx)
+    require_model(rt)
+    if not sys.stdin.isatty():
+        chat_lines(ctx, user)
+        return
     from hermes.daemon import build_agent
     from hermes.frontends.repl import Repl
-
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        ask.chat(ctx, user)
-        return
-    rt = runtime(ctx)
-    llm = LLM.from_settings(rt.settings)
-    if not llm.configured:
-        raise ModelNotConfigured(llm.not_configured_message())
 
     async def main() -> None:
         from prompt_toolkit.patch_stdout import patch_stdout
