@@ -221,8 +221,15 @@ class Daemon:
     async def _run_discord(self) -> None:
         import discord
 
+        config = self.rt.settings.discord
+        if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
+            log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
+                        "allowed_channels), so nobody will be served")
         try:
             await self.bot.start(self.token)
+        except discord.PrivilegedIntentsRequired:
+            log.error("discord: enable 'Message Content Intent' for the bot in the Developer "
+                      "Portal (Bot settings). Running without Discord.")
         except discord.LoginFailure:
             log.error("discord: the token was rejected; check discord.token / DISCORD_TOKEN. "
                       "Running without Discord.")

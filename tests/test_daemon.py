@@ -196,3 +196,19 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     await asyncio.wait_for(running, 30)
     assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
     HomeLock(hermes_home).acquire()                          # released at the stop
+
+
+def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
+    monkeypatch.setenv("HERMES_CONFIG", str(REPO / "scripts" / "config.example.yaml"))
+    settings = load_settings()
+    rt = Runtime(settings, clock=FakeClock())
+    try:
+        store = CronStore.from_runtime(rt)
+        store.sync_config(settings.cron.jobs)
+        digest = store.get("daily-digest")
+        assert digest.deliver.startswith("discord:") and "[SILENT]" in digest.prompt
+        assert settings.discord.allowed_users and settings.model.name
+    finally:
+        rt.close()
+    unit = (REPO / "scripts" / "hermes.service").read_text()
+    assert "hermes run --no-repl" in unit and "KillSignal=SIGTERM" in unit
