@@ -198,7 +198,7 @@ async def test_outside_grace_nothing_runs_everything_recorded(rt, clock, store):
     prompt = ScriptedPrompt()
     assert await runner_for(rt, prompt).catch_up() == []
     (run,) = store.runs(name="daily")
-    assert run.status == "missed" and "grace" in run.output
+    assert run.status == "missed" and "grace window" in run.output
     assert prompt.calls == [] and store.last_scheduled(job.id) == at("2026-11-29T13:00:00Z")
 
 
@@ -276,12 +276,18 @@ async def test_manual_run_does_not_shift_the_schedule(rt, clock, store):
     assert (await runner.tick(job.id)).scheduled_for == to_ts(at("2026-11-29T18:00:00Z"))
 
 
-async def test_paused_jobs_do_not_run(rt, clock, store):
-    job = store.add("p", "owner", "every 30m", "x")
+async def test_paused_jobs_do_not_run_not_even_after_resuming(rt, clock, store):
+    job = store.add("p", "owner", "every 30m", "x")                 # fires 12:30, 13:00, ...
     store.set_enabled("p", False)
-    clock.advance(hours=1)
+    clock.advance(minutes=70)                                       # 13:10
     prompt = ScriptedPrompt()
-    assert await runner_for(rt, prompt).tick(job.id) is None and prompt.calls == []
+    runner = runner_for(rt, prompt)
+    assert await runner.tick(job.id) is None and prompt.calls == []
+    store.set_enabled("p", True)
+    assert await runner.tick(job.id) is None and prompt.calls == []   # 12:30, 13:00 skipped
+    assert {r.output for r in store.runs(name="p")} == {"skipped: the job was paused"}
+    clock.advance(minutes=20)                                       # 13:30
+    assert (await runner.tick(job.id)).status == "ok" and prompt.calls == ["p"]
 
 
 async def test_scheduler_gets_one_trigger_per_enabled_job():
