@@ -286,3 +286,10 @@ def m006_cron(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+@migrations()
+def m007_facts_vocab(db: sqlite_utils.Database) -> None:
+    # Per-term document counts of the facts index, read by fact search to tell informative
+    # words from ones found in a large share of all facts (see hermes/memory/fact_search.py).
+    db.execute("CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')")
