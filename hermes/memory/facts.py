@@ -476,8 +476,8 @@ class FactStore:
                 unknown.append(name)
             else:
                 resolved.setdefault(entity_id, name)
-        if not resolved:
-            return ReasonResult([], [], unknown)
+        if not resolved or (len(entities) > 1 and len(resolved) < 2):
+            return ReasonResult([], [], unknown)  # nothing to connect
         ids = list(resolved)
         marks = ",".join("?" * len(ids))
         need = 2 if len(ids) > 1 else 1
