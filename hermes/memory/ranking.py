@@ -90,6 +90,11 @@ class Bm25:
     ) -> Bm25:
         idf, dfs = [], []
         for term in terms:
+            if term.is_stopword:  # common by definition: not worth counting
+                n = max(total, DF_CAP)
+                idf.append(math.log(1 + (n - DF_CAP + 0.5) / (DF_CAP + 0.5)))
+                dfs.append(DF_CAP)
+                continue
             df = db.execute(
                 f"SELECT count(*) FROM (SELECT rowid FROM {fts_table} "
                 f"WHERE {fts_table} MATCH ? LIMIT {DF_CAP})",

@@ -36,7 +36,7 @@ MESSAGE_WEIGHTS = (1.0, 0.3)
 SESSION_WEIGHTS = (2.0, 1.0)
 # At most this many matching messages are scored per query (see _fts_candidates): what keeps a
 # common word fast on a million messages. Measured in scripts/bench_sessions.py.
-SCORE_CAP = 1000
+SCORE_CAP = 500
 # An any-word query looks for messages holding two of its first this-many words.
 MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
@@ -280,7 +280,7 @@ class SessionStore:
         self, user: str, session_id: int, around_message_id: int, context: int = 2
     ) -> list[Message]:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
-        self.get(user, session_id)
+        # Both queries are scoped by user: another user's session has no such message.
         context = max(0, context)
         before = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
