@@ -252,8 +252,7 @@ def test_users_are_isolated_in_every_read(store, clock):
 def test_many_other_user_matches_do_not_crowd_out_mine(store, clock, monkeypatch):
     from hermes.memory import sessions as module
 
-    monkeypatch.setattr(module, "MIN_CANDIDATES", 5)
-    monkeypatch.setattr(module, "CANDIDATES_PER_RESULT", 1)
+    monkeypatch.setattr(module, "SCORE_CAP", 2)
     for _ in range(4):
         conversation(store, clock, "bob", ["zephyr zephyr zephyr"] * 3)
     mine = conversation(store, clock, "owner", ["a long message that mentions zephyr once"])
@@ -264,3 +263,33 @@ def test_source_filter(store, clock):
     cron = conversation(store, clock, "owner", ["disk usage report"], source="cron")
     conversation(store, clock, "owner", ["disk usage is high"], source="discord")
     assert [h.session.id for h in store.search("owner", "disk usage", source="cron")] == [cron.id]
+
+
+def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock, monkeypatch):
+    from hermes.memory import sessions as module
+
+    monkeypatch.setattr(module, "SCORE_CAP", 3)
+    old_both = conversation(store, clock, "owner", ["the tomato blight came back", "ok"])
+    old_rare = conversation(store, clock, "owner", ["the greenhouse vent is stuck", "ok"])
+    for _ in range(6):  # newer messages with one common word each: more than the cap
+        conversation(store, clock, "owner", ["tomato salad again", "blight? no"])
+    hits = store.search("owner", "what happened to the tomato blight in the greenhouse?")
+    ids = [h.session.id for h in hits]
+    # Only the three newest matches fit under the cap; the old ones come in through the pairs
+    # (two of the words together) and the rare word (all of its matches are scored).
+    assert old_both.id in ids and old_rare.id in ids
+
+
+def test_ranking_counts_word_forms_like_the_index():
+    from hermes.memory.ranking import Bm25, term_pattern
+    from hermes.store.fts import Term
+
+    def count(token: str, text: str) -> int:
+        literal, pattern = term_pattern(Term((token,)))
+        folded = text.lower()
+        return folded.count(literal) if pattern is None else len(pattern.findall(folded))
+
+    assert count("fix", "we fixed it; fixes and fixing follow") == 3
+    assert count("networking", "network networks networking") == 3
+    assert count("c", "c and c++ but not cat") == 2
+    assert Bm25([term_pattern(Term(("cafe",)))], [1.0], [1]).score("Café au lait", 3) > 0

@@ -163,14 +163,11 @@ class EntityStore:
 
     def _exact(self, user: str, key: str) -> int | None:
         row = self.db.execute(
-            "SELECT id FROM entities WHERE user = ? AND name_key = ?", [user, key]
+            "SELECT coalesce((SELECT id FROM entities WHERE user = ?1 AND name_key = ?2),"
+            " (SELECT entity_id FROM entity_aliases WHERE user = ?1 AND alias_key = ?2))",
+            [user, key],
         ).fetchone()
-        if row:
-            return int(row[0])
-        row = self.db.execute(
-            "SELECT entity_id FROM entity_aliases WHERE user = ? AND alias_key = ?", [user, key]
-        ).fetchone()
-        return int(row[0]) if row else None
+        return int(row[0]) if row and row[0] is not None else None
 
     def _fuzzy(self, user: str, key: str) -> int | None:
         if len(key) < MIN_FUZZY_CHARS:
@@ -250,16 +247,15 @@ class EntityStore:
 
     def ensure_all(self, user: str, names: Iterable[str]) -> list[tuple[int, str]]:
         """(id, display name) for each distinct entity the names mean, in order."""
-        result: list[tuple[int, str]] = []
-        seen: set[int] = set()
+        ordered: list[int] = []
         for name in names:
             if not clean_name(name):
                 continue
             entity_id = self.ensure(user, name)
-            if entity_id not in seen:
-                seen.add(entity_id)
-                result.append((entity_id, self._name(entity_id)))
-        return result
+            if entity_id not in ordered:
+                ordered.append(entity_id)
+        display = self.names_of(ordered)
+        return [(i, display[i]) for i in ordered]
 
     def _name(self, entity_id: int) -> str:
         return str(self.db.execute("SELECT name FROM entities WHERE id = ?", [entity_id])
@@ -316,10 +312,12 @@ class EntityStore:
     def candidates(self, user: str, content: str) -> list[str]:
         """Entity names for a fact given without any: known names first, then new candidates."""
         names = [name for _, name in self.known_in(user, content)]
-        keys = {name_key(n) for n in names}
+        # Keys padded with spaces, so "atlas" is inside "project atlas" but not "atlassian".
+        padded = [f" {name_key(n)} " for n in names]
         for candidate in extract_candidates(content):
-            if name_key(candidate) not in keys:
-                keys.add(name_key(candidate))
+            key = f" {name_key(candidate)} "
+            if not any(key in known for known in padded):
+                padded.append(key)
                 names.append(candidate)
         return names
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import combinations
 from typing import Any
 
 import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
+from hermes.memory.ranking import Bm25
 from hermes.store.db import write_transaction
-from hermes.store.fts import MatchPlan, build_match, like_pattern
+from hermes.store.fts import MatchPlan, Term, build_match, like_pattern
 
 ROLES = ("user", "assistant", "tool", "system")
 SOURCES = ("discord", "terminal", "cron", "import")
@@ -33,11 +35,11 @@ SOURCES = ("discord", "terminal", "cron", "import")
 # hit is worth more than a summary hit.
 MESSAGE_WEIGHTS = (1.0, 0.3)
 SESSION_WEIGHTS = (2.0, 1.0)
-# How many of the best-ranked matching messages are grouped into sessions. Bounding this before
-# the join is what keeps a common term fast on a million messages; measured in
-# scripts/bench_sessions.py.
-MIN_CANDIDATES = 300
-CANDIDATES_PER_RESULT = 60
+# At most this many matching messages are scored per query (see _fts_candidates): what keeps a
+# common word fast on a million messages. Measured in scripts/bench_sessions.py.
+SCORE_CAP = 1000
+# An any-word query looks for messages holding two of its first this-many words.
+MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
 CJK_CANDIDATES = 2000
 
@@ -369,70 +371,104 @@ class SessionStore:
         limit: int,
     ) -> list[tuple[int, float, _Candidate | None, float]]:
         """Sessions ranked: (session_id, score, best message or None, title/summary score)."""
-        wanted = max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT)
         if plan.cjk:
-            messages = self._cjk_candidates(user, plan, mode, expr, source, wanted)
+            messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
         else:
             assert expr is not None
-            messages = self._fts_candidates(user, expr, source, wanted)
-            sessions = self._session_scores(user, expr, source)
+            messages = self._fts_candidates(user, plan, mode, expr, source)
+            sessions = self._session_scores(user, plan, mode, expr, source)
         best: dict[int, _Candidate] = {}
         for cand in messages:
             if cand.session_id not in best or cand.score > best[cand.session_id].score:
                 best[cand.session_id] = cand
-        session_ids = set(best) | set(sessions)
-        if not session_ids:
-            return []
-        sources = self._sources(session_ids)
         ranked = []
-        for sid in session_ids:
+        for sid in set(best) | set(sessions):
             cand = best.get(sid)
             meta = sessions.get(sid, 0.0)
             ranked.append((sid, (cand.score if cand else 0.0) + meta, cand, meta))
+        ranked.sort(key=lambda r: (-r[1], -r[0]))
         # Cron output is background noise next to a real conversation: demoted below them all.
-        ranked.sort(key=lambda r: (sources[r[0]] == "cron", -r[1], -r[0]))
-        return ranked
+        # Sources are looked up best first, only until `limit` conversations are found.
+        conversations, cron = [], []
+        for start in range(0, len(ranked), 100):
+            chunk = ranked[start : start + 100]
+            sources = self._sources({r[0] for r in chunk})
+            for r in chunk:
+                (cron if sources[r[0]] == "cron" else conversations).append(r)
+            if len(conversations) >= limit:
+                break
+        return conversations + cron
+
+    def _stream(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's newest messages matching ``expr``: (id, session id, content, speaker).
+        FTS5 yields matches in rowid order without scoring them, so this costs what it returns
+        (plus other users' matches skipped on the way)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY messages_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, limit],
+        ).fetchall()
 
     def _fts_candidates(
-        self, user: str, expr: str, source: str | None, wanted: int
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
-        weights = ", ".join(str(w) for w in MESSAGE_WEIGHTS)
-        # Fast path: the best `wanted` matches overall (FTS5 sorts them without touching the
-        # base table), then scoped to the user. Exact whenever nothing was filtered out.
-        rows = self.db.execute(
-            "SELECT m.id, m.session_id, hits.rank, m.user = ? AND "
-            "(? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
-            f"FROM (SELECT rowid AS id, bm25(messages_fts, {weights}) AS rank FROM messages_fts "
-            "      WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS hits "
-            "JOIN messages m ON m.id = hits.id ORDER BY hits.rank",
-            [user, source, source, expr, wanted],
-        ).fetchall()
-        kept = [_Candidate(r[0], r[1], -r[2]) for r in rows if r[3]]
-        if len(rows) < wanted or len(kept) == len(rows):
-            return kept
-        # Other users' (or other sources') messages took some of the places: rank within scope.
-        rows = self.db.execute(
-            f"SELECT m.id, m.session_id, bm25(messages_fts, {weights}) AS rank "
-            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "CROSS JOIN sessions s ON s.id = m.session_id "
-            "WHERE messages_fts MATCH ? AND m.user = ? AND (? IS NULL OR s.source = ?) "
-            "ORDER BY rank LIMIT ?",
-            [expr, user, source, source, wanted],
-        ).fetchall()
-        return [_Candidate(r[0], r[1], -r[2]) for r in rows]
+        """Matching messages scored by BM25. Every match is scored when there are at most
+        SCORE_CAP; past that (a common word on a big history), the candidates are the newest
+        SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
+        words and every match of each rare word: what BM25 would put first anyway."""
+        terms = _terms_for(plan, mode)
+        rows = self._stream(expr, user, source, SCORE_CAP + 1)
+        if not rows:
+            return []
+        pool = {row[0]: row for row in rows[:SCORE_CAP]}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
+            firsts = terms[:MAX_PAIR_TERMS]
+            pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
+            for row in self._stream(pairs, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
+            for term, df in zip(terms, bm25.df, strict=True):
+                if df <= SCORE_CAP:
+                    for row in self._stream(term.fts, user, source, SCORE_CAP):
+                        pool.setdefault(row[0], row)
+        found = list(pool.values())
+        content = bm25.score_all([row[2] for row in found])
+        speaker = bm25.score_all([row[3] for row in found])
+        return [
+            _Candidate(row[0], row[1], c + MESSAGE_WEIGHTS[1] * s)
+            for row, c, s in zip(found, content, speaker, strict=True)
+        ]
 
-    def _session_scores(self, user: str, expr: str, source: str | None) -> dict[int, float]:
-        weights = ", ".join(str(w) for w in SESSION_WEIGHTS)
+    def _session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> dict[int, float]:
+        """Sessions whose title or summary match, scored by BM25 (a title hit weighs more)."""
         rows = self.db.execute(
             # CROSS JOIN keeps the full-text match as the outer loop: the planner would
             # otherwise walk the user's sessions and run the match once per session.
-            f"SELECT s.id, bm25(sessions_fts, {weights}) FROM sessions_fts "
+            "SELECT s.id, s.title, s.summary FROM sessions_fts "
             "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
-            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
-            [expr, user, source, source],
+            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?) "
+            "ORDER BY sessions_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, SCORE_CAP],
         ).fetchall()
-        return {r[0]: -r[1] for r in rows}
+        if not rows:
+            return {}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM sessions").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "sessions_fts", _terms_for(plan, mode), total)
+        titles = bm25.score_all([r[1] for r in rows])
+        summaries = bm25.score_all([r[2] for r in rows])
+        return {
+            r[0]: SESSION_WEIGHTS[0] * t + SESSION_WEIGHTS[1] * m
+            for r, t, m in zip(rows, titles, summaries, strict=True)
+        }
 
     def _like_clause(self, column: str, plan: MatchPlan, mode: str) -> tuple[str, list[str]]:
         joiner = " AND " if mode == "strict" else " OR "
@@ -554,6 +590,13 @@ class SessionStore:
                 if row is not None and HIGHLIGHT[0] in (row[0] or ""):
                     return row[0]
         return _manual_snippet(session.summary or session.title or "", plan)
+
+
+def _terms_for(plan: MatchPlan, mode: str) -> list[Term]:
+    """The terms the expression of ``mode`` holds: all of them, or the non-stopwords."""
+    if mode == "strict":
+        return list(plan.terms)
+    return [t for t in plan.terms if not t.is_stopword] or list(plan.terms)
 
 
 def _manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:

@@ -286,3 +286,15 @@ def m006_cron(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+@migrations()
+def m007_cron_run_kind(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- schedule: a fire time of the job's schedule; manual: `hermes cron run`. Only scheduled
+        -- runs count when working out which fire times a restarted daemon has missed.
+        ALTER TABLE cron_runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'schedule';
+        CREATE INDEX idx_cron_runs_job_kind ON cron_runs(job_id, kind, scheduled_for);
+        """
+    )
