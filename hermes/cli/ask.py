@@ -25,7 +25,7 @@ def make_agent(rt: Runtime):  # -> hermes.agent.turn.Agent
     return Agent(rt)
 
 
-def _require_model(rt: Runtime) -> None:
+def require_model(rt: Runtime) -> None:
     llm = LLM.from_settings(rt.settings)
     if not llm.configured:
         raise ModelNotConfigured(llm.not_configured_message())
@@ -47,7 +47,7 @@ def ask(
     """Ask once and stream the answer (a one-turn terminal session, kept in the history)."""
     rt = runtime(ctx)
     who = rt.user(user)
-    _require_model(rt)
+    require_model(rt)
     from hermes.memory.sessions import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
@@ -70,11 +70,11 @@ def ask(
 CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
 
 
-def chat(ctx: typer.Context, user: str = UserOption) -> None:
-    """A minimal line-by-line chat in the terminal (one session until /new or /exit)."""
+def chat_lines(ctx: typer.Context, user: str | None) -> None:
+    """Line-by-line chat for piped input (one session until /new or /exit)."""
     rt = runtime(ctx)
     who = rt.user(user)
-    _require_model(rt)
+    require_model(rt)
     from hermes.memory.sessions import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
@@ -110,8 +110,3 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
                 typer.echo(f"Error: {turn.exception}", err=True)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("ask")(ask)
-    app.command("chat")(chat)
