@@ -42,6 +42,8 @@ SILENT = "[SILENT]"
 MIN_GRACE = timedelta(minutes=1)
 # After a long outage, record at most this many missed fire times per job (the rest are logged).
 MAX_MISSED_RECORDS = 100
+# How far a resume looks for fire times that passed while the job was paused.
+MAX_SKIP_SCAN = 100_000
 
 RunStatus = Literal["running", "ok", "silent", "failed", "missed"]
 
@@ -302,10 +304,30 @@ class CronStore:
         return job
 
     def set_enabled(self, name: str, enabled: bool, *, user: str | None = None) -> CronJob:
+        """Pause or resume. Fire times that passed while paused are recorded as skipped, so a
+        resume never runs one of them."""
         job = self.get(name, user=user)
+        if enabled and not job.enabled:
+            self._skip_paused(job)
         with write_transaction(self.db):
             self.db.execute("UPDATE cron_jobs SET enabled = ? WHERE id = ?", (int(enabled), job.id))
         return self.get(name)
+
+    def _skip_paused(self, job: CronJob) -> None:
+        now = self.clock.now()
+        trigger = trigger_for(job, self.timezone)
+        last = self.last_scheduled(job.id)
+        fire = (trigger.get_next_fire_time(last, now) if last is not None else
+                trigger.get_next_fire_time(None, parse_ts(job.created_at)
+                                           + timedelta(microseconds=1)))
+        skipped: list[datetime] = []
+        for _ in range(MAX_SKIP_SCAN):
+            if fire is None or fire > now:
+                break
+            skipped = [*skipped[-(MAX_MISSED_RECORDS - 1):], fire]
+            fire = trigger.get_next_fire_time(fire, fire)
+        for when in skipped:      # the latest ones: the newest bounds what a resume may run
+            self.record_missed(job.id, when, "skipped: the job was paused")
 
     def sync_config(self, jobs: list[CronJobConfig]) -> None:
         """Make the database's config jobs match ``cron.jobs``.
@@ -454,8 +476,8 @@ class CronRunner:
             return None
         plan = self.plan(job)
         for fire in plan.missed:
-            self.store.record_missed(job.id, fire, "missed: Hermes was not running, and it "
-                                     "was later than the grace window")
+            self.store.record_missed(job.id, fire, "missed: not run at its time (Hermes was "
+                                     "down) and later than the grace window")
         if plan.uncounted:
             log.warning("cron job %s: more than %d missed runs; recorded the first %d",
                         job.name, MAX_MISSED_RECORDS, MAX_MISSED_RECORDS)
