@@ -85,7 +85,8 @@ class Script:
                                     "reason": turn.reason})
             else:
                 actions.append(_create(turn))
-            if turn.content:
+            if turn.content and turn.kind != "paraphrase":
+                # (a restatement merges into the fact as first worded)
                 self.current[turn.key] = turn.content
         # a real model would talk around it now and then
         return "Here are the actions:\n```json\n" + json.dumps(actions, indent=1) + "\n```"

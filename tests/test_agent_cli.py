@@ -1,4 +1,4 @@
-"""`hermes ask` and `hermes context` through the real command line."""
+"""`hermes ask`, piped `hermes chat` and `hermes context` through the real command line."""
 
 from __future__ import annotations
 
@@ -75,3 +75,31 @@ def test_ask_stores_an_explicit_remember_request_before_the_reply(cli, fake_mode
     found = cli("facts", "search", "Brompton", "--json").json()
     assert found and "Brompton" in str(found)
     assert "Brompton" in fake_model.last.system  # recalled in the same turn
+
+
+# `hermes chat` with piped input: the line-by-line loop
+
+def test_chat_without_a_model_says_what_to_set(cli):
+    result = cli("chat", input="hello\n")
+    assert result.exit_code == 2 and "HERMES_MODEL__NAME" in result.stderr
+
+
+def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
+    fake_model.reply("one").reply("two").reply("three")
+    result = cli("chat", input="first\nsecond\n/new\nthird\n/exit\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == ["one", "two", "three"]
+    by_session = {s.id: [m.content for m in msgs] for s, msgs in stored_sessions()}
+    assert sorted(by_session.values()) == [["first", "one", "second", "two"], ["third", "three"]]
+    # the second turn saw the first in its history
+    assert [m["content"] for m in fake_model.requests[1].messages[1:]] == ["first", "one",
+                                                                          "second"]
+
+
+def test_chat_reports_a_provider_error_and_goes_on(cli, fake_model):
+    for _ in range(4):
+        fake_model.error(service_unavailable())
+    fake_model.reply("back")
+    result = cli("chat", input="a\nb\n")
+    assert result.exit_code == 0
+    assert "unavailable" in result.stderr and "back" in result.stdout

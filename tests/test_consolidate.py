@@ -67,6 +67,15 @@ def test_contradiction_newer_wins_and_nothing_is_destroyed(facts, old, new):
     assert facts.get("owner", unrelated.id).valid_to is None
 
 
+def test_the_new_version_is_linked_to_the_entities_it_names(facts):
+    facts.add("owner", "The user's phone is a Pixel 8.", entities=["Pixel 8"])
+    result = apply(facts, [CreateAction("The user's phone is an iPhone 15.",
+                                        entities=("iPhone 15",))])
+    (new_id,) = result.fact_ids
+    assert "iPhone 15" in facts.get("owner", new_id).entities
+    assert [f.id for f in facts.probe("owner", "iPhone 15")] == [new_id]
+
+
 def test_update_by_number_supersedes_with_history_and_source(facts):
     city = facts.add("owner", "The user lives in Porto.").fact
     result = apply(facts, [UpdateAction(1, "The user lives in Lisbon since November 2026.")],
@@ -126,3 +135,13 @@ def test_other_users_facts_are_never_touched(facts):
 )
 def test_contradiction_detection(new, old, expected):
     assert contradicts(new, old) is expected
+
+
+def test_restatement_without_entities_merges(facts):
+    facts.add("owner", "The user goes bouldering on Tuesdays and Thursdays.")
+    result = apply(facts, [CreateAction("The user goes bouldering every Tuesday and Thursday.")])
+    assert (result.created, result.merged) == (0, 1)
+    # ...but saying the opposite, or something more, is not a restatement
+    result = apply(facts, [CreateAction("The user does not go bouldering on Tuesdays."),
+                           CreateAction("The user goes bouldering on Tuesdays with Joana.")])
+    assert result.created == 2

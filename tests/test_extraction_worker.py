@@ -225,3 +225,15 @@ async def test_hermes_stats_reports_runs_skips_calls_and_changes(worker, store, 
     assert "skipped       no_statement 1, small_talk 1" in text
     assert "1 created, 0 merged, 1 superseded" in text
     assert cli("stats", "--user", "bob", "--json").json()["runs"] == 0
+
+
+async def test_a_long_backlog_is_taken_in_several_runs(worker, store, fake_model):
+    session = store.create("owner", "terminal")
+    for _ in range(25):                    # 50 messages: more than one run takes
+        turn(store, session.id, "haha ok")
+    (task,) = worker.catch_up()
+    last = await task
+    runs = worker.runs("owner")
+    assert [r.reason for r in runs] == ["small_talk", "small_talk"]
+    assert last.last_message_id == max(m.id for m in store.messages("owner", session.id))
+    assert worker.catch_up() == [] and fake_model.requests == []

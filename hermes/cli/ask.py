@@ -1,8 +1,8 @@
-"""`hermes ask`: one question from the terminal, answered by streaming.
+"""`hermes ask`: one question from the terminal, answered by streaming; and the line-by-line
+chat that `hermes chat` uses when its input is a pipe (on a terminal it is the daemon's REPL).
 
-It builds on the same turn engine as every other front-end (`hermes chat` is the daemon's
-REPL). The model layer (litellm) is only imported when the first model call is made, so
-`hermes --help` and the memory commands stay fast.
+Both build on the same turn engine as every other front-end. The model layer (litellm) is only
+imported when the first model call is made, so `hermes --help` and memory commands stay fast.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def make_agent(rt: Runtime):  # -> hermes.agent.turn.Agent
     return agent
 
 
-def _require_model(rt: Runtime) -> None:
+def require_model(rt: Runtime) -> None:
     llm = LLM.from_settings(rt.settings)
     if not llm.configured:
         raise ModelNotConfigured(llm.not_configured_message())
@@ -55,7 +55,7 @@ def ask(
     """Ask once and stream the answer (a one-turn terminal session, kept in the history)."""
     rt = runtime(ctx)
     who = rt.user(user)
-    _require_model(rt)
+    require_model(rt)
     from hermes.memory.sessions import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
@@ -73,3 +73,48 @@ def ask(
         typer.echo("")
     if turn.exception is not None:
         raise turn.exception
+
+
+CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
+
+
+def chat_lines(ctx: typer.Context, user: str | None) -> None:
+    """Line-by-line chat for piped input (one session until /new or /exit)."""
+    rt = runtime(ctx)
+    who = rt.user(user)
+    require_model(rt)
+    from hermes.memory.sessions import SessionStore
+
+    sessions = SessionStore.from_runtime(rt)
+    channel = f"{terminal_identity()}:chat"
+    session = sessions.open_for(who, "terminal", channel)
+    agent = make_agent(rt)
+    typer.echo(CHAT_HELP, err=True)
+    with asyncio.Runner() as runner:
+        while True:
+            try:
+                line = input("> " if sys.stdin.isatty() else "")
+            except (EOFError, KeyboardInterrupt):
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                break
+            if text == "/new":
+                sessions.close(who, session.id)
+                session = sessions.open_for(who, "terminal", channel)
+                typer.echo(f"(new session {session.id})", err=True)
+                continue
+            turn = agent.turn(who, session.id, text)
+            try:
+                runner.run(_stream(turn, echo=True))
+            except KeyboardInterrupt:
+                typer.echo("\n(interrupted)", err=True)
+                continue
+            typer.echo("")
+            if isinstance(turn.exception, ModelNotConfigured):
+                raise turn.exception  # a missing key: nothing later in the chat can work
+            if turn.exception is not None:
+                # The message is recorded; the provider may come back for the next one.
+                typer.echo(f"Error: {turn.exception}", err=True)

@@ -27,11 +27,19 @@ def run(
 
 
 def chat(ctx: typer.Context, user: str = UserOption) -> None:
-    """Talk to Hermes in the terminal: the REPL alone (no Discord, no cron)."""
-    from hermes.daemon import build_agent
-    from hermes.frontends.repl import Repl
+    """Talk to Hermes in the terminal: the REPL alone (no Discord, no cron).
+
+    With input from a pipe instead of a terminal, it reads one message per line.
+    """
+    from hermes.cli.ask import chat_lines, require_model
 
     rt = runtime(ctx)
+    require_model(rt)
+    if not sys.stdin.isatty():
+        chat_lines(ctx, user)
+        return
+    from hermes.daemon import build_agent
+    from hermes.frontends.repl import Repl
 
     async def main() -> None:
         from prompt_toolkit.patch_stdout import patch_stdout

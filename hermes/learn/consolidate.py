@@ -92,7 +92,35 @@ def contradicts(new: str, old: str) -> bool:
     return not (a[2].startswith(b[2]) or b[2].startswith(a[2]))
 
 
+_FILLER = frozenset({
+    "a", "an", "the", "on", "in", "at", "of", "to", "and", "every", "each", "usually", "always",
+    "also", "just", "now", "currently", "really", "is", "are", "was", "be",
+})
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """Words that carry meaning, crudely singularised ("Tuesdays" = "Tuesday")."""
+    words = re.findall(r"[\w']+", text.casefold())
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                     for w in words if w not in _FILLER)
+
+
+def says_nothing_new(new: str, old: str) -> bool:
+    """Every meaningful word of ``new`` is already in ``old`` (and no other numbers)."""
+    if re.findall(r"\d+", new) != re.findall(r"\d+", old):
+        return False
+    if _negated(new) != _negated(old):
+        return False
+    return _content_words(new) <= _content_words(old)
+
+
+def _negated(text: str) -> bool:
+    return bool(re.search(r"\b(?:not|no|never|n't|without)\b|n't\b", text, re.I))
+
+
 def _is_paraphrase(new: CreateAction, old: Any) -> bool:
+    if says_nothing_new(new.content, old.content):
+        return True
     if not new.entities or not old.entities:
         return False
     if {e.casefold() for e in new.entities} != {e.casefold() for e in old.entities}:
@@ -136,6 +164,7 @@ def consolidate(
                     continue
                 new = facts.update(user, old.id, action.content, note="extraction: update",
                                    source_session_id=session_id, source_message_ids=sources)
+                _link_entities(facts, user, new, None, session_id, sources)
                 done.add(old.id)
                 result.superseded += 1
                 result.fact_ids.append(new.id)
@@ -176,6 +205,7 @@ def _create(
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
                                source_session_id=session_id, source_message_ids=sources)
+            _link_entities(facts, user, new, list(action.entities), session_id, sources)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -200,6 +230,14 @@ def _create(
     else:
         result.created += 1
     result.fact_ids.append(added.id)
+
+
+def _link_entities(facts: Any, user: str, fact: Any, entities: list[str] | None,
+                   session_id: int | None, sources: list[int]) -> None:
+    """A new version keeps the old version's entities; link the ones it names itself too
+    ("works at Acme Corp" is about Acme Corp). Re-adding the same text merges into it."""
+    facts.add(user, fact.content, entities=entities or None, category=fact.category,
+              kind=fact.kind, source_session_id=session_id, source_message_ids=sources)
 
 
 def _active(fact: Any) -> bool:
