@@ -103,3 +103,19 @@ def test_chat_reports_a_provider_error_and_goes_on(cli, fake_model):
     result = cli("chat", input="a\nb\n")
     assert result.exit_code == 0
     assert "unavailable" in result.stderr and "back" in result.stdout
+
+
+def test_ask_learns_facts_after_answering(cli, fake_model):
+    """`hermes ask` attaches the extraction worker like every entry point: the answer is
+    printed first, then the turn's durable facts reach the fact store before the process ends."""
+    fake_model.reply("Congratulations on the move!")
+    fake_model.reply(
+        '[{"action": "create", "content": "The user moved to Lisbon in November 2026.", '
+        '"type": "episodic", "category": "general", "entities": ["Lisbon"], "tags": []}]'
+    )
+    result = cli("ask", "I finally moved to Lisbon this month, the flat is near the river.")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("Congratulations on the move!")
+    found = cli("facts", "probe", "Lisbon", "--json").json()
+    assert [f["content"] for f in found] == ["The user moved to Lisbon in November 2026."]
+    assert len(fake_model.requests) == 2  # one reply, one extraction call
