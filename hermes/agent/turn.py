@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.compress import Compressor
-from hermes.agent.llm import LLM, Completion, ModelNotConfigured, ModelUnavailable
+from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import PromptBuilder
 from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
@@ -148,28 +148,43 @@ class Turn:
                                                             TOOL_SCHEMAS)
             messages = list(prompt.messages)
             max_rounds = agent.rt.settings.agent.max_tool_rounds
-            for round_no in range(max_rounds + 1):
+            round_no = 0
+            shrunk = False
+            while round_no <= max_rounds:
                 tools = TOOL_SCHEMAS if round_no < max_rounds else None
                 if tools is None and round_no > 0:
                     messages.append({"role": "system", "content": TOOL_LIMIT_NOTE})
                 completion: Completion | None = None
                 first_chunk = True
-                async for chunk in agent.llm.stream(messages, tools):
-                    if chunk.final is not None:
-                        completion = chunk.final
-                    elif chunk.text:
-                        if first_chunk and emitted:
-                            emitted.append(ROUND_SEPARATOR)
-                            yield ROUND_SEPARATOR
-                        first_chunk = False
-                        emitted.append(chunk.text)
-                        yield chunk.text
+                try:
+                    async for chunk in agent.llm.stream(messages, tools):
+                        if chunk.final is not None:
+                            completion = chunk.final
+                        elif chunk.text:
+                            if first_chunk and emitted:
+                                emitted.append(ROUND_SEPARATOR)
+                                yield ROUND_SEPARATOR
+                            first_chunk = False
+                            emitted.append(chunk.text)
+                            yield chunk.text
+                except ContextTooLong:
+                    # Our token count was optimistic for this model: compress to half of what
+                    # was sent and try once more, before anything reached the user.
+                    if shrunk or emitted or round_no > 0:
+                        raise
+                    shrunk = True
+                    budget = agent.llm.count_tokens(messages, tools) // 2
+                    prompt, compressed = await agent.compressor.fit(
+                        user, session_id, prompt, TOOL_SCHEMAS, budget=budget)
+                    messages = list(prompt.messages)
+                    continue
                 assert completion is not None
                 if completion.cost is not None:
                     cost = (cost or 0.0) + completion.cost
                 if not (tools and completion.tool_calls):
                     break
                 messages.append(completion.assistant_message())
+                round_no += 1
                 for call in completion.tool_calls:
                     outcome = toolbox.run(call)
                     tool_names.append(call.name)
