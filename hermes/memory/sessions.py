@@ -1,0 +1,590 @@
+"""Tier 3: session transcripts. Every conversation (Discord, terminal, cron, imports) is recorded
+here and searchable; nothing is deleted by summarising, the transcript is the record.
+
+Two ways to read it, neither calls a model:
+
+* **browse** (:meth:`SessionStore.list`): the user's sessions, newest activity first;
+* **search** (:meth:`SessionStore.search`): FTS5 over message content (and the speaker) and over
+  session titles and summaries, through the safe query builder (all terms first, then any
+  non-stopword term), ranked by bm25 with column weights, grouped by session, cron sessions below
+  conversations. Each hit carries the session's stored summary, the best matching message with a
+  highlighted snippet, and a window of messages around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import Any
+
+import sqlite_utils
+
+from hermes.clock import Clock, SystemClock, to_ts
+from hermes.errors import NotFound, QueryError, RefusedWrite
+from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.store.db import write_transaction
+from hermes.store.fts import MatchPlan, build_match, like_pattern
+
+ROLES = ("user", "assistant", "tool", "system")
+SOURCES = ("discord", "terminal", "cron", "import")
+
+# bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
+# "alice" should prefer what was said about Alice over everything Alice said). Sessions: a title
+# hit is worth more than a summary hit.
+MESSAGE_WEIGHTS = (1.0, 0.3)
+SESSION_WEIGHTS = (2.0, 1.0)
+# At most this many matching messages are scored per query (see _fts_candidates): what keeps a
+# common word fast on a million messages. Measured in scripts/bench_sessions.py.
+SCORE_CAP = 500
+# An any-word query looks for messages holding two of its first this-many words.
+MAX_PAIR_TERMS = 6
+# CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
+CJK_CANDIDATES = 2000
+
+SNIPPET_TOKENS = 24
+
+_SESSION_COLUMNS = (
+    "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
+    "s.ended_at, s.message_count, s.external_id"
+)
+# The first user line: what browse shows for a session without a title.
+_PREVIEW = (
+    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+    "ORDER BY m.id LIMIT 1)"
+)
+_MESSAGE_COLUMNS = (
+    "m.id, m.session_id, m.role, m.speaker, m.content, m.created_at, m.tool_name, m.tool_args, "
+    "m.tool_call_id, m.external_id"
+)
+
+
+@dataclass
+class Session:
+    id: int
+    user: str
+    source: str
+    channel_key: str | None
+    title: str | None
+    summary: str | None
+    started_at: str
+    last_active_at: str
+    ended_at: str | None
+    message_count: int
+    external_id: str | None
+    # The first user line, filled in by browse, shown when the session has no title.
+    preview: str | None = None
+
+    @property
+    def display_title(self) -> str:
+        text = self.title or self.preview or "(no messages)"
+        text = " ".join(text.split())
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data = {"session_id": data.pop("id"), **data}
+        data["title"] = self.title
+        data["display_title"] = self.display_title
+        return data
+
+
+@dataclass
+class Message:
+    id: int
+    session_id: int
+    role: str
+    speaker: str | None
+    content: str
+    created_at: str
+    tool_name: str | None = None
+    tool_args: str | None = None
+    tool_call_id: str | None = None
+    external_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchHit:
+    session: Session
+    score: float
+    match: Message
+    snippet: str
+    context: list[Message]
+    # How the query matched: "strict" (all terms), "loose" (any term) or "like" (CJK text).
+    mode: str = "strict"
+    matched_in: list[str] = field(default_factory=list)  # "messages", "title/summary"
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.session
+        return {
+            "session_id": s.id,
+            "source": s.source,
+            "title": s.title,
+            "display_title": s.display_title,
+            "started_at": s.started_at,
+            "last_active_at": s.last_active_at,
+            "message_count": s.message_count,
+            "external_id": s.external_id,
+            "summary": s.summary,
+            "score": round(self.score, 4),
+            "mode": self.mode,
+            "matched_in": self.matched_in,
+            "snippet": self.snippet,
+            "match": self.match.to_json(),
+            "context": [m.to_json() for m in self.context],
+        }
+
+
+@dataclass
+class _Candidate:
+    message_id: int
+    session_id: int
+    score: float  # higher is better
+
+
+class SessionStore:
+    def __init__(self, db: sqlite_utils.Database, clock: Clock | None = None) -> None:
+        self.db = db
+        self.clock = clock or SystemClock()
+
+    @classmethod
+    def from_runtime(cls, rt: Any) -> SessionStore:
+        return cls(rt.db, clock=rt.clock)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def create(
+        self,
+        user: str,
+        source: str,
+        *,
+        channel_key: str | None = None,
+        title: str | None = None,
+        started_at: str | None = None,
+        external_id: str | None = None,
+    ) -> Session:
+        """Start a new session for ``user``."""
+        if not source or not source.strip():
+            raise RefusedWrite("Refused: a session needs a source (discord, terminal, cron, ...).")
+        started = started_at or to_ts(self.clock.now())
+        with write_transaction(self.db):
+            cursor = self.db.execute(
+                "INSERT INTO sessions (user, source, channel_key, title, started_at, "
+                "last_active_at, external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [user, source, channel_key, title, started, started, external_id],
+            )
+        return self.get(user, int(cursor.lastrowid or 0))
+
+    def open_for(self, user: str, source: str, channel_key: str) -> Session:
+        """The open session of a channel (a Discord thread, a terminal), or a new one."""
+        with write_transaction(self.db):
+            row = self.db.execute(
+                f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+                "WHERE s.user = ? AND s.source = ? "
+                "AND s.channel_key = ? AND s.ended_at IS NULL ORDER BY s.id DESC LIMIT 1",
+                [user, source, channel_key],
+            ).fetchone()
+            if row is not None:
+                return Session(*row)
+            return self.create(user, source, channel_key=channel_key)
+
+    def append(
+        self,
+        user: str,
+        session_id: int,
+        role: str,
+        content: str,
+        *,
+        speaker: str | None = None,
+        created_at: str | None = None,
+        tool_name: str | None = None,
+        tool_args: str | None = None,
+        tool_call_id: str | None = None,
+        external_id: str | None = None,
+    ) -> Message:
+        """Record one message. The session's count and last activity follow (a trigger)."""
+        if role not in ROLES:
+            raise RefusedWrite(f"Refused: role must be one of {', '.join(ROLES)} (got {role!r}).")
+        if content is None:
+            raise RefusedWrite("Refused: a message needs content (use '' for none).")
+        created = created_at or to_ts(self.clock.now())
+        with write_transaction(self.db):
+            self.get(user, session_id)
+            cursor = self.db.execute(
+                "INSERT INTO messages (session_id, user, role, speaker, content, created_at, "
+                "tool_name, tool_args, tool_call_id, external_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [session_id, user, role, speaker, content, created, tool_name, tool_args,
+                 tool_call_id, external_id],
+            )
+        return Message(int(cursor.lastrowid or 0), session_id, role, speaker, content, created,
+                       tool_name, tool_args, tool_call_id, external_id)
+
+    def close(self, user: str, session_id: int) -> Session:
+        """Mark a session ended (idempotent: an ended session keeps its end time)."""
+        with write_transaction(self.db):
+            self.get(user, session_id)
+            self.db.execute(
+                "UPDATE sessions SET ended_at = ? WHERE id = ? AND user = ? AND ended_at IS NULL",
+                [to_ts(self.clock.now()), session_id, user],
+            )
+        return self.get(user, session_id)
+
+    def set_summary(
+        self,
+        user: str,
+        session_id: int,
+        *,
+        title: str | None = None,
+        summary: str | None = None,
+        status: str = "done",
+    ) -> None:
+        """Store the summariser's output (written once per session; searched, never regenerated
+        at query time). ``status="failed"`` records an attempt without text."""
+        with write_transaction(self.db):
+            self.get(user, session_id)
+            self.db.execute(
+                "UPDATE sessions SET title = coalesce(?, title), summary = coalesce(?, summary), "
+                "summary_status = ?, summary_attempts = summary_attempts + 1 "
+                "WHERE id = ? AND user = ?",
+                [title, summary, status, session_id, user],
+            )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def get(self, user: str, session_id: int) -> Session:
+        row = self.db.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
+            [session_id, user],
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"No session {session_id} for user {user!r}.")
+        return Session(*row)
+
+    def messages(
+        self, user: str, session_id: int, *, after_id: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        """A session's messages in order, optionally only those after ``after_id``."""
+        self.get(user, session_id)
+        rows = self.db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
+            "AND m.id > ? ORDER BY m.id LIMIT ?",
+            [session_id, user, after_id, -1 if limit is None else limit],
+        ).fetchall()
+        return [Message(*row) for row in rows]
+
+    def window(
+        self, user: str, session_id: int, around_message_id: int, context: int = 2
+    ) -> list[Message]:
+        """The message ``around_message_id`` with up to ``context`` messages either side."""
+        # Both queries are scoped by user: another user's session has no such message.
+        context = max(0, context)
+        before = self.db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
+            "AND m.id <= ? ORDER BY m.id DESC LIMIT ?",
+            [session_id, user, around_message_id, context + 1],
+        ).fetchall()
+        if not before or before[0][0] != around_message_id:
+            raise NotFound(f"No message {around_message_id} in session {session_id}.")
+        after = self.db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
+            "AND m.id > ? ORDER BY m.id LIMIT ?",
+            [session_id, user, around_message_id, context],
+        ).fetchall()
+        return [Message(*row) for row in reversed(before)] + [Message(*row) for row in after]
+
+    def list(
+        self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
+    ) -> list[Session]:
+        """Browse: the user's sessions, newest activity first. Zero model calls."""
+        where = ["s.user = ?"]
+        params: list[Any] = [user]
+        if source:
+            where.append("s.source = ?")
+            params.append(source)
+        if since:
+            where.append("s.last_active_at >= ?")
+            params.append(since)
+        rows = self.db.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} "
+            f"FROM sessions s WHERE {' AND '.join(where)} "
+            "ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+        return [Session(*row) for row in rows]
+
+    def idle(self, user: str, before: str) -> list[Session]:
+        """Open sessions whose last activity is older than ``before`` (to close and summarise)."""
+        rows = self.db.execute(
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+            "WHERE s.user = ? AND s.ended_at IS NULL "
+            "AND s.last_active_at < ? ORDER BY s.last_active_at",
+            [user, before],
+        ).fetchall()
+        return [Session(*row) for row in rows]
+
+    def users(self) -> list[str]:
+        """Every user with any memory (for per-user daemon jobs)."""
+        rows = self.db.execute(
+            "SELECT user FROM sessions UNION SELECT user FROM basic_memory "
+            "UNION SELECT user FROM facts ORDER BY 1"
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(
+        self,
+        user: str,
+        query: str,
+        *,
+        limit: int = 5,
+        context: int = 2,
+        source: str | None = None,
+    ) -> list[SearchHit]:
+        """Search every past conversation of ``user``. Zero model calls.
+
+        All terms first; any non-stopword term only when that finds nothing. Results are grouped
+        by session, best first, conversations before cron runs. Raises QueryError when the query
+        holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
+        """
+        plan = build_match(query)
+        if plan.empty:
+            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+        limit = max(1, limit)
+        modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
+        if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict):
+            modes.append(("loose", plan.loose or plan.strict))
+        for mode, expr in modes:
+            ranked = self._rank(user, plan, mode, expr, source, limit)
+            if ranked:
+                return self._hits(user, plan, mode, expr, ranked[:limit], context)
+        return []
+
+    def _rank(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        limit: int,
+    ) -> list[tuple[int, float, _Candidate | None, float]]:
+        """Sessions ranked: (session_id, score, best message or None, title/summary score)."""
+        if plan.cjk:
+            messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
+            sessions = self._cjk_session_scores(user, plan, mode, expr, source)
+        else:
+            assert expr is not None
+            messages = self._fts_candidates(user, plan, mode, expr, source)
+            sessions = self._session_scores(user, plan, mode, expr, source)
+        best: dict[int, _Candidate] = {}
+        for cand in messages:
+            if cand.session_id not in best or cand.score > best[cand.session_id].score:
+                best[cand.session_id] = cand
+        ranked = []
+        for sid in set(best) | set(sessions):
+            cand = best.get(sid)
+            meta = sessions.get(sid, 0.0)
+            ranked.append((sid, (cand.score if cand else 0.0) + meta, cand, meta))
+        ranked.sort(key=lambda r: (-r[1], -r[0]))
+        # Cron output is background noise next to a real conversation: demoted below them all.
+        # Sources are looked up best first, only until `limit` conversations are found.
+        conversations, cron = [], []
+        for start in range(0, len(ranked), 100):
+            chunk = ranked[start : start + 100]
+            sources = self._sources({r[0] for r in chunk})
+            for r in chunk:
+                (cron if sources[r[0]] == "cron" else conversations).append(r)
+            if len(conversations) >= limit:
+                break
+        return conversations + cron
+
+    def _stream(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's newest messages matching ``expr``: (id, session id, content, speaker).
+        FTS5 yields matches in rowid order without scoring them, so this costs what it returns
+        (plus other users' matches skipped on the way)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY messages_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, limit],
+        ).fetchall()
+
+    def _fts_candidates(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> list[_Candidate]:
+        """Matching messages scored by BM25. Every match is scored when there are at most
+        SCORE_CAP; past that (a common word on a big history), the candidates are the newest
+        SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
+        words and every match of each rare word: what BM25 would put first anyway."""
+        terms = terms_for(plan, mode)
+        rows = self._stream(expr, user, source, SCORE_CAP + 1)
+        if not rows:
+            return []
+        pool = {row[0]: row for row in rows[:SCORE_CAP]}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
+            firsts = terms[:MAX_PAIR_TERMS]
+            pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
+            for row in self._stream(pairs, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
+            for term, df in zip(terms, bm25.df, strict=True):
+                if df <= SCORE_CAP:
+                    for row in self._stream(term.fts, user, source, SCORE_CAP):
+                        pool.setdefault(row[0], row)
+        found = list(pool.values())
+        content = bm25.score_all([row[2] for row in found])
+        speaker = bm25.score_all([row[3] for row in found])
+        return [
+            _Candidate(row[0], row[1], c + MESSAGE_WEIGHTS[1] * s)
+            for row, c, s in zip(found, content, speaker, strict=True)
+        ]
+
+    def _session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> dict[int, float]:
+        """Sessions whose title or summary match, scored by BM25 (a title hit weighs more)."""
+        rows = self.db.execute(
+            # CROSS JOIN keeps the full-text match as the outer loop: the planner would
+            # otherwise walk the user's sessions and run the match once per session.
+            "SELECT s.id, s.title, s.summary FROM sessions_fts "
+            "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
+            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?) "
+            "ORDER BY sessions_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, SCORE_CAP],
+        ).fetchall()
+        if not rows:
+            return {}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM sessions").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "sessions_fts", terms_for(plan, mode), total)
+        titles = bm25.score_all([r[1] for r in rows])
+        summaries = bm25.score_all([r[2] for r in rows])
+        return {
+            r[0]: SESSION_WEIGHTS[0] * t + SESSION_WEIGHTS[1] * m
+            for r, t, m in zip(rows, titles, summaries, strict=True)
+        }
+
+    def _like_clause(self, column: str, plan: MatchPlan, mode: str) -> tuple[str, list[str]]:
+        joiner = " AND " if mode == "strict" else " OR "
+        clause = joiner.join(f"{column} LIKE ? ESCAPE '\\'" for _ in plan.cjk)
+        return f"({clause})", [like_pattern(run) for run in plan.cjk]
+
+    def _cjk_candidates(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        wanted: int,
+    ) -> list[_Candidate]:
+        """CJK text: LIKE on the runs (all in strict mode, any in loose), newest first; the
+        other terms, if any, must match through FTS5 as well in strict mode."""
+        like, params = self._like_clause("m.content", plan, mode)
+        fts = ""
+        fts_params: list[str] = []
+        if expr is not None:
+            op = "AND" if mode == "strict" else "OR"
+            fts = f" {op} m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
+            fts_params = [expr]
+        rows = self.db.execute(
+            f"SELECT m.id, m.session_id, m.content FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id "
+            f"WHERE m.user = ? AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
+            "ORDER BY m.id DESC LIMIT ?",
+            [user, source, source, *params, *fts_params, wanted],
+        ).fetchall()
+        # Score: how many of the runs (and how often) the message holds; no bm25 for LIKE.
+        return [
+            _Candidate(r[0], r[1], float(sum(r[2].count(run) for run in plan.cjk)) or 0.5)
+            for r in rows
+        ]
+
+    def _cjk_session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> dict[int, float]:
+        text = "(coalesce(s.title, '') || ' ' || coalesce(s.summary, ''))"
+        like, params = self._like_clause(text, plan, mode)
+        fts = ""
+        fts_params: list[str] = []
+        if expr is not None:
+            op = "AND" if mode == "strict" else "OR"
+            fts = f" {op} s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)"
+            fts_params = [expr]
+        rows = self.db.execute(
+            f"SELECT s.id FROM sessions s WHERE s.user = ? AND (? IS NULL OR s.source = ?) "
+            f"AND ({like}{fts})",
+            [user, source, source, *params, *fts_params],
+        ).fetchall()
+        return {r[0]: 1.0 for r in rows}
+
+    def _sources(self, session_ids: set[int]) -> dict[int, str]:
+        ids = sorted(session_ids)
+        result: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for sid, source in self.db.execute(
+                f"SELECT id, source FROM sessions WHERE id IN ({marks})", chunk
+            ):
+                result[sid] = source
+        return result
+
+    def _hits(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None,
+        ranked: Sequence[tuple[int, float, _Candidate | None, float]], context: int,
+    ) -> list[SearchHit]:
+        hits = []
+        for sid, score, cand, meta in ranked:
+            session = self.get(user, sid)
+            matched_in = []
+            if cand is not None:
+                matched_in.append("messages")
+                match_id = cand.message_id
+                snippet = self._message_snippet(plan, expr, match_id)
+            else:
+                # Only the title or summary matched: show where the conversation starts.
+                first = self.db.execute(
+                    "SELECT id FROM messages WHERE session_id = ? AND user = ? "
+                    "ORDER BY role != 'user', id LIMIT 1",
+                    [sid, user],
+                ).fetchone()
+                if first is None:
+                    continue
+                match_id = first[0]
+                snippet = self._session_snippet(plan, expr, session)
+            if meta:
+                matched_in.append("title/summary")
+            window = self.window(user, sid, match_id, context)
+            match = next(m for m in window if m.id == match_id)
+            hits.append(SearchHit(session, score, match, snippet, window,
+                                  "like" if plan.cjk else mode, matched_in))
+        return hits
+
+    def _message_snippet(self, plan: MatchPlan, expr: str | None, message_id: int) -> str:
+        if not plan.cjk and expr is not None:
+            row = self.db.execute(
+                "SELECT snippet(messages_fts, 0, ?, ?, '…', ?) FROM messages_fts "
+                "WHERE messages_fts MATCH ? AND rowid = ?",
+                [*HIGHLIGHT, SNIPPET_TOKENS, expr, message_id],
+            ).fetchone()
+            # A match on the speaker column only leaves the content without highlights.
+            if row is not None and HIGHLIGHT[0] in (row[0] or ""):
+                return row[0]
+        content = self.db.execute(
+            "SELECT content FROM messages WHERE id = ?", [message_id]
+        ).fetchone()[0]
+        return manual_snippet(content, plan)
+
+    def _session_snippet(self, plan: MatchPlan, expr: str | None, session: Session) -> str:
+        if not plan.cjk and expr is not None:
+            for column, text in ((0, session.title), (1, session.summary)):
+                if not text:
+                    continue
+                row = self.db.execute(
+                    "SELECT snippet(sessions_fts, ?, ?, ?, '…', ?) FROM sessions_fts "
+                    "WHERE sessions_fts MATCH ? AND rowid = ?",
+                    [column, *HIGHLIGHT, SNIPPET_TOKENS, expr, session.id],
+                ).fetchone()
+                if row is not None and HIGHLIGHT[0] in (row[0] or ""):
+                    return row[0]
+        return manual_snippet(session.summary or session.title or "", plan)
