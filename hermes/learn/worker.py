@@ -200,6 +200,7 @@ class ExtractionWorker:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         lock = self._locks.setdefault((user, session_id), asyncio.Lock())
         async with self._semaphore, lock:
+            await self._wait_for_quiet()
             session = self.sessions.get(user, session_id)
             watermark = self._watermark(user, session_id)
             messages = self.sessions.messages(user, session_id, after_id=watermark,
