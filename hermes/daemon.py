@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import importlib.util
 import logging
 import os
 import signal
@@ -25,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 
@@ -116,25 +116,6 @@ def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str |
             or read_dotenv(settings.home_path / ".env", "DISCORD_TOKEN"))
 
 
-def build_agent(rt: Any) -> tuple[Any, Any | None]:
-    """The agent, with the extraction worker attached when it is installed and enabled."""
-    from hermes.agent.turn import Agent
-
-    agent = Agent(rt)
-    if importlib.util.find_spec("hermes.learn.worker") is None:
-        log.warning("hermes.learn.worker is not installed: no fact extraction after replies "
-                    "and no extraction retries")
-        return agent, None
-    from hermes.learn.worker import ExtractionWorker
-
-    worker = ExtractionWorker(rt)
-    if not worker.enabled:
-        log.info("fact extraction is off (extraction.enabled, or no model configured)")
-        return agent, None
-    worker.attach(agent)
-    return agent, worker
-
-
 # --------------------------------------------------------------------------- the daemon
 class Daemon:
     def __init__(self, rt: Any, *, repl: bool, token: str | None = None,
@@ -219,8 +200,15 @@ class Daemon:
     async def _run_discord(self) -> None:
         import discord
 
+        config = self.rt.settings.discord
+        if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
+            log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
+                        "allowed_channels), so nobody will be served")
         try:
             await self.bot.start(self.token)
+        except discord.PrivilegedIntentsRequired:
+            log.error("discord: enable 'Message Content Intent' for the bot in the Developer "
+                      "Portal (Bot settings). Running without Discord.")
         except discord.LoginFailure:
             log.error("discord: the token was rejected; check discord.token / DISCORD_TOKEN. "
                       "Running without Discord.")
@@ -240,12 +228,13 @@ class Daemon:
             print(f"[cron {job.name}]\n{text}", flush=True)
 
     # ------------------------------------------------------------------ built-in jobs
-    def _job(self, name: str, work: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[None]]:
-        """A scheduler job that logs its failure instead of raising, and can be waited for."""
+    def _job(self, name: str, work: Callable[[], Awaitable[Any]], *,
+             track: bool = True) -> Callable[[], Awaitable[None]]:
+        """A job that logs its failure instead of raising; ``track``: shutdown waits for it."""
 
         async def job() -> None:
             task = asyncio.current_task()
-            if task is not None:
+            if task is not None and track:
                 self._jobs.add(task)
             try:
                 await work()
@@ -336,7 +325,8 @@ class Daemon:
         for name, work in steps:
             if self._stop.is_set():
                 return
-            await self._job(name, work)()
+            # Untracked: a cron run in here is waited for as a cron run (turn grace).
+            await self._job(name, work, track=False)()
 
     # ------------------------------------------------------------------ shutdown
     async def _shutdown(self) -> None:
@@ -345,20 +335,10 @@ class Daemon:
             self.scheduler.pause()
         if self.bot is not None:
             self.bot.accepting = False
-        if self.repl is not None and self.repl.stop_reply():
-            await self.repl.wait_reply()
-        if self.bot is not None:
-            cut = await self.bot.drain(self.turn_grace)
-            if cut:
-                log.warning("discord: %d turn(s) did not finish in time and were stopped", cut)
-        if self.runner is not None:
-            await self.runner.wait_running(self.turn_grace)
-        jobs = [t for t in self._jobs if not t.done()]
-        if jobs:
-            _, late = await asyncio.wait(jobs, timeout=self.background_grace)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
+        # extraction they scheduled. Worst case: turn_grace + background_grace.
+        await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
+                             self._drain_jobs())
         if self.worker is not None:
             cancelled = await self.worker.drain(self.background_grace)
             if cancelled:
@@ -374,6 +354,35 @@ class Daemon:
                              return_exceptions=True)
         self.rt.close()
         log.info("hermes: stopped cleanly")
+
+
+    async def _drain_bot(self) -> None:
+        if self.bot is not None:
+            cut = await self.bot.drain(self.turn_grace)
+            if cut:
+                log.warning("discord: %d turn(s) did not finish in time and were stopped", cut)
+
+    async def _drain_repl(self) -> None:
+        reply = getattr(self.repl, "_reply", None)
+        if reply is None or reply.done():
+            return
+        _, late = await asyncio.wait({reply}, timeout=self.turn_grace)
+        if late:
+            self.repl.stop_reply()
+            await self.repl.wait_reply()
+
+    async def _drain_cron(self) -> None:
+        if self.runner is not None:
+            await self.runner.wait_running(self.turn_grace)
+
+    async def _drain_jobs(self) -> None:
+        jobs = [t for t in self._jobs if not t.done()]
+        if not jobs:
+            return
+        _, late = await asyncio.wait(jobs, timeout=self.background_grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
 
 def run_daemon(rt: Any, *, repl: bool) -> None:

@@ -11,26 +11,27 @@ import json
 import os
 import signal
 import sys
-from typing import Any
 
 from tests.fakellm import Block, ScriptedLLM, installed
 
 HOLD = "<<hold>>"
 
 
-def held(request: Any) -> Block:
-    """A model call that waits until the test sends SIGUSR1 (then takes the next reply)."""
-    release = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, release.set)
-    print("harness: model call held", file=sys.stderr, flush=True)
-    return Block(release)
+class SignalRelease:
+    """Stands in for a Block's event: waits, on the running loop, for SIGUSR1 from the test."""
+
+    async def wait(self) -> None:
+        arrived = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, arrived.set)
+        print("harness: model call held", file=sys.stderr, flush=True)
+        await arrived.wait()
 
 
 def main() -> None:
     fake = ScriptedLLM()
     for text in json.loads(os.environ.get("HERMES_TEST_REPLIES", "[]")):
-        if text == HOLD:
-            fake.respond(held)
+        if text == HOLD:     # this model call waits for SIGUSR1, then takes the next reply
+            fake.script.append(Block(SignalRelease()))  # type: ignore[arg-type]
         else:
             fake.reply(text)
     os.environ["HERMES_MODEL__NAME"] = "fake/scripted"

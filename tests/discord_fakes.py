@@ -222,7 +222,8 @@ class World:
                                               "REACTION_ADD")
 
     def interaction_payload(self, name: str, command: str, options: dict[str, Any] | None = None, *,
-                    sub: str | None = None, dm: bool = False) -> dict[str, Any]:
+                    sub: str | None = None, dm: bool = False,
+                    thread: bool = False) -> dict[str, Any]:
         """A chat-input interaction, as INTERACTION_CREATE delivers it."""
         opts = [{"name": k, "type": 4 if isinstance(v, int) else 3, "value": v}
                 for k, v in (options or {}).items()]
@@ -240,9 +241,10 @@ class World:
             data.update(channel={"id": str(channel.id), "type": 1}, channel_id=str(channel.id),
                         user=self.people[name])
         else:
+            channel_id, kind = (self.thread_id, 11) if thread else (self.channel_id, 0)
             data.update(guild_id=str(self.guild_id), guild_locale="en-US",
-                        channel={"id": str(self.channel_id), "type": 0},
-                        channel_id=str(self.channel_id),
+                        channel={"id": str(channel_id), "type": kind},
+                        channel_id=str(channel_id),
                         member=dict(member_payload(self.people[name]), permissions="0"))
         return data
 

@@ -198,7 +198,7 @@ async def test_outside_grace_nothing_runs_everything_recorded(rt, clock, store):
     prompt = ScriptedPrompt()
     assert await runner_for(rt, prompt).catch_up() == []
     (run,) = store.runs(name="daily")
-    assert run.status == "missed" and "grace" in run.output
+    assert run.status == "missed" and "grace window" in run.output
     assert prompt.calls == [] and store.last_scheduled(job.id) == at("2026-11-29T13:00:00Z")
 
 
@@ -276,12 +276,18 @@ async def test_manual_run_does_not_shift_the_schedule(rt, clock, store):
     assert (await runner.tick(job.id)).scheduled_for == to_ts(at("2026-11-29T18:00:00Z"))
 
 
-async def test_paused_jobs_do_not_run(rt, clock, store):
-    job = store.add("p", "owner", "every 30m", "x")
+async def test_paused_jobs_do_not_run_not_even_after_resuming(rt, clock, store):
+    job = store.add("p", "owner", "every 30m", "x")                 # fires 12:30, 13:00, ...
     store.set_enabled("p", False)
-    clock.advance(hours=1)
+    clock.advance(minutes=70)                                       # 13:10
     prompt = ScriptedPrompt()
-    assert await runner_for(rt, prompt).tick(job.id) is None and prompt.calls == []
+    runner = runner_for(rt, prompt)
+    assert await runner.tick(job.id) is None and prompt.calls == []
+    store.set_enabled("p", True)
+    assert await runner.tick(job.id) is None and prompt.calls == []   # 12:30, 13:00 skipped
+    assert {r.output for r in store.runs(name="p")} == {"skipped: the job was paused"}
+    clock.advance(minutes=20)                                       # 13:30
+    assert (await runner.tick(job.id)).status == "ok" and prompt.calls == ["p"]
 
 
 async def test_scheduler_gets_one_trigger_per_enabled_job():
@@ -319,10 +325,13 @@ def test_cli_add_list_pause_resume_remove(cli):
         ("digest", True, "file:digest.md")]
     assert cli("cron", "pause", "digest").stdout == "Paused cron job 'digest'.\n"
     assert cli("cron", "list", "--json").json()[0]["next_run"] is None
-    assert "T08:00:00.000000Z" in cli("cron", "resume", "digest").stdout
+    assert cli("cron", "resume", "digest").stdout.endswith(" 08:00 UTC.\n")
     assert cli("cron", "list", "--user", "bob", "--json").json() == []
     assert cli("cron", "remove", "digest").exit_code == 0
     assert "No cron jobs" in cli("cron", "list").stdout
+    cli("cron", "add", "ping", "every 30m", "ping", "--paused")
+    assert cli("cron", "list").stdout.splitlines() == [
+        "ping  (owner, paused, cli)  'every 30m' -> terminal", "    next: -   last: -"]
 
 
 def test_cli_bad_input_is_one_line_and_nothing_changes(cli):
@@ -341,3 +350,30 @@ def test_cli_lists_config_jobs(cli, config_file):
     assert (job["name"], job["origin"]) == ("daily-digest", "config")
     assert job["next_run"][10:] in {"T07:00:00.000000Z", "T06:00:00.000000Z"}   # Berlin, DST
     assert "config.yaml" in cli("cron", "remove", "daily-digest").stderr
+
+
+def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model, hermes_home):
+    cli("cron", "add", "digest", "0 8 * * *", "Summarise yesterday", "-d", "file:d.md")
+    fake_model.reply("Yesterday you planned the move.").reply("[SILENT]")
+    ran = cli("cron", "run", "digest", "--json")
+    assert ran.exit_code == 0, ran.stderr
+    run = ran.json()
+    assert (run["status"], run["kind"], run["output"]) == (
+        "ok", "manual", "Yesterday you planned the move.")
+    assert "Summarise yesterday" in fake_model.requests[0].messages[-1]["content"]
+    assert "planned the move" in (hermes_home / "d.md").read_text()
+    sessions = cli("sessions", "list", "--json").json()
+    assert [s["source"] for s in sessions] == ["cron"]
+    silent = cli("cron", "run", "digest", "--json").json()
+    assert silent["status"] == "silent"
+    assert (hermes_home / "d.md").read_text().count("##") == 1      # nothing delivered
+    assert [r["status"] for r in cli("cron", "runs", "digest", "--json").json()] == [
+        "silent", "ok"]
+
+
+def test_cli_run_without_a_model_fails_and_records_it(cli):
+    cli("cron", "add", "digest", "every 1h", "Summarise", "-d", "file:d.md")
+    ran = cli("cron", "run", "digest")
+    assert ran.exit_code == 1
+    (run,) = cli("cron", "runs", "--json").json()
+    assert run["status"] == "failed" and "HERMES_MODEL__NAME" in run["output"]

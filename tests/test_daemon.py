@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -77,10 +78,11 @@ def daemon_env(hermes_home, tmp_path):
 
 
 def _job_due_at_start(home: Path) -> None:
-    """A job created 12 minutes ago, every 5 minutes: its last fire time is in the grace window."""
+    """A job created 35 minutes ago, every 30 minutes: it fired 5 minutes ago, inside the grace
+    window, and fires next in 25 minutes (longer than any test run)."""
     settings = load_settings()
-    rt = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=12)))
-    CronStore.from_runtime(rt).add("digest", "owner", "every 5m", "Summarise my day",
+    rt = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
+    CronStore.from_runtime(rt).add("digest", "owner", "every 30m", "Summarise my day",
                                    "file:digests/today.md")
     rt.close()
 
@@ -108,7 +110,7 @@ def test_daemon_answers_a_cron_job_and_stops_cleanly_on_sigterm(daemon_env, herm
     assert (hermes_home / "digests" / "today.md").read_text().count("Digest: a quiet day.") == 1
     runs = rt.db.execute("SELECT status, output, session_id FROM cron_runs WHERE kind = "
                          "'schedule' ORDER BY scheduled_for").fetchall()
-    assert [r[0] for r in runs] == ["missed", "ok"]        # the older fire time was folded
+    assert [r[0] for r in runs] == ["ok"]
     session_id = runs[-1][2]
     messages = rt.db.execute("SELECT role, content FROM messages WHERE session_id = ? "
                              "ORDER BY id", (session_id,)).fetchall()
@@ -156,3 +158,58 @@ def test_the_discord_token_comes_from_config_env_or_dotenv(hermes_home, config_f
     assert discord_token(settings, environ={"DISCORD_TOKEN": "from-env"}) == "from-env"
     config_file.write_text("discord:\n  token: from-config\n")
     assert discord_token(load_settings(), environ={"DISCORD_TOKEN": "x"}) == "from-config"
+
+
+async def until(condition, ticks: int = 20000) -> None:
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home):
+    from hermes.daemon import Daemon
+    from hermes.memory import context
+    from hermes.memory.basic import BasicMemory
+
+    basic = BasicMemory(rt.db, clock=clock)
+    basic.add("alice", "Alice keeps bees")
+    basic.add("bob", "Bob restores old radios")
+    fresh, stale = context.path_for(rt, "alice"), context.path_for(rt, "bob")
+    for path in (fresh, stale):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("an old note\n")
+    seven_hours_ago = clock.now().timestamp() - 7 * 3600
+    os.utime(stale, (seven_hours_ago, seven_hours_ago))
+    os.utime(fresh, (clock.now().timestamp() - 3600,) * 2)
+
+    daemon = Daemon(rt, repl=False)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: stale.read_text().startswith("# Recent context"))
+    jobs = {job.id: job.trigger for job in daemon.scheduler.get_jobs()}
+    assert jobs["builtin:context"].interval == timedelta(hours=6)
+    assert jobs["builtin:idle"].interval == timedelta(minutes=10)
+    assert "builtin:cron-reload" in jobs
+    with pytest.raises(HermesError, match="already running"):
+        HomeLock(hermes_home).acquire()
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
+    HomeLock(hermes_home).acquire()                          # released at the stop
+
+
+def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
+    monkeypatch.setenv("HERMES_CONFIG", str(REPO / "scripts" / "config.example.yaml"))
+    settings = load_settings()
+    rt = Runtime(settings, clock=FakeClock())
+    try:
+        store = CronStore.from_runtime(rt)
+        store.sync_config(settings.cron.jobs)
+        digest = store.get("daily-digest")
+        assert digest.deliver.startswith("discord:") and "[SILENT]" in digest.prompt
+        assert settings.discord.allowed_users and settings.model.name
+    finally:
+        rt.close()
+    unit = (REPO / "scripts" / "hermes.service").read_text()
+    assert "hermes run --no-repl" in unit and "KillSignal=SIGTERM" in unit

@@ -84,6 +84,28 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     assert api.sent("PUT", "/applications/{application_id}/commands") == []
 
 
+async def test_background_work_starts_in_setup_hook_and_stops_on_close(rt, monkeypatch):
+    import asyncio
+
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def heartbeat() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    bot = HermesBot(rt, agent=None, background=[heartbeat])
+    FakeDiscordAPI().install(bot, monkeypatch)
+    async with bot:
+        await asyncio.sleep(0)
+        assert not started.is_set()                 # nothing before login runs setup_hook
+        await bot.login("fake-token")
+        await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(stopped.wait(), 5)
+
+
 # --------------------------------------------------------------------------- who is served
 async def test_dm_from_an_allowed_user_is_answered_and_recorded(env, fake_model, rt):
     fake_model.reply("Hello Alice!")
@@ -335,6 +357,16 @@ async def test_new_starts_a_fresh_session_for_that_channel(env, fake_model, rt):
     rows = rt.db.execute("SELECT channel_key, ended_at IS NOT NULL FROM sessions "
                          "ORDER BY id").fetchall()
     assert [r[1] for r in rows] == [1, 0] and rows[0][0] == rows[1][0]
+
+
+async def test_new_in_a_thread_ends_only_that_threads_session(env, fake_model, rt):
+    fake_model.reply("in thread").reply("in channel")
+    await env.bot.on_message(env.world.in_guild("alice", "thread talk", thread=True))
+    await env.bot.on_message(env.world.in_guild("alice", "channel talk"))
+    await _slash(env, "alice", "new", thread=True)
+    ended = dict(rt.db.execute("SELECT channel_key, ended_at IS NOT NULL FROM sessions"))
+    assert ended == {f"discord:thread:{env.world.thread_id}": 1,
+                     f"discord:channel:{env.world.channel_id}:user:{env.world.id_of('alice')}": 0}
 
 
 async def test_sessions_commands(env, fake_model, rt):

@@ -202,3 +202,23 @@ async def test_quit_leaves(repl):
     repl.pipe.send_text("/quit" + ENTER)
     await asyncio.wait_for(repl.task, 10)
     assert repl.said("info")[-1] == "Bye."
+
+
+async def test_the_terminal_sink_prints_whole_lines_above_the_prompt():
+    import io
+
+    from prompt_toolkit.data_structures import Size
+    from prompt_toolkit.output.vt100 import Vt100_Output
+
+    from hermes.frontends.repl import TerminalSink
+
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=24, columns=80), term="xterm")
+    with create_pipe_input() as inp, create_app_session(input=inp, output=output):
+        sink = TerminalSink()
+        for chunk in ("Hel", "lo there,\nsecond ", "line"):
+            sink("chunk", chunk)
+        assert "Hello there," in screen.getvalue() and "second" not in screen.getvalue()
+        sink("end", "")
+        sink("error", "something broke")
+    assert "second line" in screen.getvalue() and "something broke" in screen.getvalue()

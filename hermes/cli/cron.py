@@ -6,10 +6,9 @@ import asyncio
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import console, emit_json
+from hermes.cli.output import emit_json
 from hermes.clock import to_ts
 from hermes.frontends.cron import CronJob, CronRun, CronRunner, CronStore, trigger_for
 from hermes.runtime import Runtime
@@ -29,6 +28,10 @@ def _next_run(store: CronStore, job: CronJob) -> str | None:
         return None
     fire = trigger_for(job, store.timezone).get_next_fire_time(None, store.clock.now())
     return to_ts(fire) if fire else None
+
+
+def _short(ts: str | None) -> str:
+    return f"{ts[:10]} {ts[11:16]} UTC" if ts else "-"
 
 
 def _job_json(store: CronStore, job: CronJob) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def add(
     job = store.add(name, runtime(ctx).user(user), schedule, prompt, deliver, enabled=not paused)
     next_run = _next_run(store, job)
     _say(job, f"Added cron job {job.name!r} for {job.user}"
-         + (f"; next run {next_run}." if next_run else " (paused)."), as_json, store)
+         + (f"; next run {_short(next_run)}." if next_run else " (paused)."), as_json, store)
 
 
 @app.command("list")
@@ -76,14 +79,12 @@ def list_jobs(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOp
     if not jobs:
         typer.echo("No cron jobs. Add one with `hermes cron add` or in config.yaml (cron.jobs).")
         return
-    table = Table("name", "user", "schedule", "deliver", "state", "next run", "last run")
     for job in jobs:
         last = store.runs(name=job.name, limit=1)
-        table.add_row(job.name, job.user, job.schedule, job.deliver,
-                      ("on" if job.enabled else "paused") + f" ({job.origin})",
-                      _next_run(store, job) or "-",
-                      f"{last[0].scheduled_for} {last[0].status}" if last else "-")
-    console.print(table)
+        state = ("on" if job.enabled else "paused") + f", {job.origin}"
+        typer.echo(f"{job.name}  ({job.user}, {state})  {job.schedule!r} -> {job.deliver}")
+        typer.echo(f"    next: {_short(_next_run(store, job))}   last: "
+                   + (f"{_short(last[0].scheduled_for)} {last[0].status}" if last else "-"))
 
 
 @app.command()
@@ -113,7 +114,7 @@ def resume(ctx: typer.Context, name: str, user: str = UserOption,
     """Resume a paused job."""
     store = _store(ctx)
     job = store.set_enabled(name, True, user=user)
-    _say(job, f"Resumed cron job {job.name!r}; next run {_next_run(store, job)}.", as_json,
+    _say(job, f"Resumed cron job {job.name!r}; next run {_short(_next_run(store, job))}.", as_json,
          store)
 
 
@@ -139,12 +140,16 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
 
 
 async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
-    from hermes.agent.turn import Agent
+    from hermes.assembly import build_agent
     from hermes.frontends.cron import agent_prompt_runner
 
-    agent = Agent(rt)
+    agent, worker = build_agent(rt)
     runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
-    return await runner.run_now(name, user=user)
+    try:
+        return await runner.run_now(name, user=user)
+    finally:
+        if worker is not None:
+            await worker.drain(30)
 
 
 @app.command()

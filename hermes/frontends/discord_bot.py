@@ -43,22 +43,29 @@ def ref_for(message_id: int, author_id: int) -> str:
     return f"discord:{message_id}:{author_id}"
 
 
+THREAD_TYPES = (discord.ChannelType.public_thread, discord.ChannelType.private_thread,
+                discord.ChannelType.news_thread)
+
+
+def _channel_key(guild_id: int | None, channel: Any, channel_id: int | None,
+                 author_id: int) -> str:
+    """DM, thread, or (channel, person): each its own session."""
+    if guild_id is None:
+        return f"discord:dm:{channel_id}"
+    # A cached Thread or an uncached PartialMessageable: both carry the channel type.
+    if getattr(channel, "type", None) in THREAD_TYPES:
+        return f"discord:thread:{channel_id}"
+    return f"discord:channel:{channel_id}:user:{author_id}"
+
+
 def channel_key_for(message: discord.Message) -> str:
-    channel = message.channel
-    if isinstance(channel, discord.DMChannel) or message.guild is None:
-        return f"discord:dm:{channel.id}"
-    if isinstance(channel, discord.Thread):
-        return f"discord:thread:{channel.id}"
-    return f"discord:channel:{channel.id}:user:{message.author.id}"
+    return _channel_key(message.guild.id if message.guild else None, message.channel,
+                        message.channel.id, message.author.id)
 
 
 def channel_key_for_interaction(interaction: discord.Interaction) -> str:
-    channel_id = interaction.channel_id
-    if interaction.guild_id is None:
-        return f"discord:dm:{channel_id}"
-    if isinstance(interaction.channel, discord.Thread):
-        return f"discord:thread:{channel_id}"
-    return f"discord:channel:{channel_id}:user:{interaction.user.id}"
+    return _channel_key(interaction.guild_id, interaction.channel, interaction.channel_id,
+                        interaction.user.id)
 
 
 class HermesBot(discord.Client):

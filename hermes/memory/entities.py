@@ -29,6 +29,8 @@ MAX_NAME_CHARS = 80
 MAX_NGRAM = 4
 # Below this many characters a one-letter difference is usually another name (Bob / Rob).
 MIN_FUZZY_CHARS = 5
+# Each differing word of a multi-word name must be at least this close (rapidfuzz ratio).
+WORD_MATCH = 80
 
 # Words that start sentences without being names. Sentence-initial capitals are only names when
 # the word is not one of these (or a stopword).
@@ -80,6 +82,24 @@ class Entity:
     def to_json(self) -> dict:
         return {"id": self.id, "name": self.name, "aliases": self.aliases,
                 "facts": self.fact_count, "created_at": self.created_at}
+
+
+def _same_words_respelt(a: str, b: str) -> bool:
+    """Whether two similar keys are one name spelt twice, not two names: the same number of
+    words, the same numbers, short words (up to 4 letters) equal, longer ones close.
+    "alice jonson" / "alice johnson" yes; "yara fontaine" / "zara fontaine" and
+    "uma kim" / "umar kim" no."""
+    words_a, words_b = a.split(), b.split()
+    if len(words_a) != len(words_b) or _DIGITS.findall(a) != _DIGITS.findall(b):
+        return False
+    if min(len(a), len(b)) < MIN_FUZZY_CHARS:
+        return False
+    for x, y in zip(words_a, words_b, strict=True):
+        if x == y:
+            continue
+        if min(len(x), len(y)) <= 4 or fuzz.ratio(x, y) < WORD_MATCH:
+            return False
+    return True
 
 
 def _is_common(word: str) -> bool:
@@ -189,12 +209,10 @@ class EntityStore:
         _, keys, ids = cached
         if not keys:
             return None
-        digits = _DIGITS.findall(key)
-        for choice, score, index in process.extract(
+        for choice, _score, index in process.extract(
             key, keys, scorer=fuzz.ratio, score_cutoff=self.config.entity_match_threshold, limit=5
         ):
-            del score
-            if len(choice) >= MIN_FUZZY_CHARS and _DIGITS.findall(choice) == digits:
+            if _same_words_respelt(key, choice):
                 return ids[index]
         return None
 

@@ -30,8 +30,6 @@ from hermes.store.fts import (
     STOPWORDS,
     any_terms,
     build_match,
-    like_pattern,
-    search_with_fallback,
 )
 
 if TYPE_CHECKING:
@@ -42,9 +40,9 @@ ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
 # bm25 column weights: content, tags, entity_names
 BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
 # Near-duplicate candidates compared with rapidfuzz per add, most recent first.
-MERGE_CANDIDATES = 300
+MERGE_CANDIDATES = 50
 # An entity in more facts than this is a hub: candidates must also share words with the text.
-HUB_FACTS = 300
+HUB_FACTS = 50
 MAX_CONTENT_CHARS = 2000
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|cannot|nor|without)\b|n't\b", re.I)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -433,74 +431,13 @@ class FactStore:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
         All terms must match first; when that finds nothing, any non-stopword term may. CJK
-        text (no word breaks for FTS5) is matched with LIKE.
+        text (no word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
         """
+        from hermes.memory.fact_search import search_facts
+
         floor = self.config.search_min_trust if min_trust is None else min_trust
-        plan = build_match(query)
-        if plan.empty:
-            return []
-        filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
-        params: list[Any] = [user, floor]
-        if category is not None:
-            filters += " AND f.category = ?"
-            params.append(category)
-        if plan.cjk:
-            return self._search_like(user, plan.cjk, plan.strict, filters, params, limit,
-                                     explain)
-
-        def run(expression: str) -> list[tuple]:
-            return self.db.execute(
-                f"""
-                SELECT {COLUMNS}, {BM25} AS bm FROM facts_fts JOIN facts f
-                  ON f.id = facts_fts.rowid
-                WHERE facts_fts MATCH ? AND {filters}
-                ORDER BY {BM25} * f.trust, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
-                """,
-                [expression, *params, int(limit)],
-            ).fetchall()
-
-        rows, mode = search_with_fallback(plan, run)
-        expression = plan.strict if mode == "strict" else plan.loose
-        facts = []
-        for row in rows:
-            fact = _row_to_fact(row)
-            relevance = -float(row[-1])
-            fact.score = relevance * fact.trust
-            if explain:
-                fact.explain = {"bm25": round(relevance, 6), "trust": fact.trust,
-                                "score": round(fact.score, 6), "mode": mode,
-                                "match": expression, "min_trust": floor}
-            facts.append(fact)
-        return facts
-
-    def _search_like(self, user: str, cjk: Sequence[str], strict: str | None, filters: str,
-                     params: list[Any], limit: int, explain: bool) -> list[Fact]:
-        haystack = "(f.content || ' ' || f.entity_names || ' ' || f.tags)"
-        likes = " AND ".join(f"{haystack} LIKE ? ESCAPE '\\'" for _ in cjk)
-        like_params = [like_pattern(run) for run in cjk]
-        extra, extra_params = "", []
-        if strict:
-            extra = " AND f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)"
-            extra_params = [strict]
-        order = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?"
-        rows = self.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes}{extra} {order}",
-            [*params, *like_params, *extra_params, int(limit)],
-        ).fetchall()
-        if not rows and strict:
-            rows = self.db.execute(
-                f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes} {order}",
-                [*params, *like_params, int(limit)],
-            ).fetchall()
-        facts = []
-        for row in rows:
-            fact = _row_to_fact(row)
-            fact.score = fact.trust
-            if explain:
-                fact.explain = {"like": list(cjk), "trust": fact.trust, "score": fact.trust,
-                                "mode": "like", "match": strict}
-            facts.append(fact)
-        return facts
+        return search_facts(self, user, query, limit=limit, category=category, floor=floor,
+                            explain=explain)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
@@ -539,8 +476,8 @@ class FactStore:
                 unknown.append(name)
             else:
                 resolved.setdefault(entity_id, name)
-        if not resolved:
-            return ReasonResult([], [], unknown)
+        if not resolved or (len(entities) > 1 and len(resolved) < 2):
+            return ReasonResult([], [], unknown)  # nothing to connect
         ids = list(resolved)
         marks = ",".join("?" * len(ids))
         need = 2 if len(ids) > 1 else 1

@@ -1,4 +1,4 @@
-"""Bounded BM25 ranking for large FTS5 tables.
+"""Bounded BM25 ranking for large FTS5 tables, and the snippets shown with a hit.
 
 FTS5's own ``bm25()`` first counts, for every phrase of the query, every row that contains it
 (its IDF), through a per-row callback: on a million messages a common word costs hundreds of
@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from hermes.store.fts import Term
+from hermes.store.fts import MatchPlan, Term
 
 K1 = 1.2
 B = 0.75
 DF_CAP = 10_000
+# How matched words are marked in snippets (the CLI turns them bold).
+HIGHLIGHT = ("**", "**")
 _SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s", "e")
 
 
@@ -88,6 +90,11 @@ class Bm25:
     ) -> Bm25:
         idf, dfs = [], []
         for term in terms:
+            if term.is_stopword:  # common by definition: not worth counting
+                n = max(total, DF_CAP)
+                idf.append(math.log(1 + (n - DF_CAP + 0.5) / (DF_CAP + 0.5)))
+                dfs.append(DF_CAP)
+                continue
             df = db.execute(
                 f"SELECT count(*) FROM (SELECT rowid FROM {fts_table} "
                 f"WHERE {fts_table} MATCH ? LIMIT {DF_CAP})",
@@ -122,3 +129,35 @@ class Bm25:
         present = [n for n in lengths if n]
         avg = sum(present) / len(present) if present else 1.0
         return [self._score(t, n, avg) if t else 0.0 for t, n in zip(folded, lengths, strict=True)]
+
+
+def terms_for(plan: MatchPlan, mode: str) -> list[Term]:
+    """The terms the expression of ``mode`` holds: all of them, or the non-stopwords."""
+    if mode == "strict":
+        return list(plan.terms)
+    return [t for t in plan.terms if not t.is_stopword] or list(plan.terms)
+
+
+def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
+    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
+    query fragment, highlighted, with some text either side."""
+    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
+    positions = []
+    for fragment in fragments:
+        found = re.search(re.escape(fragment), content, re.IGNORECASE)
+        if found:
+            positions.append((found.start(), found.end()))
+    if not positions:
+        text = " ".join(content.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+    start, end = min(positions)
+    left = max(0, start - width // 2)
+    right = min(len(content), end + width // 2)
+    text = (
+        ("…" if left else "")
+        + content[left:start]
+        + HIGHLIGHT[0] + content[start:end] + HIGHLIGHT[1]
+        + content[end:right]
+        + ("…" if right < len(content) else "")
+    )
+    return " ".join(text.split())

@@ -13,7 +13,6 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
@@ -23,9 +22,9 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.memory.ranking import Bm25
+from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.store.db import write_transaction
-from hermes.store.fts import MatchPlan, Term, build_match, like_pattern
+from hermes.store.fts import MatchPlan, build_match, like_pattern
 
 ROLES = ("user", "assistant", "tool", "system")
 SOURCES = ("discord", "terminal", "cron", "import")
@@ -37,13 +36,12 @@ MESSAGE_WEIGHTS = (1.0, 0.3)
 SESSION_WEIGHTS = (2.0, 1.0)
 # At most this many matching messages are scored per query (see _fts_candidates): what keeps a
 # common word fast on a million messages. Measured in scripts/bench_sessions.py.
-SCORE_CAP = 1000
+SCORE_CAP = 500
 # An any-word query looks for messages holding two of its first this-many words.
 MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
 CJK_CANDIDATES = 2000
 
-HIGHLIGHT = ("**", "**")
 SNIPPET_TOKENS = 24
 
 _SESSION_COLUMNS = (
@@ -282,7 +280,7 @@ class SessionStore:
         self, user: str, session_id: int, around_message_id: int, context: int = 2
     ) -> list[Message]:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
-        self.get(user, session_id)
+        # Both queries are scoped by user: another user's session has no such message.
         context = max(0, context)
         before = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
@@ -422,7 +420,7 @@ class SessionStore:
         SCORE_CAP; past that (a common word on a big history), the candidates are the newest
         SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
         words and every match of each rare word: what BM25 would put first anyway."""
-        terms = _terms_for(plan, mode)
+        terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
             return []
@@ -462,7 +460,7 @@ class SessionStore:
         if not rows:
             return {}
         total = self.db.execute("SELECT coalesce(max(id), 0) FROM sessions").fetchone()[0]
-        bm25 = Bm25.for_terms(self.db, "sessions_fts", _terms_for(plan, mode), total)
+        bm25 = Bm25.for_terms(self.db, "sessions_fts", terms_for(plan, mode), total)
         titles = bm25.score_all([r[1] for r in rows])
         summaries = bm25.score_all([r[2] for r in rows])
         return {
@@ -575,7 +573,7 @@ class SessionStore:
         content = self.db.execute(
             "SELECT content FROM messages WHERE id = ?", [message_id]
         ).fetchone()[0]
-        return _manual_snippet(content, plan)
+        return manual_snippet(content, plan)
 
     def _session_snippet(self, plan: MatchPlan, expr: str | None, session: Session) -> str:
         if not plan.cjk and expr is not None:
@@ -589,36 +587,4 @@ class SessionStore:
                 ).fetchone()
                 if row is not None and HIGHLIGHT[0] in (row[0] or ""):
                     return row[0]
-        return _manual_snippet(session.summary or session.title or "", plan)
-
-
-def _terms_for(plan: MatchPlan, mode: str) -> list[Term]:
-    """The terms the expression of ``mode`` holds: all of them, or the non-stopwords."""
-    if mode == "strict":
-        return list(plan.terms)
-    return [t for t in plan.terms if not t.is_stopword] or list(plan.terms)
-
-
-def _manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
-    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
-    query fragment, highlighted, with some text either side."""
-    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
-    positions = []
-    for fragment in fragments:
-        found = re.search(re.escape(fragment), content, re.IGNORECASE)
-        if found:
-            positions.append((found.start(), found.end()))
-    if not positions:
-        text = " ".join(content.split())
-        return text if len(text) <= width else text[: width - 1] + "…"
-    start, end = min(positions)
-    left = max(0, start - width // 2)
-    right = min(len(content), end + width // 2)
-    text = (
-        ("…" if left else "")
-        + content[left:start]
-        + HIGHLIGHT[0] + content[start:end] + HIGHLIGHT[1]
-        + content[end:right]
-        + ("…" if right < len(content) else "")
-    )
-    return " ".join(text.split())
+        return manual_snippet(session.summary or session.title or "", plan)

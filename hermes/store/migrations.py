@@ -298,3 +298,10 @@ def m007_cron_run_kind(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_cron_runs_job_kind ON cron_runs(job_id, kind, scheduled_for);
         """
     )
+
+
+@migrations()
+def m008_facts_vocab(db: sqlite_utils.Database) -> None:
+    # Per-term document counts of the facts index, read by fact search to tell informative
+    # words from ones found in a large share of all facts (see hermes/memory/fact_search.py).
+    db.execute("CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')")
