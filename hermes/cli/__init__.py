@@ -63,9 +63,10 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import memory
+    from hermes.cli import facts, memory
 
     app.add_typer(memory.app, name="memory")
+    app.add_typer(facts.app, name="facts")
 
 
 _register()

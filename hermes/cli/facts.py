@@ -1,0 +1,324 @@
+"""`hermes facts`: the fact store (tier 2)."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+
+import typer
+
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import emit_json
+from hermes.memory.facts import Fact, FactStore
+
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Atomic facts with entities, trust and history: add, search, probe, reason, rate.",
+)
+
+LimitOption = typer.Option(10, "--limit", "-n", min=1, help="At most this many results.")
+
+
+class Rating(StrEnum):
+    helpful = "helpful"
+    unhelpful = "unhelpful"
+
+
+def _store(ctx: typer.Context) -> FactStore:
+    return FactStore.from_runtime(runtime(ctx))
+
+
+def _who(ctx: typer.Context, user: str | None) -> str:
+    return runtime(ctx).user(user)
+
+
+def _line(fact: Fact, *, show_score: bool = False) -> str:
+    parts = [f"[{fact.id}]", fact.content]
+    meta = [f"trust {fact.trust:.2f}", fact.category]
+    if show_score and fact.score is not None:
+        meta.insert(0, f"score {fact.score:.4g}")
+    if fact.status != "active":
+        meta.append(fact.status)
+    if fact.entities:
+        meta.append("about " + ", ".join(fact.entities))
+    if fact.tags:
+        meta.append(" ".join(f"#{t}" for t in fact.tags))
+    return " ".join(parts) + "  (" + "; ".join(meta) + ")"
+
+
+def _print_facts(facts: list[Fact], as_json: bool, *, show_score: bool = False,
+                 empty: str = "No facts found.") -> None:
+    if as_json:
+        emit_json([f.to_json() for f in facts])
+        return
+    if not facts:
+        typer.echo(empty)
+    for fact in facts:
+        typer.echo(_line(fact, show_score=show_score))
+        if fact.explain and show_score:
+            parts = ", ".join(f"{k}={v}" for k, v in fact.explain.items())
+            typer.echo(f"      {parts}")
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="One self-contained statement."),
+    entity: list[str] = typer.Option(  # noqa: B008 - typer declares options this way
+        [], "--entity", "-e", help="An entity the fact is about (repeatable). Default: taken "
+        "from the text."),
+    category: str = typer.Option("general", "--category", "-c", help="Category of the fact."),
+    tag: list[str] = typer.Option([], "--tag", "-t", help="A tag (repeatable)."),  # noqa: B008
+    kind: str = typer.Option("semantic", "--kind", help="semantic, episodic or procedural."),
+    importance: float | None = typer.Option(None, "--importance", min=0, max=1,
+                                            help="How much it matters, 0 to 1."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a fact. An exact or near duplicate merges into the existing fact instead."""
+    store = _store(ctx)
+    result = store.add(_who(ctx, user), text, entities=entity or None, category=category,
+                       tags=tag, kind=kind, importance=importance)
+    if as_json:
+        emit_json({"id": result.id, "status": result.status})
+        return
+    about = f" about {', '.join(result.fact.entities)}" if result.fact.entities else ""
+    if result.status == "created":
+        typer.echo(f"Created fact {result.id}{about}.")
+    else:
+        how = "an exact duplicate" if result.match == "exact" else "a near duplicate"
+        typer.echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="Free text; every character is safe."),
+    limit: int = LimitOption,
+    category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
+    min_trust: float | None = typer.Option(None, "--min-trust", min=0, max=1,
+                                           help="Hide facts below this trust (default: config)."),
+    explain: bool = typer.Option(False, "--explain", help="Show the parts of each score."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Full-text search, ranked by bm25 x trust. All words first, then any of them."""
+    store = _store(ctx)
+    facts = store.search(_who(ctx, user), query, limit=limit, category=category,
+                         min_trust=min_trust, explain=explain)
+    _print_facts(facts, as_json, show_score=True)
+
+
+@app.command()
+def probe(
+    ctx: typer.Context,
+    entity: str = typer.Argument(..., help="An entity name or alias."),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Every fact about an entity (or its aliases), by trust then recency."""
+    store = _store(ctx)
+    facts = store.probe(_who(ctx, user), entity, limit=limit)
+    _print_facts(facts, as_json, empty=f"No facts about {entity!r}.")
+
+
+@app.command()
+def reason(
+    ctx: typer.Context,
+    entities: list[str] = typer.Argument(..., help="Two or more entity names."),  # noqa: B008
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Facts connecting entities: linked to all, then to several; else the shortest chain."""
+    store = _store(ctx)
+    result = store.reason(_who(ctx, user), entities, limit=limit)
+    if as_json:
+        emit_json([{**f.to_json(), "path": result.path} for f in result.facts])
+        return
+    if result.unknown:
+        typer.echo(f"Unknown entities: {', '.join(result.unknown)}", err=True)
+    if result.path:
+        typer.echo("No fact links them directly; shortest connection: "
+                   + " -> ".join(result.path))
+    _print_facts(result.facts, False, empty="No facts connect them.")
+
+
+@app.command()
+def rate(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    rating: Rating = typer.Argument(..., help="helpful or unhelpful"),  # noqa: B008
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Rate a fact: helpful raises its trust, unhelpful lowers it (low trust hides it)."""
+    store = _store(ctx)
+    result = store.rate(_who(ctx, user), fact_id, rating is Rating.helpful)
+    if as_json:
+        emit_json({"id": result.id, "old_trust": result.old_trust,
+                   "new_trust": result.new_trust})
+        return
+    typer.echo(f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show one fact with all its fields."""
+    store = _store(ctx)
+    fact = store.get(_who(ctx, user), fact_id)
+    if as_json:
+        emit_json(fact.to_json())
+        return
+    for key, value in fact.to_json().items():
+        if value not in (None, [], "") and key != "score":
+            typer.echo(f"{key:>18}: {value}")
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    text: str = typer.Argument(..., help="The corrected statement."),
+    note: str | None = typer.Option(None, "--note", help="Why it changed (kept in history)."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Replace a fact with a new version; the old one is kept as superseded."""
+    store = _store(ctx)
+    new = store.update(_who(ctx, user), fact_id, text, note=note)
+    if as_json:
+        emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
+        return
+    typer.echo(f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    reason: str | None = typer.Option(None, "--reason", help="Why (kept in history)."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Hide a fact everywhere (soft delete). `restore` brings it back."""
+    store = _store(ctx)
+    fact = store.forget(_who(ctx, user), fact_id, reason)
+    if as_json:
+        emit_json({"id": fact.id, "status": fact.status})
+        return
+    typer.echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Bring back a forgotten fact."""
+    store = _store(ctx)
+    fact = store.restore(_who(ctx, user), fact_id)
+    if as_json:
+        emit_json({"id": fact.id, "status": fact.status})
+        return
+    typer.echo(f"Restored fact {fact.id}.")
+
+
+@app.command()
+def purge(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Delete a fact for good, with its history and the older versions it superseded."""
+    store = _store(ctx)
+    who = _who(ctx, user)
+    fact = store.get(who, fact_id)
+    if not yes and not typer.confirm(f"Delete fact {fact.id} for good? {fact.content}"):
+        raise typer.Exit(1)
+    store.purge(who, fact_id)
+    if as_json:
+        emit_json({"id": fact_id, "status": "purged"})
+        return
+    typer.echo(f"Purged fact {fact_id}.")
+
+
+@app.command("list")
+def list_facts(
+    ctx: typer.Context,
+    category: str | None = typer.Option(None, "--category", "-c", help="Only this category."),
+    include_all: bool = typer.Option(False, "--all", help="Include forgotten and superseded."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="At most this many."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List facts, most recently changed first."""
+    store = _store(ctx)
+    facts = store.list(_who(ctx, user), category=category, include_inactive=include_all,
+                       limit=limit)
+    _print_facts(facts, as_json)
+
+
+@app.command()
+def entities(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
+    """List entities with their aliases and how many active facts are about each."""
+    store = _store(ctx)
+    found = store.entities(_who(ctx, user))
+    if as_json:
+        emit_json([e.to_json() for e in found])
+        return
+    if not found:
+        typer.echo("No entities.")
+    for entity in found:
+        aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
+        typer.echo(f"{entity.name}{aliases}: {entity.fact_count} fact"
+                   f"{'' if entity.fact_count == 1 else 's'}")
+
+
+@app.command()
+def alias(
+    ctx: typer.Context,
+    entity: str = typer.Argument(..., help="The entity (created if new)."),
+    other_name: str = typer.Argument(..., metavar="ALIAS", help="Another name for it."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Give an entity another name, so probe and reason find it by either."""
+    store = _store(ctx)
+    found = store.entity_store.add_alias(_who(ctx, user), entity, other_name)
+    if as_json:
+        emit_json(found.to_json())
+        return
+    typer.echo(f"{found.name} is also: {', '.join(found.aliases)}")
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    fact_id: int = typer.Argument(..., metavar="ID"),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Every change of a fact, with old and new values."""
+    store = _store(ctx)
+    entries = store.history(_who(ctx, user), fact_id)
+    if as_json:
+        emit_json(entries)
+        return
+    for entry in entries:
+        note = f"  ({entry['note']})" if entry["note"] else ""
+        typer.echo(f"{entry['at']}  {entry['action']}{note}")
+        if entry["old"] is not None:
+            typer.echo(f"    old: {json.dumps(entry['old'], ensure_ascii=False)}")
+        if entry["new"] is not None:
+            typer.echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")

@@ -1,0 +1,725 @@
+"""Tier 2: the fact store. Atomic statements with entities, trust, tags and a full history.
+
+A fact is *active* while it is neither forgotten nor superseded; only active facts are found by
+``search``, ``probe``, ``reason``, ``related`` and ``recent``. Every change of a fact (add, merge,
+update, supersede, rate, forget, restore) writes a ``fact_history`` row with old and new values.
+
+Writes that read first (dedup, merge, rating) run inside BEGIN IMMEDIATE transactions, so two
+processes adding at once never lose a fact or merge into a row the other just changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import sqlite_utils
+from rapidfuzz import fuzz
+from rapidfuzz.utils import default_process
+
+from hermes.clock import Clock, SystemClock, to_ts
+from hermes.config import FactsConfig
+from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.entities import Entity, EntityStore, name_key
+from hermes.memory.guard import check_text
+from hermes.store.db import write_transaction
+from hermes.store.fts import any_terms, build_match, like_pattern, search_with_fallback
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+KINDS = ("semantic", "episodic", "procedural")
+ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
+# bm25 column weights: content, tags, entity_names
+BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
+MERGE_CANDIDATES = 20
+MAX_CONTENT_CHARS = 2000
+_NEGATION = re.compile(r"\b(?:not|no|never|n't|cannot|nor|without)\b|n't\b", re.I)
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+COLUMNS = (
+    "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
+    " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"
+    " f.forgotten_reason, f.source_session_id, f.source_message_ids, f.retrieved_count,"
+    " f.helpful_count, f.unhelpful_count"
+)
+
+
+@dataclass
+class Fact:
+    id: int
+    user: str
+    content: str
+    category: str
+    kind: str
+    tags: list[str]
+    entities: list[str]
+    trust: float
+    importance: float | None
+    created_at: str
+    updated_at: str
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: int | None
+    forgotten_at: str | None
+    forgotten_reason: str | None
+    source_session_id: int | None
+    source_message_ids: list[int]
+    retrieved_count: int
+    helpful_count: int
+    unhelpful_count: int
+    score: float | None = None
+    explain: dict | None = None
+
+    @property
+    def status(self) -> Literal["active", "superseded", "forgotten"]:
+        if self.forgotten_at:
+            return "forgotten"
+        return "superseded" if self.superseded_by is not None else "active"
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    def to_json(self) -> dict:
+        data: dict[str, Any] = {
+            "id": self.id, "content": self.content, "entities": self.entities,
+            "category": self.category, "trust": self.trust, "tags": self.tags,
+            "score": None if self.score is None else round(self.score, 6),
+            "kind": self.kind, "status": self.status, "importance": self.importance,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "valid_from": self.valid_from, "valid_to": self.valid_to,
+            "superseded_by": self.superseded_by, "forgotten_at": self.forgotten_at,
+            "forgotten_reason": self.forgotten_reason,
+            "source_session_id": self.source_session_id,
+            "source_message_ids": self.source_message_ids,
+            "retrieved_count": self.retrieved_count, "helpful_count": self.helpful_count,
+            "unhelpful_count": self.unhelpful_count,
+        }
+        if self.explain is not None:
+            data["explain"] = self.explain
+        return data
+
+
+@dataclass
+class AddResult:
+    id: int
+    status: Literal["created", "merged"]
+    fact: Fact
+    # For "merged": "exact" (normalised duplicate) or "near" (rapidfuzz), and the similarity.
+    match: Literal["exact", "near"] | None = None
+    similarity: float | None = None
+
+
+@dataclass
+class RateResult:
+    id: int
+    old_trust: float
+    new_trust: float
+
+
+@dataclass
+class ReasonResult:
+    facts: list[Fact]
+    path: list[str] = field(default_factory=list)  # entity chain when no fact links them directly
+    unknown: list[str] = field(default_factory=list)  # names that resolve to no entity
+
+
+def normalise(content: str) -> str:
+    return re.sub(r"\s+", " ", content).strip()
+
+
+def content_key(content: str) -> str:
+    """What makes two facts exact duplicates: case, spacing and end punctuation do not count."""
+    return re.sub(r"[\s.!;,]+$", "", normalise(content).casefold())
+
+
+def _row_to_fact(row: Sequence[Any]) -> Fact:
+    return Fact(
+        id=int(row[0]), user=row[1], content=row[2], category=row[3], kind=row[4],
+        tags=json.loads(row[5] or "[]"),
+        entities=[n for n in (row[6] or "").split("\n") if n],
+        trust=float(row[7]), importance=row[8], created_at=row[9], updated_at=row[10],
+        valid_from=row[11], valid_to=row[12], superseded_by=row[13], forgotten_at=row[14],
+        forgotten_reason=row[15], source_session_id=row[16],
+        source_message_ids=json.loads(row[17] or "[]"), retrieved_count=int(row[18]),
+        helpful_count=int(row[19]), unhelpful_count=int(row[20]),
+    )
+
+
+def _snapshot(fact: Fact) -> dict:
+    data = fact.to_json()
+    for key in ("score", "explain", "retrieved_count"):
+        data.pop(key, None)
+    return data
+
+
+def _clean_tags(tags: Iterable[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for tag in tags:
+        tag = normalise(str(tag)).lstrip("#")
+        if tag and tag.casefold() not in seen:
+            seen[tag.casefold()] = tag
+    return list(seen.values())
+
+
+def _differs_in_meaning(a: str, b: str) -> bool:
+    """Near-identical text that must still not merge: other numbers, or a negation."""
+    if _NUMBER.findall(a) != _NUMBER.findall(b):
+        return True
+    return bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
+
+
+class FactStore:
+    def __init__(
+        self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.entity_store = EntityStore(db, config, self.clock)
+
+    @classmethod
+    def from_runtime(cls, rt: Runtime) -> FactStore:
+        return cls(rt.db, rt.settings.facts, rt.clock)
+
+    # -- reading one ------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return to_ts(self.clock.now())
+
+    def _fetch(self, user: str, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND ({where}) {tail}",
+            [user, *params],
+        ).fetchall()
+        return [_row_to_fact(r) for r in rows]
+
+    def get(self, user: str, fact_id: int) -> Fact:
+        """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
+        found = self._fetch(user, "f.id = ?", [int(fact_id)])
+        if not found:
+            raise NotFound(f"No fact with id {fact_id} for user {user!r}.")
+        return found[0]
+
+    def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
+                 at: str | None = None) -> None:
+        self.db.execute(
+            "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [fact.id, fact.user, action,
+             None if old is None else json.dumps(old, ensure_ascii=False),
+             None if new is None else json.dumps(new, ensure_ascii=False),
+             note, at or self._now()],
+        )
+
+    # -- adding -----------------------------------------------------------------------------
+
+    def _validate(self, content: str, category: str, kind: str) -> str:
+        text = normalise(content or "")
+        if not text:
+            raise RefusedWrite("Refused: a fact needs non-empty text.")
+        if len(text) > MAX_CONTENT_CHARS:
+            raise RefusedWrite(
+                f"Refused: a fact is one statement of at most {MAX_CONTENT_CHARS} characters "
+                f"(got {len(text):,}). Split it into several facts."
+            )
+        if category not in self.config.categories:
+            raise RefusedWrite(
+                f"Refused: unknown category {category!r}; use one of "
+                f"{', '.join(self.config.categories)} (or add it to facts.categories)."
+            )
+        if kind not in KINDS:
+            raise RefusedWrite(f"Refused: kind must be one of {', '.join(KINDS)}.")
+        check_text(text)
+        return text
+
+    def add(
+        self,
+        user: str,
+        content: str,
+        *,
+        entities: list[str] | None = None,
+        category: str = "general",
+        tags: Iterable[str] = (),
+        kind: str = "semantic",
+        importance: float | None = None,
+        source_session_id: int | None = None,
+        source_message_ids: Iterable[int] = (),
+        valid_from: str | None = None,
+    ) -> AddResult:
+        """Add a fact, or merge it into an existing duplicate or near duplicate."""
+        text = self._validate(content, category, kind)
+        tag_list = _clean_tags(tags)
+        message_ids = [int(m) for m in source_message_ids]
+        if importance is not None and not 0 <= importance <= 1:
+            raise RefusedWrite("Refused: importance must be between 0 and 1.")
+        key = content_key(text)
+        with write_transaction(self.db):
+            now = self._now()
+            exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
+            names = entities if entities else self.entity_store.candidates(user, text)
+            linked = self.entity_store.ensure_all(user, names)
+            if exact:
+                fact = self._merge(exact[0], text, linked, tag_list, message_ids, now,
+                                   "exact duplicate")
+                return AddResult(fact.id, "merged", fact, "exact", 100.0)
+            near = self._near_duplicate(user, text, [i for i, _ in linked])
+            if near is not None:
+                existing, similarity = near
+                fact = self._merge(existing, text, linked, tag_list, message_ids, now,
+                                   f"near duplicate ({similarity:.0f})")
+                return AddResult(fact.id, "merged", fact, "near", similarity)
+            cursor = self.db.execute(
+                """
+                INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
+                  trust, importance, created_at, updated_at, valid_from, source_session_id,
+                  source_message_ids)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [user, text, key, category, kind, json.dumps(tag_list, ensure_ascii=False),
+                 "\n".join(n for _, n in linked), self.config.default_trust, importance, now,
+                 now, valid_from or now, source_session_id, json.dumps(message_ids)],
+            )
+            fact_id = int(cursor.lastrowid)
+            self._link(fact_id, [i for i, _ in linked])
+            fact = self.get(user, fact_id)
+            self._history(fact, "add", None, _snapshot(fact), at=now)
+        return AddResult(fact_id, "created", fact)
+
+    def _link(self, fact_id: int, entity_ids: Iterable[int]) -> None:
+        self.db.conn.executemany(
+            "INSERT OR IGNORE INTO fact_entities (fact_id, entity_id) VALUES (?, ?)",
+            [(fact_id, e) for e in entity_ids],
+        )
+
+    def _near_duplicate(
+        self, user: str, text: str, entity_ids: list[int]
+    ) -> tuple[Fact, float] | None:
+        """The most similar active fact about one of the same entities, if similar enough.
+
+        Candidates come from FTS (an OR of the text's terms, restricted to facts that name one
+        of the entities in their entity column), so this never scans the user's facts.
+        """
+        terms = any_terms(text)
+        if terms is None:
+            return None
+        expression = f"({terms})"
+        if entity_ids:
+            names = self.entity_store.names_of(entity_ids)
+            phrases = [build_match('"' + n.replace('"', " ") + '"').strict for n in names.values()]
+            phrases = [p for p in phrases if p]
+            if phrases:
+                expression = f"entity_names : ({' OR '.join(phrases)}) AND {expression}"
+        rows = self.db.execute(
+            f"""
+            SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+            WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
+            ORDER BY {BM25} LIMIT {MERGE_CANDIDATES}
+            """,
+            [expression, user],
+        ).fetchall()
+        best: tuple[Fact, float] | None = None
+        wanted = set(entity_ids)
+        for row in rows:
+            candidate = _row_to_fact(row)
+            similarity = fuzz.token_set_ratio(text, candidate.content, processor=default_process)
+            if similarity < self.config.merge_threshold or _differs_in_meaning(
+                    text, candidate.content):
+                continue
+            if wanted and not wanted & set(self._entity_ids(candidate.id)):
+                continue
+            if best is None or similarity > best[1]:
+                best = (candidate, float(similarity))
+        return best
+
+    def _entity_ids(self, fact_id: int) -> list[int]:
+        return [int(r[0]) for r in self.db.execute(
+            "SELECT entity_id FROM fact_entities WHERE fact_id = ?", [fact_id]).fetchall()]
+
+    def _merge(self, existing: Fact, text: str, linked: list[tuple[int, str]], tags: list[str],
+               message_ids: list[int], now: str, note: str) -> Fact:
+        """Fold a new statement into an existing fact: keep the more complete wording, union
+        entities, tags and sources."""
+        old = _snapshot(existing)
+        content = existing.content
+        covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
+        if len(text) > len(content) and covers and content_key(text) != content_key(content):
+            content = text  # the new wording says everything the old one did, and more
+        entity_names = list(existing.entities)
+        for _, name in linked:
+            if name not in entity_names:
+                entity_names.append(name)
+        merged_tags = _clean_tags([*existing.tags, *tags])
+        sources = list(dict.fromkeys([*existing.source_message_ids, *message_ids]))
+        changed = (content != existing.content or entity_names != existing.entities
+                   or merged_tags != existing.tags or sources != existing.source_message_ids)
+        if not changed:
+            return existing
+        self.db.execute(
+            "UPDATE facts SET content = ?, content_key = ?, entity_names = ?, tags = ?, "
+            "source_message_ids = ?, updated_at = ? WHERE id = ? AND user = ?",
+            [content, content_key(content), "\n".join(entity_names),
+             json.dumps(merged_tags, ensure_ascii=False), json.dumps(sources), now,
+             existing.id, existing.user],
+        )
+        self._link(existing.id, [i for i, _ in linked])
+        fact = self.get(existing.user, existing.id)
+        self._history(fact, "merge", old, _snapshot(fact), note=f"{note}: {text}", at=now)
+        return fact
+
+    # -- searching --------------------------------------------------------------------------
+
+    def search(
+        self,
+        user: str,
+        query: str,
+        *,
+        limit: int = 10,
+        category: str | None = None,
+        min_trust: float | None = None,
+        explain: bool = False,
+    ) -> list[Fact]:
+        """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
+
+        All terms must match first; when that finds nothing, any non-stopword term may. CJK
+        text (no word breaks for FTS5) is matched with LIKE.
+        """
+        floor = self.config.search_min_trust if min_trust is None else min_trust
+        plan = build_match(query)
+        if plan.empty:
+            return []
+        filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
+        params: list[Any] = [user, floor]
+        if category is not None:
+            filters += " AND f.category = ?"
+            params.append(category)
+        if plan.cjk:
+            return self._search_like(user, plan.cjk, plan.strict, filters, params, limit,
+                                     explain)
+
+        def run(expression: str) -> list[tuple]:
+            return self.db.execute(
+                f"""
+                SELECT {COLUMNS}, {BM25} AS bm FROM facts_fts JOIN facts f
+                  ON f.id = facts_fts.rowid
+                WHERE facts_fts MATCH ? AND {filters}
+                ORDER BY {BM25} * f.trust, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
+                """,
+                [expression, *params, int(limit)],
+            ).fetchall()
+
+        rows, mode = search_with_fallback(plan, run)
+        expression = plan.strict if mode == "strict" else plan.loose
+        facts = []
+        for row in rows:
+            fact = _row_to_fact(row)
+            relevance = -float(row[-1])
+            fact.score = relevance * fact.trust
+            if explain:
+                fact.explain = {"bm25": round(relevance, 6), "trust": fact.trust,
+                                "score": round(fact.score, 6), "mode": mode,
+                                "match": expression, "min_trust": floor}
+            facts.append(fact)
+        return facts
+
+    def _search_like(self, user: str, cjk: Sequence[str], strict: str | None, filters: str,
+                     params: list[Any], limit: int, explain: bool) -> list[Fact]:
+        haystack = "(f.content || ' ' || f.entity_names || ' ' || f.tags)"
+        likes = " AND ".join(f"{haystack} LIKE ? ESCAPE '\\'" for _ in cjk)
+        like_params = [like_pattern(run) for run in cjk]
+        extra, extra_params = "", []
+        if strict:
+            extra = " AND f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)"
+            extra_params = [strict]
+        order = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?"
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes}{extra} {order}",
+            [*params, *like_params, *extra_params, int(limit)],
+        ).fetchall()
+        if not rows and strict:
+            rows = self.db.execute(
+                f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes} {order}",
+                [*params, *like_params, int(limit)],
+            ).fetchall()
+        facts = []
+        for row in rows:
+            fact = _row_to_fact(row)
+            fact.score = fact.trust
+            if explain:
+                fact.explain = {"like": list(cjk), "trust": fact.trust, "score": fact.trust,
+                                "mode": "like", "match": strict}
+            facts.append(fact)
+        return facts
+
+    def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
+        """Every active fact linked to the entity (or one of its aliases), by trust then
+        recency. Exact: only linked facts, and all of them unless ``limit`` says otherwise."""
+        entity_id = self.entity_store.resolve_id(user, entity)
+        if entity_id is None:
+            return []
+        tail = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC"
+        params: list[Any] = [entity_id]
+        if limit is not None:
+            tail += " LIMIT ?"
+            params.append(int(limit))
+        facts = self._fetch(
+            user, f"f.id IN (SELECT fact_id FROM fact_entities WHERE entity_id = ?) AND {ACTIVE}",
+            params, tail,
+        )
+        for fact in facts:
+            fact.score = fact.trust
+        return facts
+
+    def reason(self, user: str, entities: list[str], *, limit: int = 20) -> ReasonResult:
+        """Facts connecting the entities: linked to all first, then to several, by how many
+        they link and by trust. With no direct link, the shortest chain through shared
+        entities."""
+        from hermes.memory.fact_graph import connect_entities
+
+        resolved: dict[int, str] = {}
+        unknown: list[str] = []
+        for name in entities:
+            entity_id = self.entity_store.resolve_id(user, name)
+            if entity_id is None:
+                unknown.append(name)
+            else:
+                resolved.setdefault(entity_id, name)
+        if not resolved:
+            return ReasonResult([], [], unknown)
+        ids = list(resolved)
+        marks = ",".join("?" * len(ids))
+        need = 2 if len(ids) > 1 else 1
+        rows = self.db.execute(
+            f"""
+            SELECT {COLUMNS}, count(*) AS links FROM fact_entities fe
+              JOIN facts f ON f.id = fe.fact_id
+            WHERE fe.entity_id IN ({marks}) AND f.user = ? AND {ACTIVE}
+            GROUP BY f.id HAVING count(*) >= ?
+            ORDER BY links DESC, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
+            """,
+            [*ids, user, need, int(limit)],
+        ).fetchall()
+        facts = []
+        for row in rows:
+            fact = _row_to_fact(row)
+            fact.score = float(row[-1]) + fact.trust
+            fact.explain = {"links": int(row[-1]), "of": len(ids), "trust": fact.trust}
+            facts.append(fact)
+        if facts or len(ids) < 2:
+            return ReasonResult(facts, [], unknown)
+        path_ids, fact_ids = connect_entities(self.db, user, ids)
+        if not path_ids:
+            return ReasonResult([], [], unknown)
+        names = self.entity_store.names_of(path_ids)
+        chain = [self.get(user, i) for i in fact_ids][:limit]
+        for position, fact in enumerate(chain):
+            fact.score = fact.trust
+            fact.explain = {"path_step": position + 1}
+        return ReasonResult(chain, [names[i] for i in path_ids], unknown)
+
+    def related(self, user: str, text: str, *, limit: int = 10) -> list[Fact]:
+        """Active facts that may bear on ``text``: those about entities it names, then FTS
+        matches on any of its terms. Used by extraction to decide add, merge or update."""
+        found: dict[int, Fact] = {}
+        entity_ids = [i for i, _ in self.entity_store.known_in(user, text)]
+        if entity_ids:
+            marks = ",".join("?" * len(entity_ids))
+            for fact in self._fetch(
+                user,
+                f"f.id IN (SELECT fact_id FROM fact_entities WHERE entity_id IN ({marks})) "
+                f"AND {ACTIVE}",
+                [*entity_ids, int(limit)],
+                "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
+            ):
+                found[fact.id] = fact
+        terms = any_terms(text)
+        if terms and len(found) < limit:
+            rows = self.db.execute(
+                f"""
+                SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+                WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
+                ORDER BY {BM25} * f.trust LIMIT ?
+                """,
+                [terms, user, int(limit)],
+            ).fetchall()
+            for row in rows:
+                fact = _row_to_fact(row)
+                found.setdefault(fact.id, fact)
+        return list(found.values())[:limit]
+
+    def recent(self, user: str, since: str, *, limit: int = 20) -> list[Fact]:
+        """Active facts added or changed at or after ``since`` (a stored timestamp), newest
+        first."""
+        return self._fetch(user, f"f.updated_at >= ? AND {ACTIVE}", [since, int(limit)],
+                           "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
+
+    def list(self, user: str, *, category: str | None = None, include_inactive: bool = False,
+             limit: int = 50) -> list[Fact]:
+        where = "1" if include_inactive else ACTIVE
+        params: list[Any] = []
+        if category is not None:
+            where += " AND f.category = ?"
+            params.append(category)
+        return self._fetch(user, where, [*params, int(limit)],
+                           "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
+
+    def entities(self, user: str) -> list[Entity]:
+        return self.entity_store.list(user)
+
+    def history(self, user: str, fact_id: int) -> list[dict]:
+        self.get(user, fact_id)
+        rows = self.db.execute(
+            "SELECT id, fact_id, action, old, new, note, at FROM fact_history "
+            "WHERE fact_id = ? AND user = ? ORDER BY id",
+            [int(fact_id), user],
+        ).fetchall()
+        return [
+            {"id": r[0], "fact_id": r[1], "action": r[2],
+             "old": json.loads(r[3]) if r[3] else None,
+             "new": json.loads(r[4]) if r[4] else None, "note": r[5], "at": r[6]}
+            for r in rows
+        ]
+
+    # -- changing ---------------------------------------------------------------------------
+
+    def mark_retrieved(self, user: str, fact_ids: Iterable[int]) -> None:
+        """Count that these facts were shown (recall, search results given to the model)."""
+        ids = [int(i) for i in fact_ids]
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        with write_transaction(self.db):
+            self.db.execute(
+                f"UPDATE facts SET retrieved_count = retrieved_count + 1 "
+                f"WHERE user = ? AND id IN ({marks})", [user, *ids],
+            )
+
+    def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
+        """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
+            # Rounded so that 0.5 - 0.1 - 0.1 is exactly 0.3, not 0.30000000000000004.
+            new_trust = round(min(1.0, max(0.0, fact.trust + delta)), 6)
+            counter = "helpful_count" if helpful else "unhelpful_count"
+            self.db.execute(
+                f"UPDATE facts SET trust = ?, {counter} = {counter} + 1 WHERE id = ? AND user = ?",
+                [new_trust, fact.id, user],
+            )
+            self._history(fact, "rate", {"trust": fact.trust, counter: getattr(fact, counter)},
+                          {"trust": new_trust, counter: getattr(fact, counter) + 1},
+                          note="helpful" if helpful else "unhelpful")
+        return RateResult(fact.id, fact.trust, new_trust)
+
+    def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,
+               source_session_id: int | None = None,
+               source_message_ids: Iterable[int] = ()) -> Fact:
+        """Replace a fact with a new version. The old one stays, superseded (valid_to set)."""
+        message_ids = [int(m) for m in source_message_ids]
+        with write_transaction(self.db):
+            old = self.get(user, fact_id)
+            if not old.active:
+                newer = f" by fact {old.superseded_by}" if old.superseded_by else ""
+                raise RefusedWrite(
+                    f"Refused: fact {old.id} is {old.status}{newer}; only an active fact can be "
+                    "updated. Nothing was changed."
+                )
+            text = self._validate(content, old.category, old.kind)
+            if content_key(text) == content_key(old.content):
+                raise RefusedWrite(f"Refused: the new text of fact {old.id} is the same as the "
+                                   "old. Nothing was changed.")
+            now = self._now()
+            entity_ids = self._entity_ids(old.id)
+            known = self.entity_store.known_in(user, text)
+            names = list(old.entities)
+            for entity_id, name in known:
+                if entity_id not in entity_ids:
+                    entity_ids.append(entity_id)
+                    names.append(name)
+            cursor = self.db.execute(
+                """
+                INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
+                  trust, importance, created_at, updated_at, valid_from, source_session_id,
+                  source_message_ids)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [user, text, content_key(text), old.category, old.kind,
+                 json.dumps(old.tags, ensure_ascii=False), "\n".join(names), old.trust,
+                 old.importance, now, now, now,
+                 source_session_id if source_session_id is not None else old.source_session_id,
+                 json.dumps(message_ids or old.source_message_ids)],
+            )
+            new_id = int(cursor.lastrowid)
+            self._link(new_id, entity_ids)
+            self.db.execute(
+                "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
+                "WHERE id = ? AND user = ?", [now, new_id, now, old.id, user],
+            )
+            new = self.get(user, new_id)
+            self._history(self.get(user, old.id), "supersede",
+                          {"valid_to": None, "superseded_by": None},
+                          {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
+            self._history(new, "update", {"id": old.id, "content": old.content},
+                          _snapshot(new), note=note, at=now)
+        return new
+
+    def forget(self, user: str, fact_id: int, reason: str | None = None) -> Fact:
+        """Soft delete: hidden everywhere, kept, restorable. Forgetting twice changes nothing."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            if fact.forgotten_at:
+                return fact
+            now = self._now()
+            self.db.execute(
+                "UPDATE facts SET forgotten_at = ?, forgotten_reason = ?, updated_at = ? "
+                "WHERE id = ? AND user = ?", [now, reason, now, fact.id, user],
+            )
+            self._history(fact, "forget", {"forgotten_at": None},
+                          {"forgotten_at": now, "forgotten_reason": reason}, note=reason, at=now)
+            return self.get(user, fact.id)
+
+    def restore(self, user: str, fact_id: int) -> Fact:
+        """Undo ``forget``."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            if not fact.forgotten_at:
+                raise RefusedWrite(f"Refused: fact {fact.id} is not forgotten; nothing to restore.")
+            now = self._now()
+            self.db.execute(
+                "UPDATE facts SET forgotten_at = NULL, forgotten_reason = NULL, updated_at = ? "
+                "WHERE id = ? AND user = ?", [now, fact.id, user],
+            )
+            self._history(fact, "restore",
+                          {"forgotten_at": fact.forgotten_at,
+                           "forgotten_reason": fact.forgotten_reason},
+                          {"forgotten_at": None}, at=now)
+            return self.get(user, fact.id)
+
+    def purge(self, user: str, fact_id: int) -> None:
+        """Delete a fact for good, with its history and every older version it superseded."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            doomed = [fact.id]
+            frontier = [fact.id]
+            while frontier:
+                marks = ",".join("?" * len(frontier))
+                frontier = [int(r[0]) for r in self.db.execute(
+                    f"SELECT id FROM facts WHERE user = ? AND superseded_by IN ({marks})",
+                    [user, *frontier]).fetchall()]
+                doomed.extend(frontier)
+            # Newest first, so no row is deleted while an older one still points at it.
+            for doomed_id in doomed:
+                self.db.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ? "
+                                "AND user = ?", [doomed_id, user])
+            marks = ",".join("?" * len(doomed))
+            self.db.execute(f"DELETE FROM facts WHERE user = ? AND id IN ({marks})",
+                            [user, *doomed])
+
+
+def entity_key(name: str) -> str:
+    """Re-exported for callers matching entity names the way the store does."""
+    return name_key(name)
