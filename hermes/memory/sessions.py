@@ -22,6 +22,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
+from hermes.memory import recall
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan, build_match, like_pattern
 
@@ -131,6 +132,22 @@ class SearchHit:
             "match": self.match.to_json(),
             "context": [m.to_json() for m in self.context],
         }
+
+
+@dataclass
+class MessageHit:
+    """One message found by :meth:`SessionStore.search_messages`, with its session."""
+
+    session: Session
+    message: Message
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session_id": self.session.id, "session_title": self.session.display_title,
+                "started_at": self.session.started_at, "score": round(self.score, 4),
+                "parts": {k: round(v, 4) for k, v in self.parts.items()},
+                "message": self.message.to_json()}
 
 
 @dataclass
@@ -330,6 +347,30 @@ class SessionStore:
         return [row[0] for row in rows]
 
     # -- search -----------------------------------------------------------------------------
+
+    def search_messages(
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None
+    ) -> list[MessageHit]:
+        """The messages of ``user`` that best answer ``query``, best first (see
+        :mod:`hermes.memory.recall` for the ranking). Zero model calls. Raises QueryError when
+        the query has no words."""
+        ranked = recall.rank_messages(self.db, user, query, limit=limit, source=source,
+                                      now=self.clock.now())
+        if not ranked:
+            return []
+        ids = [r.message_id for r in ranked]
+        marks = ",".join("?" * len(ids))
+        messages = {row[0]: Message(*row) for row in self.db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN ({marks})",
+            [user, *ids])}
+        sessions: dict[int, Session] = {}
+        hits = []
+        for r in ranked:
+            if r.session_id not in sessions:
+                sessions[r.session_id] = self.get(user, r.session_id)
+            hits.append(MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
+                                   r.parts))
+        return hits
 
     def search(
         self,
