@@ -1,4 +1,4 @@
-"""Settings: the config.yaml model, how it is loaded and validated, and where Hermes keeps its state.
+"""Settings: the config.yaml model, its loading and validation, and where Hermes keeps state.
 
 Precedence, lowest first: built-in defaults, the YAML file, ``HERMES_<SECTION>__<KEY>`` environment
 variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state.

@@ -79,3 +79,23 @@ def cli() -> Callable[..., CliResult]:
         return CliResult(result)
 
     return run
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch):
+    """The scripted model, configured as ``fake/scripted`` for this test (config via env).
+
+    Backoff sleeps return at once and are recorded in ``fake_model.sleeps``.
+    """
+    from hermes.agent import llm
+    from tests.fakellm import ScriptedLLM, installed
+
+    fake = ScriptedLLM()
+
+    async def no_sleep(seconds: float) -> None:
+        fake.sleeps.append(seconds)
+
+    monkeypatch.setenv("HERMES_MODEL__NAME", "fake/scripted")
+    monkeypatch.setattr(llm, "default_sleep", no_sleep)
+    with installed(fake):
+        yield fake

@@ -115,7 +115,8 @@ def test_users_never_see_each_other(memory):
 def test_cli_round_trip_and_refusal_exit_code(cli):
     assert cli("memory", "add", "Runs Debian on the home server").exit_code == 0
     shown = cli("memory", "show", "--json").json()
-    assert shown["limit"] == 8000 and shown["entries"][0]["text"] == "Runs Debian on the home server"
+    assert shown["limit"] == 8000
+    assert shown["entries"][0]["text"] == "Runs Debian on the home server"
     assert shown["chars"] == len("[1] Runs Debian on the home server")
     refused = cli("memory", "add", "api_key = abcd1234efgh")
     assert refused.exit_code == 1 and "secret" in refused.stderr

@@ -63,10 +63,14 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import facts, memory
+    from hermes.cli import db, facts, memory, sessions
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
+    app.add_typer(sessions.app, name="sessions")
+    app.add_typer(db.app, name="db")
+    app.command("export")(db.export)
+    app.command("import")(db.import_)
 
 
 _register()

@@ -42,6 +42,7 @@ COMMON_WORDS = STOPWORDS | frozenset(
     morning evening afternoon night week weekend month year everyone everybody someone somebody
     nobody nothing something everything anything let lets let's we've i'm i've i'd i'll there's
     here's it's that's what's our my his her their its this that these those there here
+    set use add make get run put keep check try go see call ask send buy move remind meet met
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 

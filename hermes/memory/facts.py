@@ -26,7 +26,13 @@ from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.entities import Entity, EntityStore, name_key
 from hermes.memory.guard import check_text
 from hermes.store.db import write_transaction
-from hermes.store.fts import any_terms, build_match, like_pattern, search_with_fallback
+from hermes.store.fts import (
+    STOPWORDS,
+    any_terms,
+    build_match,
+    like_pattern,
+    search_with_fallback,
+)
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -39,6 +45,9 @@ MERGE_CANDIDATES = 20
 MAX_CONTENT_CHARS = 2000
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|cannot|nor|without)\b|n't\b", re.I)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_WORD = re.compile(r"[^\W_]+")
+# rapidfuzz ratio at or above which two differing words count as one word respelt
+RESPELLING = 80
 
 COLUMNS = (
     "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
@@ -166,11 +175,22 @@ def _clean_tags(tags: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS}
+
+
 def _differs_in_meaning(a: str, b: str) -> bool:
-    """Near-identical text that must still not merge: other numbers, or a negation."""
+    """Similar text that must still not merge: other numbers, a negation, or a word on each
+    side that is not a respelling of one on the other ("cat" / "dog", "Porto" / "Lisbon")."""
     if _NUMBER.findall(a) != _NUMBER.findall(b):
         return True
-    return bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
+    if bool(_NEGATION.search(a)) != bool(_NEGATION.search(b)):
+        return True
+    words_a, words_b = _content_words(a), _content_words(b)
+    only_a, only_b = words_a - words_b, words_b - words_a
+    if not only_a or not only_b:
+        return False  # one says everything the other does
+    return any(max(fuzz.ratio(x, y) for y in only_b) < RESPELLING for x in only_a)
 
 
 class FactStore:

@@ -13,18 +13,22 @@ from hermes.errors import RefusedWrite
 
 _SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-|or-)?[A-Za-z0-9_\-]{20,}")),
+    ("an OpenAI-style API key",
+     re.compile(r"\bsk-(?:proj-|ant-|or-)?[A-Za-z0-9_\-]{20,}")),
     ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("a GitHub token",
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
     ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
     ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
     ("a Discord bot token", re.compile(r"\b[MN][A-Za-z\d]{23,25}\.[\w-]{6}\.[\w-]{27,38}\b")),
-    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
+    ("a JSON Web Token",
+     re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
     ("a bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{20,}")),
     (
         "a password or secret assignment",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|api[_\- ]?key|access[_\- ]?token|auth[_\- ]?token)"
+            r"(?i)\b(?:password|passwd|pwd|secret|api[_\- ]?key"
+            r"|access[_\- ]?token|auth[_\- ]?token)"
             r"\s*(?:is|=|:)\s*['\"]?(?=[^\s'\"]*[0-9!@#$%^&*])[^\s'\"]{6,}"
         ),
     ),

@@ -49,6 +49,11 @@ _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
     "s.ended_at, s.message_count, s.external_id"
 )
+# The first user line: what browse shows for a session without a title.
+_PREVIEW = (
+    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+    "ORDER BY m.id LIMIT 1)"
+)
 _MESSAGE_COLUMNS = (
     "m.id, m.session_id, m.role, m.speaker, m.content, m.created_at, m.tool_name, m.tool_args, "
     "m.tool_call_id, m.external_id"
@@ -194,7 +199,8 @@ class SessionStore:
         """The open session of a channel (a Discord thread, a terminal), or a new one."""
         with write_transaction(self.db):
             row = self.db.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.user = ? AND s.source = ? "
+                f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+                "WHERE s.user = ? AND s.source = ? "
                 "AND s.channel_key = ? AND s.ended_at IS NULL ORDER BY s.id DESC LIMIT 1",
                 [user, source, channel_key],
             ).fetchone()
@@ -268,7 +274,7 @@ class SessionStore:
 
     def get(self, user: str, session_id: int) -> Session:
         row = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ? AND s.user = ?",
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
             [session_id, user],
         ).fetchone()
         if row is None:
@@ -320,9 +326,7 @@ class SessionStore:
             where.append("s.last_active_at >= ?")
             params.append(since)
         rows = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS}, "
-            "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-            " ORDER BY m.id LIMIT 1) "
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} "
             f"FROM sessions s WHERE {' AND '.join(where)} "
             "ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?",
             [*params, limit],
@@ -332,7 +336,8 @@ class SessionStore:
     def idle(self, user: str, before: str) -> list[Session]:
         """Open sessions whose last activity is older than ``before`` (to close and summarise)."""
         rows = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.user = ? AND s.ended_at IS NULL "
+            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
+            "WHERE s.user = ? AND s.ended_at IS NULL "
             "AND s.last_active_at < ? ORDER BY s.last_active_at",
             [user, before],
         ).fetchall()
@@ -450,8 +455,8 @@ class SessionStore:
         # Other users' (or other sources') messages took some of the places: rank within scope.
         rows = self.db.execute(
             f"SELECT m.id, m.session_id, bm25(messages_fts, {weights}) AS rank "
-            "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-            "JOIN sessions s ON s.id = m.session_id "
+            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "CROSS JOIN sessions s ON s.id = m.session_id "
             "WHERE messages_fts MATCH ? AND m.user = ? AND (? IS NULL OR s.source = ?) "
             "ORDER BY rank LIMIT ?",
             [expr, user, source, source, wanted],
@@ -461,8 +466,10 @@ class SessionStore:
     def _session_scores(self, user: str, expr: str, source: str | None) -> dict[int, float]:
         weights = ", ".join(str(w) for w in SESSION_WEIGHTS)
         rows = self.db.execute(
+            # CROSS JOIN keeps the full-text match as the outer loop: the planner would
+            # otherwise walk the user's sessions and run the match once per session.
             f"SELECT s.id, bm25(sessions_fts, {weights}) FROM sessions_fts "
-            "JOIN sessions s ON s.id = sessions_fts.rowid "
+            "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
             "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
             [expr, user, source, source],
         ).fetchall()

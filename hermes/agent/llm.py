@@ -1,0 +1,469 @@
+"""Model access: the only module that imports litellm, and only when a model is first called.
+
+litellm takes about 3 s and 190 MB to import, so commands that need no model never load it.
+Before the import its offline switches are set, so it never fetches a price map, a tokenizer or
+anything else from the network on its own.
+
+Every call goes through :class:`LLM`, which adds what the rest of Hermes relies on: retries with
+exponential backoff on rate limits, server errors, timeouts and lost connections (the sleep is
+injectable, so tests never wait); a per-request timeout; keys from the environment or
+``<home>/.env``; and two errors that are one line for a person: :class:`ModelNotConfigured` (what to
+set) and :class:`ModelUnavailable` (the provider stayed down, or refused the request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hermes.config import ModelConfig, Settings
+from hermes.errors import HermesError
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+# Seconds before the first retry; doubles on each further retry, up to the cap.
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 30.0
+# HTTP statuses worth another try: timeout, conflict, rate limit, server errors, overloaded.
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+EXAMPLE_MODEL = "openai/gpt-4.1-mini"
+
+
+class ModelNotConfigured(HermesError):
+    """No model is set, or the provider's key is missing. The message says exactly what to set."""
+
+    exit_code = 2
+
+
+class ModelUnavailable(HermesError):
+    """A model call failed for good (the provider stayed down, or refused the request).
+
+    ``retryable`` tells background work whether trying again later can help.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.attempts = attempts
+
+
+class ContextTooLong(ModelUnavailable):
+    """The prompt does not fit the model's context window."""
+
+    def __init__(self, message: str, *, attempts: int = 1) -> None:
+        super().__init__(message, retryable=False, attempts=attempts)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the raw JSON text the model produced
+
+    def args(self) -> dict[str, Any]:
+        """The arguments as a dict. Raises ValueError with a reason the model can act on."""
+        text = (self.arguments or "").strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
+        if not isinstance(value, dict):
+            raise ValueError("arguments must be a JSON object")
+        return value
+
+    def to_message(self) -> dict[str, Any]:
+        """The OpenAI-format entry of an assistant message's ``tool_calls``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments or "{}"},
+        }
+
+
+@dataclass
+class Completion:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    cost: float | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    model: str = ""
+    attempts: int = 1
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This reply as the assistant message to send back with the tool results."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
+        return message
+
+
+@dataclass
+class Chunk:
+    """One step of a streamed reply: a text delta, or (last) the assembled completion."""
+
+    text: str = ""
+    final: Completion | None = None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.final.tool_calls if self.final else []
+
+
+# -- loading litellm ------------------------------------------------------------------------
+
+_litellm: ModuleType | None = None
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm once, with its network fetches switched off first."""
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    # Use the bundled price/context map instead of downloading it at import time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Skip every catalog, check and tokenizer litellm would fetch on its own.
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    # In its default DEV mode litellm runs dotenv.load_dotenv() on the current directory at
+    # import; Hermes reads keys from the home's .env itself (load_env_file).
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    # litellm's pydantic models warn (at import and at first use) about ReadOnly TypedDict
+    # items: noise for our users, and nothing they can act on.
+    warnings.filterwarnings("ignore", message=r".*`ReadOnly` qualifier", category=UserWarning)
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Provider List: https://..." banners on stderr
+    litellm.disable_hf_tokenizer_download = True  # token counts fall back to tiktoken, offline
+    litellm.drop_params = True  # a provider that lacks a parameter ignores it, not errors
+    if hasattr(litellm, "telemetry"):
+        litellm.telemetry = False
+    _litellm = litellm
+    return litellm
+
+
+def litellm_loaded() -> bool:
+    return _litellm is not None
+
+
+def load_env_file(path: Path) -> list[str]:
+    """Put keys from a ``.env`` file into the environment; variables already set win.
+
+    Returns the names that were set. A missing file is not an error.
+    """
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values
+
+    applied = []
+    for key, value in dotenv_values(path).items():
+        if value is not None and key not in os.environ:
+            os.environ[key] = value
+            applied.append(key)
+    return applied
+
+
+# -- error classification -------------------------------------------------------------------
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for candidate in (exc, getattr(exc, "original_exception", None)):
+        status = getattr(candidate, "status_code", None)
+        if isinstance(status, int):
+            return status
+        if isinstance(status, str) and status.isdigit():
+            return int(status)
+    return None
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    litellm = load_litellm()
+    if isinstance(exc, litellm.ContextWindowExceededError | litellm.AuthenticationError):
+        return False
+    if isinstance(exc, asyncio.TimeoutError | ConnectionError | OSError):
+        return True
+    if isinstance(
+        exc,
+        litellm.RateLimitError
+        | litellm.ServiceUnavailableError
+        | litellm.InternalServerError
+        | litellm.APIConnectionError
+        | litellm.Timeout,
+    ):
+        return True
+    status = _status_of(exc)
+    return status in RETRYABLE_STATUS
+
+
+def _reason(exc: BaseException) -> str:
+    """The first meaningful line of a provider error, without litellm's class-name prefixes."""
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    text = re.sub(r"(?:litellm\.\w+(?:Error|Timeout)?:\s*)+", "", text)
+    text = re.sub(r"\s*Original exception:.*$", "", text)
+    text = text.strip() or type(exc).__name__
+    kind = type(exc).__name__
+    if kind == "MidStreamFallbackError":
+        original = getattr(exc, "original_exception", None)
+        kind = type(original).__name__ if original is not None else kind
+    return f"{kind}: {text[:160]}"
+
+
+# -- the client -------------------------------------------------------------------------------
+
+
+def default_sleep(seconds: float) -> Awaitable[Any]:
+    return asyncio.sleep(seconds)
+
+
+class LLM:
+    """One configured model. Async; safe to share between turns on one event loop."""
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        *,
+        model_name: str | None = None,
+        sleep: Sleep | None = None,
+        env_file: Path | None = None,
+    ) -> None:
+        self.config = model
+        self.name = model_name or model.name
+        self._sleep = sleep
+        self._env_file = env_file
+        self._ready = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, background: bool = False,
+                      sleep: Sleep | None = None) -> LLM:
+        """The main model, or (``background=True``) the one for extraction and summaries."""
+        name = settings.model.name
+        if background:
+            name = settings.model.background or name
+        return cls(settings.model, model_name=name, sleep=sleep,
+                   env_file=settings.home_path / ".env")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.name)
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def not_configured_message(self) -> str:
+        where = f" or in {self._env_file}" if self._env_file else ""
+        return (
+            "No model is configured. Set model.name in config.yaml (for example "
+            f"`model: {{name: {EXAMPLE_MODEL}}}`) or export HERMES_MODEL__NAME={EXAMPLE_MODEL}, "
+            f"and the provider's key (for example OPENAI_API_KEY) in the environment{where}."
+        )
+
+    def _prepare(self) -> Any:
+        if not self.name:
+            raise ModelNotConfigured(self.not_configured_message())
+        litellm = load_litellm()
+        if self._ready:
+            return litellm
+        if self._env_file is not None:
+            load_env_file(self._env_file)
+        if not self.config.api_base:
+            missing = self._missing_keys(litellm)
+            if missing:
+                where = f" or in {self._env_file}" if self._env_file else ""
+                raise ModelNotConfigured(
+                    f"The model {self.name} needs {' and '.join(missing)}: set it in the "
+                    f"environment{where}."
+                )
+        self._ready = True
+        return litellm
+
+    def _missing_keys(self, litellm: Any) -> list[str]:
+        try:
+            report = litellm.validate_environment(model=self.name)
+        except Exception as exc:  # noqa: BLE001 - an unknown provider is checked by the call itself
+            log.debug("validate_environment(%s) failed: %s", self.name, exc)
+            return []
+        if report.get("keys_in_environment"):
+            return []
+        return [str(key) for key in report.get("missing_keys") or []]
+
+    def _params(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict] | None,
+                **extra: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.name,
+            "messages": list(messages),
+            "temperature": self.config.temperature,
+            "timeout": self.config.timeout,
+            # Retries are ours (with our backoff and sleep), not litellm's.
+            "num_retries": 0,
+        }
+        if self.config.api_base:
+            params["api_base"] = self.config.api_base
+        if tools:
+            params["tools"] = list(tools)
+        params.update({k: v for k, v in extra.items() if v is not None})
+        return params
+
+    def _backoff(self, attempt: int) -> float:
+        return min(BACKOFF_BASE * (2 ** attempt), BACKOFF_CAP)
+
+    async def _wait(self, seconds: float) -> None:
+        # Looked up at call time so a test can replace the module's default_sleep.
+        sleep = self._sleep or globals()["default_sleep"]
+        await sleep(seconds)
+
+    def _failure(self, exc: BaseException, attempts: int) -> ModelUnavailable:
+        litellm = load_litellm()
+        reason = _reason(exc)
+        if isinstance(exc, litellm.ContextWindowExceededError):
+            return ContextTooLong(f"The conversation is too long for {self.name} ({reason}).",
+                                  attempts=attempts)
+        if isinstance(exc, litellm.AuthenticationError):
+            return ModelUnavailable(
+                f"The provider rejected the key for {self.name} ({reason}); check the API key "
+                "in the environment or the home's .env.", retryable=False, attempts=attempts)
+        if _is_retryable(exc):
+            tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+            return ModelUnavailable(f"The model {self.name} is unavailable {tries} ({reason}).",
+                                    retryable=True, attempts=attempts)
+        return ModelUnavailable(f"The model {self.name} refused the request ({reason}).",
+                                retryable=False, attempts=attempts)
+
+    # -- calls ------------------------------------------------------------------------------
+
+    async def complete(self, messages: Sequence[dict[str, Any]],
+                       tools: Sequence[dict] | None = None, *, response_format: dict | None = None,
+                       max_tokens: int | None = None) -> Completion:
+        """One reply, not streamed. Retries transient failures; raises ModelUnavailable."""
+        litellm = self._prepare()
+        params = self._params(messages, tools, response_format=response_format,
+                              max_tokens=max_tokens)
+        attempt = 0
+        while True:
+            try:
+                response = await litellm.acompletion(**params)
+                return self._completion(litellm, response, attempt + 1)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+                if not _is_retryable(exc) or attempt >= self.config.retries:
+                    raise self._failure(exc, attempt + 1) from exc
+                delay = self._backoff(attempt)
+                log.warning("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                attempt += 1
+                await self._wait(delay)
+
+    async def stream(self, messages: Sequence[dict[str, Any]],
+                     tools: Sequence[dict] | None = None) -> AsyncIterator[Chunk]:
+        """Text deltas as they arrive, then one final Chunk holding the whole Completion.
+
+        A failure before the first text is retried like :meth:`complete`. Once text has reached
+        the caller a retry would repeat it, so a failure then raises ModelUnavailable.
+        """
+        litellm = self._prepare()
+        params = self._params(messages, tools, stream=True)
+        attempt = 0
+        while True:
+            emitted = False
+            chunks: list[Any] = []
+            try:
+                response = await litellm.acompletion(**params)
+                async for raw in response:
+                    chunks.append(raw)
+                    choices = getattr(raw, "choices", None) or []
+                    delta = getattr(choices[0], "delta", None) if choices else None
+                    text = getattr(delta, "content", None) if delta is not None else None
+                    if text:
+                        emitted = True
+                        yield Chunk(text=text)
+                built = litellm.stream_chunk_builder(chunks, messages=list(messages))
+                yield Chunk(final=self._completion(litellm, built, attempt + 1))
+                return
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
+                if emitted or not _is_retryable(exc) or attempt >= self.config.retries:
+                    failure = self._failure(exc, attempt + 1)
+                    if emitted:
+                        failure = ModelUnavailable(
+                            f"The reply from {self.name} was cut off ({_reason(exc)}).",
+                            retryable=True, attempts=attempt + 1)
+                    raise failure from exc
+                delay = self._backoff(attempt)
+                log.warning("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                attempt += 1
+                await self._wait(delay)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _completion(self, litellm: Any, response: Any, attempts: int) -> Completion:
+        if response is None:  # stream_chunk_builder returns None for an empty stream
+            return Completion(text="", model=self.name or "", attempts=attempts)
+        choice = response.choices[0] if response.choices else None
+        message = getattr(choice, "message", None)
+        text = (getattr(message, "content", None) or "") if message is not None else ""
+        calls = []
+        for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+            function = call.function
+            calls.append(ToolCall(id=call.id or f"call_{index}", name=function.name or "",
+                                  arguments=function.arguments or "{}"))
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            cost=self._cost(litellm, response),
+            finish_reason=getattr(choice, "finish_reason", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            model=self.name or "",
+            attempts=attempts,
+        )
+
+    def _cost(self, litellm: Any, response: Any) -> float | None:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if isinstance(hidden.get("response_cost"), int | float):
+            return float(hidden["response_cost"])
+        try:
+            return float(litellm.completion_cost(completion_response=response, model=self.name))
+        except Exception as exc:  # noqa: BLE001 - local and unknown models have no price: None
+            log.debug("no cost for %s: %s", self.name, exc)
+            return None
+
+    # -- context window ---------------------------------------------------------------------
+
+    def context_window(self) -> int:
+        """Input tokens the model accepts (litellm's model map, else the configured fallback)."""
+        if not self.name:
+            return self.config.context_window_fallback
+        litellm = load_litellm()
+        try:
+            info = litellm.get_model_info(self.name)
+        except Exception as exc:  # noqa: BLE001 - unknown to litellm: use the configured value
+            log.debug("no model info for %s: %s", self.name, exc)
+            return self.config.context_window_fallback
+        window = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(window) if window else self.config.context_window_fallback
+
+    def count_tokens(self, messages: Sequence[dict[str, Any]],
+                     tools: Sequence[dict] | None = None) -> int:
+        """Tokens of a prompt, by litellm's counter (tiktoken for models it cannot map)."""
+        litellm = load_litellm()
+        try:
+            return int(litellm.token_counter(model=self.name or "", messages=list(messages),
+                                             tools=list(tools) if tools else None))
+        except Exception as exc:  # noqa: BLE001 - a rough estimate beats no compression
+            log.debug("token_counter failed for %s: %s", self.name, exc)
+            chars = sum(len(str(m.get("content") or "")) for m in messages)
+            return chars // 4 + 4 * len(messages)

@@ -1,0 +1,394 @@
+"""The memory tools the model can call: their JSON schemas, and dispatch to the stores.
+
+``memory`` edits the basic-memory block; ``facts`` reads and writes the fact store;
+``fact_feedback`` rates facts; ``session_search`` browses and searches past conversations.
+Results are compact JSON. An error goes back to the model as a result with what it needs to
+recover (an over-cap write returns the usage and the entries), never as an exception.
+
+A :class:`ToolBox` lives for one turn and one user: every call is scoped to that user, and it
+counts failed memory writes so that the third one tells the model to stop and answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.llm import ToolCall
+from hermes.errors import HermesError
+from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
+from hermes.memory.facts import Fact, FactStore
+from hermes.memory.sessions import Message, Session, SessionStore
+from hermes.runtime import Runtime
+
+MAX_FAILED_WRITES = 3
+SHOW_MESSAGES = 40
+SNIPPET_CHARS = 300
+
+
+def _schema(name: str, description: str, properties: dict[str, Any],
+            required: list[str]) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }}
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    _schema(
+        "memory",
+        "Edit BASIC MEMORY, the block shown in every prompt (hard character cap). add: a new "
+        "entry (text). replace: target (entry id or unique part of its text) with text. remove: "
+        "target. batch: several ops applied all-or-nothing, the cap checked on the result; use "
+        "it to consolidate. Never store secrets.",
+        {
+            "action": {"type": "string", "enum": ["add", "replace", "remove", "batch"]},
+            "text": _STR,
+            "target": {"type": ["integer", "string"]},
+            "ops": {"type": "array", "items": {"type": "object", "properties": {
+                "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                "text": _STR, "target": {"type": ["integer", "string"]}}}},
+        },
+        ["action"],
+    ),
+    _schema(
+        "facts",
+        "Long-term fact store. search: facts matching query. probe: everything about one "
+        "entity. reason: facts connecting several entities. add: store one self-contained fact "
+        "(content, optional entities, category, tags). update: replace fact id's content (the "
+        "old version is kept as history). forget: retire fact id (reason).",
+        {
+            "action": {"type": "string",
+                       "enum": ["search", "probe", "reason", "add", "update", "forget"]},
+            "query": _STR, "entity": _STR,
+            "entities": {"type": "array", "items": _STR},
+            "content": _STR, "id": _INT, "category": _STR,
+            "tags": {"type": "array", "items": _STR},
+            "reason": _STR, "limit": _INT,
+        },
+        ["action"],
+    ),
+    _schema(
+        "fact_feedback",
+        "Rate facts you were shown: helpful raises their trust, unhelpful (wrong, outdated, "
+        "irrelevant) lowers it.",
+        {"ids": {"type": "array", "items": _INT},
+         "rating": {"type": "string", "enum": ["helpful", "unhelpful"]}},
+        ["ids", "rating"],
+    ),
+    _schema(
+        "session_search",
+        "Past conversations. browse: recent sessions (optional source: discord, terminal, "
+        "cron). search: sessions where query was discussed, with the matching messages. show: "
+        "the messages of session_id.",
+        {"action": {"type": "string", "enum": ["browse", "search", "show"]},
+         "query": _STR, "session_id": _INT, "source": _STR, "limit": _INT},
+        ["action"],
+    ),
+]
+TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SCHEMAS)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def fact_brief(fact: Fact) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": fact.id, "content": fact.content, "trust": round(fact.trust, 2)}
+    if fact.category != "general":
+        data["category"] = fact.category
+    if fact.entities:
+        data["entities"] = fact.entities
+    return data
+
+
+def session_brief(session: Session) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": session.id, "source": session.source,
+                            "title": session.title or _cut(getattr(session, "preview", None), 80),
+                            "last_active": session.last_active_at[:16]}
+    if session.summary:
+        data["summary"] = _cut(session.summary, SNIPPET_CHARS)
+    return data
+
+
+def message_brief(message: Message) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": message.id, "role": message.role,
+                            "content": _cut(message.content, SNIPPET_CHARS)}
+    if message.speaker:
+        data["speaker"] = message.speaker
+    return data
+
+
+def _cut(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class ToolError(Exception):
+    """A problem with the model's call, returned to it as an error result."""
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+@dataclass
+class ToolOutcome:
+    name: str
+    args: dict[str, Any]
+    content: str  # the compact JSON result the model sees
+    ok: bool
+    wrote_memory: bool = False
+    failed_write: bool = False
+    fact_ids: list[int] = field(default_factory=list)  # facts shown to the model by this call
+
+
+class ToolBox:
+    """The tools of one turn, for one user."""
+
+    def __init__(self, rt: Runtime, user: str, *, session_id: int | None = None,
+                 facts: FactStore | None = None, sessions: SessionStore | None = None,
+                 basic: BasicMemory | None = None) -> None:
+        self.rt = rt
+        self.user = user
+        self.session_id = session_id
+        self.facts = facts or FactStore.from_runtime(rt)
+        self.sessions = sessions or SessionStore.from_runtime(rt)
+        self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
+                                          clock=rt.clock)
+        self.failed_writes = 0
+        self.writes = 0  # successful writes to memory this turn
+        self.over_cap = False
+        self._handlers: dict[str, Callable[[dict[str, Any]], tuple[Any, bool, list[int]]]] = {
+            "memory": self._memory, "facts": self._facts,
+            "fact_feedback": self._feedback, "session_search": self._sessions,
+        }
+
+    @property
+    def memory_full(self) -> bool:
+        """Three memory writes failed this turn: the model was told to stop trying."""
+        return self.failed_writes >= MAX_FAILED_WRITES
+
+    def run(self, call: ToolCall) -> ToolOutcome:
+        try:
+            args = call.args()
+        except ValueError as exc:
+            return self._error(call.name, {}, f"{call.name}: {exc}. Call it again with a JSON "
+                               "object of arguments.")
+        handler = self._handlers.get(call.name)
+        if handler is None:
+            return self._error(call.name, args, f"Unknown tool {call.name!r}; the tools are "
+                               f"{', '.join(TOOL_NAMES)}.")
+        writes = _is_write(call.name, args)
+        if writes and self.memory_full:
+            return self._stop(call.name, args)
+        try:
+            result, wrote, fact_ids = handler(args)
+        except OverCapError as exc:
+            self.over_cap = True
+            return self._failed_write(call.name, args, str(exc).split(" Current entries:")[0],
+                                      usage=f"{usage_of(exc.entries)}/{exc.limit}",
+                                      attempted=exc.attempted_chars,
+                                      entries=[{"id": e.id, "text": e.text} for e in exc.entries])
+        except ToolError as exc:
+            if writes:
+                return self._failed_write(call.name, args, str(exc), **exc.extra)
+            return self._error(call.name, args, str(exc), **exc.extra)
+        except HermesError as exc:  # refused, not found, bad query: the model can fix its call
+            if writes:
+                return self._failed_write(call.name, args, str(exc))
+            return self._error(call.name, args, str(exc))
+        self.writes += int(wrote)
+        return ToolOutcome(call.name, args, dumps(result), ok=True, wrote_memory=wrote,
+                           fact_ids=fact_ids)
+
+    # -- results ----------------------------------------------------------------------------
+
+    def _error(self, name: str, args: dict[str, Any], message: str, **extra: Any) -> ToolOutcome:
+        return ToolOutcome(name, args, dumps({"error": message, **extra}), ok=False)
+
+    def _failed_write(self, name: str, args: dict[str, Any], message: str,
+                      **extra: Any) -> ToolOutcome:
+        self.failed_writes += 1
+        if self.memory_full:
+            extra["stop"] = self._stop_text()
+        outcome = self._error(name, args, message, **extra)
+        outcome.failed_write = True
+        return outcome
+
+    def _stop_text(self) -> str:
+        return ("Memory writes have failed 3 times in this turn. Stop writing memory now: "
+                "answer the user, and tell them memory is full and that they can make room "
+                "with `hermes memory edit`.")
+
+    def _stop(self, name: str, args: dict[str, Any]) -> ToolOutcome:
+        outcome = self._error(name, args, "Not attempted: " + self._stop_text())
+        outcome.failed_write = True
+        return outcome
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def _memory(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
+        action = args.get("action")
+        if action == "add":
+            result = self.basic.add(self.user, _need(args, "text"))
+        elif action == "replace":
+            result = self.basic.replace(self.user, _need(args, "target"), _need(args, "text"))
+        elif action == "remove":
+            result = self.basic.remove(self.user, _need(args, "target"))
+        elif action == "batch":
+            ops = args.get("ops")
+            if not isinstance(ops, list) or not ops:
+                raise ToolError("batch needs ops: a list of {action, text, target}.")
+            parsed = []
+            for op in ops:
+                if not isinstance(op, dict) or op.get("action") not in ("add", "replace",
+                                                                        "remove"):
+                    raise ToolError("each op needs action add, replace or remove.")
+                parsed.append(Op(op["action"], text=op.get("text"), target=op.get("target")))
+            result = self.basic.batch(self.user, parsed)
+        else:
+            raise ToolError(_bad_action(action, ["add", "replace", "remove", "batch"]))
+        data: dict[str, Any] = {"status": result.status, "message": result.message,
+                                "usage": f"{result.chars}/{result.limit}"}
+        if result.entry is not None:
+            data["id"] = result.entry.id
+        return data, result.status not in ("duplicate", "unchanged"), []
+
+    # -- facts ------------------------------------------------------------------------------
+
+    def _facts(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
+        action = args.get("action")
+        limit = _limit(args, 10)
+        if action == "search":
+            found = self.facts.search(self.user, _need(args, "query"), limit=limit)
+            return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
+        if action == "probe":
+            found = self.facts.probe(self.user, _need(args, "entity"), limit=limit)
+            return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
+        if action == "reason":
+            entities = args.get("entities")
+            if not isinstance(entities, list) or len(entities) < 2:
+                raise ToolError("reason needs entities: a list of at least two names.")
+            result = self.facts.reason(self.user, [str(e) for e in entities], limit=limit)
+            data: dict[str, Any] = {"facts": [fact_brief(f) for f in result.facts]}
+            if result.path:
+                data["path"] = result.path
+            if getattr(result, "unknown", None):
+                data["unknown"] = result.unknown
+            return data, False, [f.id for f in result.facts]
+        if action == "add":
+            tags = args.get("tags") or ()
+            added = self.facts.add(
+                self.user, _need(args, "content"),
+                entities=[str(e) for e in args.get("entities") or []] or None,
+                category=str(args.get("category") or "general"),
+                tags=[str(t) for t in tags] if isinstance(tags, list) else (),
+                source_session_id=self.session_id,
+            )
+            return {"status": added.status, "fact": fact_brief(added.fact)}, True, []
+        if action == "update":
+            fact = self.facts.update(self.user, _need_int(args, "id"), _need(args, "content"),
+                                     source_session_id=self.session_id)
+            return {"status": "updated", "fact": fact_brief(fact),
+                    "replaces": _need_int(args, "id")}, True, []
+        if action == "forget":
+            fact = self.facts.forget(self.user, _need_int(args, "id"), args.get("reason"))
+            return {"status": "forgotten", "id": fact.id}, True, []
+        raise ToolError(_bad_action(action, ["search", "probe", "reason", "add", "update",
+                                             "forget"]))
+
+    def _feedback(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
+        rating = args.get("rating")
+        if rating not in ("helpful", "unhelpful"):
+            raise ToolError("rating must be 'helpful' or 'unhelpful'.")
+        ids = args.get("ids")
+        if ids is None and args.get("id") is not None:
+            ids = [args["id"]]
+        if not isinstance(ids, list) or not ids:
+            raise ToolError("ids must be a non-empty list of fact ids.")
+        rated, errors = [], []
+        for raw in ids:
+            try:
+                result = self.facts.rate(self.user, int(raw), rating == "helpful")
+                rated.append({"id": result.id, "trust": round(result.new_trust, 2)})
+            except (HermesError, ValueError, TypeError) as exc:
+                errors.append({"id": raw, "error": str(exc)})
+        if not rated:
+            raise ToolError("No fact was rated.", errors=errors)
+        data: dict[str, Any] = {"rated": rated}
+        if errors:
+            data["errors"] = errors
+        return data, True, []
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _sessions(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
+        action = args.get("action")
+        source = args.get("source") or None
+        if action == "browse":
+            found = self.sessions.list(self.user, source=source, limit=_limit(args, 10))
+            return {"sessions": [session_brief(s) for s in found]}, False, []
+        if action == "search":
+            hits = self.sessions.search(self.user, _need(args, "query"), limit=_limit(args, 5),
+                                        source=source)
+            return {"results": [
+                {"session": session_brief(hit.session), "snippet": hit.snippet,
+                 "messages": [message_brief(m) for m in hit.context]}
+                for hit in hits
+            ]}, False, []
+        if action == "show":
+            session_id = _need_int(args, "session_id")
+            session = self.sessions.get(self.user, session_id)
+            messages = [m for m in self.sessions.messages(self.user, session_id)
+                        if m.role in ("user", "assistant")]
+            shown = messages[-SHOW_MESSAGES:]
+            data: dict[str, Any] = {"session": session_brief(session),
+                                    "messages": [message_brief(m) for m in shown]}
+            if len(messages) > len(shown):
+                data["omitted_earlier"] = len(messages) - len(shown)
+            return data, False, []
+        raise ToolError(_bad_action(action, ["browse", "search", "show"]))
+
+
+# -- argument helpers --------------------------------------------------------------------------
+
+_WRITES = {"memory": None, "facts": {"add", "update", "forget"}}
+
+
+def _is_write(name: str, args: dict[str, Any]) -> bool:
+    if name not in _WRITES:
+        return False
+    actions = _WRITES[name]
+    return actions is None or args.get("action") in actions
+
+
+def _bad_action(action: Any, valid: list[str]) -> str:
+    return f"Unknown action {action!r}; use one of: {', '.join(valid)}."
+
+
+def _need(args: dict[str, Any], key: str) -> Any:
+    value = args.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ToolError(f"{args.get('action', 'this call')} needs {key}.")
+    return value
+
+
+def _need_int(args: dict[str, Any], key: str) -> int:
+    value = _need(args, key)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ToolError(f"{key} must be an integer id (got {value!r}).") from None
+
+
+def _limit(args: dict[str, Any], default: int) -> int:
+    try:
+        return max(1, min(int(args.get("limit") or default), 50))
+    except (TypeError, ValueError):
+        return default

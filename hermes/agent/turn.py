@@ -1,0 +1,237 @@
+"""One turn of conversation, the same for every front-end.
+
+A message comes in for a user and a session: it is recorded first (so it is kept even when the
+model is down), the ``before_reply`` hooks run, the prompt is assembled from the three tiers of
+memory, the model is called with the memory tools and streams its reply, every tool call and the
+reply are recorded, the facts the model was shown are noted against the reply, and the
+``after_reply`` hooks run once the reply is complete.
+
+    agent = Agent(rt)
+    turn = agent.turn("owner", session_id, "what database do we use?")
+    async for text in turn:          # or: result = await turn.run()
+        print(text, end="")
+    turn.result.error                # one line when the model failed, else None
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.compress import Compressor
+from hermes.agent.llm import LLM, Completion, ModelNotConfigured, ModelUnavailable
+from hermes.agent.prompt import PromptBuilder
+from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
+from hermes.errors import HermesError
+from hermes.memory.basic import BasicMemory
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import Message, SessionStore
+from hermes.runtime import Runtime
+from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
+
+BeforeReply = Callable[[str, int, Message], Awaitable[None] | None]
+AfterReply = Callable[["TurnResult"], None]
+
+TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
+                   "you have; do not call tools.")
+MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
+                    "edit`, or ask me to consolidate it.)")
+ROUND_SEPARATOR = "\n\n"
+
+
+@dataclass
+class TurnResult:
+    user: str
+    session_id: int
+    user_message_id: int
+    assistant_message_id: int | None
+    text: str
+    shown_fact_ids: list[int]
+    tool_calls: int
+    memory_written: bool
+    error: str | None
+    cost: float | None = None
+    compressed: bool = False
+    memory_full: bool = False
+    tool_names: list[str] = field(default_factory=list)
+
+
+class Agent:
+    """Turns for every user and front-end; holds the models and the hooks."""
+
+    def __init__(self, rt: Runtime, *, llm: LLM | None = None,
+                 background_llm: LLM | None = None) -> None:
+        self.rt = rt
+        self.llm = llm or LLM.from_settings(rt.settings)
+        self.background_llm = background_llm or (
+            LLM.from_settings(rt.settings, background=True)
+            if rt.settings.model.background else self.llm)
+        self.sessions = SessionStore.from_runtime(rt)
+        self.facts = FactStore.from_runtime(rt)
+        self.basic = BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
+        self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
+        self.compressor = Compressor(self.llm, self.background_llm,
+                                     compress_at=rt.settings.agent.compress_at)
+        # Fast lane: run before the model is called (e.g. "remember that ..." stored at once).
+        self.before_reply: list[BeforeReply] = []
+        # Run once the reply is complete and recorded, also when the model failed (the user's
+        # message was still recorded). Keep them quick: schedule work, do not do it here.
+        self.after_reply: list[AfterReply] = []
+
+    def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None) -> Turn:
+        return Turn(self, user, session_id, text, speaker=speaker)
+
+    def toolbox(self, user: str, session_id: int) -> ToolBox:
+        return ToolBox(self.rt, user, session_id=session_id, facts=self.facts,
+                       sessions=self.sessions, basic=self.basic)
+
+
+class Turn:
+    """Async-iterate for the reply's text chunks; ``result`` is set when iteration ends."""
+
+    def __init__(self, agent: Agent, user: str, session_id: int, text: str, *,
+                 speaker: str | None = None) -> None:
+        self.agent = agent
+        self.user = user
+        self.session_id = session_id
+        self.text = text
+        self.speaker = speaker
+        self.result: TurnResult | None = None
+        self.exception: HermesError | None = None  # the model error behind result.error
+        self._started = False
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        if self._started:
+            raise RuntimeError("a Turn runs once")
+        self._started = True
+        return self._run()
+
+    async def run(self) -> TurnResult:
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    # -- the turn ---------------------------------------------------------------------------
+
+    async def _run(self) -> AsyncIterator[str]:
+        agent, user, session_id = self.agent, self.user, self.session_id
+        sessions = agent.sessions
+        earlier = sessions.messages(user, session_id)
+        message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
+        first_turn = not any(m.role in ("user", "assistant") for m in earlier)
+        await self._before_reply(message)
+
+        toolbox = agent.toolbox(user, session_id)
+        shown: list[int] = []
+        emitted: list[str] = []
+        tool_names: list[str] = []
+        cost: float | None = None
+        compressed = False
+        error: str | None = None
+        try:
+            if not agent.llm.configured:
+                raise ModelNotConfigured(agent.llm.not_configured_message())
+            prompt = agent.prompts.build(user, self.text, [*earlier, message],
+                                         first_turn=first_turn)
+            shown.extend(prompt.shown_fact_ids)
+            prompt, compressed = await agent.compressor.fit(user, session_id, prompt,
+                                                            TOOL_SCHEMAS)
+            messages = list(prompt.messages)
+            max_rounds = agent.rt.settings.agent.max_tool_rounds
+            for round_no in range(max_rounds + 1):
+                tools = TOOL_SCHEMAS if round_no < max_rounds else None
+                if tools is None and round_no > 0:
+                    messages.append({"role": "system", "content": TOOL_LIMIT_NOTE})
+                completion: Completion | None = None
+                first_chunk = True
+                async for chunk in agent.llm.stream(messages, tools):
+                    if chunk.final is not None:
+                        completion = chunk.final
+                    elif chunk.text:
+                        if first_chunk and emitted:
+                            emitted.append(ROUND_SEPARATOR)
+                            yield ROUND_SEPARATOR
+                        first_chunk = False
+                        emitted.append(chunk.text)
+                        yield chunk.text
+                assert completion is not None
+                if completion.cost is not None:
+                    cost = (cost or 0.0) + completion.cost
+                if not (tools and completion.tool_calls):
+                    break
+                messages.append(completion.assistant_message())
+                for call in completion.tool_calls:
+                    outcome = toolbox.run(call)
+                    tool_names.append(call.name)
+                    shown.extend(outcome.fact_ids)
+                    sessions.append(user, session_id, "tool", outcome.content,
+                                    tool_name=call.name,
+                                    # JSON always: unparseable arguments as a JSON string
+                                    tool_args=json.dumps(outcome.args or call.arguments,
+                                                         ensure_ascii=False),
+                                    tool_call_id=call.id)
+                    messages.append({"role": "tool", "tool_call_id": call.id,
+                                     "content": outcome.content})
+            if toolbox.memory_full:
+                note = (ROUND_SEPARATOR if emitted else "") + MEMORY_FULL_NOTE
+                emitted.append(note)
+                yield note
+        except (ModelUnavailable, ModelNotConfigured) as exc:
+            self.exception = exc
+            error = str(exc)
+            log.warning("turn for %s in session %s: %s", user, session_id, error)
+
+        text = "".join(emitted)
+        assistant_id = None
+        if error is None or text:
+            assistant_id = self._record_reply(text, shown)
+        self.result = TurnResult(
+            user=user, session_id=session_id, user_message_id=message.id,
+            assistant_message_id=assistant_id, text=text,
+            shown_fact_ids=list(dict.fromkeys(shown)), tool_calls=len(tool_names),
+            memory_written=toolbox.writes > 0,
+            error=error, cost=cost, compressed=compressed, memory_full=toolbox.memory_full,
+            tool_names=tool_names,
+        )
+        self._after_reply(self.result)
+
+    def _record_reply(self, text: str, shown: list[int]) -> int:
+        agent, user = self.agent, self.user
+        reply = agent.sessions.append(user, self.session_id, "assistant", text)
+        ids = list(dict.fromkeys(shown))
+        if ids:
+            marks = ",".join("?" * len(ids))
+            with write_transaction(agent.rt.db):
+                # Only this user's facts: a stray id never links to another user's fact.
+                agent.rt.db.execute(
+                    f"INSERT OR IGNORE INTO shown_facts (message_id, fact_id) "
+                    f"SELECT ?, id FROM facts WHERE user = ? AND id IN ({marks})",
+                    [reply.id, user, *ids],
+                )
+            agent.facts.mark_retrieved(user, ids)
+        return reply.id
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    async def _before_reply(self, message: Message) -> None:
+        for hook in self.agent.before_reply:
+            try:
+                outcome: Any = hook(self.user, self.session_id, message)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:  # a hook's failure must not cost the user their reply
+                log.exception("before_reply hook %r failed", hook)
+
+    def _after_reply(self, result: TurnResult) -> None:
+        for hook in self.agent.after_reply:
+            try:
+                hook(result)
+            except Exception:  # logged with its traceback; the reply is already delivered
+                log.exception("after_reply hook %r failed", hook)

@@ -1,0 +1,114 @@
+"""`hermes db` (the database file) and the top-level `hermes export` / `hermes import`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import console, emit_json
+from hermes.memory.transfer import backup as backup_db
+from hermes.memory.transfer import export_user, import_user, read_lines, table_stats
+
+app = typer.Typer(no_args_is_help=True, help="The database file: where it is, what it holds, "
+                  "a consistent backup.")
+
+
+@app.command()
+def path(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
+    """Print the database file's path."""
+    db_path = runtime(ctx).settings.db_path
+    if as_json:
+        emit_json({"path": str(db_path)})
+    else:
+        typer.echo(str(db_path))
+
+
+@app.command()
+def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
+    """Row counts of every table (and the user's share of it), and the file size."""
+    rt = runtime(ctx)
+    who = rt.user(user)
+    rows = table_stats(rt.db, who)
+    db_path = rt.settings.db_path
+    wal = db_path.with_name(db_path.name + "-wal")
+    size = db_path.stat().st_size
+    wal_size = wal.stat().st_size if wal.exists() else 0
+    if as_json:
+        emit_json({
+            "path": str(db_path), "bytes": size, "wal_bytes": wal_size, "user": who,
+            "tables": [{"table": r.table, "rows": r.rows, "user_rows": r.user_rows}
+                       for r in rows],
+        })
+        return
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    table.add_column("TABLE")
+    table.add_column("ROWS", justify="right")
+    table.add_column(f"{who.upper()}'S", justify="right")
+    for r in rows:
+        table.add_row(r.table, f"{r.rows:,}", "" if r.user_rows is None else f"{r.user_rows:,}")
+    console.print(table)
+    typer.echo(f"{db_path}: {size / 1e6:,.1f} MB (+ {wal_size / 1e6:,.1f} MB write-ahead log)")
+
+
+@app.command()
+def backup(
+    ctx: typer.Context,
+    target: Annotated[Path, typer.Argument(help="The new file to write (must not exist).")],
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Write a consistent copy of the whole database (safe while the daemon runs)."""
+    size = backup_db(runtime(ctx).db, target)
+    if as_json:
+        emit_json({"path": str(target), "bytes": size})
+    else:
+        typer.echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
+
+
+def export(
+    ctx: typer.Context,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write here instead of stdout.", show_default=False)] = None,
+    user: str = UserOption,
+) -> None:
+    """Export every tier of a user's memory as JSON Lines.
+
+    Basic memory, entities, facts with their history, sessions with their messages; `hermes
+    import` reads it back."""
+    rt = runtime(ctx)
+    lines = export_user(rt.db, rt.user(user))
+    if output is None:
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        return
+    with output.open("w", encoding="utf-8") as handle:
+        count = 0
+        for line in lines:
+            handle.write(line + "\n")
+            count += 1
+    typer.echo(f"Exported {count - 1:,} records of {rt.user(user)!r} to {output}.", err=True)
+
+
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                         help="A file written by `hermes export`.")],
+    user: str | None = typer.Option(None, "--user", "-u", help="Import as this user (default: "
+                                    "the user in the file).", show_default=False),
+    as_json: bool = JsonOption,
+) -> None:
+    """Restore a `hermes export` file into this home.
+
+    All or nothing. Ids are kept, so the home must not already hold that user's memory."""
+    report = import_user(runtime(ctx).db, read_lines(file), user=user)
+    if as_json:
+        emit_json({"user": report.user, "counts": report.counts})
+        return
+    counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
+    typer.echo(f"Imported for {report.user!r}: {counts}.")

@@ -1,0 +1,215 @@
+"""`hermes sessions`: browse, search, read and import past conversations (tier 3)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+from rich.table import Table
+
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import console, emit_json, err_console
+from hermes.clock import parse_ts, to_ts
+from hermes.errors import HermesError
+from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
+from hermes.memory.transfer import ImportReport, import_sessions, read_lines
+
+app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
+
+# Files above this size get a progress bar on stderr while they import.
+PROGRESS_BYTES = 1_000_000
+_DURATION = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def _store(ctx: typer.Context) -> SessionStore:
+    return SessionStore.from_runtime(runtime(ctx))
+
+
+def parse_since(text: str, now_ts: str) -> str:
+    """``30m``, ``12h``, ``7d``, ``2w`` (ago), or an ISO date or time."""
+    found = _DURATION.match(text)
+    if found:
+        amount, unit = int(found.group(1)), found.group(2)
+        return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+    try:
+        return to_ts(parse_ts(text.strip()))
+    except ValueError:
+        raise HermesError(f"--since: expected 7d, 12h, 30m, 2w or a date like 2026-11-01 "
+                          f"(got {text!r}).") from None
+
+
+def short_time(ts: str | None) -> str:
+    return "" if not ts else ts[:16].replace("T", " ")
+
+
+def _highlight(snippet: str) -> str:
+    """The snippet's ** markers as bold, everything else literal."""
+    parts = escape(snippet).split(HIGHLIGHT[0])
+    return "".join(f"[bold]{p}[/bold]" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _message_line(message: Message, *, mark: bool = False) -> str:
+    who = message.role + (f" ({message.speaker})" if message.speaker else "")
+    text = " ".join(message.content.split())
+    prefix = "[bold]>[/bold]" if mark else " "
+    when = short_time(message.created_at)
+    return f"{prefix} [dim]\\[{message.id}] {when}[/dim] {escape(who)}: {escape(text)}"
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    source: str | None = typer.Option(None, "--source", help="Only this source: discord, "
+                                      "terminal, cron, import.", show_default=False),
+    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
+                                     "12h, 30m, 2w or a date.", show_default=False),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many sessions."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Recent sessions, newest activity first (no model call)."""
+    rt = runtime(ctx)
+    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    sessions = _store(ctx).list(rt.user(user), source=source, since=since_ts, limit=limit)
+    if as_json:
+        emit_json([s.to_json() for s in sessions])
+        return
+    if not sessions:
+        typer.echo("No sessions.")
+        return
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for column in ("ID", "SOURCE", "STARTED", "LAST ACTIVE", "MSGS", "TITLE"):
+        table.add_column(column, justify="right" if column in ("ID", "MSGS") else "left",
+                         no_wrap=True, overflow="ellipsis")
+    for s in sessions:
+        table.add_row(str(s.id), s.source, short_time(s.started_at), short_time(s.last_active_at),
+                      str(s.message_count), escape(s.display_title))
+    console.print(table)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="Words, \"a phrase\", an email, a path, a version..."),
+    limit: int = typer.Option(5, "--limit", "-n", min=1, help="How many sessions."),
+    context: int = typer.Option(2, "--context", "-C", min=0,
+                                help="Messages shown either side of the match."),
+    source: str | None = typer.Option(None, "--source", help="Only this source.",
+                                      show_default=False),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Search every past conversation (no model call).
+
+    Best session first, with its summary and the matching message in context. All words
+    first, any word when that finds nothing; cron sessions rank below conversations."""
+    rt = runtime(ctx)
+    hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context, source=source)
+    if as_json:
+        emit_json([h.to_json() for h in hits])
+        return
+    if not hits:
+        typer.echo(f"No session mentions {query!r}.")
+        return
+    for number, hit in enumerate(hits):
+        s = hit.session
+        if number:
+            console.print()
+        console.print(
+            f"[bold]#{s.id}[/bold] {s.source} · {short_time(s.started_at)} · "
+            f"{escape(s.display_title)}  [dim](score {hit.score:.2f}"
+            f"{', any word' if hit.mode == 'loose' else ''})[/dim]"
+        )
+        if s.summary:
+            console.print(f"  Summary: {escape(' '.join(s.summary.split()))}")
+        console.print(f"  Match: {_highlight(hit.snippet)}")
+        for message in hit.context:
+            console.print("  " + _message_line(message, mark=message.id == hit.match.id))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    session_id: int = typer.Argument(..., help="The session id (from list or search)."),
+    around: int | None = typer.Option(None, "--around", help="Only a window around this "
+                                      "message id.", show_default=False),
+    context: int = typer.Option(5, "--context", "-C", min=0,
+                                help="With --around: messages either side."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Read a whole session, or a window of it."""
+    rt = runtime(ctx)
+    store = _store(ctx)
+    who = rt.user(user)
+    session = store.get(who, session_id)
+    if around is not None:
+        messages = store.window(who, session_id, around, context)
+    else:
+        messages = store.messages(who, session_id)
+    if as_json:
+        emit_json({**session.to_json(), "messages": [m.to_json() for m in messages]})
+        return
+    ended = f", ended {short_time(session.ended_at)}" if session.ended_at else ", open"
+    console.print(f"[bold]#{session.id}[/bold] {session.source} · {escape(session.display_title)}"
+                  f"  [dim]({session.message_count} messages, started "
+                  f"{short_time(session.started_at)}{ended})[/dim]")
+    if session.summary:
+        console.print(f"Summary: {escape(session.summary)}")
+    for message in messages:
+        console.print(_message_line(message, mark=message.id == around))
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                         help="JSON Lines: one session per line.")],
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Import transcripts from a JSON Lines file, one session per line.
+
+    Each line: {"source", "title"?, "started_at", "external_id"?, "messages": [{"role",
+    "speaker"?, "content", "created_at", "external_id"?}]}. Re-importing adds nothing. A
+    malformed line is reported with its number and skipped, the rest is imported, and the exit
+    code is 1."""
+    rt = runtime(ctx)
+    store = _store(ctx)
+    size = file.stat().st_size
+    if size >= PROGRESS_BYTES:
+        with Progress(
+            "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+            TimeRemainingColumn(), console=err_console, transient=True,
+        ) as progress:
+            task = progress.add_task(f"importing {file.name}", total=size)
+            lines = read_lines(file, on_bytes=lambda n: progress.advance(task, n))
+            report = import_sessions(store, rt.user(user), lines)
+    else:
+        report = import_sessions(store, rt.user(user), read_lines(file))
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_report(report)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _print_report(report: ImportReport) -> None:
+    typer.echo(
+        f"Imported {report.sessions_created:,} new session(s) and {report.messages_added:,} "
+        f"message(s); {report.sessions_existing:,} session(s) were already there "
+        f"({report.messages_existing:,} message(s) already present)."
+    )
+    if report.errors:
+        typer.echo(f"Skipped {report.skipped} line(s):", err=True)
+        for number, reason in report.errors[:20]:
+            typer.echo(f"  line {number}: {reason}", err=True)
+        if report.skipped > 20:
+            typer.echo(f"  ... and {report.skipped - 20} more", err=True)

@@ -1,0 +1,115 @@
+import pytest
+
+from hermes.config import FactsConfig
+from hermes.errors import RefusedWrite
+from hermes.memory.entities import EntityStore, extract_candidates, name_key
+from hermes.memory.facts import FactStore
+from hermes.store.db import write_transaction
+
+
+@pytest.fixture
+def config() -> FactsConfig:
+    return FactsConfig(aliases={"PostgreSQL": ["Postgres", "postgres db"]})
+
+
+@pytest.fixture
+def entities(db, clock, config) -> EntityStore:
+    return EntityStore(db, config, clock)
+
+
+def ensure(store: EntityStore, user: str, name: str) -> int:
+    with write_transaction(store.db):
+        return store.ensure(user, name)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Alice Johnson met Bob at Acme.", ["Alice Johnson", "Bob", "Acme"]),
+        ("Alice likes tea.", ["Alice"]),  # a single, sentence-initial name is still a name
+        ("Yesterday Alice Johnson shipped it.", ["Alice Johnson"]),
+        ("The server runs PostgreSQL 16.", ["PostgreSQL"]),
+        ("We use \"FastAPI\" and 'pytest' daily.", ["FastAPI", "pytest"]),
+        ("Set max_retries in config.settings.toml", ["max_retries", "config.settings.toml"]),
+        ("I think Bob's car is red.", ["Bob"]),
+        ("Today we ship. Then we rest.", []),
+        ("the cat sleeps on the mat", []),
+    ],
+)
+def test_candidates_from_text(text, expected):
+    assert extract_candidates(text) == expected
+
+
+def test_sentence_initial_common_words_are_not_names():
+    found = extract_candidates("The release went out. Yesterday it broke. However Carol fixed it.")
+    assert found == ["Carol"]
+
+
+def test_resolution_is_case_insensitive_and_alias_aware(entities):
+    pg = ensure(entities, "owner", "postgres db")  # configured alias of PostgreSQL
+    assert entities.get("owner", pg).name == "PostgreSQL"
+    assert set(entities.get("owner", pg).aliases) == {"Postgres", "postgres db"}
+    for name in ["PostgreSQL", "postgresql", "POSTGRES", "  Postgres  ", "Postgres DB"]:
+        assert entities.resolve_id("owner", name) == pg
+    alice = ensure(entities, "owner", "Alice Johnson")
+    assert ensure(entities, "owner", "alice   johnson") == alice
+
+
+def test_fuzzy_resolution_for_near_spellings_only(entities):
+    alice = ensure(entities, "owner", "Alice Johnson")
+    assert entities.resolve_id("owner", "Alice Jonson") == alice  # one letter off
+    assert entities.resolve_id("owner", "Alice Jackson") is None
+    sprint = ensure(entities, "owner", "Sprint 12 review")
+    assert entities.resolve_id("owner", "Sprint 13 review") is None  # numbers must agree
+    assert entities.resolve_id("owner", "Sprint 12 reviews") == sprint
+    ensure(entities, "owner", "Bob")
+    assert entities.resolve_id("owner", "Rob") is None  # short names never fuzzy-match
+
+
+def test_threshold_comes_from_config(db, clock):
+    strict = EntityStore(db, FactsConfig(entity_match_threshold=100), clock)
+    ensure(strict, "owner", "Alice Johnson")
+    assert strict.resolve_id("owner", "Alice Jonson") is None
+
+
+def test_add_alias_and_conflicts(entities):
+    entity = entities.add_alias("owner", "Kubernetes", "k8s")
+    assert entity.aliases == ["k8s"]
+    assert entities.resolve_id("owner", "K8S") == entity.id
+    ensure(entities, "owner", "Docker")
+    with pytest.raises(RefusedWrite, match="another entity"):
+        entities.add_alias("owner", "Kubernetes", "docker")
+
+
+def test_known_names_are_found_in_text(entities):
+    redis = ensure(entities, "owner", "redis")
+    atlas = ensure(entities, "owner", "Project Atlas")
+    found = entities.known_in("owner", "we moved redis to the box for project atlas, finally")
+    assert [i for i, _ in found] == [redis, atlas]
+    assert entities.known_in("bob", "we moved redis") == []
+
+
+def test_entities_are_per_user(entities):
+    alice_owner = ensure(entities, "owner", "Alice")
+    alice_bob = ensure(entities, "bob", "Alice")
+    assert alice_owner != alice_bob
+    assert entities.resolve_id("carol", "Alice") is None
+    assert [e.name for e in entities.list("carol")] == []
+    assert [e.id for e in entities.list("bob")] == [alice_bob]
+
+
+def test_list_counts_active_facts_only(db, clock, config):
+    facts = FactStore(db, config, clock)
+    first = facts.add("owner", "Alice likes tea", entities=["Alice"])
+    facts.add("owner", "Alice plays chess on Sundays", entities=["Alice"])
+    facts.forget("owner", first.id)
+    listed = {e.name: e.fact_count for e in facts.entities("owner")}
+    assert listed == {"Alice": 1}
+
+
+def test_names_are_validated(entities):
+    with pytest.raises(RefusedWrite):
+        ensure(entities, "owner", "  ...  ")
+    with pytest.raises(RefusedWrite):
+        ensure(entities, "owner", "x" * 200)
+    assert name_key("  Alice\tJohnson. ") == "alice johnson"

@@ -1,0 +1,150 @@
+import pytest
+
+FACT_KEYS = {"id", "content", "entities", "category", "trust", "tags", "score"}
+
+
+def add(cli, text, *args):
+    result = cli("facts", "add", text, *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+def test_add_prints_id_and_status(cli):
+    created = add(cli, "Alice deployed redis for Project Atlas", "--entity", "Alice",
+                  "-e", "redis", "--category", "project", "--tag", "ops", "-t", "infra")
+    assert created == {"id": 1, "status": "created"}
+    assert add(cli, "alice deployed redis for project atlas.") == {"id": 1, "status": "merged"}
+    shown = cli("facts", "show", "1", "--json").json()
+    assert shown["entities"] == ["Alice", "redis"] and shown["category"] == "project"
+    assert shown["tags"] == ["ops", "infra"] and shown["trust"] == 0.5
+    text = cli("facts", "add", "Bob maintains kafka", "-e", "Bob")
+    assert text.exit_code == 0 and text.stdout.strip() == "Created fact 2 about Bob."
+
+
+def test_search_probe_reason_print_fact_objects(cli):
+    add(cli, "Alice deployed redis for Project Atlas", "-e", "Alice", "-e", "Project Atlas")
+    add(cli, "Bob reviewed the Atlas rollout with Alice", "-e", "Bob", "-e", "Alice",
+        "-e", "Project Atlas")
+    add(cli, "Carol prefers tea", "-e", "Carol")
+    for args in (("search", "redis"), ("probe", "alice"), ("reason", "Alice", "Project Atlas")):
+        result = cli("facts", *args, "--json")
+        assert result.exit_code == 0, result.stderr
+        found = result.json()
+        assert found and all(set(f) >= FACT_KEYS for f in found)
+        assert all(isinstance(f["score"], float) for f in found)
+    assert {f["id"] for f in cli("facts", "probe", "Alice", "--json").json()} == {1, 2}
+    reasoned = cli("facts", "reason", "Alice", "Bob", "Project Atlas", "--json").json()
+    assert [f["id"] for f in reasoned] == [2, 1]
+
+
+def test_search_explain_shows_score_parts(cli):
+    add(cli, "Dana collects stamps from Chile", "-e", "Dana")
+    explained = cli("facts", "search", "stamps", "--explain", "--json").json()[0]["explain"]
+    assert {"bm25", "trust", "score", "mode", "match"} <= set(explained)
+    text = cli("facts", "search", "stamps", "--explain").stdout
+    assert "bm25=" in text and "trust=0.5" in text and "[1] Dana collects stamps" in text
+
+
+def test_reason_prints_the_shortest_connection(cli):
+    add(cli, "Zed mentors Yuri", "-e", "Zed", "-e", "Yuri")
+    add(cli, "Yuri pairs with Xena", "-e", "Yuri", "-e", "Xena")
+    text = cli("facts", "reason", "Zed", "Xena").stdout
+    assert "Zed -> Yuri -> Xena" in text
+    found = cli("facts", "reason", "Zed", "Xena", "--json").json()
+    assert [f["id"] for f in found] == [1, 2] and found[0]["path"] == ["Zed", "Yuri", "Xena"]
+
+
+def test_rate_prints_old_and_new_trust_and_hides_after_three(cli):
+    add(cli, "Eve runs payroll on Fridays", "-e", "Eve")
+    first = cli("facts", "rate", "1", "unhelpful", "--json").json()
+    assert first == {"id": 1, "old_trust": 0.5, "new_trust": 0.4}
+    cli("facts", "rate", "1", "unhelpful")
+    assert len(cli("facts", "search", "payroll", "--json").json()) == 1
+    cli("facts", "rate", "1", "unhelpful")
+    assert cli("facts", "search", "payroll", "--json").json() == []
+    assert len(cli("facts", "probe", "Eve", "--json").json()) == 1
+    assert cli("facts", "rate", "1", "helpful").stdout.strip() == "Fact 1: trust 0.20 -> 0.25."
+    assert cli("facts", "rate", "1", "meh").exit_code == 2
+
+
+def test_update_forget_restore_purge_history_list(cli):
+    add(cli, "Frank lives in Porto", "-e", "Frank")
+    updated = cli("facts", "update", "1", "Frank lives in Lisbon", "--note", "moved", "--json")
+    assert updated.json() == {"id": 2, "status": "updated", "supersedes": 1}
+    assert [f["id"] for f in cli("facts", "list", "--json").json()] == [2]
+    assert {f["id"] for f in cli("facts", "list", "--all", "--json").json()} == {1, 2}
+    assert cli("facts", "show", "1", "--json").json()["status"] == "superseded"
+    assert cli("facts", "forget", "2", "--reason", "wrong", "--json").json() == {
+        "id": 2, "status": "forgotten"}
+    assert cli("facts", "search", "Frank", "--json").json() == []
+    assert cli("facts", "restore", "2", "--json").json() == {"id": 2, "status": "active"}
+    history = cli("facts", "history", "2", "--json").json()
+    assert [h["action"] for h in history] == ["update", "forget", "restore"]
+    assert history[0]["old"]["content"] == "Frank lives in Porto"
+    assert "forget" in cli("facts", "history", "2").stdout
+    refused = cli("facts", "purge", "2", input="n\n")
+    assert refused.exit_code == 1
+    assert cli("facts", "purge", "2", "--yes", "--json").json() == {"id": 2, "status": "purged"}
+    assert cli("facts", "list", "--all", "--json").json() == []
+
+
+def test_entities_and_alias(cli):
+    add(cli, "We run Postgres 16 at home", "-e", "PostgreSQL")
+    alias = cli("facts", "alias", "PostgreSQL", "pg", "--json").json()
+    assert alias["aliases"] == ["pg"]
+    assert len(cli("facts", "probe", "PG", "--json").json()) == 1
+    listed = cli("facts", "entities", "--json").json()
+    assert listed == [{"id": 1, "name": "PostgreSQL", "aliases": ["pg"], "facts": 1,
+                       "created_at": listed[0]["created_at"]}]
+    assert "PostgreSQL (also: pg): 1 fact" in cli("facts", "entities").stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("show", "99"), ("rate", "99", "helpful"), ("update", "99", "new text"),
+        ("forget", "99"), ("restore", "99"), ("purge", "99", "--yes"), ("history", "99"),
+    ],
+)
+def test_unknown_ids_exit_1_with_one_line(cli, args):
+    result = cli("facts", *args)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "Error: No fact with id 99 for user 'owner'."
+
+
+def test_refused_writes_exit_1_and_store_nothing(cli):
+    for args in (("add", "api_key = abcd1234efgh"), ("add", "x", "--category", "gossip"),
+                 ("add", "   ")):
+        result = cli("facts", *args)
+        assert result.exit_code == 1 and result.stderr.startswith("Error: Refused")
+    add(cli, "Gina likes jazz", "-e", "Gina")
+    assert cli("facts", "restore", "1").exit_code == 1  # not forgotten
+    assert cli("facts", "list", "--all", "--json").json()[0]["content"] == "Gina likes jazz"
+
+
+def test_hard_query_strings_through_the_cli(cli):
+    add(cli, "Pinned the client to v2.3.1 for alice@example.com, see C++ notes")
+    for query in ("v2.3.1", "alice@example.com", "C++", "?", "NOT", '"', "中文"):
+        result = cli("facts", "search", query, "--json")
+        assert result.exit_code == 0, (query, result.stderr)
+    assert cli("facts", "search", "v2.3.1", "--json").json()[0]["id"] == 1
+
+
+def test_every_command_is_scoped_to_its_user(cli):
+    assert add(cli, "Lee's locker is 42", "-e", "Lee", "--user", "alice")["id"] == 1
+    add(cli, "Lee works with Kim", "-e", "Lee", "-e", "Kim", "-u", "alice")
+    # owner sees nothing of alice's
+    for args in (("search", "locker"), ("probe", "Lee"), ("reason", "Lee", "Kim"),
+                 ("list", "--all"), ("entities",)):
+        assert cli("facts", *args, "--json").json() == [], args
+    for args in (("show", "1"), ("rate", "1", "unhelpful"), ("update", "1", "changed text"),
+                 ("forget", "1"), ("restore", "1"), ("purge", "1", "--yes"), ("history", "1")):
+        assert cli("facts", *args).exit_code == 1, args
+    # and alice still has everything, untouched
+    mine = cli("facts", "show", "1", "-u", "alice", "--json").json()
+    assert mine["trust"] == 0.5 and mine["status"] == "active"
+    assert len(cli("facts", "probe", "Lee", "-u", "alice", "--json").json()) == 2
+    assert len(cli("facts", "history", "1", "-u", "alice", "--json").json()) == 1
+    assert cli("facts", "search", "locker", "-u", "alice", "--json").json()[0]["id"] == 1
+    # the same text for another user is a new fact, not a duplicate
+    assert add(cli, "Lee's locker is 42", "-e", "Lee") == {"id": 3, "status": "created"}
