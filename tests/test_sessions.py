@@ -161,20 +161,18 @@ def test_query_without_words_is_a_clear_error(store, query):
 
 def test_match_error_propagates(store, clock, monkeypatch):
     conversation(store, clock, "owner", ["anything"])
-    from hermes.memory import sessions as module
-    from hermes.store.fts import MatchPlan, Term
+    from hermes.memory import recall
 
-    monkeypatch.setattr(module, "build_match",
-                        lambda q: MatchPlan(terms=(Term(("x",)),), strict='"x" AND (', loose=None))
+    monkeypatch.setattr(recall, "ranked_expression", lambda plan: '"x" AND (')
     with pytest.raises(sqlite3.OperationalError):
         store.search("owner", "x")
 
 
-def test_or_fallback_only_when_strict_finds_nothing(store, clock):
+def test_all_terms_rank_before_some_terms(store, clock):
     both = conversation(store, clock, "owner", ["the docker network was flaky"])
     one = conversation(store, clock, "owner", ["docker compose is installed"])
     hits = store.search("owner", "docker network")
-    assert [h.session.id for h in hits] == [both.id] and hits[0].mode == "strict"
+    assert [(h.session.id, h.mode) for h in hits] == [(both.id, "strict"), (one.id, "loose")]
     hits = store.search("owner", "how did we fix the docker networking issue?")
     assert hits[0].mode == "loose"
     assert {h.session.id for h in hits} == {both.id, one.id}
@@ -219,7 +217,8 @@ def test_title_and_summary_hits_count(store, clock):
     assert hits[0].session.summary == "Fixed the kubernetes ingress TLS certificate."
     assert plain.id in {h.session.id for h in hits}
     hits = store.search("owner", "certificate renewal")
-    assert [h.session.id for h in hits] == [only_summary.id]
+    # The summary with both words first; the one with "certificate" only after it.
+    assert [h.session.id for h in hits] == [only_summary.id, summarised.id]
     assert hits[0].matched_in == ["title/summary"] and "**" in hits[0].snippet
     assert hits[0].match.content == "hello"
 

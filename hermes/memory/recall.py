@@ -27,6 +27,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -61,6 +62,13 @@ class RecallParams:
     meta_weight: float = 1.0  # title/summary hits, relative to message hits
     date_boost: float = 0.5  # added (normalised) to messages inside a date the query names
     date_slack_days: int = 30  # a date also covers this long afterwards
+    # Hybrid (hermes[embeddings]): the nearest messages by embedding, fused with the ranking.
+    dense_candidates: int = 100
+    dense_weight: float = 1.0  # weight of the dense list in reciprocal rank fusion
+    rrf_k: int = 60
+    # Added to messages holding every word of the query (stopwords included): an exact match of
+    # a short query ("docker network") outranks messages with only some of its words.
+    strict_bonus: float = 1.0
 
 
 DEFAULT_PARAMS = RecallParams()
@@ -72,6 +80,7 @@ class RankedMessage:
     session_id: int
     score: float
     parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+    session_matched: bool = False  # the session's title or summary matched the query
 
 
 @dataclass(frozen=True)
@@ -202,12 +211,16 @@ def rank_messages(
     source: str | None = None,
     now: datetime | None = None,
     params: RecallParams = DEFAULT_PARAMS,
+    dense: Sequence[tuple[int, float]] | None = None,
+    plan: MatchPlan | None = None,
 ) -> list[RankedMessage]:
     """The ``limit`` messages of ``user`` that best answer ``query``, best first.
 
+    ``dense``: the nearest messages by embedding (message id, cosine), best first, when hybrid
+    recall is on; fused with this ranking by reciprocal rank fusion.
     Raises QueryError when the query has no words; a MATCH error propagates (it is a bug).
     """
-    plan = build_match(query)
+    plan = plan or build_match(query)
     if plan.empty:
         raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
     limit = max(1, limit)
@@ -223,6 +236,8 @@ def rank_messages(
     if not found and not meta:
         return []
     top = max((c.score for c in found), default=0.0) or max(meta.values(), default=1.0)
+
+    strict = _strict_matches(db, plan, found) if params.strict_bonus else set()
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}
@@ -269,17 +284,68 @@ def rank_messages(
     for mid, (sid, created) in where.items():
         parts = {"bm25": own.get(mid, 0.0), "neighbours": near.get(mid, 0.0),
                  "session": params.session * session_score.get(sid, 0.0) / best_session,
-                 "date": date_part(created) if spans else 0.0}
+                 "date": date_part(created) if spans else 0.0,
+                 "all terms": params.strict_bonus if mid in strict else 0.0}
         parts = {k: v for k, v in parts.items() if v}
-        ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts))
+        ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
     # Sessions that matched only on title/summary: their first turn stands for them.
     for sid in meta.keys() - per_session.keys():
         first = _first_message(db, user, sid)
         if first is not None and first not in where:
             value = params.meta_weight * meta[sid] / top
-            ranked.append(RankedMessage(first, sid, value, {"title/summary": value}))
+            ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
     ranked.sort(key=lambda r: (-r.score, -r.message_id))
+    if dense:
+        ranked = _fuse(db, user, ranked, dense, source, params)
     return ranked[:limit]
+
+
+def _strict_matches(db: sqlite_utils.Database, plan: MatchPlan, found: list[_Found]) -> set[int]:
+    """The candidates that hold every term of the query (none when that is a single term)."""
+    if plan.cjk or not plan.strict or len(plan.terms) < 2 or not found:
+        return set()
+    ids = [c.message_id for c in found]
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(
+        f"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN ({marks})",
+        [plan.strict, *ids]).fetchall()
+    return {r[0] for r in rows}
+
+
+def _fuse(
+    db: sqlite_utils.Database, user: str, ranked: list[RankedMessage],
+    dense: Sequence[tuple[int, float]], source: str | None, params: RecallParams,
+) -> list[RankedMessage]:
+    """Reciprocal rank fusion of the lexical ranking and the dense one."""
+    k = params.rrf_k
+    by_id = {r.message_id: r for r in ranked}
+    fused: dict[int, float] = {}
+    for position, r in enumerate(ranked, start=1):
+        fused[r.message_id] = 1.0 / (k + position)
+    dense = list(dense)[: params.dense_candidates]
+    unknown = [mid for mid, _ in dense if mid not in by_id]
+    placed: dict[int, int] = {}
+    if unknown:
+        marks = ",".join("?" * len(unknown))
+        placed = dict(db.execute(
+            f"SELECT m.id, m.session_id FROM messages m WHERE m.user = ? AND m.id IN ({marks}) "
+            f"AND {_SOURCE_FILTER}", [user, *unknown, source, user, source]).fetchall())
+    for position, (mid, cosine) in enumerate(dense, start=1):
+        if mid not in by_id:
+            if mid not in placed:
+                continue  # another user's, another source's, or deleted
+            by_id[mid] = RankedMessage(mid, placed[mid], 0.0, {})
+        share = params.dense_weight / (k + position)
+        fused[mid] = fused.get(mid, 0.0) + share
+        by_id[mid].parts["dense"] = round(cosine, 4)
+    result = []
+    for mid, value in fused.items():
+        r = by_id[mid]
+        r.parts["lexical"] = r.score
+        r.score = value
+        result.append(r)
+    result.sort(key=lambda r: (-r.score, -r.message_id))
+    return result
 
 
 @dataclass
@@ -323,7 +389,7 @@ def _fts_candidates(
         # Other users' (or other sources') messages took some of the places: rank in scope.
         rows = db.execute(
             f"SELECT {_FOUND_COLUMNS}, -bm25(messages_fts, {weights}) FROM messages_fts "
-            "JOIN messages m ON m.id = messages_fts.rowid "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
             f"WHERE messages_fts MATCH ? AND m.user = ? AND {_SOURCE_FILTER} "
             f"ORDER BY bm25(messages_fts, {weights}) LIMIT ?",
             [expr, user, source, user, source, wanted],
@@ -351,7 +417,7 @@ def _session_meta(
     """bm25 of session titles and summaries (a title hit worth twice a summary hit)."""
     rows = db.execute(
         "SELECT s.id, -bm25(sessions_fts, 2.0, 1.0) FROM sessions_fts "
-        "JOIN sessions s ON s.id = sessions_fts.rowid "
+        "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
         "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
         [expr, user, source, source],
     ).fetchall()

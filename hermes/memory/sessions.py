@@ -388,14 +388,47 @@ class SessionStore:
     ) -> list[SearchHit]:
         """Search every past conversation of ``user``. Zero model calls.
 
-        All terms first; any non-stopword term only when that finds nothing. Results are grouped
-        by session, best first, conversations before cron runs. Raises QueryError when the query
-        holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
+        The messages are ranked by :func:`hermes.memory.recall.rank_messages` (what
+        :meth:`search_messages` returns) and grouped by session, each session at the place of
+        its best message, conversations before cron runs. A hit's ``mode`` is "strict" when its
+        message holds every term of the query, else "loose". CJK text is matched with LIKE, all
+        runs first, then any. Raises QueryError when the query holds nothing searchable; a
+        MATCH error propagates (it is a bug, never "no results").
         """
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
         limit = max(1, limit)
+        if plan.cjk:
+            return self._search_like(user, plan, limit, context, source)
+        ranked = recall.rank_messages(
+            self.db, user, query, limit=max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT),
+            source=source, now=self.clock.now(), plan=plan)
+        best: dict[int, recall.RankedMessage] = {}
+        for r in ranked:
+            best.setdefault(r.session_id, r)
+        sources = self._sources(set(best))
+        # Cron output is background noise next to a real conversation: demoted below them all.
+        order = sorted(best.values(), key=lambda r: sources[r.session_id] == "cron")[:limit]
+        expr = recall.ranked_expression(plan)
+        hits = []
+        for r in order:
+            session = self.get(user, r.session_id)
+            from_messages = "title/summary" not in r.parts
+            matched_in = (["messages"] if from_messages else []) + (
+                ["title/summary"] if r.session_matched else [])
+            snippet = (self._message_snippet(plan, expr, r.message_id) if from_messages
+                       else self._session_snippet(plan, expr, session))
+            window = self.window(user, r.session_id, r.message_id, context)
+            match = next(m for m in window if m.id == r.message_id)
+            mode = "strict" if "all terms" in r.parts or (
+                len(plan.terms) == 1 and from_messages) else "loose"
+            hits.append(SearchHit(session, r.score, match, snippet, window, mode, matched_in))
+        return hits
+
+    def _search_like(
+        self, user: str, plan: MatchPlan, limit: int, context: int, source: str | None
+    ) -> list[SearchHit]:
         modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
         if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict):
             modes.append(("loose", plan.loose or plan.strict))
