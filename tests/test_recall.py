@@ -163,3 +163,15 @@ def test_operators_are_only_ever_literal(store, clock):
         assert store.search_messages("owner", query), query
     with pytest.raises(QueryError):
         store.search_messages("owner", "*")
+
+
+def test_a_named_person_prefers_what_they_said(store, clock):
+    _, ids = chat(store, clock, "owner", [
+        "ben: Ana, my new cat keeps me up at night",
+        "ana: I adopted a cat called Bailey last month",
+        "ben: cats are great",
+    ])
+    hits = store.search_messages("owner", "What cat does Ana have?", limit=3)
+    assert hits[0].message.id == ids[1] and hits[0].parts["speaker"] > 0
+    # Without the name, the message with the most matching words wins as before.
+    assert "speaker" not in store.search_messages("owner", "which cat", limit=1)[0].parts

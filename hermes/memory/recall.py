@@ -10,7 +10,9 @@ one benchmark question:
    index's tokenizer. bm25 with column weights: what was said counts fully, who said it a little.
 2. **Neighbours**: a message is read in its conversation. Part of a neighbour's score (the turn
    before and the turn after, same session) is added to each message, so an answer ("yes, last
-   Tuesday") is found through the question it answers, and vice versa.
+   Tuesday") is found through the question it answers (a reply takes more from the turn it
+   answers than from the turn after it), and vice versa.
+   **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
 3. **Session**: conversations are about something. A message in a session where many turns
    match gets a share of the session's score (the sum of its best turns' scores, plus any hit on
    the session's title or summary).
@@ -56,7 +58,9 @@ class RecallParams:
     content_weight: float = 1.0
     speaker_weight: float = 0.3
     candidates: int = 100  # best bm25 matches considered before re-ranking
-    neighbour: float = 0.3  # share of each neighbour's score a message receives
+    neighbour: float = 0.5  # share of the previous turn's score a message receives
+    neighbour_back: float = 0.3  # share of the next turn's score a message receives
+    speaker_boost: float = 0.5  # added to messages spoken by someone the query names
     session: float = 0.5  # weight of the (normalised) session score
     session_top: int = 3  # a session's score: the sum of its best this-many turns
     meta_weight: float = 1.0  # title/summary hits, relative to message hits
@@ -64,7 +68,10 @@ class RecallParams:
     date_slack_days: int = 30  # a date also covers this long afterwards
     # Hybrid (hermes[embeddings]): the nearest messages by embedding, fused with the ranking.
     dense_candidates: int = 100
-    dense_weight: float = 1.0  # weight of the dense list in reciprocal rank fusion
+    # "score": the cosine (rescaled over the nearest list) joins bm25 as part of each message's
+    # own score, so neighbours and sessions profit from it too; "rrf": reciprocal rank fusion.
+    fusion: str = "score"
+    dense_weight: float = 1.0
     rrf_k: int = 60
     # Added to messages holding every word of the query (stopwords included): an exact match of
     # a short query ("docker network") outranks messages with only some of its words.
@@ -236,20 +243,24 @@ def rank_messages(
     if not found and not meta:
         return []
     top = max((c.score for c in found), default=0.0) or max(meta.values(), default=1.0)
-
     strict = _strict_matches(db, plan, found) if params.strict_bonus else set()
+    closeness: dict[int, float] = {}
+    if dense and params.fusion == "score":
+        closeness = _closeness(dense[: params.dense_candidates])
+        known = {c.message_id for c in found}
+        found = found + _placed(db, user, [m for m in closeness if m not in known], source)
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}
     near: dict[int, float] = defaultdict(float)
     where: dict[int, tuple[int, str]] = {}  # message -> (session, created_at)
     for c in found:
-        value = c.score / top
+        value = c.score / top + params.dense_weight * closeness.get(c.message_id, 0.0)
         own[c.message_id] = value
         where[c.message_id] = (c.session_id, c.created_at)
-        for other in (c.prev_id, c.next_id):
-            if other is not None:
-                near[other] += params.neighbour * value
+        for other, share in ((c.next_id, params.neighbour), (c.prev_id, params.neighbour_back)):
+            if other is not None and share:
+                near[other] += share * value
                 # A neighbour shares its session, and its time to within minutes.
                 where.setdefault(other, (c.session_id, c.created_at))
 
@@ -280,12 +291,15 @@ def rank_messages(
                 date_cache[day] = 0.0
         return date_cache[day]
 
+    named = _speakers_named(db, plan, list(where)) if params.speaker_boost else set()
+
     ranked = []
     for mid, (sid, created) in where.items():
         parts = {"bm25": own.get(mid, 0.0), "neighbours": near.get(mid, 0.0),
                  "session": params.session * session_score.get(sid, 0.0) / best_session,
                  "date": date_part(created) if spans else 0.0,
-                 "all terms": params.strict_bonus if mid in strict else 0.0}
+                 "all terms": params.strict_bonus if mid in strict else 0.0,
+                 "speaker": params.speaker_boost if mid in named else 0.0}
         parts = {k: v for k, v in parts.items() if v}
         ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
     # Sessions that matched only on title/summary: their first turn stands for them.
@@ -295,9 +309,46 @@ def rank_messages(
             value = params.meta_weight * meta[sid] / top
             ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
     ranked.sort(key=lambda r: (-r.score, -r.message_id))
-    if dense:
+    if dense and params.fusion == "rrf":
         ranked = _fuse(db, user, ranked, dense, source, params)
     return ranked[:limit]
+
+
+def _closeness(dense: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Cosines rescaled to 0..1 over the nearest list: the last one 0, the nearest 1."""
+    if not dense:
+        return {}
+    high, low = dense[0][1], dense[-1][1]
+    span = (high - low) or 1.0
+    return {mid: (cosine - low) / span for mid, cosine in dense}
+
+
+def _placed(
+    db: sqlite_utils.Database, user: str, ids: list[int], source: str | None
+) -> list[_Found]:
+    """Messages found by embedding only, placed like bm25 candidates (with no bm25 score)."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(
+        f"SELECT {_FOUND_COLUMNS}, 0.0 FROM messages m WHERE m.user = ? AND m.id IN ({marks}) "
+        f"AND {_SOURCE_FILTER}", [user, *ids, source, user, source]).fetchall()
+    return [_Found(*row) for row in rows]
+
+
+def _speakers_named(db: sqlite_utils.Database, plan: MatchPlan, ids: list[int]) -> set[int]:
+    """The messages whose speaker the query names ("what does Ana like?" -> Ana's turns)."""
+    words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
+    if not words or not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(f"SELECT id, speaker FROM messages WHERE id IN ({marks}) "
+                      "AND speaker IS NOT NULL", ids).fetchall()
+    return {mid for mid, speaker in rows
+            if words & {part.casefold() for part in _WORD.findall(speaker)}}
+
+
+_WORD = re.compile(r"[^\W_]+")
 
 
 def _strict_matches(db: sqlite_utils.Database, plan: MatchPlan, found: list[_Found]) -> set[int]:
