@@ -64,6 +64,11 @@ def test_fuzzy_resolution_for_near_spellings_only(entities):
     assert entities.resolve_id("owner", "Sprint 12 reviews") == sprint
     ensure(entities, "owner", "Bob")
     assert entities.resolve_id("owner", "Rob") is None  # short names never fuzzy-match
+    # one letter apart, but two people: the differing word is short or not a respelling
+    ensure(entities, "owner", "Yara Fontaine")
+    assert entities.resolve_id("owner", "Zara Fontaine") is None
+    ensure(entities, "owner", "Umar Kim")
+    assert entities.resolve_id("owner", "Uma Kim") is None
 
 
 def test_threshold_comes_from_config(db, clock):

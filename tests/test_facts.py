@@ -53,6 +53,17 @@ def test_exact_normalised_duplicate_returns_the_existing_fact(facts):
     assert content_key("Alice prefers dark mode.") == content_key(" alice prefers dark MODE")
 
 
+def test_re_adding_in_other_case_adds_no_entities(facts):
+    first = facts.add("owner", "Alice Johnson deployed redis for Project Atlas")
+    assert first.fact.entities == ["Alice Johnson", "Project Atlas"]
+    again = facts.add("owner", "alice johnson deployed Redis for project Atlas.")
+    assert again.id == first.id and again.fact.entities == ["Alice Johnson", "Project Atlas"]
+    assert [e.name for e in facts.entities("owner")] == ["Alice Johnson", "Project Atlas"]
+    # a known name found case-insensitively swallows the capitalised words inside it
+    other = facts.add("owner", "project atlas ships Friday with Atlas Mobile").fact
+    assert other.entities == ["Project Atlas", "Friday", "Atlas Mobile"]
+
+
 def test_near_duplicate_about_the_same_entity_merges(facts):
     first = facts.add("owner", "The home server runs Debian stable", entities=["home server"])
     merged = facts.add("owner", "The home server runs Debian stable now",
@@ -297,7 +308,8 @@ def test_reason_without_a_direct_link_shows_the_shortest_connection(facts):
     result = facts.reason("owner", ["zed", "Xena"])
     assert result.path == ["Zed", "Yuri", "Xena"]
     assert ids(result.facts) == [a, b]
-    assert facts.reason("owner", ["Zed", "Nobody"]).unknown == ["Nobody"]
+    unknown = facts.reason("owner", ["Zed", "Nobody"])
+    assert unknown.unknown == ["Nobody"] and unknown.facts == []
     facts.add("owner", "Quinn is alone", entities=["Quinn"])
     assert facts.reason("owner", ["Zed", "Quinn"]).facts == []
 

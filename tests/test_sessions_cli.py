@@ -305,3 +305,18 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
     assert cli("sessions", "search", "number", "--limit", "3", "--json").json()
 
 
+
+
+def test_import_normalises_times_and_rejects_impossible_dates(rt):
+    store = SessionStore.from_runtime(rt)
+    line = session_line("t-1", "terminal", "2026-11-20T20:00:00+02:00", [
+        msg("user", "offset time", "2026-11-20T20:00:00.5+02:00"),
+        msg("assistant", "utc time", "2026-11-20T18:00:01Z"),
+    ])
+    bad = session_line("t-2", "terminal", "2026-02-30T00:00:00Z", [])
+    report = import_sessions(store, "owner", [line, bad])
+    assert [n for n, _ in report.errors] == [2]
+    session = store.list("owner")[0]
+    assert session.started_at == "2026-11-20T18:00:00.000000Z"
+    assert [m.created_at for m in store.messages("owner", session.id)] == [
+        "2026-11-20T18:00:00.500000Z", "2026-11-20T18:00:01.000000Z"]

@@ -328,3 +328,19 @@ async def test_after_reply_runs_only_once_the_reply_is_complete(agent, fake_mode
     async for _ in turn:
         assert seen == []
     assert seen == ["abcdefgh"]
+
+
+async def test_recall_uses_the_rarest_words_of_a_chatty_message(agent, fake_model, stores,
+                                                                monkeypatch):
+    from hermes.agent import prompt as prompt_module
+
+    _, facts, _ = stores
+    monkeypatch.setattr(prompt_module, "COMMON_TERM_DOCS", 3)
+    for n in range(5):
+        facts.add("owner", f"The project deadline number {n} moved again")
+    wanted = facts.add("owner", "The project codename is Zephyrine").fact
+    query = "so what was the project codename zephyrine again?"
+    assert agent.prompts.recall_query(query) == '"codename" "zephyrine"'
+    fake_model.reply("Zephyrine.")
+    result = await ask(agent, query)
+    assert result.shown_fact_ids[0] == wanted.id

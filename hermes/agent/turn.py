@@ -186,7 +186,8 @@ class Turn:
         except (ModelUnavailable, ModelNotConfigured) as exc:
             self.exception = exc
             error = str(exc)
-            log.warning("turn for %s in session %s: %s", user, session_id, error)
+            # Surfaced to the front-end through result.error; logged for the daemon log.
+            log.info("turn for %s in session %s: %s", user, session_id, error)
 
         text = "".join(emitted)
         assistant_id = None

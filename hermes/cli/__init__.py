@@ -63,14 +63,21 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import db, facts, memory, sessions
+    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
     app.add_typer(sessions.app, name="sessions")
+    app.add_typer(context.app, name="context")
+    app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
     app.command("export")(db.export)
     app.command("import")(db.import_)
+    app.command("ask")(ask.ask)
+    app.command("stats")(stats.stats)
+    # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
+    app.command("run")(daemon.run)
+    app.command("chat")(daemon.chat)
 
 
 _register()

@@ -309,12 +309,15 @@ def history(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Every change of a fact, with old and new values."""
+    """Where a fact came from (session and messages) and every change, with old and new
+    values."""
     store = _store(ctx)
     entries = store.history(_who(ctx, user), fact_id)
     if as_json:
         emit_json(entries)
         return
+    for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id)):
+        typer.echo(line)
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
         typer.echo(f"{entry['at']}  {entry['action']}{note}")
@@ -322,3 +325,30 @@ def history(
             typer.echo(f"    old: {json.dumps(entry['old'], ensure_ascii=False)}")
         if entry["new"] is not None:
             typer.echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")
+
+
+def _source_lines(ctx: typer.Context, user: str, fact: Fact) -> list[str]:
+    """The conversation a fact was learned from: its session and the user's words."""
+    from hermes.errors import NotFound
+    from hermes.memory.sessions import SessionStore
+
+    if fact.source_session_id is None:
+        return ["source: added directly, not learned from a conversation"]
+    sessions = SessionStore.from_runtime(runtime(ctx))
+    ids = fact.source_message_ids
+    try:
+        session = sessions.get(user, fact.source_session_id)
+    except NotFound:
+        return [f"source: session {fact.source_session_id} (no longer stored), messages {ids}"]
+    lines = [f"source: session {session.id} ({session.source}, started "
+             f"{session.started_at[:16].replace('T', ' ')}), messages "
+             f"{', '.join(str(i) for i in ids) or '(none recorded)'}"]
+    if ids:
+        wanted = set(ids)
+        for message in sessions.messages(user, session.id, after_id=min(ids) - 1):
+            if message.id > max(ids):
+                break
+            if message.id in wanted and message.role == "user":
+                text = " ".join(message.content.split())
+                lines.append(f"    said: {text if len(text) <= 160 else text[:159] + '…'}")
+    return lines

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, emit_json, err_console
@@ -83,14 +82,11 @@ def list_(
     if not sessions:
         typer.echo("No sessions.")
         return
-    table = Table(box=None, pad_edge=False, show_edge=False)
-    for column in ("ID", "SOURCE", "STARTED", "LAST ACTIVE", "MSGS", "TITLE"):
-        table.add_column(column, justify="right" if column in ("ID", "MSGS") else "left",
-                         no_wrap=True, overflow="ellipsis")
+    header = ("ID", "SOURCE", "STARTED", "LAST ACTIVE", "MSGS")
+    typer.echo("{:>5}  {:<8}  {:<16}  {:<16}  {:>5}  TITLE".format(*header))
     for s in sessions:
-        table.add_row(str(s.id), s.source, short_time(s.started_at), short_time(s.last_active_at),
-                      str(s.message_count), escape(s.display_title))
-    console.print(table)
+        typer.echo(f"{s.id:>5}  {s.source:<8}  {short_time(s.started_at):<16}  "
+                   f"{short_time(s.last_active_at):<16}  {s.message_count:>5}  {s.display_title}")
 
 
 @app.command()

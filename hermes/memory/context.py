@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 PROMPT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "context.md"
 MAX_SESSIONS = 40
 MAX_FACTS = 30
+# What the model may read to write the note (the note itself is capped at context.max_chars).
+MATERIAL_CHARS = 16_000
 
 
 def path_for(rt: Runtime, user: str) -> Path:
@@ -99,9 +101,12 @@ def gather(rt: Runtime, user: str) -> tuple[list[Session], list[Fact]]:
 
 
 def deterministic(rt: Runtime, user: str, sessions: Sequence[Session],
-                  facts: Sequence[Fact]) -> str:
-    """The context note built from stored titles, summaries and facts, without a model."""
-    limit = rt.settings.context.max_chars
+                  facts: Sequence[Fact], *, limit: int | None = None) -> str:
+    """The context note built from stored titles, summaries and facts, without a model.
+
+    ``limit`` defaults to ``context.max_chars``; the model is given a larger version as material.
+    """
+    limit = limit or rt.settings.context.max_chars
     header = (f"# Recent context (last {rt.settings.context.days} days, "
               f"as of {rt.clock.now().strftime('%Y-%m-%d %H:%M UTC')})")
     by_source: dict[str, list[str]] = {}
@@ -165,8 +170,9 @@ async def refresh(rt: Runtime, user: str, llm: LLM | None) -> str:
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
         from hermes.agent.llm import ModelNotConfigured, ModelUnavailable
 
+        material = deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS)
         try:
-            completion = await llm.complete(_model_messages(rt, text))
+            completion = await llm.complete(_model_messages(rt, material))
             written = completion.text.strip()
             if written:
                 text = cap(written, rt.settings.context.max_chars)

@@ -29,6 +29,8 @@ MAX_NAME_CHARS = 80
 MAX_NGRAM = 4
 # Below this many characters a one-letter difference is usually another name (Bob / Rob).
 MIN_FUZZY_CHARS = 5
+# Each differing word of a multi-word name must be at least this close (rapidfuzz ratio).
+WORD_MATCH = 80
 
 # Words that start sentences without being names. Sentence-initial capitals are only names when
 # the word is not one of these (or a stopword).
@@ -80,6 +82,24 @@ class Entity:
     def to_json(self) -> dict:
         return {"id": self.id, "name": self.name, "aliases": self.aliases,
                 "facts": self.fact_count, "created_at": self.created_at}
+
+
+def _same_words_respelt(a: str, b: str) -> bool:
+    """Whether two similar keys are one name spelt twice, not two names: the same number of
+    words, the same numbers, short words (up to 4 letters) equal, longer ones close.
+    "alice jonson" / "alice johnson" yes; "yara fontaine" / "zara fontaine" and
+    "uma kim" / "umar kim" no."""
+    words_a, words_b = a.split(), b.split()
+    if len(words_a) != len(words_b) or _DIGITS.findall(a) != _DIGITS.findall(b):
+        return False
+    if min(len(a), len(b)) < MIN_FUZZY_CHARS:
+        return False
+    for x, y in zip(words_a, words_b, strict=True):
+        if x == y:
+            continue
+        if min(len(x), len(y)) <= 4 or fuzz.ratio(x, y) < WORD_MATCH:
+            return False
+    return True
 
 
 def _is_common(word: str) -> bool:
@@ -163,14 +183,11 @@ class EntityStore:
 
     def _exact(self, user: str, key: str) -> int | None:
         row = self.db.execute(
-            "SELECT id FROM entities WHERE user = ? AND name_key = ?", [user, key]
+            "SELECT coalesce((SELECT id FROM entities WHERE user = ?1 AND name_key = ?2),"
+            " (SELECT entity_id FROM entity_aliases WHERE user = ?1 AND alias_key = ?2))",
+            [user, key],
         ).fetchone()
-        if row:
-            return int(row[0])
-        row = self.db.execute(
-            "SELECT entity_id FROM entity_aliases WHERE user = ? AND alias_key = ?", [user, key]
-        ).fetchone()
-        return int(row[0]) if row else None
+        return int(row[0]) if row and row[0] is not None else None
 
     def _fuzzy(self, user: str, key: str) -> int | None:
         if len(key) < MIN_FUZZY_CHARS:
@@ -192,12 +209,10 @@ class EntityStore:
         _, keys, ids = cached
         if not keys:
             return None
-        digits = _DIGITS.findall(key)
-        for choice, score, index in process.extract(
+        for choice, _score, index in process.extract(
             key, keys, scorer=fuzz.ratio, score_cutoff=self.config.entity_match_threshold, limit=5
         ):
-            del score
-            if len(choice) >= MIN_FUZZY_CHARS and _DIGITS.findall(choice) == digits:
+            if _same_words_respelt(key, choice):
                 return ids[index]
         return None
 
@@ -250,16 +265,15 @@ class EntityStore:
 
     def ensure_all(self, user: str, names: Iterable[str]) -> list[tuple[int, str]]:
         """(id, display name) for each distinct entity the names mean, in order."""
-        result: list[tuple[int, str]] = []
-        seen: set[int] = set()
+        ordered: list[int] = []
         for name in names:
             if not clean_name(name):
                 continue
             entity_id = self.ensure(user, name)
-            if entity_id not in seen:
-                seen.add(entity_id)
-                result.append((entity_id, self._name(entity_id)))
-        return result
+            if entity_id not in ordered:
+                ordered.append(entity_id)
+        display = self.names_of(ordered)
+        return [(i, display[i]) for i in ordered]
 
     def _name(self, entity_id: int) -> str:
         return str(self.db.execute("SELECT name FROM entities WHERE id = ?", [entity_id])
@@ -316,10 +330,12 @@ class EntityStore:
     def candidates(self, user: str, content: str) -> list[str]:
         """Entity names for a fact given without any: known names first, then new candidates."""
         names = [name for _, name in self.known_in(user, content)]
-        keys = {name_key(n) for n in names}
+        # Keys padded with spaces, so "atlas" is inside "project atlas" but not "atlassian".
+        padded = [f" {name_key(n)} " for n in names]
         for candidate in extract_candidates(content):
-            if name_key(candidate) not in keys:
-                keys.add(name_key(candidate))
+            key = f" {name_key(candidate)} "
+            if not any(key in known for known in padded):
+                padded.append(key)
                 names.append(candidate)
         return names
 

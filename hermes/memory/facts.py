@@ -30,8 +30,6 @@ from hermes.store.fts import (
     STOPWORDS,
     any_terms,
     build_match,
-    like_pattern,
-    search_with_fallback,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +39,10 @@ KINDS = ("semantic", "episodic", "procedural")
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
 # bm25 column weights: content, tags, entity_names
 BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
-MERGE_CANDIDATES = 20
+# Near-duplicate candidates compared with rapidfuzz per add, most recent first.
+MERGE_CANDIDATES = 50
+# An entity in more facts than this is a hub: candidates must also share words with the text.
+HUB_FACTS = 50
 MAX_CONTENT_CHARS = 2000
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|cannot|nor|without)\b|n't\b", re.I)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -281,6 +282,11 @@ class FactStore:
         with write_transaction(self.db):
             now = self._now()
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
+            if exact and not entities:
+                # The same statement again: its entities were found the first time.
+                fact = self._merge(exact[0], text, [], tag_list, message_ids, now,
+                                   "exact duplicate")
+                return AddResult(fact.id, "merged", fact, "exact", 100.0)
             names = entities if entities else self.entity_store.candidates(user, text)
             linked = self.entity_store.ensure_all(user, names)
             if exact:
@@ -321,40 +327,59 @@ class FactStore:
     ) -> tuple[Fact, float] | None:
         """The most similar active fact about one of the same entities, if similar enough.
 
-        Candidates come from FTS (an OR of the text's terms, restricted to facts that name one
-        of the entities in their entity column), so this never scans the user's facts.
+        Candidates come from the FTS index, never from a scan of the user's facts: the facts
+        naming the new fact's most specific entity (the one in fewest facts) in their entity
+        column. When even that entity is in many facts, or there is none, only facts sharing
+        three of the text's four longest words qualify (a fact similar enough to merge shares
+        them). No bm25 here: computing it needs every term's document count, which is what
+        made this slow at 100k facts; rapidfuzz ranks the candidates instead.
         """
-        terms = any_terms(text)
-        if terms is None:
+        plan = build_match(text)
+        words = sorted((t for t in plan.terms if not t.is_stopword),
+                       key=lambda t: -len(" ".join(t.tokens)))[:4]
+        if len(words) >= 3:
+            shared = " OR ".join(
+                "(" + " AND ".join(w.fts for w in words if w is not skip) + ")" for skip in words
+            ) if len(words) == 4 else " AND ".join(w.fts for w in words)
+        else:
+            shared = " AND ".join(w.fts for w in words) or plan.strict or ""
+        if not shared:
             return None
-        expression = f"({terms})"
+        expression = f"({shared})"
+        anchor: int | None = None
         if entity_ids:
-            names = self.entity_store.names_of(entity_ids)
-            phrases = [build_match('"' + n.replace('"', " ") + '"').strict for n in names.values()]
-            phrases = [p for p in phrases if p]
-            if phrases:
-                expression = f"entity_names : ({' OR '.join(phrases)}) AND {expression}"
+            marks = ",".join("?" * len(entity_ids))
+            row = self.db.execute(
+                f"SELECT entity_id, count(*) AS n FROM fact_entities "
+                f"WHERE entity_id IN ({marks}) GROUP BY entity_id ORDER BY n LIMIT 1",
+                entity_ids,
+            ).fetchone()
+            if row is None:
+                return None  # no fact is about any of these entities yet
+            anchor = int(row[0])
+            name = self.entity_store.names_of([anchor])[anchor]
+            phrase = build_match('"' + name.replace('"', " ") + '"').strict
+            if phrase:
+                column = f"entity_names : {phrase}"
+                expression = column if row[1] <= HUB_FACTS else f"{column} AND {expression}"
         rows = self.db.execute(
             f"""
-            SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
+            SELECT f.id, f.content FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
             WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
-            ORDER BY {BM25} LIMIT {MERGE_CANDIDATES}
+            ORDER BY facts_fts.rowid DESC LIMIT {MERGE_CANDIDATES}
             """,
             [expression, user],
         ).fetchall()
-        best: tuple[Fact, float] | None = None
-        wanted = set(entity_ids)
-        for row in rows:
-            candidate = _row_to_fact(row)
-            similarity = fuzz.token_set_ratio(text, candidate.content, processor=default_process)
-            if similarity < self.config.merge_threshold or _differs_in_meaning(
-                    text, candidate.content):
+        best: tuple[int, float] | None = None
+        for fact_id, content in rows:
+            similarity = float(fuzz.token_set_ratio(text, content, processor=default_process))
+            if similarity < self.config.merge_threshold or _differs_in_meaning(text, content):
                 continue
-            if wanted and not wanted & set(self._entity_ids(candidate.id)):
-                continue
+            if anchor is not None and anchor not in self._entity_ids(fact_id):
+                continue  # the name is in its text, but the fact is not linked to the entity
             if best is None or similarity > best[1]:
-                best = (candidate, float(similarity))
-        return best
+                best = (int(fact_id), similarity)
+        return None if best is None else (self.get(user, best[0]), best[1])
 
     def _entity_ids(self, fact_id: int) -> list[int]:
         return [int(r[0]) for r in self.db.execute(
@@ -406,74 +431,13 @@ class FactStore:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
         All terms must match first; when that finds nothing, any non-stopword term may. CJK
-        text (no word breaks for FTS5) is matched with LIKE.
+        text (no word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
         """
+        from hermes.memory.fact_search import search_facts
+
         floor = self.config.search_min_trust if min_trust is None else min_trust
-        plan = build_match(query)
-        if plan.empty:
-            return []
-        filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
-        params: list[Any] = [user, floor]
-        if category is not None:
-            filters += " AND f.category = ?"
-            params.append(category)
-        if plan.cjk:
-            return self._search_like(user, plan.cjk, plan.strict, filters, params, limit,
-                                     explain)
-
-        def run(expression: str) -> list[tuple]:
-            return self.db.execute(
-                f"""
-                SELECT {COLUMNS}, {BM25} AS bm FROM facts_fts JOIN facts f
-                  ON f.id = facts_fts.rowid
-                WHERE facts_fts MATCH ? AND {filters}
-                ORDER BY {BM25} * f.trust, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
-                """,
-                [expression, *params, int(limit)],
-            ).fetchall()
-
-        rows, mode = search_with_fallback(plan, run)
-        expression = plan.strict if mode == "strict" else plan.loose
-        facts = []
-        for row in rows:
-            fact = _row_to_fact(row)
-            relevance = -float(row[-1])
-            fact.score = relevance * fact.trust
-            if explain:
-                fact.explain = {"bm25": round(relevance, 6), "trust": fact.trust,
-                                "score": round(fact.score, 6), "mode": mode,
-                                "match": expression, "min_trust": floor}
-            facts.append(fact)
-        return facts
-
-    def _search_like(self, user: str, cjk: Sequence[str], strict: str | None, filters: str,
-                     params: list[Any], limit: int, explain: bool) -> list[Fact]:
-        haystack = "(f.content || ' ' || f.entity_names || ' ' || f.tags)"
-        likes = " AND ".join(f"{haystack} LIKE ? ESCAPE '\\'" for _ in cjk)
-        like_params = [like_pattern(run) for run in cjk]
-        extra, extra_params = "", []
-        if strict:
-            extra = " AND f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)"
-            extra_params = [strict]
-        order = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?"
-        rows = self.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes}{extra} {order}",
-            [*params, *like_params, *extra_params, int(limit)],
-        ).fetchall()
-        if not rows and strict:
-            rows = self.db.execute(
-                f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes} {order}",
-                [*params, *like_params, int(limit)],
-            ).fetchall()
-        facts = []
-        for row in rows:
-            fact = _row_to_fact(row)
-            fact.score = fact.trust
-            if explain:
-                fact.explain = {"like": list(cjk), "trust": fact.trust, "score": fact.trust,
-                                "mode": "like", "match": strict}
-            facts.append(fact)
-        return facts
+        return search_facts(self, user, query, limit=limit, category=category, floor=floor,
+                            explain=explain)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
@@ -486,10 +450,14 @@ class FactStore:
         if limit is not None:
             tail += " LIMIT ?"
             params.append(int(limit))
-        facts = self._fetch(
-            user, f"f.id IN (SELECT fact_id FROM fact_entities WHERE entity_id = ?) AND {ACTIVE}",
-            params, tail,
-        )
+        # Driven from the link index (CROSS JOIN fixes the join order): cost follows the
+        # entity's facts, not the user's.
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM fact_entities fe CROSS JOIN facts f ON f.id = fe.fact_id "
+            f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE} {tail}",
+            [entity_id, user, *params[1:]],
+        ).fetchall()
+        facts = [_row_to_fact(r) for r in rows]
         for fact in facts:
             fact.score = fact.trust
         return facts
@@ -508,15 +476,15 @@ class FactStore:
                 unknown.append(name)
             else:
                 resolved.setdefault(entity_id, name)
-        if not resolved:
-            return ReasonResult([], [], unknown)
+        if not resolved or (len(entities) > 1 and len(resolved) < 2):
+            return ReasonResult([], [], unknown)  # nothing to connect
         ids = list(resolved)
         marks = ",".join("?" * len(ids))
         need = 2 if len(ids) > 1 else 1
         rows = self.db.execute(
             f"""
             SELECT {COLUMNS}, count(*) AS links FROM fact_entities fe
-              JOIN facts f ON f.id = fe.fact_id
+              CROSS JOIN facts f ON f.id = fe.fact_id
             WHERE fe.entity_id IN ({marks}) AND f.user = ? AND {ACTIVE}
             GROUP BY f.id HAVING count(*) >= ?
             ORDER BY links DESC, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
@@ -548,13 +516,14 @@ class FactStore:
         entity_ids = [i for i, _ in self.entity_store.known_in(user, text)]
         if entity_ids:
             marks = ",".join("?" * len(entity_ids))
-            for fact in self._fetch(
-                user,
-                f"f.id IN (SELECT fact_id FROM fact_entities WHERE entity_id IN ({marks})) "
-                f"AND {ACTIVE}",
-                [*entity_ids, int(limit)],
-                "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
-            ):
+            rows = self.db.execute(
+                f"SELECT DISTINCT {COLUMNS} FROM fact_entities fe CROSS JOIN facts f "
+                f"ON f.id = fe.fact_id WHERE fe.entity_id IN ({marks}) AND f.user = ? "
+                f"AND {ACTIVE} ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
+                [*entity_ids, user, int(limit)],
+            ).fetchall()
+            for row in rows:
+                fact = _row_to_fact(row)
                 found[fact.id] = fact
         terms = any_terms(text)
         if terms and len(found) < limit:

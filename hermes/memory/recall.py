@@ -1,26 +1,26 @@
-"""Ranked recall of past messages: the retrieval under session search.
+"""Re-ranking of matched messages: what turns bm25 matches into recall.
 
-``SessionStore.search_messages`` (and through it the ``session_search`` tool, the CLI and the
-context file) asks :func:`rank_messages` for the messages that best answer a free-text query.
-Zero model calls; a few SQLite queries. The ranking, each part general rather than fitted to any
-one benchmark question:
+Session search (``SessionStore.search``, behind the ``session_search`` tool, the CLI and the
+context file, and ``SessionStore.search_messages``) finds the messages that match a query and
+scores them by BM25 (``hermes.memory.ranking``); :func:`rerank` then reads each match in its
+conversation. Zero model calls, two small SQLite queries. Each signal is general, none fitted
+to any one benchmark question:
 
-1. **Terms**: the query's words through the safe builder (``hermes.store.fts``), question and
-   filler words dropped (:data:`QUERY_STOPWORDS`), the rest OR-joined; Porter stemming is the
-   index's tokenizer. bm25 with column weights: what was said counts fully, who said it a little.
-2. **Neighbours**: a message is read in its conversation. Part of a neighbour's score (the turn
-   before and the turn after, same session) is added to each message, so an answer ("yes, last
-   Tuesday") is found through the question it answers (a reply takes more from the turn it
-   answers than from the turn after it), and vice versa.
-   **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
+1. **Neighbours**: part of a neighbour's score (the turn before and the turn after, same
+   session) is added to each message, so an answer ("Lisbon! The tiles were beautiful") is found
+   through the question it answers, and a question through its answer.
+2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
 3. **Session**: conversations are about something. A message in a session where many turns
    match gets a share of the session's score (the sum of its best turns' scores, plus any hit on
    the session's title or summary).
-4. **Time**: a date in the query ("in May 2023", "on 13 October", "last year" relative to now)
-   boosts messages written then, or in the weeks after (people report what they did later).
+4. **Time**: a date in the query ("in May 2023", "on 13 October", "last month" relative to now)
+   boosts messages written then, and half as much in the weeks after (people tell later what
+   they did).
+5. **Embeddings** (optional, ``hermes[embeddings]``): the nearest messages by a small local
+   embedding model join the candidates, their similarity part of their own score.
 
-Scores are normalised by the best bm25 score of the query, so the weights below do not depend on
-the size of the corpus. Parameters were chosen on half of a public benchmark and checked on the
+Scores are normalised by the query's best BM25 score, so the weights do not depend on the size
+of the history. They were chosen on the first half of a public benchmark and checked on the
 other half (``scripts/bench_locomo.py``).
 """
 
@@ -35,47 +35,29 @@ from datetime import UTC, datetime, timedelta
 
 import sqlite_utils
 
-from hermes.errors import QueryError
-from hermes.store.fts import STOPWORDS, MatchPlan, Term, build_match, like_pattern
+from hermes.store.fts import MatchPlan
+
 
 # Words that say what kind of answer is wanted, not what it is about. Dropped from the ranked
 # query (never from a quoted phrase), on top of the ordinary stopwords.
-_QUESTION_WORDS = """
-    anything something everything whatever whenever wherever however thing things stuff
-    kind kinds type types sort sorts specific particular exactly ever still really else
-    like likely might maybe perhaps probably would could should must
-    many much often usually
-    say said says mention mentioned mentions talk talked talking tell told
-    recall remember remind reminded describe described
-"""
-QUERY_STOPWORDS = STOPWORDS | frozenset(_QUESTION_WORDS.split())
-
-
 @dataclass(frozen=True)
 class RecallParams:
     """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
 
-    content_weight: float = 1.0
-    speaker_weight: float = 0.3
-    candidates: int = 100  # best bm25 matches considered before re-ranking
-    neighbour: float = 0.5  # share of the previous turn's score a message receives
+    neighbour: float = 0.3  # share of the previous turn's score a message receives
     neighbour_back: float = 0.3  # share of the next turn's score a message receives
     speaker_boost: float = 0.5  # added to messages spoken by someone the query names
     session: float = 0.5  # weight of the (normalised) session score
+    match_floor: float = 0.2  # least score of a matching message, relative to the best
     session_top: int = 3  # a session's score: the sum of its best this-many turns
     meta_weight: float = 1.0  # title/summary hits, relative to message hits
     date_boost: float = 0.5  # added (normalised) to messages inside a date the query names
     date_slack_days: int = 30  # a date also covers this long afterwards
-    # Hybrid (hermes[embeddings]): the nearest messages by embedding, fused with the ranking.
+    # Hybrid (hermes[embeddings]): the nearest messages by embedding. Each one's cosine,
+    # rescaled over the list (nearest 1, last 0), joins its bm25 score as part of its own score,
+    # so its neighbours and its session profit too.
     dense_candidates: int = 100
-    # "score": the cosine (rescaled over the nearest list) joins bm25 as part of each message's
-    # own score, so neighbours and sessions profit from it too; "rrf": reciprocal rank fusion.
-    fusion: str = "score"
-    dense_weight: float = 1.0
-    rrf_k: int = 60
-    # Added to messages holding every word of the query (stopwords included): an exact match of
-    # a short query ("docker network") outranks messages with only some of its words.
-    strict_bonus: float = 1.0
+    dense_weight: float = 0.3
 
 
 DEFAULT_PARAMS = RecallParams()
@@ -98,18 +80,6 @@ class TimeSpan:
 
 
 # -- query analysis -------------------------------------------------------------------------
-
-
-def query_terms(plan: MatchPlan) -> list[Term]:
-    """The terms that carry meaning: quoted phrases and non-stopwords (all, if none is left)."""
-    kept = [t for t in plan.terms
-            if t.quoted or len(t.tokens) > 1 or t.tokens[0].lower() not in QUERY_STOPWORDS]
-    return kept or list(plan.terms)
-
-
-def ranked_expression(plan: MatchPlan) -> str | None:
-    terms = query_terms(plan)
-    return " OR ".join(t.fts for t in terms) if terms else None
 
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -209,53 +179,47 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
 # -- ranking ----------------------------------------------------------------------------------
 
 
-def rank_messages(
+def plan_text(plan: MatchPlan) -> str:
+    """The query's words, as plain text (for date spans and embeddings)."""
+    return " ".join([" ".join(t.tokens) for t in plan.terms] + list(plan.cjk))
+
+
+def rerank(
     db: sqlite_utils.Database,
     user: str,
-    query: str,
+    plan: MatchPlan,
+    candidates: Sequence[tuple[int, float]],
+    meta: dict[int, float],
     *,
     limit: int = 10,
     source: str | None = None,
     now: datetime | None = None,
     params: RecallParams = DEFAULT_PARAMS,
     dense: Sequence[tuple[int, float]] | None = None,
-    plan: MatchPlan | None = None,
 ) -> list[RankedMessage]:
-    """The ``limit`` messages of ``user`` that best answer ``query``, best first.
+    """The ``limit`` messages of ``user`` that best answer the query, best first.
 
-    ``dense``: the nearest messages by embedding (message id, cosine), best first, when hybrid
-    recall is on; fused with this ranking by reciprocal rank fusion.
-    Raises QueryError when the query has no words; a MATCH error propagates (it is a bug).
+    ``candidates``: (message id, bm25 score) of the messages that match the query (higher is
+    better); ``meta``: session id -> bm25 score of its title and summary; ``dense``: the nearest
+    messages by embedding (message id, cosine), best first, when hybrid recall is on.
     """
-    plan = plan or build_match(query)
-    if plan.empty:
-        raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
-    limit = max(1, limit)
-    wanted = max(params.candidates, limit)
-    if plan.cjk:
-        found = _like_candidates(db, user, plan, source, wanted)
-        meta: dict[int, float] = {}
-    else:
-        expr = ranked_expression(plan)
-        assert expr is not None
-        found = _fts_candidates(db, user, expr, source, wanted, params)
-        meta = _session_meta(db, user, expr, source)
-    if not found and not meta:
+    if not candidates and not meta and not dense:
         return []
-    top = max((c.score for c in found), default=0.0) or max(meta.values(), default=1.0)
-    strict = _strict_matches(db, plan, found) if params.strict_bonus else set()
-    closeness: dict[int, float] = {}
-    if dense and params.fusion == "score":
-        closeness = _closeness(dense[: params.dense_candidates])
-        known = {c.message_id for c in found}
-        found = found + _placed(db, user, [m for m in closeness if m not in known], source)
+    scores = dict(candidates)
+    top = max(scores.values(), default=0.0) or max(meta.values(), default=0.0) or 1.0
+    # The index says every candidate matches, even when counting its words found none (an
+    # irregular stem): it is worth at least a small part of the best match.
+    scores = {mid: max(score, params.match_floor * top) for mid, score in scores.items()}
+    closeness = _closeness(list(dense or [])[: params.dense_candidates])
+    found = _placed(db, user, list(scores.keys() | closeness.keys()), source)
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}
     near: dict[int, float] = defaultdict(float)
     where: dict[int, tuple[int, str]] = {}  # message -> (session, created_at)
     for c in found:
-        value = c.score / top + params.dense_weight * closeness.get(c.message_id, 0.0)
+        value = scores.get(c.message_id, 0.0) / top \
+            + params.dense_weight * closeness.get(c.message_id, 0.0)
         own[c.message_id] = value
         where[c.message_id] = (c.session_id, c.created_at)
         for other, share in ((c.next_id, params.neighbour), (c.prev_id, params.neighbour_back)):
@@ -275,7 +239,7 @@ def rank_messages(
     best_session = max(session_score.values(), default=0.0) or 1.0
 
     # Time: the dates the query names; messages written then (or soon after) come first.
-    spans = time_spans(query, now) if params.date_boost else []
+    spans = time_spans(plan_text(plan), now) if params.date_boost else []
     slack = timedelta(days=params.date_slack_days)
     date_cache: dict[str, float] = {}
 
@@ -295,10 +259,11 @@ def rank_messages(
 
     ranked = []
     for mid, (sid, created) in where.items():
-        parts = {"bm25": own.get(mid, 0.0), "neighbours": near.get(mid, 0.0),
+        parts = {"bm25": scores.get(mid, 0.0) / top,
+                 "dense": params.dense_weight * closeness.get(mid, 0.0),
+                 "neighbours": near.get(mid, 0.0),
                  "session": params.session * session_score.get(sid, 0.0) / best_session,
                  "date": date_part(created) if spans else 0.0,
-                 "all terms": params.strict_bonus if mid in strict else 0.0,
                  "speaker": params.speaker_boost if mid in named else 0.0}
         parts = {k: v for k, v in parts.items() if v}
         ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
@@ -309,8 +274,6 @@ def rank_messages(
             value = params.meta_weight * meta[sid] / top
             ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
     ranked.sort(key=lambda r: (-r.score, -r.message_id))
-    if dense and params.fusion == "rrf":
-        ranked = _fuse(db, user, ranked, dense, source, params)
     return ranked[:limit]
 
 
@@ -351,54 +314,6 @@ def _speakers_named(db: sqlite_utils.Database, plan: MatchPlan, ids: list[int]) 
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _strict_matches(db: sqlite_utils.Database, plan: MatchPlan, found: list[_Found]) -> set[int]:
-    """The candidates that hold every term of the query (none when that is a single term)."""
-    if plan.cjk or not plan.strict or len(plan.terms) < 2 or not found:
-        return set()
-    ids = [c.message_id for c in found]
-    marks = ",".join("?" * len(ids))
-    rows = db.execute(
-        f"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN ({marks})",
-        [plan.strict, *ids]).fetchall()
-    return {r[0] for r in rows}
-
-
-def _fuse(
-    db: sqlite_utils.Database, user: str, ranked: list[RankedMessage],
-    dense: Sequence[tuple[int, float]], source: str | None, params: RecallParams,
-) -> list[RankedMessage]:
-    """Reciprocal rank fusion of the lexical ranking and the dense one."""
-    k = params.rrf_k
-    by_id = {r.message_id: r for r in ranked}
-    fused: dict[int, float] = {}
-    for position, r in enumerate(ranked, start=1):
-        fused[r.message_id] = 1.0 / (k + position)
-    dense = list(dense)[: params.dense_candidates]
-    unknown = [mid for mid, _ in dense if mid not in by_id]
-    placed: dict[int, int] = {}
-    if unknown:
-        marks = ",".join("?" * len(unknown))
-        placed = dict(db.execute(
-            f"SELECT m.id, m.session_id FROM messages m WHERE m.user = ? AND m.id IN ({marks}) "
-            f"AND {_SOURCE_FILTER}", [user, *unknown, source, user, source]).fetchall())
-    for position, (mid, cosine) in enumerate(dense, start=1):
-        if mid not in by_id:
-            if mid not in placed:
-                continue  # another user's, another source's, or deleted
-            by_id[mid] = RankedMessage(mid, placed[mid], 0.0, {})
-        share = params.dense_weight / (k + position)
-        fused[mid] = fused.get(mid, 0.0) + share
-        by_id[mid].parts["dense"] = round(cosine, 4)
-    result = []
-    for mid, value in fused.items():
-        r = by_id[mid]
-        r.parts["lexical"] = r.score
-        r.score = value
-        result.append(r)
-    result.sort(key=lambda r: (-r.score, -r.message_id))
-    return result
-
-
 @dataclass
 class _Found:
     message_id: int
@@ -418,61 +333,6 @@ _FOUND_COLUMNS = (
 _SOURCE_FILTER = (
     "(? IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE user = ? AND source = ?))"
 )
-
-
-def _fts_candidates(
-    db: sqlite_utils.Database, user: str, expr: str, source: str | None, wanted: int,
-    params: RecallParams,
-) -> list[_Found]:
-    weights = f"{params.content_weight}, {params.speaker_weight}"
-    rows = db.execute(
-        f"SELECT {_FOUND_COLUMNS}, -hits.rank FROM "
-        f"(SELECT rowid AS id, bm25(messages_fts, {weights}) AS rank FROM messages_fts "
-        "  WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS hits "
-        f"JOIN messages m ON m.id = hits.id WHERE m.user = ? AND {_SOURCE_FILTER} "
-        "ORDER BY hits.rank",
-        [expr, wanted, user, source, user, source],
-    ).fetchall()
-    if len(rows) < wanted and db.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
-        [expr, wanted],
-    ).fetchone()[0] == wanted:
-        # Other users' (or other sources') messages took some of the places: rank in scope.
-        rows = db.execute(
-            f"SELECT {_FOUND_COLUMNS}, -bm25(messages_fts, {weights}) FROM messages_fts "
-            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            f"WHERE messages_fts MATCH ? AND m.user = ? AND {_SOURCE_FILTER} "
-            f"ORDER BY bm25(messages_fts, {weights}) LIMIT ?",
-            [expr, user, source, user, source, wanted],
-        ).fetchall()
-    return [_Found(*row) for row in rows]
-
-
-def _like_candidates(
-    db: sqlite_utils.Database, user: str, plan: MatchPlan, source: str | None, wanted: int
-) -> list[_Found]:
-    """CJK text has no word breaks for FTS5: LIKE on each run, scored by occurrences."""
-    clause = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in plan.cjk)
-    rows = db.execute(
-        f"SELECT {_FOUND_COLUMNS}, m.content FROM messages m WHERE m.user = ? AND ({clause}) "
-        f"AND {_SOURCE_FILTER} ORDER BY m.id DESC LIMIT ?",
-        [user, *(like_pattern(run) for run in plan.cjk), source, user, source, wanted],
-    ).fetchall()
-    return [_Found(*row[:5], float(sum(row[5].count(run) for run in plan.cjk)))
-            for row in rows]
-
-
-def _session_meta(
-    db: sqlite_utils.Database, user: str, expr: str, source: str | None
-) -> dict[int, float]:
-    """bm25 of session titles and summaries (a title hit worth twice a summary hit)."""
-    rows = db.execute(
-        "SELECT s.id, -bm25(sessions_fts, 2.0, 1.0) FROM sessions_fts "
-        "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
-        "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
-        [expr, user, source, source],
-    ).fetchall()
-    return {r[0]: r[1] for r in rows}
 
 
 def _first_message(db: sqlite_utils.Database, user: str, session_id: int) -> int | None:

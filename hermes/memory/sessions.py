@@ -13,9 +13,9 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import combinations
 from typing import Any
 
 import sqlite_utils
@@ -23,6 +23,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
 from hermes.memory import recall
+from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan, build_match, like_pattern
 
@@ -34,15 +35,14 @@ SOURCES = ("discord", "terminal", "cron", "import")
 # hit is worth more than a summary hit.
 MESSAGE_WEIGHTS = (1.0, 0.3)
 SESSION_WEIGHTS = (2.0, 1.0)
-# How many of the best-ranked matching messages are grouped into sessions. Bounding this before
-# the join is what keeps a common term fast on a million messages; measured in
-# scripts/bench_sessions.py.
-MIN_CANDIDATES = 300
-CANDIDATES_PER_RESULT = 60
+# At most this many matching messages are scored per query (see _fts_candidates): what keeps a
+# common word fast on a million messages. Measured in scripts/bench_sessions.py.
+SCORE_CAP = 500
+# An any-word query looks for messages holding two of its first this-many words.
+MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
 CJK_CANDIDATES = 2000
 
-HIGHLIGHT = ("**", "**")
 SNIPPET_TOKENS = 24
 
 _SESSION_COLUMNS = (
@@ -146,11 +146,12 @@ class MessageHit:
     session: Session
     message: Message
     score: float
+    mode: str  # "strict" (all terms), "loose" (any term) or "like" (CJK)
     parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
 
     def to_json(self) -> dict[str, Any]:
-        return {"session_id": self.session.id, "session_title": self.session.display_title,
-                "started_at": self.session.started_at, "score": round(self.score, 4),
+        return {"session_id": self.session.id, "started_at": self.session.started_at,
+                "score": round(self.score, 4), "mode": self.mode,
                 "parts": {k: round(v, 4) for k, v in self.parts.items()},
                 "message": self.message.to_json()}
 
@@ -163,13 +164,22 @@ class _Candidate:
 
 
 class SessionStore:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock | None = None) -> None:
+    def __init__(
+        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None
+    ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
+        # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
+        self.vectors = vectors
 
     @classmethod
     def from_runtime(cls, rt: Any) -> SessionStore:
-        return cls(rt.db, clock=rt.clock)
+        vectors = None
+        if rt.settings.sessions.embeddings:
+            from hermes.memory.embeddings import vectors_for
+
+            vectors = vectors_for(rt.db)
+        return cls(rt.db, clock=rt.clock, vectors=vectors)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -297,7 +307,7 @@ class SessionStore:
         self, user: str, session_id: int, around_message_id: int, context: int = 2
     ) -> list[Message]:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
-        self.get(user, session_id)
+        # Both queries are scoped by user: another user's session has no such message.
         context = max(0, context)
         before = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
@@ -353,30 +363,6 @@ class SessionStore:
 
     # -- search -----------------------------------------------------------------------------
 
-    def search_messages(
-        self, user: str, query: str, *, limit: int = 10, source: str | None = None
-    ) -> list[MessageHit]:
-        """The messages of ``user`` that best answer ``query``, best first (see
-        :mod:`hermes.memory.recall` for the ranking). Zero model calls. Raises QueryError when
-        the query has no words."""
-        ranked = recall.rank_messages(self.db, user, query, limit=limit, source=source,
-                                      now=self.clock.now())
-        if not ranked:
-            return []
-        ids = [r.message_id for r in ranked]
-        marks = ",".join("?" * len(ids))
-        messages = {row[0]: Message(*row) for row in self.db.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN ({marks})",
-            [user, *ids])}
-        sessions: dict[int, Session] = {}
-        hits = []
-        for r in ranked:
-            if r.session_id not in sessions:
-                sessions[r.session_id] = self.get(user, r.session_id)
-            hits.append(MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
-                                   r.parts))
-        return hits
-
     def search(
         self,
         user: str,
@@ -388,125 +374,155 @@ class SessionStore:
     ) -> list[SearchHit]:
         """Search every past conversation of ``user``. Zero model calls.
 
-        The messages are ranked by :func:`hermes.memory.recall.rank_messages` (what
-        :meth:`search_messages` returns) and grouped by session, each session at the place of
-        its best message, conversations before cron runs. A hit's ``mode`` is "strict" when its
-        message holds every term of the query, else "loose". CJK text is matched with LIKE, all
-        runs first, then any. Raises QueryError when the query holds nothing searchable; a
-        MATCH error propagates (it is a bug, never "no results").
+        All terms first; any non-stopword term only when that finds nothing. Results are grouped
+        by session, best first, conversations before cron runs. Raises QueryError when the query
+        holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
         """
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
         limit = max(1, limit)
-        if plan.cjk:
-            return self._search_like(user, plan, limit, context, source)
-        ranked = recall.rank_messages(
-            self.db, user, query, limit=max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT),
-            source=source, now=self.clock.now(), plan=plan)
-        best: dict[int, recall.RankedMessage] = {}
-        for r in ranked:
-            best.setdefault(r.session_id, r)
-        sources = self._sources(set(best))
-        # Cron output is background noise next to a real conversation: demoted below them all.
-        order = sorted(best.values(), key=lambda r: sources[r.session_id] == "cron")[:limit]
-        expr = recall.ranked_expression(plan)
-        hits = []
-        for r in order:
-            session = self.get(user, r.session_id)
-            from_messages = "title/summary" not in r.parts
-            matched_in = (["messages"] if from_messages else []) + (
-                ["title/summary"] if r.session_matched else [])
-            snippet = (self._message_snippet(plan, expr, r.message_id) if from_messages
-                       else self._session_snippet(plan, expr, session))
-            window = self.window(user, r.session_id, r.message_id, context)
-            match = next(m for m in window if m.id == r.message_id)
-            mode = "strict" if "all terms" in r.parts or (
-                len(plan.terms) == 1 and from_messages) else "loose"
-            hits.append(SearchHit(session, r.score, match, snippet, window, mode, matched_in))
-        return hits
-
-    def _search_like(
-        self, user: str, plan: MatchPlan, limit: int, context: int, source: str | None
-    ) -> list[SearchHit]:
-        modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
-        if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict):
-            modes.append(("loose", plan.loose or plan.strict))
-        for mode, expr in modes:
+        for mode, expr in _modes(plan, self.vectors is not None):
             ranked = self._rank(user, plan, mode, expr, source, limit)
             if ranked:
                 return self._hits(user, plan, mode, expr, ranked[:limit], context)
         return []
 
+    def search_messages(
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None
+    ) -> list[MessageHit]:
+        """The messages that best answer ``query``, best first: the ranking :meth:`search`
+        groups by session, ungrouped. Zero model calls. Raises QueryError like search."""
+        plan = build_match(query)
+        if plan.empty:
+            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+        for mode, expr in _modes(plan, self.vectors is not None):
+            ranked = self._reranked(user, plan, mode, expr, source)[: max(1, limit)]
+            if ranked:
+                ids = [r.message_id for r in ranked]
+                rows = self.db.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
+                    f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
+                messages = {row[0]: Message(*row) for row in rows}
+                sessions = {sid: self.get(user, sid) for sid in {r.session_id for r in ranked}}
+                return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
+                                   "like" if plan.cjk else mode, r.parts) for r in ranked]
+        return []
+
+    def _reranked(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> list[recall.RankedMessage]:
+        """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
+        if plan.cjk:
+            messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
+            sessions = self._cjk_session_scores(user, plan, mode, expr, source)
+        else:
+            assert expr is not None
+            messages = self._fts_candidates(user, plan, mode, expr, source)
+            sessions = self._session_scores(user, plan, mode, expr, source)
+        dense = None
+        if self.vectors is not None and mode != "strict":
+            dense = self.vectors.nearest(user, recall.plan_text(plan),
+                                         recall.DEFAULT_PARAMS.dense_candidates)
+        return recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                             sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                             source=source, now=self.clock.now(), dense=dense)
+
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int,
     ) -> list[tuple[int, float, _Candidate | None, float]]:
-        """Sessions ranked: (session_id, score, best message or None, title/summary score)."""
-        wanted = max(MIN_CANDIDATES, limit * CANDIDATES_PER_RESULT)
-        if plan.cjk:
-            messages = self._cjk_candidates(user, plan, mode, expr, source, wanted)
-            sessions = self._cjk_session_scores(user, plan, mode, expr, source)
-        else:
-            assert expr is not None
-            messages = self._fts_candidates(user, expr, source, wanted)
-            sessions = self._session_scores(user, expr, source)
-        best: dict[int, _Candidate] = {}
-        for cand in messages:
-            if cand.session_id not in best or cand.score > best[cand.session_id].score:
-                best[cand.session_id] = cand
-        session_ids = set(best) | set(sessions)
-        if not session_ids:
-            return []
-        sources = self._sources(session_ids)
-        ranked = []
-        for sid in session_ids:
-            cand = best.get(sid)
-            meta = sessions.get(sid, 0.0)
-            ranked.append((sid, (cand.score if cand else 0.0) + meta, cand, meta))
+        """Sessions ranked by their best message: (session_id, score, best message or None
+        when only the title or summary matched, title/summary score)."""
+        ranked: list[tuple[int, float, _Candidate | None, float]] = []
+        seen: set[int] = set()
+        for r in self._reranked(user, plan, mode, expr, source):
+            if r.session_id not in seen:
+                seen.add(r.session_id)
+                cand = None if "title/summary" in r.parts else _Candidate(
+                    r.message_id, r.session_id, r.score)
+                ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
         # Cron output is background noise next to a real conversation: demoted below them all.
-        ranked.sort(key=lambda r: (sources[r[0]] == "cron", -r[1], -r[0]))
-        return ranked
+        # Sources are looked up best first, only until `limit` conversations are found.
+        conversations, cron = [], []
+        for start in range(0, len(ranked), 100):
+            chunk = ranked[start : start + 100]
+            sources = self._sources({r[0] for r in chunk})
+            for r in chunk:
+                (cron if sources[r[0]] == "cron" else conversations).append(r)
+            if len(conversations) >= limit:
+                break
+        return conversations + cron
+
+    def _stream(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's newest messages matching ``expr``: (id, session id, content, speaker).
+        FTS5 yields matches in rowid order without scoring them, so this costs what it returns
+        (plus other users' matches skipped on the way)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY messages_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, limit],
+        ).fetchall()
 
     def _fts_candidates(
-        self, user: str, expr: str, source: str | None, wanted: int
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
-        weights = ", ".join(str(w) for w in MESSAGE_WEIGHTS)
-        # Fast path: the best `wanted` matches overall (FTS5 sorts them without touching the
-        # base table), then scoped to the user. Exact whenever nothing was filtered out.
-        rows = self.db.execute(
-            "SELECT m.id, m.session_id, hits.rank, m.user = ? AND "
-            "(? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
-            f"FROM (SELECT rowid AS id, bm25(messages_fts, {weights}) AS rank FROM messages_fts "
-            "      WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS hits "
-            "JOIN messages m ON m.id = hits.id ORDER BY hits.rank",
-            [user, source, source, expr, wanted],
-        ).fetchall()
-        kept = [_Candidate(r[0], r[1], -r[2]) for r in rows if r[3]]
-        if len(rows) < wanted or len(kept) == len(rows):
-            return kept
-        # Other users' (or other sources') messages took some of the places: rank within scope.
-        rows = self.db.execute(
-            f"SELECT m.id, m.session_id, bm25(messages_fts, {weights}) AS rank "
-            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "CROSS JOIN sessions s ON s.id = m.session_id "
-            "WHERE messages_fts MATCH ? AND m.user = ? AND (? IS NULL OR s.source = ?) "
-            "ORDER BY rank LIMIT ?",
-            [expr, user, source, source, wanted],
-        ).fetchall()
-        return [_Candidate(r[0], r[1], -r[2]) for r in rows]
+        """Matching messages scored by BM25. Every match is scored when there are at most
+        SCORE_CAP; past that (a common word on a big history), the candidates are the newest
+        SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
+        words and every match of each rare word: what BM25 would put first anyway."""
+        terms = terms_for(plan, mode)
+        rows = self._stream(expr, user, source, SCORE_CAP + 1)
+        if not rows:
+            return []
+        pool = {row[0]: row for row in rows[:SCORE_CAP]}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
+            firsts = terms[:MAX_PAIR_TERMS]
+            pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
+            for row in self._stream(pairs, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
+            for term, df in zip(terms, bm25.df, strict=True):
+                if df <= SCORE_CAP:
+                    for row in self._stream(term.fts, user, source, SCORE_CAP):
+                        pool.setdefault(row[0], row)
+        found = list(pool.values())
+        content = bm25.score_all([row[2] for row in found])
+        speaker = bm25.score_all([row[3] for row in found])
+        return [
+            _Candidate(row[0], row[1], c + MESSAGE_WEIGHTS[1] * s)
+            for row, c, s in zip(found, content, speaker, strict=True)
+        ]
 
-    def _session_scores(self, user: str, expr: str, source: str | None) -> dict[int, float]:
-        weights = ", ".join(str(w) for w in SESSION_WEIGHTS)
+    def _session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> dict[int, float]:
+        """Sessions whose title or summary match, scored by BM25 (a title hit weighs more)."""
         rows = self.db.execute(
             # CROSS JOIN keeps the full-text match as the outer loop: the planner would
             # otherwise walk the user's sessions and run the match once per session.
-            f"SELECT s.id, bm25(sessions_fts, {weights}) FROM sessions_fts "
+            "SELECT s.id, s.title, s.summary FROM sessions_fts "
             "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
-            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?)",
-            [expr, user, source, source],
+            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?) "
+            "ORDER BY sessions_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, SCORE_CAP],
         ).fetchall()
-        return {r[0]: -r[1] for r in rows}
+        if not rows:
+            return {}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM sessions").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "sessions_fts", terms_for(plan, mode), total)
+        titles = bm25.score_all([r[1] for r in rows])
+        summaries = bm25.score_all([r[2] for r in rows])
+        return {
+            r[0]: SESSION_WEIGHTS[0] * t + SESSION_WEIGHTS[1] * m
+            for r, t, m in zip(rows, titles, summaries, strict=True)
+        }
 
     def _like_clause(self, column: str, plan: MatchPlan, mode: str) -> tuple[str, list[str]]:
         joiner = " AND " if mode == "strict" else " OR "
@@ -613,7 +629,7 @@ class SessionStore:
         content = self.db.execute(
             "SELECT content FROM messages WHERE id = ?", [message_id]
         ).fetchone()[0]
-        return _manual_snippet(content, plan)
+        return manual_snippet(content, plan)
 
     def _session_snippet(self, plan: MatchPlan, expr: str | None, session: Session) -> str:
         if not plan.cjk and expr is not None:
@@ -627,29 +643,13 @@ class SessionStore:
                 ).fetchone()
                 if row is not None and HIGHLIGHT[0] in (row[0] or ""):
                     return row[0]
-        return _manual_snippet(session.summary or session.title or "", plan)
+        return manual_snippet(session.summary or session.title or "", plan)
 
 
-def _manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
-    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
-    query fragment, highlighted, with some text either side."""
-    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
-    positions = []
-    for fragment in fragments:
-        found = re.search(re.escape(fragment), content, re.IGNORECASE)
-        if found:
-            positions.append((found.start(), found.end()))
-    if not positions:
-        text = " ".join(content.split())
-        return text if len(text) <= width else text[: width - 1] + "…"
-    start, end = min(positions)
-    left = max(0, start - width // 2)
-    right = min(len(content), end + width // 2)
-    text = (
-        ("…" if left else "")
-        + content[left:start]
-        + HIGHLIGHT[0] + content[start:end] + HIGHLIGHT[1]
-        + content[end:right]
-        + ("…" if right < len(content) else "")
-    )
-    return " ".join(text.split())
+def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
+    """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
+    embeddings, the loose round always runs: it is where the nearest messages join."""
+    modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
+    if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
+        modes.append(("loose", plan.loose or plan.strict))
+    return modes

@@ -1,0 +1,112 @@
+"""`hermes ask` and `hermes chat`: talk to Hermes from the terminal.
+
+Both build on the same turn engine as every other front-end. The model layer (litellm) is only
+imported when the first model call is made, so `hermes --help` and the memory commands stay fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import typer
+
+from hermes.agent.llm import LLM, ModelNotConfigured
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import emit_json
+from hermes.config import terminal_identity
+from hermes.runtime import Runtime
+
+
+def make_agent(rt: Runtime):  # -> hermes.agent.turn.Agent
+    """The Agent the terminal commands use (the place to attach hooks for the terminal)."""
+    from hermes.agent.turn import Agent
+
+    return Agent(rt)
+
+
+def require_model(rt: Runtime) -> None:
+    llm = LLM.from_settings(rt.settings)
+    if not llm.configured:
+        raise ModelNotConfigured(llm.not_configured_message())
+
+
+async def _stream(turn, *, echo: bool) -> None:
+    async for chunk in turn:
+        if echo:
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+
+
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="What to ask."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Ask once and stream the answer (a one-turn terminal session, kept in the history)."""
+    rt = runtime(ctx)
+    who = rt.user(user)
+    require_model(rt)
+    from hermes.memory.sessions import SessionStore
+
+    sessions = SessionStore.from_runtime(rt)
+    session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
+    agent = make_agent(rt)
+    turn = agent.turn(who, session.id, question)
+    try:
+        asyncio.run(_stream(turn, echo=not as_json))
+    finally:
+        sessions.close(who, session.id)
+    result = turn.result
+    if as_json:
+        emit_json(result)
+    elif result is not None and result.text and not result.text.endswith("\n"):
+        typer.echo("")
+    if turn.exception is not None:
+        raise turn.exception
+
+
+CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
+
+
+def chat_lines(ctx: typer.Context, user: str | None) -> None:
+    """Line-by-line chat for piped input (one session until /new or /exit)."""
+    rt = runtime(ctx)
+    who = rt.user(user)
+    require_model(rt)
+    from hermes.memory.sessions import SessionStore
+
+    sessions = SessionStore.from_runtime(rt)
+    channel = f"{terminal_identity()}:chat"
+    session = sessions.open_for(who, "terminal", channel)
+    agent = make_agent(rt)
+    typer.echo(CHAT_HELP, err=True)
+    with asyncio.Runner() as runner:
+        while True:
+            try:
+                line = input("> " if sys.stdin.isatty() else "")
+            except (EOFError, KeyboardInterrupt):
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                break
+            if text == "/new":
+                sessions.close(who, session.id)
+                session = sessions.open_for(who, "terminal", channel)
+                typer.echo(f"(new session {session.id})", err=True)
+                continue
+            turn = agent.turn(who, session.id, text)
+            try:
+                runner.run(_stream(turn, echo=True))
+            except KeyboardInterrupt:
+                typer.echo("\n(interrupted)", err=True)
+                continue
+            typer.echo("")
+            if isinstance(turn.exception, ModelNotConfigured):
+                raise turn.exception  # a missing key: nothing later in the chat can work
+            if turn.exception is not None:
+                # The message is recorded; the provider may come back for the next one.
+                typer.echo(f"Error: {turn.exception}", err=True)

@@ -1,0 +1,53 @@
+"""`hermes run` (the daemon) and `hermes chat` (the REPL alone)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import typer
+
+from hermes.cli import UserOption, runtime
+
+
+def run(
+    ctx: typer.Context,
+    no_repl: bool = typer.Option(False, "--no-repl",
+                                 help="No terminal REPL (for a service); Discord and cron only."),
+) -> None:
+    """Start Hermes: Discord (when a token is set), the REPL (on a terminal) and cron jobs.
+
+    One process per home. Stops cleanly on Ctrl-D in the REPL, SIGINT or SIGTERM.
+    """
+    from hermes.daemon import run_daemon
+
+    rt = runtime(ctx)
+    repl = not no_repl and sys.stdin.isatty() and sys.stdout.isatty()
+    run_daemon(rt, repl=repl)
+
+
+def chat(ctx: typer.Context, user: str = UserOption) -> None:
+    """Talk to Hermes in the terminal: the REPL alone (no Discord, no cron).
+
+    With input from a pipe instead of a terminal, it reads one message per line.
+    """
+    from hermes.cli.ask import chat_lines, require_model
+
+    rt = runtime(ctx)
+    require_model(rt)
+    if not sys.stdin.isatty():
+        chat_lines(ctx, user)
+        return
+    from hermes.daemon import build_agent
+    from hermes.frontends.repl import Repl
+
+    async def main() -> None:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        agent, worker = build_agent(rt)
+        with patch_stdout(raw=True):
+            await Repl(rt, agent, user=rt.user(user) if user else None).run()
+        if worker is not None:
+            await worker.drain(30)
+
+    asyncio.run(main())

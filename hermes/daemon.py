@@ -1,0 +1,420 @@
+"""`hermes run`: Discord, the terminal REPL and the scheduler in one asyncio process.
+
+The daemon only wires things together: it owns the event loop, the lock on the home, logging,
+the scheduler and the front-ends, and holds no memory logic. Built-in jobs: the cross-thread
+context refresh every ``context.refresh_hours`` for every user (and at start for files older
+than that), closing and summarising idle sessions, and retrying failed extraction runs.
+
+Shutdown (SIGINT, SIGTERM, or leaving the REPL) stops taking messages and jobs, lets running
+turns and cron runs finish (or records them as failed after a grace period), waits for
+background extraction (which records what it could not finish, for retry), and closes the
+database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import HermesError
+from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+
+log = logging.getLogger("hermes.daemon")
+
+# How long shutdown waits for running turns, cron runs and background work.
+TURN_GRACE_SECONDS = 60.0
+BACKGROUND_GRACE_SECONDS = 30.0
+IDLE_CHECK_MINUTES = 10
+EXTRACTION_RETRY_MINUTES = 30
+CRON_RELOAD_SECONDS = 60
+
+
+# --------------------------------------------------------------------------- one per home
+class HomeLock:
+    """An exclusive ``fcntl`` lock on ``<home>/hermes.lock``: one daemon per home.
+
+    The kernel drops the lock when the process dies, so a crash never leaves a stale lock.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / "hermes.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise HermesError(
+                f"Another Hermes daemon (pid {holder}) is already running on "
+                f"{self.path.parent}; only one may run per home.") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+# --------------------------------------------------------------------------- set-up helpers
+def setup_logging(settings: Any, *, console: Any = None) -> None:
+    """Log to ``<home>/hermes.log`` and the console, at the configured levels."""
+    config = settings.logging
+    settings.home_path.mkdir(parents=True, exist_ok=True)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    file_handler = logging.FileHandler(settings.home_path / "hermes.log", encoding="utf-8")
+    file_handler.setLevel(config.file_level)
+    file_handler.setFormatter(fmt)
+    console_handler = logging.StreamHandler(console or sys.stderr)
+    console_handler.setLevel(config.level)
+    console_handler.setFormatter(fmt)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_hermes", False):
+            root.removeHandler(handler)
+            handler.close()
+    for handler in (file_handler, console_handler):
+        handler._hermes = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+    root.setLevel(min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
+    # Libraries that narrate every step at INFO: only their warnings, unless debugging.
+    quiet = logging.DEBUG if "DEBUG" in (config.level, config.file_level) else logging.WARNING
+    for name in ("apscheduler", "LiteLLM", "litellm", "httpx", "discord.gateway"):
+        logging.getLogger(name).setLevel(quiet)
+
+
+def read_dotenv(path: Path, key: str) -> str | None:
+    """One value from a ``.env`` file (KEY=value lines; quotes stripped), if there."""
+    if not path.is_file():
+        return None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and name.strip() == key:
+            return value.strip().strip("'\"") or None
+    return None
+
+
+def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str | None:
+    """config ``discord.token``, else ``$DISCORD_TOKEN``, else DISCORD_TOKEN in ``<home>/.env``."""
+    environ = os.environ if environ is None else environ
+    return (settings.discord.token or environ.get("DISCORD_TOKEN")
+            or read_dotenv(settings.home_path / ".env", "DISCORD_TOKEN"))
+
+
+def build_agent(rt: Any) -> tuple[Any, Any | None]:
+    """The agent, with the extraction worker attached when it is installed and enabled."""
+    from hermes.agent.turn import Agent
+
+    agent = Agent(rt)
+    try:
+        from hermes.learn.worker import ExtractionWorker
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("hermes.learn", "hermes.learn.worker"):
+            raise           # a broken import inside the worker is a bug, not "not installed"
+        log.warning("hermes.learn.worker is not installed: no fact extraction after replies "
+                    "and no extraction retries")
+        return agent, None
+
+    worker = ExtractionWorker(rt)
+    if not worker.enabled:
+        log.info("fact extraction is off (extraction.enabled, or no model configured)")
+        return agent, None
+    worker.attach(agent)
+    return agent, worker
+
+
+# --------------------------------------------------------------------------- the daemon
+class Daemon:
+    def __init__(self, rt: Any, *, repl: bool, token: str | None = None,
+                 turn_grace: float = TURN_GRACE_SECONDS,
+                 background_grace: float = BACKGROUND_GRACE_SECONDS) -> None:
+        self.rt = rt
+        self.want_repl = repl
+        self.token = token
+        self.turn_grace = turn_grace
+        self.background_grace = background_grace
+        self.lock = HomeLock(rt.settings.home_path)
+        self.bot: Any = None
+        self.repl: Any = None
+        self.worker: Any = None
+        self.scheduler: Any = None
+        self.runner: CronRunner | None = None
+        self._stop = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._jobs: set[asyncio.Task[Any]] = set()
+
+    def request_stop(self, why: str = "request") -> None:
+        if not self._stop.is_set():
+            log.info("hermes: stopping (%s)", why)
+        self._stop.set()
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def run(self) -> None:
+        """Run until stopped. Raises HermesError when another daemon holds the home."""
+        self.lock.acquire()
+        try:
+            await self._run()
+        finally:
+            self.lock.release()
+
+    async def _run(self) -> None:
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop, sig.name)
+        try:
+            agent, self.worker = build_agent(self.rt)
+            CronStore.from_runtime(self.rt).sync_config(self.rt.settings.cron.jobs)
+            deliverers: dict[str, Callable[[CronJob, str, str], Awaitable[None]]] = {
+                "terminal": self._deliver_terminal}
+            if self.token:
+                from hermes.frontends.discord_bot import HermesBot
+
+                self.bot = HermesBot(self.rt, agent)
+                deliverers["discord"] = self.bot.deliver
+                self._spawn(self._run_discord(), "hermes-discord")
+            self.runner = CronRunner.from_runtime(self.rt, agent_prompt_runner(self.rt, agent),
+                                                  deliverers)
+            self.scheduler = AsyncIOScheduler(
+                timezone=timezone_for(self.rt.settings.cron.timezone))
+            self._add_builtin_jobs(agent)
+            self.scheduler.start()
+            self.runner.schedule_all(self.scheduler)
+            self._spawn(self._startup_work(agent), "hermes-startup")
+            if self.want_repl:
+                from hermes.frontends.repl import Repl
+
+                self.repl = Repl(self.rt, agent)
+                self._spawn(self._run_repl(), "hermes-repl")
+            log.info("hermes: running (discord: %s, repl: %s, cron jobs: %d, home: %s)",
+                     "on" if self.bot else "off (no token)", "on" if self.repl else "off",
+                     len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
+                     self.rt.settings.home_path)
+            await self._stop.wait()
+        finally:
+            await self._shutdown()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    # ------------------------------------------------------------------ front-ends
+    async def _run_discord(self) -> None:
+        import discord
+
+        config = self.rt.settings.discord
+        if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
+            log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
+                        "allowed_channels), so nobody will be served")
+        try:
+            await self.bot.start(self.token)
+        except discord.PrivilegedIntentsRequired:
+            log.error("discord: enable 'Message Content Intent' for the bot in the Developer "
+                      "Portal (Bot settings). Running without Discord.")
+        except discord.LoginFailure:
+            log.error("discord: the token was rejected; check discord.token / DISCORD_TOKEN. "
+                      "Running without Discord.")
+        except Exception:
+            log.exception("discord: the client stopped; running without Discord")
+
+    async def _run_repl(self) -> None:
+        try:
+            await self.repl.run()
+        finally:
+            self.request_stop("the REPL was closed")
+
+    async def _deliver_terminal(self, job: CronJob, target: str, text: str) -> None:
+        if self.repl is not None:
+            self.repl.emit("cron", f"[cron {job.name}]\n{text}")
+        else:
+            print(f"[cron {job.name}]\n{text}", flush=True)
+
+    # ------------------------------------------------------------------ built-in jobs
+    def _job(self, name: str, work: Callable[[], Awaitable[Any]], *,
+             track: bool = True) -> Callable[[], Awaitable[None]]:
+        """A job that logs its failure instead of raising; ``track``: shutdown waits for it."""
+
+        async def job() -> None:
+            task = asyncio.current_task()
+            if task is not None and track:
+                self._jobs.add(task)
+            try:
+                await work()
+            except asyncio.CancelledError:
+                log.warning("%s: cancelled by shutdown; it runs again at the next start", name)
+                raise
+            except Exception:
+                log.exception("%s failed; it runs again at its next time", name)
+            finally:
+                if task is not None:
+                    self._jobs.discard(task)
+
+        job.__name__ = name
+        return job
+
+    def _add_builtin_jobs(self, agent: Any) -> None:
+        settings = self.rt.settings
+        add = self.scheduler.add_job
+        defaults = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None,
+                    "replace_existing": True}
+        add(self._job("context refresh", lambda: self.refresh_contexts(agent)), "interval",
+            hours=settings.context.refresh_hours, id="builtin:context", **defaults)
+        add(self._job("idle sessions", lambda: self.close_idle(agent)), "interval",
+            minutes=IDLE_CHECK_MINUTES, id="builtin:idle", **defaults)
+        if self.worker is not None:
+            add(self._job("extraction retry", self.worker.retry_failed), "interval",
+                minutes=EXTRACTION_RETRY_MINUTES, id="builtin:extraction-retry", **defaults)
+        add(self._job("cron reload", self._reload_cron), "interval",
+            seconds=CRON_RELOAD_SECONDS, id="builtin:cron-reload", **defaults)
+
+    async def _reload_cron(self) -> None:
+        assert self.runner is not None
+        self.runner.schedule_all(self.scheduler)
+
+    def _users(self) -> list[str]:
+        from hermes.memory.sessions import SessionStore
+
+        return SessionStore.from_runtime(self.rt).users()
+
+    async def refresh_contexts(self, agent: Any, *, only_stale: bool = False) -> list[str]:
+        """Rewrite each user's context file (at start: only those older than the period)."""
+        from hermes.memory import context
+
+        max_age = timedelta(hours=self.rt.settings.context.refresh_hours)
+        oldest = self.rt.clock.now().timestamp() - max_age.total_seconds()
+        done = []
+        for user in self._users():
+            path = context.path_for(self.rt, user)
+            if only_stale and path.exists() and path.stat().st_mtime > oldest:
+                continue
+            try:
+                await context.refresh(self.rt, user, agent.background_llm)
+                done.append(user)
+            except Exception:
+                log.exception("context refresh for %s failed; the old file stays", user)
+        if done:
+            log.info("context refreshed for %d user(s)", len(done))
+        return done
+
+    async def close_idle(self, agent: Any) -> None:
+        from hermes.agent import summarize
+
+        outcomes = await summarize.close_idle(self.rt, agent.background_llm)
+        if outcomes:
+            log.info("idle sessions: %d summarised", len(outcomes))
+
+    async def _startup_work(self, agent: Any) -> None:
+        """Catch up what happened while Hermes was down; each step skipped once stopping."""
+        assert self.runner is not None
+        runner = self.runner
+
+        async def catch_up() -> None:
+            done = await runner.catch_up()
+            log.info("cron catch-up done (%d run(s))", len(done))
+
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+            ("cron catch-up", catch_up),
+            ("context refresh at start", lambda: self.refresh_contexts(agent, only_stale=True)),
+            ("idle sessions at start", lambda: self.close_idle(agent)),
+        ]
+        if self.worker is not None:
+            worker = self.worker
+
+            async def extraction_catch_up() -> None:
+                worker.catch_up()
+
+            steps.append(("extraction catch-up", extraction_catch_up))
+        for name, work in steps:
+            if self._stop.is_set():
+                return
+            # Untracked: a cron run in here is waited for as a cron run (turn grace).
+            await self._job(name, work, track=False)()
+
+    # ------------------------------------------------------------------ shutdown
+    async def _shutdown(self) -> None:
+        log.info("hermes: no longer taking messages or starting jobs")
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.pause()
+        if self.bot is not None:
+            self.bot.accepting = False
+        # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
+        # extraction they scheduled. Worst case: turn_grace + background_grace.
+        await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
+                             self._drain_jobs())
+        if self.worker is not None:
+            cancelled = await self.worker.drain(self.background_grace)
+            if cancelled:
+                log.warning("extraction: %d run(s) cut short; recorded for retry", cancelled)
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        if self.bot is not None and not self.bot.is_closed():
+            await self.bot.close()
+        for task in list(self._tasks):
+            if task is not asyncio.current_task() and not task.done():
+                task.cancel()
+        await asyncio.gather(*[t for t in self._tasks if t is not asyncio.current_task()],
+                             return_exceptions=True)
+        self.rt.close()
+        log.info("hermes: stopped cleanly")
+
+
+    async def _drain_bot(self) -> None:
+        if self.bot is not None:
+            cut = await self.bot.drain(self.turn_grace)
+            if cut:
+                log.warning("discord: %d turn(s) did not finish in time and were stopped", cut)
+
+    async def _drain_repl(self) -> None:
+        reply = getattr(self.repl, "_reply", None)
+        if reply is None or reply.done():
+            return
+        _, late = await asyncio.wait({reply}, timeout=self.turn_grace)
+        if late:
+            self.repl.stop_reply()
+            await self.repl.wait_reply()
+
+    async def _drain_cron(self) -> None:
+        if self.runner is not None:
+            await self.runner.wait_running(self.turn_grace)
+
+    async def _drain_jobs(self) -> None:
+        jobs = [t for t in self._jobs if not t.done()]
+        if not jobs:
+            return
+        _, late = await asyncio.wait(jobs, timeout=self.background_grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
+
+def run_daemon(rt: Any, *, repl: bool) -> None:
+    """Entry point for `hermes run`: logging, the token, and the loop."""
+    token = discord_token(rt.settings)
+    if repl:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        with patch_stdout(raw=True):
+            setup_logging(rt.settings, console=sys.stderr)
+            asyncio.run(Daemon(rt, repl=True, token=token).run())
+    else:
+        setup_logging(rt.settings)
+        asyncio.run(Daemon(rt, repl=False, token=token).run())

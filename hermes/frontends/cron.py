@@ -1,0 +1,632 @@
+"""Scheduled prompts: jobs in the database, their fire times, and running each at most once.
+
+A job is a prompt run through the turn engine as a ``cron`` session on a schedule (a cron
+expression or an interval such as ``every 30m``, in ``cron.timezone``) and delivered to a
+Discord channel, the terminal or a file under the home. Jobs come from ``config.yaml``
+(``cron.jobs``, synced at every entry point) or from ``hermes cron add``.
+
+At most once per scheduled time: before a job runs, its run row ``(job_id, scheduled_for)`` is
+inserted; the UNIQUE key makes a second claim of the same fire time fail, whether it comes from
+the same process, a restarted one, or a manual run racing the scheduler. Fire times are
+computed from the job's trigger and the last recorded scheduled run, never from APScheduler's
+in-memory state, so a restart knows exactly what it missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import sqlite_utils
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from hermes.clock import Clock, SystemClock, parse_ts, to_ts
+from hermes.config import CronJobConfig
+from hermes.errors import ConfigError, HermesError, NotFound
+from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
+
+SILENT = "[SILENT]"
+# The live scheduler calls us a few milliseconds after a fire time; never call that "missed".
+MIN_GRACE = timedelta(minutes=1)
+# After a long outage, record at most this many missed fire times per job (the rest are logged).
+MAX_MISSED_RECORDS = 100
+# How far a resume looks for fire times that passed while the job was paused.
+MAX_SKIP_SCAN = 100_000
+
+RunStatus = Literal["running", "ok", "silent", "failed", "missed"]
+
+_INTERVAL = re.compile(
+    r"^every\s+(\d+)\s*(m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$", re.IGNORECASE
+)
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# APScheduler 3 numbers weekdays from Monday=0 and rejects 7; crontab has Sunday=0 (and 7).
+# Rewriting numeric weekdays to names gives crontab meaning in both.
+_CRON_DOW = {"0": "sun", "1": "mon", "2": "tue", "3": "wed", "4": "thu", "5": "fri", "6": "sat",
+             "7": "sun"}
+SCHEDULE_HELP = "use a cron expression like '0 8 * * *' or an interval like 'every 30m'"
+
+
+class ScheduleError(HermesError):
+    """A schedule or delivery target that cannot be used."""
+
+
+# --------------------------------------------------------------------------- records
+@dataclass
+class CronJob:
+    id: int
+    name: str
+    user: str
+    schedule: str
+    prompt: str
+    deliver: str
+    enabled: bool
+    origin: str          # cli | config | builtin
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CronRun:
+    id: int
+    job_id: int
+    job_name: str
+    scheduled_for: str
+    kind: str            # schedule | manual
+    status: RunStatus
+    output: str | None
+    session_id: int | None
+    started_at: str | None
+    finished_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunOutcome:
+    """What running a job's prompt produced."""
+
+    text: str
+    session_id: int | None = None
+    error: str | None = None
+
+
+# --------------------------------------------------------------------------- schedules
+def timezone_for(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"cron.timezone: unknown time zone {name!r} (e.g. UTC, "
+                          "Europe/Berlin)") from None
+
+
+def _crontab_weekdays(field_text: str) -> str:
+    pieces = []
+    for piece in field_text.split(","):
+        base, slash, step = piece.partition("/")
+        lo, dash, hi = base.partition("-")
+        lo = _CRON_DOW.get(lo, lo)
+        hi = _CRON_DOW.get(hi, hi)
+        pieces.append((f"{lo}-{hi}" if dash else lo) + (f"/{step}" if slash else ""))
+    return ",".join(pieces)
+
+
+def parse_schedule(schedule: str, tz: str, *, anchor: datetime | None = None) -> BaseTrigger:
+    """A trigger for ``schedule``: a 5-field cron expression or ``every N m|h|d|w``.
+
+    Intervals count from ``anchor`` (the job's creation): the first run is one interval later.
+    """
+    zone = timezone_for(tz)
+    text = " ".join(schedule.split())
+    match = _INTERVAL.match(text)
+    if match:
+        amount = int(match.group(1))
+        if amount <= 0:
+            raise ScheduleError(f"schedule {schedule!r}: the interval must be positive")
+        delta = timedelta(**{_UNITS[match.group(2)[0].lower()]: amount})
+        start = (anchor or SystemClock().now()) + delta
+        return IntervalTrigger(seconds=int(delta.total_seconds()), start_date=start,
+                               timezone=zone)
+    fields = text.split(" ")
+    if len(fields) != 5:
+        raise ScheduleError(f"schedule {schedule!r}: {SCHEDULE_HELP}")
+    fields[4] = _crontab_weekdays(fields[4])
+    try:
+        return CronTrigger.from_crontab(" ".join(fields), timezone=zone)
+    except ValueError as exc:
+        raise ScheduleError(f"schedule {schedule!r}: {exc}; {SCHEDULE_HELP}") from None
+
+
+def file_target(home: Path, target: str) -> Path:
+    """The file a ``file:<path>`` delivery writes to; it must stay under the home."""
+    path = Path(target).expanduser()
+    resolved = (path if path.is_absolute() else home / path).resolve()
+    if not resolved.is_relative_to(home.resolve()):
+        raise ScheduleError(f"deliver file:{target}: the file must be under the home ({home})")
+    return resolved
+
+
+def check_deliver(deliver: str, home: Path) -> str:
+    """Validate a delivery target: ``discord:<channel id>``, ``terminal`` or ``file:<path>``."""
+    kind, _, rest = deliver.partition(":")
+    if deliver == "terminal":
+        return deliver
+    if kind == "discord" and rest.isdigit():
+        return deliver
+    if kind == "file" and rest:
+        file_target(home, rest)
+        return deliver
+    raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
+                        "file:<path under the home>")
+
+
+def trigger_for(job: CronJob, tz: str) -> BaseTrigger:
+    return parse_schedule(job.schedule, tz, anchor=parse_ts(job.created_at))
+
+
+@dataclass
+class Plan:
+    due: datetime | None = None                             # run this fire time now
+    missed: list[datetime] = field(default_factory=list)   # record these as missed
+    folded: list[datetime] = field(default_factory=list)   # within grace, folded into `due`
+    uncounted: bool = False                                 # more missed than recorded
+
+
+def plan_runs(trigger: BaseTrigger, *, now: datetime, last_fire: datetime | None,
+              created_at: datetime, grace: timedelta) -> Plan:
+    """Which fire times after ``last_fire`` (or since ``created_at``) are due, missed, folded.
+
+    The latest fire time no older than ``grace`` runs once; earlier ones in the window are
+    folded into it (a catch-up runs a job once, not once per missed time); older ones are missed.
+    """
+    grace = max(grace, MIN_GRACE)
+    window_start = now - grace
+    plan = Plan()
+    # Missed: from the last run (or creation) to the start of the grace window, capped.
+    fire = (trigger.get_next_fire_time(last_fire, now) if last_fire is not None
+            else trigger.get_next_fire_time(None, created_at + timedelta(microseconds=1)))
+    while fire is not None and fire < window_start:
+        if len(plan.missed) >= MAX_MISSED_RECORDS:
+            plan.uncounted = True
+            break
+        plan.missed.append(fire)
+        fire = trigger.get_next_fire_time(fire, now)
+    # Due: fire times inside the window (jump there directly after a long outage).
+    if plan.uncounted:
+        fire = trigger.get_next_fire_time(None, window_start)
+    in_window: list[datetime] = []
+    while fire is not None and fire <= now:
+        if last_fire is None or fire > last_fire:
+            in_window.append(fire)
+        fire = trigger.get_next_fire_time(fire, fire)
+    if in_window:
+        plan.due = in_window[-1]
+        plan.folded = in_window[:-1]
+    return plan
+
+
+# --------------------------------------------------------------------------- the store
+def _job(row: dict[str, Any]) -> CronJob:
+    return CronJob(id=row["id"], name=row["name"], user=row["user"], schedule=row["schedule"],
+                   prompt=row["prompt"], deliver=row["deliver"], enabled=bool(row["enabled"]),
+                   origin=row["origin"], created_at=row["created_at"])
+
+
+def _run(row: dict[str, Any]) -> CronRun:
+    return CronRun(id=row["id"], job_id=row["job_id"], job_name=row["name"],
+                   scheduled_for=row["scheduled_for"], kind=row["kind"], status=row["status"],
+                   output=row["output"], session_id=row["session_id"],
+                   started_at=row["started_at"], finished_at=row["finished_at"])
+
+
+class CronStore:
+    """Cron jobs and their runs. Jobs are the operator's configuration, named uniquely."""
+
+    def __init__(self, db: sqlite_utils.Database, *, timezone: str = "UTC", home: Path,
+                 clock: Clock | None = None) -> None:
+        self.db = db
+        self.timezone = timezone
+        self.home = home
+        self.clock = clock or SystemClock()
+
+    @classmethod
+    def from_runtime(cls, rt: Any) -> CronStore:
+        return cls(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
+                   clock=rt.clock)
+
+    def _rows(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
+        cursor = self.db.execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # ---- jobs
+    def add(self, name: str, user: str, schedule: str, prompt: str, deliver: str = "terminal",
+            *, enabled: bool = True, origin: str = "cli") -> CronJob:
+        name = name.strip()
+        if not name or not prompt.strip():
+            raise ScheduleError("a cron job needs a name and a prompt")
+        parse_schedule(schedule, self.timezone)
+        check_deliver(deliver, self.home)
+        with write_transaction(self.db):
+            try:
+                self.db.execute(
+                    "INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, enabled, "
+                    "origin, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (name, user, schedule, prompt, deliver, int(enabled), origin,
+                     to_ts(self.clock.now())),
+                )
+            except sqlite3.IntegrityError:
+                raise ScheduleError(f"a cron job named {name!r} already exists; remove it "
+                                    "first or pick another name") from None
+        return self.get(name)
+
+    def get(self, name: str, *, user: str | None = None) -> CronJob:
+        rows = self._rows("SELECT * FROM cron_jobs WHERE name = ?", (name,))
+        if not rows or (user is not None and rows[0]["user"] != user):
+            raise NotFound(f"no cron job named {name!r} (see `hermes cron list`)")
+        return _job(rows[0])
+
+    def get_by_id(self, job_id: int) -> CronJob | None:
+        rows = self._rows("SELECT * FROM cron_jobs WHERE id = ?", (job_id,))
+        return _job(rows[0]) if rows else None
+
+    def list(self, *, user: str | None = None, enabled_only: bool = False) -> list[CronJob]:
+        sql = "SELECT * FROM cron_jobs WHERE 1"
+        params: list[Any] = []
+        if user is not None:
+            sql += " AND user = ?"
+            params.append(user)
+        if enabled_only:
+            sql += " AND enabled = 1"
+        return [_job(r) for r in self._rows(sql + " ORDER BY name", tuple(params))]
+
+    def remove(self, name: str, *, user: str | None = None) -> CronJob:
+        job = self.get(name, user=user)
+        if job.origin == "config":
+            raise ScheduleError(f"cron job {name!r} comes from config.yaml; remove it there "
+                                "(or pause it with `hermes cron pause`)")
+        with write_transaction(self.db):
+            self.db.execute("DELETE FROM cron_jobs WHERE id = ?", (job.id,))
+        return job
+
+    def set_enabled(self, name: str, enabled: bool, *, user: str | None = None) -> CronJob:
+        """Pause or resume. Fire times that passed while paused are recorded as skipped, so a
+        resume never runs one of them."""
+        job = self.get(name, user=user)
+        if enabled and not job.enabled:
+            self._skip_paused(job)
+        with write_transaction(self.db):
+            self.db.execute("UPDATE cron_jobs SET enabled = ? WHERE id = ?", (int(enabled), job.id))
+        return self.get(name)
+
+    def _skip_paused(self, job: CronJob) -> None:
+        now = self.clock.now()
+        trigger = trigger_for(job, self.timezone)
+        last = self.last_scheduled(job.id)
+        fire = (trigger.get_next_fire_time(last, now) if last is not None else
+                trigger.get_next_fire_time(None, parse_ts(job.created_at)
+                                           + timedelta(microseconds=1)))
+        skipped: list[datetime] = []
+        for _ in range(MAX_SKIP_SCAN):
+            if fire is None or fire > now:
+                break
+            skipped = [*skipped[-(MAX_MISSED_RECORDS - 1):], fire]
+            fire = trigger.get_next_fire_time(fire, fire)
+        for when in skipped:      # the latest ones: the newest bounds what a resume may run
+            self.record_missed(job.id, when, "skipped: the job was paused")
+
+    def sync_config(self, jobs: list[CronJobConfig]) -> None:
+        """Make the database's config jobs match ``cron.jobs``.
+
+        Schedule, prompt, user and delivery follow the config. A pause from the command line
+        survives a restart; ``enabled: false`` in the config always pauses.
+        """
+        for job in jobs:
+            parse_schedule(job.schedule, self.timezone)
+            check_deliver(job.deliver, self.home)
+        names = [job.name for job in jobs]
+        if len(set(names)) != len(names):
+            raise ConfigError("cron.jobs: two jobs have the same name")
+        with write_transaction(self.db):
+            existing = {r["name"]: r for r in self._rows("SELECT * FROM cron_jobs")}
+            for job in jobs:
+                row = existing.get(job.name)
+                if row is None:
+                    self.db.execute(
+                        "INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, enabled, "
+                        "origin, created_at) VALUES (?, ?, ?, ?, ?, ?, 'config', ?)",
+                        (job.name, job.user, job.schedule, job.prompt, job.deliver,
+                         int(job.enabled), to_ts(self.clock.now())),
+                    )
+                elif row["origin"] != "config":
+                    raise ConfigError(f"cron.jobs: {job.name!r} is also a job added with "
+                                      "`hermes cron add`; rename one of them")
+                else:
+                    enabled = bool(row["enabled"]) and job.enabled
+                    self.db.execute(
+                        "UPDATE cron_jobs SET user = ?, schedule = ?, prompt = ?, deliver = ?, "
+                        "enabled = ? WHERE id = ?",
+                        (job.user, job.schedule, job.prompt, job.deliver, int(enabled), row["id"]),
+                    )
+            for name, row in existing.items():
+                if row["origin"] == "config" and name not in names:
+                    self.db.execute("DELETE FROM cron_jobs WHERE id = ?", (row["id"],))
+
+    # ---- runs
+    def runs(self, *, name: str | None = None, user: str | None = None,
+             limit: int = 20) -> list[CronRun]:
+        sql = ("SELECT r.*, j.name FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id "
+               "WHERE 1")
+        params: list[Any] = []
+        if name is not None:
+            sql += " AND j.name = ?"
+            params.append(name)
+        if user is not None:
+            sql += " AND j.user = ?"
+            params.append(user)
+        sql += " ORDER BY r.scheduled_for DESC, r.id DESC LIMIT ?"
+        params.append(limit)
+        return [_run(r) for r in self._rows(sql, tuple(params))]
+
+    def get_run(self, run_id: int) -> CronRun:
+        rows = self._rows("SELECT r.*, j.name FROM cron_runs r JOIN cron_jobs j "
+                          "ON j.id = r.job_id WHERE r.id = ?", (run_id,))
+        if not rows:
+            raise NotFound(f"no cron run {run_id}")
+        return _run(rows[0])
+
+    def last_scheduled(self, job_id: int) -> datetime | None:
+        """The latest fire time already handled (run, running, failed or missed)."""
+        row = self.db.execute(
+            "SELECT max(scheduled_for) FROM cron_runs WHERE job_id = ? AND kind = 'schedule'",
+            (job_id,),
+        ).fetchone()
+        return parse_ts(row[0]) if row and row[0] else None
+
+    def claim(self, job_id: int, scheduled_for: datetime, *, kind: str = "schedule") -> int | None:
+        """Insert the run row for this fire time; None when it was already claimed."""
+        with write_transaction(self.db):
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO cron_runs (job_id, scheduled_for, kind, status, "
+                "started_at) VALUES (?, ?, ?, 'running', ?)",
+                (job_id, to_ts(scheduled_for), kind, to_ts(self.clock.now())),
+            )
+            return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    def record_missed(self, job_id: int, scheduled_for: datetime, note: str) -> bool:
+        with write_transaction(self.db):
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO cron_runs (job_id, scheduled_for, kind, status, output, "
+                "finished_at) VALUES (?, ?, 'schedule', 'missed', ?, ?)",
+                (job_id, to_ts(scheduled_for), note, to_ts(self.clock.now())),
+            )
+            return cursor.rowcount == 1
+
+    def finish(self, run_id: int, status: RunStatus, output: str | None,
+               session_id: int | None = None) -> None:
+        with write_transaction(self.db):
+            self.db.execute(
+                "UPDATE cron_runs SET status = ?, output = ?, session_id = ?, finished_at = ? "
+                "WHERE id = ?",
+                (status, output, session_id, to_ts(self.clock.now()), run_id),
+            )
+
+    def fail_interrupted(self, note: str) -> int:
+        """Runs left 'running' by a process that stopped: recorded as failed, never re-run."""
+        with write_transaction(self.db):
+            cursor = self.db.execute(
+                "UPDATE cron_runs SET status = 'failed', output = coalesce(output, '') || ?, "
+                "finished_at = ? WHERE status = 'running'",
+                (note, to_ts(self.clock.now())),
+            )
+            return cursor.rowcount
+
+
+# --------------------------------------------------------------------------- running jobs
+PromptRunner = Callable[[CronJob], Awaitable[RunOutcome]]
+Deliverer = Callable[[CronJob, str, str], Awaitable[None]]   # (job, target, text)
+
+
+class CronRunner:
+    """Plans, claims, runs, delivers and records cron jobs. Holds no schedule state itself."""
+
+    def __init__(self, store: CronStore, run_prompt: PromptRunner, *, grace: timedelta,
+                 deliverers: dict[str, Deliverer] | None = None) -> None:
+        self.store = store
+        self.run_prompt = run_prompt
+        self.grace = grace
+        self.deliverers: dict[str, Deliverer] = {"file": self._deliver_file,
+                                                 "terminal": _deliver_stdout}
+        self.deliverers.update(deliverers or {})
+        self._running: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def from_runtime(cls, rt: Any, run_prompt: PromptRunner,
+                     deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
+        return cls(CronStore.from_runtime(rt), run_prompt,
+                   grace=timedelta(minutes=rt.settings.cron.grace_minutes), deliverers=deliverers)
+
+    @property
+    def clock(self) -> Clock:
+        return self.store.clock
+
+    def plan(self, job: CronJob, now: datetime | None = None) -> Plan:
+        return plan_runs(trigger_for(job, self.store.timezone), now=now or self.clock.now(),
+                         last_fire=self.store.last_scheduled(job.id),
+                         created_at=parse_ts(job.created_at), grace=self.grace)
+
+    async def tick(self, job_id: int) -> CronRun | None:
+        """Handle whatever is due for one job now: record misses, run the due fire time once."""
+        job = self.store.get_by_id(job_id)
+        if job is None or not job.enabled:
+            return None
+        plan = self.plan(job)
+        for fire in plan.missed:
+            self.store.record_missed(job.id, fire, "missed: not run at its time (Hermes was "
+                                     "down) and later than the grace window")
+        if plan.uncounted:
+            log.warning("cron job %s: more than %d missed runs; recorded the first %d",
+                        job.name, MAX_MISSED_RECORDS, MAX_MISSED_RECORDS)
+        for fire in plan.folded:
+            self.store.record_missed(job.id, fire, f"folded into the run for {to_ts(plan.due)}"
+                                     if plan.due else "folded")
+        if plan.due is None:
+            return None
+        return await self.execute(job, plan.due)
+
+    async def catch_up(self) -> list[CronRun]:
+        """At start: runs left 'running' are failed; each job's due or missed times handled."""
+        interrupted = self.store.fail_interrupted(
+            "\n[interrupted: Hermes stopped during this run; it is not run again]")
+        if interrupted:
+            log.warning("cron: %d run(s) were interrupted by a stop; recorded as failed",
+                        interrupted)
+        done = []
+        for job in self.store.list(enabled_only=True):
+            run = await self.tick(job.id)
+            if run is not None:
+                done.append(run)
+        return done
+
+    async def run_now(self, name: str, *, user: str | None = None) -> CronRun:
+        """A manual run (``hermes cron run``), outside the schedule."""
+        job = self.store.get(name, user=user)
+        run = await self.execute(job, self.clock.now(), kind="manual")
+        assert run is not None  # a manual run's time is unique
+        return run
+
+    async def execute(self, job: CronJob, scheduled_for: datetime, *,
+                      kind: str = "schedule") -> CronRun | None:
+        run_id = self.store.claim(job.id, scheduled_for, kind=kind)
+        if run_id is None:
+            log.info("cron job %s at %s: already claimed, not run again", job.name,
+                     to_ts(scheduled_for))
+            return None
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        try:
+            await self._run_claimed(job, run_id)
+        except asyncio.CancelledError:
+            self.store.finish(run_id, "failed", "[cancelled: Hermes was shutting down]")
+            raise
+        finally:
+            if task is not None:
+                self._running.discard(task)
+        return self.store.get_run(run_id)
+
+    async def _run_claimed(self, job: CronJob, run_id: int) -> None:
+        log.info("cron job %s: running (run %d)", job.name, run_id)
+        await self._attempt(job, run_id)
+        run = self.store.get_run(run_id)
+        log.log(logging.WARNING if run.status == "failed" else logging.INFO,
+                "cron job %s: run %d %s", job.name, run_id, run.status)
+
+    async def _attempt(self, job: CronJob, run_id: int) -> None:
+        try:
+            outcome = await self.run_prompt(job)
+        except Exception as exc:
+            log.exception("cron job %s: the turn failed", job.name)
+            self.store.finish(run_id, "failed", f"[error: {exc}]")
+            return
+        if outcome.error:
+            self.store.finish(run_id, "failed", f"{outcome.text}\n[error: {outcome.error}]"
+                              .strip(), outcome.session_id)
+            return
+        if outcome.text.strip() == SILENT:
+            self.store.finish(run_id, "silent", outcome.text, outcome.session_id)
+            return
+        try:
+            await self.deliver(job, outcome.text)
+        except Exception as exc:
+            log.exception("cron job %s: delivery to %s failed", job.name, job.deliver)
+            self.store.finish(run_id, "failed",
+                              f"{outcome.text}\n[delivery to {job.deliver} failed: {exc}]",
+                              outcome.session_id)
+            return
+        self.store.finish(run_id, "ok", outcome.text, outcome.session_id)
+
+    async def deliver(self, job: CronJob, text: str) -> None:
+        kind, _, target = job.deliver.partition(":")
+        deliverer = self.deliverers.get(kind)
+        if deliverer is None:
+            raise ScheduleError(f"no {kind} delivery here (Discord delivery needs `hermes run` "
+                                "with a Discord token)")
+        await deliverer(job, target, text)
+
+    async def _deliver_file(self, job: CronJob, target: str, text: str) -> None:
+        path = file_target(self.store.home, target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = self.clock.now().strftime("%Y-%m-%d %H:%M UTC")
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"## {job.name} ({stamp})\n\n{text.rstrip()}\n\n")
+
+    async def wait_running(self, timeout: float | None = None) -> None:
+        """Let running jobs finish (at shutdown); any left are cancelled and recorded failed."""
+        pending = {t for t in self._running if t is not asyncio.current_task()}
+        if not pending:
+            return
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.gather(*still, return_exceptions=True)
+
+    # ---- APScheduler wiring
+    def schedule_all(self, scheduler: Any) -> None:
+        """Make the scheduler's cron jobs match the enabled jobs in the database."""
+        wanted = {f"cron:{job.id}": job for job in self.store.list(enabled_only=True)}
+        for existing in scheduler.get_jobs():
+            if existing.id.startswith("cron:") and existing.id not in wanted:
+                scheduler.remove_job(existing.id)
+        for job_key, job in wanted.items():
+            current = scheduler.get_job(job_key)
+            signature = (job.schedule, self.store.timezone)
+            if current is not None and getattr(current, "kwargs", {}).get("_sig") == signature:
+                continue
+            scheduler.add_job(
+                self._scheduled, trigger_for(job, self.store.timezone), id=job_key,
+                name=f"cron {job.name}", kwargs={"job_id": job.id, "_sig": signature},
+                replace_existing=True, coalesce=True, max_instances=1,
+                # Lateness is judged by plan_runs against cron.grace_minutes, not by APScheduler.
+                misfire_grace_time=None,
+            )
+
+    async def _scheduled(self, job_id: int, _sig: tuple[str, str]) -> None:
+        try:
+            await self.tick(job_id)
+        except Exception:
+            log.exception("cron job %d: scheduling failed", job_id)
+
+
+async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
+    print(f"[cron {job.name}]\n{text}", flush=True)
+
+
+def agent_prompt_runner(rt: Any, agent: Any) -> PromptRunner:
+    """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
+    from hermes.memory.sessions import SessionStore
+
+    sessions = SessionStore.from_runtime(rt)
+
+    async def run(job: CronJob) -> RunOutcome:
+        session = sessions.create(job.user, "cron", channel_key=f"cron:{job.name}",
+                                  title=job.name)
+        result = await agent.turn(job.user, session.id, job.prompt, speaker="cron").run()
+        return RunOutcome(text=result.text, session_id=session.id, error=result.error)
+
+    return run

@@ -1,0 +1,353 @@
+"""The Discord front-end: a discord.py Client that turns allowed messages into agent turns.
+
+Who is served: only users on the allowlist (``discord.allowed_users``, or members with one of
+``allowed_roles``, or anyone in ``allowed_channels``); with no allowlist, nobody. A message
+from anyone else, or from a bot, is dropped before anything is stored or logged beyond an id.
+
+Where: DMs always; in servers, messages that mention the bot (``require_mention_in_guilds``).
+Each DM, each thread, and each (channel, user) pair in a server is its own Hermes session.
+Which memory: the Discord id goes through ``users.identities`` (``discord:<id>``).
+
+A reply streams into its message by edits (at most every ``edit_interval_seconds``), and is
+split into pieces under Discord's 2,000 characters with code blocks intact. Each piece is
+linked to the assistant message, so a 👍/👎 on it, by the person the reply was for, rates
+exactly the facts that were shown to the model for that reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from hermes.errors import HermesError
+from hermes.frontends.chunking import chunk_message
+from hermes.frontends.commands import MemoryCommands
+
+log = logging.getLogger(__name__)
+
+THUMBS_UP = "\N{THUMBS UP SIGN}"
+THUMBS_DOWN = "\N{THUMBS DOWN SIGN}"
+APOLOGY = "Sorry, something went wrong with that reply; it has been logged. Please try again."
+
+
+def ref_for(message_id: int, author_id: int) -> str:
+    """The message_refs key of one reply piece: the Discord message and who it was for."""
+    return f"discord:{message_id}:{author_id}"
+
+
+THREAD_TYPES = (discord.ChannelType.public_thread, discord.ChannelType.private_thread,
+                discord.ChannelType.news_thread)
+
+
+def _channel_key(guild_id: int | None, channel: Any, channel_id: int | None,
+                 author_id: int) -> str:
+    """DM, thread, or (channel, person): each its own session."""
+    if guild_id is None:
+        return f"discord:dm:{channel_id}"
+    # A cached Thread or an uncached PartialMessageable: both carry the channel type.
+    if getattr(channel, "type", None) in THREAD_TYPES:
+        return f"discord:thread:{channel_id}"
+    return f"discord:channel:{channel_id}:user:{author_id}"
+
+
+def channel_key_for(message: discord.Message) -> str:
+    return _channel_key(message.guild.id if message.guild else None, message.channel,
+                        message.channel.id, message.author.id)
+
+
+def channel_key_for_interaction(interaction: discord.Interaction) -> str:
+    return _channel_key(interaction.guild_id, interaction.channel, interaction.channel_id,
+                        interaction.user.id)
+
+
+class HermesBot(discord.Client):
+    def __init__(self, rt: Any, agent: Any, *,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 background: list[Callable[[], Awaitable[None]]] | None = None) -> None:
+        intents = discord.Intents.default()
+        # Privileged: enable "Message Content Intent" in the Developer Portal as well.
+        intents.message_content = True
+        super().__init__(intents=intents)
+        self.rt = rt
+        self.agent = agent
+        self.config = rt.settings.discord
+        self.commands = MemoryCommands(rt)
+        self.tree = app_commands.CommandTree(self)
+        self.monotonic = monotonic
+        self.accepting = True
+        self._background = list(background or [])
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._turns: set[asyncio.Task[Any]] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._add_commands()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def setup_hook(self) -> None:
+        await self._sync_commands()
+        for job in self._background:
+            task = asyncio.create_task(job(), name=f"hermes-discord-{job.__name__}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _sync_commands(self) -> None:
+        """Register the slash commands, only when they changed (syncing is rate-limited)."""
+        spec = json.dumps([c.to_dict(self.tree) for c in self.tree.get_commands()],
+                          sort_keys=True)
+        digest = hashlib.sha256(f"{self.application_id}:{spec}".encode()).hexdigest()
+        marker = self.rt.settings.home_path / "discord-commands.sha256"
+        if marker.exists() and marker.read_text(encoding="utf-8").strip() == digest:
+            log.info("discord: slash commands unchanged, not synced")
+            return
+        await self.tree.sync()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(digest + "\n", encoding="utf-8")
+        log.info("discord: slash commands synced")
+
+    async def on_ready(self) -> None:
+        log.info("discord: connected as %s (%s)", self.user, getattr(self.user, "id", "?"))
+
+    async def drain(self, timeout: float | None = None) -> int:
+        """Stop taking messages and wait for running turns; returns how many were cut short."""
+        self.accepting = False
+        pending = {t for t in self._turns if not t.done()}
+        if not pending:
+            return 0
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        await asyncio.gather(*still, return_exceptions=True)
+        return len(still)
+
+    async def close(self) -> None:
+        self.accepting = False
+        for task in list(self._tasks):
+            task.cancel()
+        await super().close()
+
+    # ------------------------------------------------------------------ who is served
+    def is_allowed(self, author: discord.abc.User, channel: Any) -> bool:
+        config = self.config
+        if author.id in config.allowed_users:
+            return True
+        if config.allowed_roles and isinstance(author, discord.Member) and any(
+                role.id in config.allowed_roles for role in author.roles):
+            return True
+        if config.allowed_channels and channel is not None:
+            ids = {getattr(channel, "id", None), getattr(channel, "parent_id", None)}
+            return bool(ids & set(config.allowed_channels))
+        return False
+
+    def user_for(self, discord_id: int) -> str:
+        return self.rt.settings.resolve_user(f"discord:{discord_id}")
+
+    def wants(self, message: discord.Message) -> bool:
+        """Should Hermes answer this message? Nothing is stored for one it does not want."""
+        if not self.accepting or message.author.bot or self.user is None:
+            return False
+        if message.author.id == self.user.id:
+            return False
+        if not self.is_allowed(message.author, message.channel):
+            log.debug("discord: ignored a message from a user not on the allowlist")
+            return False
+        if message.guild is None:
+            return True
+        return not self.config.require_mention_in_guilds or self.user in message.mentions
+
+    def text_of(self, message: discord.Message) -> str:
+        assert self.user is not None
+        text = message.content
+        for mention in (f"<@{self.user.id}>", f"<@!{self.user.id}>"):
+            text = text.replace(mention, "")
+        return text.strip()
+
+    # ------------------------------------------------------------------ messages
+    async def on_message(self, message: discord.Message) -> None:
+        if not self.wants(message):
+            return
+        text = self.text_of(message)
+        if not text:
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._turns.add(task)
+        try:
+            key = channel_key_for(message)
+            async with self._locks.setdefault(key, asyncio.Lock()):
+                await self._answer(message, key, text)
+        except Exception:
+            log.exception("discord: a turn failed")
+            try:
+                await message.reply(APOLOGY, mention_author=False)
+            except discord.DiscordException:
+                log.exception("discord: could not even send the apology")
+        finally:
+            if task is not None:
+                self._turns.discard(task)
+
+    async def _answer(self, message: discord.Message, key: str, text: str) -> None:
+        from hermes.agent import feedback
+        from hermes.memory.sessions import SessionStore
+
+        user = self.user_for(message.author.id)
+        session = SessionStore.from_runtime(self.rt).open_for(user, "discord", key)
+        turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
+        sent: list[discord.Message] = []
+        streamed = ""
+        last_edit = self.monotonic()
+        async with message.channel.typing():
+            async for chunk in turn:
+                streamed += chunk
+                if self.monotonic() - last_edit >= self.config.edit_interval_seconds:
+                    await self._show(message, sent, chunk_message(streamed + " …"))
+                    last_edit = self.monotonic()
+        result = turn.result
+        final = result.text if result.text.strip() else streamed
+        if result.error and not final.strip():
+            final = f"Sorry, I could not answer: {result.error}"
+        await self._show(message, sent, chunk_message(final) or ["(no reply)"])
+        if result.assistant_message_id is not None:
+            for piece in sent:
+                feedback.link_ref(self.rt, user, ref_for(piece.id, message.author.id),
+                                  result.assistant_message_id)
+
+    async def _show(self, message: discord.Message, sent: list[discord.Message],
+                    pieces: list[str]) -> None:
+        """Make the reply's messages show ``pieces``: edit what is there, send the rest."""
+        for index, piece in enumerate(pieces):
+            if index < len(sent):
+                if sent[index].content != piece:
+                    sent[index] = await sent[index].edit(content=piece)
+            elif index == 0:
+                sent.append(await message.reply(piece, mention_author=False))
+            else:
+                sent.append(await message.channel.send(piece))
+        while len(sent) > len(pieces):
+            await sent.pop().delete()
+
+    # ------------------------------------------------------------------ reactions
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        emoji = str(payload.emoji)
+        if emoji not in (THUMBS_UP, THUMBS_DOWN) or self.user is None:
+            return
+        if payload.user_id == self.user.id or payload.user_id not in self._allowed_ids(payload):
+            return
+        try:
+            from hermes.agent import feedback
+
+            user = self.user_for(payload.user_id)
+            ref = ref_for(payload.message_id, payload.user_id)
+            message_id = feedback.message_for_ref(self.rt, user, ref)
+            if message_id is None:
+                return          # not a Hermes reply, or a reply for someone else
+            rated = feedback.rate_reply(self.rt, user, message_id, emoji == THUMBS_UP)
+            log.info("discord: %s on reply %d rated %d fact(s)", emoji, message_id, len(rated))
+        except Exception:
+            log.exception("discord: rating a reply failed")
+
+    def _allowed_ids(self, payload: discord.RawReactionActionEvent) -> set[int]:
+        """The reacting user, when allowed (a raw event carries no Member for DMs)."""
+        member = payload.member
+        channel = self.get_channel(payload.channel_id)
+        author = member or discord.Object(id=payload.user_id)
+        return {payload.user_id} if self.is_allowed(author, channel) else set()
+
+    # ------------------------------------------------------------------ cron delivery
+    async def deliver(self, job: Any, target: str, text: str) -> None:
+        channel = self.get_channel(int(target)) or await self.fetch_channel(int(target))
+        if not isinstance(channel, discord.abc.Messageable):
+            raise HermesError(f"discord:{target} is not a channel Hermes can post in")
+        for piece in chunk_message(text):
+            await channel.send(piece)
+
+    # ------------------------------------------------------------------ slash commands
+    async def _respond(self, interaction: discord.Interaction,
+                       action: Callable[[str], str]) -> None:
+        if not self.is_allowed(interaction.user, interaction.channel):
+            await interaction.response.send_message("Hermes is not available to you.",
+                                                    ephemeral=True)
+            return
+        user = self.user_for(interaction.user.id)
+        try:
+            text = action(user)
+        except HermesError as exc:
+            text = str(exc)
+        except Exception:
+            log.exception("discord: slash command /%s failed",
+                          interaction.command.qualified_name if interaction.command else "?")
+            text = APOLOGY
+        pieces = chunk_message(text) or ["(nothing)"]
+        await interaction.response.send_message(pieces[0], ephemeral=True)
+        for piece in pieces[1:]:
+            await interaction.followup.send(piece, ephemeral=True)
+
+    def _add_commands(self) -> None:
+        tree, cmds = self.tree, self.commands
+
+        @tree.command(name="remember", description="Remember a fact")
+        @app_commands.describe(fact="The fact, as one self-contained sentence")
+        async def remember(interaction: discord.Interaction, fact: str) -> None:
+            await self._respond(interaction, lambda u: cmds.remember(u, fact))
+
+        @tree.command(name="forget", description="Forget a fact by its id")
+        async def forget(interaction: discord.Interaction, fact_id: int) -> None:
+            await self._respond(interaction, lambda u: cmds.forget(u, fact_id))
+
+        @tree.command(name="rate", description="Rate a fact helpful or unhelpful")
+        @app_commands.choices(rating=[app_commands.Choice(name="up", value="up"),
+                                      app_commands.Choice(name="down", value="down")])
+        async def rate(interaction: discord.Interaction, fact_id: int, rating: str) -> None:
+            await self._respond(interaction, lambda u: cmds.rate(u, fact_id, rating == "up"))
+
+        @tree.command(name="new", description="Start a new conversation here")
+        async def new(interaction: discord.Interaction) -> None:
+            await self._respond(interaction, lambda u: self._new_session(u, interaction))
+
+        facts = app_commands.Group(name="facts", description="Search what Hermes knows")
+
+        @facts.command(name="search", description="Search facts")
+        async def facts_search(interaction: discord.Interaction, query: str) -> None:
+            await self._respond(interaction, lambda u: cmds.search(u, query))
+
+        @facts.command(name="probe", description="Everything about one entity")
+        async def facts_probe(interaction: discord.Interaction, entity: str) -> None:
+            await self._respond(interaction, lambda u: cmds.probe(u, entity))
+
+        @facts.command(name="reason", description="What connects entities (comma-separated)")
+        async def facts_reason(interaction: discord.Interaction, entities: str) -> None:
+            await self._respond(interaction, lambda u: cmds.reason(u, entities.split(",")))
+
+        memory = app_commands.Group(name="memory", description="The basic-memory block")
+
+        @memory.command(name="show", description="Show the basic-memory block")
+        async def memory_show(interaction: discord.Interaction) -> None:
+            await self._respond(interaction, cmds.memory)
+
+        sessions = app_commands.Group(name="sessions", description="Past conversations")
+
+        @sessions.command(name="list", description="Recent conversations")
+        async def sessions_list(interaction: discord.Interaction) -> None:
+            await self._respond(interaction, cmds.session_list)
+
+        @sessions.command(name="search", description="Search past conversations")
+        async def sessions_search(interaction: discord.Interaction, query: str) -> None:
+            await self._respond(interaction, lambda u: cmds.session_search(u, query))
+
+        for group in (facts, memory, sessions):
+            tree.add_command(group)
+
+    def _new_session(self, user: str, interaction: discord.Interaction) -> str:
+        from hermes.memory.sessions import SessionStore
+
+        store = SessionStore.from_runtime(self.rt)
+        current = store.open_for(user, "discord", channel_key_for_interaction(interaction))
+        if current.message_count:
+            store.close(user, current.id)
+        return "Started a new conversation; the next message here begins it."

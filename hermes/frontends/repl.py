@@ -1,0 +1,281 @@
+"""The terminal front-end: a prompt-toolkit REPL on the same agent and memory as Discord.
+
+One long-lived ``PromptSession`` (a full prompt-toolkit Application): history in
+``<home>/repl_history``, Enter sends, Esc-Enter (or Alt-Enter) adds a line, Tab completes slash
+commands. A reply streams as a task while the prompt stays live, so Ctrl-C is a key press that
+stops the reply and keeps the REPL; Ctrl-D (or /quit) leaves.
+
+Everything the REPL says goes through ``emit(kind, text)``: the terminal sink prints above the
+prompt; tests collect the calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory, History
+from prompt_toolkit.key_binding import KeyBindings
+
+from hermes.config import terminal_identity
+from hermes.errors import HermesError, QueryError
+from hermes.frontends.commands import MemoryCommands
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[str, str], None]
+
+COMMANDS: dict[str, str] = {
+    "/remember": "TEXT  remember a fact",
+    "/forget": "ID  forget a fact",
+    "/facts": "QUERY  search facts",
+    "/probe": "ENTITY  everything about one entity",
+    "/reason": "A, B  what connects entities",
+    "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
+    "/memory": "show the basic-memory block",
+    "/sessions": "recent conversations",
+    "/search": "QUERY  search past conversations",
+    "/context": "show the cross-thread context file",
+    "/new": "start a new conversation",
+    "/help": "this list",
+    "/quit": "leave (Ctrl-D also leaves)",
+}
+HELP = ("Enter sends, Esc-Enter adds a line, Ctrl-C stops a reply, Ctrl-D leaves.\n"
+        + "\n".join(f"  {name:<10} {meta}" for name, meta in COMMANDS.items()))
+
+
+class SlashCompleter(Completer):
+    """Completes a slash command while the input is one word starting with '/'."""
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if not text.startswith("/") or any(c.isspace() for c in text):
+            return
+        for name, meta in COMMANDS.items():
+            if name.startswith(text):
+                yield Completion(name, start_position=-len(text), display_meta=meta)
+
+
+class TerminalSink:
+    """Prints above the running prompt. Stream chunks are held to whole lines: a partial line
+    printed while the prompt is live would be wiped by its next redraw."""
+
+    STYLES = {"info": "ansigray", "error": "ansired", "reply": "", "cron": "ansicyan"}
+
+    def __init__(self) -> None:
+        self._line = ""
+
+    def __call__(self, kind: str, text: str) -> None:
+        if kind == "chunk":
+            self._line += text
+            if "\n" in self._line:
+                done, self._line = self._line.rsplit("\n", 1)
+                print_formatted_text(done)
+            return
+        if kind == "end":
+            if self._line:
+                print_formatted_text(self._line)
+            self._line = ""
+            return
+        print_formatted_text(FormattedText([(self.STYLES.get(kind, ""), text)]))
+
+
+class Repl:
+    def __init__(self, rt: Any, agent: Any, *, user: str | None = None,
+                 emit: Emit | None = None, history: History | None = None) -> None:
+        self.rt = rt
+        self.agent = agent
+        self.identity = terminal_identity()
+        self.user = user or rt.settings.resolve_user(self.identity)
+        self.emit: Emit = emit or TerminalSink()
+        self.commands = MemoryCommands(rt)
+        self.channel_key = self.identity
+        self.last_reply_id: int | None = None
+        self._reply: asyncio.Task[None] | None = None
+        if history is None:
+            rt.settings.home_path.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(rt.settings.home_path / "repl_history"))
+        self.prompt: PromptSession[str] = PromptSession(
+            "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
+            completer=SlashCompleter(), complete_while_typing=True,
+            key_bindings=self._keys(),
+        )
+
+    # ------------------------------------------------------------------ state
+    def replying(self) -> bool:
+        return self._reply is not None and not self._reply.done()
+
+    def stop_reply(self) -> bool:
+        if self._reply is not None and not self._reply.done():
+            self._reply.cancel()
+            return True
+        return False
+
+    def _keys(self) -> KeyBindings:
+        keys = KeyBindings()
+
+        @keys.add("enter")
+        def _send(event: Any) -> None:
+            event.current_buffer.validate_and_handle()
+
+        @keys.add("escape", "enter")
+        def _newline(event: Any) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @keys.add("c-c", filter=Condition(self.replying))
+        def _stop(event: Any) -> None:
+            self.stop_reply()
+
+        return keys
+
+    @property
+    def sessions(self) -> Any:
+        return self.commands.sessions
+
+    # ------------------------------------------------------------------ the loop
+    async def run(self) -> None:
+        self.emit("info", f"Hermes: talking as {self.user}. /help for commands, Ctrl-D leaves.")
+        try:
+            while True:
+                try:
+                    text = await self.prompt.prompt_async()
+                except KeyboardInterrupt:        # Ctrl-C at an idle prompt drops the line
+                    continue
+                except EOFError:                 # Ctrl-D
+                    break
+                text = text.strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    if not await self.command(text):
+                        break
+                    continue
+                if self.replying():
+                    self.emit("error", "Still answering; press Ctrl-C to stop that reply first.")
+                    continue
+                self._reply = asyncio.create_task(self.reply(text), name="hermes-repl-reply")
+        finally:
+            if self.stop_reply():
+                await asyncio.gather(self._reply, return_exceptions=True)
+            self.emit("info", "Bye.")
+
+    async def wait_reply(self) -> None:
+        if self._reply is not None:
+            await asyncio.gather(self._reply, return_exceptions=True)
+
+    async def reply(self, text: str) -> None:
+        try:
+            session = self.sessions.open_for(self.user, "terminal", self.channel_key)
+            turn = self.agent.turn(self.user, session.id, text, speaker=self.identity)
+            async for chunk in turn:
+                self.emit("chunk", chunk)
+            self.emit("end", "")
+            result = turn.result
+            if result.error and not result.text.strip():
+                self.emit("error", result.error)
+            self.last_reply_id = result.assistant_message_id
+            if result.shown_fact_ids:
+                ids = ", ".join(str(i) for i in result.shown_fact_ids)
+                self.emit("info", f"(recalled facts {ids}; /rate up|down rates them)")
+        except asyncio.CancelledError:
+            self.emit("end", "")
+            self.emit("info", "[stopped]")
+            raise
+        except HermesError as exc:
+            self.emit("end", "")
+            self.emit("error", str(exc))
+        except Exception as exc:
+            log.exception("repl: the turn failed")
+            self.emit("end", "")
+            self.emit("error", f"Sorry, that reply failed ({exc}); it has been logged.")
+
+    # ------------------------------------------------------------------ slash commands
+    async def command(self, text: str) -> bool:
+        """Run a slash command; False means leave."""
+        name, _, arg = text.partition(" ")
+        arg = arg.strip()
+        if name == "/quit":
+            return False
+        if name not in COMMANDS:
+            self.emit("error", f"Unknown command {name}; /help lists them.")
+            return True
+        try:
+            self.emit("info", self._run_command(name, arg))
+        except HermesError as exc:
+            self.emit("error", str(exc))
+        except ValueError:
+            self.emit("error", f"Usage: {name} {COMMANDS[name]}")
+        except Exception as exc:
+            log.exception("repl: %s failed", name)
+            self.emit("error", f"Sorry, {name} failed ({exc}); it has been logged.")
+        return True
+
+    def _run_command(self, name: str, arg: str) -> str:
+        cmds, user = self.commands, self.user
+        needs_arg = {"/remember", "/forget", "/facts", "/probe", "/reason", "/rate", "/search"}
+        if name in needs_arg and not arg:
+            raise ValueError(name)
+        if name == "/help":
+            return HELP
+        if name == "/remember":
+            return cmds.remember(user, arg)
+        if name == "/forget":
+            return cmds.forget(user, int(arg.lstrip("[").rstrip("]")))
+        if name == "/facts":
+            return cmds.search(user, arg)
+        if name == "/probe":
+            return cmds.probe(user, arg)
+        if name == "/reason":
+            return cmds.reason(user, arg.split(","))
+        if name == "/rate":
+            return self._rate(arg)
+        if name == "/memory":
+            return cmds.memory(user)
+        if name == "/sessions":
+            return cmds.session_list(user)
+        if name == "/search":
+            return cmds.session_search(user, arg)
+        if name == "/context":
+            return cmds.context(user)
+        if name == "/new":
+            return self._new()
+        raise AssertionError(name)
+
+    def _rate(self, arg: str) -> str:
+        parts = arg.split()
+        if not parts or parts[-1] not in ("up", "down") or len(parts) > 2:
+            raise ValueError(arg)
+        helpful = parts[-1] == "up"
+        if len(parts) == 2:
+            return self.commands.rate(self.user, int(parts[0].strip("[]")), helpful)
+        if self.last_reply_id is None:
+            raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
+        from hermes.agent import feedback
+
+        rated = feedback.rate_reply(self.rt, self.user, self.last_reply_id, helpful)
+        if not rated:
+            return "No facts were recalled for the last reply; nothing to rate."
+        return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
+
+    def _new(self) -> str:
+        current = self.sessions.open_for(self.user, "terminal", self.channel_key)
+        if current.message_count:
+            self.sessions.close(self.user, current.id)
+        self.last_reply_id = None
+        return "Started a new conversation."
+
+
+async def run_repl(rt: Any, agent: Any) -> None:
+    """`hermes chat`: the REPL alone, with stray prints kept above the prompt."""
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    with patch_stdout(raw=True):
+        await Repl(rt, agent).run()

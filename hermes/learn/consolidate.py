@@ -1,0 +1,245 @@
+"""Applying parsed actions to the fact store without duplicates and without destroying anything.
+
+- ``create`` of something already known becomes a merge: the store merges exact and near
+  duplicates itself (normalised text, rapidfuzz); here a paraphrase about exactly the same
+  entities ("Ana moved to Lisbon" / "Ana now lives in Lisbon") is merged too.
+- ``create`` that contradicts an active fact about the same subject and the same single-valued
+  relation ("lives in Porto" -> "lives in Berlin", "works at Initech" -> "works at Acme")
+  supersedes it even when the model forgot to say "update": newer wins, the old fact stays
+  with ``valid_to`` set and a link to the new one.
+- ``update`` supersedes (``FactStore.update``); ``delete`` is a soft delete with its reason.
+
+Every fact written carries the run's source: session and message ids. The caller runs this
+inside one write transaction together with the run record, so a run applies fully or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidfuzz import fuzz
+from rapidfuzz.utils import default_process
+
+from hermes.errors import HermesError
+from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+
+log = logging.getLogger(__name__)
+
+# Same entities and at least this similar (token_set_ratio): the same fact in other words.
+PARAPHRASE_THRESHOLD = 70.0
+
+# Relations a subject has only one of at a time. A new value replaces the old one.
+_SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
+    ("lives_in", re.compile(
+        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:lives|is living|resides|is based|"
+        r"has moved|moved|relocated)\s+(?:in|to)\s+(?P<value>.+)$", re.I)),
+    ("works_at", re.compile(
+        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:works|is working|is employed|"
+        r"started working|has started working)\b[^.]*?\s(?:at|for|by)\s+(?P<value>.+)$", re.I)),
+    ("works_at", re.compile(r"^(?P<subject>.+?)\s+(?:has\s+)?joined\s+(?P<value>.+)$", re.I)),
+    ("relation_is", re.compile(
+        r"^(?P<subject>.+?)'s?\s+(?P<what>(?:current\s+)?(?:favou?rite\s+\w+(?:\s+\w+)?|manager|"
+        r"boss|employer|partner|wife|husband|girlfriend|boyfriend|birthday|email(?: address)?|"
+        r"phone number|job title|title|role|team|home city|city|address|car|laptop|phone|"
+        r"editor|shell|os|operating system|dentist|doctor|gym))\s+(?:is|are)\s+(?P<value>.+)$",
+        re.I)),
+    ("age", re.compile(r"^(?P<subject>.+?)\s+is\s+(?P<value>\d+)\s+years?\s+old\b", re.I)),
+]
+
+
+@dataclass
+class Consolidation:
+    created: int = 0
+    merged: int = 0
+    superseded: int = 0
+    forgotten: int = 0
+    fact_ids: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _norm(text: str) -> str:
+    text = re.sub(r"\bfavorite\b", "favourite", text.casefold())
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text)).strip()
+
+
+def _frame(content: str) -> tuple[str, str, str] | None:
+    """(relation, subject, value) of a single-valued statement, or None."""
+    text = content.strip().rstrip(".")
+    for name, pattern in _SINGLE_VALUED:
+        match = pattern.match(text)
+        if match:
+            relation = name
+            if "what" in match.groupdict():
+                relation = f"{name}:{_norm(match.group('what')).replace('current ', '')}"
+            subject = _norm(match.group("subject"))
+            subject = re.sub(r"^the user$", "user", subject)
+            return relation, subject, _norm(match.group("value"))
+    return None
+
+
+def contradicts(new: str, old: str) -> bool:
+    """Whether ``new`` gives another value for the same subject and single-valued relation."""
+    a, b = _frame(new), _frame(old)
+    if a is None or b is None:
+        return False
+    if a[0] != b[0] or a[1] != b[1]:
+        return False
+    # "lives in Berlin since October" vs "lives in Berlin": the same value, not a contradiction
+    return not (a[2].startswith(b[2]) or b[2].startswith(a[2]))
+
+
+_FILLER = frozenset({
+    "a", "an", "the", "on", "in", "at", "of", "to", "and", "every", "each", "usually", "always",
+    "also", "just", "now", "currently", "really", "is", "are", "was", "be",
+})
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """Words that carry meaning, crudely singularised ("Tuesdays" = "Tuesday")."""
+    words = re.findall(r"[\w']+", text.casefold())
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                     for w in words if w not in _FILLER)
+
+
+def says_nothing_new(new: str, old: str) -> bool:
+    """Every meaningful word of ``new`` is already in ``old`` (and no other numbers)."""
+    if re.findall(r"\d+", new) != re.findall(r"\d+", old):
+        return False
+    if _negated(new) != _negated(old):
+        return False
+    return _content_words(new) <= _content_words(old)
+
+
+def _negated(text: str) -> bool:
+    return bool(re.search(r"\b(?:not|no|never|n't|without)\b|n't\b", text, re.I))
+
+
+def _is_paraphrase(new: CreateAction, old: Any) -> bool:
+    if says_nothing_new(new.content, old.content):
+        return True
+    if not new.entities or not old.entities:
+        return False
+    if {e.casefold() for e in new.entities} != {e.casefold() for e in old.entities}:
+        return False
+    similarity = fuzz.token_set_ratio(new.content, old.content, processor=default_process)
+    if similarity < PARAPHRASE_THRESHOLD:
+        return False
+    # other numbers mean another fact ("turns 6" vs "turns 7")
+    return re.findall(r"\d+", new.content) == re.findall(r"\d+", old.content)
+
+
+def consolidate(
+    facts: Any,
+    user: str,
+    actions: Sequence[Action],
+    numbered: dict[int, Any],
+    *,
+    session_id: int | None,
+    message_ids: Sequence[int],
+    valid_from: str | None = None,
+) -> Consolidation:
+    """Apply ``actions`` (numbers refer to ``numbered``) to ``facts`` (a FactStore)."""
+    result = Consolidation()
+    sources = list(message_ids)
+    # Facts this run has already replaced or forgotten: a second action on them is skipped.
+    done: set[int] = set()
+
+    def note(text: str) -> None:
+        log.info("consolidate: %s", text)
+        result.notes.append(text)
+
+    for action in actions:
+        try:
+            if isinstance(action, UpdateAction):
+                old = numbered[action.number]
+                if old.id in done:
+                    note(f"update of {action.number} skipped: already changed in this run")
+                    continue
+                if _norm(old.content) == _norm(action.content):
+                    result.merged += 1
+                    continue
+                new = facts.update(user, old.id, action.content, note="extraction: update",
+                                   source_session_id=session_id, source_message_ids=sources)
+                _link_entities(facts, user, new, None, session_id, sources)
+                done.add(old.id)
+                result.superseded += 1
+                result.fact_ids.append(new.id)
+            elif isinstance(action, DeleteAction):
+                old = numbered[action.number]
+                if old.id in done:
+                    note(f"delete of {action.number} skipped: already changed in this run")
+                    continue
+                facts.forget(user, old.id, reason=action.reason or "extraction: no longer true")
+                done.add(old.id)
+                result.forgotten += 1
+            elif isinstance(action, CreateAction):
+                _create(facts, user, action, numbered, done, result, session_id, sources,
+                        valid_from)
+        except HermesError as exc:
+            # A refused write (a secret, an unknown category) skips that action, not the run.
+            note(f"{action.action} skipped: {exc}")
+    return result
+
+
+def _create(
+    facts: Any,
+    user: str,
+    action: CreateAction,
+    numbered: dict[int, Any],
+    done: set[int],
+    result: Consolidation,
+    session_id: int | None,
+    sources: list[int],
+    valid_from: str | None,
+) -> None:
+    candidates = {f.id: f for f in numbered.values()}
+    for fact in facts.related(user, action.content, limit=10):
+        candidates.setdefault(fact.id, fact)
+    live = [f for f in candidates.values() if f.id not in done and _active(f)]
+    for old in live:
+        if contradicts(action.content, old.content):
+            new = facts.update(user, old.id, action.content,
+                               note="extraction: contradicted by a newer statement",
+                               source_session_id=session_id, source_message_ids=sources)
+            _link_entities(facts, user, new, list(action.entities), session_id, sources)
+            done.add(old.id)
+            result.superseded += 1
+            result.fact_ids.append(new.id)
+            return
+    for old in live:
+        if _is_paraphrase(action, old):
+            # Re-adding the existing wording merges into it: sources and tags are unioned.
+            merged = facts.add(user, old.content, entities=list(action.entities),
+                               category=old.category, tags=list(action.tags), kind=old.kind,
+                               source_session_id=session_id, source_message_ids=sources)
+            result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
+            result.merged += 1
+            result.fact_ids.append(merged.id)
+            return
+    added = facts.add(
+        user, action.content, entities=list(action.entities) or None, category=action.category,
+        tags=list(action.tags), kind=action.kind, importance=action.importance,
+        source_session_id=session_id, source_message_ids=sources, valid_from=valid_from,
+    )
+    if added.status == "merged":
+        result.merged += 1
+    else:
+        result.created += 1
+    result.fact_ids.append(added.id)
+
+
+def _link_entities(facts: Any, user: str, fact: Any, entities: list[str] | None,
+                   session_id: int | None, sources: list[int]) -> None:
+    """A new version keeps the old version's entities; link the ones it names itself too
+    ("works at Acme Corp" is about Acme Corp). Re-adding the same text merges into it."""
+    facts.add(user, fact.content, entities=entities or None, category=fact.category,
+              kind=fact.kind, source_session_id=session_id, source_message_ids=sources)
+
+
+def _active(fact: Any) -> bool:
+    return not (getattr(fact, "forgotten_at", None) or getattr(fact, "superseded_by", None)
+                or getattr(fact, "valid_to", None))

@@ -1,0 +1,424 @@
+"""Extraction after every reply, off the reply path: schedule, gate, extract, parse, consolidate.
+
+``ExtractionWorker.attach(agent)`` adds the fast lane as a ``before_reply`` hook and
+``after_reply`` as an after-reply hook. After each reply a tracked asyncio task (at most
+``extraction.concurrency`` at once, one at a time per session) takes the session's messages
+past its watermark (``sessions.extracted_through``) and records one ``extraction_runs`` row for
+that message range:
+
+- ``skipped`` with the gate's reason (no model call);
+- ``done`` with what changed, applied in the same transaction as the row and the watermark;
+- ``retry`` when the model failed or its output could not be used (raw output kept), retried
+  once by :meth:`retry_failed` (a daemon job); a second failure leaves it ``failed``.
+
+The run's unique key (session, first message, last message) makes a re-run a no-op.
+:meth:`drain` waits for pending work at shutdown; what it cannot wait for is recorded for retry,
+and a session whose messages never got a run at all is found again by :meth:`catch_up`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hermes.clock import to_ts
+from hermes.learn import gate
+from hermes.learn.consolidate import Consolidation, consolidate
+from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
+from hermes.learn.fastlane import FastLane
+from hermes.learn.parse import ParseError, parse_actions
+from hermes.store.db import write_transaction
+
+if TYPE_CHECKING:
+    from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 2   # the first try and one retry
+MAX_MESSAGES_PER_RUN = 40
+
+
+@dataclass
+class RunRecord:
+    id: int
+    user: str
+    session_id: int
+    first_message_id: int
+    last_message_id: int
+    status: str          # done | skipped | retry | failed
+    reason: str | None
+    model_calls: int
+    created: int
+    merged: int
+    superseded: int
+    forgotten: int
+    attempts: int
+
+
+_RUN_COLUMNS = ("id, user, session_id, first_message_id, last_message_id, status, reason, "
+                "model_calls, created, merged, superseded, forgotten, attempts")
+
+
+def extraction_model_name(settings: Any) -> str | None:
+    return settings.extraction.model or settings.model.background or settings.model.name
+
+
+def extraction_enabled(settings: Any) -> bool:
+    """``extraction.enabled``; unset means: on when a model is configured."""
+    if settings.extraction.enabled is not None:
+        return bool(settings.extraction.enabled)
+    return bool(extraction_model_name(settings))
+
+
+class ExtractionWorker:
+    def __init__(self, rt: Runtime, *, llm: Any | None = None, facts: Any | None = None,
+                 sessions: Any | None = None) -> None:
+        from hermes.memory.facts import FactStore
+        from hermes.memory.sessions import SessionStore
+
+        self.rt = rt
+        self.config = rt.settings.extraction
+        self.facts = facts or FactStore.from_runtime(rt)
+        self.sessions = sessions or SessionStore.from_runtime(rt)
+        self._llm = llm
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._locks: dict[tuple[str, int], asyncio.Lock] = {}
+        self._semaphore: asyncio.Semaphore | None = None
+        # (user, session) -> message-id ranges of turns whose model wrote memory with tools
+        self._memory_turns: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return extraction_enabled(self.rt.settings)
+
+    @property
+    def llm(self) -> Any:
+        if self._llm is None:
+            from hermes.agent.llm import LLM
+
+            settings = self.rt.settings
+            self._llm = LLM(settings.model, model_name=extraction_model_name(settings),
+                            env_file=settings.home_path / ".env")
+        return self._llm
+
+    def attach(self, agent: Any) -> None:
+        """Fast lane before each reply, extraction after it (on the agent's background model
+        unless ``extraction.model`` names another)."""
+        if self._llm is None and not self.config.model:
+            self._llm = getattr(agent, "background_llm", None)
+        agent.before_reply.append(FastLane(self.rt, self.facts))
+        agent.after_reply.append(self.after_reply)
+
+    def after_reply(self, result: Any) -> None:
+        """``Agent.after_reply`` hook: schedule extraction; returns at once."""
+        if getattr(result, "memory_written", False):
+            # Every message of the turn (user, tool results, reply) lies in this id range.
+            last = result.assistant_message_id or result.user_message_id
+            self._memory_turns.setdefault((result.user, result.session_id), []).append(
+                (result.user_message_id, last))
+        self.schedule(result.user, result.session_id,
+                      through=result.assistant_message_id or result.user_message_id)
+
+    def schedule(self, user: str, session_id: int, *, through: int | None = None
+                 ) -> asyncio.Task[Any]:
+        """Start a tracked background extraction of the session's unseen messages (up to
+        message ``through``, so that a run covers whole turns)."""
+        task = asyncio.get_running_loop().create_task(
+            self._guarded(user, session_id, through), name=f"extract:{user}:{session_id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for t in self._tasks if not t.done())
+
+    async def _guarded(self, user: str, session_id: int, through: int | None
+                       ) -> RunRecord | None:
+        try:
+            # A long backlog (more than MAX_MESSAGES_PER_RUN) is taken in several runs.
+            record = None
+            for _ in range(50):
+                latest = await self.run_session(user, session_id, through=through)
+                if latest is None or (record is not None and latest.id == record.id):
+                    break
+                record = latest
+                if through is not None and record.last_message_id >= through:
+                    break
+            return record
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a background task must log, never vanish silently
+            log.exception("extraction of session %s for %s failed", session_id, user)
+            return None
+
+    # -- one run ----------------------------------------------------------------------------
+
+    async def run_session(self, user: str, session_id: int, *, through: int | None = None
+                          ) -> RunRecord | None:
+        """Extract from the session's messages past the watermark (up to ``through``).
+        None when there are none."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        lock = self._locks.setdefault((user, session_id), asyncio.Lock())
+        async with self._semaphore, lock:
+            session = self.sessions.get(user, session_id)
+            watermark = self._watermark(user, session_id)
+            messages = self.sessions.messages(user, session_id, after_id=watermark,
+                                              limit=MAX_MESSAGES_PER_RUN)
+            if through is not None:
+                messages = [m for m in messages if m.id <= through]
+            if not messages:
+                return None
+            first, last = messages[0].id, messages[-1].id
+            existing = self._find_run(user, session_id, first, last)
+            if existing is not None:
+                # Already recorded (a re-run): nothing changes but the watermark catching up.
+                with write_transaction(self.rt.db):
+                    self._advance(user, session_id, last)
+                return existing
+            ranges = self._memory_turns.pop((user, session_id), [])
+            # Skip only when every new message belongs to a turn that wrote memory itself.
+            written = bool(ranges) and all(
+                any(lo <= m.id <= hi for lo, hi in ranges) for m in messages)
+            decision = gate.decide(
+                messages,
+                enabled=self.enabled,
+                source=session.source,
+                include_cron=self.config.include_cron,
+                memory_written=written,
+                min_chars=self.config.min_chars,
+                prior_assistant=self._prior_assistant(user, session_id, first),
+            )
+            if not decision.run:
+                with write_transaction(self.rt.db):
+                    run_id = self._insert_run(user, session_id, first, last, "skipped",
+                                              reason=decision.reason)
+                    self._advance(user, session_id, last)
+                return self.run(user, run_id)
+            return await self._extract(user, session_id, messages, run_id=None)
+
+    async def _extract(self, user: str, session_id: int, messages: Sequence[Any],
+                       run_id: int | None) -> RunRecord:
+        """The model call and everything after it, for a new run or a retry of ``run_id``."""
+        first, last = messages[0].id, messages[-1].id
+        raw: str | None = None
+        cost: float | None = None
+        try:
+            related = self.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+            prompt = build_prompt(
+                messages, related, user_name=self._user_name(user, messages),
+                now=self.rt.clock.now(), categories=self.rt.settings.facts.categories,
+            )
+            completion = await self.llm.complete(prompt.messages)
+            raw, cost = completion.text or "", completion.cost
+            parsed = parse_actions(raw, known_numbers=prompt.numbered.keys(),
+                                   categories=self.rt.settings.facts.categories)
+            for problem in parsed.skipped:
+                log.info("extraction of session %s: %s", session_id, problem)
+            with write_transaction(self.rt.db):
+                if run_id is None and self._find_run(user, session_id, first, last):
+                    raise _AlreadyDone
+                changes = consolidate(
+                    self.facts, user, parsed.actions, prompt.numbered, session_id=session_id,
+                    message_ids=[m.id for m in messages],
+                    valid_from=max(m.created_at for m in messages),
+                )
+                run_id = self._finish_run(user, session_id, first, last, run_id, "done",
+                                          reason=_summary(changes, parsed.skipped),
+                                          cost=cost, changes=changes)
+                self._advance(user, session_id, last)
+            return self.run(user, run_id)
+        except _AlreadyDone:
+            found = self._find_run(user, session_id, first, last)
+            assert found is not None
+            return found
+        except asyncio.CancelledError:
+            # Shutdown while the model was thinking: nothing was written; keep it for retry.
+            self._record_failure(user, session_id, first, last, run_id,
+                                 "interrupted by shutdown", raw, cost, count_attempt=False)
+            raise
+        except ParseError as exc:
+            return self._record_failure(user, session_id, first, last, run_id, str(exc),
+                                        exc.raw, cost)
+        except Exception as exc:  # noqa: BLE001 - recorded with its reason and retried
+            log.warning("extraction of session %s failed: %s", session_id, exc)
+            return self._record_failure(user, session_id, first, last, run_id,
+                                        f"{type(exc).__name__}: {exc}", raw, cost)
+
+    def _record_failure(self, user: str, session_id: int, first: int, last: int,
+                        run_id: int | None, reason: str, raw: str | None, cost: float | None,
+                        *, count_attempt: bool = True) -> RunRecord:
+        with write_transaction(self.rt.db):
+            if run_id is None:
+                run_id = self._insert_run(user, session_id, first, last, "retry", reason=reason,
+                                          raw=raw, cost=cost, model_calls=int(raw is not None),
+                                          attempts=1 if count_attempt else 0)
+            else:
+                attempts = self.run(user, run_id).attempts + (1 if count_attempt else 0)
+                status = "retry" if attempts < MAX_ATTEMPTS else "failed"
+                self.rt.db.execute(
+                    "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = ?, "
+                    "attempts = ?, model_calls = model_calls + ?, cost = coalesce(cost, 0) + "
+                    "coalesce(?, 0), finished_at = ? WHERE id = ? AND user = ?",
+                    [status, reason, raw, attempts, int(raw is not None), cost, self._now(),
+                     run_id, user],
+                )
+            self._advance(user, session_id, last)
+        return self.run(user, run_id)
+
+    # -- retries, catch-up, shutdown ----------------------------------------------------------
+
+    async def retry_failed(self, user: str | None = None) -> list[RunRecord]:
+        """Run every run waiting for its retry once more (the daemon's periodic job)."""
+        where, params = "status = 'retry'", []
+        if user is not None:
+            where, params = "status = 'retry' AND user = ?", [user]
+        rows = self.rt.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
+        ).fetchall()
+        results = []
+        for row in rows:
+            record = RunRecord(*row)
+            lock = self._locks.setdefault((record.user, record.session_id), asyncio.Lock())
+            async with lock:
+                messages = [
+                    m for m in self.sessions.messages(record.user, record.session_id,
+                                                      after_id=record.first_message_id - 1)
+                    if m.id <= record.last_message_id
+                ]
+                if not messages:
+                    continue
+                results.append(await self._extract(record.user, record.session_id, messages,
+                                                   run_id=record.id))
+        return results
+
+    def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
+        """Schedule sessions with user messages past their watermark (after a crash or a
+        shutdown that could not wait). Imported sessions are left alone."""
+        rows = self.rt.db.execute(
+            """
+            SELECT s.user, s.id FROM sessions s
+            WHERE s.source != 'import' AND EXISTS (
+              SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
+                AND m.id > s.extracted_through)
+            ORDER BY s.last_active_at DESC LIMIT ?
+            """,
+            [limit],
+        ).fetchall()
+        return [self.schedule(user, session_id) for user, session_id in rows]
+
+    async def drain(self, timeout: float | None = None) -> int:
+        """Wait for pending extractions; after ``timeout`` cancel them (each records its range
+        for retry). Returns how many were cancelled."""
+        tasks = [t for t in self._tasks if not t.done()]
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return len(pending)
+
+    # -- the extraction_runs table and the watermark ------------------------------------------
+
+    def _now(self) -> str:
+        return to_ts(self.rt.clock.now())
+
+    def _watermark(self, user: str, session_id: int) -> int:
+        row = self.rt.db.execute(
+            "SELECT extracted_through FROM sessions WHERE id = ? AND user = ?", [session_id, user]
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _advance(self, user: str, session_id: int, through: int) -> None:
+        self.rt.db.execute(
+            "UPDATE sessions SET extracted_through = max(extracted_through, ?) "
+            "WHERE id = ? AND user = ?", [through, session_id, user],
+        )
+
+    def _prior_assistant(self, user: str, session_id: int, before: int) -> str | None:
+        row = self.rt.db.execute(
+            "SELECT content FROM messages WHERE session_id = ? AND user = ? AND id < ? "
+            "AND role = 'assistant' ORDER BY id DESC LIMIT 1", [session_id, user, before],
+        ).fetchone()
+        return row[0] if row else None
+
+    def _user_name(self, user: str, messages: Sequence[Any]) -> str:
+        speakers = [m.speaker for m in messages if m.role == "user" and m.speaker]
+        return speakers[-1] if speakers else "the user"
+
+    def run(self, user: str, run_id: int) -> RunRecord:
+        row = self.rt.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE id = ? AND user = ?",
+            [run_id, user],
+        ).fetchone()
+        return RunRecord(*row)
+
+    def runs(self, user: str, session_id: int | None = None) -> list[RunRecord]:
+        where, params = "user = ?", [user]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        rows = self.rt.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
+        ).fetchall()
+        return [RunRecord(*r) for r in rows]
+
+    def _find_run(self, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
+        row = self.rt.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
+            "AND first_message_id = ? AND last_message_id = ?", [user, session_id, first, last],
+        ).fetchone()
+        return RunRecord(*row) if row else None
+
+    def _insert_run(self, user: str, session_id: int, first: int, last: int, status: str, *,
+                    reason: str | None = None, raw: str | None = None, cost: float | None = None,
+                    model_calls: int = 0, changes: Consolidation | None = None,
+                    attempts: int = 1) -> int:
+        changes = changes or Consolidation()
+        now = self._now()
+        cursor = self.rt.db.execute(
+            """
+            INSERT INTO extraction_runs (user, session_id, first_message_id, last_message_id,
+              status, reason, raw_output, model_calls, cost, created, merged, superseded,
+              forgotten, attempts, started_at, finished_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [user, session_id, first, last, status, reason, raw, model_calls, cost,
+             changes.created, changes.merged, changes.superseded, changes.forgotten, attempts,
+             now, now],
+        )
+        return int(cursor.lastrowid)
+
+    def _finish_run(self, user: str, session_id: int, first: int, last: int,
+                    run_id: int | None, status: str, *, reason: str | None,
+                    cost: float | None, changes: Consolidation) -> int:
+        if run_id is None:
+            return self._insert_run(user, session_id, first, last, status, reason=reason,
+                                    cost=cost, model_calls=1, changes=changes)
+        self.rt.db.execute(
+            "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = NULL, "
+            "model_calls = model_calls + 1, cost = coalesce(cost, 0) + coalesce(?, 0), "
+            "created = ?, merged = ?, superseded = ?, forgotten = ?, finished_at = ?, "
+            "attempts = attempts + 1 WHERE id = ? AND user = ?",
+            [status, reason, cost, changes.created, changes.merged, changes.superseded,
+             changes.forgotten, self._now(), run_id, user],
+        )
+        return run_id
+
+
+class _AlreadyDone(Exception):
+    """Another task recorded this range while the model was thinking."""
+
+
+def _summary(changes: Consolidation, skipped: Sequence[str]) -> str | None:
+    notes = [*skipped, *changes.notes]
+    return "; ".join(notes)[:1000] if notes else None
+

@@ -1,0 +1,163 @@
+"""Bounded BM25 ranking for large FTS5 tables, and the snippets shown with a hit.
+
+FTS5's own ``bm25()`` first counts, for every phrase of the query, every row that contains it
+(its IDF), through a per-row callback: on a million messages a common word costs hundreds of
+milliseconds before a single row is scored, however few rows are wanted. So search asks FTS5 only
+for what it does fast (streaming matches in rowid order, counting matches) and scores a bounded
+set of candidate rows here with the same BM25 formula:
+
+* document frequencies come from capped ``count(*)`` queries (a phrase in more than ``DF_CAP``
+  rows is treated as appearing in ``DF_CAP``: its weight is near zero either way);
+* term frequencies are counted in the candidate's text with a pattern that mirrors the index
+  (case and diacritics folded, a crude suffix strip standing in for Porter stemming). The row is
+  known to match already; the pattern only decides how well.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlite_utils
+
+from hermes.store.fts import MatchPlan, Term
+
+K1 = 1.2
+B = 0.75
+DF_CAP = 10_000
+# How matched words are marked in snippets (the CLI turns them bold).
+HIGHLIGHT = ("**", "**")
+_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s", "e")
+
+
+def crude_stem(token: str) -> str:
+    """A prefix that the Porter stem of ``token``'s relatives starts with (good enough to count
+    occurrences; the index already decided that the row matches)."""
+    token = token.lower()
+    for suffix in _SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
+    return token
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as the ``remove_diacritics 2`` tokenizer sees it."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def term_pattern(term: Term) -> tuple[str, re.Pattern[str] | None]:
+    """A literal every occurrence contains, and the pattern that counts occurrences (None when
+    counting the literal is enough: one long token, matched by prefix like a stem)."""
+    stems = [crude_stem(fold(token)) for token in term.tokens]
+    if len(stems) == 1 and len(stems[0]) >= 4:
+        return stems[0], None
+    parts = []
+    for stem in stems:
+        # Long stems match by prefix; short words take the usual endings ("fix" finds "fixed")
+        # and short codes ("c" of C++, "v2") only themselves.
+        if len(stem) >= 4:
+            parts.append(re.escape(stem) + r"[^\W_]*")
+        elif len(stem) == 3 and stem.isalpha():
+            parts.append(re.escape(stem) + r"(?:e|es|ed|er|ing|s)?(?![^\W_])")
+        else:
+            parts.append(re.escape(stem) + r"(?![^\W_])")
+    return stems[0], re.compile(r"(?<![^\W_])" + r"[\W_]+".join(parts))
+
+
+def _length(text: str) -> int:
+    """Words in ``text``, near enough for length normalisation (spaces are cheap to count)."""
+    return text.count(" ") + 1 if text else 0
+
+
+@dataclass
+class Bm25:
+    """BM25 for a fixed list of terms over one FTS5 table."""
+
+    patterns: list[tuple[str, re.Pattern[str] | None]]
+    idf: list[float]
+    df: list[int]  # capped at DF_CAP
+
+    @classmethod
+    def for_terms(
+        cls, db: sqlite_utils.Database, fts_table: str, terms: Sequence[Term], total: int
+    ) -> Bm25:
+        idf, dfs = [], []
+        for term in terms:
+            if term.is_stopword:  # common by definition: not worth counting
+                n = max(total, DF_CAP)
+                idf.append(math.log(1 + (n - DF_CAP + 0.5) / (DF_CAP + 0.5)))
+                dfs.append(DF_CAP)
+                continue
+            df = db.execute(
+                f"SELECT count(*) FROM (SELECT rowid FROM {fts_table} "
+                f"WHERE {fts_table} MATCH ? LIMIT {DF_CAP})",
+                [term.fts],
+            ).fetchone()[0]
+            n = max(total, df)
+            idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            dfs.append(df)
+        return cls([term_pattern(t) for t in terms], idf, dfs)
+
+    def score(self, text: str | None, avg_words: float) -> float:
+        if not text:
+            return 0.0
+        folded = fold(text)
+        return self._score(folded, _length(folded), avg_words)
+
+    def _score(self, folded: str, length: int, avg_words: float) -> float:
+        norm = K1 * (1 - B + B * max(length, 1) / max(avg_words, 1.0))
+        total = 0.0
+        for (literal, pattern), idf in zip(self.patterns, self.idf, strict=True):
+            if literal not in folded:
+                continue
+            tf = folded.count(literal) if pattern is None else len(pattern.findall(folded))
+            if tf:
+                total += idf * tf * (K1 + 1) / (tf + norm)
+        return total
+
+    def score_all(self, texts: Sequence[str | None]) -> list[float]:
+        """Scores for several texts, their average length standing in for the table's."""
+        folded = [fold(t) if t else "" for t in texts]
+        lengths = [_length(t) for t in folded]
+        present = [n for n in lengths if n]
+        avg = sum(present) / len(present) if present else 1.0
+        return [self._score(t, n, avg) if t else 0.0 for t, n in zip(folded, lengths, strict=True)]
+
+
+def terms_for(plan: MatchPlan, mode: str) -> list[Term]:
+    """The terms the expression of ``mode`` holds: all of them, or the non-stopwords."""
+    if mode == "strict":
+        return list(plan.terms)
+    return [t for t in plan.terms if not t.is_stopword] or list(plan.terms)
+
+
+def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
+    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
+    query fragment, highlighted, with some text either side."""
+    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
+    positions = []
+    for fragment in fragments:
+        found = re.search(re.escape(fragment), content, re.IGNORECASE)
+        if found:
+            positions.append((found.start(), found.end()))
+    if not positions:
+        text = " ".join(content.split())
+        return text if len(text) <= width else text[: width - 1] + "…"
+    start, end = min(positions)
+    left = max(0, start - width // 2)
+    right = min(len(content), end + width // 2)
+    text = (
+        ("…" if left else "")
+        + content[left:start]
+        + HIGHLIGHT[0] + content[start:end] + HIGHLIGHT[1]
+        + content[end:right]
+        + ("…" if right < len(content) else "")
+    )
+    return " ".join(text.split())

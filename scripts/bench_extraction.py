@@ -1,0 +1,327 @@
+"""Benchmark: learning from a 200+ turn conversation through the real turn engine.
+
+    /work/venv/bin/python scripts/bench_extraction.py [--reply-ms 40] [--extract-ms 300]
+
+The conversation (scripts/bench_extraction_data.py) mixes small talk, questions, statements
+about the user, paraphrased repeats, explicit "remember" requests and corrections. It runs
+twice on fresh homes, with extraction on (fast lane + background worker attached to the Agent)
+and off. The model is a scripted litellm provider with simulated latency: chat replies stream
+after ``--reply-ms``; extraction calls answer after ``--extract-ms`` with what a competent model
+would return (creates; updates by the temporary number shown in the prompt, when the old fact
+is shown; or a plain create that contradicts the old fact, for consolidation to resolve).
+
+Measured:
+- extraction model calls per user turn (goal <= 0.6) and on small-talk turns (goal 0);
+- reply latency with extraction on vs off (goal: ratio <= 1.05);
+- final active facts vs distinct true facts: duplicates, stale contradicted facts, missing.
+
+Prints tables and writes bench-results/extraction.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_extraction_data import Turn, build  # noqa: E402
+from rapidfuzz import fuzz  # noqa: E402
+
+from hermes.clock import FakeClock  # noqa: E402
+from hermes.config import load_settings  # noqa: E402
+from hermes.learn.fastlane import detect  # noqa: E402
+
+EXTRACT_MARK = "You maintain the long-term memory"
+_USER_LINE = re.compile(r"^\[[^\]]*\] user \([^)]*\): (.*)$", re.M)
+_FACT_LINE = re.compile(r"^(\d+)\. (.+?) \[", re.M)
+
+
+class Script:
+    """What the scripted extraction model knows: user text -> the action it returns."""
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self.by_text = {t.text: t for t in turns}
+        self.current: dict[str, str] = {}   # key -> content the model believes is current
+        self.calls: list[list[str]] = []    # kinds of the user turns in each extraction call
+        self.updates_by_number = 0
+        self.updates_fallback = 0
+
+    def extraction(self, system: str, conversation: str) -> str:
+        shown = {content: int(number) for number, content in _FACT_LINE.findall(system)}
+        texts = _USER_LINE.findall(conversation)
+        self.calls.append([self.by_text[t].kind if t in self.by_text else "?" for t in texts])
+        actions: list[dict[str, Any]] = []
+        for text in texts:
+            turn = self.by_text.get(text)
+            if turn is None or turn.key is None or turn.kind == "remember":
+                continue
+            if turn.mode in ("update", "delete") and turn.kind == "correction":
+                old = self.current.get(turn.key)
+                number = shown.get(old) if old else None
+                if number is None:
+                    # The model was not shown the old fact: it can only state the new value.
+                    self.updates_fallback += 1
+                    if turn.content:
+                        actions.append(_create(turn))
+                elif turn.mode == "update":
+                    self.updates_by_number += 1
+                    actions.append({"action": "update", "number": number,
+                                    "content": turn.content})
+                else:
+                    self.updates_by_number += 1
+                    actions.append({"action": "delete", "number": number,
+                                    "reason": turn.reason})
+            else:
+                actions.append(_create(turn))
+            if turn.content and turn.kind != "paraphrase":
+                # (a restatement merges into the fact as first worded)
+                self.current[turn.key] = turn.content
+        # a real model would talk around it now and then
+        return "Here are the actions:\n```json\n" + json.dumps(actions, indent=1) + "\n```"
+
+
+def _create(turn: Turn) -> dict[str, Any]:
+    return {"action": "create", "content": turn.content, "type": "semantic",
+            "category": "general", "entities": turn.entities, "tags": [], "importance": 0.6}
+
+
+def install_model(script: Script, reply_s: float, extract_s: float) -> Any:
+    from tests.fakellm import Reply, ScriptedLLM, installed
+
+    class BenchLLM(ScriptedLLM):
+        def _take(self, request: Any) -> Any:
+            if EXTRACT_MARK in request.system:
+                return Reply(text=script.extraction(request.system,
+                                                    request.messages[-1]["content"]))
+            return Reply(text="Noted. Here is a short, helpful answer.", chunk_size=8)
+
+        async def acompletion(self, *args: Any, **kw: Any) -> Any:
+            request = self._record(kw, stream=False)
+            step = self._take(request)
+            await asyncio.sleep(extract_s if EXTRACT_MARK in request.system else reply_s)
+            return self._response(step)
+
+        def astreaming(self, *args: Any, **kw: Any) -> Any:  # type: ignore[override]
+            request = self._record(kw, stream=True)
+            step = self._take(request)
+
+            async def slow() -> Any:
+                await asyncio.sleep(reply_s)
+                for chunk in self._chunks(step):
+                    yield chunk
+
+            return slow()
+
+    fake = BenchLLM()
+    return installed(fake), fake
+
+
+async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: float,
+                           extract_s: float, home: Path) -> dict[str, Any]:
+    from hermes.agent.turn import Agent
+    from hermes.learn.stats import extraction_stats
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.memory.facts import FactStore
+    from hermes.memory.sessions import SessionStore
+    from hermes.runtime import Runtime
+
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "config.yaml"
+    config.write_text("", encoding="utf-8")
+    settings = load_settings(environ={
+        "HERMES_HOME": str(home), "HERMES_CONFIG": str(config),
+        "HERMES_MODEL__NAME": "fake/scripted",
+        "HERMES_EXTRACTION__ENABLED": "true" if extraction else "false",
+    })
+    clock = FakeClock("2026-11-29T08:00:00+00:00")
+    rt = Runtime(settings, clock=clock)
+    script = Script(turns)
+    context, fake = install_model(script, reply_s, extract_s)
+    latencies: list[float] = []
+    with context:
+        agent = Agent(rt)
+        worker = None
+        if extraction:
+            worker = ExtractionWorker(rt)
+            worker.attach(agent)
+        session = SessionStore.from_runtime(rt).create("owner", "terminal")
+        for turn in turns:
+            clock.advance(minutes=2)
+            started = time.perf_counter()
+            result = await agent.turn("owner", session.id, turn.text).run()
+            latencies.append(time.perf_counter() - started)
+            assert result.error is None, result.error
+        drain_started = time.perf_counter()
+        if worker is not None:
+            await worker.drain()
+        drain_s = time.perf_counter() - drain_started
+    facts = FactStore.from_runtime(rt)
+    active = facts.list("owner", limit=10_000)
+    stats = extraction_stats(rt.db, "owner").to_json()
+    rt.close()
+    return {"latencies": latencies, "drain_s": drain_s, "active": [f.content for f in active],
+            "stats": stats, "script": script, "requests": len(fake.requests)}
+
+
+def truth(turns: list[Turn]) -> tuple[dict[str, str], set[str]]:
+    """The true facts at the end (key -> content) and every content that is no longer true."""
+    current: dict[str, str] = {}
+    stale: set[str] = set()
+    for turn in turns:
+        if turn.kind == "remember":
+            (found,) = detect(turn.text)
+            current[turn.key or turn.text] = found.content
+        elif turn.kind in ("statement", "mixed") and turn.key and turn.content:
+            current[turn.key] = turn.content
+        elif turn.kind == "correction" and turn.key:
+            if turn.key in current:
+                stale.add(current[turn.key])
+            if turn.mode == "delete":
+                current.pop(turn.key, None)
+            elif turn.content:
+                current[turn.key] = turn.content
+    return current, stale - set(current.values())
+
+
+def score(active: list[str], current: dict[str, str], stale: set[str]) -> dict[str, Any]:
+    covered: dict[str, int] = {}
+    stale_active, unexpected = [], []
+    for content in active:
+        best_key, best = None, 0.0
+        for key, true_content in current.items():
+            similarity = fuzz.token_set_ratio(content, true_content)
+            if similarity > best:
+                best_key, best = key, similarity
+        best_stale = max((fuzz.token_set_ratio(content, s) for s in stale), default=0)
+        if best_stale > best and best_stale >= 85:
+            stale_active.append(content)
+        elif best_key is not None and best >= 85:
+            covered[best_key] = covered.get(best_key, 0) + 1
+        else:
+            unexpected.append(content)
+    return {
+        "active_facts": len(active),
+        "distinct_true_facts": len(current),
+        "true_facts_found": len(covered),
+        "missing": sorted(set(current) - set(covered)),
+        "duplicates": sum(n - 1 for n in covered.values()),
+        "stale_active": stale_active,
+        "unexpected": unexpected,
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reply-ms", type=float, default=40.0,
+                        help="simulated latency of a chat reply (default 40)")
+    parser.add_argument("--extract-ms", type=float, default=300.0,
+                        help="simulated latency of an extraction call (default 300)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="runs of each mode, interleaved off/on/on/off... (default 2)")
+    args = parser.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    turns = build(args.seed)
+    kinds = {k: sum(1 for t in turns if t.kind == k) for k in dict.fromkeys(t.kind for t in turns)}
+    reply_s, extract_s = args.reply_ms / 1000, args.extract_ms / 1000
+
+    # Interleaved (off, on, on, off, ...) after a warm-up, so that import and cache warm-up
+    # and machine noise fall on both modes alike.
+    runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run_conversation(turns[:20], extraction=True, reply_s=reply_s,
+                                     extract_s=extract_s, home=Path(tmp) / "warmup"))
+        for index in range(args.rounds * 2):
+            mode = (index % 4) in (1, 2)
+            runs[mode].append(asyncio.run(run_conversation(
+                turns, extraction=mode, reply_s=reply_s, extract_s=extract_s,
+                home=Path(tmp) / f"run{index}")))
+    on, off = runs[True][0], runs[False][0]
+    on["latencies"] = [x for r in runs[True] for x in r["latencies"]]
+    off["latencies"] = [x for r in runs[False] for x in r["latencies"]]
+
+    script: Script = on["script"]
+    calls = len(script.calls)
+    small_talk_calls = sum(1 for c in script.calls if c and all(k == "small_talk" for k in c))
+    per_kind: dict[str, int] = {}
+    for kinds_in_call in script.calls:
+        for kind in set(kinds_in_call):
+            per_kind[kind] = per_kind.get(kind, 0) + 1
+    current, stale = truth(turns)
+    quality = score(on["active"], current, stale)
+    mean_on, mean_off = statistics.mean(on["latencies"]), statistics.mean(off["latencies"])
+    p50_on, p50_off = statistics.median(on["latencies"]), statistics.median(off["latencies"])
+    p95_on, p95_off = pct(on["latencies"], 0.95), pct(off["latencies"], 0.95)
+
+    print(f"Conversation: {len(turns)} user turns "
+          + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+    print(f"Simulated latency: reply {args.reply_ms:.0f} ms, extraction call "
+          f"{args.extract_ms:.0f} ms\n")
+    print("Extraction model calls")
+    print(f"  total                     {calls}")
+    print(f"  per user turn             {calls / len(turns):.3f}   (goal <= 0.6)")
+    print(f"  on small-talk-only turns  {small_talk_calls}       (goal 0)")
+    print("  turns of each kind that reached the model: "
+          + ", ".join(f"{k} {per_kind.get(k, 0)}/{n}" for k, n in kinds.items()))
+    print(f"  skips by reason           {on['stats']['skips']}")
+    print(f"  corrections the model could target by number: {script.updates_by_number}; "
+          f"could not (old fact not shown, sent as a plain create): {script.updates_fallback}")
+    print("  (the other corrections are scripted as plain creates on purpose)\n")
+    print(f"Reply latency (ms), {args.rounds} runs of each mode   off      on    ratio")
+    print(f"  mean                                 {mean_off * 1000:7.1f} {mean_on * 1000:7.1f}  "
+          f"{mean_on / mean_off:6.3f}   (goal <= 1.05)")
+    print(f"  p50                                  {p50_off * 1000:7.1f} {p50_on * 1000:7.1f}  "
+          f"{p50_on / p50_off:6.3f}")
+    print(f"  p95                                  {p95_off * 1000:7.1f} {p95_on * 1000:7.1f}  "
+          f"{p95_on / p95_off:6.3f}")
+    print(f"  extraction backlog drained {on['drain_s'] * 1000:.0f} ms after the last reply\n")
+    print("Facts at the end")
+    print(f"  active facts              {quality['active_facts']}")
+    print(f"  distinct true facts       {quality['distinct_true_facts']}")
+    print(f"  true facts found          {quality['true_facts_found']}")
+    print(f"  duplicates                {quality['duplicates']}")
+    print(f"  stale contradicted active {len(quality['stale_active'])}")
+    print(f"  unexpected                {len(quality['unexpected'])}")
+    print(f"  store: {on['stats']['created']} created, {on['stats']['merged']} merged, "
+          f"{on['stats']['superseded']} superseded, {on['stats']['forgotten']} forgotten, "
+          f"{on['stats']['fast_lane']} via the fast lane")
+    for label in ("missing", "stale_active", "unexpected"):
+        if quality[label]:
+            print(f"  {label}: {quality[label]}")
+
+    out = ROOT / "bench-results"
+    out.mkdir(exist_ok=True)
+    (out / "extraction.json").write_text(json.dumps({
+        "turns": len(turns), "kinds": kinds, "reply_ms": args.reply_ms,
+        "extract_ms": args.extract_ms, "extraction_calls": calls,
+        "calls_per_turn": calls / len(turns), "small_talk_calls": small_talk_calls,
+        "calls_by_kind": per_kind, "skips": on["stats"]["skips"],
+        "latency_ms": {"off": {"mean": mean_off * 1000, "p50": p50_off * 1000,
+                               "p95": p95_off * 1000},
+                       "on": {"mean": mean_on * 1000, "p50": p50_on * 1000,
+                              "p95": p95_on * 1000}},
+        "latency_ratio_mean": mean_on / mean_off, "quality": quality,
+        "stats": on["stats"],
+    }, indent=2, ensure_ascii=False), encoding="utf-8")
+    print(f"\nWrote {out / 'extraction.json'}")
+
+
+if __name__ == "__main__":
+    main()

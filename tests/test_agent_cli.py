@@ -1,0 +1,95 @@
+"""`hermes ask`, `hermes chat` and `hermes context` through the real command line."""
+
+from __future__ import annotations
+
+from hermes.config import load_settings
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+from tests.fakellm import service_unavailable
+
+
+def stored_sessions():
+    rt = Runtime(load_settings())
+    try:
+        store = SessionStore.from_runtime(rt)
+        return [(s, store.messages("owner", s.id)) for s in store.list("owner")]
+    finally:
+        rt.close()
+
+
+def test_ask_streams_the_answer_and_keeps_a_closed_one_turn_session(cli, fake_model):
+    fake_model.reply("Paris is the capital.")
+    result = cli("ask", "capital of France?")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Paris is the capital.\n"
+    [(session, messages)] = stored_sessions()
+    assert session.source == "terminal" and session.ended_at is not None
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "capital of France?"), ("assistant", "Paris is the capital.")]
+
+
+def test_ask_json(cli, fake_model):
+    fake_model.reply("42")
+    data = cli("ask", "answer?", "--json").json()
+    assert data["text"] == "42" and data["error"] is None and data["assistant_message_id"]
+
+
+def test_ask_without_a_model_says_exactly_what_to_set(cli):
+    result = cli("ask", "hello")
+    assert result.exit_code == 2
+    assert "HERMES_MODEL__NAME=openai/gpt-4.1-mini" in result.stderr
+    assert "model.name" in result.stderr and "Traceback" not in result.stderr
+    # memory commands still work
+    assert cli("memory", "add", "Uses vim").exit_code == 0
+
+
+def test_chat_without_a_model_says_what_to_set(cli):
+    result = cli("chat", input="hello\n")
+    assert result.exit_code == 2 and "HERMES_MODEL__NAME" in result.stderr
+
+
+def test_ask_with_the_provider_down_is_one_line_and_keeps_the_question(cli, fake_model):
+    for _ in range(4):
+        fake_model.error(service_unavailable())
+    result = cli("ask", "still there?")
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0 and "unavailable" in result.stderr
+    [(session, messages)] = stored_sessions()
+    assert [(m.role, m.content) for m in messages] == [("user", "still there?")]
+
+
+def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
+    fake_model.reply("one").reply("two").reply("three")
+    result = cli("chat", input="first\nsecond\n/new\nthird\n/exit\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == ["one", "two", "three"]
+    by_session = {s.id: [m.content for m in msgs] for s, msgs in stored_sessions()}
+    assert sorted(by_session.values()) == [["first", "one", "second", "two"], ["third", "three"]]
+    # the second turn saw the first in its history
+    assert [m["content"] for m in fake_model.requests[1].messages[1:]] == ["first", "one",
+                                                                          "second"]
+
+
+def test_chat_reports_a_provider_error_and_goes_on(cli, fake_model):
+    for _ in range(4):
+        fake_model.error(service_unavailable())
+    fake_model.reply("back")
+    result = cli("chat", input="a\nb\n")
+    assert result.exit_code == 0
+    assert "unavailable" in result.stderr and "back" in result.stdout
+
+
+def test_context_refresh_and_show_without_a_model(cli):
+    assert cli("context", "show").exit_code == 1
+    rt = Runtime(load_settings())
+    store = SessionStore.from_runtime(rt)
+    session = store.create("owner", "discord")
+    store.append("owner", session.id, "user", "plan the migration to postgres 17")
+    store.set_summary("owner", session.id, title="Postgres 17 migration",
+                      summary="Planned the upgrade; backups first.")
+    rt.close()
+    refreshed = cli("context", "refresh", "--json").json()
+    assert refreshed["chars"] <= 4000 and "Postgres 17 migration" in refreshed["text"]
+    shown = cli("context", "show")
+    assert "## discord" in shown.stdout and "backups first" in shown.stdout
+    assert "Still open" in shown.stdout

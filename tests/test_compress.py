@@ -1,0 +1,89 @@
+"""Context compression: older turns condensed, memory rebuilt fresh, transcript untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.agent.compress import SUMMARY_PREFIX
+from hermes.agent.turn import Agent
+from hermes.config import load_settings
+from hermes.memory.basic import BasicMemory
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+from tests.fakellm import service_unavailable, set_context_window
+
+
+@pytest.fixture
+def long_session(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    set_context_window(3000)
+    store = SessionStore.from_runtime(rt)
+    session = store.create("owner", "terminal")
+    for i in range(40):
+        role = "user" if i % 2 == 0 else "assistant"
+        store.append("owner", session.id, role,
+                     f"message {i}: we compared several options for the home lab network, "
+                     f"including VLAN layouts, switch models and firewall rules, point {i}; "
+                     "we also weighed power draw, noise, rack space and the cost of spares")
+    BasicMemory(rt.db, clock=clock).add("owner", "Runs a home lab with a Proxmox cluster")
+    FactStore.from_runtime(rt).add("owner", "The firewall is an OPNsense box")
+    yield rt, session.id
+    rt.close()
+
+
+async def test_compression_keeps_memory_and_the_stored_transcript(long_session, fake_model):
+    rt, session_id = long_session
+    store = SessionStore.from_runtime(rt)
+    before = [(m.id, m.content) for m in store.messages("owner", session_id)]
+    fake_model.reply("The user compared home lab network designs (VLANs, switches, firewall).")
+    fake_model.reply("Use VLAN 20 for the cameras.")
+    agent = Agent(rt)
+    result = await agent.turn("owner", session_id, "which firewall do I have?").run()
+    assert result.compressed and result.text == "Use VLAN 20 for the cameras."
+    summary_call, reply_call = fake_model.requests
+    assert "message 0:" in summary_call.messages[1]["content"]
+    sent = reply_call.messages
+    assert sent[1]["role"] == "system" and sent[1]["content"].startswith(SUMMARY_PREFIX)
+    assert "home lab network designs" in sent[1]["content"]
+    # memory rebuilt fresh in the system message
+    assert "Runs a home lab with a Proxmox cluster" in sent[0]["content"]
+    assert "The firewall is an OPNsense box" in sent[0]["content"]
+    # the recent messages stay verbatim, the older ones are gone from the prompt
+    assert sent[-1]["content"] == "which firewall do I have?"
+    assert not any("message 0:" in str(m["content"]) for m in sent[2:])
+    assert agent.llm.count_tokens(sent) <= int(3000 * rt.settings.agent.compress_at)
+    # the stored transcript is unchanged, plus this turn's two messages
+    after = [(m.id, m.content) for m in store.messages("owner", session_id)]
+    assert after[: len(before)] == before and len(after) == len(before) + 2
+
+
+async def test_the_summary_is_reused_on_the_next_turn(long_session, fake_model):
+    rt, session_id = long_session
+    agent = Agent(rt)
+    fake_model.reply("Earlier: home lab network comparison.").reply("first")
+    await agent.turn("owner", session_id, "q1").run()
+    fake_model.reply("second")  # no second summary call is scripted
+    result = await agent.turn("owner", session_id, "q2").run()
+    assert result.text == "second" and result.compressed
+    assert fake_model.last.messages[1]["content"].endswith("Earlier: home lab network comparison.")
+
+
+async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model):
+    rt, session_id = long_session
+    for _ in range(4):
+        fake_model.error(service_unavailable())
+    fake_model.reply("answer anyway")
+    result = await Agent(rt).turn("owner", session_id, "still works?").run()
+    assert result.text == "answer anyway" and result.error is None
+    digest = fake_model.last.messages[1]["content"]
+    assert "35 earlier messages were left out" in digest and "message 34:" in digest
+
+
+async def test_a_short_conversation_is_not_compressed(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    fake_model.reply("hi")
+    result = await Agent(rt).turn("owner", session.id, "hello").run()
+    assert not result.compressed and len(fake_model.requests) == 1
+    rt.close()

@@ -1,0 +1,215 @@
+"""`hermes run` as a real process: a cron job answered, a clean SIGTERM, one daemon per home."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from hermes.clock import FakeClock, SystemClock
+from hermes.config import load_settings
+from hermes.daemon import HomeLock, discord_token, read_dotenv
+from hermes.errors import HermesError
+from hermes.frontends.cron import CronStore
+from hermes.runtime import Runtime
+
+REPO = Path(__file__).resolve().parent.parent
+# Starting Python with litellm imported takes a while on a cold disk; nothing here sleeps.
+START_TIMEOUT = 180
+
+
+class Process:
+    """A Hermes subprocess whose log lines (stderr) are read as they come."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, needle: str, timeout: float = START_TIMEOUT) -> str:
+        while True:
+            try:
+                line = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no {needle!r} in:\n" + "\n".join(self.lines)) from None
+            if line is None:
+                raise AssertionError(f"exited before {needle!r}:\n" + "\n".join(self.lines))
+            self.lines.append(line)
+            if needle in line:
+                return line
+
+    def finish(self, timeout: float = START_TIMEOUT) -> int:
+        code = self.proc.wait(timeout=timeout)
+        while (line := self._queue.get(timeout=timeout)) is not None:
+            self.lines.append(line)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def daemon_env(hermes_home, tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
+    env.update(HERMES_HOME=str(hermes_home), HERMES_CONFIG=str(tmp_path / "config.yaml"),
+               PYTHONPATH=str(REPO))
+    return env
+
+
+def _job_due_at_start(home: Path) -> None:
+    """A job created 35 minutes ago, every 30 minutes: it fired 5 minutes ago, inside the grace
+    window, and fires next in 25 minutes (longer than any test run)."""
+    settings = load_settings()
+    rt = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
+    CronStore.from_runtime(rt).add("digest", "owner", "every 30m", "Summarise my day",
+                                   "file:digests/today.md")
+    rt.close()
+
+
+def test_daemon_answers_a_cron_job_and_stops_cleanly_on_sigterm(daemon_env, hermes_home, rt):
+    _job_due_at_start(hermes_home)
+    daemon_env["HERMES_TEST_REPLIES"] = json.dumps(["<<hold>>", "Digest: a quiet day."])
+    first = Process(["-m", "tests.daemon_harness", "run", "--no-repl"], daemon_env)
+    try:
+        first.wait_for("hermes: running")
+        first.wait_for("harness: model call held")       # the cron turn is in flight
+        # A second daemon on the same home refuses to start, and changes nothing.
+        second = Process(["-m", "hermes", "run", "--no-repl"], daemon_env)
+        assert second.finish() == 1
+        assert any("already running" in line for line in second.lines)
+
+        first.proc.send_signal(signal.SIGTERM)
+        first.wait_for("no longer taking messages")
+        first.proc.send_signal(signal.SIGUSR1)          # let the model answer now
+        assert first.finish() == 0
+    finally:
+        first.kill()
+    log = "\n".join(first.lines)
+    assert "stopped cleanly" in log and "Traceback" not in log
+    assert (hermes_home / "digests" / "today.md").read_text().count("Digest: a quiet day.") == 1
+    runs = rt.db.execute("SELECT status, output, session_id FROM cron_runs WHERE kind = "
+                         "'schedule' ORDER BY scheduled_for").fetchall()
+    assert [r[0] for r in runs] == ["ok"]
+    session_id = runs[-1][2]
+    messages = rt.db.execute("SELECT role, content FROM messages WHERE session_id = ? "
+                             "ORDER BY id", (session_id,)).fetchall()
+    assert [tuple(m) for m in messages] == [("user", "Summarise my day"),
+                                            ("assistant", "Digest: a quiet day.")]
+    source = rt.db.execute("SELECT source FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    assert source[0] == "cron"
+    assert "hermes: stopped cleanly" in (hermes_home / "hermes.log").read_text()
+
+
+def test_a_restart_does_not_run_the_same_fire_time_again(daemon_env, hermes_home, rt):
+    _job_due_at_start(hermes_home)
+    daemon_env["HERMES_TEST_REPLIES"] = json.dumps(["First digest."])
+    for _ in range(2):
+        proc = Process(["-m", "tests.daemon_harness", "run", "--no-repl"], daemon_env)
+        try:
+            proc.wait_for("cron catch-up done")
+            proc.proc.send_signal(signal.SIGTERM)
+            assert proc.finish() == 0
+        finally:
+            proc.kill()
+    statuses = [r[0] for r in rt.db.execute("SELECT status FROM cron_runs").fetchall()]
+    assert statuses.count("ok") == 1
+    assert (hermes_home / "digests" / "today.md").read_text().count("First digest.") == 1
+
+
+# --------------------------------------------------------------------------- in-process pieces
+def test_the_home_lock_is_exclusive_and_released(hermes_home):
+    first, second = HomeLock(hermes_home), HomeLock(hermes_home)
+    first.acquire()
+    with pytest.raises(HermesError, match=f"pid {os.getpid()}.*only one may run per home"):
+        second.acquire()
+    first.release()
+    second.acquire()
+    second.release()
+
+
+def test_the_discord_token_comes_from_config_env_or_dotenv(hermes_home, config_file):
+    settings = load_settings()
+    assert discord_token(settings, environ={}) is None
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / ".env").write_text("# secrets\nexport DISCORD_TOKEN='from-dotenv'\n")
+    assert read_dotenv(hermes_home / ".env", "DISCORD_TOKEN") == "from-dotenv"
+    assert discord_token(settings, environ={}) == "from-dotenv"
+    assert discord_token(settings, environ={"DISCORD_TOKEN": "from-env"}) == "from-env"
+    config_file.write_text("discord:\n  token: from-config\n")
+    assert discord_token(load_settings(), environ={"DISCORD_TOKEN": "x"}) == "from-config"
+
+
+async def until(condition, ticks: int = 20000) -> None:
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home):
+    from hermes.daemon import Daemon
+    from hermes.memory import context
+    from hermes.memory.basic import BasicMemory
+
+    basic = BasicMemory(rt.db, clock=clock)
+    basic.add("alice", "Alice keeps bees")
+    basic.add("bob", "Bob restores old radios")
+    fresh, stale = context.path_for(rt, "alice"), context.path_for(rt, "bob")
+    for path in (fresh, stale):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("an old note\n")
+    seven_hours_ago = clock.now().timestamp() - 7 * 3600
+    os.utime(stale, (seven_hours_ago, seven_hours_ago))
+    os.utime(fresh, (clock.now().timestamp() - 3600,) * 2)
+
+    daemon = Daemon(rt, repl=False)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: stale.read_text().startswith("# Recent context"))
+    jobs = {job.id: job.trigger for job in daemon.scheduler.get_jobs()}
+    assert jobs["builtin:context"].interval == timedelta(hours=6)
+    assert jobs["builtin:idle"].interval == timedelta(minutes=10)
+    assert "builtin:cron-reload" in jobs
+    with pytest.raises(HermesError, match="already running"):
+        HomeLock(hermes_home).acquire()
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
+    HomeLock(hermes_home).acquire()                          # released at the stop
+
+
+def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
+    monkeypatch.setenv("HERMES_CONFIG", str(REPO / "scripts" / "config.example.yaml"))
+    settings = load_settings()
+    rt = Runtime(settings, clock=FakeClock())
+    try:
+        store = CronStore.from_runtime(rt)
+        store.sync_config(settings.cron.jobs)
+        digest = store.get("daily-digest")
+        assert digest.deliver.startswith("discord:") and "[SILENT]" in digest.prompt
+        assert settings.discord.allowed_users and settings.model.name
+    finally:
+        rt.close()
+    unit = (REPO / "scripts" / "hermes.service").read_text()
+    assert "hermes run --no-repl" in unit and "KillSignal=SIGTERM" in unit

@@ -1,0 +1,120 @@
+"""Learning through the real turn engine: the fast lane before the reply, extraction after it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermes.agent.turn import Agent
+from hermes.config import load_settings
+from hermes.learn.worker import ExtractionWorker
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+
+
+@pytest.fixture
+def agent(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    yield Agent(rt)
+    rt.close()
+
+
+@pytest.fixture
+def worker(agent):
+    worker = ExtractionWorker(agent.rt)
+    worker.attach(agent)
+    return worker
+
+
+@pytest.fixture
+def session_id(agent):
+    return SessionStore.from_runtime(agent.rt).create("owner", "terminal").id
+
+
+@pytest.fixture
+def facts(agent):
+    return FactStore.from_runtime(agent.rt)
+
+
+def extraction(*contents):
+    return json.dumps([{"action": "create", "content": c, "type": "semantic",
+                        "category": "general", "entities": [], "tags": []} for c in contents])
+
+
+async def test_fast_lane_fact_is_visible_to_the_very_next_turn(
+        agent, worker, session_id, facts, fake_model):
+    fake_model.reply("Got it, I'll remember that.")
+    await agent.turn("owner", session_id, "Remember that my sister Ana lives in Porto.").run()
+    # stored before the reply: the model saw it in the same turn's prompt already
+    assert "The user's sister Ana lives in Porto" in fake_model.requests[0].system
+    (fact,) = facts.list("owner")
+    assert fact.tags == ["fastlane"] and fact.source_session_id == session_id
+    fake_model.reply("Ana lives in Porto.")
+    await agent.turn("owner", session_id, "Where does Ana live again?").run()
+    assert "The user's sister Ana lives in Porto" in fake_model.last.system
+    await worker.drain()
+    # the remember-request cost no extraction call; the question none either
+    assert len(fake_model.requests) == 2
+    assert [r.reason for r in worker.runs("owner")] == ["fast_lane", "no_statement"]
+
+
+async def test_reply_is_delivered_before_extraction_starts(
+        agent, worker, session_id, facts, fake_model):
+    fake_model.reply("Congratulations on the new job!")
+    release = fake_model.block()            # the extraction call waits here
+    fake_model.reply(extraction("The user works at Acme Corp as a staff engineer."))
+    chunks = []
+    turn = agent.turn("owner", session_id, "I just started at Acme Corp as a staff engineer.")
+    async for chunk in turn:
+        chunks.append(chunk)
+    assert "".join(chunks) == "Congratulations on the new job!"
+    await fake_model.reached.wait()         # extraction has started, after the reply
+    assert worker.pending == 1 and facts.list("owner") == []
+    replies = [m for m in SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+               if m.role == "assistant"]
+    assert replies[0].content == "Congratulations on the new job!"
+    release.set()
+    await worker.drain()
+    assert [f.content for f in facts.list("owner")] == [
+        "The user works at Acme Corp as a staff engineer."]
+    # the extraction prompt held the user's words and the reply, after the reply was complete
+    assert "I just started at Acme Corp" in fake_model.last.messages[-1]["content"]
+
+
+async def test_turn_that_wrote_memory_with_tools_is_not_extracted_again(
+        agent, worker, session_id, facts, fake_model):
+    fake_model.tool_call("facts", {"action": "add", "content": "The user's dog is called Rex.",
+                                   "entities": ["Rex"]})
+    fake_model.reply("Saved.")
+    await agent.turn("owner", session_id, "Please save that my dog is called Rex.").run()
+    await worker.drain()
+    (run,) = worker.runs("owner")
+    assert (run.status, run.reason) == ("skipped", "memory_written")
+    assert len(fake_model.requests) == 2 and len(facts.list("owner")) == 1
+
+
+async def test_extraction_failure_never_reaches_the_user(
+        agent, worker, session_id, facts, fake_model):
+    fake_model.reply("Lovely!")
+    fake_model.reply("I'm not able to produce JSON today.")
+    result = await agent.turn("owner", session_id, "We're moving to Utrecht in January.").run()
+    await worker.drain()
+    assert result.error is None and result.text == "Lovely!"
+    (run,) = worker.runs("owner")
+    assert run.status == "retry" and facts.list("owner") == []
+
+
+async def test_facts_history_shows_where_a_learned_fact_came_from(
+        agent, worker, session_id, facts, fake_model, cli):
+    fake_model.reply("Noted!")
+    fake_model.reply(extraction("The user's daughter Maya plays the violin."))
+    await agent.turn("owner", session_id, "My daughter Maya has started playing the violin.").run()
+    await worker.drain()
+    (fact,) = facts.list("owner")
+    out = cli("facts", "history", str(fact.id)).stdout
+    assert f"source: session {session_id} (terminal, started 2026-11-29 12:00)" in out
+    assert "said: My daughter Maya has started playing the violin." in out
+    manual = facts.add("owner", "The user's violin teacher is Ms. Ito.").fact
+    assert "added directly" in cli("facts", "history", str(manual.id)).stdout

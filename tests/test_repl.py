@@ -1,0 +1,224 @@
+"""The terminal REPL, driven with prompt-toolkit's pipe input and a dummy output."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from hermes.frontends.repl import Repl, SlashCompleter
+
+ENTER, ALT_ENTER, CTRL_C, CTRL_D, TAB = "\r", "\x1b\r", "\x03", "\x04", "\t"
+
+
+@pytest.fixture
+def pipe():
+    with create_pipe_input() as inp, create_app_session(input=inp, output=DummyOutput()):
+        yield inp
+
+
+async def until(condition, ticks: int = 5000) -> None:
+    """Yield to the loop until ``condition()`` holds (bounded; no wall-clock sleeping)."""
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+class Session:
+    def __init__(self, repl: Repl, events: list, pipe) -> None:
+        self.repl, self.events, self.pipe = repl, events, pipe
+        self.task = asyncio.create_task(repl.run())
+
+    def said(self, kind: str | None = None) -> list[str]:
+        return [text for k, text in self.events if kind is None or k == kind]
+
+    def reply_text(self) -> str:
+        return "".join(self.said("chunk"))
+
+    async def send(self, text: str) -> None:
+        self.pipe.send_text(text)
+        await until(lambda: self.repl.prompt.app.is_running or self.task.done())
+
+    async def reply_done(self) -> None:
+        await until(lambda: self.repl._reply is not None)
+        await self.repl.wait_reply()
+
+    async def command(self, text: str) -> str:
+        before = len(self.events)
+        self.pipe.send_text(text + ENTER)
+        await until(lambda: len(self.events) > before)
+        return self.events[-1][1]
+
+    async def leave(self) -> None:
+        self.pipe.send_text(CTRL_D)
+        await asyncio.wait_for(self.task, 10)
+
+
+@pytest.fixture
+async def repl(fake_model, rt, pipe, tmp_path):
+    from hermes.agent.turn import Agent
+
+    events: list[tuple[str, str]] = []
+    shell = Repl(rt, Agent(rt), emit=lambda kind, text: events.append((kind, text)),
+                 history=FileHistory(str(tmp_path / "history")))
+    session = Session(shell, events, pipe)
+    yield session
+    if not session.task.done():
+        session.task.cancel()
+        await asyncio.gather(session.task, return_exceptions=True)
+
+
+async def test_a_message_streams_a_reply_into_a_terminal_session(repl, fake_model, rt, tmp_path):
+    fake_model.reply("Hello from Hermes.")
+    repl.pipe.send_text("hi there" + ENTER)
+    await repl.reply_done()
+    assert repl.reply_text() == "Hello from Hermes."
+    assert len(repl.said("chunk")) > 1                           # it arrived in pieces
+    row = rt.db.execute("SELECT user, source, channel_key FROM sessions").fetchone()
+    assert row[0] == rt.settings.users.default and row[1] == "terminal"
+    assert row[2].startswith("terminal:")
+    await repl.leave()
+    assert repl.said("info")[-1] == "Bye."
+    assert "+hi there" in (tmp_path / "history").read_text()
+
+
+async def test_multi_line_input_is_one_message(repl, fake_model, rt):
+    fake_model.reply("Two lines received.")
+    repl.pipe.send_text("line one" + ALT_ENTER + "line two" + ENTER)
+    await repl.reply_done()
+    assert fake_model.requests[0].messages[-1]["content"].endswith("line one\nline two")
+    await repl.leave()
+
+
+async def test_ctrl_c_stops_the_reply_and_the_repl_carries_on(repl, fake_model):
+    release = fake_model.block()
+    repl.pipe.send_text("tell me a long story" + ENTER)
+    await asyncio.wait_for(fake_model.reached.wait(), 10)
+    assert repl.repl.replying()
+    repl.pipe.send_text(CTRL_C)
+    await until(lambda: "[stopped]" in repl.said("info"))
+    assert not repl.task.done()
+    release.set()
+    fake_model.reply("Still here.")
+    repl.pipe.send_text("are you there?" + ENTER)
+    await until(lambda: repl.repl._reply is not None and "Still" in repl.reply_text())
+    await repl.repl.wait_reply()
+    assert repl.reply_text().endswith("Still here.")
+    await repl.leave()
+
+
+async def test_ctrl_c_at_an_idle_prompt_drops_the_line(repl, fake_model):
+    repl.pipe.send_text("half typed" + CTRL_C)
+    assert (await repl.command("/help")).startswith("Enter sends")
+    await repl.leave()
+    assert fake_model.requests == []
+
+
+async def test_memory_commands(repl, fake_model, rt):
+    assert (await repl.command("/remember The deploy script lives in ops/deploy.sh")
+            ).startswith("Remembered [")
+    assert "ops/deploy.sh" in await repl.command("/facts deploy script")
+    assert "BASIC MEMORY" in await repl.command("/memory")
+    assert "trust 0.50 -> 0.55" in await repl.command("/rate 1 up")
+    assert (await repl.command("/forget 1")).startswith("Forgot [1]")
+    assert (await repl.command("/facts deploy script")).startswith("No facts match")
+    assert "Usage: /rate" in await repl.command("/rate sideways")
+    assert "Unknown command /frobnicate" in await repl.command("/frobnicate")
+    assert "999" in await repl.command("/forget 999")              # one line, REPL stays
+    assert repl.events[-1][0] == "error"
+    assert not repl.task.done()
+    await repl.leave()
+
+
+async def test_sessions_search_and_new(repl, fake_model, rt):
+    fake_model.reply("Tomatoes want full sun.")
+    repl.pipe.send_text("how do I grow tomatoes?" + ENTER)
+    await repl.reply_done()
+    assert "terminal" in await repl.command("/sessions")
+    assert "tomatoes" in (await repl.command("/search tomatoes")).lower()
+    assert await repl.command("/new") == "Started a new conversation."
+    fake_model.reply("Fresh start.")
+    repl.pipe.send_text("hello again" + ENTER)
+    await until(lambda: "Fresh" in repl.reply_text())
+    await repl.repl.wait_reply()
+    rows = rt.db.execute("SELECT ended_at IS NOT NULL FROM sessions ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [1, 0]
+    assert "context file" in (await repl.command("/context")).lower()
+    assert repl.events[-1][0] == "info"
+    await repl.leave()
+
+
+async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_model, rt):
+    from hermes.memory.facts import FactStore
+
+    facts = FactStore.from_runtime(rt)
+    user = repl.repl.user
+    ids = [facts.add(user, "Miso is the cat of the owner", entities=["Miso"]).id,
+           facts.add(user, "The owner cycles to work", entities=["bicycle"]).id]
+    assert "No reply to rate yet" in await repl.command("/rate down")
+    fake_model.reply("Miso is your cat.")
+    repl.pipe.send_text("what is Miso?" + ENTER)
+    await repl.reply_done()
+    assistant = rt.db.execute("SELECT max(id) FROM messages WHERE role = 'assistant'").fetchone()
+    shown = {r[0] for r in rt.db.execute(
+        "SELECT fact_id FROM shown_facts WHERE message_id = ?", assistant)}
+    assert shown and shown < set(ids)
+    before = {i: facts.get(user, i).trust for i in ids}
+    said = await repl.command("/rate down")
+    for fact_id in ids:
+        changed = facts.get(user, fact_id).trust != before[fact_id]
+        assert changed == (fact_id in shown)
+        assert (f"[{fact_id}]" in said) == (fact_id in shown)
+    await repl.leave()
+
+
+async def test_tab_completes_slash_commands(repl):
+    buffer = repl.repl.prompt.default_buffer
+    repl.pipe.send_text("/rem")
+    await until(lambda: buffer.complete_state is not None and buffer.complete_state.completions)
+    repl.pipe.send_text(TAB)
+    await until(lambda: buffer.text == "/remember")
+    repl.pipe.send_text(" " + CTRL_C)
+    await repl.command("/quit")
+    await asyncio.wait_for(repl.task, 10)
+
+
+def test_completer_only_completes_a_leading_command():
+    completer = SlashCompleter()
+    found = [c.text for c in completer.get_completions(Document("/s"), CompleteEvent())]
+    assert found == ["/sessions", "/search"]
+    assert list(completer.get_completions(Document("hello /s"), CompleteEvent())) == []
+
+
+async def test_quit_leaves(repl):
+    repl.pipe.send_text("/quit" + ENTER)
+    await asyncio.wait_for(repl.task, 10)
+    assert repl.said("info")[-1] == "Bye."
+
+
+async def test_the_terminal_sink_prints_whole_lines_above_the_prompt():
+    import io
+
+    from prompt_toolkit.data_structures import Size
+    from prompt_toolkit.output.vt100 import Vt100_Output
+
+    from hermes.frontends.repl import TerminalSink
+
+    screen = io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=24, columns=80), term="xterm")
+    with create_pipe_input() as inp, create_app_session(input=inp, output=output):
+        sink = TerminalSink()
+        for chunk in ("Hel", "lo there,\nsecond ", "line"):
+            sink("chunk", chunk)
+        assert "Hello there," in screen.getvalue() and "second" not in screen.getvalue()
+        sink("end", "")
+        sink("error", "something broke")
+    assert "second line" in screen.getvalue() and "something broke" in screen.getvalue()
