@@ -91,17 +91,29 @@ Searcher = Callable[[str], list[list[str]]]
 # -- retrievers -------------------------------------------------------------------------------
 
 
-def _import(conv: data.Conversation, home: Path, *, summaries: bool):
+_MODEL: list = []
+
+
+def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: bool = False):
     from hermes.memory.sessions import SessionStore
     from hermes.memory.transfer import import_sessions
 
     db = connect(home / "hermes.db")
+    vectors = None
+    if embeddings:
+        from hermes.memory.embeddings import MessageVectors, MiniLM
+
+        _MODEL[:] = _MODEL or [MiniLM()]
+        vectors = MessageVectors(db, _MODEL[0])
     # Questions are asked the day after the conversation's last session.
-    store = SessionStore(db, clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)))
+    store = SessionStore(db, clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)),
+                         vectors=vectors)
     report = import_sessions(store, conv.sample_id, data.to_import_lines(conv,
                                                                         summaries=summaries))
     if report.errors:
         raise SystemExit(f"{conv.sample_id}: import failed: {report.errors[:3]}")
+    if vectors is not None:
+        vectors.index(conv.sample_id)  # what the daemon does as messages arrive, not timed
     return db, store
 
 
@@ -112,7 +124,7 @@ def _dia_ids_by_message(db, user: str) -> dict[int, str]:
 
 def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     """Hermes's ranked message search (the default)."""
-    db, store = _import(conv, home, summaries=args.summaries)
+    db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings)
     user = conv.sample_id
 
     def search(question: str) -> list[list[str]]:
@@ -320,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="sessions mode: what to search with (default: hermes)")
     parser.add_argument("--summaries", action="store_true",
                         help="also import LoCoMo's session summaries as session summaries")
+    parser.add_argument("--embeddings", action="store_true",
+                        help="hybrid recall: bm25 + all-MiniLM-L6-v2 (needs hermes[embeddings])")
     parser.add_argument("--conversations", nargs="*", help="only these sample ids")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
@@ -338,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hermes": "sessions: SessionStore.search_messages",
         "hermes-sessions": "sessions: SessionStore.search (best message per session)",
     }.get(args.retriever, f"reference: {args.retriever}")
+    if args.embeddings:
+        label += " + embeddings (hybrid)"
     if args.summaries:
         label += " + LoCoMo session summaries"
 
@@ -371,6 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "label": label, "mode": args.mode, "retriever": args.retriever,
+        "embeddings": args.embeddings,
         "summaries": args.summaries, "seconds": round(time.perf_counter() - started, 1),
         "load": {"questions": loaded.questions, "scored": len(rows),
                  "evidence_skipped": loaded.evidence_skipped},
