@@ -48,6 +48,7 @@ class RecallParams:
     neighbour_back: float = 0.3  # share of the next turn's score a message receives
     speaker_boost: float = 0.5  # added to messages spoken by someone the query names
     session: float = 0.5  # weight of the (normalised) session score
+    candidates: int = 100  # best BM25 matches read in their conversation
     match_floor: float = 0.2  # least score of a matching message, relative to the best
     session_top: int = 3  # a session's score: the sum of its best this-many turns
     meta_weight: float = 1.0  # title/summary hits, relative to message hits
@@ -205,7 +206,8 @@ def rerank(
     """
     if not candidates and not meta and not dense:
         return []
-    scores = dict(candidates)
+    # The best ``candidates`` matches are read in context; the rest would rank below anyway.
+    scores = dict(sorted(candidates, key=lambda c: -c[1])[: params.candidates])
     top = max(scores.values(), default=0.0) or max(meta.values(), default=0.0) or 1.0
     # The index says every candidate matches, even when counting its words found none (an
     # irregular stem): it is worth at least a small part of the best match.
@@ -255,7 +257,12 @@ def rerank(
                 date_cache[day] = 0.0
         return date_cache[day]
 
-    named = _speakers_named(db, plan, list(where)) if params.speaker_boost else set()
+    named: set[int] = set()
+    words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
+    if params.speaker_boost and words:
+        named = {c.message_id for c in found if _names(words, c.speaker)}
+        if named:  # someone the query names spoke here: their neighbouring turns count too
+            named |= _speakers_named(db, words, [m for m in where if m not in own])
 
     ranked = []
     for mid, (sid, created) in where.items():
@@ -299,16 +306,18 @@ def _placed(
     return [_Found(*row) for row in rows]
 
 
-def _speakers_named(db: sqlite_utils.Database, plan: MatchPlan, ids: list[int]) -> set[int]:
-    """The messages whose speaker the query names ("what does Ana like?" -> Ana's turns)."""
-    words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
-    if not words or not ids:
+def _names(words: set[str], speaker: str | None) -> bool:
+    return bool(speaker) and bool(words & {p.casefold() for p in _WORD.findall(speaker or "")})
+
+
+def _speakers_named(db: sqlite_utils.Database, words: set[str], ids: list[int]) -> set[int]:
+    """Of ``ids``, the messages whose speaker the query names ("what does Ana like?")."""
+    if not ids:
         return set()
     marks = ",".join("?" * len(ids))
     rows = db.execute(f"SELECT id, speaker FROM messages WHERE id IN ({marks}) "
                       "AND speaker IS NOT NULL", ids).fetchall()
-    return {mid for mid, speaker in rows
-            if words & {part.casefold() for part in _WORD.findall(speaker)}}
+    return {mid for mid, speaker in rows if _names(words, speaker)}
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -321,6 +330,7 @@ class _Found:
     created_at: str
     prev_id: int | None
     next_id: int | None
+    speaker: str | None
     score: float  # higher is better
 
 
@@ -328,7 +338,8 @@ class _Found:
 _FOUND_COLUMNS = (
     "m.id, m.session_id, m.created_at, "
     "(SELECT max(p.id) FROM messages p WHERE p.session_id = m.session_id AND p.id < m.id), "
-    "(SELECT min(n.id) FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id)"
+    "(SELECT min(n.id) FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id), "
+    "m.speaker"
 )
 _SOURCE_FILTER = (
     "(? IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE user = ? AND source = ?))"
