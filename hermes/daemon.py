@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 
@@ -113,28 +114,6 @@ def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str |
     environ = os.environ if environ is None else environ
     return (settings.discord.token or environ.get("DISCORD_TOKEN")
             or read_dotenv(settings.home_path / ".env", "DISCORD_TOKEN"))
-
-
-def build_agent(rt: Any) -> tuple[Any, Any | None]:
-    """The agent, with the extraction worker attached when it is installed and enabled."""
-    from hermes.agent.turn import Agent
-
-    agent = Agent(rt)
-    try:
-        from hermes.learn.worker import ExtractionWorker
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("hermes.learn", "hermes.learn.worker"):
-            raise           # a broken import inside the worker is a bug, not "not installed"
-        log.warning("hermes.learn.worker is not installed: no fact extraction after replies "
-                    "and no extraction retries")
-        return agent, None
-
-    worker = ExtractionWorker(rt)
-    if not worker.enabled:
-        log.info("fact extraction is off (extraction.enabled, or no model configured)")
-        return agent, None
-    worker.attach(agent)
-    return agent, worker
 
 
 # --------------------------------------------------------------------------- the daemon

@@ -296,8 +296,12 @@ def peer_python(cache: Path) -> Path:
     print(f"creating the peer venv in {venv} ...", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--no-deps", f"hermes-agent=={PEER_VERSION}"], check=True)
-    subprocess.run([*pip, "numpy", "pyyaml"], check=True)
+    # pip lists every dependency the peer declares but --no-deps left out: expected, so its
+    # output is shown only when an install fails.
+    for args in (["--no-deps", f"hermes-agent=={PEER_VERSION}"], ["numpy", "pyyaml"]):
+        done = subprocess.run([*pip, *args], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"installing the peer failed:\n{done.stdout}{done.stderr}")
     return python
 
 

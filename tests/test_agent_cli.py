@@ -93,3 +93,19 @@ def test_context_refresh_and_show_without_a_model(cli):
     shown = cli("context", "show")
     assert "## discord" in shown.stdout and "backups first" in shown.stdout
     assert "Still open" in shown.stdout
+
+
+def test_ask_learns_facts_after_answering(cli, fake_model):
+    """`hermes ask` attaches the extraction worker like every entry point: the answer is
+    printed first, then the turn's durable facts reach the fact store before the process ends."""
+    fake_model.reply("Congratulations on the move!")
+    fake_model.reply(
+        '[{"action": "create", "content": "The user moved to Lisbon in November 2026.", '
+        '"type": "episodic", "category": "general", "entities": ["Lisbon"], "tags": []}]'
+    )
+    result = cli("ask", "I finally moved to Lisbon this month, the flat is near the river.")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("Congratulations on the move!")
+    found = cli("facts", "probe", "Lisbon", "--json").json()
+    assert [f["content"] for f in found] == ["The user moved to Lisbon in November 2026."]
+    assert len(fake_model.requests) == 2  # one reply, one extraction call

@@ -12,17 +12,11 @@ import sys
 import typer
 
 from hermes.agent.llm import LLM, ModelNotConfigured
+from hermes.assembly import build_agent
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import emit_json
 from hermes.config import terminal_identity
 from hermes.runtime import Runtime
-
-
-def make_agent(rt: Runtime):  # -> hermes.agent.turn.Agent
-    """The Agent the terminal commands use (the place to attach hooks for the terminal)."""
-    from hermes.agent.turn import Agent
-
-    return Agent(rt)
 
 
 def require_model(rt: Runtime) -> None:
@@ -52,10 +46,16 @@ def ask(
 
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
-    agent = make_agent(rt)
+    agent, worker = build_agent(rt)
     turn = agent.turn(who, session.id, question)
+
+    async def answer_then_learn() -> None:
+        await _stream(turn, echo=not as_json)
+        if worker is not None:  # the answer is out; now learn from it before the process ends
+            await worker.drain(LEARN_TIMEOUT_SECONDS)
+
     try:
-        asyncio.run(_stream(turn, echo=not as_json))
+        asyncio.run(answer_then_learn())
     finally:
         sessions.close(who, session.id)
     result = turn.result
@@ -66,6 +66,9 @@ def ask(
     if turn.exception is not None:
         raise turn.exception
 
+
+# How long `hermes ask` waits, after answering, for the facts of the turn to be learned.
+LEARN_TIMEOUT_SECONDS = 60.0
 
 CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
 
@@ -80,7 +83,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     sessions = SessionStore.from_runtime(rt)
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
-    agent = make_agent(rt)
+    agent, worker = build_agent(rt)
     typer.echo(CHAT_HELP, err=True)
     with asyncio.Runner() as runner:
         while True:
@@ -110,3 +113,5 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
                 typer.echo(f"Error: {turn.exception}", err=True)
+        if worker is not None:  # learn from the last turns before the process ends
+            runner.run(worker.drain(LEARN_TIMEOUT_SECONDS))

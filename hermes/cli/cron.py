@@ -140,7 +140,7 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
 
 
 async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
-    from hermes.daemon import build_agent
+    from hermes.assembly import build_agent
     from hermes.frontends.cron import agent_prompt_runner
 
     agent, worker = build_agent(rt)

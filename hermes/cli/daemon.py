@@ -38,7 +38,7 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
     if not sys.stdin.isatty():
         chat_lines(ctx, user)
         return
-    from hermes.daemon import build_agent
+    from hermes.assembly import build_agent
     from hermes.frontends.repl import Repl
 
     async def main() -> None:

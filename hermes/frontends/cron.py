@@ -16,50 +16,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import sqlite3
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 
 from hermes.clock import Clock, SystemClock, parse_ts, to_ts
 from hermes.config import CronJobConfig
-from hermes.errors import ConfigError, HermesError, NotFound
+from hermes.errors import ConfigError, NotFound
+from hermes.frontends.schedule import (  # noqa: F401 - part of this module's surface
+    MAX_MISSED_RECORDS,
+    Plan,
+    ScheduleError,
+    check_deliver,
+    file_target,
+    parse_schedule,
+    plan_runs,
+    timezone_for,
+)
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
 
 SILENT = "[SILENT]"
-# The live scheduler calls us a few milliseconds after a fire time; never call that "missed".
-MIN_GRACE = timedelta(minutes=1)
-# After a long outage, record at most this many missed fire times per job (the rest are logged).
-MAX_MISSED_RECORDS = 100
 # How far a resume looks for fire times that passed while the job was paused.
 MAX_SKIP_SCAN = 100_000
 
 RunStatus = Literal["running", "ok", "silent", "failed", "missed"]
-
-_INTERVAL = re.compile(
-    r"^every\s+(\d+)\s*(m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$", re.IGNORECASE
-)
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-# APScheduler 3 numbers weekdays from Monday=0 and rejects 7; crontab has Sunday=0 (and 7).
-# Rewriting numeric weekdays to names gives crontab meaning in both.
-_CRON_DOW = {"0": "sun", "1": "mon", "2": "tue", "3": "wed", "4": "thu", "5": "fri", "6": "sat",
-             "7": "sun"}
-SCHEDULE_HELP = "use a cron expression like '0 8 * * *' or an interval like 'every 30m'"
-
-
-class ScheduleError(HermesError):
-    """A schedule or delivery target that cannot be used."""
 
 
 # --------------------------------------------------------------------------- records
@@ -105,118 +93,8 @@ class RunOutcome:
     error: str | None = None
 
 
-# --------------------------------------------------------------------------- schedules
-def timezone_for(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"cron.timezone: unknown time zone {name!r} (e.g. UTC, "
-                          "Europe/Berlin)") from None
-
-
-def _crontab_weekdays(field_text: str) -> str:
-    pieces = []
-    for piece in field_text.split(","):
-        base, slash, step = piece.partition("/")
-        lo, dash, hi = base.partition("-")
-        lo = _CRON_DOW.get(lo, lo)
-        hi = _CRON_DOW.get(hi, hi)
-        pieces.append((f"{lo}-{hi}" if dash else lo) + (f"/{step}" if slash else ""))
-    return ",".join(pieces)
-
-
-def parse_schedule(schedule: str, tz: str, *, anchor: datetime | None = None) -> BaseTrigger:
-    """A trigger for ``schedule``: a 5-field cron expression or ``every N m|h|d|w``.
-
-    Intervals count from ``anchor`` (the job's creation): the first run is one interval later.
-    """
-    zone = timezone_for(tz)
-    text = " ".join(schedule.split())
-    match = _INTERVAL.match(text)
-    if match:
-        amount = int(match.group(1))
-        if amount <= 0:
-            raise ScheduleError(f"schedule {schedule!r}: the interval must be positive")
-        delta = timedelta(**{_UNITS[match.group(2)[0].lower()]: amount})
-        start = (anchor or SystemClock().now()) + delta
-        return IntervalTrigger(seconds=int(delta.total_seconds()), start_date=start,
-                               timezone=zone)
-    fields = text.split(" ")
-    if len(fields) != 5:
-        raise ScheduleError(f"schedule {schedule!r}: {SCHEDULE_HELP}")
-    fields[4] = _crontab_weekdays(fields[4])
-    try:
-        return CronTrigger.from_crontab(" ".join(fields), timezone=zone)
-    except ValueError as exc:
-        raise ScheduleError(f"schedule {schedule!r}: {exc}; {SCHEDULE_HELP}") from None
-
-
-def file_target(home: Path, target: str) -> Path:
-    """The file a ``file:<path>`` delivery writes to; it must stay under the home."""
-    path = Path(target).expanduser()
-    resolved = (path if path.is_absolute() else home / path).resolve()
-    if not resolved.is_relative_to(home.resolve()):
-        raise ScheduleError(f"deliver file:{target}: the file must be under the home ({home})")
-    return resolved
-
-
-def check_deliver(deliver: str, home: Path) -> str:
-    """Validate a delivery target: ``discord:<channel id>``, ``terminal`` or ``file:<path>``."""
-    kind, _, rest = deliver.partition(":")
-    if deliver == "terminal":
-        return deliver
-    if kind == "discord" and rest.isdigit():
-        return deliver
-    if kind == "file" and rest:
-        file_target(home, rest)
-        return deliver
-    raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
-                        "file:<path under the home>")
-
-
 def trigger_for(job: CronJob, tz: str) -> BaseTrigger:
     return parse_schedule(job.schedule, tz, anchor=parse_ts(job.created_at))
-
-
-@dataclass
-class Plan:
-    due: datetime | None = None                             # run this fire time now
-    missed: list[datetime] = field(default_factory=list)   # record these as missed
-    folded: list[datetime] = field(default_factory=list)   # within grace, folded into `due`
-    uncounted: bool = False                                 # more missed than recorded
-
-
-def plan_runs(trigger: BaseTrigger, *, now: datetime, last_fire: datetime | None,
-              created_at: datetime, grace: timedelta) -> Plan:
-    """Which fire times after ``last_fire`` (or since ``created_at``) are due, missed, folded.
-
-    The latest fire time no older than ``grace`` runs once; earlier ones in the window are
-    folded into it (a catch-up runs a job once, not once per missed time); older ones are missed.
-    """
-    grace = max(grace, MIN_GRACE)
-    window_start = now - grace
-    plan = Plan()
-    # Missed: from the last run (or creation) to the start of the grace window, capped.
-    fire = (trigger.get_next_fire_time(last_fire, now) if last_fire is not None
-            else trigger.get_next_fire_time(None, created_at + timedelta(microseconds=1)))
-    while fire is not None and fire < window_start:
-        if len(plan.missed) >= MAX_MISSED_RECORDS:
-            plan.uncounted = True
-            break
-        plan.missed.append(fire)
-        fire = trigger.get_next_fire_time(fire, now)
-    # Due: fire times inside the window (jump there directly after a long outage).
-    if plan.uncounted:
-        fire = trigger.get_next_fire_time(None, window_start)
-    in_window: list[datetime] = []
-    while fire is not None and fire <= now:
-        if last_fire is None or fire > last_fire:
-            in_window.append(fire)
-        fire = trigger.get_next_fire_time(fire, fire)
-    if in_window:
-        plan.due = in_window[-1]
-        plan.folded = in_window[:-1]
-    return plan
 
 
 # --------------------------------------------------------------------------- the store

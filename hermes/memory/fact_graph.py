@@ -1,10 +1,10 @@
 """The entity graph behind ``FactStore.reason``: two entities are neighbours when an active
 fact links both. Used only when no fact links the asked-about entities directly.
 
-The search meets in the middle: the neighbours of both ends are fetched (one indexed query
-each) and intersected, which finds every chain through one shared entity; failing that, one more
-hop is taken from the smaller side. Hubs (entities in thousands of facts) are capped so a call
-stays cheap at 100k facts.
+The end with fewer links is expanded (one indexed query); the other end is asked only whether
+one of those neighbours is its neighbour too, which finds a chain through one shared entity
+without reading a hub's thousands of links; failing that, one more hop is taken. Reads are
+capped so a call stays cheap at 100k facts.
 """
 
 from __future__ import annotations
@@ -41,32 +41,70 @@ def _neighbours(
     return found
 
 
+def _link_count(db: sqlite_utils.Database, entity_id: int) -> int:
+    return int(db.execute("SELECT count(*) FROM fact_entities WHERE entity_id = ?",
+                          [entity_id]).fetchone()[0])
+
+
+def _best_link_into(
+    db: sqlite_utils.Database, user: str, entity_id: int, others: Sequence[int]
+) -> tuple[int, int] | None:
+    """(one of ``others``, best fact linking it to ``entity_id``), or None."""
+    if not others:
+        return None
+    marks = ",".join("?" * len(others))
+    row = db.execute(
+        f"""
+        SELECT other.entity_id, f.id FROM fact_entities mine
+          CROSS JOIN facts f ON f.id = mine.fact_id
+          JOIN fact_entities other ON other.fact_id = f.id
+        WHERE mine.entity_id = ? AND other.entity_id IN ({marks}) AND f.user = ?
+          AND f.forgotten_at IS NULL AND f.superseded_by IS NULL
+        ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT 1
+        """,
+        [entity_id, *others, user],
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
 def shortest_path(
     db: sqlite_utils.Database, user: str, source: int, target: int
 ) -> tuple[list[int], list[int]] | None:
-    """(entity ids on the path, one fact id per hop) for a chain of at most three hops."""
+    """(entity ids on the path, one fact id per hop) for a chain of at most three hops.
+
+    The end with fewer links is expanded; the other end is only asked whether one of those
+    neighbours is also its neighbour, so a hub's links are never all read for one shared
+    entity."""
     if source == target:
         return [source], []
-    left = _neighbours(db, user, [source])
-    if target in left:
-        return [source, target], [left[target][1]]
-    right = _neighbours(db, user, [target])
-    shared = [c for c in left if c in right]  # left is ordered by trust: best chain first
-    if shared:
-        middle = shared[0]
-        return [source, middle, target], [left[middle][1], right[middle][1]]
-    # one more hop from the smaller side: source - a - b - target
-    if len(left) <= len(right):
-        outer = _neighbours(db, user, [c for c in left if c != target])
-        for b, (a, fact_ab) in outer.items():
-            if b in right and b != source:
-                return [source, a, b, target], [left[a][1], fact_ab, right[b][1]]
-    else:
-        outer = _neighbours(db, user, [c for c in right if c != source])
-        for a, (b, fact_ab) in outer.items():
-            if a in left and a != target:
-                return [source, a, b, target], [left[a][1], fact_ab, right[b][1]]
-    return None
+    flip = _link_count(db, source) > _link_count(db, target)
+    small, big = (target, source) if flip else (source, target)
+    found = _path_from_small_side(db, user, small, big)
+    if found is None:
+        return None
+    path, facts = found
+    return (path[::-1], facts[::-1]) if flip else (path, facts)
+
+
+def _path_from_small_side(
+    db: sqlite_utils.Database, user: str, small: int, big: int
+) -> tuple[list[int], list[int]] | None:
+    left = _neighbours(db, user, [small])
+    if big in left:
+        return [small, big], [left[big][1]]
+    middle = _best_link_into(db, user, big, [c for c in left if c != small])
+    if middle is not None:
+        shared, fact_from_big = middle
+        return [small, shared, big], [left[shared][1], fact_from_big]
+    # one more hop: small - a - b - big
+    outer = _neighbours(db, user, [c for c in left if c != big])
+    candidates = [b for b in outer if b not in (small, big)]
+    last = _best_link_into(db, user, big, candidates)
+    if last is None:
+        return None
+    b, fact_b_big = last
+    a, fact_ab = outer[b]
+    return [small, a, b, big], [left[a][1], fact_ab, fact_b_big]
 
 
 def connect_entities(

@@ -481,15 +481,26 @@ class FactStore:
         ids = list(resolved)
         marks = ",".join("?" * len(ids))
         need = 2 if len(ids) > 1 else 1
+        scan = ids
+        if len(ids) > 1:
+            # A fact linked to two or more of them is linked to one that is not the most
+            # linked entity, so that hub's (possibly thousands of) links need not be read.
+            counts = dict(self.db.execute(
+                f"SELECT entity_id, count(*) FROM fact_entities WHERE entity_id IN ({marks}) "
+                f"GROUP BY entity_id", ids).fetchall())
+            hub = max(ids, key=lambda i: counts.get(i, 0))
+            scan = [i for i in ids if i != hub]
+        scan_marks = ",".join("?" * len(scan))
         rows = self.db.execute(
             f"""
-            SELECT {COLUMNS}, count(*) AS links FROM fact_entities fe
-              CROSS JOIN facts f ON f.id = fe.fact_id
-            WHERE fe.entity_id IN ({marks}) AND f.user = ? AND {ACTIVE}
-            GROUP BY f.id HAVING count(*) >= ?
+            SELECT {COLUMNS}, (SELECT count(*) FROM fact_entities x
+                               WHERE x.fact_id = f.id AND x.entity_id IN ({marks})) AS links
+            FROM (SELECT DISTINCT fact_id FROM fact_entities WHERE entity_id IN ({scan_marks})) c
+              CROSS JOIN facts f ON f.id = c.fact_id
+            WHERE f.user = ? AND {ACTIVE} AND links >= ?
             ORDER BY links DESC, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
             """,
-            [*ids, user, need, int(limit)],
+            [*ids, *scan, user, need, int(limit)],
         ).fetchall()
         facts = []
         for row in rows:
