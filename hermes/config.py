@@ -76,6 +76,8 @@ class AgentConfig(Section):
 
 class SessionsConfig(Section):
     idle_minutes: int = Field(120, gt=0)
+    # Hybrid recall: a local embedding model next to bm25 (needs hermes[embeddings])
+    embeddings: bool = False
 
 
 class ContextConfig(Section):

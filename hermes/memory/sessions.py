@@ -22,6 +22,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
+from hermes.memory import recall
 from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan, build_match, like_pattern
@@ -139,6 +140,23 @@ class SearchHit:
 
 
 @dataclass
+class MessageHit:
+    """One message found by :meth:`SessionStore.search_messages`, with its session."""
+
+    session: Session
+    message: Message
+    score: float
+    mode: str  # "strict" (all terms), "loose" (any term) or "like" (CJK)
+    parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session_id": self.session.id, "started_at": self.session.started_at,
+                "score": round(self.score, 4), "mode": self.mode,
+                "parts": {k: round(v, 4) for k, v in self.parts.items()},
+                "message": self.message.to_json()}
+
+
+@dataclass
 class _Candidate:
     message_id: int
     session_id: int
@@ -146,13 +164,22 @@ class _Candidate:
 
 
 class SessionStore:
-    def __init__(self, db: sqlite_utils.Database, clock: Clock | None = None) -> None:
+    def __init__(
+        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None
+    ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
+        # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
+        self.vectors = vectors
 
     @classmethod
     def from_runtime(cls, rt: Any) -> SessionStore:
-        return cls(rt.db, clock=rt.clock)
+        vectors = None
+        if rt.settings.sessions.embeddings:
+            from hermes.memory.embeddings import vectors_for
+
+            vectors = vectors_for(rt.db)
+        return cls(rt.db, clock=rt.clock, vectors=vectors)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -355,20 +382,37 @@ class SessionStore:
         if plan.empty:
             raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
         limit = max(1, limit)
-        modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
-        if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict):
-            modes.append(("loose", plan.loose or plan.strict))
-        for mode, expr in modes:
+        for mode, expr in _modes(plan, self.vectors is not None):
             ranked = self._rank(user, plan, mode, expr, source, limit)
             if ranked:
                 return self._hits(user, plan, mode, expr, ranked[:limit], context)
         return []
 
-    def _rank(
-        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int,
-    ) -> list[tuple[int, float, _Candidate | None, float]]:
-        """Sessions ranked: (session_id, score, best message or None, title/summary score)."""
+    def search_messages(
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None
+    ) -> list[MessageHit]:
+        """The messages that best answer ``query``, best first: the ranking :meth:`search`
+        groups by session, ungrouped. Zero model calls. Raises QueryError like search."""
+        plan = build_match(query)
+        if plan.empty:
+            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+        for mode, expr in _modes(plan, self.vectors is not None):
+            ranked = self._reranked(user, plan, mode, expr, source)[: max(1, limit)]
+            if ranked:
+                ids = [r.message_id for r in ranked]
+                rows = self.db.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
+                    f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
+                messages = {row[0]: Message(*row) for row in rows}
+                sessions = {sid: self.get(user, sid) for sid in {r.session_id for r in ranked}}
+                return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
+                                   "like" if plan.cjk else mode, r.parts) for r in ranked]
+        return []
+
+    def _reranked(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> list[recall.RankedMessage]:
+        """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
@@ -376,16 +420,28 @@ class SessionStore:
             assert expr is not None
             messages = self._fts_candidates(user, plan, mode, expr, source)
             sessions = self._session_scores(user, plan, mode, expr, source)
-        best: dict[int, _Candidate] = {}
-        for cand in messages:
-            if cand.session_id not in best or cand.score > best[cand.session_id].score:
-                best[cand.session_id] = cand
-        ranked = []
-        for sid in set(best) | set(sessions):
-            cand = best.get(sid)
-            meta = sessions.get(sid, 0.0)
-            ranked.append((sid, (cand.score if cand else 0.0) + meta, cand, meta))
-        ranked.sort(key=lambda r: (-r[1], -r[0]))
+        dense = None
+        if self.vectors is not None and mode != "strict":
+            dense = self.vectors.nearest(user, recall.plan_text(plan),
+                                         recall.DEFAULT_PARAMS.dense_candidates)
+        return recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                             sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                             source=source, now=self.clock.now(), dense=dense)
+
+    def _rank(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        limit: int,
+    ) -> list[tuple[int, float, _Candidate | None, float]]:
+        """Sessions ranked by their best message: (session_id, score, best message or None
+        when only the title or summary matched, title/summary score)."""
+        ranked: list[tuple[int, float, _Candidate | None, float]] = []
+        seen: set[int] = set()
+        for r in self._reranked(user, plan, mode, expr, source):
+            if r.session_id not in seen:
+                seen.add(r.session_id)
+                cand = None if "title/summary" in r.parts else _Candidate(
+                    r.message_id, r.session_id, r.score)
+                ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
         # Cron output is background noise next to a real conversation: demoted below them all.
         # Sources are looked up best first, only until `limit` conversations are found.
         conversations, cron = [], []
@@ -588,3 +644,12 @@ class SessionStore:
                 if row is not None and HIGHLIGHT[0] in (row[0] or ""):
                     return row[0]
         return manual_snippet(session.summary or session.title or "", plan)
+
+
+def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
+    """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
+    embeddings, the loose round always runs: it is where the nearest messages join."""
+    modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
+    if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
+        modes.append(("loose", plan.loose or plan.strict))
+    return modes

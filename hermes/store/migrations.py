@@ -305,3 +305,21 @@ def m008_facts_vocab(db: sqlite_utils.Database) -> None:
     # Per-term document counts of the facts index, read by fact search to tell informative
     # words from ones found in a large share of all facts (see hermes/memory/fact_search.py).
     db.execute("CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')")
+
+
+@migrations()
+def m009_message_vectors(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- Optional hybrid recall (sessions.embeddings, hermes[embeddings]): one vector per
+        -- message and model, filled lazily before a search. float16, L2-normalised.
+        CREATE TABLE message_vectors (
+          message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,           -- e.g. all-MiniLM-L6-v2-onnx-int8
+          vector BLOB NOT NULL,
+          PRIMARY KEY (message_id, model)
+        );
+        CREATE INDEX idx_message_vectors_user ON message_vectors(user, model, message_id);
+        """
+    )

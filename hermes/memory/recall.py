@@ -1,0 +1,353 @@
+"""Re-ranking of matched messages: what turns bm25 matches into recall.
+
+Session search (``SessionStore.search``, behind the ``session_search`` tool, the CLI and the
+context file, and ``SessionStore.search_messages``) finds the messages that match a query and
+scores them by BM25 (``hermes.memory.ranking``); :func:`rerank` then reads each match in its
+conversation. Zero model calls, two small SQLite queries. Each signal is general, none fitted
+to any one benchmark question:
+
+1. **Neighbours**: part of a neighbour's score (the turn before and the turn after, same
+   session) is added to each message, so an answer ("Lisbon! The tiles were beautiful") is found
+   through the question it answers, and a question through its answer.
+2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
+3. **Session**: conversations are about something. A message in a session where many turns
+   match gets a share of the session's score (the sum of its best turns' scores, plus any hit on
+   the session's title or summary).
+4. **Time**: a date in the query ("in May 2023", "on 13 October", "last month" relative to now)
+   boosts messages written then, and half as much in the weeks after (people tell later what
+   they did).
+5. **Embeddings** (optional, ``hermes[embeddings]``): the nearest messages by a small local
+   embedding model join the candidates, their similarity part of their own score.
+
+Scores are normalised by the query's best BM25 score, so the weights do not depend on the size
+of the history. They were chosen on the first half of a public benchmark and checked on the
+other half (``scripts/bench_locomo.py``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import sqlite_utils
+
+from hermes.store.fts import MatchPlan
+
+
+# Words that say what kind of answer is wanted, not what it is about. Dropped from the ranked
+# query (never from a quoted phrase), on top of the ordinary stopwords.
+@dataclass(frozen=True)
+class RecallParams:
+    """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
+
+    neighbour: float = 0.3  # share of the previous turn's score a message receives
+    neighbour_back: float = 0.3  # share of the next turn's score a message receives
+    speaker_boost: float = 0.5  # added to messages spoken by someone the query names
+    session: float = 0.5  # weight of the (normalised) session score
+    candidates: int = 100  # best BM25 matches read in their conversation
+    match_floor: float = 0.2  # least score of a matching message, relative to the best
+    session_top: int = 3  # a session's score: the sum of its best this-many turns
+    meta_weight: float = 1.0  # title/summary hits, relative to message hits
+    date_boost: float = 0.5  # added (normalised) to messages inside a date the query names
+    date_slack_days: int = 30  # a date also covers this long afterwards
+    # Hybrid (hermes[embeddings]): the nearest messages by embedding. Each one's cosine,
+    # rescaled over the list (nearest 1, last 0), joins its bm25 score as part of its own score,
+    # so its neighbours and its session profit too.
+    dense_candidates: int = 100
+    dense_weight: float = 0.3
+
+
+DEFAULT_PARAMS = RecallParams()
+
+
+@dataclass
+class RankedMessage:
+    message_id: int
+    session_id: int
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+    session_matched: bool = False  # the session's title or summary matched the query
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    start: datetime
+    end: datetime  # exclusive
+    text: str  # the words of the query it came from
+
+
+# -- query analysis -------------------------------------------------------------------------
+
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTHS.pop("may", None)  # re-added below with a guard: "may" is usually a verb
+_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True)) + "|may"
+_DAY_MONTH_YEAR = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\.?|({_MONTH_RE})\.?\s+"
+    rf"(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}}))?", re.I)
+_MONTH_YEAR = re.compile(rf"\b(?:in|during|of|since|by|around|early|late|mid)?\s*"
+                         rf"({_MONTH_RE})\.?(?:,?\s+(\d{{4}}))?\b", re.I)
+_YEAR = re.compile(r"\b(?:in|during|of|since|around)\s+((?:19|20)\d{2})\b", re.I)
+_RELATIVE = re.compile(r"\b(last|this|past)\s+(year|month|week)\b|\byesterday\b|\btoday\b", re.I)
+
+
+def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
+    """The dates a query names, as spans of time. A month without a year means that month in
+    any year (returned for every year from 1990 to now, cheap to test); "may" counts as the
+    month only next to a day or a year, or after "in"."""
+    spans: list[TimeSpan] = []
+    taken: list[tuple[int, int]] = []
+    now = now or datetime.now(UTC)
+    years = range(1990, now.year + 2)
+
+    def month_no(word: str) -> int:
+        return _MONTHS.get(word.lower().rstrip("."), 5 if word.lower() == "may" else 0)
+
+    for m in _DAY_MONTH_YEAR.finditer(query):
+        day = int(m.group(1) or m.group(4))
+        month = month_no(m.group(2) or m.group(3))
+        if not month or not 1 <= day <= 31:
+            continue
+        for year in [int(m.group(5))] if m.group(5) else years:
+            try:
+                start = datetime(year, month, day, tzinfo=UTC)
+            except ValueError:
+                continue
+            spans.append(TimeSpan(start, start + timedelta(days=1), m.group(0)))
+        taken.append(m.span())
+    for m in _MONTH_YEAR.finditer(query):
+        if any(a <= m.start(1) < b for a, b in taken):
+            continue
+        word = m.group(1)
+        if word.lower() == "may" and not (m.group(2) or m.group(0).lower().strip().startswith(
+                ("in", "during", "of", "since", "by", "around", "early", "late", "mid"))):
+            continue
+        month = month_no(word)
+        for year in [int(m.group(2))] if m.group(2) else years:
+            start, end = _month_span(year, month)
+            spans.append(TimeSpan(start, end, m.group(0).strip()))
+        taken.append(m.span())
+    for m in _YEAR.finditer(query):
+        if any(a <= m.start(1) < b for a, b in taken):
+            continue
+        year = int(m.group(1))
+        spans.append(TimeSpan(datetime(year, 1, 1, tzinfo=UTC),
+                              datetime(year + 1, 1, 1, tzinfo=UTC), m.group(0)))
+    for m in _RELATIVE.finditer(query):
+        word = m.group(0).lower()
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if word == "yesterday":
+            spans.append(TimeSpan(today - timedelta(days=1), today, word))
+        elif word == "today":
+            spans.append(TimeSpan(today, today + timedelta(days=1), word))
+        else:
+            unit = m.group(2).lower()
+            which = m.group(1).lower()
+            if unit == "year":
+                year = now.year - (which == "last")
+                start, end = datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+                if which == "past":
+                    start, end = now - timedelta(days=365), now
+            elif unit == "month":
+                first = today.replace(day=1)
+                if which == "last":
+                    start = (first - timedelta(days=1)).replace(day=1)
+                    end = first
+                elif which == "this":
+                    start, end = _month_span(now.year, now.month)
+                else:
+                    start, end = now - timedelta(days=31), now
+            else:
+                monday = today - timedelta(days=today.weekday())
+                start, end = {"last": (monday - timedelta(days=7), monday),
+                              "this": (monday, monday + timedelta(days=7)),
+                              "past": (now - timedelta(days=7), now)}[which]
+            spans.append(TimeSpan(start, end, word))
+    return spans
+
+
+# -- ranking ----------------------------------------------------------------------------------
+
+
+def plan_text(plan: MatchPlan) -> str:
+    """The query's words, as plain text (for date spans and embeddings)."""
+    return " ".join([" ".join(t.tokens) for t in plan.terms] + list(plan.cjk))
+
+
+def rerank(
+    db: sqlite_utils.Database,
+    user: str,
+    plan: MatchPlan,
+    candidates: Sequence[tuple[int, float]],
+    meta: dict[int, float],
+    *,
+    limit: int = 10,
+    source: str | None = None,
+    now: datetime | None = None,
+    params: RecallParams = DEFAULT_PARAMS,
+    dense: Sequence[tuple[int, float]] | None = None,
+) -> list[RankedMessage]:
+    """The ``limit`` messages of ``user`` that best answer the query, best first.
+
+    ``candidates``: (message id, bm25 score) of the messages that match the query (higher is
+    better); ``meta``: session id -> bm25 score of its title and summary; ``dense``: the nearest
+    messages by embedding (message id, cosine), best first, when hybrid recall is on.
+    """
+    if not candidates and not meta and not dense:
+        return []
+    # The best ``candidates`` matches are read in context; the rest would rank below anyway.
+    scores = dict(sorted(candidates, key=lambda c: -c[1])[: params.candidates])
+    top = max(scores.values(), default=0.0) or max(meta.values(), default=0.0) or 1.0
+    # The index says every candidate matches, even when counting its words found none (an
+    # irregular stem): it is worth at least a small part of the best match.
+    scores = {mid: max(score, params.match_floor * top) for mid, score in scores.items()}
+    closeness = _closeness(list(dense or [])[: params.dense_candidates])
+    found = _placed(db, user, list(scores.keys() | closeness.keys()), source)
+
+    # Own score, and a share of it for the turn before and the turn after (same session).
+    own: dict[int, float] = {}
+    near: dict[int, float] = defaultdict(float)
+    where: dict[int, tuple[int, str]] = {}  # message -> (session, created_at)
+    for c in found:
+        value = scores.get(c.message_id, 0.0) / top \
+            + params.dense_weight * closeness.get(c.message_id, 0.0)
+        own[c.message_id] = value
+        where[c.message_id] = (c.session_id, c.created_at)
+        for other, share in ((c.next_id, params.neighbour), (c.prev_id, params.neighbour_back)):
+            if other is not None and share:
+                near[other] += share * value
+                # A neighbour shares its session, and its time to within minutes.
+                where.setdefault(other, (c.session_id, c.created_at))
+
+    # Session: the sum of its best turns, and title/summary hits.
+    per_session: dict[int, list[float]] = defaultdict(list)
+    for mid, value in own.items():
+        per_session[where[mid][0]].append(value)
+    session_score = {sid: sum(sorted(vals, reverse=True)[: params.session_top])
+                     for sid, vals in per_session.items()}
+    for sid, value in meta.items():
+        session_score[sid] = session_score.get(sid, 0.0) + params.meta_weight * value / top
+    best_session = max(session_score.values(), default=0.0) or 1.0
+
+    # Time: the dates the query names; messages written then (or soon after) come first.
+    spans = time_spans(plan_text(plan), now) if params.date_boost else []
+    slack = timedelta(days=params.date_slack_days)
+    date_cache: dict[str, float] = {}
+
+    def date_part(created: str) -> float:
+        day = created[:10]
+        if day not in date_cache:
+            when = datetime.fromisoformat(day).replace(tzinfo=UTC)
+            if any(s.start <= when < s.end for s in spans):
+                date_cache[day] = params.date_boost
+            elif any(s.start <= when < s.end + slack for s in spans):
+                date_cache[day] = params.date_boost / 2
+            else:
+                date_cache[day] = 0.0
+        return date_cache[day]
+
+    named: set[int] = set()
+    words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
+    if params.speaker_boost and words:
+        named = {c.message_id for c in found if _names(words, c.speaker)}
+        if named:  # someone the query names spoke here: their neighbouring turns count too
+            named |= _speakers_named(db, words, [m for m in where if m not in own])
+
+    ranked = []
+    for mid, (sid, created) in where.items():
+        parts = {"bm25": scores.get(mid, 0.0) / top,
+                 "dense": params.dense_weight * closeness.get(mid, 0.0),
+                 "neighbours": near.get(mid, 0.0),
+                 "session": params.session * session_score.get(sid, 0.0) / best_session,
+                 "date": date_part(created) if spans else 0.0,
+                 "speaker": params.speaker_boost if mid in named else 0.0}
+        parts = {k: v for k, v in parts.items() if v}
+        ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
+    # Sessions that matched only on title/summary: their first turn stands for them.
+    for sid in meta.keys() - per_session.keys():
+        first = _first_message(db, user, sid)
+        if first is not None and first not in where:
+            value = params.meta_weight * meta[sid] / top
+            ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
+    ranked.sort(key=lambda r: (-r.score, -r.message_id))
+    return ranked[:limit]
+
+
+def _closeness(dense: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Cosines rescaled to 0..1 over the nearest list: the last one 0, the nearest 1."""
+    if not dense:
+        return {}
+    high, low = dense[0][1], dense[-1][1]
+    span = (high - low) or 1.0
+    return {mid: (cosine - low) / span for mid, cosine in dense}
+
+
+def _placed(
+    db: sqlite_utils.Database, user: str, ids: list[int], source: str | None
+) -> list[_Found]:
+    """Messages found by embedding only, placed like bm25 candidates (with no bm25 score)."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(
+        f"SELECT {_FOUND_COLUMNS}, 0.0 FROM messages m WHERE m.user = ? AND m.id IN ({marks}) "
+        f"AND {_SOURCE_FILTER}", [user, *ids, source, user, source]).fetchall()
+    return [_Found(*row) for row in rows]
+
+
+def _names(words: set[str], speaker: str | None) -> bool:
+    return bool(speaker) and bool(words & {p.casefold() for p in _WORD.findall(speaker or "")})
+
+
+def _speakers_named(db: sqlite_utils.Database, words: set[str], ids: list[int]) -> set[int]:
+    """Of ``ids``, the messages whose speaker the query names ("what does Ana like?")."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(f"SELECT id, speaker FROM messages WHERE id IN ({marks}) "
+                      "AND speaker IS NOT NULL", ids).fetchall()
+    return {mid for mid, speaker in rows if _names(words, speaker)}
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass
+class _Found:
+    message_id: int
+    session_id: int
+    created_at: str
+    prev_id: int | None
+    next_id: int | None
+    speaker: str | None
+    score: float  # higher is better
+
+
+# Each candidate with its session, time and neighbours in one pass (idx_messages_session).
+_FOUND_COLUMNS = (
+    "m.id, m.session_id, m.created_at, "
+    "(SELECT max(p.id) FROM messages p WHERE p.session_id = m.session_id AND p.id < m.id), "
+    "(SELECT min(n.id) FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id), "
+    "m.speaker"
+)
+_SOURCE_FILTER = (
+    "(? IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE user = ? AND source = ?))"
+)
+
+
+def _first_message(db: sqlite_utils.Database, user: str, session_id: int) -> int | None:
+    row = db.execute(
+        "SELECT id FROM messages WHERE session_id = ? AND user = ? "
+        "ORDER BY role != 'user', id LIMIT 1", [session_id, user]).fetchone()
+    return None if row is None else int(row[0])

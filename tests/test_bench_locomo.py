@@ -1,0 +1,77 @@
+"""The LoCoMo benchmark's loader and scoring, on a tiny synthetic file (the real data is never in
+the repository)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import bench_locomo  # noqa: E402
+import locomo_data  # noqa: E402
+
+
+def sample(tmp_path):
+    data = [{
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ana", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat"},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a dog"},
+            ],
+            "session_2_date_time": "9:00 am on 10 June, 2023",
+            "session_2": [{"speaker": "Ben", "dia_id": "D2:1", "text": "The cat is fine"}],
+            "session_3_date_time": "9:00 am on 11 June, 2023",  # a date with no turns
+        },
+        "qa": [
+            {"question": "q1", "answer": "a", "category": 1, "evidence": ["D1:1; D2:1"]},
+            {"question": "q2", "answer": 2023, "category": 2, "evidence": ["D:1:2", "D2:01"]},
+            {"question": "q3", "answer": "c", "category": 4, "evidence": ["D9:9", "D"]},
+            {"question": "q5", "adversarial_answer": "x", "category": 5, "evidence": ["D1:1"]},
+        ],
+        "observation": {"session_1_observation": {"Ana": [["Ana has a cat", "D1:1"]]}},
+        "session_summary": {"session_1_summary": "Ana talks about her cat."},
+    }]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_loader_handles_the_quirks(tmp_path):
+    convs, report = locomo_data.load(sample(tmp_path))
+    (conv,) = convs
+    assert [s.number for s in conv.sessions] == [1, 2] and report.empty_sessions_ignored == 1
+    assert conv.sessions[0].started_at.isoformat() == "2023-05-08T13:56:00+00:00"
+    assert conv.sessions[0].turns[1].text == "Look!\n[shared an image: a dog]"
+    assert [q.evidence for q in conv.questions] == [["D1:1", "D2:1"], ["D1:2", "D2:1"], []]
+    assert report.questions == 3 and report.questions_without_evidence == 1
+    assert sorted(report.evidence_skipped) == ["conv-x 'D' (not an id)",
+                                               "conv-x D9:9 (no such turn)"]
+    assert conv.observations[0].dia_ids == ["D1:1"]
+
+
+def test_missing_data_says_where_it_looked(tmp_path):
+    with pytest.raises(locomo_data.DataMissing, match="not part of this repository"):
+        locomo_data.load(tmp_path / "nope.json")
+    assert bench_locomo.main(["--data", str(tmp_path / "nope.json")]) == 2
+
+
+def test_scoring_turns_and_sessions():
+    result = bench_locomo.score(["D1:1", "D2:5"], [["D3:1"], ["D2:5"], ["D1:2"], ["D1:1"]])
+    assert result["turn@1"] == 0 and result["turn@5"] == 1.0
+    # sessions in order of their best message: 3, 2, 1
+    assert result["sess@1"] == 0 and result["sess@5"] == 1.0
+
+
+def test_the_benchmark_runs_end_to_end_on_hermes(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--json-out", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]["all"]
+    assert results["n"] == 2  # q1, q2 (q3 has no resolvable evidence; q5 is category 5)
+    assert "| **overall** | 2 |" in capsys.readouterr().out
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--mode", "facts",
+                              "--json-out", str(out)]) == 0

@@ -1,0 +1,175 @@
+"""Ranked message recall (hermes.memory.recall) through SessionStore.search_messages."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from hermes.errors import QueryError
+from hermes.memory import recall
+from hermes.memory.sessions import SessionStore
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock)
+
+
+def chat(store, clock, user, lines, *, started_at=None, title=None):
+    """A session of ``lines`` ("speaker: text"), one minute apart."""
+    if started_at:
+        clock.set(started_at)
+    session = store.create(user, "discord", title=title)
+    ids = []
+    for line in lines:
+        clock.advance(minutes=1)
+        speaker, text = line.split(": ", 1)
+        ids.append(store.append(user, session.id, "user", text, speaker=speaker).id)
+    return session, ids
+
+
+def contents(hits):
+    return [h.message.content for h in hits]
+
+
+def test_question_words_do_not_outrank_the_subject(store, clock):
+    chat(store, clock, "owner", [
+        "ana: What kind of music would you like to hear?",
+        "ben: Anything really, what kind do you like?",
+        "ana: I bought a cello last week",
+    ])
+    hits = store.search_messages("owner", "What kind of instrument would Ana like? a cello?")
+    assert contents(hits)[0] == "I bought a cello last week"
+
+
+def test_stemming_matches_other_forms(store, clock):
+    chat(store, clock, "owner", ["ana: I have been running every morning", "ben: nice"])
+    assert contents(store.search_messages("owner", "when did she run?"))[0] == \
+        "I have been running every morning"
+
+
+def test_an_answer_is_found_through_the_question_it_answers(store, clock):
+    _, ids = chat(store, clock, "owner", [
+        "ben: Where did you go for your holiday in the end?",
+        "ana: Lisbon! The tiles were beautiful.",
+        "ben: I need a new phone charger.",
+        "ana: The shop on the corner sells them.",
+    ])
+    hits = store.search_messages("owner", "holiday destination", limit=4)
+    by_id = {h.message.id: h for h in hits}
+    # The reply shares no word with the query, yet comes right after the matching question.
+    assert ids[1] in by_id and "neighbours" in by_id[ids[1]].parts
+    assert contents(hits)[:2] == ["Where did you go for your holiday in the end?",
+                                  "Lisbon! The tiles were beautiful."]
+    assert ids[3] not in by_id or by_id[ids[3]].score < by_id[ids[1]].score
+
+
+def test_neighbours_stay_inside_their_session(store, clock):
+    _, first = chat(store, clock, "owner", ["ana: the garden needs watering", "ben: ok"])
+    _, second = chat(store, clock, "owner", ["ben: unrelated start", "ana: more garden talk"])
+    hits = store.search_messages("owner", "garden", limit=10)
+    by_id = {h.message.id: h for h in hits}
+    assert second[0] not in by_id or "neighbours" in by_id[second[0]].parts
+    # first[1] ("ok") neighbours the first garden turn; second[0] neighbours the second one;
+    # nothing crosses from the end of session one into session two.
+    assert by_id[first[1]].parts["neighbours"] == pytest.approx(
+        recall.DEFAULT_PARAMS.neighbour * by_id[first[0]].parts["bm25"])
+
+
+def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):
+    _, on_topic = chat(store, clock, "owner", [
+        "ana: the sourdough starter is bubbling",
+        "ben: feed the sourdough twice a day",
+        "ana: my sourdough loaf finally rose",
+    ])
+    _, passing = chat(store, clock, "owner", [
+        "ana: taxes are due",
+        "ana: my sourdough loaf finally rose",
+        "ben: the car needs new tyres",
+    ])
+    hits = store.search_messages("owner", "did the sourdough loaf rise?", limit=2)
+    assert [h.message.id for h in hits] == [on_topic[2], passing[1]]
+    assert hits[0].parts["session"] > hits[1].parts["session"]
+
+
+def test_a_date_in_the_query_prefers_what_was_said_then(store, clock):
+    chat(store, clock, "owner", ["ana: we cooked a big curry tonight"],
+         started_at="2024-03-10T18:00:00+00:00")
+    chat(store, clock, "owner", ["ana: we cooked a big curry tonight"],
+         started_at="2024-06-10T18:00:00+00:00")
+    chat(store, clock, "owner", ["ana: we cooked a big curry tonight"],
+         started_at="2024-09-10T18:00:00+00:00")
+    for query, month in [("what did we cook in June 2024?", "06"),
+                         ("what did we cook in March?", "03"),
+                         ("what did we cook on 10 September, 2024", "09")]:
+        hits = store.search_messages("owner", query, limit=3)
+        assert hits[0].message.created_at[5:7] == month, query
+        assert hits[0].parts["date"] > 0
+
+
+def test_time_spans_read_dates_and_leave_the_verb_may_alone():
+    now = datetime(2026, 11, 29, tzinfo=UTC)
+
+    def spans(text):
+        return [(s.start.date().isoformat(), s.end.date().isoformat())
+                for s in recall.time_spans(text, now)]
+
+    assert spans("what happened on October 13, 2023?") == [("2023-10-13", "2023-10-14")]
+    assert spans("what happened on 8 May, 2023?") == [("2023-05-08", "2023-05-09")]
+    assert spans("the trip in July 2022") == [("2022-07-01", "2022-08-01")]
+    assert spans("what did she do in 2021") == [("2021-01-01", "2022-01-01")]
+    assert ("2025-05-01", "2025-06-01") in spans("plans in May")
+    assert spans("you may be right") == []
+    assert spans("nothing dated here") == []
+    assert spans("what happened last month") == [("2026-10-01", "2026-11-01")]
+    assert spans("and yesterday?") == [("2026-11-28", "2026-11-29")]
+
+
+def test_title_or_summary_alone_brings_the_session(store, clock, db):
+    session, ids = chat(store, clock, "owner", ["ana: hello", "ben: hi"])
+    store.set_summary("owner", session.id, title="Planning the Kilimanjaro climb")
+    hits = store.search_messages("owner", "kilimanjaro")
+    assert [h.message.id for h in hits] == [ids[0]]
+    assert "title/summary" in hits[0].parts
+
+
+def test_only_the_users_own_messages(store, clock):
+    chat(store, clock, "alice", ["alice: my passport number is in the drawer"])
+    chat(store, clock, "bob", ["bob: my passport expired"])
+    assert contents(store.search_messages("bob", "passport")) == ["my passport expired"]
+    assert store.search_messages("carol", "passport") == []
+
+
+def test_source_filter(store, clock):
+    session = store.create("owner", "cron")
+    store.append("owner", session.id, "assistant", "weather report: rain")
+    chat(store, clock, "owner", ["ana: rain again today"])
+    assert contents(store.search_messages("owner", "rain", source="cron")) == [
+        "weather report: rain"]
+
+
+def test_cjk_and_empty_queries(store, clock):
+    chat(store, clock, "owner", ["ana: 我喜欢东京的拉面", "ben: ok"])
+    assert contents(store.search_messages("owner", "东京"))[0] == "我喜欢东京的拉面"
+    for bad in ("", "   ", "?!"):
+        with pytest.raises(QueryError):
+            store.search_messages("owner", bad)
+
+
+def test_operators_are_only_ever_literal(store, clock):
+    chat(store, clock, "owner", ['ana: NEAR(a b) "quoted" col:value -x ^y NOT'])
+    for query in ['NEAR(a b)', '"quoted', "col:value", "-x", "^y", "NOT"]:
+        assert store.search_messages("owner", query), query
+    with pytest.raises(QueryError):
+        store.search_messages("owner", "*")
+
+
+def test_a_named_person_prefers_what_they_said(store, clock):
+    _, ids = chat(store, clock, "owner", [
+        "ben: Ana, my new cat keeps me up at night",
+        "ana: I adopted a cat called Bailey last month",
+        "ben: cats are great",
+    ])
+    hits = store.search_messages("owner", "What cat does Ana have?", limit=3)
+    assert hits[0].message.id == ids[1] and hits[0].parts["speaker"] > 0
+    # Without the name, the message with the most matching words wins as before.
+    assert "speaker" not in store.search_messages("owner", "which cat", limit=1)[0].parts
