@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +33,7 @@ from hermes.learn.consolidate import Consolidation, consolidate
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
-from hermes.store.db import write_transaction
+from hermes.store.db import connect, write_transaction
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -61,6 +63,15 @@ class RunRecord:
     attempts: int
 
 
+@dataclass
+class _Stores:
+    """A connection and the stores built on it: the loop's, or the worker thread's own."""
+
+    db: Any
+    facts: Any
+    sessions: Any
+
+
 _RUN_COLUMNS = ("id, user, session_id, first_message_id, last_message_id, status, reason, "
                 "model_calls, created, merged, superseded, forgotten, attempts")
 
@@ -85,8 +96,17 @@ class ExtractionWorker:
 
         self.rt = rt
         self.config = rt.settings.extraction
+        # On the loop's connection: the fast lane (on the reply path by design) and readers.
         self.facts = facts or FactStore.from_runtime(rt)
         self.sessions = sessions or SessionStore.from_runtime(rt)
+        # Extraction's own database work (gate bookkeeping, related facts, consolidation, run
+        # records, watermark) runs in one worker thread on its own connection, so that it never
+        # blocks the event loop a reply streams on. Stores handed in by a caller live on the
+        # caller's connection: then that work stays on the loop.
+        self._threaded = facts is None and sessions is None
+        self._executor: ThreadPoolExecutor | None = None
+        self._thread_stores: _Stores | None = None   # touched only in the worker thread
+        self._thread_lock = threading.Lock()
         self._llm = llm
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
@@ -190,6 +210,50 @@ class ExtractionWorker:
             log.exception("extraction of session %s for %s failed", session_id, user)
             return None
 
+    # -- where the database work runs -----------------------------------------------------------
+
+    def _loop_stores(self) -> _Stores:
+        return _Stores(self.rt.db, self.facts, self.sessions)
+
+    def _stores_in_thread(self) -> _Stores:
+        """The worker thread's own connection (WAL: it reads and writes beside the loop's;
+        the busy timeout covers the moments both want the write lock)."""
+        if self._thread_stores is None:
+            from hermes.memory.facts import FactStore
+            from hermes.memory.sessions import SessionStore
+
+            db = connect(self.rt.settings.db_path)
+            self._thread_stores = _Stores(db, FactStore(db, self.rt.settings.facts, self.rt.clock),
+                                          SessionStore(db, clock=self.rt.clock))
+        return self._thread_stores
+
+    def _close_in_thread(self) -> None:
+        if self._thread_stores is not None:
+            self._thread_stores.db.conn.close()
+            self._thread_stores = None
+
+    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(stores, *args)`` in the worker thread (one thread: its connection is never used
+        by two at once), or inline on the caller's stores when they were handed in.
+
+        A cancellation while the thread works waits for it to finish, so that what it wrote
+        (or did not) is known, and is raised after."""
+        if not self._threaded:
+            return fn(self._loop_stores(), *args)
+        with self._thread_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1,
+                                                    thread_name_prefix="hermes-extraction")
+            executor = self._executor
+        future = asyncio.get_running_loop().run_in_executor(
+            executor, lambda: fn(self._stores_in_thread(), *args))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await future
+            raise
+
     # -- one run ----------------------------------------------------------------------------
 
     async def run_session(self, user: str, session_id: int, *, through: int | None = None
@@ -198,141 +262,177 @@ class ExtractionWorker:
         None when there are none."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
-        lock = self._locks.setdefault((user, session_id), asyncio.Lock())
+        key = (user, session_id)
+        lock = self._locks.setdefault(key, asyncio.Lock())
         async with self._semaphore, lock:
             await self._wait_for_quiet()
-            session = self.sessions.get(user, session_id)
-            watermark = self._watermark(user, session_id)
-            messages = self.sessions.messages(user, session_id, after_id=watermark,
-                                              limit=MAX_MESSAGES_PER_RUN)
-            if through is not None:
-                messages = [m for m in messages if m.id <= through]
-            if not messages:
-                return None
-            first, last = messages[0].id, messages[-1].id
-            existing = self._find_run(user, session_id, first, last)
-            if existing is not None:
-                # Already recorded (a re-run): nothing changes but the watermark catching up.
-                with write_transaction(self.rt.db):
-                    self._advance(user, session_id, last)
-                return existing
-            ranges = self._memory_turns.pop((user, session_id), [])
-            # Skip only when every new message belongs to a turn that wrote memory itself.
-            written = bool(ranges) and all(
-                any(lo <= m.id <= hi for lo, hi in ranges) for m in messages)
-            decision = gate.decide(
-                messages,
-                enabled=self.enabled,
-                source=session.source,
-                include_cron=self.config.include_cron,
-                memory_written=written,
-                min_chars=self.config.min_chars,
-                prior_assistant=self._prior_assistant(user, session_id, first),
-            )
-            if not decision.run:
-                with write_transaction(self.rt.db):
-                    run_id = self._insert_run(user, session_id, first, last, "skipped",
-                                              reason=decision.reason)
-                    self._advance(user, session_id, last)
-                return self.run(user, run_id)
-            return await self._extract(user, session_id, messages, run_id=None)
+            ranges = list(self._memory_turns.get(key, []))
+            outcome, value = await self._db(self._open_run, user, session_id, through, ranges)
+            if outcome in ("skipped", "extract"):
+                # The turns this range covered are settled; later ones stay for later runs.
+                last = value.last_message_id if outcome == "skipped" else value[-1].id
+                left = [r for r in self._memory_turns.pop(key, []) if r[0] > last]
+                if left:
+                    self._memory_turns[key] = left
+            if outcome != "extract":
+                return value
+            return await self._extract(user, session_id, value, run_id=None)
+
+    def _open_run(self, s: _Stores, user: str, session_id: int, through: int | None,
+                  ranges: list[tuple[int, int]]) -> tuple[str, Any]:
+        """(in the worker thread) The new messages and the gate: ("none", None),
+        ("existing", run), ("skipped", run) or ("extract", messages)."""
+        session = s.sessions.get(user, session_id)
+        watermark = self._watermark(s, user, session_id)
+        messages = s.sessions.messages(user, session_id, after_id=watermark,
+                                       limit=MAX_MESSAGES_PER_RUN)
+        if through is not None:
+            messages = [m for m in messages if m.id <= through]
+        if not messages:
+            return "none", None
+        first, last = messages[0].id, messages[-1].id
+        existing = self._find_run(s, user, session_id, first, last)
+        if existing is not None:
+            # Already recorded (a re-run): nothing changes but the watermark catching up.
+            with write_transaction(s.db):
+                self._advance(s, user, session_id, last)
+            return "existing", existing
+        # Skip only when every new message belongs to a turn that wrote memory itself.
+        written = bool(ranges) and all(
+            any(lo <= m.id <= hi for lo, hi in ranges) for m in messages)
+        decision = gate.decide(
+            messages,
+            enabled=self.enabled,
+            source=session.source,
+            include_cron=self.config.include_cron,
+            memory_written=written,
+            min_chars=self.config.min_chars,
+            prior_assistant=self._prior_assistant(s, user, session_id, first),
+        )
+        if not decision.run:
+            with write_transaction(s.db):
+                run_id = self._insert_run(s, user, session_id, first, last, "skipped",
+                                          reason=decision.reason)
+                self._advance(s, user, session_id, last)
+            return "skipped", self._run(s, user, run_id)
+        return "extract", messages
 
     async def _extract(self, user: str, session_id: int, messages: Sequence[Any],
                        run_id: int | None) -> RunRecord:
-        """The model call and everything after it, for a new run or a retry of ``run_id``."""
+        """The model call and everything after it, for a new run or a retry of ``run_id``.
+        Only the model call itself runs on the event loop."""
         first, last = messages[0].id, messages[-1].id
         raw: str | None = None
         cost: float | None = None
+        committing = False
         try:
             await self._wait_for_quiet()
-            related = self.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
-            prompt = build_prompt(
-                messages, related, user_name=self._user_name(user, messages),
-                now=self.rt.clock.now(), categories=self.rt.settings.facts.categories,
-            )
+            prompt = await self._db(self._prompt, user, messages)
             completion = await self.llm.complete(prompt.messages)
             raw, cost = completion.text or "", completion.cost
-            parsed = parse_actions(raw, known_numbers=prompt.numbered.keys(),
-                                   categories=self.rt.settings.facts.categories)
-            for problem in parsed.skipped:
-                log.info("extraction of session %s: %s", session_id, problem)
             await self._wait_for_quiet()
-            with write_transaction(self.rt.db):
-                if run_id is None and self._find_run(user, session_id, first, last):
-                    raise _AlreadyDone
-                changes = consolidate(
-                    self.facts, user, parsed.actions, prompt.numbered, session_id=session_id,
-                    message_ids=[m.id for m in messages],
-                    valid_from=max(m.created_at for m in messages),
-                )
-                run_id = self._finish_run(user, session_id, first, last, run_id, "done",
-                                          reason=_summary(changes, parsed.skipped),
-                                          cost=cost, changes=changes)
-                self._advance(user, session_id, last)
-            return self.run(user, run_id)
-        except _AlreadyDone:
-            found = self._find_run(user, session_id, first, last)
-            assert found is not None
-            return found
+            committing = True
+            return await self._db(self._consolidate_run, user, session_id, messages, prompt,
+                                  raw, cost, run_id)
         except asyncio.CancelledError:
-            # Shutdown while the model was thinking: nothing was written; keep it for retry.
-            self._record_failure(user, session_id, first, last, run_id,
-                                 "interrupted by shutdown", raw, cost, count_attempt=False)
+            if not committing:
+                # Shutdown while the model was thinking: nothing was written; keep it for retry.
+                await self._db(self._record_failure, user, session_id, first, last, run_id,
+                               "interrupted by shutdown", raw, cost, False)
             raise
         except ParseError as exc:
-            return self._record_failure(user, session_id, first, last, run_id, str(exc),
-                                        exc.raw, cost)
+            return await self._db(self._record_failure, user, session_id, first, last, run_id,
+                                  str(exc), exc.raw, cost, True)
         except Exception as exc:  # noqa: BLE001 - recorded with its reason and retried
             log.warning("extraction of session %s failed: %s", session_id, exc)
-            return self._record_failure(user, session_id, first, last, run_id,
-                                        f"{type(exc).__name__}: {exc}", raw, cost)
+            return await self._db(self._record_failure, user, session_id, first, last, run_id,
+                                  f"{type(exc).__name__}: {exc}", raw, cost, True)
 
-    def _record_failure(self, user: str, session_id: int, first: int, last: int,
-                        run_id: int | None, reason: str, raw: str | None, cost: float | None,
-                        *, count_attempt: bool = True) -> RunRecord:
-        with write_transaction(self.rt.db):
+    def _prompt(self, s: _Stores, user: str, messages: Sequence[Any]) -> Any:
+        """(in the worker thread) The related facts, numbered, and the prompt."""
+        related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+        return build_prompt(
+            messages, related, user_name=self._user_name(user, messages),
+            now=self.rt.clock.now(), categories=self.rt.settings.facts.categories,
+        )
+
+    def _consolidate_run(self, s: _Stores, user: str, session_id: int,
+                         messages: Sequence[Any], prompt: Any, raw: str, cost: float | None,
+                         run_id: int | None) -> RunRecord:
+        """(in the worker thread) Parse the output; apply it, the run row and the watermark in
+        one transaction. ParseError when the output is unusable."""
+        first, last = messages[0].id, messages[-1].id
+        parsed = parse_actions(raw, known_numbers=prompt.numbered.keys(),
+                               categories=self.rt.settings.facts.categories)
+        for problem in parsed.skipped:
+            log.info("extraction of session %s: %s", session_id, problem)
+        with write_transaction(s.db):
             if run_id is None:
-                run_id = self._insert_run(user, session_id, first, last, "retry", reason=reason,
-                                          raw=raw, cost=cost, model_calls=int(raw is not None),
+                found = self._find_run(s, user, session_id, first, last)
+                if found is not None:
+                    # Another task recorded this range while the model was thinking.
+                    return found
+            changes = consolidate(
+                s.facts, user, parsed.actions, prompt.numbered, session_id=session_id,
+                message_ids=[m.id for m in messages],
+                valid_from=max(m.created_at for m in messages),
+            )
+            run_id = self._finish_run(s, user, session_id, first, last, run_id, "done",
+                                      reason=_summary(changes, parsed.skipped),
+                                      cost=cost, changes=changes)
+            self._advance(s, user, session_id, last)
+        return self._run(s, user, run_id)
+
+    def _record_failure(self, s: _Stores, user: str, session_id: int, first: int, last: int,
+                        run_id: int | None, reason: str, raw: str | None, cost: float | None,
+                        count_attempt: bool = True) -> RunRecord:
+        with write_transaction(s.db):
+            if run_id is None:
+                run_id = self._insert_run(s, user, session_id, first, last, "retry",
+                                          reason=reason, raw=raw, cost=cost,
+                                          model_calls=int(raw is not None),
                                           attempts=1 if count_attempt else 0)
             else:
-                attempts = self.run(user, run_id).attempts + (1 if count_attempt else 0)
+                attempts = self._run(s, user, run_id).attempts + (1 if count_attempt else 0)
                 status = "retry" if attempts < MAX_ATTEMPTS else "failed"
-                self.rt.db.execute(
+                s.db.execute(
                     "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = ?, "
                     "attempts = ?, model_calls = model_calls + ?, cost = coalesce(cost, 0) + "
                     "coalesce(?, 0), finished_at = ? WHERE id = ? AND user = ?",
                     [status, reason, raw, attempts, int(raw is not None), cost, self._now(),
                      run_id, user],
                 )
-            self._advance(user, session_id, last)
-        return self.run(user, run_id)
+            self._advance(s, user, session_id, last)
+        return self._run(s, user, run_id)
 
     # -- retries, catch-up, shutdown ----------------------------------------------------------
 
     async def retry_failed(self, user: str | None = None) -> list[RunRecord]:
         """Run every run waiting for its retry once more (the daemon's periodic job)."""
-        where, params = "status = 'retry'", []
-        if user is not None:
-            where, params = "status = 'retry' AND user = ?", [user]
-        rows = self.rt.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
-        ).fetchall()
         results = []
-        for row in rows:
-            record = RunRecord(*row)
+        for record in await self._db(self._waiting_retry, user):
             lock = self._locks.setdefault((record.user, record.session_id), asyncio.Lock())
             async with lock:
-                messages = [
-                    m for m in self.sessions.messages(record.user, record.session_id,
-                                                      after_id=record.first_message_id - 1)
-                    if m.id <= record.last_message_id
-                ]
+                messages = await self._db(self._run_messages, record)
                 if not messages:
                     continue
                 results.append(await self._extract(record.user, record.session_id, messages,
                                                    run_id=record.id))
         return results
+
+    def _waiting_retry(self, s: _Stores, user: str | None) -> list[RunRecord]:
+        where, params = "status = 'retry'", []
+        if user is not None:
+            where, params = "status = 'retry' AND user = ?", [user]
+        rows = s.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
+        ).fetchall()
+        return [RunRecord(*row) for row in rows]
+
+    def _run_messages(self, s: _Stores, record: RunRecord) -> list[Any]:
+        return [m for m in s.sessions.messages(record.user, record.session_id,
+                                               after_id=record.first_message_id - 1)
+                if m.id <= record.last_message_id]
 
     def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
         """Schedule sessions with user messages past their watermark (after a crash or a
@@ -351,35 +451,47 @@ class ExtractionWorker:
 
     async def drain(self, timeout: float | None = None) -> int:
         """Wait for pending extractions; after ``timeout`` cancel them (each records its range
-        for retry). Returns how many were cancelled."""
+        for retry). Returns how many were cancelled. With nothing left pending, the worker
+        thread's connection is closed (it reopens if more work comes)."""
+        cancelled = 0
         tasks = [t for t in self._tasks if not t.done()]
-        if not tasks:
-            return 0
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        return len(pending)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            cancelled = len(pending)
+        if self.pending == 0:
+            await self._shutdown_thread()
+        return cancelled
+
+    async def _shutdown_thread(self) -> None:
+        with self._thread_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            await asyncio.get_running_loop().run_in_executor(executor, self._close_in_thread)
+            executor.shutdown(wait=False)
 
     # -- the extraction_runs table and the watermark ------------------------------------------
 
     def _now(self) -> str:
         return to_ts(self.rt.clock.now())
 
-    def _watermark(self, user: str, session_id: int) -> int:
-        row = self.rt.db.execute(
+    def _watermark(self, s: _Stores, user: str, session_id: int) -> int:
+        row = s.db.execute(
             "SELECT extracted_through FROM sessions WHERE id = ? AND user = ?", [session_id, user]
         ).fetchone()
         return int(row[0]) if row else 0
 
-    def _advance(self, user: str, session_id: int, through: int) -> None:
-        self.rt.db.execute(
+    def _advance(self, s: _Stores, user: str, session_id: int, through: int) -> None:
+        s.db.execute(
             "UPDATE sessions SET extracted_through = max(extracted_through, ?) "
             "WHERE id = ? AND user = ?", [through, session_id, user],
         )
 
-    def _prior_assistant(self, user: str, session_id: int, before: int) -> str | None:
-        row = self.rt.db.execute(
+    def _prior_assistant(self, s: _Stores, user: str, session_id: int, before: int
+                         ) -> str | None:
+        row = s.db.execute(
             "SELECT content FROM messages WHERE session_id = ? AND user = ? AND id < ? "
             "AND role = 'assistant' ORDER BY id DESC LIMIT 1", [session_id, user, before],
         ).fetchone()
@@ -390,7 +502,10 @@ class ExtractionWorker:
         return speakers[-1] if speakers else "the user"
 
     def run(self, user: str, run_id: int) -> RunRecord:
-        row = self.rt.db.execute(
+        return self._run(self._loop_stores(), user, run_id)
+
+    def _run(self, s: _Stores, user: str, run_id: int) -> RunRecord:
+        row = s.db.execute(
             f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE id = ? AND user = ?",
             [run_id, user],
         ).fetchone()
@@ -406,20 +521,21 @@ class ExtractionWorker:
         ).fetchall()
         return [RunRecord(*r) for r in rows]
 
-    def _find_run(self, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
-        row = self.rt.db.execute(
+    def _find_run(self, s: _Stores, user: str, session_id: int, first: int, last: int
+                  ) -> RunRecord | None:
+        row = s.db.execute(
             f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
             "AND first_message_id = ? AND last_message_id = ?", [user, session_id, first, last],
         ).fetchone()
         return RunRecord(*row) if row else None
 
-    def _insert_run(self, user: str, session_id: int, first: int, last: int, status: str, *,
-                    reason: str | None = None, raw: str | None = None, cost: float | None = None,
-                    model_calls: int = 0, changes: Consolidation | None = None,
-                    attempts: int = 1) -> int:
+    def _insert_run(self, s: _Stores, user: str, session_id: int, first: int, last: int,
+                    status: str, *, reason: str | None = None, raw: str | None = None,
+                    cost: float | None = None, model_calls: int = 0,
+                    changes: Consolidation | None = None, attempts: int = 1) -> int:
         changes = changes or Consolidation()
         now = self._now()
-        cursor = self.rt.db.execute(
+        cursor = s.db.execute(
             """
             INSERT INTO extraction_runs (user, session_id, first_message_id, last_message_id,
               status, reason, raw_output, model_calls, cost, created, merged, superseded,
@@ -432,13 +548,13 @@ class ExtractionWorker:
         )
         return int(cursor.lastrowid)
 
-    def _finish_run(self, user: str, session_id: int, first: int, last: int,
+    def _finish_run(self, s: _Stores, user: str, session_id: int, first: int, last: int,
                     run_id: int | None, status: str, *, reason: str | None,
                     cost: float | None, changes: Consolidation) -> int:
         if run_id is None:
-            return self._insert_run(user, session_id, first, last, status, reason=reason,
+            return self._insert_run(s, user, session_id, first, last, status, reason=reason,
                                     cost=cost, model_calls=1, changes=changes)
-        self.rt.db.execute(
+        s.db.execute(
             "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = NULL, "
             "model_calls = model_calls + 1, cost = coalesce(cost, 0) + coalesce(?, 0), "
             "created = ?, merged = ?, superseded = ?, forgotten = ?, finished_at = ?, "
@@ -447,10 +563,6 @@ class ExtractionWorker:
              changes.forgotten, self._now(), run_id, user],
         )
         return run_id
-
-
-class _AlreadyDone(Exception):
-    """Another task recorded this range while the model was thinking."""
 
 
 def _summary(changes: Consolidation, skipped: Sequence[str]) -> str | None:
