@@ -97,6 +97,41 @@ async def test_related_facts_are_numbered_and_an_update_by_number_supersedes(
     assert facts.get("owner", old.id).superseded_by is not None
 
 
+async def test_extraction_does_its_database_work_off_the_event_loop(
+        worker, env, store, facts, fake_model, monkeypatch):
+    import threading
+
+    import hermes.learn.worker as worker_module
+
+    session = store.create("owner", "terminal")
+    turn(store, session.id, "I moved to Lisbon in March.")
+    fake_model.reply(actions(create("The user lives in Lisbon since March 2026.")))
+    threads = []
+    real = worker_module.consolidate
+
+    def consolidate(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(worker_module, "consolidate", consolidate)
+    on_loop: list[str] = []                 # every statement on the loop's own connection
+    env.db.conn.set_trace_callback(on_loop.append)
+    try:
+        run = await worker.run_session("owner", session.id)
+    finally:
+        env.db.conn.set_trace_callback(None)
+    assert run.status == "done" and run.created == 1
+    assert on_loop == []
+    assert threads and threading.get_ident() not in threads
+    assert [f.content for f in facts.list("owner")] == [
+        "The user lives in Lisbon since March 2026."]
+    await worker.drain()                    # closes the thread's connection; work goes on after
+    turn(store, session.id, "My sister Ana is a nurse in Porto.")
+    fake_model.reply(actions(create("The user's sister Ana is a nurse in Porto.")))
+    assert (await worker.run_session("owner", session.id)).status == "done"
+    assert len(facts.list("owner")) == 2
+
+
 async def test_rerun_of_the_same_range_changes_nothing(worker, env, store, facts, fake_model):
     session = store.create("owner", "terminal")
     turn(store, session.id, "I'm allergic to penicillin.")
