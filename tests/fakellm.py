@@ -121,6 +121,10 @@ def http_error(status: int, msg: str = "error") -> Exception:
 
 # -- the provider -----------------------------------------------------------------------------
 
+def _is_computed(step: Any) -> bool:
+    return callable(step) and not isinstance(step, Reply | Fail | Block | BaseException)
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), max(1, size))]
 
@@ -200,7 +204,7 @@ class ScriptedLLM(CustomLLM):
             raise CustomLLMError(
                 400, f"fake model: nothing scripted for call #{len(self.requests)}")
         step = self.script.popleft()
-        if callable(step) and not isinstance(step, Reply | Fail | Block | BaseException):
+        if _is_computed(step):
             step = step(request)
         if isinstance(step, str):
             return Reply(text=step)
@@ -266,7 +270,9 @@ class ScriptedLLM(CustomLLM):
         # that fails before any text is raised here, from `await acompletion(...)`, like a
         # provider that fails before its first event. A block must wait inside the generator.
         request = self._record(kw, stream=True)
-        if self.script and isinstance(self.script[0], Block):
+        # litellm may call this from a worker thread: a block, and a step computed by a
+        # function (which may want the event loop), are resolved inside the generator, on the loop.
+        if self.script and (isinstance(self.script[0], Block) or _is_computed(self.script[0])):
             return self._blocked_stream(request)
         step = self._take(request)
         if isinstance(step, Fail) and not step.partial_text:

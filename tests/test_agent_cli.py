@@ -1,4 +1,4 @@
-"""`hermes ask`, `hermes chat` and `hermes context` through the real command line."""
+"""`hermes ask`, piped `hermes chat` and `hermes context` through the real command line."""
 
 from __future__ import annotations
 
@@ -43,11 +43,6 @@ def test_ask_without_a_model_says_exactly_what_to_set(cli):
     assert cli("memory", "add", "Uses vim").exit_code == 0
 
 
-def test_chat_without_a_model_says_what_to_set(cli):
-    result = cli("chat", input="hello\n")
-    assert result.exit_code == 2 and "HERMES_MODEL__NAME" in result.stderr
-
-
 def test_ask_with_the_provider_down_is_one_line_and_keeps_the_question(cli, fake_model):
     for _ in range(4):
         fake_model.error(service_unavailable())
@@ -56,6 +51,37 @@ def test_ask_with_the_provider_down_is_one_line_and_keeps_the_question(cli, fake
     assert result.stderr.strip().count("\n") == 0 and "unavailable" in result.stderr
     [(session, messages)] = stored_sessions()
     assert [(m.role, m.content) for m in messages] == [("user", "still there?")]
+
+
+def test_context_refresh_and_show_without_a_model(cli):
+    assert cli("context", "show").exit_code == 1
+    rt = Runtime(load_settings())
+    store = SessionStore.from_runtime(rt)
+    session = store.create("owner", "discord")
+    store.append("owner", session.id, "user", "plan the migration to postgres 17")
+    store.set_summary("owner", session.id, title="Postgres 17 migration",
+                      summary="Planned the upgrade; backups first.")
+    rt.close()
+    refreshed = cli("context", "refresh", "--json").json()
+    assert refreshed["chars"] <= 4000 and "Postgres 17 migration" in refreshed["text"]
+    shown = cli("context", "show")
+    assert "## discord" in shown.stdout and "backups first" in shown.stdout
+    assert "Still open" in shown.stdout
+
+
+def test_ask_stores_an_explicit_remember_request_before_the_reply(cli, fake_model):
+    fake_model.reply("Noted.")
+    assert cli("ask", "Remember that my bike is a blue Brompton.").exit_code == 0
+    found = cli("facts", "search", "Brompton", "--json").json()
+    assert found and "Brompton" in str(found)
+    assert "Brompton" in fake_model.last.system  # recalled in the same turn
+
+
+# `hermes chat` with piped input: the line-by-line loop
+
+def test_chat_without_a_model_says_what_to_set(cli):
+    result = cli("chat", input="hello\n")
+    assert result.exit_code == 2 and "HERMES_MODEL__NAME" in result.stderr
 
 
 def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
@@ -77,22 +103,6 @@ def test_chat_reports_a_provider_error_and_goes_on(cli, fake_model):
     result = cli("chat", input="a\nb\n")
     assert result.exit_code == 0
     assert "unavailable" in result.stderr and "back" in result.stdout
-
-
-def test_context_refresh_and_show_without_a_model(cli):
-    assert cli("context", "show").exit_code == 1
-    rt = Runtime(load_settings())
-    store = SessionStore.from_runtime(rt)
-    session = store.create("owner", "discord")
-    store.append("owner", session.id, "user", "plan the migration to postgres 17")
-    store.set_summary("owner", session.id, title="Postgres 17 migration",
-                      summary="Planned the upgrade; backups first.")
-    rt.close()
-    refreshed = cli("context", "refresh", "--json").json()
-    assert refreshed["chars"] <= 4000 and "Postgres 17 migration" in refreshed["text"]
-    shown = cli("context", "show")
-    assert "## discord" in shown.stdout and "backups first" in shown.stdout
-    assert "Still open" in shown.stdout
 
 
 def test_ask_learns_facts_after_answering(cli, fake_model):

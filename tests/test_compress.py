@@ -87,3 +87,29 @@ async def test_a_short_conversation_is_not_compressed(fake_model, clock):
     result = await Agent(rt).turn("owner", session.id, "hello").run()
     assert not result.compressed and len(fake_model.requests) == 1
     rt.close()
+
+
+async def test_the_provider_saying_too_long_compresses_and_retries_once(long_session,
+                                                                        fake_model):
+    from tests.fakellm import context_window_exceeded
+
+    rt, session_id = long_session
+    set_context_window(200_000)  # our count says it fits; the provider disagrees
+    fake_model.error(context_window_exceeded())
+    fake_model.reply("Earlier: the home lab network.").reply("Answer after compressing.")
+    result = await Agent(rt).turn("owner", session_id, "and the firewall?").run()
+    assert result.text == "Answer after compressing." and result.compressed
+    first, summary, retry = fake_model.requests
+    assert len(retry.messages) < len(first.messages)
+    assert retry.messages[1]["content"].endswith("Earlier: the home lab network.")
+
+
+async def test_too_long_twice_is_one_clear_error(long_session, fake_model):
+    from tests.fakellm import context_window_exceeded
+
+    rt, session_id = long_session
+    set_context_window(200_000)
+    fake_model.error(context_window_exceeded()).reply("summary")
+    fake_model.error(context_window_exceeded())
+    result = await Agent(rt).turn("owner", session_id, "again?").run()
+    assert "too long" in result.error and result.assistant_message_id is None

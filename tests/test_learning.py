@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -118,3 +119,27 @@ async def test_facts_history_shows_where_a_learned_fact_came_from(
     assert "said: My daughter Maya has started playing the violin." in out
     manual = facts.add("owner", "The user's violin teacher is Ms. Ito.").fact
     assert "added directly" in cli("facts", "history", str(manual.id)).stdout
+
+
+async def test_extraction_waits_while_another_reply_is_streaming(
+        agent, worker, session_id, facts, fake_model):
+    worker.yield_to_replies = 3600          # only a finished reply can let it through
+    sessions = SessionStore.from_runtime(agent.rt)
+    sessions.append("owner", session_id, "user", "We adopted a cat named Miso.")
+    sessions.append("owner", session_id, "assistant", "How nice!")
+    release = fake_model.block()            # a reply in another channel is held mid-turn
+    fake_model.reply("4.")
+    fake_model.reply(extraction("The user has a cat named Miso."))
+    other = sessions.create("owner", "discord").id
+    streaming = asyncio.ensure_future(agent.turn("owner", other, "what's 2+2?").run())
+    await fake_model.reached.wait()
+    worker.schedule("owner", session_id)
+    for _ in range(50):
+        await asyncio.sleep(0)
+    # extraction does no database work (no call prepared, no run, no fact) while it streams
+    assert len(fake_model.requests) == 1 and worker.pending == 1
+    assert worker.runs("owner", session_id) == [] and facts.list("owner") == []
+    release.set()
+    assert (await streaming).text == "4."
+    await worker.drain()
+    assert [f.content for f in facts.list("owner")] == ["The user has a cat named Miso."]

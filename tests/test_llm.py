@@ -187,3 +187,20 @@ def test_importing_the_agent_layer_does_not_load_litellm():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_computed_step_may_use_the_event_loop_and_block(fake_model):
+    release = asyncio.Event()
+
+    def held(request):
+        asyncio.get_running_loop()  # litellm may call the provider from a thread
+        from tests.fakellm import Block
+        return Block(release)
+
+    fake_model.respond(held).reply("after the hold")
+    task = asyncio.create_task(collect(make_llm(fake_model)))
+    await asyncio.wait_for(fake_model.reached.wait(), 5)
+    assert not task.done()
+    release.set()
+    texts, final = await asyncio.wait_for(task, 5)
+    assert final.text == "after the hold"

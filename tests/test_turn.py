@@ -344,3 +344,41 @@ async def test_recall_uses_the_rarest_words_of_a_chatty_message(agent, fake_mode
     fake_model.reply("Zephyrine.")
     result = await ask(agent, query)
     assert result.shown_fact_ids[0] == wanted.id
+
+
+async def test_a_stopped_reply_keeps_what_the_user_saw(agent, fake_model):
+    import asyncio
+
+    gate = fake_model.block()
+    fake_model.reply("never finished")
+    session_id = new_session(agent)
+    seen = []
+    after = []
+    agent.after_reply.append(after.append)
+    turn = agent.turn("owner", session_id, "tell me a long story")
+
+    async def consume():
+        async for chunk in turn:
+            seen.append(chunk)
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(fake_model.reached.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert turn.result.stopped and after == [turn.result]
+    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    assert [m.role for m in stored] == ["user"]  # nothing was shown, so no reply is stored
+    gate.set()
+
+
+async def test_breaking_out_of_the_stream_records_the_partial_reply(agent, fake_model):
+    fake_model.reply("one two three four five six", chunk_size=4)
+    session_id = new_session(agent)
+    turn = agent.turn("owner", session_id, "count")
+    stream = turn.__aiter__()
+    first = await stream.__anext__()
+    await stream.aclose()
+    assert turn.result.stopped and turn.result.text == first + " [stopped]"
+    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    assert stored[-1].role == "assistant" and stored[-1].content == first + " [stopped]"

@@ -77,14 +77,19 @@ class Compressor:
         return [system, summary, *prompt.history[state.through:]]
 
     async def fit(self, user: str, session_id: int, prompt: Prompt,
-                  tools: list[dict] | None = None) -> tuple[Prompt, bool]:
-        """The prompt to send: unchanged, or with older history replaced by one summary."""
+                  tools: list[dict] | None = None, *,
+                  budget: int | None = None) -> tuple[Prompt, bool]:
+        """The prompt to send: unchanged, or with older history replaced by one summary.
+
+        ``budget`` (tokens) overrides the configured share of the context window, for a retry
+        after the provider said the prompt was too long.
+        """
         key = (user, session_id)
         state = self.state.get(key)
         if state is not None and state.through > len(prompt.history):
             state = None  # a different conversation under the same key: start again
         messages = self._assemble(prompt, state)
-        budget = self.budget()
+        budget = budget or self.budget()
         if self.llm.count_tokens(messages, tools) <= budget:
             return self._with(prompt, messages), state is not None
         keep = self.keep_recent

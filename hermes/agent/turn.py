@@ -15,6 +15,7 @@ reply are recorded, the facts the model was shown are noted against the reply, a
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.compress import Compressor
-from hermes.agent.llm import LLM, Completion, ModelNotConfigured, ModelUnavailable
+from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import PromptBuilder
 from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
@@ -43,6 +44,7 @@ TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the use
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
                     "edit`, or ask me to consolidate it.)")
 ROUND_SEPARATOR = "\n\n"
+STOPPED_MARK = " [stopped]"
 
 
 @dataclass
@@ -60,6 +62,7 @@ class TurnResult:
     compressed: bool = False
     memory_full: bool = False
     tool_names: list[str] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the reply; text is what they saw
 
 
 class Agent:
@@ -145,28 +148,43 @@ class Turn:
                                                             TOOL_SCHEMAS)
             messages = list(prompt.messages)
             max_rounds = agent.rt.settings.agent.max_tool_rounds
-            for round_no in range(max_rounds + 1):
+            round_no = 0
+            shrunk = False
+            while round_no <= max_rounds:
                 tools = TOOL_SCHEMAS if round_no < max_rounds else None
                 if tools is None and round_no > 0:
                     messages.append({"role": "system", "content": TOOL_LIMIT_NOTE})
                 completion: Completion | None = None
                 first_chunk = True
-                async for chunk in agent.llm.stream(messages, tools):
-                    if chunk.final is not None:
-                        completion = chunk.final
-                    elif chunk.text:
-                        if first_chunk and emitted:
-                            emitted.append(ROUND_SEPARATOR)
-                            yield ROUND_SEPARATOR
-                        first_chunk = False
-                        emitted.append(chunk.text)
-                        yield chunk.text
+                try:
+                    async for chunk in agent.llm.stream(messages, tools):
+                        if chunk.final is not None:
+                            completion = chunk.final
+                        elif chunk.text:
+                            if first_chunk and emitted:
+                                emitted.append(ROUND_SEPARATOR)
+                                yield ROUND_SEPARATOR
+                            first_chunk = False
+                            emitted.append(chunk.text)
+                            yield chunk.text
+                except ContextTooLong:
+                    # Our token count was optimistic for this model: compress to half of what
+                    # was sent and try once more, before anything reached the user.
+                    if shrunk or emitted or round_no > 0:
+                        raise
+                    shrunk = True
+                    budget = agent.llm.count_tokens(messages, tools) // 2
+                    prompt, compressed = await agent.compressor.fit(
+                        user, session_id, prompt, TOOL_SCHEMAS, budget=budget)
+                    messages = list(prompt.messages)
+                    continue
                 assert completion is not None
                 if completion.cost is not None:
                     cost = (cost or 0.0) + completion.cost
                 if not (tools and completion.tool_calls):
                     break
                 messages.append(completion.assistant_message())
+                round_no += 1
                 for call in completion.tool_calls:
                     outcome = toolbox.run(call)
                     tool_names.append(call.name)
@@ -188,18 +206,30 @@ class Turn:
             error = str(exc)
             # Surfaced to the front-end through result.error; logged for the daemon log.
             log.info("turn for %s in session %s: %s", user, session_id, error)
+        except (asyncio.CancelledError, GeneratorExit):
+            # The user stopped the reply (Ctrl-C in the REPL, a closed stream): keep what they
+            # saw, marked as stopped, then let the cancellation go on.
+            self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost,
+                         compressed, error=None, stopped=True)
+            raise
+        self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost, compressed,
+                     error=error)
 
-        text = "".join(emitted)
+    def _finish(self, user_message_id: int, text: str, shown: list[int], tool_names: list[str],
+                toolbox: ToolBox, cost: float | None, compressed: bool, *, error: str | None,
+                stopped: bool = False) -> None:
         assistant_id = None
-        if error is None or text:
+        if stopped and text:
+            text += STOPPED_MARK
+        if (error is None and not stopped) or text:
             assistant_id = self._record_reply(text, shown)
         self.result = TurnResult(
-            user=user, session_id=session_id, user_message_id=message.id,
+            user=self.user, session_id=self.session_id, user_message_id=user_message_id,
             assistant_message_id=assistant_id, text=text,
             shown_fact_ids=list(dict.fromkeys(shown)), tool_calls=len(tool_names),
             memory_written=toolbox.writes > 0,
             error=error, cost=cost, compressed=compressed, memory_full=toolbox.memory_full,
-            tool_names=tool_names,
+            tool_names=tool_names, stopped=stopped,
         )
         self._after_reply(self.result)
 

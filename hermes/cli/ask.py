@@ -1,7 +1,8 @@
-"""`hermes ask` and `hermes chat`: talk to Hermes from the terminal.
+"""`hermes ask`: one question from the terminal, answered by streaming; and the line-by-line
+chat that `hermes chat` uses when its input is a pipe (on a terminal it is the daemon's REPL).
 
 Both build on the same turn engine as every other front-end. The model layer (litellm) is only
-imported when the first model call is made, so `hermes --help` and the memory commands stay fast.
+imported when the first model call is made, so `hermes --help` and memory commands stay fast.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ and a session whose messages never got a run at all is found again by :meth:`cat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2   # the first try and one retry
 MAX_MESSAGES_PER_RUN = 40
+# How long extraction's database work waits for replies in progress to finish, at most.
+YIELD_TO_REPLIES_SECONDS = 2.0
 
 
 @dataclass
@@ -75,7 +78,8 @@ def extraction_enabled(settings: Any) -> bool:
 
 class ExtractionWorker:
     def __init__(self, rt: Runtime, *, llm: Any | None = None, facts: Any | None = None,
-                 sessions: Any | None = None) -> None:
+                 sessions: Any | None = None,
+                 yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
         from hermes.memory.facts import FactStore
         from hermes.memory.sessions import SessionStore
 
@@ -89,6 +93,12 @@ class ExtractionWorker:
         self._semaphore: asyncio.Semaphore | None = None
         # (user, session) -> message-id ranges of turns whose model wrote memory with tools
         self._memory_turns: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        # Replies in progress (between the before- and after-reply hooks). Extraction's
+        # synchronous database work waits for a moment without one, so it never stalls a
+        # streaming reply; after ``yield_to_replies`` seconds it goes ahead anyway.
+        self.yield_to_replies = yield_to_replies
+        self._replying = 0
+        self._quiet: asyncio.Event | None = None
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -111,11 +121,33 @@ class ExtractionWorker:
         unless ``extraction.model`` names another)."""
         if self._llm is None and not self.config.model:
             self._llm = getattr(agent, "background_llm", None)
+        agent.before_reply.append(self._reply_started)
         agent.before_reply.append(FastLane(self.rt, self.facts))
         agent.after_reply.append(self.after_reply)
 
+    def _reply_started(self, user: str, session_id: int, message: Any) -> None:
+        self._replying += 1
+        if self._quiet is not None:
+            self._quiet.clear()
+
+    def _reply_finished(self) -> None:
+        self._replying = max(0, self._replying - 1)
+        if self._replying == 0 and self._quiet is not None:
+            self._quiet.set()
+
+    async def _wait_for_quiet(self) -> None:
+        if self._replying == 0:
+            return
+        if self._quiet is None:
+            self._quiet = asyncio.Event()
+        self._quiet.clear()
+        # Replies back to back: after the timeout extraction goes ahead, it must progress.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._quiet.wait(), timeout=self.yield_to_replies)
+
     def after_reply(self, result: Any) -> None:
         """``Agent.after_reply`` hook: schedule extraction; returns at once."""
+        self._reply_finished()
         if getattr(result, "memory_written", False):
             # Every message of the turn (user, tool results, reply) lies in this id range.
             last = result.assistant_message_id or result.user_message_id
@@ -168,6 +200,7 @@ class ExtractionWorker:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         lock = self._locks.setdefault((user, session_id), asyncio.Lock())
         async with self._semaphore, lock:
+            await self._wait_for_quiet()
             session = self.sessions.get(user, session_id)
             watermark = self._watermark(user, session_id)
             messages = self.sessions.messages(user, session_id, after_id=watermark,
@@ -211,6 +244,7 @@ class ExtractionWorker:
         raw: str | None = None
         cost: float | None = None
         try:
+            await self._wait_for_quiet()
             related = self.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
             prompt = build_prompt(
                 messages, related, user_name=self._user_name(user, messages),
@@ -222,6 +256,7 @@ class ExtractionWorker:
                                    categories=self.rt.settings.facts.categories)
             for problem in parsed.skipped:
                 log.info("extraction of session %s: %s", session_id, problem)
+            await self._wait_for_quiet()
             with write_transaction(self.rt.db):
                 if run_id is None and self._find_run(user, session_id, first, last):
                     raise _AlreadyDone
