@@ -280,7 +280,9 @@ def rerank(
     named: set[int] = set()
     words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
     if params.speaker_boost and words:
-        named = {c.message_id for c in found if _names(words, c.speaker)}
+        speakers = {c.speaker for c in found}
+        naming = {sp for sp in speakers if _names(words, sp)}  # a few distinct speakers
+        named = {c.message_id for c in found if c.speaker in naming}
         if named:  # someone the query names spoke here: their neighbouring turns count too
             named |= _speakers_named(db, words, [m for m in where if m not in own])
 
