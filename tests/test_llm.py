@@ -181,6 +181,35 @@ def test_context_window_from_model_info_or_fallback(fake_model):
     assert make_llm(fake_model).count_tokens(MESSAGES) > 0
 
 
+def test_token_counts_match_litellm_and_a_grown_conversation_counts_only_the_new_message(
+        fake_model, monkeypatch):
+    import litellm
+
+    llm = make_llm(fake_model)
+    tools = [{"type": "function", "function": {
+        "name": "facts", "description": "Store a fact about the user.",
+        "parameters": {"type": "object", "properties": {"content": {"type": "string"}}}}}]
+    history = [
+        {"role": "system", "content": "You are Hermes. Known: the user lives in Lisbon."},
+        {"role": "user", "content": "I started at Acme Corp as a staff engineer."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "facts", "arguments": '{"content": "works at Acme"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "facts", "content": "stored #12"},
+        {"role": "assistant", "content": "Congratulations on the new job! 日本語も"},
+    ]
+    for count in range(1, len(history) + 1):
+        for with_tools in (None, tools):
+            assert llm.count_tokens(history[:count], with_tools) == litellm.token_counter(
+                model=llm.name, messages=history[:count], tools=with_tools)
+    counted = []
+    real = litellm.token_counter
+    monkeypatch.setattr(litellm, "token_counter",
+                        lambda **kw: counted.append(kw["messages"]) or real(**kw))
+    grown = [*history, {"role": "user", "content": "And I moved to Porto last week."}]
+    assert llm.count_tokens(grown, tools) == real(model=llm.name, messages=grown, tools=tools)
+    assert counted == [[grown[-1]]]
+
+
 def test_importing_the_agent_layer_does_not_load_litellm():
     code = ("import sys, hermes.agent.llm, hermes.cli; "
             "print('litellm' in sys.modules)")

@@ -39,6 +39,8 @@ BACKOFF_CAP = 30.0
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 EXAMPLE_MODEL = "openai/gpt-4.1-mini"
+# Token counts remembered per LLM (one entry per distinct message); cleared when full.
+TOKEN_CACHE_SIZE = 4096
 
 
 class ModelNotConfigured(HermesError):
@@ -245,6 +247,8 @@ class LLM:
         self._sleep = sleep
         self._env_file = env_file
         self._ready = False
+        self._context_window: int | None = None
+        self._token_cache: dict[str, int] = {}   # one message (or the tools) -> its tokens
 
     @classmethod
     def from_settings(cls, settings: Settings, *, background: bool = False,
@@ -447,23 +451,48 @@ class LLM:
         """Input tokens the model accepts (litellm's model map, else the configured fallback)."""
         if not self.name:
             return self.config.context_window_fallback
+        if self._context_window is not None:   # the model map does not change: look up once
+            return self._context_window
         litellm = load_litellm()
         try:
             info = litellm.get_model_info(self.name)
         except Exception as exc:  # noqa: BLE001 - unknown to litellm: use the configured value
             log.debug("no model info for %s: %s", self.name, exc)
-            return self.config.context_window_fallback
+            info = {}
         window = info.get("max_input_tokens") or info.get("max_tokens")
-        return int(window) if window else self.config.context_window_fallback
+        self._context_window = int(window) if window else self.config.context_window_fallback
+        return self._context_window
 
     def count_tokens(self, messages: Sequence[dict[str, Any]],
                      tools: Sequence[dict] | None = None) -> int:
         """Tokens of a prompt, by litellm's counter (tiktoken for models it cannot map)."""
         litellm = load_litellm()
         try:
-            return int(litellm.token_counter(model=self.name or "", messages=list(messages),
-                                             tools=list(tools) if tools else None))
+            # litellm's count is additive over messages (each adds its own tokens to a fixed
+            # base), so each message is counted once and remembered: a conversation that grows
+            # by one turn costs one message's count, not the whole history's, on the event loop.
+            base = self._tokens(litellm, [])
+            total = base + sum(self._tokens(litellm, [m]) - base for m in messages)
+            if tools and messages:
+                # Tools are not additive on their own: their share next to the first message.
+                first = [messages[0]]
+                total += self._tokens(litellm, first, tools) - self._tokens(litellm, first)
+            elif tools:
+                total = self._tokens(litellm, [], tools)
+            return int(total)
         except Exception as exc:  # noqa: BLE001 - a rough estimate beats no compression
             log.debug("token_counter failed for %s: %s", self.name, exc)
             chars = sum(len(str(m.get("content") or "")) for m in messages)
             return chars // 4 + 4 * len(messages)
+
+    def _tokens(self, litellm: Any, messages: list[dict[str, Any]],
+                tools: Sequence[dict] | None = None) -> int:
+        key = json.dumps([messages, tools], sort_keys=True, default=str)
+        count = self._token_cache.get(key)
+        if count is None:
+            count = int(litellm.token_counter(model=self.name or "", messages=messages,
+                                              tools=list(tools) if tools else None))
+            if len(self._token_cache) >= TOKEN_CACHE_SIZE:
+                self._token_cache.clear()
+            self._token_cache[key] = count
+        return count
