@@ -12,7 +12,9 @@ is shown; or a plain create that contradicts the old fact, for consolidation to 
 
 Measured:
 - extraction model calls per user turn (goal <= 0.6) and on small-talk turns (goal 0);
-- reply latency with extraction on vs off (goal: ratio <= 1.05);
+- reply latency with extraction on vs off (goal: ratio <= 1.05), and the CPU time the event
+  loop's thread spends during each reply (sleeps and other processes drop out of it, so it
+  shows extraction's own work on the loop even on a loaded machine);
 - final active facts vs distinct true facts: duplicates, stale contradicted facts, missing.
 
 Prints tables and writes bench-results/extraction.json.
@@ -173,6 +175,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     script = Script(turns)
     context, fake = install_model(script, reply_s, extract_s)
     latencies: list[float] = []
+    loop_cpu: list[float] = []   # CPU time of the event loop's thread during each reply
     with context:
         agent = Agent(rt)
         worker = None
@@ -183,9 +186,10 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
         oracle = Oracle(FactStore.from_runtime(rt))
         for turn in turns:
             clock.advance(minutes=2)
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             result = await agent.turn("owner", session.id, turn.text).run()
             latencies.append(time.perf_counter() - started)
+            loop_cpu.append(time.thread_time() - cpu_started)
             assert result.error is None, result.error
             if not extraction:
                 # Off: the same facts appear at the same turns, written outside the timed
@@ -202,8 +206,9 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     active = facts.list("owner", limit=10_000)
     stats = extraction_stats(rt.db, "owner").to_json()
     rt.close()
-    return {"latencies": latencies, "drain_s": drain_s, "active": [f.content for f in active],
-            "stats": stats, "script": script, "requests": len(fake.requests)}
+    return {"latencies": latencies, "loop_cpu": loop_cpu, "drain_s": drain_s,
+            "active": [f.content for f in active], "stats": stats, "script": script,
+            "requests": len(fake.requests)}
 
 
 def truth(turns: list[Turn]) -> tuple[dict[str, str], set[str]]:
@@ -290,6 +295,9 @@ def main() -> None:
     on, off = runs[True][0], runs[False][0]
     on["latencies"] = [x for r in runs[True] for x in r["latencies"]]
     off["latencies"] = [x for r in runs[False] for x in r["latencies"]]
+    on["loop_cpu"] = [x for r in runs[True] for x in r["loop_cpu"]]
+    off["loop_cpu"] = [x for r in runs[False] for x in r["loop_cpu"]]
+    cpu_on, cpu_off = statistics.mean(on["loop_cpu"]), statistics.mean(off["loop_cpu"])
 
     script: Script = on["script"]
     calls = len(script.calls)
@@ -325,6 +333,8 @@ def main() -> None:
           f"{p50_on / p50_off:6.3f}")
     print(f"  p95                                  {p95_off * 1000:7.1f} {p95_on * 1000:7.1f}  "
           f"{p95_on / p95_off:6.3f}")
+    print(f"  event-loop CPU per reply, mean     {cpu_off * 1000:7.1f} {cpu_on * 1000:7.1f}  "
+          f"{cpu_on / cpu_off:6.3f}   (load-independent: the loop's own work)")
     print(f"  extraction backlog drained {on['drain_s'] * 1000:.0f} ms after the last reply\n")
     print("Facts at the end")
     print(f"  active facts              {quality['active_facts']}")
@@ -351,7 +361,9 @@ def main() -> None:
                                "p95": p95_off * 1000},
                        "on": {"mean": mean_on * 1000, "p50": p50_on * 1000,
                               "p95": p95_on * 1000}},
-        "latency_ratio_mean": mean_on / mean_off, "quality": quality,
+        "latency_ratio_mean": mean_on / mean_off,
+        "loop_cpu_ms": {"off": cpu_off * 1000, "on": cpu_on * 1000},
+        "loop_cpu_ratio_mean": cpu_on / cpu_off, "quality": quality,
         "stats": on["stats"],
     }, indent=2, ensure_ascii=False), encoding="utf-8")
     print(f"\nWrote {out / f'extraction-think{args.think_ms:.0f}.json'}")
