@@ -14,6 +14,7 @@ memory, and consistent backups.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -26,7 +27,7 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, RefusedWrite
-from hermes.memory.sessions import ROLES, SessionStore
+from hermes.memory.sessions import ROLES, SOURCES, SessionStore
 from hermes.store.db import write_transaction
 
 # Lines written per transaction during a transcript import: big enough that the commit cost
@@ -34,6 +35,8 @@ from hermes.store.db import write_transaction
 IMPORT_BATCH = 200
 EXPORT_FORMAT = "hermes-export"
 EXPORT_VERSION = 1
+# The external id given to an imported session that has none: its line's content hash.
+HASH_PREFIX = "sha256:"
 
 
 class ImportLineError(ValueError):
@@ -90,6 +93,9 @@ class _ParsedSession:
     external_id: str | None
     channel_key: str | None
     messages: list[_ParsedMessage]
+    # Set when the line has no external_id: the line's content hash, stored as its external id
+    # so that re-importing the same line finds it again (and two different lines never merge).
+    content_hash: str | None = None
 
 
 def _text(value: Any, name: str, *, required: bool = False) -> str | None:
@@ -126,19 +132,21 @@ def _timestamp(value: Any, name: str) -> str:
 def parse_session_line(line: str) -> _ParsedSession:
     """Validate one import line completely before anything is written."""
     try:
-        data = json.loads(line)
+        data = json.loads(line.lstrip("\ufeff"))
     except json.JSONDecodeError as exc:
         raise ImportLineError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(data, dict):
         raise ImportLineError("expected a JSON object with source, started_at and messages")
-    source = _text(data.get("source"), "source", required=True)
-    if not source or not source.strip():
-        raise ImportLineError("'source' is empty")
+    source = (_text(data.get("source"), "source", required=True) or "").strip().lower()
+    if source not in SOURCES:
+        raise ImportLineError(f"'source' must be one of {', '.join(SOURCES)} "
+                              f"(got {data.get('source')!r})")
     started_at = _timestamp(data.get("started_at"), "started_at")
     raw_messages = data.get("messages")
     if not isinstance(raw_messages, list):
         raise ImportLineError("'messages' must be a list")
     messages = []
+    seen_ids: set[str] = set()
     for index, raw in enumerate(raw_messages):
         where = f"messages[{index}]"
         if not isinstance(raw, dict):
@@ -147,6 +155,12 @@ def parse_session_line(line: str) -> _ParsedSession:
         if role not in ROLES:
             raise ImportLineError(f"{where}.role must be one of {', '.join(ROLES)} (got {role!r})")
         content = _text(raw.get("content"), f"{where}.content", required=True)
+        message_id = _text(raw.get("external_id"), f"{where}.external_id")
+        if message_id is not None:
+            if message_id in seen_ids:
+                raise ImportLineError(f"{where}.external_id {message_id!r} is used twice in "
+                                      "this session")
+            seen_ids.add(message_id)
         tool_args = raw.get("tool_args")
         if tool_args is not None and not isinstance(tool_args, str):
             tool_args = json.dumps(tool_args, ensure_ascii=False)
@@ -156,20 +170,26 @@ def parse_session_line(line: str) -> _ParsedSession:
                 speaker=_text(raw.get("speaker"), f"{where}.speaker"),
                 content=content or "",
                 created_at=_timestamp(raw.get("created_at", started_at), f"{where}.created_at"),
-                external_id=_text(raw.get("external_id"), f"{where}.external_id"),
+                external_id=message_id,
                 tool_name=_text(raw.get("tool_name"), f"{where}.tool_name"),
                 tool_args=tool_args,
                 tool_call_id=_text(raw.get("tool_call_id"), f"{where}.tool_call_id"),
             )
         )
+    external_id = _text(data.get("external_id"), "external_id")
+    content_hash = None
+    if external_id is None:
+        canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        content_hash = HASH_PREFIX + hashlib.sha256(canonical.encode()).hexdigest()[:32]
     return _ParsedSession(
-        source=source.strip(),
+        source=source,
         title=_text(data.get("title"), "title"),
         summary=_text(data.get("summary"), "summary"),
         started_at=started_at,
-        external_id=_text(data.get("external_id"), "external_id"),
+        external_id=external_id or content_hash,
         channel_key=_text(data.get("channel_key"), "channel_key"),
         messages=messages,
+        content_hash=content_hash,
     )
 
 
@@ -182,9 +202,10 @@ def import_sessions(
 ) -> ImportReport:
     """Import transcripts (one JSON session per line) for ``user``. Idempotent.
 
-    A session is the same session when its ``external_id`` matches (per source), or, without
-    one, when source, start time and title match. Within a known session a message is new when
-    its ``external_id`` is new, or, without one, when no message has its role, time and content.
+    A session is the same session when its ``external_id`` matches (per source). A line without
+    one gets the hash of its content as external id: the same line again is the same session,
+    two different lines are never merged. Within a known session a message is new when its
+    ``external_id`` is new, or, without one, when no message has its role, time and content.
     ``progress`` is called with the number of lines done after each batch.
     """
     db = store.db
@@ -240,14 +261,16 @@ def _import_line(
             fresh = _new_messages(db, session_id, parsed.messages)
             report.sessions_existing += 1
             report.messages_existing += len(parsed.messages) - len(fresh)
-        conn.executemany(
-            "INSERT OR IGNORE INTO messages (session_id, user, role, speaker, content, "
+        # A plain INSERT: a message the checks above let through but the table refuses is an
+        # error for the whole line, never a silent skip that is still counted.
+        cursor = conn.executemany(
+            "INSERT INTO messages (session_id, user, role, speaker, content, "
             "created_at, tool_name, tool_args, tool_call_id, external_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(session_id, user, m.role, m.speaker, m.content, m.created_at, m.tool_name,
               m.tool_args, m.tool_call_id, m.external_id) for m in fresh],
         )
-        report.messages_added += len(fresh)
+        report.messages_added += max(cursor.rowcount, 0)
     except Exception as exc:
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
@@ -259,17 +282,10 @@ def _import_line(
 
 
 def _find_session(db: sqlite_utils.Database, user: str, parsed: _ParsedSession) -> int | None:
-    if parsed.external_id is not None:
-        row = db.execute(
-            "SELECT id FROM sessions WHERE user = ? AND source = ? AND external_id = ?",
-            [user, parsed.source, parsed.external_id],
-        ).fetchone()
-    else:
-        row = db.execute(
-            "SELECT id FROM sessions WHERE user = ? AND source = ? AND started_at = ? "
-            "AND title IS ? AND external_id IS NULL ORDER BY id LIMIT 1",
-            [user, parsed.source, parsed.started_at, parsed.title],
-        ).fetchone()
+    row = db.execute(
+        "SELECT id FROM sessions WHERE user = ? AND source = ? AND external_id = ?",
+        [user, parsed.source, parsed.external_id],
+    ).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -295,12 +311,13 @@ def _new_messages(
 
 
 def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
-    """The lines of a UTF-8 file, reporting bytes read (for a progress bar)."""
+    """The lines of a UTF-8 file (a leading byte order mark dropped), reporting bytes read (for
+    a progress bar)."""
     with path.open("rb") as handle:
-        for raw in handle:
+        for number, raw in enumerate(handle):
             if on_bytes is not None:
                 on_bytes(len(raw))
-            yield raw.decode("utf-8", errors="replace")
+            yield raw.decode("utf-8-sig" if number == 0 else "utf-8", errors="replace")
 
 
 # -- full export / import ---------------------------------------------------------------------
