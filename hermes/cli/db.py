@@ -106,7 +106,9 @@ def import_(
     """Restore a `hermes export` file into this home.
 
     All or nothing. Ids are kept, so the home must not already hold that user's memory."""
-    report = import_user(runtime(ctx).db, read_lines(file), user=user)
+    rt = runtime(ctx)
+    report = import_user(rt.db, read_lines(file), user=user,
+                         basic_char_limit=rt.settings.memory.basic_char_limit)
     if as_json:
         emit_json({"user": report.user, "counts": report.counts})
         return

@@ -27,6 +27,8 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, RefusedWrite
+from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
+from hermes.memory.guard import find_problem
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
 from hermes.store.db import write_transaction
 
@@ -386,12 +388,15 @@ def _columns(db: sqlite_utils.Database, table: str) -> set[str]:
 
 
 def import_user(
-    db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None
+    db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None,
+    basic_char_limit: int = DEFAULT_LIMIT,
 ) -> ExportReport:
     """Read an export back, ids kept, all or nothing. ``user`` renames the owner.
 
     Meant for an empty home (a restore, a move to another machine): an id already taken, or a
-    user who already has memory here, stops the import before anything is kept.
+    user who already has memory here, stops the import before anything is kept. Every record
+    is checked as a normal write would be (the memory guard on basic-memory entries and fact
+    contents, trust in [0, 1], the basic-memory cap): one refused record refuses the file.
     """
     counts: dict[str, int] = {}
     iterator = iter(enumerate(lines, start=1))
@@ -408,6 +413,7 @@ def import_user(
                           f"(this Hermes reads version {EXPORT_VERSION}).")
     target = user or str(header.get("user"))
     known_columns: dict[str, set[str]] = {}
+    basic: list[Entry] = []
     with write_transaction(db):
         # Facts point at later facts (superseded_by): check references at commit instead.
         db.execute("PRAGMA defer_foreign_keys = ON")
@@ -419,27 +425,81 @@ def import_user(
                 continue
             record = _load(number, line)
             kind = record.get("type")
-            rows = [record.get("row")]
             if kind not in known_columns:
                 if kind not in {k for k, _ in _EXPORT_QUERIES + _EXPORT_AFTER_SESSIONS} | {
                         "sessions"}:
                     raise HermesError(f"line {number}: unknown record type {kind!r}. "
                                       "Nothing was imported.")
                 known_columns[kind] = _columns(db, kind)
-            _insert(db, kind, rows, known_columns[kind], target, number)
-            counts[kind] = counts.get(kind, 0) + 1
-            if kind == "sessions":
-                known_columns.setdefault("messages", _columns(db, "messages"))
-                messages = record.get("messages") or []
-                # The message trigger counts and times the session: reset to the exported values.
-                _insert(db, "messages", messages, known_columns["messages"], target, number)
-                db.execute(
-                    "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
-                    [record["row"]["message_count"], record["row"]["last_active_at"],
-                     record["row"]["id"]],
-                )
-                counts["messages"] = counts.get("messages", 0) + len(messages)
+            try:
+                _import_record(db, record, kind, known_columns, target, counts, basic)
+            except _BadRecord as exc:
+                raise HermesError(f"line {number}: {exc}. Nothing was imported.") from None
+            except _RefusedRecord as exc:
+                raise RefusedWrite(f"Refused: line {number}: {exc}. Nothing was imported.")\
+                    from None
+        used = usage_of(basic)
+        if used > basic_char_limit:
+            raise RefusedWrite(f"Refused: basic memory would hold {used:,} characters, over its "
+                               f"{basic_char_limit:,}-character cap. Nothing was imported.")
     return ExportReport(target, counts)
+
+
+class _BadRecord(ValueError):
+    """A record that is not what `hermes export` writes (the message says what is wrong)."""
+
+
+class _RefusedRecord(ValueError):
+    """A well-formed record that must not become memory (the message says why)."""
+
+
+def _import_record(
+    db: sqlite_utils.Database, record: dict[str, Any], kind: str,
+    known_columns: dict[str, set[str]], target: str, counts: dict[str, int], basic: list[Entry],
+) -> None:
+    row = record.get("row")
+    if not isinstance(row, dict):
+        raise _BadRecord(f"a {kind} record without its row")
+    _check_row(kind, row, basic)
+    _insert(db, kind, [row], known_columns[kind], target)
+    counts[kind] = counts.get(kind, 0) + 1
+    if kind != "sessions":
+        return
+    missing = [k for k in ("id", "message_count", "last_active_at") if k not in row]
+    if missing:
+        raise _BadRecord(f"the sessions row has no {missing[0]!r}")
+    known_columns.setdefault("messages", _columns(db, "messages"))
+    messages = record.get("messages") or []
+    if not isinstance(messages, list):
+        raise _BadRecord("'messages' must be a list")
+    # The message trigger counts and times the session: reset to the exported values.
+    _insert(db, "messages", messages, known_columns["messages"], target)
+    db.execute("UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
+               [row["message_count"], row["last_active_at"], row["id"]])
+    counts["messages"] = counts.get("messages", 0) + len(messages)
+
+
+def _check_row(kind: str, row: dict[str, Any], basic: list[Entry]) -> None:
+    """What a normal write would refuse: the memory guard, trust out of range."""
+    if kind == "basic_memory":
+        text = row.get("text")
+        if not isinstance(text, str):
+            raise _BadRecord("a basic_memory row needs its 'text'")
+        problem = find_problem(text)
+        if problem:
+            raise _RefusedRecord(f"basic memory entry {text[:60]!r}: {problem}")
+        basic.append(Entry(row.get("id") or 0, text, "", ""))
+    elif kind == "facts":
+        content, trust = row.get("content"), row.get("trust", 0.5)
+        if not isinstance(content, str):
+            raise _BadRecord("a facts row needs its 'content'")
+        problem = find_problem(content)
+        if problem:
+            raise _RefusedRecord(f"fact {row.get('id')!r}: {problem}")
+        if isinstance(trust, bool) or not isinstance(trust, int | float) \
+                or not 0.0 <= trust <= 1.0:
+            raise _RefusedRecord(f"fact {row.get('id')!r}: trust must be in [0, 1] "
+                                 f"(got {trust!r})")
 
 
 def _load(number: int, line: str) -> dict[str, Any]:
@@ -462,16 +522,14 @@ def _has_memory(db: sqlite_utils.Database, user: str) -> bool:
 
 def _insert(
     db: sqlite_utils.Database, table: str, rows: list[Any], columns: set[str], user: str,
-    number: int,
 ) -> None:
     for row in rows:
         if not isinstance(row, dict):
-            raise HermesError(f"line {number}: a {table} record without its row. "
-                              "Nothing was imported.")
+            raise _BadRecord(f"a {table} record without its row")
         unknown = set(row) - columns
         if unknown:
-            raise HermesError(f"line {number}: {table} has no column {sorted(unknown)[0]!r} "
-                              "(an export from a newer Hermes?). Nothing was imported.")
+            raise _BadRecord(f"{table} has no column {sorted(unknown)[0]!r} "
+                             "(an export from a newer Hermes?)")
         if table in _USER_TABLES:
             row = {**row, "user": user}
         names = list(row)
@@ -482,9 +540,12 @@ def _insert(
                 [row[n] for n in names],
             )
         except sqlite3.IntegrityError as exc:
-            raise RefusedWrite(f"Refused: line {number}: {table} row cannot be restored here "
-                               f"({exc}); import into an empty home. Nothing was imported.")\
-                from None
+            if "NOT NULL" in str(exc):
+                raise _BadRecord(f"{table} row is incomplete ({exc})") from None
+            raise _RefusedRecord(f"{table} row cannot be restored here ({exc}); import into "
+                                 "an empty home") from None
+        except sqlite3.Error as exc:  # a value of the wrong shape (a list, an object)
+            raise _BadRecord(f"{table} row cannot be stored ({exc})") from None
 
 
 # -- backup and stats -------------------------------------------------------------------------
