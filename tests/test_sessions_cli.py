@@ -320,3 +320,15 @@ def test_import_normalises_times_and_rejects_impossible_dates(rt):
     assert session.started_at == "2026-11-20T18:00:00.000000Z"
     assert [m.created_at for m in store.messages("owner", session.id)] == [
         "2026-11-20T18:00:00.500000Z", "2026-11-20T18:00:01.000000Z"]
+
+
+def test_search_shows_a_session_without_messages(cli, rt):
+    store = SessionStore.from_runtime(rt)
+    empty = store.create("owner", "terminal")
+    store.set_summary("owner", empty.id, title="Greenhouse plans",
+                      summary="Planning the greenhouse heating.")
+    rt.close()
+    hits = cli("sessions", "search", "greenhouse", "--json").json()
+    assert [h["session_id"] for h in hits] == [empty.id] and hits[0]["match"] is None
+    text = cli("sessions", "search", "greenhouse")
+    assert text.exit_code == 0 and "Greenhouse plans" in text.stdout

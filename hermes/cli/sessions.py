@@ -126,7 +126,8 @@ def search(
             console.print(f"  Summary: {escape(' '.join(s.summary.split()))}")
         console.print(f"  Match: {_highlight(hit.snippet)}")
         for message in hit.context:
-            console.print("  " + _message_line(message, mark=message.id == hit.match.id))
+            mark = hit.match is not None and message.id == hit.match.id
+            console.print("  " + _message_line(message, mark=mark))
 
 
 @app.command()

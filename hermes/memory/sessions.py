@@ -111,7 +111,7 @@ class Message:
 class SearchHit:
     session: Session
     score: float
-    match: Message
+    match: Message | None  # None: only the title or summary matched (a session without messages)
     snippet: str
     context: list[Message]
     # How the query matched: "strict" (all terms), "loose" (any term) or "like" (CJK text).
@@ -134,7 +134,7 @@ class SearchHit:
             "mode": self.mode,
             "matched_in": self.matched_in,
             "snippet": self.snippet,
-            "match": self.match.to_json(),
+            "match": None if self.match is None else self.match.to_json(),
             "context": [m.to_json() for m in self.context],
         }
 
@@ -413,6 +413,13 @@ class SessionStore:
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
     ) -> list[recall.RankedMessage]:
         """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
+        return self._reranked_and_empty(user, plan, mode, expr, source)[0]
+
+    def _reranked_and_empty(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
+        """:meth:`_reranked`, and the sessions without messages whose title or summary match
+        (session id, score on the same scale), which the message ranking cannot return."""
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
@@ -424,9 +431,25 @@ class SessionStore:
         if self.vectors is not None and mode != "strict":
             dense = self.vectors.nearest(user, recall.plan_text(plan),
                                          recall.DEFAULT_PARAMS.dense_candidates)
-        return recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
-                             sessions, limit=len(messages) * 3 + len(sessions) + 100,
-                             source=source, now=self.clock.now(), dense=dense)
+        ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                               sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                               source=source, now=self.clock.now(), dense=dense)
+        empty: list[tuple[int, float]] = []
+        if sessions:
+            present = {r.session_id for r in ranked}
+            candidates = [sid for sid in sessions if sid not in present]
+            if candidates:
+                marks = ",".join("?" * len(candidates))
+                rows = self.db.execute(
+                    f"SELECT id FROM sessions WHERE id IN ({marks}) AND NOT EXISTS "
+                    "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", candidates,
+                ).fetchall()
+                # The scale recall.rerank gives a title/summary-only session.
+                top = max((c.score for c in messages), default=0.0) \
+                    or max(sessions.values(), default=0.0) or 1.0
+                weight = recall.DEFAULT_PARAMS.meta_weight
+                empty = [(r[0], weight * sessions[r[0]] / top) for r in rows]
+        return ranked, empty
 
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
@@ -436,12 +459,16 @@ class SessionStore:
         when only the title or summary matched, title/summary score)."""
         ranked: list[tuple[int, float, _Candidate | None, float]] = []
         seen: set[int] = set()
-        for r in self._reranked(user, plan, mode, expr, source):
+        messages, empty = self._reranked_and_empty(user, plan, mode, expr, source)
+        for r in messages:
             if r.session_id not in seen:
                 seen.add(r.session_id)
                 cand = None if "title/summary" in r.parts else _Candidate(
                     r.message_id, r.session_id, r.score)
                 ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
+        if empty:  # sessions without messages, found by their title or summary
+            ranked.extend((sid, score, None, 1.0) for sid, score in empty)
+            ranked.sort(key=lambda r: -r[1])
         # Cron output is background noise next to a real conversation: demoted below them all.
         # Sources are looked up best first, only until `limit` conversations are found.
         conversations, cron = [], []
@@ -604,14 +631,14 @@ class SessionStore:
                     "ORDER BY role != 'user', id LIMIT 1",
                     [sid, user],
                 ).fetchone()
-                if first is None:
-                    continue
-                match_id = first[0]
+                match_id = None if first is None else first[0]
                 snippet = self._session_snippet(plan, expr, session)
             if meta:
                 matched_in.append("title/summary")
-            window = self.window(user, sid, match_id, context)
-            match = next(m for m in window if m.id == match_id)
+            window, match = [], None
+            if match_id is not None:
+                window = self.window(user, sid, match_id, context)
+                match = next(m for m in window if m.id == match_id)
             hits.append(SearchHit(session, score, match, snippet, window,
                                   "like" if plan.cjk else mode, matched_in))
         return hits
