@@ -305,3 +305,15 @@ def test_session_without_messages_found_by_its_summary(store, clock):
     assert hits[0].match is None and hits[0].context == []
     assert "**" in hits[0].snippet and hits[0].matched_in == ["title/summary"]
     assert json.loads(json.dumps(hits[0].to_json()))["match"] is None
+
+
+def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, clock,
+                                                                       monkeypatch):
+    from hermes.memory import sessions as module
+
+    monkeypatch.setattr(module, "SCORE_CAP", 3)
+    old = conversation(store, clock, "owner", ["docker docker docker docker", "ok"])
+    for i in range(8):  # newer, weaker matches: more than the cap
+        conversation(store, clock, "owner", [f"we talked about docker once, item {i}", "ok"])
+    hits = store.search("owner", "docker", limit=3)
+    assert hits[0].session.id == old.id and hits[0].mode == "strict"

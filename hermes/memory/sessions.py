@@ -496,13 +496,29 @@ class SessionStore:
             [expr, user, source, source, limit],
         ).fetchall()
 
+    def _best(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's best ``limit`` messages matching ``expr`` by FTS5's own bm25 (same column
+        weights), whatever their age. FTS5 scores every match to sort them: the cost grows with
+        the number of matches, so this only runs past SCORE_CAP."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY bm25(messages_fts, ?, ?) LIMIT ?",
+            [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
+        ).fetchall()
+
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
         """Matching messages scored by BM25. Every match is scored when there are at most
         SCORE_CAP; past that (a common word on a big history), the candidates are the newest
-        SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
-        words and every match of each rare word: what BM25 would put first anyway."""
+        SCORE_CAP matches and the SCORE_CAP best by FTS5's bm25 (so that age alone never hides
+        the best match), plus, for an any-word query, the messages holding at least two of the
+        words and every match of each rare word."""
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
@@ -510,6 +526,9 @@ class SessionStore:
         pool = {row[0]: row for row in rows[:SCORE_CAP]}
         total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP:
+            for row in self._best(expr, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
         if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
             firsts = terms[:MAX_PAIR_TERMS]
             pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
