@@ -332,3 +332,32 @@ def test_search_shows_a_session_without_messages(cli, rt):
     assert [h["session_id"] for h in hits] == [empty.id] and hits[0]["match"] is None
     text = cli("sessions", "search", "greenhouse")
     assert text.exit_code == 0 and "Greenhouse plans" in text.stdout
+
+
+def test_out_of_range_numbers_are_one_line_errors(cli, transcripts):
+    cli("sessions", "import", str(transcripts))
+    for args in (("sessions", "show", "99999999999999999999"),
+                 ("sessions", "show", "1", "--around", "99999999999999999999"),
+                 ("sessions", "list", "--since", "999999999d"),
+                 ("sessions", "list", "--since", "99999999999999999999w")):
+        result = cli(*args)
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", "?!"])
+def test_empty_search_is_a_clear_error(cli, query):
+    result = cli("sessions", "search", query)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: Nothing to search for")
+
+
+def test_home_that_is_a_file_is_a_config_error(cli, tmp_path, monkeypatch):
+    not_a_dir = tmp_path / "plain-file"
+    not_a_dir.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(not_a_dir))
+    result = cli("sessions", "list")
+    assert result.exit_code == 2
+    assert str(not_a_dir) in result.stderr and len(result.stderr.splitlines()) == 1
+    nested = cli("--home", str(not_a_dir / "below"), "sessions", "list")
+    assert nested.exit_code == 2 and str(not_a_dir) in nested.stderr

@@ -35,7 +35,10 @@ def parse_since(text: str, now_ts: str) -> str:
     found = _DURATION.match(text)
     if found:
         amount, unit = int(found.group(1)), found.group(2)
-        return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+        try:
+            return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+        except OverflowError:
+            raise HermesError(f"--since: {text.strip()} ago is before the year 1.") from None
     try:
         return to_ts(parse_ts(text.strip()))
     except ValueError:

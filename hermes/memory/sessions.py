@@ -283,6 +283,8 @@ class SessionStore:
     # -- reading ----------------------------------------------------------------------------
 
     def get(self, user: str, session_id: int) -> Session:
+        if not _storable(session_id):
+            raise NotFound(f"No session {session_id} for user {user!r}.")
         row = self.db.execute(
             f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
             [session_id, user],
@@ -309,6 +311,8 @@ class SessionStore:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
         # Both queries are scoped by user: another user's session has no such message.
         context = max(0, context)
+        if not (_storable(session_id) and _storable(around_message_id)):
+            raise NotFound(f"No message {around_message_id} in session {session_id}.")
         before = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
             "AND m.id <= ? ORDER BY m.id DESC LIMIT ?",
@@ -690,6 +694,11 @@ class SessionStore:
                 if row is not None and HIGHLIGHT[0] in (row[0] or ""):
                     return row[0]
         return manual_snippet(session.summary or session.title or "", plan)
+
+
+def _storable(number: int) -> bool:
+    """Whether an id fits SQLite's 64-bit integers (a bigger one cannot name a row)."""
+    return -(2**63) <= number < 2**63
 
 
 def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
