@@ -361,3 +361,12 @@ def test_home_that_is_a_file_is_a_config_error(cli, tmp_path, monkeypatch):
     assert str(not_a_dir) in result.stderr and len(result.stderr.splitlines()) == 1
     nested = cli("--home", str(not_a_dir / "below"), "sessions", "list")
     assert nested.exit_code == 2 and str(not_a_dir) in nested.stderr
+
+
+def test_db_path_and_backup_take_no_user(cli, tmp_path):
+    # The database is per home, not per user: an ignored --user would only mislead.
+    assert cli("db", "path").exit_code == 0
+    assert cli("db", "path", "--user", "bob").exit_code == 2
+    assert cli("db", "backup", str(tmp_path / "b.db"), "--user", "bob").exit_code == 2
+    assert not (tmp_path / "b.db").exists()
+    assert cli("db", "backup", str(tmp_path / "b.db")).exit_code == 0

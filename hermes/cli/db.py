@@ -19,8 +19,8 @@ app = typer.Typer(no_args_is_help=True, help="The database file: where it is, wh
 
 
 @app.command()
-def path(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """Print the database file's path."""
+def path(ctx: typer.Context, as_json: bool = JsonOption) -> None:
+    """Print the database file's path (one per home, shared by every user)."""
     db_path = runtime(ctx).settings.db_path
     if as_json:
         emit_json({"path": str(db_path)})
@@ -59,10 +59,10 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
 def backup(
     ctx: typer.Context,
     target: Annotated[Path, typer.Argument(help="The new file to write (must not exist).")],
-    user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Write a consistent copy of the whole database (safe while the daemon runs)."""
+    """Write a consistent copy of the whole database, every user's memory (safe while the
+    daemon runs)."""
     size = backup_db(runtime(ctx).db, target)
     if as_json:
         emit_json({"path": str(target), "bytes": size})
