@@ -3,7 +3,7 @@
 import json
 
 from hermes.memory.sessions import SessionStore
-from hermes.memory.transfer import import_sessions
+from hermes.memory.transcripts import import_sessions
 
 
 def line(messages, **fields):

@@ -11,8 +11,10 @@ from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, emit_json
-from hermes.memory.transfer import backup as backup_db
-from hermes.memory.transfer import export_user, import_user, read_lines, table_stats
+from hermes.memory.transcripts import read_lines
+from hermes.memory.transfer import export_user, import_user
+from hermes.store.maintenance import backup as backup_db
+from hermes.store.maintenance import table_stats
 
 app = typer.Typer(no_args_is_help=True, help="The database file: where it is, what it holds, "
                   "a consistent backup.")

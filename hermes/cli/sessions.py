@@ -16,7 +16,7 @@ from hermes.cli.output import console, emit_json, err_console
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
-from hermes.memory.transfer import ImportReport, import_sessions, read_lines
+from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
 
 app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
 

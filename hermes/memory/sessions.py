@@ -703,7 +703,11 @@ def _storable(number: int) -> bool:
 
 def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
     """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
-    embeddings, the loose round always runs: it is where the nearest messages join."""
+    embeddings, the loose round always runs: it is where the nearest messages join.
+
+    The same order as hermes.store.fts.search_with_fallback, which cannot be used here as it is:
+    a CJK-only query has no FTS expression at all (it is matched with LIKE), and with embeddings
+    a query without a loose expression still needs a second round."""
     modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
     if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
         modes.append(("loose", plan.loose or plan.strict))
