@@ -1,10 +1,12 @@
 """`hermes sessions`, `hermes db`, `hermes export` / `hermes import` through the real CLI."""
 
+import io
 import json
 import sqlite3
 import threading
 
 import pytest
+from rich.console import Console
 
 from hermes.memory.basic import BasicMemory
 from hermes.memory.sessions import SessionStore
@@ -294,6 +296,10 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
     from hermes.cli import sessions as cli_sessions
 
     monkeypatch.setattr(cli_sessions, "PROGRESS_BYTES", 100)
+    # A terminal console recording what is drawn (the real one is not a terminal under test).
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_sessions, "err_console",
+                        Console(file=screen, force_terminal=True, width=120))
     path = tmp_path / "many.jsonl"
     with path.open("w", encoding="utf-8") as handle:
         for i in range(450):  # more than two import batches
@@ -302,6 +308,11 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
                          + "\n")
     result = cli("sessions", "import", str(path), "--json")
     assert result.exit_code == 0 and result.json()["sessions_created"] == 450
+    drawn = screen.getvalue()
+    assert "importing many.jsonl" in drawn and "━" in drawn  # the bar itself
+    size = path.stat().st_size
+    assert f"{size / 1000:.1f}/{size / 1000:.1f} kB" in drawn  # and it reached the end
+    assert "importing" not in result.stdout  # stdout stays one JSON document
     assert cli("sessions", "search", "number", "--limit", "3", "--json").json()
 
 
