@@ -23,7 +23,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
 from hermes.memory import recall
-from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.ranking import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan, build_match, like_pattern
 
@@ -505,7 +505,7 @@ class SessionStore:
     ) -> list[tuple[int, int, str, str | None]]:
         """The user's best ``limit`` messages matching ``expr`` by FTS5's own bm25 (same column
         weights), whatever their age. FTS5 scores every match to sort them: the cost grows with
-        the number of matches, so this only runs past SCORE_CAP."""
+        the number of matches (fewer than DF_CAP where it is used)."""
         return self.db.execute(
             "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
             "CROSS JOIN messages m ON m.id = messages_fts.rowid "
@@ -520,9 +520,11 @@ class SessionStore:
     ) -> list[_Candidate]:
         """Matching messages scored by BM25. Every match is scored when there are at most
         SCORE_CAP; past that (a common word on a big history), the candidates are the newest
-        SCORE_CAP matches and the SCORE_CAP best by FTS5's bm25 (so that age alone never hides
-        the best match), plus, for an any-word query, the messages holding at least two of the
-        words and every match of each rare word."""
+        SCORE_CAP matches, plus, for an all-words query, the SCORE_CAP best by FTS5's bm25 (so
+        that age alone never hides the best match) unless even its rarest word is in DF_CAP
+        messages or more (ranking them all would cost too much, and a word that common says
+        little), and, for an any-word query, the messages holding at least two of the words
+        and every match of each rare word."""
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
@@ -530,7 +532,7 @@ class SessionStore:
         pool = {row[0]: row for row in rows[:SCORE_CAP]}
         total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
-        if len(rows) > SCORE_CAP:
+        if len(rows) > SCORE_CAP and mode == "strict" and min(bm25.df) < DF_CAP:
             for row in self._best(expr, user, source, SCORE_CAP):
                 pool.setdefault(row[0], row)
         if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
