@@ -5,11 +5,9 @@ trust. Each match costs a bm25 evaluation (microseconds), so a query whose words
 thousands of facts would take milliseconds: the newest ``facts.search_window`` matches (default
 300) are ranked, which is every match of a specific query; 0 ranks all matches.
 
-In the any-word fallback (a natural question whose words are not all in one fact), words found
-in more than ``COMMON_SHARE`` of all facts are left out while rarer ones remain: like stopwords,
-they would match a large part of the store and say little. The strict query keeps every word.
-Document frequencies come from the index's own vocabulary table (``facts_vocab``, fts5vocab), a
-lookup per word. Below ``EXACT_BELOW`` facts every word counts.
+The any-word fallback (a natural question whose words are not all in one fact) ORs every
+content word. How common a word is only changes the ranking (bm25's idf), never which of the
+user's facts are found: a word found in thousands of other users' facts hides nothing.
 """
 
 from __future__ import annotations
@@ -17,48 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes.store.fts import Term, build_match, like_pattern, search_with_fallback
+from hermes.store.fts import build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
     from hermes.memory.facts import Fact, FactStore
-
-COMMON_SHARE = 0.05
-EXACT_BELOW = 5000
-
-
-def _prefixes(token: str) -> list[str]:
-    """Candidates for the Porter stem of a token: the stem is nearly always a prefix of the
-    lowercased word ("alerts" -> "alert", "service" -> "servic"), at most four letters shorter."""
-    word = token.casefold()
-    return [word[:n] for n in range(max(1, len(word) - 4), len(word) + 1)]
-
-
-def doc_freq(store: FactStore, term: Term) -> int:
-    """How many facts contain the term, from the index's vocabulary (no scan). For a phrase,
-    its rarest word. An unknown stem counts as rare, so the term keeps ranking."""
-    counts = []
-    for token in term.tokens:
-        prefixes = _prefixes(token)
-        marks = ",".join("?" * len(prefixes))
-        row = store.db.execute(
-            f"SELECT max(doc) FROM facts_vocab WHERE term IN ({marks})", prefixes
-        ).fetchone()
-        counts.append(int(row[0] or 0))
-    return min(counts) if counts else 0
-
-
-def informative(store: FactStore, terms: Sequence[Term]) -> list[Term]:
-    """The terms worth ranking by: all of them on a small store, else those in at most
-    COMMON_SHARE of the facts (or the rarest one, when every term is common)."""
-    if len(terms) < 2:
-        return list(terms)
-    total = int(store.db.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0])
-    if total < EXACT_BELOW:
-        return list(terms)
-    counted = [(doc_freq(store, t), t) for t in terms]
-    kept = [t for count, t in counted if count <= total * COMMON_SHARE]
-    return kept or [min(counted, key=lambda pair: pair[0])[1]]
-
 
 def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
                  floor: float, explain: bool) -> list[Fact]:
@@ -78,10 +38,6 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
 
     def run(expression: str) -> list[tuple]:
         match = expression
-        if expression != plan.strict:
-            # any-word fallback: words found in a large share of all facts are left out
-            terms = [t for t in plan.terms if not t.is_stopword]
-            match = " OR ".join(t.fts for t in informative(store, terms))
         used[expression] = match
         # bm25 costs microseconds per match, so a word in thousands of facts would cost
         # milliseconds: only the newest `window` matches are ranked (0: all of them). The

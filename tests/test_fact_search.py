@@ -1,0 +1,56 @@
+"""Fact search: which facts are found never depends on other users' rows or on how common a
+word is; ranking is bm25 x trust over every match."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hermes.config import FactsConfig
+from hermes.memory.facts import FactStore, content_key
+
+
+@pytest.fixture
+def facts(db, clock) -> FactStore:
+    return FactStore(db, FactsConfig(), clock)
+
+
+def ids(found) -> list[int]:
+    return [f.id for f in found]
+
+
+def bulk(db, user: str, texts: list[str], *, trust: float = 0.5) -> list[int]:
+    """Many facts at once, straight into the table (FTS triggers index them): FactStore.add
+    with its duplicate checks would make thousands of rows slow to set up."""
+    now = "2026-11-29T12:00:00.000000+00:00"
+    with db.conn:
+        first = db.execute("SELECT coalesce(max(id), 0) FROM facts").fetchone()[0] + 1
+        db.conn.executemany(
+            "INSERT INTO facts (user, content, content_key, tags, entity_names, trust, "
+            "created_at, updated_at, valid_from, source_message_ids) "
+            "VALUES (?, ?, ?, '[]', '', ?, ?, ?, ?, ?)",
+            [(user, t, content_key(t), trust, now, now, now, json.dumps([])) for t in texts],
+        )
+    return list(range(first, first + len(texts)))
+
+
+# -- 1. other users' rows and common words never hide a user's facts --------------------------
+
+
+def test_another_users_facts_never_hide_mine(facts, db):
+    mine = facts.add("bob", "Bob fixed docker networking on the build server").id
+    assert ids(facts.search("bob", "docker kubernetes")) == [mine]
+    bulk(db, "alice", [f"Alice note {i}: docker image rebuilt" for i in range(6000)])
+    assert ids(facts.search("bob", "docker kubernetes")) == [mine]
+    assert ids(facts.search("bob", "kubernetes docker networking")) == [mine]
+
+
+def test_a_loose_search_retries_every_word_when_the_rare_ones_match_nothing(facts, db):
+    notes = bulk(db, "bob", [f"Bob note {i}: docker image rebuilt" for i in range(6000)])
+    found = facts.search("bob", "docker kubernetes", limit=5, explain=True)
+    assert len(found) == 5 and set(ids(found)) <= set(notes)
+    assert found[0].explain["mode"] == "loose"
+    # a rare word that does match still ranks first
+    rare = facts.add("bob", "Bob tried kubernetes once").id
+    assert ids(facts.search("bob", "docker kubernetes", limit=5))[0] == rare
