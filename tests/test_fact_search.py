@@ -54,3 +54,20 @@ def test_a_loose_search_retries_every_word_when_the_rare_ones_match_nothing(fact
     # a rare word that does match still ranks first
     rare = facts.add("bob", "Bob tried kubernetes once").id
     assert ids(facts.search("bob", "docker kubernetes", limit=5))[0] == rare
+
+
+# -- 2. every match is ranked by bm25 x trust, not only the newest ones -----------------------
+
+
+def test_an_old_trusted_fact_outranks_hundreds_of_newer_matches(facts, db):
+    best = facts.add("owner", "docker docker docker: the docker daemon runs rootless").id
+    for _ in range(10):
+        facts.rate("owner", best, True)
+    assert facts.get("owner", best).trust == 1.0
+    newer = bulk(db, "owner", [f"Owner note {i} mentions docker among many other words here"
+                               for i in range(400)])
+    found = facts.search("owner", "docker", limit=5, explain=True)
+    assert ids(found)[0] == best and found[0].score == max(f.score for f in found)
+    assert all(f.score >= g.score for f, g in zip(found, found[1:], strict=False))
+    every = facts.search("owner", "docker", limit=500)
+    assert len(every) == 401 and set(ids(every)) == {best, *newer}

@@ -1,9 +1,9 @@
 """Full-text search over facts: FTS5 bm25 x trust, strict first, then any content word.
 
 Ranking is FTS5's own ``bm25()`` (column weights content 1.0, tags 0.6, entities 0.8) times
-trust. Each match costs a bm25 evaluation (microseconds), so a query whose words are in
-thousands of facts would take milliseconds: the newest ``facts.search_window`` matches (default
-300) are ranked, which is every match of a specific query; 0 ranks all matches.
+trust, over every match of the user's active facts: an old, trusted fact is never left out
+because hundreds of newer ones also match. Each match costs one bm25 evaluation (microseconds);
+the sorter keeps only ids and sort keys, and the winners' rows are read afterwards.
 
 The any-word fallback (a natural question whose words are not all in one fact) ORs every
 content word. How common a word is only changes the ranking (bm25's idf), never which of the
@@ -34,28 +34,21 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
         params.append(category)
     if plan.cjk:
         return _search_like(store, plan.cjk, plan.strict, filters, params, limit, explain)
-    used: dict[str, str] = {}
 
     def run(expression: str) -> list[tuple]:
-        match = expression
-        used[expression] = match
-        # bm25 costs microseconds per match, so a word in thousands of facts would cost
-        # milliseconds: only the newest `window` matches are ranked (0: all of them). The
-        # match runs in rowid order, so LIMIT stops it early; then the winners' rows are read.
-        window = store.config.search_window
-        inner_order = "facts_fts.rowid DESC" if window else "bm * f.trust"
-        inner_limit = window if window else int(limit)
+        # Every match is ranked; only the ids and sort keys pass through the sorter, then
+        # the winners' rows are read.
         return store.db.execute(
             f"""
             SELECT {COLUMNS}, r.bm FROM (
               SELECT f.id AS id, {BM25} AS bm, f.trust AS trust, f.updated_at AS updated
               FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
               WHERE facts_fts MATCH ? AND {filters}
-              ORDER BY {inner_order} LIMIT ?
+              ORDER BY bm * trust, trust DESC, updated DESC, id DESC LIMIT ?
             ) r CROSS JOIN facts f ON f.id = r.id
-            ORDER BY r.bm * r.trust, r.trust DESC, r.updated DESC, r.id DESC LIMIT ?
+            ORDER BY r.bm * r.trust, r.trust DESC, r.updated DESC, r.id DESC
             """,
-            [match, *params, inner_limit, int(limit)],
+            [expression, *params, int(limit)],
         ).fetchall()
 
     rows, mode = search_with_fallback(plan, run)
@@ -68,7 +61,7 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
         if explain:
             fact.explain = {"bm25": round(relevance, 6), "trust": fact.trust,
                             "score": round(fact.score, 6), "mode": mode, "match": expression,
-                            "sent": used.get(expression or ""), "min_trust": floor}
+                            "min_trust": floor}
         facts.append(fact)
     return facts
 
