@@ -180,9 +180,15 @@ def _content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS}
 
 
+def _capitalised_words(text: str) -> set[str]:
+    """Casefolded words written with a capital somewhere: names and proper nouns."""
+    return {w.casefold() for w in _WORD.findall(text) if not w.islower() and not w.isdigit()}
+
+
 def _differs_in_meaning(a: str, b: str) -> bool:
-    """Similar text that must still not merge: other numbers, a negation, or a word on each
-    side that is not a respelling of one on the other ("cat" / "dog", "Porto" / "Lisbon")."""
+    """Similar text that must still not merge: other numbers, a negation, a name on one side
+    only ("Berlin" / "Bern", "Karen" / "Karin", "Vim" / "Vi": one letter makes another name),
+    or a word on each side that is not a respelling of one on the other ("cat" / "dog")."""
     if _NUMBER.findall(a) != _NUMBER.findall(b):
         return True
     if bool(_NEGATION.search(a)) != bool(_NEGATION.search(b)):
@@ -191,6 +197,9 @@ def _differs_in_meaning(a: str, b: str) -> bool:
     only_a, only_b = words_a - words_b, words_b - words_a
     if not only_a or not only_b:
         return False  # one says everything the other does
+    names = _capitalised_words(a) | _capitalised_words(b)
+    if (only_a | only_b) & names:
+        return True  # a capitalised word is never a respelling of another word
     return any(max(fuzz.ratio(x, y) for y in only_b) < RESPELLING for x in only_a)
 
 
