@@ -71,3 +71,22 @@ def test_an_old_trusted_fact_outranks_hundreds_of_newer_matches(facts, db):
     assert all(f.score >= g.score for f, g in zip(found, found[1:], strict=False))
     every = facts.search("owner", "docker", limit=500)
     assert len(every) == 401 and set(ids(every)) == {best, *newer}
+
+
+# -- 4. CJK: any run when not all of them match -------------------------------------------------
+
+
+def test_cjk_search_falls_back_to_any_run(facts):
+    sushi = facts.add("owner", "我喜欢吃寿司").id
+    both = facts.add("owner", "寿司和拉面都好吃").id
+    facts.add("owner", "今天下雨了")
+    assert ids(facts.search("owner", "寿司 拉面")) == [both]
+    facts.forget("owner", both)
+    found = facts.search("owner", "寿司 拉面", explain=True)
+    assert ids(found) == [sushi] and found[0].explain["mode"] == "loose"
+    # a run that matches more of the query ranks first; Latin words count as well
+    mixed = facts.add("owner", "Ramen 拉面 in Tokyo").id
+    ramen_sushi = facts.add("owner", "寿司 and 拉面 ramen").id
+    assert ids(facts.search("owner", "寿司 拉面 ramen sake"))[0] == ramen_sushi
+    assert mixed in ids(facts.search("owner", "拉面 sake"))
+    assert facts.search("owner", "天妇罗 荞麦") == []

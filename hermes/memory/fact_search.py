@@ -12,10 +12,9 @@ user's facts are found: a word found in thousands of other users' facts hides no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes.store.fts import build_match, like_pattern, search_with_fallback
+from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
     from hermes.memory.facts import Fact, FactStore
@@ -33,7 +32,7 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
         filters += " AND f.category = ?"
         params.append(category)
     if plan.cjk:
-        return _search_like(store, plan.cjk, plan.strict, filters, params, limit, explain)
+        return _search_like(store, plan, filters, params, limit, explain)
 
     def run(expression: str) -> list[tuple]:
         # Every match is ranked; only the ids and sort keys pass through the sorter, then
@@ -66,33 +65,44 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
     return facts
 
 
-def _search_like(store: FactStore, cjk: Sequence[str], strict: str | None, filters: str,
-                 params: list[Any], limit: int, explain: bool) -> list[Fact]:
-    """CJK text has no word breaks for unicode61: match it with LIKE, rank by trust."""
+def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
+                 limit: int, explain: bool) -> list[Fact]:
+    """CJK text has no word breaks for unicode61: match its runs with LIKE. Every run (and
+    every other word) first, then every run, then any run or word (as session search does),
+    ranked by how many runs match, then trust."""
     from hermes.memory.facts import COLUMNS, _row_to_fact
 
     haystack = "(f.content || ' ' || f.entity_names || ' ' || f.tags)"
-    likes = " AND ".join(f"{haystack} LIKE ? ESCAPE '\\'" for _ in cjk)
-    like_params = [like_pattern(run) for run in cjk]
-    order = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?"
+    like = f"{haystack} LIKE ? ESCAPE '\\'"
+    like_params = [like_pattern(run) for run in plan.cjk]
+    hits = " + ".join(f"({like})" for _ in plan.cjk)
+    every = " AND ".join(like for _ in plan.cjk)
+    in_fts = "f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)"
+    tail = "ORDER BY hits DESC, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?"
+    words = plan.loose or plan.strict
+    tries: list[tuple[str, str, list[Any]]] = []
+    if plan.strict:
+        tries.append(("like", f"{every} AND {in_fts}", [*like_params, plan.strict]))
+    tries.append(("like", every, like_params))
+    anything = " OR ".join([*(f"({like})" for _ in plan.cjk), *([in_fts] if words else [])])
+    tries.append(("loose", f"({anything})", [*like_params, *([words] if words else [])]))
     rows: list[tuple] = []
-    if strict:
+    mode = "none"
+    for tried, where, where_params in tries:
         rows = store.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes} AND f.id IN "
-            f"(SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?) {order}",
-            [*params, *like_params, strict, int(limit)],
+            f"SELECT {COLUMNS}, {hits} AS hits FROM facts f WHERE {filters} AND {where} {tail}",
+            [*like_params, *params, *where_params, int(limit)],
         ).fetchall()
-    if not rows:
-        rows = store.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND {likes} {order}",
-            [*params, *like_params, int(limit)],
-        ).fetchall()
+        if rows:
+            mode = tried
+            break
     facts = []
     for row in rows:
         fact = _row_to_fact(row)
         fact.score = fact.trust
         if explain:
-            fact.explain = {"like": list(cjk), "trust": fact.trust, "score": fact.trust,
-                            "mode": "like", "match": strict}
+            fact.explain = {"like": list(plan.cjk), "trust": fact.trust, "score": fact.trust,
+                            "mode": mode, "match": plan.strict if mode == "like" else words,
+                            "runs_matched": int(row[-1])}
         facts.append(fact)
     return facts
