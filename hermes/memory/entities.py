@@ -57,6 +57,7 @@ _SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w]|\.
 _DOTTED = re.compile(r"(?<![\w.@/])[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?![\w@/])")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$|\n\s*$|^\s*$")
 _DIGITS = re.compile(r"\d+")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 _EDGE_PUNCT = "\"'“”‘’`()[]{}<>,;:!?."
 _NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "a.m", "p.m"})
 
@@ -68,6 +69,17 @@ def name_key(name: str) -> str:
 
 def clean_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip()
+
+
+def check_name(name: str) -> str:
+    """The cleaned name, or RefusedWrite when it cannot name an entity."""
+    cleaned = clean_name(name)
+    if not _LETTER_OR_DIGIT.search(cleaned):
+        raise RefusedWrite(f"Refused: the entity name {name!r} has no letters or digits; "
+                           "name the entity in words. Nothing was stored.")
+    if len(cleaned) > MAX_NAME_CHARS:
+        raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
+    return cleaned
 
 
 @dataclass
@@ -241,12 +253,8 @@ class EntityStore:
 
     def ensure(self, user: str, name: str) -> int:
         """Resolve ``name``, creating the entity when it is new. Call inside a write transaction."""
-        name = clean_name(name)
+        name = check_name(name)
         key = name_key(name)
-        if not key:
-            raise RefusedWrite("Refused: an entity name needs at least one visible character.")
-        if len(name) > MAX_NAME_CHARS:
-            raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
         found = self.resolve_id(user, name)
         if found is not None:
             return found

@@ -23,7 +23,7 @@ from rapidfuzz.utils import default_process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.entities import Entity, EntityStore, name_key
+from hermes.memory.entities import Entity, EntityStore, check_name, name_key
 from hermes.memory.guard import check_text
 from hermes.store.db import write_transaction
 from hermes.store.fts import (
@@ -138,6 +138,11 @@ class ReasonResult:
     unknown: list[str] = field(default_factory=list)  # names that resolve to no entity
 
 
+def in_sqlite_range(number: int) -> bool:
+    """Whether an integer fits SQLite's INTEGER (int64); larger ids name no row."""
+    return -(2**63) <= number < 2**63
+
+
 def normalise(content: str) -> str:
     return re.sub(r"\s+", " ", content).strip()
 
@@ -230,7 +235,9 @@ class FactStore:
 
     def get(self, user: str, fact_id: int) -> Fact:
         """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
-        found = self._fetch(user, "f.id = ?", [int(fact_id)])
+        fact_id = int(fact_id)
+        # An id beyond SQLite's int64 would raise OverflowError in the driver: no such fact.
+        found = self._fetch(user, "f.id = ?", [fact_id]) if in_sqlite_range(fact_id) else []
         if not found:
             raise NotFound(f"No fact with id {fact_id} for user {user!r}.")
         return found[0]
@@ -283,6 +290,8 @@ class FactStore:
     ) -> AddResult:
         """Add a fact, or merge it into an existing duplicate or near duplicate."""
         text = self._validate(content, category, kind)
+        for name in entities or ():
+            check_name(name)
         tag_list = _clean_tags(tags)
         message_ids = [int(m) for m in source_message_ids]
         if importance is not None and not 0 <= importance <= 1:
@@ -597,7 +606,7 @@ class FactStore:
 
     def mark_retrieved(self, user: str, fact_ids: Iterable[int]) -> None:
         """Count that these facts were shown (recall, search results given to the model)."""
-        ids = [int(i) for i in fact_ids]
+        ids = [int(i) for i in fact_ids if in_sqlite_range(int(i))]
         if not ids:
             return
         marks = ",".join("?" * len(ids))
