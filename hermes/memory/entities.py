@@ -280,12 +280,15 @@ class EntityStore:
             entity_id = self.ensure(user, name)
             if entity_id not in ordered:
                 ordered.append(entity_id)
-        display = self.names_of(ordered)
+        display = self.names_of(user, ordered)
         return [(i, display[i]) for i in ordered]
 
-    def _name(self, entity_id: int) -> str:
-        return str(self.db.execute("SELECT name FROM entities WHERE id = ?", [entity_id])
-                   .fetchone()[0])
+    def _name(self, user: str, entity_id: int) -> str:
+        row = self.db.execute("SELECT name FROM entities WHERE id = ? AND user = ?",
+                              [entity_id, user]).fetchone()
+        if row is None:
+            raise NotFound(f"No entity with id {entity_id}.")
+        return str(row[0])
 
     def _insert_alias(self, user: str, entity_id: int, alias: str) -> None:
         alias = clean_name(alias)
@@ -307,7 +310,7 @@ class EntityStore:
             other = self._exact(user, name_key(alias))
             if other is not None and other != entity_id:
                 raise RefusedWrite(
-                    f"Refused: {alias!r} already names another entity ({self._name(other)})."
+                    f"Refused: {alias!r} already names another entity ({self._name(user, other)})."
                 )
             if other is None:
                 self._insert_alias(user, entity_id, alias)
@@ -333,7 +336,7 @@ class EntityStore:
                 position = content.casefold().find(key)
                 found.setdefault(int(entity_id), position if position >= 0 else len(content))
         ordered = sorted(found, key=lambda i: found[i])
-        return [(i, self._name(i)) for i in ordered]
+        return [(i, self._name(user, i)) for i in ordered]
 
     def candidates(self, user: str, content: str) -> list[str]:
         """Entity names for a fact given without any: known names first, then new candidates."""
@@ -389,9 +392,11 @@ class EntityStore:
             for r in rows
         ]
 
-    def names_of(self, ids: Sequence[int]) -> dict[int, str]:
+    def names_of(self, user: str, ids: Sequence[int]) -> dict[int, str]:
+        """Display names of this user's entities among ``ids`` (others' ids are left out)."""
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
         return {int(i): n for i, n in self.db.execute(
-            f"SELECT id, name FROM entities WHERE id IN ({marks})", list(ids)).fetchall()}
+            f"SELECT id, name FROM entities WHERE user = ? AND id IN ({marks})",
+            [user, *ids]).fetchall()}

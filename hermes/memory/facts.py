@@ -375,7 +375,7 @@ class FactStore:
             if row is None:
                 return None  # no fact is about any of these entities yet
             anchor = int(row[0])
-            name = self.entity_store.names_of([anchor])[anchor]
+            name = self.entity_store.names_of(user, [anchor])[anchor]
             phrase = build_match('"' + name.replace('"', " ") + '"').strict
             if phrase:
                 column = f"entity_names : {phrase}"
@@ -531,7 +531,7 @@ class FactStore:
         path_ids, fact_ids = connect_entities(self.db, user, ids)
         if not path_ids:
             return ReasonResult([], [], unknown)
-        names = self.entity_store.names_of(path_ids)
+        names = self.entity_store.names_of(user, path_ids)
         chain = [self.get(user, i) for i in fact_ids][:limit]
         for position, fact in enumerate(chain):
             fact.score = fact.trust
