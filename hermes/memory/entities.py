@@ -23,6 +23,7 @@ from rapidfuzz import fuzz, process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.fact_records import ACTIVE
 from hermes.store.fts import STOPWORDS
 
 MAX_NAME_CHARS = 80
@@ -366,18 +367,17 @@ class EntityStore:
         ).fetchall()]
         entity.fact_count = int(self.db.execute(
             "SELECT count(*) FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id "
-            "WHERE fe.entity_id = ? AND f.user = ? AND f.forgotten_at IS NULL "
-            "AND f.superseded_by IS NULL", [entity_id, user],
+            f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE}", [entity_id, user],
         ).fetchone()[0])
         return entity
 
     def list(self, user: str) -> list[Entity]:
         """All of a user's entities with their aliases and active-fact counts, most used first."""
         rows = self.db.execute(
-            """
+            f"""
             SELECT e.id, e.name, e.created_at,
               (SELECT count(*) FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id
-               WHERE fe.entity_id = e.id AND f.forgotten_at IS NULL AND f.superseded_by IS NULL)
+               WHERE fe.entity_id = e.id AND f.user = e.user AND {ACTIVE})
             FROM entities e WHERE e.user = ? ORDER BY 4 DESC, e.name_key
             """,
             [user],

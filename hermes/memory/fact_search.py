@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes.memory.fact_records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
-    from hermes.memory.facts import Fact, FactStore
+    from hermes.memory.facts import FactStore
+
 
 def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
                  floor: float, explain: bool) -> list[Fact]:
-    from hermes.memory.facts import ACTIVE, BM25, COLUMNS, _row_to_fact
-
     plan = build_match(query)
     if plan.empty:
         return []
@@ -54,7 +54,7 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
     expression = plan.strict if mode == "strict" else plan.loose
     facts = []
     for row in rows:
-        fact = _row_to_fact(row)
+        fact = row_to_fact(row)
         relevance = -float(row[-1])
         fact.score = relevance * fact.trust
         if explain:
@@ -70,8 +70,6 @@ def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[A
     """CJK text has no word breaks for unicode61: match its runs with LIKE. Every run (and
     every other word) first, then every run, then any run or word (as session search does),
     ranked by how many runs match, then trust."""
-    from hermes.memory.facts import COLUMNS, _row_to_fact
-
     haystack = "(f.content || ' ' || f.entity_names || ' ' || f.tags)"
     like = f"{haystack} LIKE ? ESCAPE '\\'"
     like_params = [like_pattern(run) for run in plan.cjk]
@@ -98,7 +96,7 @@ def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[A
             break
     facts = []
     for row in rows:
-        fact = _row_to_fact(row)
+        fact = row_to_fact(row)
         fact.score = fact.trust
         if explain:
             fact.explain = {"like": list(plan.cjk), "trust": fact.trust, "score": fact.trust,
