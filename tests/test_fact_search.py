@@ -90,3 +90,25 @@ def test_cjk_search_falls_back_to_any_run(facts):
     assert ids(facts.search("owner", "寿司 拉面 ramen sake"))[0] == ramen_sushi
     assert mixed in ids(facts.search("owner", "拉面 sake"))
     assert facts.search("owner", "天妇罗 荞麦") == []
+
+
+# -- 8. a MATCH error is a bug: it propagates, never becomes "no results" ----------------------
+
+
+@pytest.mark.parametrize(
+    ("strict", "loose", "cjk"),
+    [('"docker" AND (', None, ()),          # broken strict expression
+     ('"zebra"', '"zebra" OR NEAR(', ()),   # strict finds nothing, the loose one is broken
+     ('"docker" AND (', None, ("寿司",))],   # CJK path, broken word expression
+)
+def test_a_match_error_propagates(facts, monkeypatch, strict, loose, cjk):
+    import sqlite3
+
+    from hermes.memory import fact_search
+    from hermes.store.fts import MatchPlan, Term
+
+    facts.add("owner", "Bob fixed docker networking 寿司")
+    broken = MatchPlan(terms=(Term(("docker",)),), cjk=cjk, strict=strict, loose=loose)
+    monkeypatch.setattr(fact_search, "build_match", lambda text: broken)
+    with pytest.raises(sqlite3.OperationalError):
+        facts.search("owner", "docker")
