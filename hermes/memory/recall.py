@@ -180,6 +180,26 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
 # -- ranking ----------------------------------------------------------------------------------
 
 
+def other_names(db: sqlite_utils.Database, user: str, plan: MatchPlan) -> list[str]:
+    """Other names, from the fact store's entities, of what the query names: "postgres" ->
+    "PostgreSQL" when one is an alias of the other (``hermes facts`` aliases, config aliases)."""
+    tokens = [t.casefold() for term in plan.terms for t in term.tokens]
+    keys = {" ".join(tokens[i : i + n]) for n in (1, 2, 3) for i in range(len(tokens) - n + 1)}
+    if not keys:
+        return []
+    marks = ",".join("?" * len(keys))
+    rows = db.execute(
+        "WITH hit(id) AS ("
+        f"  SELECT entity_id FROM entity_aliases WHERE user = ? AND alias_key IN ({marks}) "
+        f"  UNION SELECT id FROM entities WHERE user = ? AND name_key IN ({marks})) "
+        "SELECT e.name, e.name_key FROM entities e JOIN hit ON hit.id = e.id "
+        "UNION SELECT a.alias, a.alias_key FROM entity_aliases a JOIN hit ON hit.id = a.entity_id "
+        "WHERE a.user = ?",
+        [user, *keys, user, *keys, user],
+    ).fetchall()
+    return sorted({name for name, key in rows if key not in keys})
+
+
 def plan_text(plan: MatchPlan) -> str:
     """The query's words, as plain text (for date spans and embeddings)."""
     return " ".join([" ".join(t.tokens) for t in plan.terms] + list(plan.cjk))
@@ -260,7 +280,9 @@ def rerank(
     named: set[int] = set()
     words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
     if params.speaker_boost and words:
-        named = {c.message_id for c in found if _names(words, c.speaker)}
+        speakers = {c.speaker for c in found}
+        naming = {sp for sp in speakers if _names(words, sp)}  # a few distinct speakers
+        named = {c.message_id for c in found if c.speaker in naming}
         if named:  # someone the query names spoke here: their neighbouring turns count too
             named |= _speakers_named(db, words, [m for m in where if m not in own])
 
