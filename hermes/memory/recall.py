@@ -205,6 +205,9 @@ def plan_text(plan: MatchPlan) -> str:
     return " ".join([" ".join(t.tokens) for t in plan.terms] + list(plan.cjk))
 
 
+TITLE_ONLY_SESSIONS = 50
+
+
 def rerank(
     db: sqlite_utils.Database,
     user: str,
@@ -297,7 +300,10 @@ def rerank(
         parts = {k: v for k, v in parts.items() if v}
         ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
     # Sessions that matched only on title/summary: their first turn stands for them.
-    for sid in meta.keys() - per_session.keys():
+    # Each stands for its session with one message; callers show at most a few dozen
+    # sessions, so only the best TITLE_ONLY_SESSIONS of them can reach a result.
+    title_only = sorted(meta.keys() - per_session.keys(), key=lambda sid: (-meta[sid], -sid))
+    for sid in title_only[: min(limit, TITLE_ONLY_SESSIONS)]:
         first = _first_message(db, user, sid)
         if first is not None and first not in where:
             value = params.meta_weight * meta[sid] / top
@@ -369,7 +375,12 @@ _SOURCE_FILTER = (
 
 
 def _first_message(db: sqlite_utils.Database, user: str, session_id: int) -> int | None:
-    row = db.execute(
-        "SELECT id FROM messages WHERE session_id = ? AND user = ? "
-        "ORDER BY role != 'user', id LIMIT 1", [session_id, user]).fetchone()
-    return None if row is None else int(row[0])
+    # The session's first user turn (walking the (session_id, id) index, not sorting the
+    # whole session), else its first message of any role.
+    for role_filter in ("AND role = 'user'", ""):
+        row = db.execute(
+            f"SELECT id FROM messages WHERE session_id = ? AND user = ? {role_filter} "
+            "ORDER BY id LIMIT 1", [session_id, user]).fetchone()
+        if row is not None:
+            return int(row[0])
+    return None
