@@ -174,3 +174,12 @@ def test_an_entity_name_without_letters_or_digits_is_refused(cli, name):
     assert cli("facts", "entities", "--json").json() == []
     ok = add(cli, "Bob likes tea", "-e", "Bob", "-e", "tea")
     assert cli("facts", "show", str(ok["id"]), "--json").json()["entities"] == ["Bob", "tea"]
+
+
+def test_a_query_with_no_words_is_a_clear_error_like_session_search(cli):
+    cli("facts", "add", "Alice uses vim")
+    for query in ["", "?!", "   "]:
+        facts = cli("facts", "search", query)
+        sessions = cli("sessions", "search", query)
+        assert facts.exit_code == sessions.exit_code == 1
+        assert "Nothing to search for" in facts.stderr and "Traceback" not in facts.stderr
