@@ -124,9 +124,12 @@ def test_refused_writes_exit_1_and_store_nothing(cli):
 
 def test_hard_query_strings_through_the_cli(cli):
     add(cli, "Pinned the client to v2.3.1 for alice@example.com, see C++ notes")
-    for query in ("v2.3.1", "alice@example.com", "C++", "?", "NOT", '"', "中文"):
+    for query in ("v2.3.1", "alice@example.com", "C++", "NOT", "中文"):
         result = cli("facts", "search", query, "--json")
         assert result.exit_code == 0, (query, result.stderr)
+    for query in ("?", '"'):  # no words at all: a clear error, never a traceback
+        result = cli("facts", "search", query, "--json")
+        assert result.exit_code == 1 and "Nothing to search for" in result.stderr
     assert cli("facts", "search", "v2.3.1", "--json").json()[0]["id"] == 1
 
 
