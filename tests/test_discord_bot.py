@@ -379,6 +379,19 @@ async def test_sessions_commands(env, fake_model, rt):
     assert (await _slash(env, "bob", "sessions", sub="list"))[0] == "No sessions yet."
 
 
+async def test_replies_and_cron_posts_never_ping_anyone(env, fake_model, rt):
+    fake_model.reply("Hey @everyone and <@&123> and <@456>, look!")
+    message = env.world.in_guild("alice", "ping them")
+    await env.bot.on_message(message)
+    await env.bot.deliver(None, str(env.world.channel_id), "digest for @here")
+    posted = env.api.messages_in(env.world.channel_id)
+    assert len(posted) == 2
+    for call in posted:
+        assert call.json["allowed_mentions"]["parse"] == []
+        assert not call.json["allowed_mentions"].get("roles")
+        assert not call.json["allowed_mentions"].get("users")
+
+
 # --------------------------------------------------------------------------- cron delivery
 async def test_cron_delivery_posts_to_the_channel_in_pieces(env):
     await env.bot.deliver(None, str(env.world.channel_id), "digest " * 500)

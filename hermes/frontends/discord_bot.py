@@ -75,7 +75,9 @@ class HermesBot(discord.Client):
         intents = discord.Intents.default()
         # Privileged: enable "Message Content Intent" in the Developer Portal as well.
         intents.message_content = True
-        super().__init__(intents=intents)
+        # Model output and cron digests are not trusted to ping: no @everyone/@here, roles or
+        # users, ever. (Replies also pass mention_author=False.)
+        super().__init__(intents=intents, allowed_mentions=discord.AllowedMentions.none())
         self.rt = rt
         self.agent = agent
         self.config = rt.settings.discord
