@@ -300,9 +300,62 @@ async def test_thumbs_down_rates_exactly_the_facts_shown_for_that_reply(env, fak
             assert after[fact_id] < before[fact_id]
         else:
             assert after[fact_id] == before[fact_id]
+    # Switching to 👍 replaces the 👎: the 👎's change is undone, then 👍 applies once.
     await env.bot.on_raw_reaction_add(env.world.reaction(
         name="alice", message_id=sent_id, channel_id=message.channel.id, emoji=THUMBS_UP))
-    assert all(facts.get(alice, i).trust > after[i] for i in shown)
+    delta = rt.settings.facts.helpful_delta
+    assert _trust(facts, alice, shown) == {i: round(before[i] + delta, 6) for i in shown}
+
+
+async def _react(env, message, sent_id, emoji, *, removed=False, name="alice"):
+    event = env.world.reaction(name=name, message_id=sent_id, channel_id=message.channel.id,
+                               emoji=emoji, removed=removed)
+    if removed:
+        await env.bot.on_raw_reaction_remove(event)
+    else:
+        await env.bot.on_raw_reaction_add(event)
+
+
+async def test_a_reaction_rates_once_per_person_and_removing_it_undoes_it(env, fake_model, rt):
+    facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
+    before = _trust(facts, alice, ids)
+    sent_id = int(reply.response["id"])
+    await _react(env, message, sent_id, THUMBS_DOWN)
+    once = _trust(facts, alice, ids)
+    assert all(once[i] < before[i] for i in shown)
+    for _ in range(2):                                   # Discord re-delivers, people re-click
+        await _react(env, message, sent_id, THUMBS_DOWN)
+    assert _trust(facts, alice, ids) == once
+    assert all(facts.get(alice, i).unhelpful_count == 1 for i in shown)
+    # 👍 then 👎 ends exactly where a single 👎 does.
+    await _react(env, message, sent_id, THUMBS_UP)
+    await _react(env, message, sent_id, THUMBS_DOWN)
+    assert _trust(facts, alice, ids) == once
+    # Removing a reaction that is not in effect changes nothing; removing the one that is undoes.
+    await _react(env, message, sent_id, THUMBS_UP, removed=True)
+    assert _trust(facts, alice, ids) == once
+    await _react(env, message, sent_id, THUMBS_DOWN, removed=True)
+    assert _trust(facts, alice, ids) == before
+    assert all(facts.get(alice, i).unhelpful_count == 0 for i in shown)
+
+
+async def test_a_reaction_on_any_piece_of_a_long_reply_rates_its_facts_once(env, fake_model, rt):
+    from hermes.memory.facts import FactStore
+
+    facts = FactStore.from_runtime(rt)
+    alice = env.user_of("alice")
+    fact_id = facts.add(alice, "Alice's cat is called Miso", entities=["Miso"]).id
+    fake_model.reply("Miso is your cat. " + "Purr. " * 700, chunk_size=500)
+    message = env.world.dm("alice", "Tell me about my cat Miso")
+    await env.bot.on_message(message)
+    pieces = env.api.messages_in(message.channel.id)
+    assert len(pieces) >= 2
+    before = facts.get(alice, fact_id).trust
+    await _react(env, message, int(pieces[1].response["id"]), THUMBS_DOWN)
+    after = facts.get(alice, fact_id).trust
+    assert after == round(before - rt.settings.facts.unhelpful_delta, 6)
+    await _react(env, message, int(pieces[0].response["id"]), THUMBS_DOWN)
+    assert facts.get(alice, fact_id).trust == after
 
 
 async def test_another_users_reaction_and_other_emoji_change_nothing(env, fake_model, rt):

@@ -236,6 +236,17 @@ class HermesBot(discord.Client):
 
     # ------------------------------------------------------------------ reactions
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=True)
+
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=False)
+
+    async def _reaction(self, payload: discord.RawReactionActionEvent, *, added: bool) -> None:
+        """👍/👎: one rating per (reply, person); switching replaces it, removing withdraws it.
+
+        The rating is keyed by the assistant message, so the pieces of a long reply share it.
+        Removing 👎 while 👍 is in effect (both were added) leaves the 👍 in effect.
+        """
         emoji = str(payload.emoji)
         if emoji not in (THUMBS_UP, THUMBS_DOWN) or self.user is None:
             return
@@ -249,8 +260,17 @@ class HermesBot(discord.Client):
             message_id = feedback.message_for_ref(self.rt, user, ref)
             if message_id is None:
                 return          # not a Hermes reply, or a reply for someone else
-            rated = feedback.rate_reply(self.rt, user, message_id, emoji == THUMBS_UP)
-            log.info("discord: %s on reply %d rated %d fact(s)", emoji, message_id, len(rated))
+            helpful = emoji == THUMBS_UP
+            rater = f"discord:{payload.user_id}"
+            if not added:
+                if feedback.reply_rating(self.rt, user, message_id, rater) != helpful:
+                    return      # removing a reaction that is not the one in effect
+                rating: bool | None = None
+            else:
+                rating = helpful
+            rated = feedback.set_reply_rating(self.rt, user, message_id, rater, rating)
+            log.info("discord: %s %s on reply %d changed %d fact(s)", emoji,
+                     "added" if added else "removed", message_id, len(rated))
         except Exception:
             log.exception("discord: rating a reply failed")
 

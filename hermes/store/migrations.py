@@ -323,3 +323,24 @@ def m009_message_vectors(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_message_vectors_user ON message_vectors(user, model, message_id);
         """
     )
+
+
+@migrations()
+def m010_reply_ratings(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- One 👍/👎 per (reply, person who reacted): a repeated reaction does not rate again,
+        -- switching replaces the rating, removing the reaction withdraws it. `applied` holds the
+        -- trust change each fact actually got ({"<fact id>": delta}), so withdrawing undoes
+        -- exactly that, clamping included.
+        CREATE TABLE reply_ratings (
+          message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+          rater TEXT NOT NULL,            -- front-end identity, e.g. discord:<user id>
+          user TEXT NOT NULL,
+          helpful INTEGER NOT NULL,       -- 1: 👍, 0: 👎
+          applied TEXT NOT NULL,
+          rated_at TEXT NOT NULL,
+          UNIQUE (message_id, rater)
+        );
+        """
+    )
