@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -163,6 +164,7 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         try:
+            await self._preload()
             agent, self.worker = build_agent(self.rt)
             CronStore.from_runtime(self.rt).sync_config(self.rt.settings.cron.jobs)
             deliverers: dict[str, Callable[[CronJob, str, str], Awaitable[None]]] = {
@@ -195,6 +197,15 @@ class Daemon:
             await self._shutdown()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+
+    async def _preload(self) -> None:
+        """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
+        job could first touch it on the event loop and stall everything else that long."""
+        from hermes.agent import llm
+
+        started = time.monotonic()
+        await asyncio.to_thread(llm.load_litellm)
+        log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)
 
     # ------------------------------------------------------------------ front-ends
     async def _run_discord(self) -> None:

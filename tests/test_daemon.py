@@ -168,7 +168,16 @@ async def until(condition, ticks: int = 20000) -> None:
     raise AssertionError("condition not reached")
 
 
-async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home):
+@pytest.fixture
+def no_preload(monkeypatch):
+    """The daemon's litellm preload is tested on its own; here it would only take seconds."""
+    from hermes.agent import llm
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+
+
+async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home,
+                                                                   no_preload):
     from hermes.daemon import Daemon
     from hermes.memory import context
     from hermes.memory.basic import BasicMemory
@@ -197,6 +206,28 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     await asyncio.wait_for(running, 30)
     assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
     HomeLock(hermes_home).acquire()                          # released at the stop
+
+
+async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
+    import threading
+
+    from hermes.agent import llm
+    from hermes.daemon import Daemon
+
+    daemon = Daemon(rt, repl=False)
+    calls: list[tuple[bool, object, object]] = []
+
+    def fake_load():
+        calls.append((threading.current_thread() is threading.main_thread(),
+                      daemon.runner, daemon.scheduler))
+
+    monkeypatch.setattr(llm, "load_litellm", fake_load)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: daemon.scheduler is not None and daemon.scheduler.running)
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    # Once, in a worker thread (the ~5-10 s import must not stall the loop), before any job.
+    assert calls == [(False, None, None)]
 
 
 def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
