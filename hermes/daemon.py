@@ -37,6 +37,9 @@ BACKGROUND_GRACE_SECONDS = 30.0
 IDLE_CHECK_MINUTES = 10
 EXTRACTION_RETRY_MINUTES = 30
 CRON_RELOAD_SECONDS = 60
+# Discord start-up retries: 5 s, 10 s, 20 s ... at most 5 minutes apart.
+DISCORD_RETRY_FIRST = 5.0
+DISCORD_RETRY_MAX = 300.0
 
 
 # --------------------------------------------------------------------------- one per home
@@ -121,8 +124,13 @@ def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str |
 class Daemon:
     def __init__(self, rt: Any, *, repl: bool, token: str | None = None,
                  turn_grace: float = TURN_GRACE_SECONDS,
-                 background_grace: float = BACKGROUND_GRACE_SECONDS) -> None:
+                 background_grace: float = BACKGROUND_GRACE_SECONDS,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.rt = rt
+        self.sleep = sleep
+        # Set when something fatal (a rejected Discord token) stops the daemon: `hermes run`
+        # then exits non-zero with this line, so systemd's Restart=on-failure applies.
+        self.failure: str | None = None
         self.want_repl = repl
         self.token = token
         self.turn_grace = turn_grace
@@ -173,7 +181,7 @@ class Daemon:
                 from hermes.frontends.discord_bot import HermesBot
 
                 self.bot = HermesBot(self.rt, agent)
-                deliverers["discord"] = self.bot.deliver
+                deliverers["discord"] = self._deliver_discord
                 self._spawn(self._run_discord(), "hermes-discord")
             self.runner = CronRunner.from_runtime(self.rt, agent_prompt_runner(self.rt, agent),
                                                   deliverers)
@@ -209,22 +217,49 @@ class Daemon:
 
     # ------------------------------------------------------------------ front-ends
     async def _run_discord(self) -> None:
+        """Keep Discord up: a failed start (network, Discord outage) is retried with backoff;
+        a rejected token or a missing privileged intent stops Hermes with a clear error."""
         import discord
 
         config = self.rt.settings.discord
         if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
             log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
                         "allowed_channels), so nobody will be served")
-        try:
-            await self.bot.start(self.token)
-        except discord.PrivilegedIntentsRequired:
-            log.error("discord: enable 'Message Content Intent' for the bot in the Developer "
-                      "Portal (Bot settings). Running without Discord.")
-        except discord.LoginFailure:
-            log.error("discord: the token was rejected; check discord.token / DISCORD_TOKEN. "
-                      "Running without Discord.")
-        except Exception:
-            log.exception("discord: the client stopped; running without Discord")
+        delay = DISCORD_RETRY_FIRST
+        while not self._stop.is_set():
+            try:
+                await self.bot.start(self.token)
+                if self._stop.is_set() or self.bot.is_closed():
+                    return
+            except discord.PrivilegedIntentsRequired:
+                self._fail("discord: enable 'Message Content Intent' for the bot in the "
+                           "Developer Portal (Bot settings), then start Hermes again.")
+                return
+            except discord.LoginFailure:
+                self._fail("discord: the token was rejected; check discord.token / "
+                           "DISCORD_TOKEN, then start Hermes again.")
+                return
+            except Exception:
+                log.exception("discord: the client stopped; retrying in %.0f s", delay)
+            if self._stop.is_set():
+                return
+            # A client that failed to start is not reused: a fresh one, same agent.
+            old = self.bot
+            if not old.is_closed():
+                await old.close()
+            await self.sleep(delay)
+            delay = min(delay * 2, DISCORD_RETRY_MAX)
+            if self._stop.is_set():
+                return
+            self.bot = type(old)(self.rt, old.agent)
+
+    def _fail(self, message: str) -> None:
+        log.error(message)
+        self.failure = message
+        self.request_stop("fatal error")
+
+    async def _deliver_discord(self, job: CronJob, target: str, text: str) -> None:
+        await self.bot.deliver(job, target, text)
 
     async def _run_repl(self) -> None:
         try:
@@ -402,9 +437,13 @@ def run_daemon(rt: Any, *, repl: bool) -> None:
     if repl:
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        daemon = Daemon(rt, repl=True, token=token)
         with patch_stdout(raw=True):
             setup_logging(rt.settings, console=sys.stderr)
-            asyncio.run(Daemon(rt, repl=True, token=token).run())
+            asyncio.run(daemon.run())
     else:
+        daemon = Daemon(rt, repl=False, token=token)
         setup_logging(rt.settings)
-        asyncio.run(Daemon(rt, repl=False, token=token).run())
+        asyncio.run(daemon.run())
+    if daemon.failure:
+        raise HermesError(daemon.failure)

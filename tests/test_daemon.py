@@ -244,3 +244,91 @@ def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
         rt.close()
     unit = (REPO / "scripts" / "hermes.service").read_text()
     assert "hermes run --no-repl" in unit and "KillSignal=SIGTERM" in unit
+
+
+# --------------------------------------------------------------------------- Discord start-up
+@pytest.fixture
+def discord_starts(monkeypatch):
+    """HermesBot.start scripted: each entry is an exception to raise, or None to stay up."""
+    from hermes.frontends.discord_bot import HermesBot
+
+    script: list[BaseException | None] = []
+    bots: list[HermesBot] = []
+    up = asyncio.Event()
+
+    async def start(self, token: str) -> None:
+        bots.append(self)
+        outcome = script.pop(0)
+        if outcome is not None:
+            raise outcome
+        up.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(HermesBot, "start", start)
+    return script, bots, up
+
+
+async def test_a_failed_discord_start_is_retried_with_backoff(rt, no_preload, discord_starts):
+    from hermes.daemon import Daemon
+
+    script, bots, up = discord_starts
+    script += [OSError("network is down"), RuntimeError("gateway 502"), None]
+    delays: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    daemon = Daemon(rt, repl=False, token="t", sleep=fake_sleep)
+    running = asyncio.create_task(daemon.run())
+    await asyncio.wait_for(up.wait(), 30)
+    assert delays == [5.0, 10.0]
+    assert len(bots) == 3 and len(set(map(id, bots))) == 3     # a fresh client each time
+    assert daemon.bot is bots[-1]
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert daemon.failure is None
+
+
+@pytest.mark.parametrize("error, words", [
+    ("LoginFailure", "token was rejected"),
+    ("PrivilegedIntentsRequired", "Message Content Intent"),
+])
+async def test_a_rejected_discord_login_stops_hermes_with_an_error(rt, no_preload, discord_starts,
+                                                                   error, words):
+    import discord
+
+    from hermes.daemon import Daemon
+
+    script, bots, _ = discord_starts
+    exc = (discord.LoginFailure("bad token") if error == "LoginFailure"
+           else discord.PrivilegedIntentsRequired(None))
+    script.append(exc)
+
+    async def no_sleep(seconds: float) -> None:
+        raise AssertionError("a rejected login is not retried")
+
+    daemon = Daemon(rt, repl=False, token="t", sleep=no_sleep)
+    await asyncio.wait_for(daemon.run(), 30)          # stops by itself
+    assert len(bots) == 1 and words in (daemon.failure or "")
+
+
+def test_hermes_run_exits_non_zero_when_discord_rejects_the_token(
+        cli, monkeypatch, hermes_home, config_file, discord_starts):
+    import discord
+
+    from hermes.agent import llm
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+    monkeypatch.setenv("DISCORD_TOKEN", "bad")
+    discord_starts[0].append(discord.LoginFailure("bad token"))
+    import logging
+
+    try:
+        result = cli("run", "--no-repl")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert result.exit_code == 1
+    assert "token was rejected" in result.stderr

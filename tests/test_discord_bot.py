@@ -84,6 +84,27 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     assert api.sent("PUT", "/applications/{application_id}/commands") == []
 
 
+async def test_a_failed_command_sync_is_logged_and_the_bot_still_starts(rt, monkeypatch,
+                                                                         caplog):
+    from types import SimpleNamespace
+
+    import discord
+
+    bot = HermesBot(rt, agent=None)
+    api = FakeDiscordAPI()
+
+    def refuse(call):
+        raise discord.HTTPException(SimpleNamespace(status=429, reason="Too Many Requests"),
+                                    "rate limited")
+
+    api.routes[("PUT", "/applications/{application_id}/commands")] = refuse
+    api.install(bot, monkeypatch)
+    async with bot:
+        await bot.login("fake-token")                   # no exception: setup_hook carried on
+    assert "syncing the slash commands failed" in caplog.text
+    assert not (rt.settings.home_path / "discord-commands.sha256").exists()
+
+
 async def test_background_work_starts_in_setup_hook_and_stops_on_close(rt, monkeypatch):
     import asyncio
 
