@@ -148,6 +148,24 @@ def test_config_jobs_are_synced_and_a_pause_survives(store):
     assert store.list() == []
 
 
+def test_config_jobs_follow_a_changed_enabled_and_default_to_the_default_user(rt):
+    rt.settings.users.default = "alice"
+    store = CronStore.from_runtime(rt)
+    jobs = [CronJobConfig(name="digest", schedule="0 8 * * *", prompt="Summarise",
+                          enabled=False),
+            CronJobConfig(name="bobs", user="bob", schedule="0 9 * * *", prompt="Hi")]
+    store.sync_config(jobs)
+    assert store.get("digest").user == "alice"                 # not the literal "owner"
+    assert store.get("bobs").user == "bob"
+    assert store.get("digest").enabled is False
+    jobs[0].enabled = True                                     # turned back on in the config
+    store.sync_config(jobs)
+    assert store.get("digest").enabled is True
+    store.set_enabled("digest", False)                         # a CLI pause still survives
+    store.sync_config(jobs)
+    assert store.get("digest").enabled is False
+
+
 def test_config_job_clashing_with_a_cli_job_is_an_error(store):
     store.add("digest", "owner", "every 1h", "mine")
     with pytest.raises(ConfigError, match="rename"):

@@ -27,7 +27,7 @@ import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
 
 from hermes.clock import Clock, SystemClock, parse_ts, to_ts
-from hermes.config import CronJobConfig
+from hermes.config import DEFAULT_USER, CronJobConfig
 from hermes.errors import ConfigError, NotFound
 from hermes.frontends.schedule import (  # noqa: F401 - part of this module's surface
     MAX_MISSED_RECORDS,
@@ -115,16 +115,17 @@ class CronStore:
     """Cron jobs and their runs. Jobs are the operator's configuration, named uniquely."""
 
     def __init__(self, db: sqlite_utils.Database, *, timezone: str = "UTC", home: Path,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, default_user: str = DEFAULT_USER) -> None:
         self.db = db
         self.timezone = timezone
+        self.default_user = default_user  # for config jobs without `user:`
         self.home = home
         self.clock = clock or SystemClock()
 
     @classmethod
     def from_runtime(cls, rt: Any) -> CronStore:
         return cls(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
-                   clock=rt.clock)
+                   clock=rt.clock, default_user=rt.settings.users.default)
 
     def _rows(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, params)
@@ -210,8 +211,10 @@ class CronStore:
     def sync_config(self, jobs: list[CronJobConfig]) -> None:
         """Make the database's config jobs match ``cron.jobs``.
 
-        Schedule, prompt, user and delivery follow the config. A pause from the command line
-        survives a restart; ``enabled: false`` in the config always pauses.
+        Schedule, prompt, user (default: ``users.default``) and delivery follow the config.
+        ``enabled`` follows the config whenever the config's value changed since the last sync;
+        otherwise a pause or resume from the command line stands (``enabled: false`` in the
+        config still always pauses).
         """
         for job in jobs:
             parse_schedule(job.schedule, self.timezone)
@@ -223,22 +226,28 @@ class CronStore:
             existing = {r["name"]: r for r in self._rows("SELECT * FROM cron_jobs")}
             for job in jobs:
                 row = existing.get(job.name)
+                user = job.user or self.default_user
                 if row is None:
                     self.db.execute(
                         "INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, enabled, "
-                        "origin, created_at) VALUES (?, ?, ?, ?, ?, ?, 'config', ?)",
-                        (job.name, job.user, job.schedule, job.prompt, job.deliver,
-                         int(job.enabled), to_ts(self.clock.now())),
+                        "config_enabled, origin, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, 'config', ?)",
+                        (job.name, user, job.schedule, job.prompt, job.deliver,
+                         int(job.enabled), int(job.enabled), to_ts(self.clock.now())),
                     )
                 elif row["origin"] != "config":
                     raise ConfigError(f"cron.jobs: {job.name!r} is also a job added with "
                                       "`hermes cron add`; rename one of them")
                 else:
-                    enabled = bool(row["enabled"]) and job.enabled
+                    if row["config_enabled"] is None or bool(row["config_enabled"]) != job.enabled:
+                        enabled = job.enabled
+                    else:
+                        enabled = bool(row["enabled"]) and job.enabled
                     self.db.execute(
                         "UPDATE cron_jobs SET user = ?, schedule = ?, prompt = ?, deliver = ?, "
-                        "enabled = ? WHERE id = ?",
-                        (job.user, job.schedule, job.prompt, job.deliver, int(enabled), row["id"]),
+                        "enabled = ?, config_enabled = ? WHERE id = ?",
+                        (user, job.schedule, job.prompt, job.deliver, int(enabled),
+                         int(job.enabled), row["id"]),
                     )
             for name, row in existing.items():
                 if row["origin"] == "config" and name not in names:

@@ -344,3 +344,15 @@ def m010_reply_ratings(db: sqlite_utils.Database) -> None:
         );
         """
     )
+
+
+@migrations()
+def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- For config jobs: the `enabled` the config had at the last sync. When the config's
+        -- value changes, the job follows it; otherwise a pause/resume from the CLI stands.
+        ALTER TABLE cron_jobs ADD COLUMN config_enabled INTEGER;
+        UPDATE cron_jobs SET config_enabled = enabled WHERE origin = 'config';
+        """
+    )
