@@ -122,6 +122,24 @@ async def test_ctrl_c_at_an_idle_prompt_drops_the_line(repl, fake_model):
     assert fake_model.requests == []
 
 
+async def test_the_prompt_leaves_the_daemons_sigint_handler_alone(repl):
+    import signal
+
+    loop = asyncio.get_running_loop()
+    stops: list[str] = []
+    loop.add_signal_handler(signal.SIGINT, stops.append, "SIGINT")
+    try:
+        assert (await repl.command("/help")).startswith("Enter sends")   # prompted at least once
+        await until(lambda: repl.repl.prompt.app.is_running)
+        handle = loop._signal_handlers.get(signal.SIGINT)  # type: ignore[attr-defined]
+        assert handle is not None and handle._callback == stops.append
+        await repl.leave()
+        handle = loop._signal_handlers.get(signal.SIGINT)  # type: ignore[attr-defined]
+        assert handle is not None and handle._callback == stops.append
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 async def test_memory_commands(repl, fake_model, rt):
     assert (await repl.command("/remember The deploy script lives in ops/deploy.sh")
             ).startswith("Remembered [")

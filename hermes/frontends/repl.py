@@ -146,7 +146,10 @@ class Repl:
         try:
             while True:
                 try:
-                    text = await self.prompt.prompt_async()
+                    # Ctrl-C at the keyboard arrives as a key press (raw mode); a SIGINT from
+                    # outside stays the daemon's (prompt-toolkit would take the loop's handler
+                    # and remove it when the prompt returns, so `hermes run` no longer stopped).
+                    text = await self.prompt.prompt_async(handle_sigint=False)
                 except KeyboardInterrupt:        # Ctrl-C at an idle prompt drops the line
                     continue
                 except EOFError:                 # Ctrl-D
