@@ -282,6 +282,19 @@ async def test_a_failing_turn_is_answered_with_an_apology_and_the_bot_carries_on
     assert env.api.sent()[-1].json["content"] == "Back again."
 
 
+async def test_a_reply_cut_off_by_a_model_error_says_so(env, fake_model):
+    from tests.fakellm import internal_server
+
+    fake_model.error(internal_server("connection reset"), partial_text="The answer is forty")
+    message = env.world.dm("alice", "what is the answer?")
+    await env.bot.on_message(message)
+    text = env.api.messages_in(message.channel.id)[-1].json["content"]
+    edits = env.api.sent("PATCH", "/channels/{channel_id}/messages/{message_id}")
+    final = edits[-1].json["content"] if edits else text
+    assert final.startswith("The answer is forty")
+    assert "(reply cut off:" in final and "connection reset" in final
+
+
 # --------------------------------------------------------------------------- reactions
 async def _reply_with_facts(env, fake_model, rt):
     from hermes.memory.facts import FactStore

@@ -115,6 +115,18 @@ async def test_ctrl_c_stops_the_reply_and_the_repl_carries_on(repl, fake_model):
     await repl.leave()
 
 
+async def test_a_reply_cut_off_by_a_model_error_says_so(repl, fake_model):
+    from tests.fakellm import internal_server
+
+    fake_model.error(internal_server("connection reset"), partial_text="The answer is forty")
+    repl.pipe.send_text("what is the answer?" + ENTER)
+    await repl.reply_done()
+    assert repl.reply_text() == "The answer is forty"
+    assert any(e.startswith("(reply cut off:") and "connection reset" in e
+               for e in repl.said("error"))
+    await repl.leave()
+
+
 async def test_ctrl_c_at_an_idle_prompt_drops_the_line(repl, fake_model):
     repl.pipe.send_text("half typed" + CTRL_C)
     assert (await repl.command("/help")).startswith("Enter sends")

@@ -43,6 +43,11 @@ def ref_for(message_id: int, author_id: int) -> str:
     return f"discord:{message_id}:{author_id}"
 
 
+def cut_off(text: str, error: str) -> str:
+    """A reply the model stopped answering mid-way, marked as such."""
+    return f"{text.rstrip()}\n\n(reply cut off: {error})"
+
+
 THREAD_TYPES = (discord.ChannelType.public_thread, discord.ChannelType.private_thread,
                 discord.ChannelType.news_thread)
 
@@ -219,6 +224,8 @@ class HermesBot(discord.Client):
         final = result.text if result.text.strip() else streamed
         if result.error and not final.strip():
             final = f"Sorry, I could not answer: {result.error}"
+        elif result.error:
+            final = cut_off(final, result.error)    # a partial reply must not look complete
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:

@@ -184,6 +184,8 @@ class Repl:
             result = turn.result
             if result.error and not result.text.strip():
                 self.emit("error", result.error)
+            elif result.error:                      # a partial reply must not look complete
+                self.emit("error", f"(reply cut off: {result.error})")
             self.last_reply_id = result.assistant_message_id
             if result.shown_fact_ids:
                 ids = ", ".join(str(i) for i in result.shown_fact_ids)
