@@ -58,6 +58,20 @@ def test_cron_expression_uses_crontab_weekdays_and_time_zone():
     assert weekdays.get_next_fire_time(None, at("2026-11-28T12:00:00Z")).strftime("%a") == "Mon"
 
 
+def test_day_of_month_and_weekday_both_set_fire_on_either_like_crontab():
+    trigger = parse_schedule("0 9 1 * 1", "UTC")     # the 1st of each month, and every Monday
+    fire, days = None, []
+    now = at("2026-11-29T12:00:00Z")                  # a Sunday
+    for _ in range(8):
+        fire = trigger.get_next_fire_time(fire, fire or now)
+        days.append(fire.strftime("%a %d %b %H:%M"))
+    assert days == ["Mon 30 Nov 09:00", "Tue 01 Dec 09:00", "Mon 07 Dec 09:00",
+                    "Mon 14 Dec 09:00", "Mon 21 Dec 09:00", "Mon 28 Dec 09:00",
+                    "Fri 01 Jan 09:00", "Mon 04 Jan 09:00"]
+    # Only one restricted: the other "*" does not widen it (crontab semantics too).
+    assert parse_schedule("0 9 1 * *", "UTC").get_next_fire_time(None, now).day == 1
+
+
 def test_interval_counts_from_the_anchor():
     anchor = at("2026-11-29T12:00:00Z")
     trigger = parse_schedule("every 30m", "UTC", anchor=anchor)
