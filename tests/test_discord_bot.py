@@ -407,11 +407,40 @@ async def test_another_users_reaction_and_other_emoji_change_nothing(env, fake_m
 
 
 # --------------------------------------------------------------------------- slash commands
+DEFERRED = 5     # interaction callback type: "thinking...", the answer follows
+
+
 async def _slash(env: Env, *args, **kwargs) -> list[str]:
+    """What the command said (its deferral, when there is one, is not a message)."""
     env.api.webhook_calls.clear()
     env.world.state.parse_interaction_create(env.world.interaction_payload(*args, **kwargs))
     await drain_event_tasks()
-    return [(c.json.get("data") or c.json).get("content") for c in env.api.webhook_calls]
+    return [(c.json.get("data") or c.json).get("content") for c in env.api.webhook_calls
+            if c.json.get("type") != DEFERRED]
+
+
+async def test_slash_commands_defer_before_working_and_answer_privately(env, monkeypatch):
+    order: list[str] = []
+    real = env.bot.commands.search
+
+    def slow_search(user, query, **kw):
+        order.append(f"work after {len(env.api.webhook_calls)} call(s)")
+        return real(user, query, **kw)
+
+    monkeypatch.setattr(env.bot.commands, "search", slow_search)
+    (said,) = await _slash(env, "alice", "facts", {"query": "anything"}, sub="search")
+    assert said.startswith("No facts match")
+    first, answer = env.api.webhook_calls
+    assert first.json["type"] == DEFERRED and first.json["data"]["flags"] & 64   # ephemeral
+    assert order == ["work after 1 call(s)"]                   # deferred before the work
+    assert answer.json["flags"] & 64
+
+
+async def test_slash_commands_during_shutdown_do_nothing(env, rt):
+    env.bot.accepting = False
+    (said,) = await _slash(env, "alice", "remember", {"fact": "Alice likes figs"})
+    assert "shutting down" in said
+    assert count(rt, "facts") == 0
 
 
 async def test_slash_commands_act_on_the_callers_memory(env, rt):

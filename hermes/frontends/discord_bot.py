@@ -304,10 +304,17 @@ class HermesBot(discord.Client):
     # ------------------------------------------------------------------ slash commands
     async def _respond(self, interaction: discord.Interaction,
                        action: Callable[[str], str]) -> None:
+        """Answer a slash command privately. Discord wants a first response within 3 s, and a
+        search can take longer (embeddings, a large memory): defer first, then follow up."""
         if not self.is_allowed(interaction.user, interaction.channel):
             await interaction.response.send_message("Hermes is not available to you.",
                                                     ephemeral=True)
             return
+        if not self.accepting:
+            await interaction.response.send_message(
+                "Hermes is shutting down; try again in a minute.", ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
         user = self.user_for(interaction.user.id)
         try:
             text = action(user)
@@ -317,9 +324,7 @@ class HermesBot(discord.Client):
             log.exception("discord: slash command /%s failed",
                           interaction.command.qualified_name if interaction.command else "?")
             text = APOLOGY
-        pieces = chunk_message(text) or ["(nothing)"]
-        await interaction.response.send_message(pieces[0], ephemeral=True)
-        for piece in pieces[1:]:
+        for piece in chunk_message(text) or ["(nothing)"]:
             await interaction.followup.send(piece, ephemeral=True)
 
     def _add_commands(self) -> None:
