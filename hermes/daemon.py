@@ -25,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
@@ -103,14 +104,12 @@ def setup_logging(settings: Any, *, console: Any = None) -> None:
 
 
 def read_dotenv(path: Path, key: str) -> str | None:
-    """One value from a ``.env`` file (KEY=value lines; quotes stripped), if there."""
+    """One value from a ``.env`` file (python-dotenv syntax, as for the model keys), if there."""
     if not path.is_file():
         return None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and name.strip() == key:
-            return value.strip().strip("'\"") or None
-    return None
+    from dotenv import dotenv_values
+
+    return dotenv_values(path).get(key) or None
 
 
 def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str | None:
@@ -422,13 +421,7 @@ class Daemon:
             await self.runner.wait_running(self.turn_grace)
 
     async def _drain_jobs(self) -> None:
-        jobs = [t for t in self._jobs if not t.done()]
-        if not jobs:
-            return
-        _, late = await asyncio.wait(jobs, timeout=self.background_grace)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await finish_or_cancel(self._jobs, self.background_grace)
 
 
 def run_daemon(rt: Any, *, repl: bool) -> None:

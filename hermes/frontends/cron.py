@@ -26,6 +26,7 @@ from typing import Any, Literal
 import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
 
+from hermes.aio import finish_or_cancel
 from hermes.clock import Clock, SystemClock, parse_ts, to_ts
 from hermes.config import DEFAULT_USER, CronJobConfig
 from hermes.errors import ConfigError, NotFound
@@ -464,14 +465,8 @@ class CronRunner:
 
     async def wait_running(self, timeout: float | None = None) -> None:
         """Let running jobs finish (at shutdown); any left are cancelled and recorded failed."""
-        pending = {t for t in self._running if t is not asyncio.current_task()}
-        if not pending:
-            return
-        _, still = await asyncio.wait(pending, timeout=timeout)
-        for task in still:
-            task.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
+        await finish_or_cancel({t for t in self._running if t is not asyncio.current_task()},
+                               timeout)
 
     # ---- APScheduler wiring
     def schedule_all(self, scheduler: Any) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
@@ -129,14 +130,7 @@ class HermesBot(discord.Client):
     async def drain(self, timeout: float | None = None) -> int:
         """Stop taking messages and wait for running turns; returns how many were cut short."""
         self.accepting = False
-        pending = {t for t in self._turns if not t.done()}
-        if not pending:
-            return 0
-        _, still = await asyncio.wait(pending, timeout=timeout)
-        for task in still:
-            task.cancel()
-        await asyncio.gather(*still, return_exceptions=True)
-        return len(still)
+        return len(await finish_or_cancel(self._turns, timeout))
 
     async def close(self) -> None:
         self.accepting = False

@@ -277,10 +277,3 @@ class Repl:
         self.last_reply_id = None
         return "Started a new conversation."
 
-
-async def run_repl(rt: Any, agent: Any) -> None:
-    """`hermes chat`: the REPL alone, with stray prints kept above the prompt."""
-    from prompt_toolkit.patch_stdout import patch_stdout
-
-    with patch_stdout(raw=True):
-        await Repl(rt, agent).run()
