@@ -177,10 +177,15 @@ def no_preload(monkeypatch):
 
 
 async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home,
-                                                                   no_preload):
+                                                                   no_preload, monkeypatch,
+                                                                   caplog):
+    import logging
+
     from hermes.daemon import Daemon
+    from hermes.learn.worker import ExtractionWorker
     from hermes.memory import context
     from hermes.memory.basic import BasicMemory
+    from hermes.memory.sessions import SessionStore
 
     basic = BasicMemory(rt.db, clock=clock)
     basic.add("alice", "Alice keeps bees")
@@ -192,20 +197,47 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     seven_hours_ago = clock.now().timestamp() - 7 * 3600
     os.utime(stale, (seven_hours_ago, seven_hours_ago))
     os.utime(fresh, (clock.now().timestamp() - 3600,) * 2)
+    # A conversation idle for three hours (sessions.idle_minutes is 120).
+    earlier = SessionStore(rt.db, clock=FakeClock(clock.now() - timedelta(hours=3)))
+    idle = earlier.create("alice", "terminal", channel_key="terminal:alice")
+    earlier.append("alice", idle.id, "user", "I moved the hives to the orchard")
+    # Extraction on (no model is needed: its work is recorded, not run).
+    rt.settings.extraction.enabled = True
+    retried, caught_up = [], []
 
+    async def retry_failed(self, user=None):
+        retried.append(user)
+        return []
+
+    monkeypatch.setattr(ExtractionWorker, "retry_failed", retry_failed)
+    monkeypatch.setattr(ExtractionWorker, "catch_up",
+                        lambda self, **kw: caught_up.append(True) or [])
+
+    caplog.set_level(logging.INFO)
     daemon = Daemon(rt, repl=False)
     running = asyncio.create_task(daemon.run())
-    await until(lambda: stale.read_text().startswith("# Recent context"))
-    jobs = {job.id: job.trigger for job in daemon.scheduler.get_jobs()}
-    assert jobs["builtin:context"].interval == timedelta(hours=6)
-    assert jobs["builtin:idle"].interval == timedelta(minutes=10)
+    await until(lambda: stale.read_text().startswith("# Recent context") and caught_up)
+    # The idle session was closed and summarised at start.
+    closed = SessionStore.from_runtime(rt).get("alice", idle.id)
+    assert closed.ended_at is not None and closed.title
+    jobs = {job.id: job for job in daemon.scheduler.get_jobs()}
+    assert jobs["builtin:context"].trigger.interval == timedelta(hours=6)
+    assert jobs["builtin:idle"].trigger.interval == timedelta(minutes=10)
     assert "builtin:cron-reload" in jobs
+    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
+    # The scheduled jobs are wired to real work: run them as the scheduler would.
+    for key in ("builtin:extraction-retry", "builtin:idle", "builtin:context",
+                "builtin:cron-reload"):
+        await jobs[key].func()
+    assert retried == [None]
+    assert fresh.read_text().startswith("# Recent context")  # the periodic refresh: everyone
     with pytest.raises(HermesError, match="already running"):
         HomeLock(hermes_home).acquire()
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
-    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
     HomeLock(hermes_home).acquire()                          # released at the stop
+    # The wrapper logs failures instead of raising: a broken wiring shows up only here.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
