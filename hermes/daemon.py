@@ -20,15 +20,25 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from hermes.agent.turn import Agent
+    from hermes.config import Settings
+    from hermes.frontends.discord_bot import HermesBot
+    from hermes.frontends.repl import Repl
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.runtime import Runtime
 
 log = logging.getLogger("hermes.daemon")
 
@@ -77,7 +87,7 @@ class HomeLock:
 
 
 # --------------------------------------------------------------------------- set-up helpers
-def setup_logging(settings: Any, *, console: Any = None) -> None:
+def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
     """Log to ``<home>/hermes.log`` and the console, at the configured levels."""
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
@@ -112,7 +122,7 @@ def read_dotenv(path: Path, key: str) -> str | None:
     return dotenv_values(path).get(key) or None
 
 
-def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str | None:
+def discord_token(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
     """config ``discord.token``, else ``$DISCORD_TOKEN``, else DISCORD_TOKEN in ``<home>/.env``."""
     environ = os.environ if environ is None else environ
     return (settings.discord.token or environ.get("DISCORD_TOKEN")
@@ -121,7 +131,7 @@ def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str |
 
 # --------------------------------------------------------------------------- the daemon
 class Daemon:
-    def __init__(self, rt: Any, *, repl: bool, token: str | None = None,
+    def __init__(self, rt: Runtime, *, repl: bool, token: str | None = None,
                  turn_grace: float = TURN_GRACE_SECONDS,
                  background_grace: float = BACKGROUND_GRACE_SECONDS,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
@@ -135,21 +145,21 @@ class Daemon:
         self.turn_grace = turn_grace
         self.background_grace = background_grace
         self.lock = HomeLock(rt.settings.home_path)
-        self.bot: Any = None
-        self.repl: Any = None
-        self.worker: Any = None
-        self.scheduler: Any = None
+        self.bot: HermesBot | None = None
+        self.repl: Repl | None = None
+        self.worker: ExtractionWorker | None = None
+        self.scheduler: AsyncIOScheduler | None = None
         self.runner: CronRunner | None = None
         self._stop = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._jobs: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._jobs: set[asyncio.Task[None]] = set()
 
     def request_stop(self, why: str = "request") -> None:
         if not self._stop.is_set():
             log.info("hermes: stopping (%s)", why)
         self._stop.set()
 
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         task.set_name(name)
         self._tasks.add(task)
@@ -273,7 +283,7 @@ class Daemon:
             print(f"[cron {job.name}]\n{text}", flush=True)
 
     # ------------------------------------------------------------------ built-in jobs
-    def _job(self, name: str, work: Callable[[], Awaitable[Any]], *,
+    def _job(self, name: str, work: Callable[[], Awaitable[object]], *,
              track: bool = True) -> Callable[[], Awaitable[None]]:
         """A job that logs its failure instead of raising; ``track``: shutdown waits for it."""
 
@@ -295,7 +305,7 @@ class Daemon:
         job.__name__ = name
         return job
 
-    def _add_builtin_jobs(self, agent: Any) -> None:
+    def _add_builtin_jobs(self, agent: Agent) -> None:
         settings = self.rt.settings
         add = self.scheduler.add_job
         defaults = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None,
@@ -319,7 +329,7 @@ class Daemon:
 
         return SessionStore.from_runtime(self.rt).users()
 
-    async def refresh_contexts(self, agent: Any, *, only_stale: bool = False) -> list[str]:
+    async def refresh_contexts(self, agent: Agent, *, only_stale: bool = False) -> list[str]:
         """Rewrite each user's context file (at start: only those older than the period)."""
         from hermes.memory import context
 
@@ -339,14 +349,14 @@ class Daemon:
             log.info("context refreshed for %d user(s)", len(done))
         return done
 
-    async def close_idle(self, agent: Any) -> None:
+    async def close_idle(self, agent: Agent) -> None:
         from hermes.agent import summarize
 
         outcomes = await summarize.close_idle(self.rt, agent.background_llm)
         if outcomes:
             log.info("idle sessions: %d summarised", len(outcomes))
 
-    async def _startup_work(self, agent: Any) -> None:
+    async def _startup_work(self, agent: Agent) -> None:
         """Catch up what happened while Hermes was down; each step skipped once stopping."""
         assert self.runner is not None
         runner = self.runner
@@ -355,7 +365,7 @@ class Daemon:
             done = await runner.catch_up()
             log.info("cron catch-up done (%d run(s))", len(done))
 
-        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("cron catch-up", catch_up),
             ("context refresh at start", lambda: self.refresh_contexts(agent, only_stale=True)),
             ("idle sessions at start", lambda: self.close_idle(agent)),
@@ -424,7 +434,7 @@ class Daemon:
         await finish_or_cancel(self._jobs, self.background_grace)
 
 
-def run_daemon(rt: Any, *, repl: bool) -> None:
+def run_daemon(rt: Runtime, *, repl: bool) -> None:
     """Entry point for `hermes run`: logging, the token, and the loop."""
     token = discord_token(rt.settings)
     if repl:

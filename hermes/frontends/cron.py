@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
@@ -41,6 +41,12 @@ from hermes.frontends.schedule import (  # noqa: F401 - part of this module's su
     timezone_for,
 )
 from hermes.store.db import write_transaction
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from hermes.agent.turn import Agent
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +130,7 @@ class CronStore:
         self.clock = clock or SystemClock()
 
     @classmethod
-    def from_runtime(cls, rt: Any) -> CronStore:
+    def from_runtime(cls, rt: Runtime) -> CronStore:
         return cls(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
                    clock=rt.clock, default_user=rt.settings.users.default)
 
@@ -343,7 +349,7 @@ class CronRunner:
         self._running: set[asyncio.Task[Any]] = set()
 
     @classmethod
-    def from_runtime(cls, rt: Any, run_prompt: PromptRunner,
+    def from_runtime(cls, rt: Runtime, run_prompt: PromptRunner,
                      deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
         return cls(CronStore.from_runtime(rt), run_prompt,
                    grace=timedelta(minutes=rt.settings.cron.grace_minutes), deliverers=deliverers)
@@ -469,7 +475,7 @@ class CronRunner:
                                timeout)
 
     # ---- APScheduler wiring
-    def schedule_all(self, scheduler: Any) -> None:
+    def schedule_all(self, scheduler: BaseScheduler) -> None:
         """Make the scheduler's cron jobs match the enabled jobs in the database."""
         wanted = {f"cron:{job.id}": job for job in self.store.list(enabled_only=True)}
         for existing in scheduler.get_jobs():
@@ -499,7 +505,7 @@ async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
     print(f"[cron {job.name}]\n{text}", flush=True)
 
 
-def agent_prompt_runner(rt: Any, agent: Any) -> PromptRunner:
+def agent_prompt_runner(rt: Runtime, agent: Agent) -> PromptRunner:
     """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
     from hermes.memory.sessions import SessionStore
 

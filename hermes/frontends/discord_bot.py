@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -31,6 +31,11 @@ from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
+
+if TYPE_CHECKING:
+    from hermes.agent.turn import Agent
+    from hermes.frontends.cron import CronJob
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +58,7 @@ THREAD_TYPES = (discord.ChannelType.public_thread, discord.ChannelType.private_t
                 discord.ChannelType.news_thread)
 
 
-def _channel_key(guild_id: int | None, channel: Any, channel_id: int | None,
+def _channel_key(guild_id: int | None, channel: object, channel_id: int | None,
                  author_id: int) -> str:
     """DM, thread, or (channel, person): each its own session."""
     if guild_id is None:
@@ -75,7 +80,7 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
 
 
 class HermesBot(discord.Client):
-    def __init__(self, rt: Any, agent: Any, *,
+    def __init__(self, rt: Runtime, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
                  background: list[Callable[[], Awaitable[None]]] | None = None) -> None:
         intents = discord.Intents.default()
@@ -92,8 +97,8 @@ class HermesBot(discord.Client):
         self.monotonic = monotonic
         self.accepting = True
         self._background = list(background or [])
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._turns: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._turns: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._add_commands()
 
@@ -139,7 +144,7 @@ class HermesBot(discord.Client):
         await super().close()
 
     # ------------------------------------------------------------------ who is served
-    def is_allowed(self, author: discord.abc.User, channel: Any) -> bool:
+    def is_allowed(self, author: discord.abc.Snowflake, channel: object) -> bool:
         config = self.config
         if author.id in config.allowed_users:
             return True
@@ -202,6 +207,7 @@ class HermesBot(discord.Client):
         from hermes.agent import feedback
         from hermes.memory.sessions import SessionStore
 
+        assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
         session = SessionStore.from_runtime(self.rt).open_for(user, "discord", key)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
@@ -288,7 +294,7 @@ class HermesBot(discord.Client):
         return {payload.user_id} if self.is_allowed(author, channel) else set()
 
     # ------------------------------------------------------------------ cron delivery
-    async def deliver(self, job: Any, target: str, text: str) -> None:
+    async def deliver(self, job: CronJob | None, target: str, text: str) -> None:
         channel = self.get_channel(int(target)) or await self.fetch_channel(int(target))
         if not isinstance(channel, discord.abc.Messageable):
             raise HermesError(f"discord:{target} is not a channel Hermes can post in")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession, print_formatted_text
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -22,11 +22,16 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.commands import MemoryCommands
+
+if TYPE_CHECKING:
+    from hermes.agent.turn import Agent
+    from hermes.memory.sessions import SessionStore
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +94,7 @@ class TerminalSink:
 
 
 class Repl:
-    def __init__(self, rt: Any, agent: Any, *, user: str | None = None,
+    def __init__(self, rt: Runtime, agent: Agent, *, user: str | None = None,
                  emit: Emit | None = None, history: History | None = None) -> None:
         self.rt = rt
         self.agent = agent
@@ -123,21 +128,21 @@ class Repl:
         keys = KeyBindings()
 
         @keys.add("enter")
-        def _send(event: Any) -> None:
+        def _send(event: KeyPressEvent) -> None:
             event.current_buffer.validate_and_handle()
 
         @keys.add("escape", "enter")
-        def _newline(event: Any) -> None:
+        def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
 
         @keys.add("c-c", filter=Condition(self.replying))
-        def _stop(event: Any) -> None:
+        def _stop(event: KeyPressEvent) -> None:
             self.stop_reply()
 
         return keys
 
     @property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionStore:
         return self.commands.sessions
 
     # ------------------------------------------------------------------ the loop
