@@ -1,6 +1,7 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -186,3 +187,38 @@ def test_two_processes_writing_lose_nothing(tmp_path):
     texts = {e.text for e in memory.entries("owner")}
     assert len(texts) == 120
     assert {f"first entry {i}" for i in range(60)} <= texts
+
+
+def test_cli_edit_keeps_entries_that_start_with_a_hash(cli, monkeypatch):
+    cli("memory", "add", "#1 priority this year is health")
+    monkeypatch.setenv("EDITOR", "true")  # save without changes
+    assert cli("memory", "edit").exit_code == 0
+    texts = [e["text"] for e in cli("memory", "show", "--json").json()["entries"]]
+    assert texts == ["#1 priority this year is health"]
+
+
+def test_cli_edit_keeps_what_another_process_wrote_meanwhile(cli, tmp_path, monkeypatch):
+    """The edit applies only its own difference: a concurrent add survives, and an entry
+    removed meanwhile stays removed instead of failing the edit."""
+    cli("memory", "add", "Kept by the editor")
+    cli("memory", "add", "Removed by the other process")
+    cli("memory", "add", "Dropped in the editor")
+    home = cli("db", "path").stdout.strip()
+    script = tmp_path / "racing_editor.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from hermes.memory.basic import BasicMemory
+        from hermes.store.db import connect
+        memory = BasicMemory(connect({home!r}))
+        memory.add("owner", "Added by the other process")
+        memory.remove("owner", "Removed by the other")
+        path = sys.argv[1]
+        lines = [l for l in open(path).read().splitlines() if l != "Dropped in the editor"]
+        open(path, "w").write("\\n".join(lines + ["Added in the editor"]) + "\\n")
+    """))
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    result = cli("memory", "edit")
+    assert result.exit_code == 0, result.stderr
+    texts = [e["text"] for e in cli("memory", "show", "--json").json()["entries"]]
+    assert texts == ["Kept by the editor", "Added by the other process", "Added in the editor"]

@@ -173,3 +173,19 @@ def test_a_named_person_prefers_what_they_said(store, clock):
     assert hits[0].message.id == ids[1] and hits[0].parts["speaker"] > 0
     # Without the name, the message with the most matching words wins as before.
     assert "speaker" not in store.search_messages("owner", "which cat", limit=1)[0].parts
+
+
+def test_another_name_of_an_entity_finds_the_message(store, clock, db, settings):
+    from hermes.memory.entities import EntityStore
+
+    _, ids = chat(store, clock, "owner", ["ana: we finally moved the database to PostgreSQL 17",
+                                          "ben: and the backups?"])
+    chat(store, clock, "bob", ["bob: PostgreSQL is great"])
+    query = "when did we upgrade postgres?"
+    assert ids[0] not in [h.message.id for h in store.search_messages("owner", query)]
+    EntityStore(db, settings.facts).add_alias("owner", "PostgreSQL", "Postgres")
+    hits = store.search_messages("owner", query)
+    assert hits[0].message.id == ids[0]
+    assert store.search("owner", query)[0].match.id == ids[0]
+    # bob has no such alias, and never sees owner's messages
+    assert store.search_messages("bob", query) == []

@@ -89,9 +89,10 @@ def remove(
 
 
 EDIT_HEADER = (
-    "# One entry per line. Lines starting with # are ignored.\n"
+    "# One entry per line. These two header lines are ignored.\n"
     "# Save and quit to apply all changes at once; the cap is checked on the result.\n"
 )
+EDIT_HEADER_LINES = {line.strip() for line in EDIT_HEADER.splitlines()}
 
 
 @app.command()
@@ -111,6 +112,7 @@ def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
                               "nothing was changed.")
         lines = [
             line for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and not line.lstrip().startswith("#")
+            # Only our own header lines are comments: an entry may start with "#".
+            if line.strip() and line.strip() not in EDIT_HEADER_LINES
         ]
-    _report(memory.set_all(who, lines), as_json)
+    _report(memory.apply_edit(who, before, lines), as_json)

@@ -48,6 +48,8 @@ class Op:
     action: Literal["add", "replace", "remove"]
     text: str | None = None
     target: int | str | None = None
+    # For edits: removing an entry that is already gone is not an error.
+    missing_ok: bool = False
 
 
 class OverCapError(RefusedWrite):
@@ -167,7 +169,13 @@ class BasicMemory:
                     working[index] = Entry(old.id, text, old.created_at, now)
                     statuses.append("replaced")
                 elif op.action == "remove":
-                    index = self._resolve(working, op.target)
+                    try:
+                        index = self._resolve(working, op.target)
+                    except NotFound:
+                        if not op.missing_ok:
+                            raise
+                        statuses.append("already gone")
+                        continue
                     working.pop(index)
                     statuses.append("removed")
                 else:  # pragma: no cover - Op's type forbids it
@@ -230,19 +238,20 @@ class BasicMemory:
             chars, self.limit, last_entry,
         )
 
-    def set_all(self, user: str, texts: Sequence[str]) -> WriteResult:
-        """Make the block hold exactly ``texts`` (used by ``hermes memory edit``), atomically.
+    def apply_edit(self, user: str, before: Sequence[Entry], texts: Sequence[str]) -> WriteResult:
+        """Apply an edit of the block (``hermes memory edit``) atomically.
 
-        Unchanged lines keep their ids; removed lines are deleted; new lines are added.
+        ``before`` is what the editor was shown; ``texts`` is what came back. Only the
+        difference between the two is applied, so an entry another process added while the
+        editor was open is kept, and one it removed stays removed. Unchanged lines keep their
+        ids. The cap is checked on the final result.
         """
         wanted = [normalise(t) for t in texts if normalise(t)]
-        current = self.entries(user)
-        current_texts = {e.text for e in current}
-        ops = [Op("remove", target=e.id) for e in current if e.text not in wanted]
-        ops += [Op("add", text=t) for t in dict.fromkeys(wanted) if t not in current_texts]
+        shown = {e.text for e in before}
+        ops = [Op("remove", target=e.id, missing_ok=True) for e in before if e.text not in wanted]
+        ops += [Op("add", text=t) for t in dict.fromkeys(wanted) if t not in shown]
         if not ops:
-            chars = usage_of(current)
-            return WriteResult("unchanged", "No changes.", chars, self.limit)
+            return WriteResult("unchanged", "No changes.", self.usage(user), self.limit)
         return self.batch(user, ops)
 
     # -- helpers ----------------------------------------------------------------------------

@@ -180,9 +180,32 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
 # -- ranking ----------------------------------------------------------------------------------
 
 
+def other_names(db: sqlite_utils.Database, user: str, plan: MatchPlan) -> list[str]:
+    """Other names, from the fact store's entities, of what the query names: "postgres" ->
+    "PostgreSQL" when one is an alias of the other (``hermes facts`` aliases, config aliases)."""
+    tokens = [t.casefold() for term in plan.terms for t in term.tokens]
+    keys = {" ".join(tokens[i : i + n]) for n in (1, 2, 3) for i in range(len(tokens) - n + 1)}
+    if not keys:
+        return []
+    marks = ",".join("?" * len(keys))
+    rows = db.execute(
+        "WITH hit(id) AS ("
+        f"  SELECT entity_id FROM entity_aliases WHERE user = ? AND alias_key IN ({marks}) "
+        f"  UNION SELECT id FROM entities WHERE user = ? AND name_key IN ({marks})) "
+        "SELECT e.name, e.name_key FROM entities e JOIN hit ON hit.id = e.id "
+        "UNION SELECT a.alias, a.alias_key FROM entity_aliases a JOIN hit ON hit.id = a.entity_id "
+        "WHERE a.user = ?",
+        [user, *keys, user, *keys, user],
+    ).fetchall()
+    return sorted({name for name, key in rows if key not in keys})
+
+
 def plan_text(plan: MatchPlan) -> str:
     """The query's words, as plain text (for date spans and embeddings)."""
     return " ".join([" ".join(t.tokens) for t in plan.terms] + list(plan.cjk))
+
+
+TITLE_ONLY_SESSIONS = 50
 
 
 def rerank(
@@ -260,7 +283,9 @@ def rerank(
     named: set[int] = set()
     words = {t.tokens[0].casefold() for t in plan.terms if len(t.tokens) == 1}
     if params.speaker_boost and words:
-        named = {c.message_id for c in found if _names(words, c.speaker)}
+        speakers = {c.speaker for c in found}
+        naming = {sp for sp in speakers if _names(words, sp)}  # a few distinct speakers
+        named = {c.message_id for c in found if c.speaker in naming}
         if named:  # someone the query names spoke here: their neighbouring turns count too
             named |= _speakers_named(db, words, [m for m in where if m not in own])
 
@@ -275,7 +300,10 @@ def rerank(
         parts = {k: v for k, v in parts.items() if v}
         ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
     # Sessions that matched only on title/summary: their first turn stands for them.
-    for sid in meta.keys() - per_session.keys():
+    # Each stands for its session with one message; callers show at most a few dozen
+    # sessions, so only the best TITLE_ONLY_SESSIONS of them can reach a result.
+    title_only = sorted(meta.keys() - per_session.keys(), key=lambda sid: (-meta[sid], -sid))
+    for sid in title_only[: min(limit, TITLE_ONLY_SESSIONS)]:
         first = _first_message(db, user, sid)
         if first is not None and first not in where:
             value = params.meta_weight * meta[sid] / top
@@ -347,7 +375,12 @@ _SOURCE_FILTER = (
 
 
 def _first_message(db: sqlite_utils.Database, user: str, session_id: int) -> int | None:
-    row = db.execute(
-        "SELECT id FROM messages WHERE session_id = ? AND user = ? "
-        "ORDER BY role != 'user', id LIMIT 1", [session_id, user]).fetchone()
-    return None if row is None else int(row[0])
+    # The session's first user turn (walking the (session_id, id) index, not sorting the
+    # whole session), else its first message of any role.
+    for role_filter in ("AND role = 'user'", ""):
+        row = db.execute(
+            f"SELECT id FROM messages WHERE session_id = ? AND user = ? {role_filter} "
+            "ORDER BY id LIMIT 1", [session_id, user]).fetchone()
+        if row is not None:
+            return int(row[0])
+    return None

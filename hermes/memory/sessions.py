@@ -418,6 +418,11 @@ class SessionStore:
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
         else:
             assert expr is not None
+            aliases = recall.other_names(self.db, user, plan) if mode != "strict" else []
+            if aliases:  # any word may match: so may another name of what the query names
+                plan = build_match(recall.plan_text(plan) + "".join(f' "{a}"' for a in aliases))
+                expr = plan.loose or plan.strict
+                assert expr is not None
             messages = self._fts_candidates(user, plan, mode, expr, source)
             sessions = self._session_scores(user, plan, mode, expr, source)
         dense = None
