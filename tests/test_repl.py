@@ -207,6 +207,14 @@ async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_
         changed = facts.get(user, fact_id).trust != before[fact_id]
         assert changed == (fact_id in shown)
         assert (f"[{fact_id}]" in said) == (fact_id in shown)
+    # Rating the same reply again does not pile up; the other way replaces the first rating.
+    once = {i: facts.get(user, i).trust for i in ids}
+    assert "already" in await repl.command("/rate down")
+    assert {i: facts.get(user, i).trust for i in ids} == once
+    await repl.command("/rate up")
+    delta = rt.settings.facts.helpful_delta
+    assert {i: facts.get(user, i).trust for i in shown} == {
+        i: round(before[i] + delta, 6) for i in shown}
     await repl.leave()
 
 

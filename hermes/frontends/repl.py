@@ -270,7 +270,13 @@ class Repl:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
         from hermes.agent import feedback
 
-        rated = feedback.rate_reply(self.rt, self.user, self.last_reply_id, helpful)
+        # One rating per reply, as with Discord reactions: again is a no-op, the other way
+        # replaces it.
+        rater = self.identity
+        if feedback.reply_rating(self.rt, self.user, self.last_reply_id, rater) == helpful:
+            return f"The last reply is already rated {parts[-1]}."
+        rated = feedback.set_reply_rating(self.rt, self.user, self.last_reply_id, rater,
+                                          helpful)
         if not rated:
             return "No facts were recalled for the last reply; nothing to rate."
         return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
