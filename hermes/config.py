@@ -106,7 +106,7 @@ class DiscordConfig(Section):
 
 class CronJobConfig(Section):
     name: str
-    user: str = DEFAULT_USER
+    user: str | None = None  # None: users.default
     schedule: str
     prompt: str
     deliver: str = "terminal"
