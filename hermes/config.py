@@ -40,8 +40,6 @@ class FactsConfig(Section):
     )
     default_trust: float = Field(0.5, ge=0, le=1)
     search_min_trust: float = Field(0.3, ge=0, le=1)
-    # search ranks at most this many of the newest matches by bm25 x trust; 0: all of them
-    search_window: int = Field(300, ge=0)
     helpful_delta: float = Field(0.05, ge=0, le=1)
     unhelpful_delta: float = Field(0.10, ge=0, le=1)
     # rapidfuzz token_set_ratio at or above which a new fact merges into an existing one
@@ -108,7 +106,7 @@ class DiscordConfig(Section):
 
 class CronJobConfig(Section):
     name: str
-    user: str = DEFAULT_USER
+    user: str | None = None  # None: users.default
     schedule: str
     prompt: str
     deliver: str = "terminal"

@@ -19,14 +19,26 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from hermes.agent.turn import Agent
+    from hermes.config import Settings
+    from hermes.frontends.discord_bot import HermesBot
+    from hermes.frontends.repl import Repl
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.runtime import Runtime
 
 log = logging.getLogger("hermes.daemon")
 
@@ -36,6 +48,9 @@ BACKGROUND_GRACE_SECONDS = 30.0
 IDLE_CHECK_MINUTES = 10
 EXTRACTION_RETRY_MINUTES = 30
 CRON_RELOAD_SECONDS = 60
+# Discord start-up retries: 5 s, 10 s, 20 s ... at most 5 minutes apart.
+DISCORD_RETRY_FIRST = 5.0
+DISCORD_RETRY_MAX = 300.0
 
 
 # --------------------------------------------------------------------------- one per home
@@ -72,7 +87,7 @@ class HomeLock:
 
 
 # --------------------------------------------------------------------------- set-up helpers
-def setup_logging(settings: Any, *, console: Any = None) -> None:
+def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
     """Log to ``<home>/hermes.log`` and the console, at the configured levels."""
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
@@ -99,17 +114,15 @@ def setup_logging(settings: Any, *, console: Any = None) -> None:
 
 
 def read_dotenv(path: Path, key: str) -> str | None:
-    """One value from a ``.env`` file (KEY=value lines; quotes stripped), if there."""
+    """One value from a ``.env`` file (python-dotenv syntax, as for the model keys), if there."""
     if not path.is_file():
         return None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        name, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and name.strip() == key:
-            return value.strip().strip("'\"") or None
-    return None
+    from dotenv import dotenv_values
+
+    return dotenv_values(path).get(key) or None
 
 
-def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str | None:
+def discord_token(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
     """config ``discord.token``, else ``$DISCORD_TOKEN``, else DISCORD_TOKEN in ``<home>/.env``."""
     environ = os.environ if environ is None else environ
     return (settings.discord.token or environ.get("DISCORD_TOKEN")
@@ -118,30 +131,35 @@ def discord_token(settings: Any, environ: dict[str, str] | None = None) -> str |
 
 # --------------------------------------------------------------------------- the daemon
 class Daemon:
-    def __init__(self, rt: Any, *, repl: bool, token: str | None = None,
+    def __init__(self, rt: Runtime, *, repl: bool, token: str | None = None,
                  turn_grace: float = TURN_GRACE_SECONDS,
-                 background_grace: float = BACKGROUND_GRACE_SECONDS) -> None:
+                 background_grace: float = BACKGROUND_GRACE_SECONDS,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.rt = rt
+        self.sleep = sleep
+        # Set when something fatal (a rejected Discord token) stops the daemon: `hermes run`
+        # then exits non-zero with this line, so systemd's Restart=on-failure applies.
+        self.failure: str | None = None
         self.want_repl = repl
         self.token = token
         self.turn_grace = turn_grace
         self.background_grace = background_grace
         self.lock = HomeLock(rt.settings.home_path)
-        self.bot: Any = None
-        self.repl: Any = None
-        self.worker: Any = None
-        self.scheduler: Any = None
+        self.bot: HermesBot | None = None
+        self.repl: Repl | None = None
+        self.worker: ExtractionWorker | None = None
+        self.scheduler: AsyncIOScheduler | None = None
         self.runner: CronRunner | None = None
         self._stop = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._jobs: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._jobs: set[asyncio.Task[None]] = set()
 
     def request_stop(self, why: str = "request") -> None:
         if not self._stop.is_set():
             log.info("hermes: stopping (%s)", why)
         self._stop.set()
 
-    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         task.set_name(name)
         self._tasks.add(task)
@@ -163,6 +181,7 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         try:
+            await self._preload()
             agent, self.worker = build_agent(self.rt)
             CronStore.from_runtime(self.rt).sync_config(self.rt.settings.cron.jobs)
             deliverers: dict[str, Callable[[CronJob, str, str], Awaitable[None]]] = {
@@ -171,7 +190,7 @@ class Daemon:
                 from hermes.frontends.discord_bot import HermesBot
 
                 self.bot = HermesBot(self.rt, agent)
-                deliverers["discord"] = self.bot.deliver
+                deliverers["discord"] = self._deliver_discord
                 self._spawn(self._run_discord(), "hermes-discord")
             self.runner = CronRunner.from_runtime(self.rt, agent_prompt_runner(self.rt, agent),
                                                   deliverers)
@@ -196,24 +215,60 @@ class Daemon:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
+    async def _preload(self) -> None:
+        """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
+        job could first touch it on the event loop and stall everything else that long."""
+        from hermes.agent import llm
+
+        started = time.monotonic()
+        await asyncio.to_thread(llm.load_litellm)
+        log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)
+
     # ------------------------------------------------------------------ front-ends
     async def _run_discord(self) -> None:
+        """Keep Discord up: a failed start (network, Discord outage) is retried with backoff;
+        a rejected token or a missing privileged intent stops Hermes with a clear error."""
         import discord
 
         config = self.rt.settings.discord
         if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
             log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
                         "allowed_channels), so nobody will be served")
-        try:
-            await self.bot.start(self.token)
-        except discord.PrivilegedIntentsRequired:
-            log.error("discord: enable 'Message Content Intent' for the bot in the Developer "
-                      "Portal (Bot settings). Running without Discord.")
-        except discord.LoginFailure:
-            log.error("discord: the token was rejected; check discord.token / DISCORD_TOKEN. "
-                      "Running without Discord.")
-        except Exception:
-            log.exception("discord: the client stopped; running without Discord")
+        delay = DISCORD_RETRY_FIRST
+        while not self._stop.is_set():
+            try:
+                await self.bot.start(self.token)
+                if self._stop.is_set() or self.bot.is_closed():
+                    return
+            except discord.PrivilegedIntentsRequired:
+                self._fail("discord: enable 'Message Content Intent' for the bot in the "
+                           "Developer Portal (Bot settings), then start Hermes again.")
+                return
+            except discord.LoginFailure:
+                self._fail("discord: the token was rejected; check discord.token / "
+                           "DISCORD_TOKEN, then start Hermes again.")
+                return
+            except Exception:
+                log.exception("discord: the client stopped; retrying in %.0f s", delay)
+            if self._stop.is_set():
+                return
+            # A client that failed to start is not reused: a fresh one, same agent.
+            old = self.bot
+            if not old.is_closed():
+                await old.close()
+            await self.sleep(delay)
+            delay = min(delay * 2, DISCORD_RETRY_MAX)
+            if self._stop.is_set():
+                return
+            self.bot = type(old)(self.rt, old.agent)
+
+    def _fail(self, message: str) -> None:
+        log.error(message)
+        self.failure = message
+        self.request_stop("fatal error")
+
+    async def _deliver_discord(self, job: CronJob, target: str, text: str) -> None:
+        await self.bot.deliver(job, target, text)
 
     async def _run_repl(self) -> None:
         try:
@@ -228,7 +283,7 @@ class Daemon:
             print(f"[cron {job.name}]\n{text}", flush=True)
 
     # ------------------------------------------------------------------ built-in jobs
-    def _job(self, name: str, work: Callable[[], Awaitable[Any]], *,
+    def _job(self, name: str, work: Callable[[], Awaitable[object]], *,
              track: bool = True) -> Callable[[], Awaitable[None]]:
         """A job that logs its failure instead of raising; ``track``: shutdown waits for it."""
 
@@ -250,7 +305,7 @@ class Daemon:
         job.__name__ = name
         return job
 
-    def _add_builtin_jobs(self, agent: Any) -> None:
+    def _add_builtin_jobs(self, agent: Agent) -> None:
         settings = self.rt.settings
         add = self.scheduler.add_job
         defaults = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None,
@@ -274,7 +329,7 @@ class Daemon:
 
         return SessionStore.from_runtime(self.rt).users()
 
-    async def refresh_contexts(self, agent: Any, *, only_stale: bool = False) -> list[str]:
+    async def refresh_contexts(self, agent: Agent, *, only_stale: bool = False) -> list[str]:
         """Rewrite each user's context file (at start: only those older than the period)."""
         from hermes.memory import context
 
@@ -294,14 +349,14 @@ class Daemon:
             log.info("context refreshed for %d user(s)", len(done))
         return done
 
-    async def close_idle(self, agent: Any) -> None:
+    async def close_idle(self, agent: Agent) -> None:
         from hermes.agent import summarize
 
         outcomes = await summarize.close_idle(self.rt, agent.background_llm)
         if outcomes:
             log.info("idle sessions: %d summarised", len(outcomes))
 
-    async def _startup_work(self, agent: Any) -> None:
+    async def _startup_work(self, agent: Agent) -> None:
         """Catch up what happened while Hermes was down; each step skipped once stopping."""
         assert self.runner is not None
         runner = self.runner
@@ -310,7 +365,7 @@ class Daemon:
             done = await runner.catch_up()
             log.info("cron catch-up done (%d run(s))", len(done))
 
-        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("cron catch-up", catch_up),
             ("context refresh at start", lambda: self.refresh_contexts(agent, only_stale=True)),
             ("idle sessions at start", lambda: self.close_idle(agent)),
@@ -376,24 +431,22 @@ class Daemon:
             await self.runner.wait_running(self.turn_grace)
 
     async def _drain_jobs(self) -> None:
-        jobs = [t for t in self._jobs if not t.done()]
-        if not jobs:
-            return
-        _, late = await asyncio.wait(jobs, timeout=self.background_grace)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await finish_or_cancel(self._jobs, self.background_grace)
 
 
-def run_daemon(rt: Any, *, repl: bool) -> None:
+def run_daemon(rt: Runtime, *, repl: bool) -> None:
     """Entry point for `hermes run`: logging, the token, and the loop."""
     token = discord_token(rt.settings)
     if repl:
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        daemon = Daemon(rt, repl=True, token=token)
         with patch_stdout(raw=True):
             setup_logging(rt.settings, console=sys.stderr)
-            asyncio.run(Daemon(rt, repl=True, token=token).run())
+            asyncio.run(daemon.run())
     else:
+        daemon = Daemon(rt, repl=False, token=token)
         setup_logging(rt.settings)
-        asyncio.run(Daemon(rt, repl=False, token=token).run())
+        asyncio.run(daemon.run())
+    if daemon.failure:
+        raise HermesError(daemon.failure)

@@ -13,6 +13,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock
 from hermes.config import Settings
+from hermes.errors import ConfigError
 from hermes.store.db import connect
 
 
@@ -23,7 +24,15 @@ class Runtime:
 
     @cached_property
     def db(self) -> sqlite_utils.Database:
-        self.settings.home_path.mkdir(parents=True, exist_ok=True)
+        home = self.settings.home_path
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()),
+                           None)
+            why = f"{blocker} is a file, not a directory" if blocker else exc.strerror
+            raise ConfigError(f"The Hermes home {home} cannot be used: {why}. Point HERMES_HOME, "
+                              "--home or the config's `home` at a directory.") from None
         return connect(self.settings.db_path)
 
     def user(self, given: str | None) -> str:

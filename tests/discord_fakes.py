@@ -213,13 +213,13 @@ class World:
                                roles=roles)
         return discord.Message(state=self.state, channel=channel, data=data)
 
-    def reaction(self, *, name: str, message_id: int, channel_id: int, emoji: str
-                 ) -> discord.RawReactionActionEvent:
+    def reaction(self, *, name: str, message_id: int, channel_id: int, emoji: str,
+                 removed: bool = False) -> discord.RawReactionActionEvent:
         data = {"user_id": str(self.id_of(name)), "channel_id": str(channel_id),
                 "message_id": str(message_id), "emoji": {"id": None, "name": emoji},
                 "burst": False, "type": 0}
         return discord.RawReactionActionEvent(data, discord.PartialEmoji(name=emoji),
-                                              "REACTION_ADD")
+                                              "REACTION_REMOVE" if removed else "REACTION_ADD")
 
     def interaction_payload(self, name: str, command: str, options: dict[str, Any] | None = None, *,
                     sub: str | None = None, dm: bool = False,

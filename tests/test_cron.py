@@ -58,6 +58,20 @@ def test_cron_expression_uses_crontab_weekdays_and_time_zone():
     assert weekdays.get_next_fire_time(None, at("2026-11-28T12:00:00Z")).strftime("%a") == "Mon"
 
 
+def test_day_of_month_and_weekday_both_set_fire_on_either_like_crontab():
+    trigger = parse_schedule("0 9 1 * 1", "UTC")     # the 1st of each month, and every Monday
+    fire, days = None, []
+    now = at("2026-11-29T12:00:00Z")                  # a Sunday
+    for _ in range(8):
+        fire = trigger.get_next_fire_time(fire, fire or now)
+        days.append(fire.strftime("%a %d %b %H:%M"))
+    assert days == ["Mon 30 Nov 09:00", "Tue 01 Dec 09:00", "Mon 07 Dec 09:00",
+                    "Mon 14 Dec 09:00", "Mon 21 Dec 09:00", "Mon 28 Dec 09:00",
+                    "Fri 01 Jan 09:00", "Mon 04 Jan 09:00"]
+    # Only one restricted: the other "*" does not widen it (crontab semantics too).
+    assert parse_schedule("0 9 1 * *", "UTC").get_next_fire_time(None, now).day == 1
+
+
 def test_interval_counts_from_the_anchor():
     anchor = at("2026-11-29T12:00:00Z")
     trigger = parse_schedule("every 30m", "UTC", anchor=anchor)
@@ -146,6 +160,24 @@ def test_config_jobs_are_synced_and_a_pause_survives(store):
         store.remove("digest")
     store.sync_config([])
     assert store.list() == []
+
+
+def test_config_jobs_follow_a_changed_enabled_and_default_to_the_default_user(rt):
+    rt.settings.users.default = "alice"
+    store = CronStore.from_runtime(rt)
+    jobs = [CronJobConfig(name="digest", schedule="0 8 * * *", prompt="Summarise",
+                          enabled=False),
+            CronJobConfig(name="bobs", user="bob", schedule="0 9 * * *", prompt="Hi")]
+    store.sync_config(jobs)
+    assert store.get("digest").user == "alice"                 # not the literal "owner"
+    assert store.get("bobs").user == "bob"
+    assert store.get("digest").enabled is False
+    jobs[0].enabled = True                                     # turned back on in the config
+    store.sync_config(jobs)
+    assert store.get("digest").enabled is True
+    store.set_enabled("digest", False)                         # a CLI pause still survives
+    store.sync_config(jobs)
+    assert store.get("digest").enabled is False
 
 
 def test_config_job_clashing_with_a_cli_job_is_an_error(store):

@@ -168,10 +168,24 @@ async def until(condition, ticks: int = 20000) -> None:
     raise AssertionError("condition not reached")
 
 
-async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home):
+@pytest.fixture
+def no_preload(monkeypatch):
+    """The daemon's litellm preload is tested on its own; here it would only take seconds."""
+    from hermes.agent import llm
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+
+
+async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, hermes_home,
+                                                                   no_preload, monkeypatch,
+                                                                   caplog):
+    import logging
+
     from hermes.daemon import Daemon
+    from hermes.learn.worker import ExtractionWorker
     from hermes.memory import context
     from hermes.memory.basic import BasicMemory
+    from hermes.memory.sessions import SessionStore
 
     basic = BasicMemory(rt.db, clock=clock)
     basic.add("alice", "Alice keeps bees")
@@ -183,20 +197,69 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     seven_hours_ago = clock.now().timestamp() - 7 * 3600
     os.utime(stale, (seven_hours_ago, seven_hours_ago))
     os.utime(fresh, (clock.now().timestamp() - 3600,) * 2)
+    # A conversation idle for three hours (sessions.idle_minutes is 120).
+    earlier = SessionStore(rt.db, clock=FakeClock(clock.now() - timedelta(hours=3)))
+    idle = earlier.create("alice", "terminal", channel_key="terminal:alice")
+    earlier.append("alice", idle.id, "user", "I moved the hives to the orchard")
+    # Extraction on (no model is needed: its work is recorded, not run).
+    rt.settings.extraction.enabled = True
+    retried, caught_up = [], []
 
+    async def retry_failed(self, user=None):
+        retried.append(user)
+        return []
+
+    monkeypatch.setattr(ExtractionWorker, "retry_failed", retry_failed)
+    monkeypatch.setattr(ExtractionWorker, "catch_up",
+                        lambda self, **kw: caught_up.append(True) or [])
+
+    caplog.set_level(logging.INFO)
     daemon = Daemon(rt, repl=False)
     running = asyncio.create_task(daemon.run())
-    await until(lambda: stale.read_text().startswith("# Recent context"))
-    jobs = {job.id: job.trigger for job in daemon.scheduler.get_jobs()}
-    assert jobs["builtin:context"].interval == timedelta(hours=6)
-    assert jobs["builtin:idle"].interval == timedelta(minutes=10)
+    await until(lambda: stale.read_text().startswith("# Recent context") and caught_up)
+    # The idle session was closed and summarised at start.
+    closed = SessionStore.from_runtime(rt).get("alice", idle.id)
+    assert closed.ended_at is not None and closed.title
+    jobs = {job.id: job for job in daemon.scheduler.get_jobs()}
+    assert jobs["builtin:context"].trigger.interval == timedelta(hours=6)
+    assert jobs["builtin:idle"].trigger.interval == timedelta(minutes=10)
     assert "builtin:cron-reload" in jobs
+    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
+    # The scheduled jobs are wired to real work: run them as the scheduler would.
+    for key in ("builtin:extraction-retry", "builtin:idle", "builtin:context",
+                "builtin:cron-reload"):
+        await jobs[key].func()
+    assert retried == [None]
+    assert fresh.read_text().startswith("# Recent context")  # the periodic refresh: everyone
     with pytest.raises(HermesError, match="already running"):
         HomeLock(hermes_home).acquire()
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
-    assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
     HomeLock(hermes_home).acquire()                          # released at the stop
+    # The wrapper logs failures instead of raising: a broken wiring shows up only here.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
+    import threading
+
+    from hermes.agent import llm
+    from hermes.daemon import Daemon
+
+    daemon = Daemon(rt, repl=False)
+    calls: list[tuple[bool, object, object]] = []
+
+    def fake_load():
+        calls.append((threading.current_thread() is threading.main_thread(),
+                      daemon.runner, daemon.scheduler))
+
+    monkeypatch.setattr(llm, "load_litellm", fake_load)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: daemon.scheduler is not None and daemon.scheduler.running)
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    # Once, in a worker thread (the ~5-10 s import must not stall the loop), before any job.
+    assert calls == [(False, None, None)]
 
 
 def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
@@ -213,3 +276,91 @@ def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
         rt.close()
     unit = (REPO / "scripts" / "hermes.service").read_text()
     assert "hermes run --no-repl" in unit and "KillSignal=SIGTERM" in unit
+
+
+# --------------------------------------------------------------------------- Discord start-up
+@pytest.fixture
+def discord_starts(monkeypatch):
+    """HermesBot.start scripted: each entry is an exception to raise, or None to stay up."""
+    from hermes.frontends.discord_bot import HermesBot
+
+    script: list[BaseException | None] = []
+    bots: list[HermesBot] = []
+    up = asyncio.Event()
+
+    async def start(self, token: str) -> None:
+        bots.append(self)
+        outcome = script.pop(0)
+        if outcome is not None:
+            raise outcome
+        up.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(HermesBot, "start", start)
+    return script, bots, up
+
+
+async def test_a_failed_discord_start_is_retried_with_backoff(rt, no_preload, discord_starts):
+    from hermes.daemon import Daemon
+
+    script, bots, up = discord_starts
+    script += [OSError("network is down"), RuntimeError("gateway 502"), None]
+    delays: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    daemon = Daemon(rt, repl=False, token="t", sleep=fake_sleep)
+    running = asyncio.create_task(daemon.run())
+    await asyncio.wait_for(up.wait(), 30)
+    assert delays == [5.0, 10.0]
+    assert len(bots) == 3 and len(set(map(id, bots))) == 3     # a fresh client each time
+    assert daemon.bot is bots[-1]
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert daemon.failure is None
+
+
+@pytest.mark.parametrize("error, words", [
+    ("LoginFailure", "token was rejected"),
+    ("PrivilegedIntentsRequired", "Message Content Intent"),
+])
+async def test_a_rejected_discord_login_stops_hermes_with_an_error(rt, no_preload, discord_starts,
+                                                                   error, words):
+    import discord
+
+    from hermes.daemon import Daemon
+
+    script, bots, _ = discord_starts
+    exc = (discord.LoginFailure("bad token") if error == "LoginFailure"
+           else discord.PrivilegedIntentsRequired(None))
+    script.append(exc)
+
+    async def no_sleep(seconds: float) -> None:
+        raise AssertionError("a rejected login is not retried")
+
+    daemon = Daemon(rt, repl=False, token="t", sleep=no_sleep)
+    await asyncio.wait_for(daemon.run(), 30)          # stops by itself
+    assert len(bots) == 1 and words in (daemon.failure or "")
+
+
+def test_hermes_run_exits_non_zero_when_discord_rejects_the_token(
+        cli, monkeypatch, hermes_home, config_file, discord_starts):
+    import discord
+
+    from hermes.agent import llm
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+    monkeypatch.setenv("DISCORD_TOKEN", "bad")
+    discord_starts[0].append(discord.LoginFailure("bad token"))
+    import logging
+
+    try:
+        result = cli("run", "--no-repl")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert result.exit_code == 1
+    assert "token was rejected" in result.stderr

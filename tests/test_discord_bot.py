@@ -84,6 +84,27 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     assert api.sent("PUT", "/applications/{application_id}/commands") == []
 
 
+async def test_a_failed_command_sync_is_logged_and_the_bot_still_starts(rt, monkeypatch,
+                                                                         caplog):
+    from types import SimpleNamespace
+
+    import discord
+
+    bot = HermesBot(rt, agent=None)
+    api = FakeDiscordAPI()
+
+    def refuse(call):
+        raise discord.HTTPException(SimpleNamespace(status=429, reason="Too Many Requests"),
+                                    "rate limited")
+
+    api.routes[("PUT", "/applications/{application_id}/commands")] = refuse
+    api.install(bot, monkeypatch)
+    async with bot:
+        await bot.login("fake-token")                   # no exception: setup_hook carried on
+    assert "syncing the slash commands failed" in caplog.text
+    assert not (rt.settings.home_path / "discord-commands.sha256").exists()
+
+
 async def test_background_work_starts_in_setup_hook_and_stops_on_close(rt, monkeypatch):
     import asyncio
 
@@ -261,6 +282,19 @@ async def test_a_failing_turn_is_answered_with_an_apology_and_the_bot_carries_on
     assert env.api.sent()[-1].json["content"] == "Back again."
 
 
+async def test_a_reply_cut_off_by_a_model_error_says_so(env, fake_model):
+    from tests.fakellm import internal_server
+
+    fake_model.error(internal_server("connection reset"), partial_text="The answer is forty")
+    message = env.world.dm("alice", "what is the answer?")
+    await env.bot.on_message(message)
+    text = env.api.messages_in(message.channel.id)[-1].json["content"]
+    edits = env.api.sent("PATCH", "/channels/{channel_id}/messages/{message_id}")
+    final = edits[-1].json["content"] if edits else text
+    assert final.startswith("The answer is forty")
+    assert "(reply cut off:" in final and "connection reset" in final
+
+
 # --------------------------------------------------------------------------- reactions
 async def _reply_with_facts(env, fake_model, rt):
     from hermes.memory.facts import FactStore
@@ -300,9 +334,62 @@ async def test_thumbs_down_rates_exactly_the_facts_shown_for_that_reply(env, fak
             assert after[fact_id] < before[fact_id]
         else:
             assert after[fact_id] == before[fact_id]
+    # Switching to 👍 replaces the 👎: the 👎's change is undone, then 👍 applies once.
     await env.bot.on_raw_reaction_add(env.world.reaction(
         name="alice", message_id=sent_id, channel_id=message.channel.id, emoji=THUMBS_UP))
-    assert all(facts.get(alice, i).trust > after[i] for i in shown)
+    delta = rt.settings.facts.helpful_delta
+    assert _trust(facts, alice, shown) == {i: round(before[i] + delta, 6) for i in shown}
+
+
+async def _react(env, message, sent_id, emoji, *, removed=False, name="alice"):
+    event = env.world.reaction(name=name, message_id=sent_id, channel_id=message.channel.id,
+                               emoji=emoji, removed=removed)
+    if removed:
+        await env.bot.on_raw_reaction_remove(event)
+    else:
+        await env.bot.on_raw_reaction_add(event)
+
+
+async def test_a_reaction_rates_once_per_person_and_removing_it_undoes_it(env, fake_model, rt):
+    facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
+    before = _trust(facts, alice, ids)
+    sent_id = int(reply.response["id"])
+    await _react(env, message, sent_id, THUMBS_DOWN)
+    once = _trust(facts, alice, ids)
+    assert all(once[i] < before[i] for i in shown)
+    for _ in range(2):                                   # Discord re-delivers, people re-click
+        await _react(env, message, sent_id, THUMBS_DOWN)
+    assert _trust(facts, alice, ids) == once
+    assert all(facts.get(alice, i).unhelpful_count == 1 for i in shown)
+    # 👍 then 👎 ends exactly where a single 👎 does.
+    await _react(env, message, sent_id, THUMBS_UP)
+    await _react(env, message, sent_id, THUMBS_DOWN)
+    assert _trust(facts, alice, ids) == once
+    # Removing a reaction that is not in effect changes nothing; removing the one that is undoes.
+    await _react(env, message, sent_id, THUMBS_UP, removed=True)
+    assert _trust(facts, alice, ids) == once
+    await _react(env, message, sent_id, THUMBS_DOWN, removed=True)
+    assert _trust(facts, alice, ids) == before
+    assert all(facts.get(alice, i).unhelpful_count == 0 for i in shown)
+
+
+async def test_a_reaction_on_any_piece_of_a_long_reply_rates_its_facts_once(env, fake_model, rt):
+    from hermes.memory.facts import FactStore
+
+    facts = FactStore.from_runtime(rt)
+    alice = env.user_of("alice")
+    fact_id = facts.add(alice, "Alice's cat is called Miso", entities=["Miso"]).id
+    fake_model.reply("Miso is your cat. " + "Purr. " * 700, chunk_size=500)
+    message = env.world.dm("alice", "Tell me about my cat Miso")
+    await env.bot.on_message(message)
+    pieces = env.api.messages_in(message.channel.id)
+    assert len(pieces) >= 2
+    before = facts.get(alice, fact_id).trust
+    await _react(env, message, int(pieces[1].response["id"]), THUMBS_DOWN)
+    after = facts.get(alice, fact_id).trust
+    assert after == round(before - rt.settings.facts.unhelpful_delta, 6)
+    await _react(env, message, int(pieces[0].response["id"]), THUMBS_DOWN)
+    assert facts.get(alice, fact_id).trust == after
 
 
 async def test_another_users_reaction_and_other_emoji_change_nothing(env, fake_model, rt):
@@ -320,11 +407,40 @@ async def test_another_users_reaction_and_other_emoji_change_nothing(env, fake_m
 
 
 # --------------------------------------------------------------------------- slash commands
+DEFERRED = 5     # interaction callback type: "thinking...", the answer follows
+
+
 async def _slash(env: Env, *args, **kwargs) -> list[str]:
+    """What the command said (its deferral, when there is one, is not a message)."""
     env.api.webhook_calls.clear()
     env.world.state.parse_interaction_create(env.world.interaction_payload(*args, **kwargs))
     await drain_event_tasks()
-    return [(c.json.get("data") or c.json).get("content") for c in env.api.webhook_calls]
+    return [(c.json.get("data") or c.json).get("content") for c in env.api.webhook_calls
+            if c.json.get("type") != DEFERRED]
+
+
+async def test_slash_commands_defer_before_working_and_answer_privately(env, monkeypatch):
+    order: list[str] = []
+    real = env.bot.commands.search
+
+    def slow_search(user, query, **kw):
+        order.append(f"work after {len(env.api.webhook_calls)} call(s)")
+        return real(user, query, **kw)
+
+    monkeypatch.setattr(env.bot.commands, "search", slow_search)
+    (said,) = await _slash(env, "alice", "facts", {"query": "anything"}, sub="search")
+    assert said.startswith("No facts match")
+    first, answer = env.api.webhook_calls
+    assert first.json["type"] == DEFERRED and first.json["data"]["flags"] & 64   # ephemeral
+    assert order == ["work after 1 call(s)"]                   # deferred before the work
+    assert answer.json["flags"] & 64
+
+
+async def test_slash_commands_during_shutdown_do_nothing(env, rt):
+    env.bot.accepting = False
+    (said,) = await _slash(env, "alice", "remember", {"fact": "Alice likes figs"})
+    assert "shutting down" in said
+    assert count(rt, "facts") == 0
 
 
 async def test_slash_commands_act_on_the_callers_memory(env, rt):
@@ -377,6 +493,19 @@ async def test_sessions_commands(env, fake_model, rt):
     found = (await _slash(env, "alice", "sessions", {"query": "tomatoes"}, sub="search"))[0]
     assert "tomatoes" in found.lower()
     assert (await _slash(env, "bob", "sessions", sub="list"))[0] == "No sessions yet."
+
+
+async def test_replies_and_cron_posts_never_ping_anyone(env, fake_model, rt):
+    fake_model.reply("Hey @everyone and <@&123> and <@456>, look!")
+    message = env.world.in_guild("alice", "ping them")
+    await env.bot.on_message(message)
+    await env.bot.deliver(None, str(env.world.channel_id), "digest for @here")
+    posted = env.api.messages_in(env.world.channel_id)
+    assert len(posted) == 2
+    for call in posted:
+        assert call.json["allowed_mentions"]["parse"] == []
+        assert not call.json["allowed_mentions"].get("roles")
+        assert not call.json["allowed_mentions"].get("users")
 
 
 # --------------------------------------------------------------------------- cron delivery

@@ -118,3 +118,11 @@ def test_names_are_validated(entities):
     with pytest.raises(RefusedWrite):
         ensure(entities, "owner", "x" * 200)
     assert name_key("  Alice\tJohnson. ") == "alice johnson"
+
+
+def test_names_of_reads_only_the_users_own_entities(entities):
+    alice = ensure(entities, "owner", "Alice")
+    bob = ensure(entities, "bob", "Bob")
+    assert entities.names_of("owner", [alice, bob]) == {alice: "Alice"}
+    assert entities.names_of("bob", [alice, bob]) == {bob: "Bob"}
+    assert entities.names_of("carol", [alice, bob]) == {}

@@ -124,9 +124,12 @@ def test_refused_writes_exit_1_and_store_nothing(cli):
 
 def test_hard_query_strings_through_the_cli(cli):
     add(cli, "Pinned the client to v2.3.1 for alice@example.com, see C++ notes")
-    for query in ("v2.3.1", "alice@example.com", "C++", "?", "NOT", '"', "中文"):
+    for query in ("v2.3.1", "alice@example.com", "C++", "NOT", "中文"):
         result = cli("facts", "search", query, "--json")
         assert result.exit_code == 0, (query, result.stderr)
+    for query in ("?", '"'):  # no words at all: a clear error, never a traceback
+        result = cli("facts", "search", query, "--json")
+        assert result.exit_code == 1 and "Nothing to search for" in result.stderr
     assert cli("facts", "search", "v2.3.1", "--json").json()[0]["id"] == 1
 
 
@@ -148,3 +151,38 @@ def test_every_command_is_scoped_to_its_user(cli):
     assert cli("facts", "search", "locker", "-u", "alice", "--json").json()[0]["id"] == 1
     # the same text for another user is a new fact, not a duplicate
     assert add(cli, "Lee's locker is 42", "-e", "Lee") == {"id": 3, "status": "created"}
+
+
+@pytest.mark.parametrize("fact_id", ["99999999999999999999", "9223372036854775808"])
+@pytest.mark.parametrize(
+    "args",
+    [("show",), ("rate", "helpful"), ("update", "new text"), ("forget",), ("restore",),
+     ("purge", "--yes"), ("history",)],
+)
+def test_ids_beyond_sqlite_range_are_not_found_in_one_line(cli, args, fact_id):
+    add(cli, "Gina likes jazz", "-e", "Gina")
+    result = cli("facts", args[0], fact_id, *args[1:])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Error: No fact with id {fact_id} for user 'owner'."
+    assert len(cli("facts", "list", "--json").json()) == 1
+
+
+@pytest.mark.parametrize("name", ['"', "---", "  ", "()"])
+def test_an_entity_name_without_letters_or_digits_is_refused(cli, name):
+    result = cli("facts", "add", "Bob likes tea", "-e", name)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: Refused") and "letters or digits" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert cli("facts", "list", "--json").json() == []
+    assert cli("facts", "entities", "--json").json() == []
+    ok = add(cli, "Bob likes tea", "-e", "Bob", "-e", "tea")
+    assert cli("facts", "show", str(ok["id"]), "--json").json()["entities"] == ["Bob", "tea"]
+
+
+def test_a_query_with_no_words_is_a_clear_error_like_session_search(cli):
+    cli("facts", "add", "Alice uses vim")
+    for query in ["", "?!", "   "]:
+        facts = cli("facts", "search", query)
+        sessions = cli("sessions", "search", query)
+        assert facts.exit_code == sessions.exit_code == 1
+        assert "Nothing to search for" in facts.stderr and "Traceback" not in facts.stderr

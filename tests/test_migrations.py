@@ -1,5 +1,7 @@
 import sqlite3
 
+import pytest
+
 from hermes.store.db import connect
 from hermes.store.migrations import migrations
 
@@ -48,8 +50,22 @@ def test_fts_triggers_follow_inserts_updates_and_deletes(tmp_path):
     assert db.execute(match, ['"nomad"']).fetchall() == [(1,)]
     db.execute("DELETE FROM facts WHERE id = 1")
     assert db.execute(match, ['"nomad"']).fetchall() == []
-    integrity = db.execute("INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')")
-    assert integrity is not None
+    fts_integrity_check(db, "facts_fts")  # the index still agrees with the table
+
+    # The check is real: an index out of step with its table fails it.
+    db.execute(
+        "INSERT INTO facts (user, content, content_key, created_at, updated_at) "
+        "VALUES ('owner', 'Bob runs Postgres', 'p', 't', 't')"
+    )
+    db.execute("DROP TRIGGER facts_fts_au")
+    db.execute("UPDATE facts SET content = 'Bob runs MySQL' WHERE content_key = 'p'")
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        fts_integrity_check(db, "facts_fts")
+
+
+def fts_integrity_check(db, table: str) -> None:
+    """FTS5's integrity-check against its content table (rank 1): raises when they disagree."""
+    db.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
 
 
 def test_message_insert_keeps_session_counters(tmp_path):

@@ -115,11 +115,41 @@ async def test_ctrl_c_stops_the_reply_and_the_repl_carries_on(repl, fake_model):
     await repl.leave()
 
 
+async def test_a_reply_cut_off_by_a_model_error_says_so(repl, fake_model):
+    from tests.fakellm import internal_server
+
+    fake_model.error(internal_server("connection reset"), partial_text="The answer is forty")
+    repl.pipe.send_text("what is the answer?" + ENTER)
+    await repl.reply_done()
+    assert repl.reply_text() == "The answer is forty"
+    assert any(e.startswith("(reply cut off:") and "connection reset" in e
+               for e in repl.said("error"))
+    await repl.leave()
+
+
 async def test_ctrl_c_at_an_idle_prompt_drops_the_line(repl, fake_model):
     repl.pipe.send_text("half typed" + CTRL_C)
     assert (await repl.command("/help")).startswith("Enter sends")
     await repl.leave()
     assert fake_model.requests == []
+
+
+async def test_the_prompt_leaves_the_daemons_sigint_handler_alone(repl):
+    import signal
+
+    loop = asyncio.get_running_loop()
+    stops: list[str] = []
+    loop.add_signal_handler(signal.SIGINT, stops.append, "SIGINT")
+    try:
+        assert (await repl.command("/help")).startswith("Enter sends")   # prompted at least once
+        await until(lambda: repl.repl.prompt.app.is_running)
+        handle = loop._signal_handlers.get(signal.SIGINT)  # type: ignore[attr-defined]
+        assert handle is not None and handle._callback == stops.append
+        await repl.leave()
+        handle = loop._signal_handlers.get(signal.SIGINT)  # type: ignore[attr-defined]
+        assert handle is not None and handle._callback == stops.append
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 async def test_memory_commands(repl, fake_model, rt):
@@ -177,6 +207,14 @@ async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_
         changed = facts.get(user, fact_id).trust != before[fact_id]
         assert changed == (fact_id in shown)
         assert (f"[{fact_id}]" in said) == (fact_id in shown)
+    # Rating the same reply again does not pile up; the other way replaces the first rating.
+    once = {i: facts.get(user, i).trust for i in ids}
+    assert "already" in await repl.command("/rate down")
+    assert {i: facts.get(user, i).trust for i in ids} == once
+    await repl.command("/rate up")
+    delta = rt.settings.facts.helpful_delta
+    assert {i: facts.get(user, i).trust for i in shown} == {
+        i: round(before[i] + delta, 6) for i in shown}
     await repl.leave()
 
 

@@ -1,5 +1,6 @@
 """Session transcripts: recording, browse and search (tier 3)."""
 
+import json
 import sqlite3
 
 import pytest
@@ -293,3 +294,26 @@ def test_ranking_counts_word_forms_like_the_index():
     assert count("networking", "network networks networking") == 3
     assert count("c", "c and c++ but not cat") == 2
     assert Bm25([term_pattern(Term(("cafe",)))], [1.0], [1]).score("Café au lait", 3) > 0
+
+
+def test_session_without_messages_found_by_its_summary(store, clock):
+    empty = store.create("owner", "terminal")
+    store.set_summary("owner", empty.id, title="Greenhouse plans",
+                      summary="Planning the greenhouse heating.")
+    hits = store.search("owner", "greenhouse heating")
+    assert [h.session.id for h in hits] == [empty.id]
+    assert hits[0].match is None and hits[0].context == []
+    assert "**" in hits[0].snippet and hits[0].matched_in == ["title/summary"]
+    assert json.loads(json.dumps(hits[0].to_json()))["match"] is None
+
+
+def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, clock,
+                                                                       monkeypatch):
+    from hermes.memory import sessions as module
+
+    monkeypatch.setattr(module, "SCORE_CAP", 3)
+    old = conversation(store, clock, "owner", ["docker docker docker docker", "ok"])
+    for i in range(8):  # newer, weaker matches: more than the cap
+        conversation(store, clock, "owner", [f"we talked about docker once, item {i}", "ok"])
+    hits = store.search("owner", "docker", limit=3)
+    assert hits[0].session.id == old.id and hits[0].mode == "strict"

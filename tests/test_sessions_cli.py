@@ -1,10 +1,12 @@
 """`hermes sessions`, `hermes db`, `hermes export` / `hermes import` through the real CLI."""
 
+import io
 import json
 import sqlite3
 import threading
 
 import pytest
+from rich.console import Console
 
 from hermes.memory.basic import BasicMemory
 from hermes.memory.sessions import SessionStore
@@ -294,6 +296,10 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
     from hermes.cli import sessions as cli_sessions
 
     monkeypatch.setattr(cli_sessions, "PROGRESS_BYTES", 100)
+    # A terminal console recording what is drawn (the real one is not a terminal under test).
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_sessions, "err_console",
+                        Console(file=screen, force_terminal=True, width=120))
     path = tmp_path / "many.jsonl"
     with path.open("w", encoding="utf-8") as handle:
         for i in range(450):  # more than two import batches
@@ -302,6 +308,11 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
                          + "\n")
     result = cli("sessions", "import", str(path), "--json")
     assert result.exit_code == 0 and result.json()["sessions_created"] == 450
+    drawn = screen.getvalue()
+    assert "importing many.jsonl" in drawn and "━" in drawn  # the bar itself
+    size = path.stat().st_size
+    assert f"{size / 1000:.1f}/{size / 1000:.1f} kB" in drawn  # and it reached the end
+    assert "importing" not in result.stdout  # stdout stays one JSON document
     assert cli("sessions", "search", "number", "--limit", "3", "--json").json()
 
 
@@ -320,3 +331,53 @@ def test_import_normalises_times_and_rejects_impossible_dates(rt):
     assert session.started_at == "2026-11-20T18:00:00.000000Z"
     assert [m.created_at for m in store.messages("owner", session.id)] == [
         "2026-11-20T18:00:00.500000Z", "2026-11-20T18:00:01.000000Z"]
+
+
+def test_search_shows_a_session_without_messages(cli, rt):
+    store = SessionStore.from_runtime(rt)
+    empty = store.create("owner", "terminal")
+    store.set_summary("owner", empty.id, title="Greenhouse plans",
+                      summary="Planning the greenhouse heating.")
+    rt.close()
+    hits = cli("sessions", "search", "greenhouse", "--json").json()
+    assert [h["session_id"] for h in hits] == [empty.id] and hits[0]["match"] is None
+    text = cli("sessions", "search", "greenhouse")
+    assert text.exit_code == 0 and "Greenhouse plans" in text.stdout
+
+
+def test_out_of_range_numbers_are_one_line_errors(cli, transcripts):
+    cli("sessions", "import", str(transcripts))
+    for args in (("sessions", "show", "99999999999999999999"),
+                 ("sessions", "show", "1", "--around", "99999999999999999999"),
+                 ("sessions", "list", "--since", "999999999d"),
+                 ("sessions", "list", "--since", "99999999999999999999w")):
+        result = cli(*args)
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", "?!"])
+def test_empty_search_is_a_clear_error(cli, query):
+    result = cli("sessions", "search", query)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: Nothing to search for")
+
+
+def test_home_that_is_a_file_is_a_config_error(cli, tmp_path, monkeypatch):
+    not_a_dir = tmp_path / "plain-file"
+    not_a_dir.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(not_a_dir))
+    result = cli("sessions", "list")
+    assert result.exit_code == 2
+    assert str(not_a_dir) in result.stderr and len(result.stderr.splitlines()) == 1
+    nested = cli("--home", str(not_a_dir / "below"), "sessions", "list")
+    assert nested.exit_code == 2 and str(not_a_dir) in nested.stderr
+
+
+def test_db_path_and_backup_take_no_user(cli, tmp_path):
+    # The database is per home, not per user: an ignored --user would only mislead.
+    assert cli("db", "path").exit_code == 0
+    assert cli("db", "path", "--user", "bob").exit_code == 2
+    assert cli("db", "backup", str(tmp_path / "b.db"), "--user", "bob").exit_code == 2
+    assert not (tmp_path / "b.db").exists()
+    assert cli("db", "backup", str(tmp_path / "b.db")).exit_code == 0

@@ -5,6 +5,9 @@ on a reply (a Discord message id) in ``message_refs``.
 
 from __future__ import annotations
 
+import json
+
+from hermes.clock import to_ts
 from hermes.errors import NotFound
 from hermes.memory.facts import FactStore, RateResult
 from hermes.runtime import Runtime
@@ -36,6 +39,65 @@ def rate_reply(rt: Runtime, user: str, message_id: int, helpful: bool) -> list[R
     return [facts.rate(user, fact_id, helpful) for fact_id in shown_fact_ids(rt, user, message_id)]
 
 
+def set_reply_rating(rt: Runtime, user: str, message_id: int, rater: str,
+                     helpful: bool | None) -> list[RateResult]:
+    """Idempotent rating of a reply by one person (``rater``, e.g. ``discord:<id>``).
+
+    At most one rating per (reply, rater) is in effect: the same rating again changes nothing;
+    the other rating first withdraws the old one, then rates; ``helpful=None`` withdraws.
+    Withdrawing subtracts the trust change each fact actually got (kept in ``reply_ratings``),
+    so 👍 then 👎 ends exactly where a single 👎 would. Returns the trust changes made now.
+    """
+    _check_message(rt, user, message_id)
+    facts = FactStore.from_runtime(rt)
+    changes: list[RateResult] = []
+    with write_transaction(rt.db):
+        row = rt.db.execute(
+            "SELECT helpful, applied FROM reply_ratings WHERE message_id = ? AND rater = ? "
+            "AND user = ?", [message_id, rater, user]).fetchone()
+        if row is not None and helpful is not None and bool(row[0]) == helpful:
+            return []
+        if row is not None:
+            changes += _withdraw(rt, user, bool(row[0]), json.loads(row[1]))
+            rt.db.execute("DELETE FROM reply_ratings WHERE message_id = ? AND rater = ? "
+                          "AND user = ?", [message_id, rater, user])
+        if helpful is not None:
+            rated = [facts.rate(user, fact_id, helpful)
+                     for fact_id in shown_fact_ids(rt, user, message_id)]
+            changes += rated
+            applied = {str(r.id): round(r.new_trust - r.old_trust, 6) for r in rated}
+            rt.db.execute(
+                "INSERT INTO reply_ratings (message_id, rater, user, helpful, applied, rated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [message_id, rater, user, int(helpful), json.dumps(applied),
+                 to_ts(rt.clock.now())])
+    return changes
+
+
+def _withdraw(rt: Runtime, user: str, helpful: bool, applied: dict[str, float]
+              ) -> list[RateResult]:
+    """Undo a recorded reply rating: its exact trust changes and its counter."""
+    counter = "helpful_count" if helpful else "unhelpful_count"
+    undone = []
+    for key, delta in applied.items():
+        row = rt.db.execute("SELECT trust, " + counter + " FROM facts WHERE id = ? AND user = ?",
+                            [int(key), user]).fetchone()
+        if row is None:
+            continue                      # purged since
+        old_trust, count = float(row[0]), int(row[1])
+        new_trust = round(min(1.0, max(0.0, old_trust - delta)), 6)
+        rt.db.execute(f"UPDATE facts SET trust = ?, {counter} = ? WHERE id = ? AND user = ?",
+                      [new_trust, max(0, count - 1), int(key), user])
+        rt.db.execute(
+            "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
+            "VALUES (?, ?, 'rate', ?, ?, ?, ?)",
+            [int(key), user, json.dumps({"trust": old_trust, counter: count}),
+             json.dumps({"trust": new_trust, counter: max(0, count - 1)}),
+             "rating withdrawn", to_ts(rt.clock.now())])
+        undone.append(RateResult(int(key), old_trust, new_trust))
+    return undone
+
+
 def link_ref(rt: Runtime, user: str, ref: str, message_id: int) -> None:
     """Remember that a front-end's ``ref`` (e.g. ``discord:<id>``) shows ``message_id``."""
     _check_message(rt, user, message_id)
@@ -54,3 +116,10 @@ def message_for_ref(rt: Runtime, user: str, ref: str) -> int | None:
     row = rt.db.execute("SELECT message_id FROM message_refs WHERE ref = ? AND user = ?",
                         [ref, user]).fetchone()
     return int(row[0]) if row else None
+
+
+def reply_rating(rt: Runtime, user: str, message_id: int, rater: str) -> bool | None:
+    """The rating in effect for a reply by ``rater``: True (👍), False (👎) or None."""
+    row = rt.db.execute("SELECT helpful FROM reply_ratings WHERE message_id = ? AND rater = ? "
+                        "AND user = ?", [message_id, rater, user]).fetchone()
+    return None if row is None else bool(row[0])

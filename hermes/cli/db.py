@@ -11,16 +11,18 @@ from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, emit_json
-from hermes.memory.transfer import backup as backup_db
-from hermes.memory.transfer import export_user, import_user, read_lines, table_stats
+from hermes.memory.transcripts import read_lines
+from hermes.memory.transfer import export_user, import_user
+from hermes.store.maintenance import backup as backup_db
+from hermes.store.maintenance import table_stats
 
 app = typer.Typer(no_args_is_help=True, help="The database file: where it is, what it holds, "
                   "a consistent backup.")
 
 
 @app.command()
-def path(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """Print the database file's path."""
+def path(ctx: typer.Context, as_json: bool = JsonOption) -> None:
+    """Print the database file's path (one per home, shared by every user)."""
     db_path = runtime(ctx).settings.db_path
     if as_json:
         emit_json({"path": str(db_path)})
@@ -59,10 +61,10 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
 def backup(
     ctx: typer.Context,
     target: Annotated[Path, typer.Argument(help="The new file to write (must not exist).")],
-    user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Write a consistent copy of the whole database (safe while the daemon runs)."""
+    """Write a consistent copy of the whole database, every user's memory (safe while the
+    daemon runs)."""
     size = backup_db(runtime(ctx).db, target)
     if as_json:
         emit_json({"path": str(target), "bytes": size})
@@ -106,7 +108,9 @@ def import_(
     """Restore a `hermes export` file into this home.
 
     All or nothing. Ids are kept, so the home must not already hold that user's memory."""
-    report = import_user(runtime(ctx).db, read_lines(file), user=user)
+    rt = runtime(ctx)
+    report = import_user(rt.db, read_lines(file), user=user,
+                         basic_char_limit=rt.settings.memory.basic_char_limit)
     if as_json:
         emit_json({"user": report.user, "counts": report.counts})
         return

@@ -9,7 +9,9 @@ import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import emit_json
+from hermes.errors import QueryError
 from hermes.memory.facts import Fact, FactStore
+from hermes.store.fts import build_match
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -103,6 +105,8 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Full-text search, ranked by bm25 x trust. All words first, then any of them."""
+    if build_match(query).empty:  # the same answer as `hermes sessions search`
+        raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
     store = _store(ctx)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=explain)

@@ -16,7 +16,7 @@ from hermes.cli.output import console, emit_json, err_console
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
-from hermes.memory.transfer import ImportReport, import_sessions, read_lines
+from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
 
 app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
 
@@ -35,7 +35,10 @@ def parse_since(text: str, now_ts: str) -> str:
     found = _DURATION.match(text)
     if found:
         amount, unit = int(found.group(1)), found.group(2)
-        return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+        try:
+            return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+        except OverflowError:
+            raise HermesError(f"--since: {text.strip()} ago is before the year 1.") from None
     try:
         return to_ts(parse_ts(text.strip()))
     except ValueError:
@@ -126,7 +129,8 @@ def search(
             console.print(f"  Summary: {escape(' '.join(s.summary.split()))}")
         console.print(f"  Match: {_highlight(hit.snippet)}")
         for message in hit.context:
-            console.print("  " + _message_line(message, mark=message.id == hit.match.id))
+            mark = hit.match is not None and message.id == hit.match.id
+            console.print("  " + _message_line(message, mark=mark))
 
 
 @app.command()

@@ -7,27 +7,32 @@ Each takes the Hermes user first and returns the text to show; errors meant for 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hermes.errors import QueryError
 
+if TYPE_CHECKING:
+    from hermes.memory.facts import Fact, FactStore
+    from hermes.memory.sessions import SessionStore
+    from hermes.runtime import Runtime
 
-def _fact_line(fact: Any) -> str:
+
+def _fact_line(fact: Fact) -> str:
     return f"[{fact.id}] {fact.content} (trust {fact.trust:.2f})"
 
 
 class MemoryCommands:
-    def __init__(self, rt: Any) -> None:
+    def __init__(self, rt: Runtime) -> None:
         self.rt = rt
 
     @cached_property
-    def facts(self) -> Any:
+    def facts(self) -> FactStore:
         from hermes.memory.facts import FactStore
 
         return FactStore.from_runtime(self.rt)
 
     @cached_property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionStore:
         from hermes.memory.sessions import SessionStore
 
         return SessionStore.from_runtime(self.rt)

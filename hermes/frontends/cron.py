@@ -21,13 +21,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
 
+from hermes.aio import finish_or_cancel
 from hermes.clock import Clock, SystemClock, parse_ts, to_ts
-from hermes.config import CronJobConfig
+from hermes.config import DEFAULT_USER, CronJobConfig
 from hermes.errors import ConfigError, NotFound
 from hermes.frontends.schedule import (  # noqa: F401 - part of this module's surface
     MAX_MISSED_RECORDS,
@@ -40,6 +41,12 @@ from hermes.frontends.schedule import (  # noqa: F401 - part of this module's su
     timezone_for,
 )
 from hermes.store.db import write_transaction
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from hermes.agent.turn import Agent
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -115,16 +122,17 @@ class CronStore:
     """Cron jobs and their runs. Jobs are the operator's configuration, named uniquely."""
 
     def __init__(self, db: sqlite_utils.Database, *, timezone: str = "UTC", home: Path,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, default_user: str = DEFAULT_USER) -> None:
         self.db = db
         self.timezone = timezone
+        self.default_user = default_user  # for config jobs without `user:`
         self.home = home
         self.clock = clock or SystemClock()
 
     @classmethod
-    def from_runtime(cls, rt: Any) -> CronStore:
+    def from_runtime(cls, rt: Runtime) -> CronStore:
         return cls(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
-                   clock=rt.clock)
+                   clock=rt.clock, default_user=rt.settings.users.default)
 
     def _rows(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, params)
@@ -210,8 +218,10 @@ class CronStore:
     def sync_config(self, jobs: list[CronJobConfig]) -> None:
         """Make the database's config jobs match ``cron.jobs``.
 
-        Schedule, prompt, user and delivery follow the config. A pause from the command line
-        survives a restart; ``enabled: false`` in the config always pauses.
+        Schedule, prompt, user (default: ``users.default``) and delivery follow the config.
+        ``enabled`` follows the config whenever the config's value changed since the last sync;
+        otherwise a pause or resume from the command line stands (``enabled: false`` in the
+        config still always pauses).
         """
         for job in jobs:
             parse_schedule(job.schedule, self.timezone)
@@ -223,22 +233,28 @@ class CronStore:
             existing = {r["name"]: r for r in self._rows("SELECT * FROM cron_jobs")}
             for job in jobs:
                 row = existing.get(job.name)
+                user = job.user or self.default_user
                 if row is None:
                     self.db.execute(
                         "INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, enabled, "
-                        "origin, created_at) VALUES (?, ?, ?, ?, ?, ?, 'config', ?)",
-                        (job.name, job.user, job.schedule, job.prompt, job.deliver,
-                         int(job.enabled), to_ts(self.clock.now())),
+                        "config_enabled, origin, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, 'config', ?)",
+                        (job.name, user, job.schedule, job.prompt, job.deliver,
+                         int(job.enabled), int(job.enabled), to_ts(self.clock.now())),
                     )
                 elif row["origin"] != "config":
                     raise ConfigError(f"cron.jobs: {job.name!r} is also a job added with "
                                       "`hermes cron add`; rename one of them")
                 else:
-                    enabled = bool(row["enabled"]) and job.enabled
+                    if row["config_enabled"] is None or bool(row["config_enabled"]) != job.enabled:
+                        enabled = job.enabled
+                    else:
+                        enabled = bool(row["enabled"]) and job.enabled
                     self.db.execute(
                         "UPDATE cron_jobs SET user = ?, schedule = ?, prompt = ?, deliver = ?, "
-                        "enabled = ? WHERE id = ?",
-                        (job.user, job.schedule, job.prompt, job.deliver, int(enabled), row["id"]),
+                        "enabled = ?, config_enabled = ? WHERE id = ?",
+                        (user, job.schedule, job.prompt, job.deliver, int(enabled),
+                         int(job.enabled), row["id"]),
                     )
             for name, row in existing.items():
                 if row["origin"] == "config" and name not in names:
@@ -333,7 +349,7 @@ class CronRunner:
         self._running: set[asyncio.Task[Any]] = set()
 
     @classmethod
-    def from_runtime(cls, rt: Any, run_prompt: PromptRunner,
+    def from_runtime(cls, rt: Runtime, run_prompt: PromptRunner,
                      deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
         return cls(CronStore.from_runtime(rt), run_prompt,
                    grace=timedelta(minutes=rt.settings.cron.grace_minutes), deliverers=deliverers)
@@ -455,17 +471,11 @@ class CronRunner:
 
     async def wait_running(self, timeout: float | None = None) -> None:
         """Let running jobs finish (at shutdown); any left are cancelled and recorded failed."""
-        pending = {t for t in self._running if t is not asyncio.current_task()}
-        if not pending:
-            return
-        _, still = await asyncio.wait(pending, timeout=timeout)
-        for task in still:
-            task.cancel()
-        if still:
-            await asyncio.gather(*still, return_exceptions=True)
+        await finish_or_cancel({t for t in self._running if t is not asyncio.current_task()},
+                               timeout)
 
     # ---- APScheduler wiring
-    def schedule_all(self, scheduler: Any) -> None:
+    def schedule_all(self, scheduler: BaseScheduler) -> None:
         """Make the scheduler's cron jobs match the enabled jobs in the database."""
         wanted = {f"cron:{job.id}": job for job in self.store.list(enabled_only=True)}
         for existing in scheduler.get_jobs():
@@ -495,7 +505,7 @@ async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
     print(f"[cron {job.name}]\n{text}", flush=True)
 
 
-def agent_prompt_runner(rt: Any, agent: Any) -> PromptRunner:
+def agent_prompt_runner(rt: Runtime, agent: Agent) -> PromptRunner:
     """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
     from hermes.memory.sessions import SessionStore
 

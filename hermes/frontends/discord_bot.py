@@ -22,14 +22,20 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 
+from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
+
+if TYPE_CHECKING:
+    from hermes.agent.turn import Agent
+    from hermes.frontends.cron import CronJob
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +49,16 @@ def ref_for(message_id: int, author_id: int) -> str:
     return f"discord:{message_id}:{author_id}"
 
 
+def cut_off(text: str, error: str) -> str:
+    """A reply the model stopped answering mid-way, marked as such."""
+    return f"{text.rstrip()}\n\n(reply cut off: {error})"
+
+
 THREAD_TYPES = (discord.ChannelType.public_thread, discord.ChannelType.private_thread,
                 discord.ChannelType.news_thread)
 
 
-def _channel_key(guild_id: int | None, channel: Any, channel_id: int | None,
+def _channel_key(guild_id: int | None, channel: object, channel_id: int | None,
                  author_id: int) -> str:
     """DM, thread, or (channel, person): each its own session."""
     if guild_id is None:
@@ -69,13 +80,15 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
 
 
 class HermesBot(discord.Client):
-    def __init__(self, rt: Any, agent: Any, *,
+    def __init__(self, rt: Runtime, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
                  background: list[Callable[[], Awaitable[None]]] | None = None) -> None:
         intents = discord.Intents.default()
         # Privileged: enable "Message Content Intent" in the Developer Portal as well.
         intents.message_content = True
-        super().__init__(intents=intents)
+        # Model output and cron digests are not trusted to ping: no @everyone/@here, roles or
+        # users, ever. (Replies also pass mention_author=False.)
+        super().__init__(intents=intents, allowed_mentions=discord.AllowedMentions.none())
         self.rt = rt
         self.agent = agent
         self.config = rt.settings.discord
@@ -84,8 +97,8 @@ class HermesBot(discord.Client):
         self.monotonic = monotonic
         self.accepting = True
         self._background = list(background or [])
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._turns: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._turns: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._add_commands()
 
@@ -106,7 +119,12 @@ class HermesBot(discord.Client):
         if marker.exists() and marker.read_text(encoding="utf-8").strip() == digest:
             log.info("discord: slash commands unchanged, not synced")
             return
-        await self.tree.sync()
+        try:
+            await self.tree.sync()
+        except discord.DiscordException:
+            # Messages still work; the next start tries again (no marker written).
+            log.exception("discord: syncing the slash commands failed; continuing without")
+            return
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(digest + "\n", encoding="utf-8")
         log.info("discord: slash commands synced")
@@ -117,14 +135,7 @@ class HermesBot(discord.Client):
     async def drain(self, timeout: float | None = None) -> int:
         """Stop taking messages and wait for running turns; returns how many were cut short."""
         self.accepting = False
-        pending = {t for t in self._turns if not t.done()}
-        if not pending:
-            return 0
-        _, still = await asyncio.wait(pending, timeout=timeout)
-        for task in still:
-            task.cancel()
-        await asyncio.gather(*still, return_exceptions=True)
-        return len(still)
+        return len(await finish_or_cancel(self._turns, timeout))
 
     async def close(self) -> None:
         self.accepting = False
@@ -133,7 +144,7 @@ class HermesBot(discord.Client):
         await super().close()
 
     # ------------------------------------------------------------------ who is served
-    def is_allowed(self, author: discord.abc.User, channel: Any) -> bool:
+    def is_allowed(self, author: discord.abc.Snowflake, channel: object) -> bool:
         config = self.config
         if author.id in config.allowed_users:
             return True
@@ -196,6 +207,7 @@ class HermesBot(discord.Client):
         from hermes.agent import feedback
         from hermes.memory.sessions import SessionStore
 
+        assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
         session = SessionStore.from_runtime(self.rt).open_for(user, "discord", key)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
@@ -212,6 +224,8 @@ class HermesBot(discord.Client):
         final = result.text if result.text.strip() else streamed
         if result.error and not final.strip():
             final = f"Sorry, I could not answer: {result.error}"
+        elif result.error:
+            final = cut_off(final, result.error)    # a partial reply must not look complete
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:
@@ -234,6 +248,17 @@ class HermesBot(discord.Client):
 
     # ------------------------------------------------------------------ reactions
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=True)
+
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._reaction(payload, added=False)
+
+    async def _reaction(self, payload: discord.RawReactionActionEvent, *, added: bool) -> None:
+        """👍/👎: one rating per (reply, person); switching replaces it, removing withdraws it.
+
+        The rating is keyed by the assistant message, so the pieces of a long reply share it.
+        Removing 👎 while 👍 is in effect (both were added) leaves the 👍 in effect.
+        """
         emoji = str(payload.emoji)
         if emoji not in (THUMBS_UP, THUMBS_DOWN) or self.user is None:
             return
@@ -247,8 +272,17 @@ class HermesBot(discord.Client):
             message_id = feedback.message_for_ref(self.rt, user, ref)
             if message_id is None:
                 return          # not a Hermes reply, or a reply for someone else
-            rated = feedback.rate_reply(self.rt, user, message_id, emoji == THUMBS_UP)
-            log.info("discord: %s on reply %d rated %d fact(s)", emoji, message_id, len(rated))
+            helpful = emoji == THUMBS_UP
+            rater = f"discord:{payload.user_id}"
+            if not added:
+                if feedback.reply_rating(self.rt, user, message_id, rater) != helpful:
+                    return      # removing a reaction that is not the one in effect
+                rating: bool | None = None
+            else:
+                rating = helpful
+            rated = feedback.set_reply_rating(self.rt, user, message_id, rater, rating)
+            log.info("discord: %s %s on reply %d changed %d fact(s)", emoji,
+                     "added" if added else "removed", message_id, len(rated))
         except Exception:
             log.exception("discord: rating a reply failed")
 
@@ -260,7 +294,7 @@ class HermesBot(discord.Client):
         return {payload.user_id} if self.is_allowed(author, channel) else set()
 
     # ------------------------------------------------------------------ cron delivery
-    async def deliver(self, job: Any, target: str, text: str) -> None:
+    async def deliver(self, job: CronJob | None, target: str, text: str) -> None:
         channel = self.get_channel(int(target)) or await self.fetch_channel(int(target))
         if not isinstance(channel, discord.abc.Messageable):
             raise HermesError(f"discord:{target} is not a channel Hermes can post in")
@@ -270,10 +304,17 @@ class HermesBot(discord.Client):
     # ------------------------------------------------------------------ slash commands
     async def _respond(self, interaction: discord.Interaction,
                        action: Callable[[str], str]) -> None:
+        """Answer a slash command privately. Discord wants a first response within 3 s, and a
+        search can take longer (embeddings, a large memory): defer first, then follow up."""
         if not self.is_allowed(interaction.user, interaction.channel):
             await interaction.response.send_message("Hermes is not available to you.",
                                                     ephemeral=True)
             return
+        if not self.accepting:
+            await interaction.response.send_message(
+                "Hermes is shutting down; try again in a minute.", ephemeral=True)
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
         user = self.user_for(interaction.user.id)
         try:
             text = action(user)
@@ -283,9 +324,7 @@ class HermesBot(discord.Client):
             log.exception("discord: slash command /%s failed",
                           interaction.command.qualified_name if interaction.command else "?")
             text = APOLOGY
-        pieces = chunk_message(text) or ["(nothing)"]
-        await interaction.response.send_message(pieces[0], ephemeral=True)
-        for piece in pieces[1:]:
+        for piece in chunk_message(text) or ["(nothing)"]:
             await interaction.followup.send(piece, ephemeral=True)
 
     def _add_commands(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession, print_formatted_text
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -22,11 +22,16 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.commands import MemoryCommands
+
+if TYPE_CHECKING:
+    from hermes.agent.turn import Agent
+    from hermes.memory.sessions import SessionStore
+    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +94,7 @@ class TerminalSink:
 
 
 class Repl:
-    def __init__(self, rt: Any, agent: Any, *, user: str | None = None,
+    def __init__(self, rt: Runtime, agent: Agent, *, user: str | None = None,
                  emit: Emit | None = None, history: History | None = None) -> None:
         self.rt = rt
         self.agent = agent
@@ -123,21 +128,21 @@ class Repl:
         keys = KeyBindings()
 
         @keys.add("enter")
-        def _send(event: Any) -> None:
+        def _send(event: KeyPressEvent) -> None:
             event.current_buffer.validate_and_handle()
 
         @keys.add("escape", "enter")
-        def _newline(event: Any) -> None:
+        def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
 
         @keys.add("c-c", filter=Condition(self.replying))
-        def _stop(event: Any) -> None:
+        def _stop(event: KeyPressEvent) -> None:
             self.stop_reply()
 
         return keys
 
     @property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionStore:
         return self.commands.sessions
 
     # ------------------------------------------------------------------ the loop
@@ -146,7 +151,10 @@ class Repl:
         try:
             while True:
                 try:
-                    text = await self.prompt.prompt_async()
+                    # Ctrl-C at the keyboard arrives as a key press (raw mode); a SIGINT from
+                    # outside stays the daemon's (prompt-toolkit would take the loop's handler
+                    # and remove it when the prompt returns, so `hermes run` no longer stopped).
+                    text = await self.prompt.prompt_async(handle_sigint=False)
                 except KeyboardInterrupt:        # Ctrl-C at an idle prompt drops the line
                     continue
                 except EOFError:                 # Ctrl-D
@@ -181,6 +189,8 @@ class Repl:
             result = turn.result
             if result.error and not result.text.strip():
                 self.emit("error", result.error)
+            elif result.error:                      # a partial reply must not look complete
+                self.emit("error", f"(reply cut off: {result.error})")
             self.last_reply_id = result.assistant_message_id
             if result.shown_fact_ids:
                 ids = ", ".join(str(i) for i in result.shown_fact_ids)
@@ -260,7 +270,13 @@ class Repl:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
         from hermes.agent import feedback
 
-        rated = feedback.rate_reply(self.rt, self.user, self.last_reply_id, helpful)
+        # One rating per reply, as with Discord reactions: again is a no-op, the other way
+        # replaces it.
+        rater = self.identity
+        if feedback.reply_rating(self.rt, self.user, self.last_reply_id, rater) == helpful:
+            return f"The last reply is already rated {parts[-1]}."
+        rated = feedback.set_reply_rating(self.rt, self.user, self.last_reply_id, rater,
+                                          helpful)
         if not rated:
             return "No facts were recalled for the last reply; nothing to rate."
         return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
@@ -272,10 +288,3 @@ class Repl:
         self.last_reply_id = None
         return "Started a new conversation."
 
-
-async def run_repl(rt: Any, agent: Any) -> None:
-    """`hermes chat`: the REPL alone, with stray prints kept above the prompt."""
-    from prompt_toolkit.patch_stdout import patch_stdout
-
-    with patch_stdout(raw=True):
-        await Repl(rt, agent).run()

@@ -15,6 +15,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -81,7 +82,14 @@ def parse_schedule(schedule: str, tz: str, *, anchor: datetime | None = None) ->
         raise ScheduleError(f"schedule {schedule!r}: {SCHEDULE_HELP}")
     fields[4] = _crontab_weekdays(fields[4])
     try:
-        return CronTrigger.from_crontab(" ".join(fields), timezone=zone)
+        if fields[2].startswith("*") or fields[4].startswith("*"):
+            return CronTrigger.from_crontab(" ".join(fields), timezone=zone)
+        # Both day-of-month and day-of-week restricted: crontab fires when EITHER matches,
+        # APScheduler only when both do. One trigger for each, firing at the earlier.
+        by_day = CronTrigger.from_crontab(" ".join([*fields[:4], "*"]), timezone=zone)
+        by_weekday = CronTrigger.from_crontab(" ".join([*fields[:2], "*", *fields[3:]]),
+                                              timezone=zone)
+        return OrTrigger([by_day, by_weekday])
     except ValueError as exc:
         raise ScheduleError(f"schedule {schedule!r}: {exc}; {SCHEDULE_HELP}") from None
 

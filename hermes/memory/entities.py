@@ -23,6 +23,7 @@ from rapidfuzz import fuzz, process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.fact_records import ACTIVE
 from hermes.store.fts import STOPWORDS
 
 MAX_NAME_CHARS = 80
@@ -57,6 +58,7 @@ _SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w]|\.
 _DOTTED = re.compile(r"(?<![\w.@/])[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?![\w@/])")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$|\n\s*$|^\s*$")
 _DIGITS = re.compile(r"\d+")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 _EDGE_PUNCT = "\"'“”‘’`()[]{}<>,;:!?."
 _NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "a.m", "p.m"})
 
@@ -68,6 +70,17 @@ def name_key(name: str) -> str:
 
 def clean_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip()
+
+
+def check_name(name: str) -> str:
+    """The cleaned name, or RefusedWrite when it cannot name an entity."""
+    cleaned = clean_name(name)
+    if not _LETTER_OR_DIGIT.search(cleaned):
+        raise RefusedWrite(f"Refused: the entity name {name!r} has no letters or digits; "
+                           "name the entity in words. Nothing was stored.")
+    if len(cleaned) > MAX_NAME_CHARS:
+        raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
+    return cleaned
 
 
 @dataclass
@@ -241,12 +254,8 @@ class EntityStore:
 
     def ensure(self, user: str, name: str) -> int:
         """Resolve ``name``, creating the entity when it is new. Call inside a write transaction."""
-        name = clean_name(name)
+        name = check_name(name)
         key = name_key(name)
-        if not key:
-            raise RefusedWrite("Refused: an entity name needs at least one visible character.")
-        if len(name) > MAX_NAME_CHARS:
-            raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
         found = self.resolve_id(user, name)
         if found is not None:
             return found
@@ -272,12 +281,15 @@ class EntityStore:
             entity_id = self.ensure(user, name)
             if entity_id not in ordered:
                 ordered.append(entity_id)
-        display = self.names_of(ordered)
+        display = self.names_of(user, ordered)
         return [(i, display[i]) for i in ordered]
 
-    def _name(self, entity_id: int) -> str:
-        return str(self.db.execute("SELECT name FROM entities WHERE id = ?", [entity_id])
-                   .fetchone()[0])
+    def _name(self, user: str, entity_id: int) -> str:
+        row = self.db.execute("SELECT name FROM entities WHERE id = ? AND user = ?",
+                              [entity_id, user]).fetchone()
+        if row is None:
+            raise NotFound(f"No entity with id {entity_id}.")
+        return str(row[0])
 
     def _insert_alias(self, user: str, entity_id: int, alias: str) -> None:
         alias = clean_name(alias)
@@ -299,7 +311,7 @@ class EntityStore:
             other = self._exact(user, name_key(alias))
             if other is not None and other != entity_id:
                 raise RefusedWrite(
-                    f"Refused: {alias!r} already names another entity ({self._name(other)})."
+                    f"Refused: {alias!r} already names another entity ({self._name(user, other)})."
                 )
             if other is None:
                 self._insert_alias(user, entity_id, alias)
@@ -325,7 +337,7 @@ class EntityStore:
                 position = content.casefold().find(key)
                 found.setdefault(int(entity_id), position if position >= 0 else len(content))
         ordered = sorted(found, key=lambda i: found[i])
-        return [(i, self._name(i)) for i in ordered]
+        return [(i, self._name(user, i)) for i in ordered]
 
     def candidates(self, user: str, content: str) -> list[str]:
         """Entity names for a fact given without any: known names first, then new candidates."""
@@ -355,18 +367,17 @@ class EntityStore:
         ).fetchall()]
         entity.fact_count = int(self.db.execute(
             "SELECT count(*) FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id "
-            "WHERE fe.entity_id = ? AND f.user = ? AND f.forgotten_at IS NULL "
-            "AND f.superseded_by IS NULL", [entity_id, user],
+            f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE}", [entity_id, user],
         ).fetchone()[0])
         return entity
 
     def list(self, user: str) -> list[Entity]:
         """All of a user's entities with their aliases and active-fact counts, most used first."""
         rows = self.db.execute(
-            """
+            f"""
             SELECT e.id, e.name, e.created_at,
               (SELECT count(*) FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id
-               WHERE fe.entity_id = e.id AND f.forgotten_at IS NULL AND f.superseded_by IS NULL)
+               WHERE fe.entity_id = e.id AND f.user = e.user AND {ACTIVE})
             FROM entities e WHERE e.user = ? ORDER BY 4 DESC, e.name_key
             """,
             [user],
@@ -381,9 +392,11 @@ class EntityStore:
             for r in rows
         ]
 
-    def names_of(self, ids: Sequence[int]) -> dict[int, str]:
+    def names_of(self, user: str, ids: Sequence[int]) -> dict[int, str]:
+        """Display names of this user's entities among ``ids`` (others' ids are left out)."""
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
         return {int(i): n for i, n in self.db.execute(
-            f"SELECT id, name FROM entities WHERE id IN ({marks})", list(ids)).fetchall()}
+            f"SELECT id, name FROM entities WHERE user = ? AND id IN ({marks})",
+            [user, *ids]).fetchall()}

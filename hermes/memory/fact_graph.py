@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import sqlite_utils
 
+from hermes.memory.fact_records import ACTIVE
+
 # At most this many links are read per side and hop; the best-trusted come first.
 MAX_LINKS = 2000
 
@@ -29,8 +31,7 @@ def _neighbours(
         SELECT mine.entity_id, other.entity_id, f.id FROM fact_entities mine
           CROSS JOIN facts f ON f.id = mine.fact_id
           JOIN fact_entities other ON other.fact_id = f.id AND other.entity_id != mine.entity_id
-        WHERE mine.entity_id IN ({marks}) AND f.user = ? AND f.forgotten_at IS NULL
-          AND f.superseded_by IS NULL
+        WHERE mine.entity_id IN ({marks}) AND f.user = ? AND {ACTIVE}
         ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
         """,
         [*entity_ids, user, MAX_LINKS],
@@ -58,8 +59,7 @@ def _best_link_into(
         SELECT other.entity_id, f.id FROM fact_entities mine
           CROSS JOIN facts f ON f.id = mine.fact_id
           JOIN fact_entities other ON other.fact_id = f.id
-        WHERE mine.entity_id = ? AND other.entity_id IN ({marks}) AND f.user = ?
-          AND f.forgotten_at IS NULL AND f.superseded_by IS NULL
+        WHERE mine.entity_id = ? AND other.entity_id IN ({marks}) AND f.user = ? AND {ACTIVE}
         ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT 1
         """,
         [entity_id, *others, user],

@@ -11,107 +11,48 @@ processes adding at once never lose a fact or merge into a row the other just ch
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
-from rapidfuzz import fuzz
-from rapidfuzz.utils import default_process
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.entities import Entity, EntityStore, name_key
+from hermes.memory import fact_dedup
+from hermes.memory.entities import Entity, EntityStore, check_name
+from hermes.memory.fact_graph import connect_entities
+from hermes.memory.fact_records import (
+    ACTIVE,
+    BM25,
+    COLUMNS,
+    Fact,
+    clean_tags,
+    content_key,
+    in_sqlite_range,
+    insert_fact,
+    link_entities,
+    linked_entity_ids,
+    normalise,
+    record_history,
+    row_to_fact,
+    snapshot,
+)
+from hermes.memory.fact_search import search_facts
 from hermes.memory.guard import check_text
 from hermes.store.db import write_transaction
-from hermes.store.fts import (
-    STOPWORDS,
-    any_terms,
-    build_match,
-)
+from hermes.store.fts import any_terms
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
 
+# Fact and content_key live in fact_records; they are part of this module's public API.
+__all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
+           "normalise"]
+
 KINDS = ("semantic", "episodic", "procedural")
-ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
-# bm25 column weights: content, tags, entity_names
-BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
-# Near-duplicate candidates compared with rapidfuzz per add, most recent first.
-MERGE_CANDIDATES = 50
-# An entity in more facts than this is a hub: candidates must also share words with the text.
-HUB_FACTS = 50
 MAX_CONTENT_CHARS = 2000
-_NEGATION = re.compile(r"\b(?:not|no|never|n't|cannot|nor|without)\b|n't\b", re.I)
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_WORD = re.compile(r"[^\W_]+")
-# rapidfuzz ratio at or above which two differing words count as one word respelt
-RESPELLING = 80
-
-COLUMNS = (
-    "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
-    " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"
-    " f.forgotten_reason, f.source_session_id, f.source_message_ids, f.retrieved_count,"
-    " f.helpful_count, f.unhelpful_count"
-)
-
-
-@dataclass
-class Fact:
-    id: int
-    user: str
-    content: str
-    category: str
-    kind: str
-    tags: list[str]
-    entities: list[str]
-    trust: float
-    importance: float | None
-    created_at: str
-    updated_at: str
-    valid_from: str | None
-    valid_to: str | None
-    superseded_by: int | None
-    forgotten_at: str | None
-    forgotten_reason: str | None
-    source_session_id: int | None
-    source_message_ids: list[int]
-    retrieved_count: int
-    helpful_count: int
-    unhelpful_count: int
-    score: float | None = None
-    explain: dict | None = None
-
-    @property
-    def status(self) -> Literal["active", "superseded", "forgotten"]:
-        if self.forgotten_at:
-            return "forgotten"
-        return "superseded" if self.superseded_by is not None else "active"
-
-    @property
-    def active(self) -> bool:
-        return self.status == "active"
-
-    def to_json(self) -> dict:
-        data: dict[str, Any] = {
-            "id": self.id, "content": self.content, "entities": self.entities,
-            "category": self.category, "trust": self.trust, "tags": self.tags,
-            "score": None if self.score is None else round(self.score, 6),
-            "kind": self.kind, "status": self.status, "importance": self.importance,
-            "created_at": self.created_at, "updated_at": self.updated_at,
-            "valid_from": self.valid_from, "valid_to": self.valid_to,
-            "superseded_by": self.superseded_by, "forgotten_at": self.forgotten_at,
-            "forgotten_reason": self.forgotten_reason,
-            "source_session_id": self.source_session_id,
-            "source_message_ids": self.source_message_ids,
-            "retrieved_count": self.retrieved_count, "helpful_count": self.helpful_count,
-            "unhelpful_count": self.unhelpful_count,
-        }
-        if self.explain is not None:
-            data["explain"] = self.explain
-        return data
 
 
 @dataclass
@@ -138,62 +79,6 @@ class ReasonResult:
     unknown: list[str] = field(default_factory=list)  # names that resolve to no entity
 
 
-def normalise(content: str) -> str:
-    return re.sub(r"\s+", " ", content).strip()
-
-
-def content_key(content: str) -> str:
-    """What makes two facts exact duplicates: case, spacing and end punctuation do not count."""
-    return re.sub(r"[\s.!;,]+$", "", normalise(content).casefold())
-
-
-def _row_to_fact(row: Sequence[Any]) -> Fact:
-    return Fact(
-        id=int(row[0]), user=row[1], content=row[2], category=row[3], kind=row[4],
-        tags=json.loads(row[5] or "[]"),
-        entities=[n for n in (row[6] or "").split("\n") if n],
-        trust=float(row[7]), importance=row[8], created_at=row[9], updated_at=row[10],
-        valid_from=row[11], valid_to=row[12], superseded_by=row[13], forgotten_at=row[14],
-        forgotten_reason=row[15], source_session_id=row[16],
-        source_message_ids=json.loads(row[17] or "[]"), retrieved_count=int(row[18]),
-        helpful_count=int(row[19]), unhelpful_count=int(row[20]),
-    )
-
-
-def _snapshot(fact: Fact) -> dict:
-    data = fact.to_json()
-    for key in ("score", "explain", "retrieved_count"):
-        data.pop(key, None)
-    return data
-
-
-def _clean_tags(tags: Iterable[str]) -> list[str]:
-    seen: dict[str, str] = {}
-    for tag in tags:
-        tag = normalise(str(tag)).lstrip("#")
-        if tag and tag.casefold() not in seen:
-            seen[tag.casefold()] = tag
-    return list(seen.values())
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS}
-
-
-def _differs_in_meaning(a: str, b: str) -> bool:
-    """Similar text that must still not merge: other numbers, a negation, or a word on each
-    side that is not a respelling of one on the other ("cat" / "dog", "Porto" / "Lisbon")."""
-    if _NUMBER.findall(a) != _NUMBER.findall(b):
-        return True
-    if bool(_NEGATION.search(a)) != bool(_NEGATION.search(b)):
-        return True
-    words_a, words_b = _content_words(a), _content_words(b)
-    only_a, only_b = words_a - words_b, words_b - words_a
-    if not only_a or not only_b:
-        return False  # one says everything the other does
-    return any(max(fuzz.ratio(x, y) for y in only_b) < RESPELLING for x in only_a)
-
-
 class FactStore:
     def __init__(
         self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None
@@ -217,25 +102,20 @@ class FactStore:
             f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND ({where}) {tail}",
             [user, *params],
         ).fetchall()
-        return [_row_to_fact(r) for r in rows]
+        return [row_to_fact(r) for r in rows]
 
     def get(self, user: str, fact_id: int) -> Fact:
         """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
-        found = self._fetch(user, "f.id = ?", [int(fact_id)])
+        fact_id = int(fact_id)
+        # An id beyond SQLite's int64 would raise OverflowError in the driver: no such fact.
+        found = self._fetch(user, "f.id = ?", [fact_id]) if in_sqlite_range(fact_id) else []
         if not found:
             raise NotFound(f"No fact with id {fact_id} for user {user!r}.")
         return found[0]
 
     def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
                  at: str | None = None) -> None:
-        self.db.execute(
-            "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [fact.id, fact.user, action,
-             None if old is None else json.dumps(old, ensure_ascii=False),
-             None if new is None else json.dumps(new, ensure_ascii=False),
-             note, at or self._now()],
-        )
+        record_history(self.db, fact, action, old, new, note=note, at=at or self._now())
 
     # -- adding -----------------------------------------------------------------------------
 
@@ -274,7 +154,9 @@ class FactStore:
     ) -> AddResult:
         """Add a fact, or merge it into an existing duplicate or near duplicate."""
         text = self._validate(content, category, kind)
-        tag_list = _clean_tags(tags)
+        for name in entities or ():
+            check_name(name)
+        tag_list = clean_tags(tags)
         message_ids = [int(m) for m in source_message_ids]
         if importance is not None and not 0 <= importance <= 1:
             raise RefusedWrite("Refused: importance must be between 0 and 1.")
@@ -284,137 +166,30 @@ class FactStore:
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
-                fact = self._merge(exact[0], text, [], tag_list, message_ids, now,
-                                   "exact duplicate")
+                fact = fact_dedup.merge(self, exact[0], text, [], tag_list, message_ids,
+                                        now, "exact duplicate")
                 return AddResult(fact.id, "merged", fact, "exact", 100.0)
             names = entities if entities else self.entity_store.candidates(user, text)
             linked = self.entity_store.ensure_all(user, names)
             if exact:
-                fact = self._merge(exact[0], text, linked, tag_list, message_ids, now,
-                                   "exact duplicate")
+                fact = fact_dedup.merge(self, exact[0], text, linked, tag_list, message_ids,
+                                        now, "exact duplicate")
                 return AddResult(fact.id, "merged", fact, "exact", 100.0)
-            near = self._near_duplicate(user, text, [i for i, _ in linked])
+            near = fact_dedup.near_duplicate(self, user, text, [i for i, _ in linked])
             if near is not None:
                 existing, similarity = near
-                fact = self._merge(existing, text, linked, tag_list, message_ids, now,
-                                   f"near duplicate ({similarity:.0f})")
+                fact = fact_dedup.merge(self, existing, text, linked, tag_list, message_ids,
+                                        now, f"near duplicate ({similarity:.0f})")
                 return AddResult(fact.id, "merged", fact, "near", similarity)
-            cursor = self.db.execute(
-                """
-                INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
-                  trust, importance, created_at, updated_at, valid_from, source_session_id,
-                  source_message_ids)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [user, text, key, category, kind, json.dumps(tag_list, ensure_ascii=False),
-                 "\n".join(n for _, n in linked), self.config.default_trust, importance, now,
-                 now, valid_from or now, source_session_id, json.dumps(message_ids)],
-            )
-            fact_id = int(cursor.lastrowid)
-            self._link(fact_id, [i for i, _ in linked])
+            fact_id = insert_fact(
+                self.db, user=user, content=text, category=category, kind=kind, tags=tag_list,
+                entity_names=[n for _, n in linked], trust=self.config.default_trust,
+                importance=importance, now=now, valid_from=valid_from or now,
+                source_session_id=source_session_id, source_message_ids=message_ids)
+            link_entities(self.db, fact_id, [i for i, _ in linked])
             fact = self.get(user, fact_id)
-            self._history(fact, "add", None, _snapshot(fact), at=now)
+            self._history(fact, "add", None, snapshot(fact), at=now)
         return AddResult(fact_id, "created", fact)
-
-    def _link(self, fact_id: int, entity_ids: Iterable[int]) -> None:
-        self.db.conn.executemany(
-            "INSERT OR IGNORE INTO fact_entities (fact_id, entity_id) VALUES (?, ?)",
-            [(fact_id, e) for e in entity_ids],
-        )
-
-    def _near_duplicate(
-        self, user: str, text: str, entity_ids: list[int]
-    ) -> tuple[Fact, float] | None:
-        """The most similar active fact about one of the same entities, if similar enough.
-
-        Candidates come from the FTS index, never from a scan of the user's facts: the facts
-        naming the new fact's most specific entity (the one in fewest facts) in their entity
-        column. When even that entity is in many facts, or there is none, only facts sharing
-        three of the text's four longest words qualify (a fact similar enough to merge shares
-        them). No bm25 here: computing it needs every term's document count, which is what
-        made this slow at 100k facts; rapidfuzz ranks the candidates instead.
-        """
-        plan = build_match(text)
-        words = sorted((t for t in plan.terms if not t.is_stopword),
-                       key=lambda t: -len(" ".join(t.tokens)))[:4]
-        if len(words) >= 3:
-            shared = " OR ".join(
-                "(" + " AND ".join(w.fts for w in words if w is not skip) + ")" for skip in words
-            ) if len(words) == 4 else " AND ".join(w.fts for w in words)
-        else:
-            shared = " AND ".join(w.fts for w in words) or plan.strict or ""
-        if not shared:
-            return None
-        expression = f"({shared})"
-        anchor: int | None = None
-        if entity_ids:
-            marks = ",".join("?" * len(entity_ids))
-            row = self.db.execute(
-                f"SELECT entity_id, count(*) AS n FROM fact_entities "
-                f"WHERE entity_id IN ({marks}) GROUP BY entity_id ORDER BY n LIMIT 1",
-                entity_ids,
-            ).fetchone()
-            if row is None:
-                return None  # no fact is about any of these entities yet
-            anchor = int(row[0])
-            name = self.entity_store.names_of([anchor])[anchor]
-            phrase = build_match('"' + name.replace('"', " ") + '"').strict
-            if phrase:
-                column = f"entity_names : {phrase}"
-                expression = column if row[1] <= HUB_FACTS else f"{column} AND {expression}"
-        rows = self.db.execute(
-            f"""
-            SELECT f.id, f.content FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
-            WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
-            ORDER BY facts_fts.rowid DESC LIMIT {MERGE_CANDIDATES}
-            """,
-            [expression, user],
-        ).fetchall()
-        best: tuple[int, float] | None = None
-        for fact_id, content in rows:
-            similarity = float(fuzz.token_set_ratio(text, content, processor=default_process))
-            if similarity < self.config.merge_threshold or _differs_in_meaning(text, content):
-                continue
-            if anchor is not None and anchor not in self._entity_ids(fact_id):
-                continue  # the name is in its text, but the fact is not linked to the entity
-            if best is None or similarity > best[1]:
-                best = (int(fact_id), similarity)
-        return None if best is None else (self.get(user, best[0]), best[1])
-
-    def _entity_ids(self, fact_id: int) -> list[int]:
-        return [int(r[0]) for r in self.db.execute(
-            "SELECT entity_id FROM fact_entities WHERE fact_id = ?", [fact_id]).fetchall()]
-
-    def _merge(self, existing: Fact, text: str, linked: list[tuple[int, str]], tags: list[str],
-               message_ids: list[int], now: str, note: str) -> Fact:
-        """Fold a new statement into an existing fact: keep the more complete wording, union
-        entities, tags and sources."""
-        old = _snapshot(existing)
-        content = existing.content
-        covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
-        if len(text) > len(content) and covers and content_key(text) != content_key(content):
-            content = text  # the new wording says everything the old one did, and more
-        entity_names = list(existing.entities)
-        for _, name in linked:
-            if name not in entity_names:
-                entity_names.append(name)
-        merged_tags = _clean_tags([*existing.tags, *tags])
-        sources = list(dict.fromkeys([*existing.source_message_ids, *message_ids]))
-        changed = (content != existing.content or entity_names != existing.entities
-                   or merged_tags != existing.tags or sources != existing.source_message_ids)
-        if not changed:
-            return existing
-        self.db.execute(
-            "UPDATE facts SET content = ?, content_key = ?, entity_names = ?, tags = ?, "
-            "source_message_ids = ?, updated_at = ? WHERE id = ? AND user = ?",
-            [content, content_key(content), "\n".join(entity_names),
-             json.dumps(merged_tags, ensure_ascii=False), json.dumps(sources), now,
-             existing.id, existing.user],
-        )
-        self._link(existing.id, [i for i, _ in linked])
-        fact = self.get(existing.user, existing.id)
-        self._history(fact, "merge", old, _snapshot(fact), note=f"{note}: {text}", at=now)
-        return fact
 
     # -- searching --------------------------------------------------------------------------
 
@@ -433,8 +208,6 @@ class FactStore:
         All terms must match first; when that finds nothing, any non-stopword term may. CJK
         text (no word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
         """
-        from hermes.memory.fact_search import search_facts
-
         floor = self.config.search_min_trust if min_trust is None else min_trust
         return search_facts(self, user, query, limit=limit, category=category, floor=floor,
                             explain=explain)
@@ -457,7 +230,7 @@ class FactStore:
             f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE} {tail}",
             [entity_id, user, *params[1:]],
         ).fetchall()
-        facts = [_row_to_fact(r) for r in rows]
+        facts = [row_to_fact(r) for r in rows]
         for fact in facts:
             fact.score = fact.trust
         return facts
@@ -466,8 +239,6 @@ class FactStore:
         """Facts connecting the entities: linked to all first, then to several, by how many
         they link and by trust. With no direct link, the shortest chain through shared
         entities."""
-        from hermes.memory.fact_graph import connect_entities
-
         resolved: dict[int, str] = {}
         unknown: list[str] = []
         for name in entities:
@@ -504,7 +275,7 @@ class FactStore:
         ).fetchall()
         facts = []
         for row in rows:
-            fact = _row_to_fact(row)
+            fact = row_to_fact(row)
             fact.score = float(row[-1]) + fact.trust
             fact.explain = {"links": int(row[-1]), "of": len(ids), "trust": fact.trust}
             facts.append(fact)
@@ -513,7 +284,7 @@ class FactStore:
         path_ids, fact_ids = connect_entities(self.db, user, ids)
         if not path_ids:
             return ReasonResult([], [], unknown)
-        names = self.entity_store.names_of(path_ids)
+        names = self.entity_store.names_of(user, path_ids)
         chain = [self.get(user, i) for i in fact_ids][:limit]
         for position, fact in enumerate(chain):
             fact.score = fact.trust
@@ -534,7 +305,7 @@ class FactStore:
                 [*entity_ids, user, int(limit)],
             ).fetchall()
             for row in rows:
-                fact = _row_to_fact(row)
+                fact = row_to_fact(row)
                 found[fact.id] = fact
         terms = any_terms(text)
         if terms and len(found) < limit:
@@ -547,7 +318,7 @@ class FactStore:
                 [terms, user, int(limit)],
             ).fetchall()
             for row in rows:
-                fact = _row_to_fact(row)
+                fact = row_to_fact(row)
                 found.setdefault(fact.id, fact)
         return list(found.values())[:limit]
 
@@ -588,7 +359,7 @@ class FactStore:
 
     def mark_retrieved(self, user: str, fact_ids: Iterable[int]) -> None:
         """Count that these facts were shown (recall, search results given to the model)."""
-        ids = [int(i) for i in fact_ids]
+        ids = [int(i) for i in fact_ids if in_sqlite_range(int(i))]
         if not ids:
             return
         marks = ",".join("?" * len(ids))
@@ -633,28 +404,21 @@ class FactStore:
                 raise RefusedWrite(f"Refused: the new text of fact {old.id} is the same as the "
                                    "old. Nothing was changed.")
             now = self._now()
-            entity_ids = self._entity_ids(old.id)
+            entity_ids = linked_entity_ids(self.db, old.id)
             known = self.entity_store.known_in(user, text)
             names = list(old.entities)
             for entity_id, name in known:
                 if entity_id not in entity_ids:
                     entity_ids.append(entity_id)
                     names.append(name)
-            cursor = self.db.execute(
-                """
-                INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
-                  trust, importance, created_at, updated_at, valid_from, source_session_id,
-                  source_message_ids)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [user, text, content_key(text), old.category, old.kind,
-                 json.dumps(old.tags, ensure_ascii=False), "\n".join(names), old.trust,
-                 old.importance, now, now, now,
-                 source_session_id if source_session_id is not None else old.source_session_id,
-                 json.dumps(message_ids or old.source_message_ids)],
-            )
-            new_id = int(cursor.lastrowid)
-            self._link(new_id, entity_ids)
+            new_id = insert_fact(
+                self.db, user=user, content=text, category=old.category, kind=old.kind,
+                tags=old.tags, entity_names=names, trust=old.trust, importance=old.importance,
+                now=now, valid_from=now,
+                source_session_id=(source_session_id if source_session_id is not None
+                                   else old.source_session_id),
+                source_message_ids=message_ids or old.source_message_ids)
+            link_entities(self.db, new_id, entity_ids)
             self.db.execute(
                 "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
                 "WHERE id = ? AND user = ?", [now, new_id, now, old.id, user],
@@ -664,7 +428,7 @@ class FactStore:
                           {"valid_to": None, "superseded_by": None},
                           {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
             self._history(new, "update", {"id": old.id, "content": old.content},
-                          _snapshot(new), note=note, at=now)
+                          snapshot(new), note=note, at=now)
         return new
 
     def forget(self, user: str, fact_id: int, reason: str | None = None) -> Fact:
@@ -719,7 +483,3 @@ class FactStore:
             self.db.execute(f"DELETE FROM facts WHERE user = ? AND id IN ({marks})",
                             [user, *doomed])
 
-
-def entity_key(name: str) -> str:
-    """Re-exported for callers matching entity names the way the store does."""
-    return name_key(name)

@@ -23,7 +23,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, QueryError, RefusedWrite
 from hermes.memory import recall
-from hermes.memory.ranking import HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.ranking import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan, build_match, like_pattern
 
@@ -111,7 +111,7 @@ class Message:
 class SearchHit:
     session: Session
     score: float
-    match: Message
+    match: Message | None  # None: only the title or summary matched (a session without messages)
     snippet: str
     context: list[Message]
     # How the query matched: "strict" (all terms), "loose" (any term) or "like" (CJK text).
@@ -134,7 +134,7 @@ class SearchHit:
             "mode": self.mode,
             "matched_in": self.matched_in,
             "snippet": self.snippet,
-            "match": self.match.to_json(),
+            "match": None if self.match is None else self.match.to_json(),
             "context": [m.to_json() for m in self.context],
         }
 
@@ -283,6 +283,8 @@ class SessionStore:
     # -- reading ----------------------------------------------------------------------------
 
     def get(self, user: str, session_id: int) -> Session:
+        if not _storable(session_id):
+            raise NotFound(f"No session {session_id} for user {user!r}.")
         row = self.db.execute(
             f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
             [session_id, user],
@@ -309,6 +311,8 @@ class SessionStore:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
         # Both queries are scoped by user: another user's session has no such message.
         context = max(0, context)
+        if not (_storable(session_id) and _storable(around_message_id)):
+            raise NotFound(f"No message {around_message_id} in session {session_id}.")
         before = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
             "AND m.id <= ? ORDER BY m.id DESC LIMIT ?",
@@ -413,6 +417,13 @@ class SessionStore:
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
     ) -> list[recall.RankedMessage]:
         """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
+        return self._reranked_and_empty(user, plan, mode, expr, source)[0]
+
+    def _reranked_and_empty(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
+        """:meth:`_reranked`, and the sessions without messages whose title or summary match
+        (session id, score on the same scale), which the message ranking cannot return."""
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
@@ -429,9 +440,25 @@ class SessionStore:
         if self.vectors is not None and mode != "strict":
             dense = self.vectors.nearest(user, recall.plan_text(plan),
                                          recall.DEFAULT_PARAMS.dense_candidates)
-        return recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
-                             sessions, limit=len(messages) * 3 + len(sessions) + 100,
-                             source=source, now=self.clock.now(), dense=dense)
+        ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                               sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                               source=source, now=self.clock.now(), dense=dense)
+        empty: list[tuple[int, float]] = []
+        if sessions:
+            present = {r.session_id for r in ranked}
+            candidates = [sid for sid in sessions if sid not in present]
+            if candidates:
+                marks = ",".join("?" * len(candidates))
+                rows = self.db.execute(
+                    f"SELECT id FROM sessions WHERE id IN ({marks}) AND NOT EXISTS "
+                    "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", candidates,
+                ).fetchall()
+                # The scale recall.rerank gives a title/summary-only session.
+                top = max((c.score for c in messages), default=0.0) \
+                    or max(sessions.values(), default=0.0) or 1.0
+                weight = recall.DEFAULT_PARAMS.meta_weight
+                empty = [(r[0], weight * sessions[r[0]] / top) for r in rows]
+        return ranked, empty
 
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
@@ -441,12 +468,16 @@ class SessionStore:
         when only the title or summary matched, title/summary score)."""
         ranked: list[tuple[int, float, _Candidate | None, float]] = []
         seen: set[int] = set()
-        for r in self._reranked(user, plan, mode, expr, source):
+        messages, empty = self._reranked_and_empty(user, plan, mode, expr, source)
+        for r in messages:
             if r.session_id not in seen:
                 seen.add(r.session_id)
                 cand = None if "title/summary" in r.parts else _Candidate(
                     r.message_id, r.session_id, r.score)
                 ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
+        if empty:  # sessions without messages, found by their title or summary
+            ranked.extend((sid, score, None, 1.0) for sid, score in empty)
+            ranked.sort(key=lambda r: -r[1])
         # Cron output is background noise next to a real conversation: demoted below them all.
         # Sources are looked up best first, only until `limit` conversations are found.
         conversations, cron = [], []
@@ -474,13 +505,31 @@ class SessionStore:
             [expr, user, source, source, limit],
         ).fetchall()
 
+    def _best(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's best ``limit`` messages matching ``expr`` by FTS5's own bm25 (same column
+        weights), whatever their age. FTS5 scores every match to sort them: the cost grows with
+        the number of matches (fewer than DF_CAP where it is used)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY bm25(messages_fts, ?, ?) LIMIT ?",
+            [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
+        ).fetchall()
+
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
         """Matching messages scored by BM25. Every match is scored when there are at most
         SCORE_CAP; past that (a common word on a big history), the candidates are the newest
-        SCORE_CAP matches, plus, for an any-word query, the messages holding at least two of the
-        words and every match of each rare word: what BM25 would put first anyway."""
+        SCORE_CAP matches, plus, for an all-words query, the SCORE_CAP best by FTS5's bm25 (so
+        that age alone never hides the best match) unless even its rarest word is in DF_CAP
+        messages or more (ranking them all would cost too much, and a word that common says
+        little), and, for an any-word query, the messages holding at least two of the words
+        and every match of each rare word."""
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
@@ -488,6 +537,9 @@ class SessionStore:
         pool = {row[0]: row for row in rows[:SCORE_CAP]}
         total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP and mode == "strict" and min(bm25.df) < DF_CAP:
+            for row in self._best(expr, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
         if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
             firsts = terms[:MAX_PAIR_TERMS]
             pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
@@ -609,14 +661,14 @@ class SessionStore:
                     "ORDER BY role != 'user', id LIMIT 1",
                     [sid, user],
                 ).fetchone()
-                if first is None:
-                    continue
-                match_id = first[0]
+                match_id = None if first is None else first[0]
                 snippet = self._session_snippet(plan, expr, session)
             if meta:
                 matched_in.append("title/summary")
-            window = self.window(user, sid, match_id, context)
-            match = next(m for m in window if m.id == match_id)
+            window, match = [], None
+            if match_id is not None:
+                window = self.window(user, sid, match_id, context)
+                match = next(m for m in window if m.id == match_id)
             hits.append(SearchHit(session, score, match, snippet, window,
                                   "like" if plan.cjk else mode, matched_in))
         return hits
@@ -651,9 +703,18 @@ class SessionStore:
         return manual_snippet(session.summary or session.title or "", plan)
 
 
+def _storable(number: int) -> bool:
+    """Whether an id fits SQLite's 64-bit integers (a bigger one cannot name a row)."""
+    return -(2**63) <= number < 2**63
+
+
 def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
     """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
-    embeddings, the loose round always runs: it is where the nearest messages join."""
+    embeddings, the loose round always runs: it is where the nearest messages join.
+
+    The same order as hermes.store.fts.search_with_fallback, which cannot be used here as it is:
+    a CJK-only query has no FTS expression at all (it is matched with LIKE), and with embeddings
+    a query without a loose expression still needs a second round."""
     modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
     if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
         modes.append(("loose", plan.loose or plan.strict))

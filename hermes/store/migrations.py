@@ -323,3 +323,36 @@ def m009_message_vectors(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_message_vectors_user ON message_vectors(user, model, message_id);
         """
     )
+
+
+@migrations()
+def m010_reply_ratings(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- One 👍/👎 per (reply, person who reacted): a repeated reaction does not rate again,
+        -- switching replaces the rating, removing the reaction withdraws it. `applied` holds the
+        -- trust change each fact actually got ({"<fact id>": delta}), so withdrawing undoes
+        -- exactly that, clamping included.
+        CREATE TABLE reply_ratings (
+          message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+          rater TEXT NOT NULL,            -- front-end identity, e.g. discord:<user id>
+          user TEXT NOT NULL,
+          helpful INTEGER NOT NULL,       -- 1: 👍, 0: 👎
+          applied TEXT NOT NULL,
+          rated_at TEXT NOT NULL,
+          UNIQUE (message_id, rater)
+        );
+        """
+    )
+
+
+@migrations()
+def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- For config jobs: the `enabled` the config had at the last sync. When the config's
+        -- value changes, the job follows it; otherwise a pause/resume from the CLI stands.
+        ALTER TABLE cron_jobs ADD COLUMN config_enabled INTEGER;
+        UPDATE cron_jobs SET config_enabled = enabled WHERE origin = 'config';
+        """
+    )

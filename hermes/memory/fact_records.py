@@ -1,0 +1,171 @@
+"""What a fact is on disk and in memory: the row <-> ``Fact`` mapping, the SQL every fact query
+shares (the *active* condition, the selected columns, the bm25 weights) and the small writes
+used by the store, its search and its duplicate detection (insert, link, history).
+
+Imported by facts, fact_search, fact_dedup, fact_graph and entities; imports none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import sqlite_utils
+
+# A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
+ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
+# bm25 column weights: content, tags, entity_names
+BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
+COLUMNS = (
+    "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
+    " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"
+    " f.forgotten_reason, f.source_session_id, f.source_message_ids, f.retrieved_count,"
+    " f.helpful_count, f.unhelpful_count"
+)
+
+
+@dataclass
+class Fact:
+    id: int
+    user: str
+    content: str
+    category: str
+    kind: str
+    tags: list[str]
+    entities: list[str]
+    trust: float
+    importance: float | None
+    created_at: str
+    updated_at: str
+    valid_from: str | None
+    valid_to: str | None
+    superseded_by: int | None
+    forgotten_at: str | None
+    forgotten_reason: str | None
+    source_session_id: int | None
+    source_message_ids: list[int]
+    retrieved_count: int
+    helpful_count: int
+    unhelpful_count: int
+    score: float | None = None
+    explain: dict | None = None
+
+    @property
+    def status(self) -> Literal["active", "superseded", "forgotten"]:
+        if self.forgotten_at:
+            return "forgotten"
+        return "superseded" if self.superseded_by is not None else "active"
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    def to_json(self) -> dict:
+        data: dict[str, Any] = {
+            "id": self.id, "content": self.content, "entities": self.entities,
+            "category": self.category, "trust": self.trust, "tags": self.tags,
+            "score": None if self.score is None else round(self.score, 6),
+            "kind": self.kind, "status": self.status, "importance": self.importance,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "valid_from": self.valid_from, "valid_to": self.valid_to,
+            "superseded_by": self.superseded_by, "forgotten_at": self.forgotten_at,
+            "forgotten_reason": self.forgotten_reason,
+            "source_session_id": self.source_session_id,
+            "source_message_ids": self.source_message_ids,
+            "retrieved_count": self.retrieved_count, "helpful_count": self.helpful_count,
+            "unhelpful_count": self.unhelpful_count,
+        }
+        if self.explain is not None:
+            data["explain"] = self.explain
+        return data
+
+
+def in_sqlite_range(number: int) -> bool:
+    """Whether an integer fits SQLite's INTEGER (int64); larger ids name no row."""
+    return -(2**63) <= number < 2**63
+
+
+def normalise(content: str) -> str:
+    return re.sub(r"\s+", " ", content).strip()
+
+
+def content_key(content: str) -> str:
+    """What makes two facts exact duplicates: case, spacing and end punctuation do not count."""
+    return re.sub(r"[\s.!;,]+$", "", normalise(content).casefold())
+
+
+def row_to_fact(row: Sequence[Any]) -> Fact:
+    return Fact(
+        id=int(row[0]), user=row[1], content=row[2], category=row[3], kind=row[4],
+        tags=json.loads(row[5] or "[]"),
+        entities=[n for n in (row[6] or "").split("\n") if n],
+        trust=float(row[7]), importance=row[8], created_at=row[9], updated_at=row[10],
+        valid_from=row[11], valid_to=row[12], superseded_by=row[13], forgotten_at=row[14],
+        forgotten_reason=row[15], source_session_id=row[16],
+        source_message_ids=json.loads(row[17] or "[]"), retrieved_count=int(row[18]),
+        helpful_count=int(row[19]), unhelpful_count=int(row[20]),
+    )
+
+
+def snapshot(fact: Fact) -> dict:
+    data = fact.to_json()
+    for key in ("score", "explain", "retrieved_count"):
+        data.pop(key, None)
+    return data
+
+
+def clean_tags(tags: Iterable[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for tag in tags:
+        tag = normalise(str(tag)).lstrip("#")
+        if tag and tag.casefold() not in seen:
+            seen[tag.casefold()] = tag
+    return list(seen.values())
+
+
+def record_history(db: sqlite_utils.Database, fact: Fact, action: str, old: Any, new: Any, *,
+                   note: str | None, at: str) -> None:
+    """One ``fact_history`` row: a change of a fact with its old and new values (JSON)."""
+    db.execute(
+        "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [fact.id, fact.user, action,
+         None if old is None else json.dumps(old, ensure_ascii=False),
+         None if new is None else json.dumps(new, ensure_ascii=False),
+         note, at],
+    )
+
+
+def insert_fact(db: sqlite_utils.Database, *, user: str, content: str, category: str, kind: str,
+                tags: Sequence[str], entity_names: Sequence[str], trust: float,
+                importance: float | None, now: str, valid_from: str,
+                source_session_id: int | None, source_message_ids: Sequence[int]) -> int:
+    """Insert a new fact row (the FTS triggers index it) and return its id."""
+    cursor = db.execute(
+        """
+        INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
+          trust, importance, created_at, updated_at, valid_from, source_session_id,
+          source_message_ids)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        [user, content, content_key(content), category, kind,
+         json.dumps(list(tags), ensure_ascii=False), "\n".join(entity_names), trust,
+         importance, now, now, valid_from, source_session_id,
+         json.dumps(list(source_message_ids))],
+    )
+    return int(cursor.lastrowid)
+
+
+def link_entities(db: sqlite_utils.Database, fact_id: int, entity_ids: Iterable[int]) -> None:
+    db.conn.executemany(
+        "INSERT OR IGNORE INTO fact_entities (fact_id, entity_id) VALUES (?, ?)",
+        [(fact_id, e) for e in entity_ids],
+    )
+
+
+def linked_entity_ids(db: sqlite_utils.Database, fact_id: int) -> list[int]:
+    return [int(r[0]) for r in db.execute(
+        "SELECT entity_id FROM fact_entities WHERE fact_id = ?", [fact_id]).fetchall()]

@@ -1,0 +1,63 @@
+"""Transcript import (JSON Lines): what is merged, what is refused, and what is reported."""
+
+import json
+
+from hermes.memory.sessions import SessionStore
+from hermes.memory.transcripts import import_sessions
+
+
+def line(messages, **fields):
+    return json.dumps({"source": "terminal", "started_at": "2026-11-01T00:00:00Z",
+                       "messages": messages, **fields})
+
+
+def msg(content, external_id=None, at="2026-11-01T00:00:01Z"):
+    return {"role": "user", "content": content, "created_at": at, "external_id": external_id}
+
+
+def test_sessions_without_external_id_are_never_merged_with_each_other(rt):
+    store = SessionStore.from_runtime(rt)
+    first = line([msg("about the garden")])
+    second = line([msg("about the car")])
+    report = import_sessions(store, "owner", [first, second])
+    assert (report.sessions_created, report.sessions_existing) == (2, 0)
+    assert report.messages_added == 2
+    assert len(store.list("owner")) == 2
+    # Re-importing the same file still adds nothing.
+    again = import_sessions(store, "owner", [first, second])
+    assert (again.sessions_created, again.sessions_existing, again.messages_added) == (0, 2, 0)
+    assert len(store.list("owner")) == 2
+
+
+def test_duplicate_message_external_ids_in_one_line_are_a_line_error(rt):
+    store = SessionStore.from_runtime(rt)
+    bad = line([msg("one", "m-1"), msg("two", "m-1")], external_id="s-1")
+    good = line([msg("fine", "m-1")], external_id="s-2")
+    report = import_sessions(store, "owner", [bad, good])
+    assert [n for n, _ in report.errors] == [1]
+    assert "m-1" in report.errors[0][1]
+    assert report.messages_added == 1 and report.sessions_created == 1
+    count = rt.db.execute("SELECT count(*) FROM messages").fetchone()[0]
+    assert count == report.messages_added
+
+
+def test_file_with_a_byte_order_mark_imports(cli, tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes("\ufeff".encode() + (line([msg("hello")], external_id="b-1") + "\n").encode())
+    result = cli("sessions", "import", str(path), "--json")
+    assert result.exit_code == 0, result.stdout
+    assert result.json()["sessions_created"] == 1
+
+
+def test_source_is_validated_and_normalised(rt):
+    store = SessionStore.from_runtime(rt)
+    report = import_sessions(store, "owner", [
+        line([msg("cron docker report")], source="CRON", external_id="c"),
+        line([msg("docker chat")], source=" Discord ", external_id="d"),
+        line([msg("docker elsewhere")], source="slack", external_id="x"),
+    ])
+    assert [n for n, _ in report.errors] == [3]
+    assert "source" in report.errors[0][1]
+    assert sorted(s.source for s in store.list("owner")) == ["cron", "discord"]
+    hits = store.search("owner", "docker")
+    assert [h.session.source for h in hits] == ["discord", "cron"]  # cron demoted
