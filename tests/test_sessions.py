@@ -162,7 +162,7 @@ def test_query_without_words_is_a_clear_error(store, query):
 
 def test_match_error_propagates(store, clock, monkeypatch):
     conversation(store, clock, "owner", ["anything"])
-    from hermes.memory import sessions as module
+    from hermes.memory import session_search as module
     from hermes.store.fts import MatchPlan, Term
 
     monkeypatch.setattr(module, "build_match",
@@ -251,7 +251,7 @@ def test_users_are_isolated_in_every_read(store, clock):
 
 
 def test_many_other_user_matches_do_not_crowd_out_mine(store, clock, monkeypatch):
-    from hermes.memory import sessions as module
+    from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 2)
     for _ in range(4):
@@ -267,7 +267,7 @@ def test_source_filter(store, clock):
 
 
 def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock, monkeypatch):
-    from hermes.memory import sessions as module
+    from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     old_both = conversation(store, clock, "owner", ["the tomato blight came back", "ok"])
@@ -309,7 +309,7 @@ def test_session_without_messages_found_by_its_summary(store, clock):
 
 def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, clock,
                                                                        monkeypatch):
-    from hermes.memory import sessions as module
+    from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     old = conversation(store, clock, "owner", ["docker docker docker docker", "ok"])

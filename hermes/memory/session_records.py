@@ -1,0 +1,131 @@
+"""Tier 3 records: sessions, messages and search hits, and the SQL that reads them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROLES = ("user", "assistant", "tool", "system")
+SOURCES = ("discord", "terminal", "cron", "import")
+
+_SESSION_COLUMNS = (
+    "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
+    "s.ended_at, s.message_count, s.external_id"
+)
+# The first user line: what browse shows for a session without a title.
+_PREVIEW = (
+    "(SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+    "ORDER BY m.id LIMIT 1)"
+)
+_MESSAGE_COLUMNS = (
+    "m.id, m.session_id, m.role, m.speaker, m.content, m.created_at, m.tool_name, m.tool_args, "
+    "m.tool_call_id, m.external_id"
+)
+
+
+@dataclass
+class Session:
+    id: int
+    user: str
+    source: str
+    channel_key: str | None
+    title: str | None
+    summary: str | None
+    started_at: str
+    last_active_at: str
+    ended_at: str | None
+    message_count: int
+    external_id: str | None
+    # The first user line, filled in by browse, shown when the session has no title.
+    preview: str | None = None
+
+    @property
+    def display_title(self) -> str:
+        text = self.title or self.preview or "(no messages)"
+        text = " ".join(text.split())
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data = {"session_id": data.pop("id"), **data}
+        data["title"] = self.title
+        data["display_title"] = self.display_title
+        return data
+
+
+@dataclass
+class Message:
+    id: int
+    session_id: int
+    role: str
+    speaker: str | None
+    content: str
+    created_at: str
+    tool_name: str | None = None
+    tool_args: str | None = None
+    tool_call_id: str | None = None
+    external_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchHit:
+    session: Session
+    score: float
+    match: Message | None  # None: only the title or summary matched (a session without messages)
+    snippet: str
+    context: list[Message]
+    # How the query matched: "strict" (all terms), "loose" (any term) or "like" (CJK text).
+    mode: str = "strict"
+    matched_in: list[str] = field(default_factory=list)  # "messages", "title/summary"
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.session
+        return {
+            "session_id": s.id,
+            "source": s.source,
+            "title": s.title,
+            "display_title": s.display_title,
+            "started_at": s.started_at,
+            "last_active_at": s.last_active_at,
+            "message_count": s.message_count,
+            "external_id": s.external_id,
+            "summary": s.summary,
+            "score": round(self.score, 4),
+            "mode": self.mode,
+            "matched_in": self.matched_in,
+            "snippet": self.snippet,
+            "match": None if self.match is None else self.match.to_json(),
+            "context": [m.to_json() for m in self.context],
+        }
+
+
+@dataclass
+class MessageHit:
+    """One message found by :meth:`SessionStore.search_messages`, with its session."""
+
+    session: Session
+    message: Message
+    score: float
+    mode: str  # "strict" (all terms), "loose" (any term) or "like" (CJK)
+    parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session_id": self.session.id, "started_at": self.session.started_at,
+                "score": round(self.score, 4), "mode": self.mode,
+                "parts": {k: round(v, 4) for k, v in self.parts.items()},
+                "message": self.message.to_json()}
+
+
+@dataclass
+class _Candidate:
+    message_id: int
+    session_id: int
+    score: float  # higher is better
+
+
+def _storable(number: int) -> bool:
+    """Whether an id fits SQLite's 64-bit integers (a bigger one cannot name a row)."""
+    return -(2**63) <= number < 2**63

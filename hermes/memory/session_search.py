@@ -1,0 +1,403 @@
+"""Tier 3 search: FTS5 over messages and session titles/summaries, ranked and grouped.
+
+All terms first, then any non-stopword term (hermes.store.fts), candidates bounded by
+``SCORE_CAP`` and scored by hermes.memory.ranking, re-ranked in their conversations by
+hermes.memory.recall, grouped by session with cron below conversations. No model call.
+``SessionSearch`` is mixed into ``SessionStore``, which provides ``db``, ``clock``, ``vectors``
+and ``get``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import sqlite_utils
+
+from hermes.clock import Clock
+from hermes.errors import QueryError
+from hermes.memory import recall
+from hermes.memory.ranking import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.session_records import (
+    _MESSAGE_COLUMNS,
+    Message,
+    MessageHit,
+    SearchHit,
+    Session,
+    _Candidate,
+)
+from hermes.store.fts import MatchPlan, build_match, like_pattern
+
+# bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
+# "alice" should prefer what was said about Alice over everything Alice said). Sessions: a title
+# hit is worth more than a summary hit.
+MESSAGE_WEIGHTS = (1.0, 0.3)
+SESSION_WEIGHTS = (2.0, 1.0)
+# At most this many matching messages are scored per query (see _fts_candidates): what keeps a
+# common word fast on a million messages. Measured in scripts/bench_sessions.py.
+SCORE_CAP = 500
+# An any-word query looks for messages holding two of its first this-many words.
+MAX_PAIR_TERMS = 6
+# CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
+CJK_CANDIDATES = 2000
+
+SNIPPET_TOKENS = 24
+
+class SessionSearch:
+    """Search over a user's sessions (the read side that ranks; see the module docstring)."""
+
+    db: sqlite_utils.Database
+    clock: Clock
+    vectors: Any
+
+    if TYPE_CHECKING:
+        def get(self, user: str, session_id: int) -> Session: ...
+
+    def search(
+        self,
+        user: str,
+        query: str,
+        *,
+        limit: int = 5,
+        context: int = 2,
+        source: str | None = None,
+    ) -> list[SearchHit]:
+        """Search every past conversation of ``user``. Zero model calls.
+
+        All terms first; any non-stopword term only when that finds nothing. Results are grouped
+        by session, best first, conversations before cron runs. Raises QueryError when the query
+        holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
+        """
+        plan = build_match(query)
+        if plan.empty:
+            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+        limit = max(1, limit)
+        for mode, expr in _modes(plan, self.vectors is not None):
+            ranked = self._rank(user, plan, mode, expr, source, limit)
+            if ranked:
+                return self._hits(user, plan, mode, expr, ranked[:limit], context)
+        return []
+
+    def search_messages(
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None
+    ) -> list[MessageHit]:
+        """The messages that best answer ``query``, best first: the ranking :meth:`search`
+        groups by session, ungrouped. Zero model calls. Raises QueryError like search."""
+        plan = build_match(query)
+        if plan.empty:
+            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+        for mode, expr in _modes(plan, self.vectors is not None):
+            ranked = self._reranked(user, plan, mode, expr, source)[: max(1, limit)]
+            if ranked:
+                ids = [r.message_id for r in ranked]
+                rows = self.db.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
+                    f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
+                messages = {row[0]: Message(*row) for row in rows}
+                sessions = {sid: self.get(user, sid) for sid in {r.session_id for r in ranked}}
+                return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
+                                   "like" if plan.cjk else mode, r.parts) for r in ranked]
+        return []
+
+    def _reranked(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> list[recall.RankedMessage]:
+        """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
+        return self._reranked_and_empty(user, plan, mode, expr, source)[0]
+
+    def _reranked_and_empty(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
+        """:meth:`_reranked`, and the sessions without messages whose title or summary match
+        (session id, score on the same scale), which the message ranking cannot return."""
+        if plan.cjk:
+            messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
+            sessions = self._cjk_session_scores(user, plan, mode, expr, source)
+        else:
+            assert expr is not None
+            aliases = recall.other_names(self.db, user, plan) if mode != "strict" else []
+            if aliases:  # any word may match: so may another name of what the query names
+                plan = build_match(recall.plan_text(plan) + "".join(f' "{a}"' for a in aliases))
+                expr = plan.loose or plan.strict
+                assert expr is not None
+            messages = self._fts_candidates(user, plan, mode, expr, source)
+            sessions = self._session_scores(user, plan, mode, expr, source)
+        dense = None
+        if self.vectors is not None and mode != "strict":
+            dense = self.vectors.nearest(user, recall.plan_text(plan),
+                                         recall.DEFAULT_PARAMS.dense_candidates)
+        ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                               sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                               source=source, now=self.clock.now(), dense=dense)
+        empty: list[tuple[int, float]] = []
+        if sessions:
+            present = {r.session_id for r in ranked}
+            candidates = [sid for sid in sessions if sid not in present]
+            if candidates:
+                marks = ",".join("?" * len(candidates))
+                rows = self.db.execute(
+                    f"SELECT id FROM sessions WHERE id IN ({marks}) AND NOT EXISTS "
+                    "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", candidates,
+                ).fetchall()
+                # The scale recall.rerank gives a title/summary-only session.
+                top = max((c.score for c in messages), default=0.0) \
+                    or max(sessions.values(), default=0.0) or 1.0
+                weight = recall.DEFAULT_PARAMS.meta_weight
+                empty = [(r[0], weight * sessions[r[0]] / top) for r in rows]
+        return ranked, empty
+
+    def _rank(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        limit: int,
+    ) -> list[tuple[int, float, _Candidate | None, float]]:
+        """Sessions ranked by their best message: (session_id, score, best message or None
+        when only the title or summary matched, title/summary score)."""
+        ranked: list[tuple[int, float, _Candidate | None, float]] = []
+        seen: set[int] = set()
+        messages, empty = self._reranked_and_empty(user, plan, mode, expr, source)
+        for r in messages:
+            if r.session_id not in seen:
+                seen.add(r.session_id)
+                cand = None if "title/summary" in r.parts else _Candidate(
+                    r.message_id, r.session_id, r.score)
+                ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
+        if empty:  # sessions without messages, found by their title or summary
+            ranked.extend((sid, score, None, 1.0) for sid, score in empty)
+            ranked.sort(key=lambda r: -r[1])
+        # Cron output is background noise next to a real conversation: demoted below them all.
+        # Sources are looked up best first, only until `limit` conversations are found.
+        conversations, cron = [], []
+        for start in range(0, len(ranked), 100):
+            chunk = ranked[start : start + 100]
+            sources = self._sources({r[0] for r in chunk})
+            for r in chunk:
+                (cron if sources[r[0]] == "cron" else conversations).append(r)
+            if len(conversations) >= limit:
+                break
+        return conversations + cron
+
+    def _stream(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's newest messages matching ``expr``: (id, session id, content, speaker).
+        FTS5 yields matches in rowid order without scoring them, so this costs what it returns
+        (plus other users' matches skipped on the way)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY messages_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, limit],
+        ).fetchall()
+
+    def _best(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, str, str | None]]:
+        """The user's best ``limit`` messages matching ``expr`` by FTS5's own bm25 (same column
+        weights), whatever their age. FTS5 scores every match to sort them: the cost grows with
+        the number of matches (fewer than DF_CAP where it is used)."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY bm25(messages_fts, ?, ?) LIMIT ?",
+            [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
+        ).fetchall()
+
+    def _fts_candidates(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> list[_Candidate]:
+        """Matching messages scored by BM25. Every match is scored when there are at most
+        SCORE_CAP; past that (a common word on a big history), the candidates are the newest
+        SCORE_CAP matches, plus, for an all-words query, the SCORE_CAP best by FTS5's bm25 (so
+        that age alone never hides the best match) unless even its rarest word is in DF_CAP
+        messages or more (ranking them all would cost too much, and a word that common says
+        little), and, for an any-word query, the messages holding at least two of the words
+        and every match of each rare word."""
+        terms = terms_for(plan, mode)
+        rows = self._stream(expr, user, source, SCORE_CAP + 1)
+        if not rows:
+            return []
+        pool = {row[0]: row for row in rows[:SCORE_CAP]}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "messages_fts", terms, total)
+        if len(rows) > SCORE_CAP and mode == "strict" and min(bm25.df) < DF_CAP:
+            for row in self._best(expr, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
+        if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
+            firsts = terms[:MAX_PAIR_TERMS]
+            pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
+            for row in self._stream(pairs, user, source, SCORE_CAP):
+                pool.setdefault(row[0], row)
+            for term, df in zip(terms, bm25.df, strict=True):
+                if df <= SCORE_CAP:
+                    for row in self._stream(term.fts, user, source, SCORE_CAP):
+                        pool.setdefault(row[0], row)
+        found = list(pool.values())
+        content = bm25.score_all([row[2] for row in found])
+        speaker = bm25.score_all([row[3] for row in found])
+        return [
+            _Candidate(row[0], row[1], c + MESSAGE_WEIGHTS[1] * s)
+            for row, c, s in zip(found, content, speaker, strict=True)
+        ]
+
+    def _session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+    ) -> dict[int, float]:
+        """Sessions whose title or summary match, scored by BM25 (a title hit weighs more)."""
+        rows = self.db.execute(
+            # CROSS JOIN keeps the full-text match as the outer loop: the planner would
+            # otherwise walk the user's sessions and run the match once per session.
+            "SELECT s.id, s.title, s.summary FROM sessions_fts "
+            "CROSS JOIN sessions s ON s.id = sessions_fts.rowid "
+            "WHERE sessions_fts MATCH ? AND s.user = ? AND (? IS NULL OR s.source = ?) "
+            "ORDER BY sessions_fts.rowid DESC LIMIT ?",
+            [expr, user, source, source, SCORE_CAP],
+        ).fetchall()
+        if not rows:
+            return {}
+        total = self.db.execute("SELECT coalesce(max(id), 0) FROM sessions").fetchone()[0]
+        bm25 = Bm25.for_terms(self.db, "sessions_fts", terms_for(plan, mode), total)
+        titles = bm25.score_all([r[1] for r in rows])
+        summaries = bm25.score_all([r[2] for r in rows])
+        return {
+            r[0]: SESSION_WEIGHTS[0] * t + SESSION_WEIGHTS[1] * m
+            for r, t, m in zip(rows, titles, summaries, strict=True)
+        }
+
+    def _like_clause(self, column: str, plan: MatchPlan, mode: str) -> tuple[str, list[str]]:
+        joiner = " AND " if mode == "strict" else " OR "
+        clause = joiner.join(f"{column} LIKE ? ESCAPE '\\'" for _ in plan.cjk)
+        return f"({clause})", [like_pattern(run) for run in plan.cjk]
+
+    def _cjk_candidates(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        wanted: int,
+    ) -> list[_Candidate]:
+        """CJK text: LIKE on the runs (all in strict mode, any in loose), newest first; the
+        other terms, if any, must match through FTS5 as well in strict mode."""
+        like, params = self._like_clause("m.content", plan, mode)
+        fts = ""
+        fts_params: list[str] = []
+        if expr is not None:
+            op = "AND" if mode == "strict" else "OR"
+            fts = f" {op} m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
+            fts_params = [expr]
+        rows = self.db.execute(
+            f"SELECT m.id, m.session_id, m.content FROM messages m "
+            "JOIN sessions s ON s.id = m.session_id "
+            f"WHERE m.user = ? AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
+            "ORDER BY m.id DESC LIMIT ?",
+            [user, source, source, *params, *fts_params, wanted],
+        ).fetchall()
+        # Score: how many of the runs (and how often) the message holds; no bm25 for LIKE.
+        return [
+            _Candidate(r[0], r[1], float(sum(r[2].count(run) for run in plan.cjk)) or 0.5)
+            for r in rows
+        ]
+
+    def _cjk_session_scores(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+    ) -> dict[int, float]:
+        text = "(coalesce(s.title, '') || ' ' || coalesce(s.summary, ''))"
+        like, params = self._like_clause(text, plan, mode)
+        fts = ""
+        fts_params: list[str] = []
+        if expr is not None:
+            op = "AND" if mode == "strict" else "OR"
+            fts = f" {op} s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)"
+            fts_params = [expr]
+        rows = self.db.execute(
+            f"SELECT s.id FROM sessions s WHERE s.user = ? AND (? IS NULL OR s.source = ?) "
+            f"AND ({like}{fts})",
+            [user, source, source, *params, *fts_params],
+        ).fetchall()
+        return {r[0]: 1.0 for r in rows}
+
+    def _sources(self, session_ids: set[int]) -> dict[int, str]:
+        ids = sorted(session_ids)
+        result: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for sid, source in self.db.execute(
+                f"SELECT id, source FROM sessions WHERE id IN ({marks})", chunk
+            ):
+                result[sid] = source
+        return result
+
+    def _hits(
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None,
+        ranked: Sequence[tuple[int, float, _Candidate | None, float]], context: int,
+    ) -> list[SearchHit]:
+        hits = []
+        for sid, score, cand, meta in ranked:
+            session = self.get(user, sid)
+            matched_in = []
+            if cand is not None:
+                matched_in.append("messages")
+                match_id = cand.message_id
+                snippet = self._message_snippet(plan, expr, match_id)
+            else:
+                # Only the title or summary matched: show where the conversation starts.
+                first = self.db.execute(
+                    "SELECT id FROM messages WHERE session_id = ? AND user = ? "
+                    "ORDER BY role != 'user', id LIMIT 1",
+                    [sid, user],
+                ).fetchone()
+                match_id = None if first is None else first[0]
+                snippet = self._session_snippet(plan, expr, session)
+            if meta:
+                matched_in.append("title/summary")
+            window, match = [], None
+            if match_id is not None:
+                window = self.window(user, sid, match_id, context)
+                match = next(m for m in window if m.id == match_id)
+            hits.append(SearchHit(session, score, match, snippet, window,
+                                  "like" if plan.cjk else mode, matched_in))
+        return hits
+
+    def _message_snippet(self, plan: MatchPlan, expr: str | None, message_id: int) -> str:
+        if not plan.cjk and expr is not None:
+            row = self.db.execute(
+                "SELECT snippet(messages_fts, 0, ?, ?, '…', ?) FROM messages_fts "
+                "WHERE messages_fts MATCH ? AND rowid = ?",
+                [*HIGHLIGHT, SNIPPET_TOKENS, expr, message_id],
+            ).fetchone()
+            # A match on the speaker column only leaves the content without highlights.
+            if row is not None and HIGHLIGHT[0] in (row[0] or ""):
+                return row[0]
+        content = self.db.execute(
+            "SELECT content FROM messages WHERE id = ?", [message_id]
+        ).fetchone()[0]
+        return manual_snippet(content, plan)
+
+    def _session_snippet(self, plan: MatchPlan, expr: str | None, session: Session) -> str:
+        if not plan.cjk and expr is not None:
+            for column, text in ((0, session.title), (1, session.summary)):
+                if not text:
+                    continue
+                row = self.db.execute(
+                    "SELECT snippet(sessions_fts, ?, ?, ?, '…', ?) FROM sessions_fts "
+                    "WHERE sessions_fts MATCH ? AND rowid = ?",
+                    [column, *HIGHLIGHT, SNIPPET_TOKENS, expr, session.id],
+                ).fetchone()
+                if row is not None and HIGHLIGHT[0] in (row[0] or ""):
+                    return row[0]
+        return manual_snippet(session.summary or session.title or "", plan)
+
+
+def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
+    """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
+    embeddings, the loose round always runs: it is where the nearest messages join.
+
+    The same order as hermes.store.fts.search_with_fallback, which cannot be used here as it is:
+    a CJK-only query has no FTS expression at all (it is matched with LIKE), and with embeddings
+    a query without a loose expression still needs a second round."""
+    modes: list[tuple[str, str | None]] = [("strict", plan.strict)]
+    if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
+        modes.append(("loose", plan.loose or plan.strict))
+    return modes
