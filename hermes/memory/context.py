@@ -18,15 +18,22 @@ import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.clock import parse_ts, to_ts
+from hermes.errors import HermesError
 from hermes.memory.facts import Fact, FactStore
 from hermes.memory.sessions import Session, SessionStore
 
-if TYPE_CHECKING:  # the agent layer is above this one; only its type is named here
-    from hermes.agent.llm import LLM
+if TYPE_CHECKING:
     from hermes.runtime import Runtime
+
+
+class Condenser(Protocol):
+    """What the refresh needs of a model (hermes.agent.llm.LLM is one): the memory layer
+    names no class of the agent layer above it."""
+
+    async def complete(self, messages: list[dict[str, Any]]) -> Any: ...
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +166,7 @@ def _model_messages(rt: Runtime, draft: str) -> list[dict[str, Any]]:
     ]
 
 
-async def refresh(rt: Runtime, user: str, llm: LLM | None) -> str:
+async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
     """Rewrite the user's context file and return its text.
 
     With a model, the background model condenses the material; on any model failure, or with
@@ -168,15 +175,13 @@ async def refresh(rt: Runtime, user: str, llm: LLM | None) -> str:
     sessions, facts = gather(rt, user)
     text = deterministic(rt, user, sessions, facts)
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
-        from hermes.agent.llm import ModelNotConfigured, ModelUnavailable
-
         material = deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS)
         try:
             completion = await llm.complete(_model_messages(rt, material))
             written = completion.text.strip()
             if written:
                 text = cap(written, rt.settings.context.max_chars)
-        except (ModelUnavailable, ModelNotConfigured) as exc:
+        except HermesError as exc:  # the model layer's ModelUnavailable / ModelNotConfigured
             log.warning("context refresh for %s: model failed (%s); wrote the plain version",
                         user, exc)
     write_atomic(path_for(rt, user), text)
