@@ -280,12 +280,7 @@ class SessionSearch:
         """CJK text: LIKE on the runs (all in strict mode, any in loose), newest first; the
         other terms, if any, must match through FTS5 as well in strict mode."""
         like, params = self._like_clause("m.content", plan, mode)
-        fts = ""
-        fts_params: list[str] = []
-        if expr is not None:
-            op = "AND" if mode == "strict" else "OR"
-            fts = f" {op} m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
-            fts_params = [expr]
+        fts, fts_params = _fts_alongside_like("m.id", "messages_fts", mode, expr)
         rows = self.db.execute(
             f"SELECT m.id, m.session_id, m.content FROM messages m "
             "JOIN sessions s ON s.id = m.session_id "
@@ -304,12 +299,7 @@ class SessionSearch:
     ) -> dict[int, float]:
         text = "(coalesce(s.title, '') || ' ' || coalesce(s.summary, ''))"
         like, params = self._like_clause(text, plan, mode)
-        fts = ""
-        fts_params: list[str] = []
-        if expr is not None:
-            op = "AND" if mode == "strict" else "OR"
-            fts = f" {op} s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)"
-            fts_params = [expr]
+        fts, fts_params = _fts_alongside_like("s.id", "sessions_fts", mode, expr)
         rows = self.db.execute(
             f"SELECT s.id FROM sessions s WHERE s.user = ? AND (? IS NULL OR s.source = ?) "
             f"AND ({like}{fts})",
@@ -401,3 +391,15 @@ def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]
     if plan.loose is not None or len(plan.cjk) > 1 or (plan.cjk and plan.strict) or dense:
         modes.append(("loose", plan.loose or plan.strict))
     return modes
+
+
+def _fts_alongside_like(
+    id_column: str, fts_table: str, mode: str, expr: str | None
+) -> tuple[str, list[str]]:
+    """The FTS5 part of a CJK query's WHERE clause: the non-CJK terms must also match (strict)
+    or may match instead (loose)."""
+    if expr is None:
+        return "", []
+    op = "AND" if mode == "strict" else "OR"
+    return (f" {op} {id_column} IN (SELECT rowid FROM {fts_table} WHERE {fts_table} MATCH ?)",
+            [expr])
