@@ -29,6 +29,45 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
     assert applied == [m.name for m in migrations._migrations]
 
 
+def _rollback_db_held_by_another_writer(path):
+    seed = sqlite3.connect(path)
+    seed.execute("CREATE TABLE t(x)")
+    seed.commit()
+    seed.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    return holder
+
+
+def test_wal_switch_retries_while_another_process_holds_the_lock(tmp_path):
+    # Two processes opening a fresh file race to convert it to WAL; the loser used to die
+    # with "database is locked" (seen in CI). The switch is retried until the lock is free.
+    path = tmp_path / "race.db"
+    holder = _rollback_db_held_by_another_writer(path)
+    waits = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        if len(waits) == 2:
+            holder.execute("COMMIT")
+
+    db = connect(path, busy_timeout_ms=20, sleep=sleep)
+    assert len(waits) == 2
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert migrations.pending(db) == []
+
+
+def test_wal_switch_gives_up_loudly_when_the_lock_never_frees(tmp_path):
+    path = tmp_path / "stuck.db"
+    holder = _rollback_db_held_by_another_writer(path)
+    waits = []
+    with pytest.raises(sqlite3.OperationalError, match="WAL mode within 50 ms"):
+        connect(path, busy_timeout_ms=50, sleep=waits.append)
+    assert sum(waits) >= 0.05
+    holder.execute("ROLLBACK")
+    assert connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
 def test_migrating_twice_is_a_no_op(tmp_path):
     connect(tmp_path / "x.db").conn.close()
     db = connect(tmp_path / "x.db")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import sqlite_utils
@@ -14,21 +15,56 @@ from hermes.store.migrations import migrations
 BUSY_TIMEOUT_MS = 10_000
 
 
-def connect(path: str | Path) -> sqlite_utils.Database:
+def connect(
+    path: str | Path,
+    *,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> sqlite_utils.Database:
     """Open (creating if needed) the database at ``path`` and apply pending migrations."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # check_same_thread=False: the daemon hands a connection to worker threads, one at a time.
-    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    # The timeout installs the busy handler before any statement runs.
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
     db = sqlite_utils.Database(conn, execute_plugins=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    _enable_wal(conn, busy_timeout_ms, sleep)
     db.execute("PRAGMA foreign_keys=ON")
     # NORMAL is durable across application crashes in WAL mode; only a power cut can lose
     # the last transactions, and it never corrupts the file.
     db.execute("PRAGMA synchronous=NORMAL")
     migrate(db)
     return db
+
+
+def _enable_wal(
+    conn: sqlite3.Connection, budget_ms: int, sleep: Callable[[float], None]
+) -> None:
+    """Switch to WAL, retrying while another process holds the lock.
+
+    Two processes opening a fresh database at once race to convert it: SQLite can refuse the
+    switch with "database is locked" without calling the busy handler (it would deadlock
+    waiting), so the busy timeout alone does not cover it. Retry with backoff within the same
+    budget, then fail loudly; never carry on in rollback-journal mode.
+    """
+    waited, delay = 0.0, 0.005
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            mode = None
+        if mode is not None and mode.lower() == "wal":
+            return
+        if waited * 1000 >= budget_ms:
+            raise sqlite3.OperationalError(
+                f"could not switch the database to WAL mode within {budget_ms} ms "
+                f"(journal mode is {mode or 'locked'}); another process holds it"
+            )
+        sleep(delay)
+        waited += delay
+        delay = min(delay * 2, 0.1)
 
 
 def migrate(db: sqlite_utils.Database) -> None:
