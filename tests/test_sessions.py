@@ -254,6 +254,7 @@ def test_many_other_user_matches_do_not_crowd_out_mine(store, clock, monkeypatch
     from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 2)
+    monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
     for _ in range(4):
         conversation(store, clock, "bob", ["zephyr zephyr zephyr"] * 3)
     mine = conversation(store, clock, "owner", ["a long message that mentions zephyr once"])
@@ -270,6 +271,7 @@ def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock,
     from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
+    monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
     old_both = conversation(store, clock, "owner", ["the tomato blight came back", "ok"])
     old_rare = conversation(store, clock, "owner", ["the greenhouse vent is stuck", "ok"])
     for _ in range(6):  # newer messages with one common word each: more than the cap
@@ -312,8 +314,37 @@ def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, cl
     from hermes.memory import session_search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
+    monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
     old = conversation(store, clock, "owner", ["docker docker docker docker", "ok"])
     for i in range(8):  # newer, weaker matches: more than the cap
         conversation(store, clock, "owner", [f"we talked about docker once, item {i}", "ok"])
     hits = store.search("owner", "docker", limit=3)
     assert hits[0].session.id == old.id and hits[0].mode == "strict"
+
+
+def test_small_histories_are_ranked_by_fts5_and_agree_with_the_bounded_path(store, clock,
+                                                                            monkeypatch):
+    # Under FTS_RANKED_MATCHES matches, FTS5's own bm25 ranks them (the fast path); past it,
+    # the bounded Python scorer does. Same formula, same column weights: same order.
+    from hermes.memory import session_search as module
+
+    lines = [
+        "the docker network broke again after the upgrade",
+        "I fixed the docker bridge network with a restart",
+        "lunch was a tomato salad",
+        "the network printer is out of toner",
+        "docker compose file lives in ~/infra",
+        "we should upgrade the router firmware",
+    ]
+    for i in range(3):
+        conversation(store, clock, "owner", [f"{line} ({i})" for line in lines])
+    conversation(store, clock, "bob", ["docker network docker network"] * 5)
+    query = "how did we fix the docker network?"
+    fast = [(h.message.id, h.session.id) for h in store.search_messages("owner", query, limit=5)]
+    monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)
+    bounded = [(h.message.id, h.session.id) for h in store.search_messages("owner", query,
+                                                                           limit=5)]
+    assert fast == bounded
+    assert store.db.execute("SELECT content FROM messages WHERE id = ?",
+                            [fast[0][0]]).fetchone()[0].startswith("I fixed the docker bridge")
+    assert all(store.get("owner", sid).user == "owner" for _, sid in fast)

@@ -37,6 +37,10 @@ SESSION_WEIGHTS = (2.0, 1.0)
 # At most this many matching messages are scored per query (see _fts_candidates): what keeps a
 # common word fast on a million messages. Measured in scripts/bench_sessions.py.
 SCORE_CAP = 500
+# A query matching at most this many messages in the whole table is ranked by FTS5's own bm25
+# (C, same column weights): computing its IDFs costs a pass over these matches, cheap at this
+# size, and only the best few come back to Python. Past it, the bounded path below.
+FTS_RANKED_MATCHES = 3000
 # An any-word query looks for messages holding two of its first this-many words.
 MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
@@ -207,6 +211,20 @@ class SessionSearch:
             [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
         ).fetchall()
 
+    def _best_scored(
+        self, expr: str, user: str, source: str | None, limit: int
+    ) -> list[tuple[int, int, float]]:
+        """The user's best ``limit`` matches by FTS5's bm25: (id, session id, score), higher
+        is better."""
+        return self.db.execute(
+            "SELECT m.id, m.session_id, -bm25(messages_fts, ?, ?) AS score FROM messages_fts "
+            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.user = ? "
+            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
+            "ORDER BY score DESC LIMIT ?",
+            [*MESSAGE_WEIGHTS, expr, user, source, source, limit],
+        ).fetchall()
+
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
@@ -217,6 +235,14 @@ class SessionSearch:
         messages or more (ranking them all would cost too much, and a word that common says
         little), and, for an any-word query, the messages holding at least two of the words
         and every match of each rare word."""
+        matches = self.db.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
+            "LIMIT ?)", [expr, FTS_RANKED_MATCHES + 1]).fetchone()[0]
+        if not matches:
+            return []
+        if matches <= FTS_RANKED_MATCHES:
+            return [_Candidate(mid, sid, score) for mid, sid, score in
+                    self._best_scored(expr, user, source, recall.DEFAULT_PARAMS.candidates)]
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
