@@ -76,6 +76,8 @@ class SessionsConfig(Section):
     idle_minutes: int = Field(120, gt=0)
     # Hybrid recall: a local embedding model next to bm25 (needs hermes[embeddings])
     embeddings: bool = False
+    # Which model (hermes.memory.embeddings.MODELS); vectors are stored per model
+    embedding_model: Literal["minilm", "e5"] = "minilm"
 
 
 class ContextConfig(Section):

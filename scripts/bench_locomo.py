@@ -3,6 +3,8 @@
     python scripts/bench_locomo.py                       # session search, every conversation
     python scripts/bench_locomo.py --mode facts          # LoCoMo observations in the fact store
     python scripts/bench_locomo.py --retriever fts-or    # the reference baseline, re-measured
+    python scripts/bench_locomo.py --embeddings e5       # hybrid: bm25 + an embedding model
+    python scripts/bench_locomo.py --embeddings e5 --retriever dense   # the model alone
     python scripts/bench_locomo.py --data /path/to/locomo10.json --json-out results.json
 
 Each conversation is imported through Hermes's transcript import (``import_sessions``, the
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import locomo_data as data  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
+from hermes.memory.embeddings import DEFAULT_MODEL, MODELS  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 
 KS = (1, 5, 10)
@@ -91,20 +94,20 @@ Searcher = Callable[[str], list[list[str]]]
 # -- retrievers -------------------------------------------------------------------------------
 
 
-_MODEL: list = []
+# (messages, wall seconds, CPU seconds) of each conversation's indexing
+INDEXED: list[tuple[int, float, float]] = []
 
 
-def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: bool = False):
+def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None):
     from hermes.memory.sessions import SessionStore
     from hermes.memory.transfer import import_sessions
 
     db = connect(home / "hermes.db")
     vectors = None
     if embeddings:
-        from hermes.memory.embeddings import MessageVectors, MiniLM
+        from hermes.memory.embeddings import MessageVectors, embedder_for
 
-        _MODEL[:] = _MODEL or [MiniLM()]
-        vectors = MessageVectors(db, _MODEL[0])
+        vectors = MessageVectors(db, embedder_for(embeddings))
     # Questions are asked the day after the conversation's last session.
     store = SessionStore(db, clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)),
                          vectors=vectors)
@@ -113,7 +116,11 @@ def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings:
     if report.errors:
         raise SystemExit(f"{conv.sample_id}: import failed: {report.errors[:3]}")
     if vectors is not None:
-        vectors.index(conv.sample_id)  # what the daemon does as messages arrive, not timed
+        # What the daemon does as messages arrive: timed apart from the queries.
+        start, cpu = time.perf_counter(), time.process_time()
+        count = vectors.index(conv.sample_id)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        INDEXED.append((count, seconds, cpu))
     return db, store
 
 
@@ -130,6 +137,18 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     def search(question: str) -> list[list[str]]:
         hits = store.search_messages(user, question, limit=RANKED)
         return [[hit.message.external_id] for hit in hits]
+
+    return search
+
+
+def dense_only(conv: data.Conversation, home: Path, args) -> Searcher:
+    """The embedding model alone: the messages nearest to the question as asked."""
+    db, store = _import(conv, home, summaries=False, embeddings=args.embeddings or DEFAULT_MODEL)
+    user = conv.sample_id
+    dia_of = _dia_ids_by_message(db, user)
+
+    def search(question: str) -> list[list[str]]:
+        return [[dia_of[mid]] for mid, _ in store.vectors.nearest(user, question, RANKED)]
 
     return search
 
@@ -212,9 +231,24 @@ def reference_fts(tokenize: str, drop_stopwords: bool):
 RETRIEVERS: dict[str, Callable[..., Searcher]] = {
     "hermes": hermes_messages,
     "hermes-sessions": hermes_sessions,
+    "dense": dense_only,
     "fts-or": reference_fts("unicode61", drop_stopwords=False),
     "fts-porter": reference_fts("porter unicode61", drop_stopwords=True),
 }
+
+
+def override_recall_params(**changes: float | int) -> None:
+    """Try other ranking knobs (``--dense-weight``, ``--dense-candidates``) without editing
+    hermes.memory.recall: its defaults are replaced for this process. Choose on the tuning half
+    only."""
+    import dataclasses
+
+    from hermes.memory import recall
+
+    params = dataclasses.replace(recall.DEFAULT_PARAMS, **changes)
+    recall.DEFAULT_PARAMS = params  # read at call time by session search (dense_candidates)
+    assert recall.rerank.__kwdefaults__ is not None
+    recall.rerank.__kwdefaults__["params"] = params  # bound when rerank was defined
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -332,14 +366,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="sessions mode: what to search with (default: hermes)")
     parser.add_argument("--summaries", action="store_true",
                         help="also import LoCoMo's session summaries as session summaries")
-    parser.add_argument("--embeddings", action="store_true",
-                        help="hybrid recall: bm25 + all-MiniLM-L6-v2 (needs hermes[embeddings])")
+    parser.add_argument("--embeddings", nargs="?", const=DEFAULT_MODEL, choices=sorted(MODELS),
+                        help=f"hybrid recall: bm25 + this embedding model (default "
+                             f"{DEFAULT_MODEL}; needs hermes[embeddings])")
+    parser.add_argument("--dense-weight", type=float,
+                        help="hybrid: RecallParams.dense_weight for this run")
+    parser.add_argument("--dense-candidates", type=int,
+                        help="hybrid: RecallParams.dense_candidates for this run")
     parser.add_argument("--conversations", nargs="*", help="only these sample ids")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
                         help="print N questions whose evidence missed the top 5")
     args = parser.parse_args(argv)
     args.notes = []
+    INDEXED.clear()
     try:
         convs, loaded = data.load(args.data)
     except data.DataMissing as exc:
@@ -348,12 +388,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
     make = hermes_facts if args.mode == "facts" else RETRIEVERS[args.retriever]
+    knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
+                                             ("dense_candidates", args.dense_candidates))
+             if value is not None}
+    if knobs:
+        override_recall_params(**knobs)
     label = "facts: FactStore.search" if args.mode == "facts" else {
         "hermes": "sessions: SessionStore.search_messages",
         "hermes-sessions": "sessions: SessionStore.search (best message per session)",
+        "dense": f"sessions: {args.embeddings or DEFAULT_MODEL} embeddings alone",
     }.get(args.retriever, f"reference: {args.retriever}")
-    if args.embeddings:
-        label += " + embeddings (hybrid)"
+    if args.embeddings and args.retriever != "dense":
+        label += f" + {args.embeddings} embeddings (hybrid)"
+    if knobs:
+        label += " (" + ", ".join(f"{k}={v}" for k, v in knobs.items()) + ")"
     if args.summaries:
         label += " + LoCoMo session summaries"
 
@@ -376,6 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report(label, halves))
     for note in args.notes:
         print(f"note: {note}")
+    if INDEXED:
+        count = max(1, sum(i[0] for i in INDEXED))
+        print(f"Indexing: {count} messages, {sum(i[1] for i in INDEXED) / count * 1000:.1f} s "
+              f"per 1,000 messages wall clock, {sum(i[2] for i in INDEXED) / count * 1000:.1f} s "
+              "CPU")
     if args.show_misses:
         misses = [r for r in rows if r.metrics["turn@5"] < 1][: args.show_misses]
         for r in misses:
@@ -387,7 +440,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "label": label, "mode": args.mode, "retriever": args.retriever,
-        "embeddings": args.embeddings,
+        "embeddings": args.embeddings, "recall_params": knobs,
+        "indexing": {"messages": sum(i[0] for i in INDEXED),
+                     "seconds": round(sum(i[1] for i in INDEXED), 2),
+                     "cpu_seconds": round(sum(i[2] for i in INDEXED), 2)},
         "summaries": args.summaries, "seconds": round(time.perf_counter() - started, 1),
         "load": {"questions": loaded.questions, "scored": len(rows),
                  "evidence_skipped": loaded.evidence_skipped},

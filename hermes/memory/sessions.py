@@ -56,7 +56,7 @@ class SessionStore(SessionSearch):
         if rt.settings.sessions.embeddings:
             from hermes.memory.embeddings import vectors_for
 
-            vectors = vectors_for(rt.db)
+            vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
         return cls(rt.db, clock=rt.clock, vectors=vectors)
 
     # -- writing ----------------------------------------------------------------------------
