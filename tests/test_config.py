@@ -78,9 +78,9 @@ def test_cli_home_flag_relocates_state(cli, tmp_path):
 
 
 def test_embedding_model_is_chosen_by_name(config_file):
-    assert load_settings().sessions.embedding_model == "minilm"
-    config_file.write_text("sessions:\n  embeddings: true\n  embedding_model: e5\n")
     assert load_settings().sessions.embedding_model == "e5"
+    config_file.write_text("sessions:\n  embeddings: true\n  embedding_model: minilm\n")
+    assert load_settings().sessions.embedding_model == "minilm"
     config_file.write_text("sessions:\n  embedding_model: bert\n")
     with pytest.raises(ConfigError, match="sessions.embedding_model"):
         load_settings()

