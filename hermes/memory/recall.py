@@ -27,6 +27,7 @@ other half (``scripts/bench_locomo.py``).
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -289,16 +290,16 @@ def rerank(
         if named:  # someone the query names spoke here: their neighbouring turns count too
             named |= _speakers_named(db, words, [m for m in where if m not in own])
 
-    ranked = []
+    # Totals first; the parts (for --explain) only for the messages returned.
+    entries: list[tuple[float, int, int, tuple[float, ...]]] = []
     for mid, (sid, created) in where.items():
-        parts = {"bm25": scores.get(mid, 0.0) / top,
-                 "dense": params.dense_weight * closeness.get(mid, 0.0),
-                 "neighbours": near.get(mid, 0.0),
-                 "session": params.session * session_score.get(sid, 0.0) / best_session,
-                 "date": date_part(created) if spans else 0.0,
-                 "speaker": params.speaker_boost if mid in named else 0.0}
-        parts = {k: v for k, v in parts.items() if v}
-        ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
+        values = (scores.get(mid, 0.0) / top,
+                  params.dense_weight * closeness.get(mid, 0.0) if closeness else 0.0,
+                  near.get(mid, 0.0),
+                  params.session * session_score.get(sid, 0.0) / best_session,
+                  date_part(created) if spans else 0.0,
+                  params.speaker_boost if mid in named else 0.0)
+        entries.append((sum(v for v in values if v), mid, sid, values))
     # Sessions that matched only on title/summary: their first turn stands for them.
     # Each stands for its session with one message; callers show at most a few dozen
     # sessions, so only the best TITLE_ONLY_SESSIONS of them can reach a result.
@@ -307,9 +308,18 @@ def rerank(
         first = _first_message(db, user, sid)
         if first is not None and first not in where:
             value = params.meta_weight * meta[sid] / top
-            ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
-    ranked.sort(key=lambda r: (-r.score, -r.message_id))
-    return ranked[:limit]
+            entries.append((value, first, sid, (value,)))
+    entries.sort(key=lambda e: (-e[0], -e[1]))
+    return [RankedMessage(mid, sid, total, _parts(values), sid in meta)
+            for total, mid, sid, values in entries[:limit]]
+
+
+_PART_NAMES = ("bm25", "dense", "neighbours", "session", "date", "speaker")
+
+
+def _parts(values: tuple[float, ...]) -> dict[str, float]:
+    names = ("title/summary",) if len(values) == 1 else _PART_NAMES
+    return {name: v for name, v in zip(names, values, strict=True) if v}
 
 
 def _closeness(dense: Sequence[tuple[int, float]]) -> dict[int, float]:
@@ -335,7 +345,12 @@ def _placed(
 
 
 def _names(words: set[str], speaker: str | None) -> bool:
-    return bool(speaker) and bool(words & {p.casefold() for p in _WORD.findall(speaker or "")})
+    return bool(speaker) and bool(words & _name_words(speaker or ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_words(speaker: str) -> frozenset[str]:
+    return frozenset(p.casefold() for p in _WORD.findall(speaker))
 
 
 def _speakers_named(db: sqlite_utils.Database, words: set[str], ids: list[int]) -> set[int]:
