@@ -60,6 +60,11 @@ class RecallParams:
     # so its neighbours and its session profit too.
     dense_candidates: int = 100
     dense_weight: float = 0.3
+    # A message that ends in a question ("what's your best camping memory?") holds the query's
+    # words but rarely the answer: its own bm25 part is multiplied by this. Its neighbours (the
+    # answer) and its session still receive their full share.
+    question: float = 0.5
+    answer: float = 0.6  # share of a question's score its next turn (the answer) receives
 
 
 DEFAULT_PARAMS = RecallParams()
@@ -241,14 +246,18 @@ def rerank(
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}
+    asks: set[int] = set()
     near: dict[int, float] = defaultdict(float)
     where: dict[int, tuple[int, str]] = {}  # message -> (session, created_at)
     for c in found:
         value = scores.get(c.message_id, 0.0) / top \
             + params.dense_weight * closeness.get(c.message_id, 0.0)
         own[c.message_id] = value
+        if c.asks:
+            asks.add(c.message_id)
         where[c.message_id] = (c.session_id, c.created_at)
-        for other, share in ((c.next_id, params.neighbour), (c.prev_id, params.neighbour_back)):
+        forward = params.answer if c.asks else params.neighbour
+        for other, share in ((c.next_id, forward), (c.prev_id, params.neighbour_back)):
             if other is not None and share:
                 near[other] += share * value
                 # A neighbour shares its session, and its time to within minutes.
@@ -293,7 +302,7 @@ def rerank(
     # Totals first; the parts (for --explain) only for the messages returned.
     entries: list[tuple[float, int, int, tuple[float, ...]]] = []
     for mid, (sid, created) in where.items():
-        values = (scores.get(mid, 0.0) / top,
+        values = (scores.get(mid, 0.0) / top * (params.question if mid in asks else 1.0),
                   params.dense_weight * closeness.get(mid, 0.0) if closeness else 0.0,
                   near.get(mid, 0.0),
                   params.session * session_score.get(sid, 0.0) / best_session,
@@ -374,6 +383,7 @@ class _Found:
     prev_id: int | None
     next_id: int | None
     speaker: str | None
+    asks: int  # the message ends in a question mark
     score: float  # higher is better
 
 
@@ -382,7 +392,7 @@ _FOUND_COLUMNS = (
     "m.id, m.session_id, m.created_at, "
     "(SELECT max(p.id) FROM messages p WHERE p.session_id = m.session_id AND p.id < m.id), "
     "(SELECT min(n.id) FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id), "
-    "m.speaker"
+    "m.speaker, rtrim(m.content) LIKE '%?'"
 )
 _SOURCE_FILTER = (
     "(? IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE user = ? AND source = ?))"
