@@ -39,8 +39,6 @@ import sqlite_utils
 from hermes.store.fts import MatchPlan
 
 
-# Words that say what kind of answer is wanted, not what it is about. Dropped from the ranked
-# query (never from a quoted phrase), on top of the ordinary stopwords.
 @dataclass(frozen=True)
 class RecallParams:
     """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
