@@ -124,6 +124,8 @@ class CronConfig(Section):
 class LoggingConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     file_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    file_max_mb: float = Field(default=10.0, gt=0)
+    file_backups: int = Field(default=5, ge=0)
 
 
 class Settings(Section):

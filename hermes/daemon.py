@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -92,7 +93,9 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    file_handler = logging.FileHandler(settings.home_path / "hermes.log", encoding="utf-8")
+    file_handler = logging.handlers.RotatingFileHandler(
+        settings.home_path / "hermes.log", encoding="utf-8",
+        maxBytes=int(config.file_max_mb * 1024 * 1024), backupCount=config.file_backups)
     file_handler.setLevel(config.file_level)
     file_handler.setFormatter(fmt)
     console_handler = logging.StreamHandler(console or sys.stderr)

@@ -113,6 +113,30 @@ def test_plan_after_a_long_outage_caps_the_missed_records():
     assert plan.due == at("2026-11-30T00:00:00Z")
 
 
+def test_a_set_hour_runs_once_when_the_clocks_go_back_an_hourly_job_twice():
+    # (Fire times in an ambiguous local hour never compare == across zones (PEP 495): compare
+    # them in UTC.)
+    def utc(fires):
+        return [f.astimezone(UTC) for f in fires]
+
+    created = at("2026-10-01T00:00:00Z")
+    daily = parse_schedule("30 1 * * *", "America/New_York")
+    first = plan_runs(daily, now=at("2026-11-01T05:30:10Z"), last_fire=None,
+                      created_at=at("2026-10-31T12:00:00Z"), grace=timedelta(minutes=5))
+    assert utc([first.due]) == [at("2026-11-01T05:30:00Z")]              # 01:30 EDT
+    again = plan_runs(daily, now=at("2026-11-01T06:30:10Z"), last_fire=first.due,
+                      created_at=created, grace=timedelta(minutes=5))
+    assert again.due is None and again.missed == []                      # 01:30 EST: not twice
+    after_outage = plan_runs(daily, now=at("2026-11-03T12:00:00Z"), last_fire=first.due,
+                             created_at=created, grace=timedelta(minutes=5))
+    assert utc(after_outage.missed) == [at("2026-11-02T06:30:00Z"), at("2026-11-03T06:30:00Z")]
+    hourly = parse_schedule("30 * * * *", "America/New_York")
+    second = plan_runs(hourly, now=at("2026-11-01T06:30:10Z"),
+                       last_fire=at("2026-11-01T05:30:00Z"), created_at=created,
+                       grace=timedelta(minutes=5))
+    assert utc([second.due]) == [at("2026-11-01T06:30:00Z")]             # a real hour later
+
+
 # --------------------------------------------------------------------------- the store
 def test_add_list_pause_resume_remove(store):
     job = store.add("digest", "owner", "0 8 * * *", "Summarise yesterday", "file:digests/d.md")

@@ -364,3 +364,32 @@ def test_hermes_run_exits_non_zero_when_discord_rejects_the_token(
             handler.close()
     assert result.exit_code == 1
     assert "token was rejected" in result.stderr
+
+
+def test_the_log_file_rolls_over_and_keeps_a_bounded_number_of_backups(tmp_path, monkeypatch):
+    import io
+    import logging
+
+    from hermes.daemon import setup_logging
+
+    monkeypatch.setenv("HERMES_LOGGING__FILE_MAX_MB", "0.001")  # about 1 kB
+    monkeypatch.setenv("HERMES_LOGGING__FILE_BACKUPS", "2")
+    settings = load_settings()
+    root = logging.getLogger()
+    before = list(root.handlers), root.level
+    try:
+        setup_logging(settings, console=io.StringIO())
+        log = logging.getLogger("hermes.test")
+        for i in range(100):
+            log.info("line %03d %s", i, "x" * 60)
+    finally:
+        for handler in list(root.handlers):
+            if getattr(handler, "_hermes", False):
+                root.removeHandler(handler)
+                handler.close()
+        root.handlers[:], root.level = before
+    home = settings.home_path
+    names = sorted(p.name for p in home.glob("hermes.log*"))
+    assert names == ["hermes.log", "hermes.log.1", "hermes.log.2"]
+    assert all(p.stat().st_size <= 1100 for p in home.glob("hermes.log*"))
+    assert "line 099" in (home / "hermes.log").read_text()

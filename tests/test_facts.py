@@ -362,6 +362,27 @@ def test_update_supersedes_and_links_the_new_version(facts, clock):
         facts.update("owner", new.id, "frank lives in lisbon.")
 
 
+def test_update_drops_an_entity_the_new_text_no_longer_names(facts):
+    old = facts.add("owner", "Ana works at Acme", entities=["Ana", "Acme"]).id
+    facts.add("owner", "Globex makes rockets", entities=["Globex"])
+    new = facts.update("owner", old, "Ana works at Globex")
+    # Acme was named by the old text and is not by the new one; Ana stays; Globex (known)
+    # joins. Probing Acme no longer answers with where Ana works now.
+    assert new.entities == ["Ana", "Globex"]
+    assert facts.probe("owner", "Acme") == []
+    assert new.id in ids(facts.probe("owner", "Globex"))
+
+
+def test_update_keeps_entities_linked_by_meaning_and_takes_new_ones(facts):
+    # "Frank" is linked without being named: an update keeps that link.
+    old = facts.add("owner", "He prefers tea to coffee", entities=["Frank"]).id
+    new = facts.update("owner", old, "He prefers green tea to coffee", entities=["Kitchen"])
+    assert new.entities == ["Frank", "Kitchen"]
+    with pytest.raises(RefusedWrite):
+        facts.update("owner", new.id, "He prefers mint tea", entities=["x" * 500])
+    assert facts.get("owner", new.id).status == "active"
+
+
 def test_forget_and_restore(facts):
     fact_id = facts.add("owner", "Gina's locker code is on the fridge", entities=["Gina"]).id
     facts.add("owner", "Gina works with Hal", entities=["Gina", "Hal"])

@@ -82,10 +82,13 @@ def test_update_forget_restore_purge_history_list(cli):
     assert [h["action"] for h in history] == ["update", "forget", "restore"]
     assert history[0]["old"]["content"] == "Frank lives in Porto"
     assert "forget" in cli("facts", "history", "2").stdout
+    third = cli("facts", "update", "2", "Frank lives in Lisbon with Gus", "-e", "Gus", "--json")
+    assert third.json()["id"] == 3
+    assert cli("facts", "show", "3", "--json").json()["entities"] == ["Frank", "Gus"]
     refused = cli("facts", "purge", "2", input="n\n")
     assert refused.exit_code == 1
     assert cli("facts", "purge", "2", "--yes", "--json").json() == {"id": 2, "status": "purged"}
-    assert cli("facts", "list", "--all", "--json").json() == []
+    assert [f["id"] for f in cli("facts", "list", "--all", "--json").json()] == [3]
 
 
 def test_entities_and_alias(cli):

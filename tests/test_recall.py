@@ -58,9 +58,32 @@ def test_an_answer_is_found_through_the_question_it_answers(store, clock):
     by_id = {h.message.id: h for h in hits}
     # The reply shares no word with the query, yet comes right after the matching question.
     assert ids[1] in by_id and "neighbours" in by_id[ids[1]].parts
-    assert contents(hits)[:2] == ["Where did you go for your holiday in the end?",
-                                  "Lisbon! The tiles were beautiful."]
+    # Both come back, the answer first: the question holds the word, the answer what was asked.
+    assert contents(hits)[:2] == ["Lisbon! The tiles were beautiful.",
+                                  "Where did you go for your holiday in the end?"]
     assert ids[3] not in by_id or by_id[ids[3]].score < by_id[ids[1]].score
+
+
+def test_the_answer_outranks_the_question_that_shares_the_query_words(store, clock):
+    _, ids = chat(store, clock, "owner", [
+        "jon: What's your favourite style of dance?",
+        "gina: Contemporary, it is so expressive and graceful.",
+        "jon: Mine is hip hop, I love the energy.",
+    ])
+    chat(store, clock, "owner", ["jon: The studio floor needs a new coat of varnish."])
+    hits = store.search_messages("owner", "What is Gina's favourite dance style?", limit=3)
+    by_id = {h.message.id: h for h in hits}
+    # The question holds the query's words, the answer none of them: asking is not telling,
+    # and the turn after a question is its answer.
+    assert hits[0].message.id == ids[1]
+    assert by_id[ids[0]].parts["bm25"] > 0 and "bm25" not in by_id[ids[1]].parts
+    assert ids[2] not in by_id or by_id[ids[2]].score < by_id[ids[1]].score
+
+
+def test_a_question_is_demoted_only_against_statements(store, clock):
+    # A question alone still comes back: demoting is not dropping.
+    _, ids = chat(store, clock, "owner", ["ana: Has anyone seen my umbrella?"])
+    assert [h.message.id for h in store.search_messages("owner", "umbrella")] == ids
 
 
 def test_neighbours_stay_inside_their_session(store, clock):

@@ -60,8 +60,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "facts",
         "Long-term fact store. search: facts matching query. probe: everything about one "
         "entity. reason: facts connecting several entities. add: store one self-contained fact "
-        "(content, optional entities, category, tags). update: replace fact id's content (the "
-        "old version is kept as history). forget: retire fact id (reason).",
+        "(content, optional entities, category, tags). update: replace fact id's content "
+        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
         {
             "action": {"type": "string",
                        "enum": ["search", "probe", "reason", "add", "update", "forget"]},
@@ -293,8 +293,10 @@ class ToolBox:
             )
             return {"status": added.status, "fact": fact_brief(added.fact)}, True, []
         if action == "update":
-            fact = self.facts.update(self.user, _need_int(args, "id"), _need(args, "content"),
-                                     source_session_id=self.session_id)
+            fact = self.facts.update(
+                self.user, _need_int(args, "id"), _need(args, "content"),
+                entities=[str(e) for e in args.get("entities") or []] or None,
+                source_session_id=self.session_id)
             return {"status": "updated", "fact": fact_brief(fact),
                     "replaces": _need_int(args, "id")}, True, []
         if action == "forget":

@@ -191,12 +191,14 @@ def update(
     fact_id: int = typer.Argument(..., metavar="ID"),
     text: str = typer.Argument(..., help="The corrected statement."),
     note: str | None = typer.Option(None, "--note", help="Why it changed (kept in history)."),
+    entity: list[str] = typer.Option([], "--entity", "-e",
+                                     help="An entity the new version is about (repeatable)."),
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
     store = _store(ctx)
-    new = store.update(_who(ctx, user), fact_id, text, note=note)
+    new = store.update(_who(ctx, user), fact_id, text, note=note, entities=entity or None)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return

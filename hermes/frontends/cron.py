@@ -38,6 +38,7 @@ from hermes.frontends.schedule import (  # noqa: F401 - part of this module's su
     file_target,
     parse_schedule,
     plan_runs,
+    repeated_wall_time,
     timezone_for,
 )
 from hermes.store.db import write_transaction
@@ -210,7 +211,8 @@ class CronStore:
         for _ in range(MAX_SKIP_SCAN):
             if fire is None or fire > now:
                 break
-            skipped = [*skipped[-(MAX_MISSED_RECORDS - 1):], fire]
+            if not repeated_wall_time(trigger, fire):
+                skipped = [*skipped[-(MAX_MISSED_RECORDS - 1):], fire]
             fire = trigger.get_next_fire_time(fire, fire)
         for when in skipped:      # the latest ones: the newest bounds what a resume may run
             self.record_missed(job.id, when, "skipped: the job was paused")

@@ -125,6 +125,18 @@ class Plan:
     uncounted: bool = False                                 # more missed than recorded
 
 
+def repeated_wall_time(trigger: BaseTrigger, fire: datetime) -> bool:
+    """``fire`` is the second pass of a local time when the clocks go back (01:30 EST after
+    01:30 EDT) and the job runs at set hours ("30 1 * * *"): like crontab, such a job runs once
+    that night. A job that runs every hour runs in both passes (they are an hour apart)."""
+    if not getattr(fire, "fold", 0):
+        return False
+    triggers = trigger.triggers if isinstance(trigger, OrTrigger) else [trigger]
+    return all(isinstance(t, CronTrigger)
+               and str(next(f for f in t.fields if f.name == "hour")) != "*"
+               for t in triggers)
+
+
 def plan_runs(trigger: BaseTrigger, *, now: datetime, last_fire: datetime | None,
               created_at: datetime, grace: timedelta) -> Plan:
     """Which fire times after ``last_fire`` (or since ``created_at``) are due, missed, folded.
@@ -142,14 +154,15 @@ def plan_runs(trigger: BaseTrigger, *, now: datetime, last_fire: datetime | None
         if len(plan.missed) >= MAX_MISSED_RECORDS:
             plan.uncounted = True
             break
-        plan.missed.append(fire)
+        if not repeated_wall_time(trigger, fire):
+            plan.missed.append(fire)
         fire = trigger.get_next_fire_time(fire, now)
     # Due: fire times inside the window (jump there directly after a long outage).
     if plan.uncounted:
         fire = trigger.get_next_fire_time(None, window_start)
     in_window: list[datetime] = []
     while fire is not None and fire <= now:
-        if last_fire is None or fire > last_fire:
+        if (last_fire is None or fire > last_fire) and not repeated_wall_time(trigger, fire):
             in_window.append(fire)
         fire = trigger.get_next_fire_time(fire, fire)
     if in_window:

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.aio import finish_or_cancel
 from hermes.clock import to_ts
 from hermes.learn import gate
 from hermes.learn.consolidate import Consolidation, consolidate
@@ -453,14 +454,7 @@ class ExtractionWorker:
         """Wait for pending extractions; after ``timeout`` cancel them (each records its range
         for retry). Returns how many were cancelled. With nothing left pending, the worker
         thread's connection is closed (it reopens if more work comes)."""
-        cancelled = 0
-        tasks = [t for t in self._tasks if not t.done()]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=timeout)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            cancelled = len(pending)
+        cancelled = len(await finish_or_cancel(self._tasks, timeout))
         if self.pending == 0:
             await self._shutdown_thread()
         return cancelled

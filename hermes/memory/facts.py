@@ -387,10 +387,18 @@ class FactStore:
         return RateResult(fact.id, fact.trust, new_trust)
 
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,
+               entities: list[str] | None = None,
                source_session_id: int | None = None,
                source_message_ids: Iterable[int] = ()) -> Fact:
-        """Replace a fact with a new version. The old one stays, superseded (valid_to set)."""
+        """Replace a fact with a new version. The old one stays, superseded (valid_to set).
+
+        The new version is linked to the old one's entities, to the known entities the new text
+        names and to ``entities`` when given. When the new text names an entity the old did not
+        (a substitution: "Ana works at Acme" -> "Ana works at Globex"), the old names it no
+        longer mentions are dropped (Acme), so probing them does not return the new version."""
         message_ids = [int(m) for m in source_message_ids]
+        for name in entities or ():
+            check_name(name)
         with write_transaction(self.db):
             old = self.get(user, fact_id)
             if not old.active:
@@ -404,13 +412,20 @@ class FactStore:
                 raise RefusedWrite(f"Refused: the new text of fact {old.id} is the same as the "
                                    "old. Nothing was changed.")
             now = self._now()
-            entity_ids = linked_entity_ids(self.db, old.id)
-            known = self.entity_store.known_in(user, text)
-            names = list(old.entities)
-            for entity_id, name in known:
+            named_before = {i for i, _ in self.entity_store.known_in(user, old.content)}
+            known = [*self.entity_store.known_in(user, text),
+                     *self.entity_store.ensure_all(user, entities or ())]
+            named_now = {i for i, _ in known}
+            # Only a substitution (the new text names an entity the old did not) retires the
+            # old names it dropped; a rewording that names nothing new keeps every link.
+            replaced = bool(named_now - named_before)
+            entity_ids = [i for i in linked_entity_ids(self.db, old.id)
+                          if not replaced or i in named_now or i not in named_before]
+            for entity_id, _ in known:
                 if entity_id not in entity_ids:
                     entity_ids.append(entity_id)
-                    names.append(name)
+            display = self.entity_store.names_of(user, entity_ids)
+            names = [display[i] for i in entity_ids]
             new_id = insert_fact(
                 self.db, user=user, content=text, category=old.category, kind=old.kind,
                 tags=old.tags, entity_names=names, trust=old.trust, importance=old.importance,

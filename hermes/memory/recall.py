@@ -27,6 +27,7 @@ other half (``scripts/bench_locomo.py``).
 from __future__ import annotations
 
 import calendar
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -38,8 +39,6 @@ import sqlite_utils
 from hermes.store.fts import MatchPlan
 
 
-# Words that say what kind of answer is wanted, not what it is about. Dropped from the ranked
-# query (never from a quoted phrase), on top of the ordinary stopwords.
 @dataclass(frozen=True)
 class RecallParams:
     """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
@@ -59,6 +58,11 @@ class RecallParams:
     # so its neighbours and its session profit too.
     dense_candidates: int = 100
     dense_weight: float = 0.3
+    # A message that ends in a question ("what's your best camping memory?") holds the query's
+    # words but rarely the answer: its own bm25 part is multiplied by this. Its neighbours (the
+    # answer) and its session still receive their full share.
+    question: float = 0.5
+    answer: float = 0.6  # share of a question's score its next turn (the answer) receives
 
 
 DEFAULT_PARAMS = RecallParams()
@@ -240,14 +244,18 @@ def rerank(
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}
+    asks: set[int] = set()
     near: dict[int, float] = defaultdict(float)
     where: dict[int, tuple[int, str]] = {}  # message -> (session, created_at)
     for c in found:
         value = scores.get(c.message_id, 0.0) / top \
             + params.dense_weight * closeness.get(c.message_id, 0.0)
         own[c.message_id] = value
+        if c.asks:
+            asks.add(c.message_id)
         where[c.message_id] = (c.session_id, c.created_at)
-        for other, share in ((c.next_id, params.neighbour), (c.prev_id, params.neighbour_back)):
+        forward = params.answer if c.asks else params.neighbour
+        for other, share in ((c.next_id, forward), (c.prev_id, params.neighbour_back)):
             if other is not None and share:
                 near[other] += share * value
                 # A neighbour shares its session, and its time to within minutes.
@@ -289,16 +297,16 @@ def rerank(
         if named:  # someone the query names spoke here: their neighbouring turns count too
             named |= _speakers_named(db, words, [m for m in where if m not in own])
 
-    ranked = []
+    # Totals first; the parts (for --explain) only for the messages returned.
+    entries: list[tuple[float, int, int, tuple[float, ...]]] = []
     for mid, (sid, created) in where.items():
-        parts = {"bm25": scores.get(mid, 0.0) / top,
-                 "dense": params.dense_weight * closeness.get(mid, 0.0),
-                 "neighbours": near.get(mid, 0.0),
-                 "session": params.session * session_score.get(sid, 0.0) / best_session,
-                 "date": date_part(created) if spans else 0.0,
-                 "speaker": params.speaker_boost if mid in named else 0.0}
-        parts = {k: v for k, v in parts.items() if v}
-        ranked.append(RankedMessage(mid, sid, sum(parts.values()), parts, sid in meta))
+        values = (scores.get(mid, 0.0) / top * (params.question if mid in asks else 1.0),
+                  params.dense_weight * closeness.get(mid, 0.0) if closeness else 0.0,
+                  near.get(mid, 0.0),
+                  params.session * session_score.get(sid, 0.0) / best_session,
+                  date_part(created) if spans else 0.0,
+                  params.speaker_boost if mid in named else 0.0)
+        entries.append((sum(v for v in values if v), mid, sid, values))
     # Sessions that matched only on title/summary: their first turn stands for them.
     # Each stands for its session with one message; callers show at most a few dozen
     # sessions, so only the best TITLE_ONLY_SESSIONS of them can reach a result.
@@ -307,9 +315,18 @@ def rerank(
         first = _first_message(db, user, sid)
         if first is not None and first not in where:
             value = params.meta_weight * meta[sid] / top
-            ranked.append(RankedMessage(first, sid, value, {"title/summary": value}, True))
-    ranked.sort(key=lambda r: (-r.score, -r.message_id))
-    return ranked[:limit]
+            entries.append((value, first, sid, (value,)))
+    entries.sort(key=lambda e: (-e[0], -e[1]))
+    return [RankedMessage(mid, sid, total, _parts(values), sid in meta)
+            for total, mid, sid, values in entries[:limit]]
+
+
+_PART_NAMES = ("bm25", "dense", "neighbours", "session", "date", "speaker")
+
+
+def _parts(values: tuple[float, ...]) -> dict[str, float]:
+    names = ("title/summary",) if len(values) == 1 else _PART_NAMES
+    return {name: v for name, v in zip(names, values, strict=True) if v}
 
 
 def _closeness(dense: Sequence[tuple[int, float]]) -> dict[int, float]:
@@ -335,7 +352,12 @@ def _placed(
 
 
 def _names(words: set[str], speaker: str | None) -> bool:
-    return bool(speaker) and bool(words & {p.casefold() for p in _WORD.findall(speaker or "")})
+    return bool(speaker) and bool(words & _name_words(speaker or ""))
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_words(speaker: str) -> frozenset[str]:
+    return frozenset(p.casefold() for p in _WORD.findall(speaker))
 
 
 def _speakers_named(db: sqlite_utils.Database, words: set[str], ids: list[int]) -> set[int]:
@@ -359,6 +381,7 @@ class _Found:
     prev_id: int | None
     next_id: int | None
     speaker: str | None
+    asks: int  # the message ends in a question mark
     score: float  # higher is better
 
 
@@ -367,7 +390,7 @@ _FOUND_COLUMNS = (
     "m.id, m.session_id, m.created_at, "
     "(SELECT max(p.id) FROM messages p WHERE p.session_id = m.session_id AND p.id < m.id), "
     "(SELECT min(n.id) FROM messages n WHERE n.session_id = m.session_id AND n.id > m.id), "
-    "m.speaker"
+    "m.speaker, rtrim(m.content) LIKE '%?'"
 )
 _SOURCE_FILTER = (
     "(? IS NULL OR m.session_id IN (SELECT id FROM sessions WHERE user = ? AND source = ?))"

@@ -92,7 +92,7 @@ class SessionSearch:
         if plan.empty:
             raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
         for mode, expr in _modes(plan, self.vectors is not None):
-            ranked = self._reranked(user, plan, mode, expr, source)[: max(1, limit)]
+            ranked = self._reranked(user, plan, mode, expr, source, max(1, limit))
             if ranked:
                 ids = [r.message_id for r in ranked]
                 rows = self.db.execute(
@@ -105,13 +105,16 @@ class SessionSearch:
         return []
 
     def _reranked(
-        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        limit: int,
     ) -> list[recall.RankedMessage]:
-        """Matching messages by BM25, re-ranked in their conversations (hermes.memory.recall)."""
-        return self._reranked_and_empty(user, plan, mode, expr, source)[0]
+        """The best ``limit`` matching messages by BM25, re-ranked in their conversations
+        (hermes.memory.recall)."""
+        return self._reranked_and_empty(user, plan, mode, expr, source, limit)[0]
 
     def _reranked_and_empty(
-        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None
+        self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
+        limit: int | None = None,
     ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return."""
@@ -132,7 +135,8 @@ class SessionSearch:
             dense = self.vectors.nearest(user, recall.plan_text(plan),
                                          recall.DEFAULT_PARAMS.dense_candidates)
         ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
-                               sessions, limit=len(messages) * 3 + len(sessions) + 100,
+                               sessions,
+                               limit=limit or len(messages) * 3 + len(sessions) + 100,
                                source=source, now=self.clock.now(), dense=dense)
         empty: list[tuple[int, float]] = []
         if sessions:
