@@ -94,3 +94,12 @@ def test_match_error_is_not_swallowed(fts_db):
             build_match("x"),
             lambda e: fts_db.execute("SELECT rowid FROM t WHERE t MATCH ?", ['"x" AND']).fetchall(),
         )
+
+
+def test_a_possessive_is_the_name_alone():
+    assert build_match("Gina's dog").strict == '"Gina" "dog"'
+    assert build_match("Gina\u2019s dog").strict == '"Gina" "dog"'
+    # Only a final 's after an apostrophe: other joined words stay phrases.
+    assert build_match("rock'n'roll").strict == '"rock n roll"'
+    assert build_match("don't").strict == '"don t"'
+    assert build_match('"Gina\'s dog"').strict == '"Gina s dog"'  # a quoted phrase is exact

@@ -24,6 +24,7 @@ _CJK = re.compile(
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
 )
 _PHRASE = re.compile(r'"([^"]*)"')
+_POSSESSIVE = re.compile(r"[^\W_]['\u2019][sS]\W*$")
 
 STOPWORDS = frozenset(
     """
@@ -89,6 +90,10 @@ def _split_terms(text: str) -> tuple[list[Term], list[str]]:
             return
         for word in chunk.split():
             tokens = tuple(_TOKEN.findall(word))
+            # A possessive ("Gina's", "Gina’s") is about Gina: the "s" would only demand that
+            # the name be written the same way.
+            if len(tokens) > 1 and tokens[-1].lower() == "s" and _POSSESSIVE.search(word):
+                tokens = tokens[:-1]
             if tokens:
                 terms.append(Term(tokens))
 
