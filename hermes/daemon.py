@@ -30,6 +30,7 @@ from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+from hermes.store.db import connect
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -49,6 +50,7 @@ BACKGROUND_GRACE_SECONDS = 30.0
 IDLE_CHECK_MINUTES = 10
 EXTRACTION_RETRY_MINUTES = 30
 CRON_RELOAD_SECONDS = 60
+VECTOR_INDEX_MINUTES = 5
 # Discord start-up retries: 5 s, 10 s, 20 s ... at most 5 minutes apart.
 DISCORD_RETRY_FIRST = 5.0
 DISCORD_RETRY_MAX = 300.0
@@ -322,6 +324,34 @@ class Daemon:
                 minutes=EXTRACTION_RETRY_MINUTES, id="builtin:extraction-retry", **defaults)
         add(self._job("cron reload", self._reload_cron), "interval",
             seconds=CRON_RELOAD_SECONDS, id="builtin:cron-reload", **defaults)
+        if settings.sessions.embeddings:
+            add(self._job("message vectors", self.index_vectors), "interval",
+                minutes=VECTOR_INDEX_MINUTES, id="builtin:vectors", **defaults)
+
+    async def index_vectors(self) -> int:
+        """Hybrid recall: embed the messages that have no vector yet, in a worker thread on its
+        own connection, so that a search never has to embed a day's messages itself. Stops
+        between batches at shutdown (what is done is kept; the rest waits for the next run)."""
+        settings = self.rt.settings
+        if not settings.sessions.embeddings:
+            return 0
+        users = self._users()
+        stopping = self._stop.is_set
+
+        def work() -> int:
+            from hermes.memory.embeddings import MessageVectors, embedder_for
+
+            db = connect(settings.db_path)
+            try:
+                vectors = MessageVectors(db, embedder_for(settings.sessions.embedding_model))
+                return sum(vectors.index(user, stop=stopping) for user in users)
+            finally:
+                db.conn.close()
+
+        done = await asyncio.to_thread(work)
+        if done:
+            log.info("message vectors: %d message(s) embedded", done)
+        return done
 
     async def _reload_cron(self) -> None:
         assert self.runner is not None
@@ -372,6 +402,7 @@ class Daemon:
             ("cron catch-up", catch_up),
             ("context refresh at start", lambda: self.refresh_contexts(agent, only_stale=True)),
             ("idle sessions at start", lambda: self.close_idle(agent)),
+            ("message vectors at start", self.index_vectors),
         ]
         if self.worker is not None:
             worker = self.worker

@@ -393,3 +393,44 @@ def test_the_log_file_rolls_over_and_keeps_a_bounded_number_of_backups(tmp_path,
     assert names == ["hermes.log", "hermes.log.1", "hermes.log.2"]
     assert all(p.stat().st_size <= 1100 for p in home.glob("hermes.log*"))
     assert "line 099" in (home / "hermes.log").read_text()
+
+
+async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdown(
+        rt, clock, monkeypatch):
+    import numpy as np
+
+    from hermes.daemon import Daemon
+    from hermes.memory import embeddings
+    from hermes.memory.sessions import SessionStore
+
+    class Toy:
+        model_id = "toy-daemon"
+        threads: set[str] = set()
+
+        def embed(self, texts):
+            Toy.threads.add(threading.current_thread().name)
+            out = np.ones((len(texts), 4), dtype=np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+        def embed_query(self, text):
+            return self.embed([text])[0]
+
+    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.delitem(embeddings._models, "e5", raising=False)
+    rt.settings.sessions.embeddings = True
+    store = SessionStore(rt.db, clock=clock)
+    for user in ("alice", "bob"):
+        session = store.create(user, "terminal")
+        for i in range(40):  # more than one batch
+            store.append(user, session.id, "user", f"{user} message {i}")
+    daemon = Daemon(rt, repl=False)
+    assert await daemon.index_vectors() == 80
+    assert threading.main_thread().name not in Toy.threads  # never on the event loop's thread
+    count = "SELECT count(*) FROM message_vectors WHERE model = 'toy-daemon'"
+    assert rt.db.execute(count).fetchone()[0] == 80
+    assert await daemon.index_vectors() == 0                  # nothing new
+    store.append("alice", session.id - 1, "user", "one more")
+    daemon.request_stop("test")
+    assert await daemon.index_vectors() == 0                  # stopping: left for next time
+    rt.settings.sessions.embeddings = False
+    assert await Daemon(rt, repl=False).index_vectors() == 0  # hybrid off: nothing to do

@@ -198,15 +198,19 @@ class MessageVectors:
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
 
-    def index(self, user: str) -> int:
-        """Embed the user's messages that have no vector for this model yet. Returns how many."""
+    def index(self, user: str, *, stop: Callable[[], bool] | None = None) -> int:
+        """Embed the user's messages that have no vector for this model yet. Returns how many.
+        ``stop`` is asked between batches: when it says so, what is done so far is kept."""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id",
             [user, self.embedder.model_id],
         ).fetchall()
+        done = 0
         for start in range(0, len(rows), INDEX_BATCH):
+            if stop is not None and stop():
+                break
             chunk = rows[start : start + INDEX_BATCH]
             vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
             with write_transaction(self.db):
@@ -217,7 +221,8 @@ class MessageVectors:
                       vectors[i].astype(self._np.float16).tobytes())
                      for i, r in enumerate(chunk)],
                 )
-        return len(rows)
+            done += len(chunk)
+        return done
 
     def _matrix(self, user: str) -> _Matrix:
         np = self._np
