@@ -263,6 +263,19 @@ def _importance(value: Any) -> float | None:
     return max(0.0, min(1.0, number))
 
 
+def _usable_content(item: dict[str, Any], result: ParseResult, missing: str,
+                    where: str) -> str | None:
+    """The action's content, or None with the reason recorded (missing, or too long)."""
+    content = _content(item)
+    if not content:
+        result.skipped.append(missing)
+        return None
+    if len(content) > MAX_CONTENT_CHARS:
+        result.skipped.append(f"{where}: content over {MAX_CONTENT_CHARS} characters")
+        return None
+    return content
+
+
 def _content(item: dict[str, Any]) -> str | None:
     value = _first(item, "content", "new_content", "fact", "text", "statement", "value")
     if not isinstance(value, str):
@@ -325,12 +338,8 @@ def parse_actions(
         if name in _NOOP:
             continue
         if name in _CREATE:
-            content = _content(item)
-            if not content:
-                result.skipped.append(f"{where}: create without content")
-                continue
-            if len(content) > MAX_CONTENT_CHARS:
-                result.skipped.append(f"{where}: content over {MAX_CONTENT_CHARS} characters")
+            content = _usable_content(item, result, f"{where}: create without content", where)
+            if content is None:
                 continue
             kind_raw = str(_first(item, "kind", "type", "memory_type", "fact_type") or "semantic")
             kind = _KIND_ALIASES.get(kind_raw.strip().lower(), "semantic")
@@ -357,12 +366,9 @@ def parse_actions(
                 result.skipped.append(f"{where}: {name} of unknown fact number {number}")
                 continue
             if name in _UPDATE:
-                content = _content(item)
-                if not content:
-                    result.skipped.append(f"{where}: update of {number} without new content")
-                    continue
-                if len(content) > MAX_CONTENT_CHARS:
-                    result.skipped.append(f"{where}: content over {MAX_CONTENT_CHARS} characters")
+                content = _usable_content(
+                    item, result, f"{where}: update of {number} without new content", where)
+                if content is None:
                     continue
                 result.actions.append(UpdateAction(number=number, content=content))
             else:
