@@ -8,7 +8,9 @@ to any one benchmark question:
 
 1. **Neighbours**: part of a neighbour's score (the turn before and the turn after, same
    session) is added to each message, so an answer ("Lisbon! The tiles were beautiful") is found
-   through the question it answers, and a question through its answer.
+   through the question it answers, and a question through its answer. Asking is not telling:
+   a message that ends in a question mark keeps only part of its own score and passes a larger
+   share to the turn after it, its answer.
 2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
 3. **Session**: conversations are about something. A message in a session where many turns
    match gets a share of the session's score (the sum of its best turns' scores, plus any hit on
