@@ -232,8 +232,10 @@ class SessionSearch:
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
     ) -> list[_Candidate]:
-        """Matching messages scored by BM25. Every match is scored when there are at most
-        SCORE_CAP; past that (a common word on a big history), the candidates are the newest
+        """Matching messages scored by BM25. With at most FTS_RANKED_MATCHES matches (in the
+        whole table), FTS5's own bm25 ranks them all and the best few are the candidates. Past
+        that, Python scores a bounded set: every match when the user has at most SCORE_CAP;
+        past that (a common word on a big history), the candidates are the newest
         SCORE_CAP matches, plus, for an all-words query, the SCORE_CAP best by FTS5's bm25 (so
         that age alone never hides the best match) unless even its rarest word is in DF_CAP
         messages or more (ranking them all would cost too much, and a word that common says
