@@ -121,6 +121,14 @@ class CronConfig(Section):
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
 
+class WebConfig(Section):
+    # The web panel (`hermes run` serves it; `hermes web` runs it alone)
+    enabled: bool = True
+    # None: 127.0.0.1. Anything but loopback must be set here explicitly, and warns at start
+    host: str | None = None
+    port: int = Field(8765, ge=0, le=65535)
+
+
 class LoggingConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     file_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -140,6 +148,7 @@ class Settings(Section):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     # Where the settings came from; not a config key.

@@ -63,7 +63,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats
+    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats, web
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -71,6 +71,7 @@ def _register() -> None:
     app.add_typer(context.app, name="context")
     app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
+    app.add_typer(web.app, name="web")
     app.command("export")(db.export)
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)
