@@ -342,15 +342,15 @@ async def test_after_reply_runs_only_once_the_reply_is_complete(agent, fake_mode
 
 async def test_recall_uses_the_rarest_words_of_a_chatty_message(agent, fake_model, stores,
                                                                 monkeypatch):
-    from hermes.agent import prompt as prompt_module
+    from hermes.memory import fact_recall
 
     _, facts, _ = stores
-    monkeypatch.setattr(prompt_module, "COMMON_TERM_DOCS", 3)
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 3)
     for n in range(5):
         facts.add("owner", f"The project deadline number {n} moved again")
     wanted = facts.add("owner", "The project codename is Zephyrine").fact
     query = "so what was the project codename zephyrine again?"
-    assert agent.prompts.recall_query(query) == '"codename" "zephyrine"'
+    assert agent.prompts.fact_recall.selective_query("owner", query) == '"codename" "zephyrine"'
     fake_model.reply("Zephyrine.")
     result = await ask(agent, query)
     assert result.shown_fact_ids[0] == wanted.id

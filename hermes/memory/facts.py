@@ -202,15 +202,17 @@ class FactStore:
         category: str | None = None,
         min_trust: float | None = None,
         explain: bool = False,
+        any_word: bool = False,
     ) -> list[Fact]:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
-        All terms must match first; when that finds nothing, any non-stopword term may. CJK
-        text (no word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
+        All terms must match first; when that finds nothing, any non-stopword term may
+        (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
+        word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         return search_facts(self, user, query, limit=limit, category=category, floor=floor,
-                            explain=explain)
+                            explain=explain, any_word=any_word)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
