@@ -94,7 +94,9 @@ async def test_related_facts_are_numbered_and_an_update_by_number_supersedes(
     assert "1. The user works at Initech." in system and f"#{old.id}" not in system
     assert [f.content for f in facts.list("owner")] == [
         "The user works at Acme Corp (since October 2026)."]
-    assert facts.get("owner", old.id).superseded_by is not None
+    new_id = facts.get("owner", old.id).superseded_by
+    assert [f.id for f in facts.probe("owner", "Acme Corp")] == [new_id]
+    assert facts.probe("owner", "Initech") == []
 
 
 async def test_extraction_does_its_database_work_off_the_event_loop(
