@@ -438,11 +438,13 @@ class ExtractionWorker:
 
     def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
         """Schedule sessions with user messages past their watermark (after a crash or a
-        shutdown that could not wait). Imported sessions are left alone."""
+        shutdown that could not wait). Imported sessions (source import, or any session with an
+        importer's external id) are left alone: ``hermes learn backfill`` is how they are
+        learned from, when asked."""
         rows = self.rt.db.execute(
             """
             SELECT s.user, s.id FROM sessions s
-            WHERE s.source != 'import' AND EXISTS (
+            WHERE s.source != 'import' AND s.external_id IS NULL AND EXISTS (
               SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
                 AND m.id > s.extracted_through)
             ORDER BY s.last_active_at DESC LIMIT ?
