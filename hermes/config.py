@@ -24,7 +24,16 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class UserProfile(Section):
+    # What the model calls this person (the terminal has no name of its own); unset: "the user"
+    name: str | None = Field(None, max_length=80)
+
+
 class UsersConfig(Section):
+    # Any other key is a user's profile: users.<user>.name, e.g. {"owner": {"name": "Alice"}}
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)  # type: ignore[assignment]
+
     default: str = DEFAULT_USER
     # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}
     identities: dict[str, str] = Field(default_factory=dict)
@@ -159,6 +168,13 @@ class Settings(Section):
             return self.users.default
         return self.users.identities.get(identity, self.users.default if identity.startswith(
             "terminal:") else identity)
+
+
+    def display_name(self, user: str) -> str | None:
+        """The person's name for the model (``users.<user>.name``), or None: say "the user"."""
+        profile = (self.users.__pydantic_extra__ or {}).get(user)
+        name = " ".join(profile.name.split()) if profile is not None and profile.name else ""
+        return name or None
 
 
 def terminal_identity() -> str:
