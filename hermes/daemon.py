@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
+from hermes.config import read_env_file
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 from hermes.store.db import connect
@@ -121,11 +122,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
 
 def read_dotenv(path: Path, key: str) -> str | None:
     """One value from a ``.env`` file (python-dotenv syntax, as for the model keys), if there."""
-    if not path.is_file():
-        return None
-    from dotenv import dotenv_values
-
-    return dotenv_values(path).get(key) or None
+    return read_env_file(path).get(key) or None
 
 
 def discord_token(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:

@@ -175,7 +175,6 @@ def consolidate(
                     continue
                 new = facts.update(user, old.id, action.content, note="extraction: update",
                                    source_session_id=session_id, source_message_ids=sources)
-                _link_entities(facts, user, new, None, session_id, sources)
                 done.add(old.id)
                 result.superseded += 1
                 result.fact_ids.append(new.id)
@@ -217,8 +216,8 @@ def _create(
         if contradicts(action.content, old.content):
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
+                               entities=list(action.entities) or None,
                                source_session_id=session_id, source_message_ids=sources)
-            _link_entities(facts, user, new, list(action.entities), session_id, sources)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -246,14 +245,6 @@ def _create(
         result.created += 1
     result.fact_ids.append(added.id)
     result.changes.append(FactChange(added.status, added.id))
-
-
-def _link_entities(facts: Any, user: str, fact: Any, entities: list[str] | None,
-                   session_id: int | None, sources: list[int]) -> None:
-    """A new version keeps the old version's entities; link the ones it names itself too
-    ("works at Acme Corp" is about Acme Corp). Re-adding the same text merges into it."""
-    facts.add(user, fact.content, entities=entities or None, category=fact.category,
-              kind=fact.kind, source_session_id=session_id, source_message_ids=sources)
 
 
 def _active(fact: Any) -> bool:

@@ -36,6 +36,7 @@ from hermes.learn.consolidate import Consolidation, consolidate
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
+from hermes.memory.session_records import speaker_name
 from hermes.store.db import connect, write_transaction
 
 if TYPE_CHECKING:
@@ -456,11 +457,13 @@ class ExtractionWorker:
 
     def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
         """Schedule sessions with user messages past their watermark (after a crash or a
-        shutdown that could not wait). Imported sessions are left alone."""
+        shutdown that could not wait). Imported sessions (source import, or any session with an
+        importer's external id) are left alone: ``hermes learn backfill`` is how they are
+        learned from, when asked."""
         rows = self.rt.db.execute(
             """
             SELECT s.user, s.id FROM sessions s
-            WHERE s.source != 'import' AND EXISTS (
+            WHERE s.source != 'import' AND s.external_id IS NULL AND EXISTS (
               SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
                 AND m.id > s.extracted_through)
             ORDER BY s.last_active_at DESC LIMIT ?
@@ -511,8 +514,11 @@ class ExtractionWorker:
         return row[0] if row else None
 
     def _user_name(self, user: str, messages: Sequence[Any]) -> str:
-        speakers = [m.speaker for m in messages if m.role == "user" and m.speaker]
-        return speakers[-1] if speakers else "the user"
+        """The person's name (a Discord display name, users.<user>.name), else "the user";
+        never an identity such as terminal:root."""
+        speakers = [speaker_name(m.speaker) for m in messages if m.role == "user"]
+        named = [s for s in speakers if s]
+        return named[-1] if named else self.rt.settings.display_name(user) or "the user"
 
     def run(self, user: str, run_id: int) -> RunRecord:
         return self._run(self._loop_stores(), user, run_id)
