@@ -166,6 +166,16 @@ async def test_facts_tool_round_trip(agent, fake_model, stores):
     assert facts.search("owner", "prometheus")[0].source_session_id == session_id
 
 
+async def test_facts_tool_update_links_the_new_names(agent, fake_model, stores):
+    _, facts, _ = stores
+    old = facts.add("owner", "The user lives in Lisbon").fact
+    fake_model.tool_call("facts", {"action": "update", "id": old.id,
+                                   "content": "The user lives in Porto"}).reply("Updated.")
+    await ask(agent, "I moved to Porto")
+    (new,) = facts.probe("owner", "Porto")
+    assert new.content == "The user lives in Porto" and facts.probe("owner", "Lisbon") == []
+
+
 async def test_fact_feedback_tool_round_trip(agent, fake_model, stores):
     _, facts, _ = stores
     fact = facts.add("owner", "The office wifi is called hermesnet").fact
