@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -11,10 +12,16 @@ from typer.core import TyperGroup
 from hermes.config import load_settings
 from hermes.errors import HermesError
 from hermes.runtime import Runtime
+from hermes.safe_text import scrub_arg
 
 
 class HermesGroup(TyperGroup):
     """Turns a HermesError anywhere below into one line on stderr and its exit code."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
+        # surrogates, which SQLite and the terminal refuse: U+FFFD instead, the rest kept.
+        return super().parse_args(ctx, [scrub_arg(a) for a in args])
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -22,6 +29,16 @@ class HermesGroup(TyperGroup):
         except HermesError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except Exception as exc:
+            # `hermes facts search -x`: text that starts with "-" reads as an option. (Typer
+            # vendors its own click, so the class is matched by name.)
+            name = getattr(exc, "option_name", None)
+            if type(exc).__name__ == "NoSuchOption" and isinstance(name, str) \
+                    and name.startswith("-") and not name.startswith("--"):
+                where = getattr(getattr(exc, "ctx", None), "command_path", "hermes ...")
+                exc.message += (f". To pass text that starts with '-', put -- before it: "
+                                f"`{where} -- {name}`")
+            raise
 
 
 app = typer.Typer(
@@ -84,4 +101,10 @@ _register()
 
 
 def main() -> None:
+    # Input that is not UTF-8 (Latin-1 piped into `hermes chat`) and output the terminal cannot
+    # encode are replaced, never a UnicodeError that loses the rest.
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     app()
