@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -13,10 +15,18 @@ from hermes.config import load_settings
 from hermes.errors import HermesError
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
+from hermes.store.failures import storage_problem
+
+log = logging.getLogger(__name__)
 
 
 class HermesGroup(TyperGroup):
-    """Turns a HermesError anywhere below into one line on stderr and its exit code."""
+    """Turns a HermesError anywhere below into one line on stderr and its exit code.
+
+    A damaged database, a full disk or an unwritable file (sqlite3 and OS errors that
+    :func:`hermes.store.failures.storage_problem` recognises) become one too; any other
+    exception is a bug and keeps its traceback.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
@@ -27,8 +37,13 @@ class HermesGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except HermesError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, exc)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            problem = storage_problem(exc, _db_path(ctx))
+            if problem is None:
+                raise
+            log.debug("storage failure shown as one line", exc_info=exc)
+            _fail(ctx, problem)
         except Exception as exc:
             # `hermes facts search -x`: text that starts with "-" reads as an option. (Typer
             # vendors its own click, so the class is matched by name.)
@@ -39,6 +54,18 @@ class HermesGroup(TyperGroup):
                 exc.message += (f". To pass text that starts with '-', put -- before it: "
                                 f"`{where} -- {name}`")
             raise
+
+
+def _fail(ctx: click.Context, exc: HermesError) -> None:
+    click.echo(f"Error: {exc}", err=True)
+    ctx.exit(exc.exit_code)
+
+
+def _db_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj
+    if isinstance(obj, Runtime):
+        return obj.settings.db_path
+    return Path("hermes.db")
 
 
 app = typer.Typer(
@@ -80,7 +107,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats
+    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats, web
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -88,6 +115,7 @@ def _register() -> None:
     app.add_typer(context.app, name="context")
     app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
+    app.add_typer(web.app, name="web")
     app.command("export")(db.export)
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)
