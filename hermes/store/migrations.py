@@ -356,3 +356,14 @@ def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
         UPDATE cron_jobs SET config_enabled = enabled WHERE origin = 'config';
         """
     )
+
+
+@migrations()
+def m012_fact_history_origin(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- Who made a change, when it was not Hermes' own conversation: for example
+        -- mcp:claude-desktop for a write from an MCP client. NULL for chat, extraction and CLI.
+        ALTER TABLE fact_history ADD COLUMN origin TEXT;
+        """
+    )
