@@ -29,6 +29,7 @@ from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
 from hermes.memory.fact_recall import FactRecall
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message
 from hermes.runtime import Runtime
 
@@ -96,8 +97,8 @@ def history_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if message.role not in ("user", "assistant") or not message.content:
             continue
         content = message.content
-        if message.role == "user" and message.speaker:
-            content = f"{message.speaker}: {content}"
+        if message.role == "user" and speaker_name(message.speaker):
+            content = f"{speaker_name(message.speaker)}: {content}"
         result.append({"role": message.role, "content": content})
     return result
 

@@ -19,6 +19,7 @@ from typing import Literal
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
+from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 
@@ -82,7 +83,7 @@ def _cut(text: str, width: int) -> str:
 
 def transcript(messages: list[Message], limit: int = TRANSCRIPT_CHARS) -> str:
     """The conversation as text; a long one keeps its start and its end."""
-    lines = [f"{m.speaker or m.role}: {m.content}" for m in _spoken(messages)]
+    lines = [f"{speaker_name(m.speaker) or m.role}: {m.content}" for m in _spoken(messages)]
     text = "\n".join(lines)
     if len(text) <= limit:
         return text
