@@ -30,6 +30,7 @@ from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
             handler.close()
     for handler in (file_handler, console_handler):
         handler._hermes = True  # type: ignore[attr-defined]
+        handler.addFilter(RedactingFilter())  # no secret is ever written to a log
         root.addHandler(handler)
     root.setLevel(min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
     # Libraries that narrate every step at INFO: only their warnings, unless debugging.

@@ -21,6 +21,7 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
 from hermes.store.db import write_transaction
 
@@ -207,7 +208,7 @@ def import_sessions(
     def flush() -> None:
         with write_transaction(db):
             for number, text in batch:
-                _import_line(db, user, number, text, report)
+                _import_line(db, user, number, text, report, redact=store.redact_secrets)
         batch.clear()
         if progress is not None:
             progress(report.lines)
@@ -227,13 +228,15 @@ def import_sessions(
 
 
 def _import_line(
-    db: sqlite_utils.Database, user: str, number: int, line: str, report: ImportReport
+    db: sqlite_utils.Database, user: str, number: int, line: str, report: ImportReport,
+    *, redact: bool = True,
 ) -> None:
     try:
         parsed = parse_session_line(line)
     except ImportLineError as exc:
         report.errors.append((number, str(exc)))
         return
+    _redact_session(parsed, messages=redact)
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
     try:
@@ -271,6 +274,18 @@ def _import_line(
             return
         raise
     conn.execute("RELEASE import_line")
+
+
+def _redact_session(parsed: _ParsedSession, *, messages: bool) -> None:
+    """Secrets out of an imported session, as when it was recorded here (before the duplicate
+    check, so the same file imported twice still matches). Title and summary always."""
+    parsed.title = None if parsed.title is None else redact_text(parsed.title)
+    parsed.summary = None if parsed.summary is None else redact_text(parsed.summary)
+    if messages:
+        for message in parsed.messages:
+            message.content = redact_text(message.content)
+            if message.tool_args is not None:
+                message.tool_args = redact_json(message.tool_args)
 
 
 def _find_session(db: sqlite_utils.Database, user: str, parsed: _ParsedSession) -> int | None:
