@@ -348,9 +348,10 @@ class Daemon:
                 minutes=VECTOR_INDEX_MINUTES, id="builtin:vectors", **defaults)
 
     async def index_vectors(self) -> int:
-        """Hybrid recall: embed the messages that have no vector yet, in a worker thread on its
-        own connection, so that a search never has to embed a day's messages itself. Stops
-        between batches at shutdown (what is done is kept; the rest waits for the next run)."""
+        """Hybrid recall: embed the facts and messages that have no vector yet, in a worker
+        thread on its own connection, so that a search never has to embed a day's messages
+        itself. Stops between batches at shutdown (what is done is kept; the rest waits for
+        the next run)."""
         settings = self.rt.settings
         if not settings.sessions.embeddings:
             return 0
@@ -359,11 +360,15 @@ class Daemon:
 
         def work() -> int:
             from hermes.memory.embeddings import MessageVectors, embedder_for
+            from hermes.memory.fact_vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
-                vectors = MessageVectors(db, embedder_for(settings.sessions.embedding_model))
-                return sum(vectors.index(user, stop=stopping) for user in users)
+                embedder = embedder_for(settings.sessions.embedding_model)
+                vectors = MessageVectors(db, embedder)
+                facts = FactVectors(db, embedder)
+                return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
+                           for user in users)
             finally:
                 db.conn.close()
 

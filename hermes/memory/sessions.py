@@ -34,6 +34,7 @@ from hermes.memory.session_records import (
     _storable,
 )
 from hermes.memory.session_search import SCORE_CAP, SessionSearch
+from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
 __all__ = [
@@ -129,6 +130,9 @@ class SessionStore(SessionSearch):
             content = redact_text(content)
             tool_args = None if tool_args is None else redact_json(tool_args)
         created = created_at or to_ts(self.clock.now())
+        # A lone surrogate (half an emoji from a provider, a "\ud83e" escape in a file) would
+        # make the whole message unstorable: U+FFFD in its place, the rest recorded.
+        content, speaker, tool_args = scrub(content), _scrub(speaker), _scrub(tool_args)
         with write_transaction(self.db):
             self.get(user, session_id)
             cursor = self.db.execute(
@@ -258,3 +262,7 @@ class SessionStore(SessionSearch):
             "UNION SELECT user FROM facts ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
+
+
+def _scrub(text: str | None) -> str | None:
+    return None if text is None else scrub(text)

@@ -23,6 +23,7 @@ from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
+from hermes.safe_text import scrub_value
 from hermes.store.db import write_transaction
 
 # Lines written per transaction during a transcript import: big enough that the commit cost
@@ -132,6 +133,10 @@ def parse_session_line(line: str) -> _ParsedSession:
         data = json.loads(line.lstrip("\ufeff"))
     except json.JSONDecodeError as exc:
         raise ImportLineError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # `[` x 50,000: this line is refused, the others are imported
+        raise ImportLineError("JSON nested too deeply to read") from None
+    # "\ud83e" escapes decode to lone surrogates, which no row can store: U+FFFD instead.
+    data = scrub_value(data)
     if not isinstance(data, dict):
         raise ImportLineError("expected a JSON object with source, started_at and messages")
     source = (_text(data.get("source"), "source", required=True) or "").strip().lower()
@@ -254,6 +259,8 @@ def _import_line(
     _redact_session(parsed, messages=redact)
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
+    # Counted only once the whole line is stored: a line refused at its messages adds nothing.
+    counts = ImportReport()
     try:
         session_id = _find_session(db, user, parsed)
         if session_id is None:
@@ -267,11 +274,11 @@ def _import_line(
             )
             session_id = int(cursor.lastrowid or 0)
             fresh = parsed.messages
-            report.sessions_created += 1
+            counts.sessions_created += 1
         else:
             fresh = _new_messages(db, session_id, parsed.messages)
-            report.sessions_existing += 1
-            report.messages_existing += len(parsed.messages) - len(fresh)
+            counts.sessions_existing += 1
+            counts.messages_existing += len(parsed.messages) - len(fresh)
         # A plain INSERT: a message the checks above let through but the table refuses is an
         # error for the whole line, never a silent skip that is still counted.
         cursor = conn.executemany(
@@ -281,7 +288,7 @@ def _import_line(
             [(session_id, user, m.role, m.speaker, m.content, m.created_at, m.tool_name,
               m.tool_args, m.tool_call_id, m.external_id) for m in fresh],
         )
-        report.messages_added += max(cursor.rowcount, 0)
+        counts.messages_added += max(cursor.rowcount, 0)
     except Exception as exc:
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
@@ -290,6 +297,10 @@ def _import_line(
             return
         raise
     conn.execute("RELEASE import_line")
+    report.sessions_created += counts.sessions_created
+    report.sessions_existing += counts.sessions_existing
+    report.messages_added += counts.messages_added
+    report.messages_existing += counts.messages_existing
 
 
 def _redact_session(parsed: _ParsedSession, *, messages: bool) -> None:
