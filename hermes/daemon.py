@@ -90,8 +90,12 @@ class HomeLock:
 
 
 # --------------------------------------------------------------------------- set-up helpers
-def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
-    """Log to ``<home>/hermes.log`` and the console, at the configured levels."""
+def setup_logging(settings: Settings, *, console: TextIO | None = None,
+                  repl: bool = False) -> None:
+    """Log to ``<home>/hermes.log`` and the console, at the configured levels.
+
+    With the REPL on the terminal, the console gets errors only: the REPL shows the
+    conversation, and log lines (fast-lane writes, cron runs) go to the file."""
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -101,7 +105,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
     file_handler.setLevel(config.file_level)
     file_handler.setFormatter(fmt)
     console_handler = logging.StreamHandler(console or sys.stderr)
-    console_handler.setLevel(config.level)
+    console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(fmt)
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -214,6 +218,8 @@ class Daemon:
                      "on" if self.bot else "off (no token)", "on" if self.repl else "off",
                      len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
                      self.rt.settings.home_path)
+            if not agent.llm.configured:
+                self._no_model_notice(agent)
             await self._stop.wait()
         finally:
             await self._shutdown()
@@ -266,6 +272,16 @@ class Daemon:
             if self._stop.is_set():
                 return
             self.bot = type(old)(self.rt, old.agent)
+
+    def _no_model_notice(self, agent: Agent) -> None:
+        """One line at start: without a model Hermes runs, but cannot chat or learn."""
+        text = ("No model is set, so chat and learning are off (memory commands and the "
+                f"schedule still work) until one is. {agent.llm.how_to_configure()}")
+        if self.repl is not None:
+            log.info("%s", text)                  # the file; the terminal shows it once, below
+            self.repl.emit("error", text)
+        else:
+            log.warning("%s", text)
 
     def _fail(self, message: str) -> None:
         log.error(message)
@@ -489,7 +505,7 @@ def run_daemon(rt: Runtime, *, repl: bool) -> None:
 
         daemon = Daemon(rt, repl=True, token=token)
         with patch_stdout(raw=True):
-            setup_logging(rt.settings, console=sys.stderr)
+            setup_logging(rt.settings, console=sys.stderr, repl=True)
             asyncio.run(daemon.run())
     else:
         daemon = Daemon(rt, repl=False, token=token)
