@@ -428,10 +428,11 @@ class Daemon:
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
                              self._drain_jobs())
-        if self.worker is not None:
-            cancelled = await self.worker.drain(self.background_grace)
-            if cancelled:
-                log.warning("extraction: %d run(s) cut short; recorded for retry", cancelled)
+        # The person at the terminal has left: their session ends and is summarised while
+        # extraction finishes (a summary cut short is written at the next start).
+        if self.repl is not None:
+            self.repl.leave()
+        await asyncio.gather(self._drain_extraction(), self._drain_summaries())
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         if self.bot is not None and not self.bot.is_closed():
@@ -459,6 +460,18 @@ class Daemon:
         if late:
             self.repl.stop_reply()
             await self.repl.wait_reply()
+
+    async def _drain_extraction(self) -> None:
+        if self.worker is not None:
+            cancelled = await self.worker.drain(self.background_grace)
+            if cancelled:
+                log.warning("extraction: %d run(s) cut short; recorded for retry", cancelled)
+
+    async def _drain_summaries(self) -> None:
+        if self.repl is not None:
+            late = await finish_or_cancel(self.repl.background, self.background_grace)
+            if late:
+                log.warning("summary of the terminal session cut short; written at next start")
 
     async def _drain_cron(self) -> None:
         if self.runner is not None:

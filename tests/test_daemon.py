@@ -240,6 +240,33 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
+        fake_model, rt):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.daemon import Daemon
+    from hermes.memory.sessions import SessionStore
+
+    store = SessionStore.from_runtime(rt)
+    fake_model.reply("Hello from Hermes.")
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        daemon = Daemon(rt, repl=True)
+        running = asyncio.create_task(daemon.run())
+        await until(lambda: daemon.repl is not None and daemon.repl.prompt.app.is_running)
+        pipe.send_text("hi there\r")
+        await until(lambda: [m for s in store.list("owner")
+                             for m in store.messages("owner", s.id) if m.role == "assistant"])
+        await daemon.repl.wait_reply()
+        daemon.request_stop("SIGTERM")
+        await asyncio.wait_for(running, 30)
+    rt2 = Runtime(load_settings())
+    (session,) = SessionStore.from_runtime(rt2).list("owner")
+    rt2.close()
+    assert session.ended_at is not None and session.title == "hi there"
+
+
 async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
     import threading
 

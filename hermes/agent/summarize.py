@@ -175,6 +175,13 @@ def pending(rt: Runtime, user: str) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
+async def summarize_pending(rt: Runtime, llm: LLM | None, user: str) -> list[SummaryOutcome]:
+    """Summarise the user's ended sessions still without a summary: the one just left, one
+    left by a process that exited before its summary was written, a failed one to retry."""
+    return [await summarize_session(rt, llm, user, session_id)
+            for session_id in pending(rt, user)]
+
+
 async def close_idle(rt: Runtime, llm: LLM | None, now: datetime | None = None,
                      *, user: str | None = None) -> list[SummaryOutcome]:
     """Close every session idle past ``sessions.idle_minutes`` and summarise ended sessions.
