@@ -77,7 +77,7 @@ def _message_line(message: Message, *, mark: bool = False) -> str:
 def list_(
     ctx: typer.Context,
     source: str | None = typer.Option(None, "--source", help="Only this source: discord, "
-                                      "terminal, cron, import.", show_default=False),
+                                      "terminal, cron, import, web.", show_default=False),
     since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
                                      "12h, 30m, 2w or a date.", show_default=False),
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many sessions."),
