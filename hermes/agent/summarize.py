@@ -161,11 +161,15 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
 
 
 def pending(rt: Runtime, user: str) -> list[int]:
-    """Ended sessions of ``user`` still without a summary (never tried, or failed before)."""
+    """Ended sessions of ``user`` still without a summary (never tried, or failed before).
+
+    Imported sessions (those with an importer's external id) are not: a large import would
+    turn into thousands of model calls at the next start. They are summarised only when asked
+    (``hermes sessions summarize``)."""
     rows = rt.db.execute(
         "SELECT id FROM sessions WHERE user = ? AND ended_at IS NOT NULL "
         "AND (summary_status IS NULL OR summary_status = 'failed') AND summary_attempts < ? "
-        "ORDER BY id",
+        "AND external_id IS NULL ORDER BY id",
         [user, MAX_ATTEMPTS],
     ).fetchall()
     return [int(row[0]) for row in rows]
