@@ -87,6 +87,8 @@ class SessionsConfig(Section):
     embeddings: bool = False
     # Which model (hermes.memory.embeddings.MODELS); vectors are stored per model
     embedding_model: Literal["e5", "minilm"] = "e5"
+    # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
+    redact_secrets: bool = True
 
 
 class ContextConfig(Section):
@@ -130,6 +132,14 @@ class CronConfig(Section):
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
 
+class WebConfig(Section):
+    # The web panel (`hermes run` serves it; `hermes web` runs it alone)
+    enabled: bool = True
+    # None: 127.0.0.1. Anything but loopback must be set here explicitly, and warns at start
+    host: str | None = None
+    port: int = Field(8765, ge=0, le=65535)
+
+
 class LoggingConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     file_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -149,6 +159,7 @@ class Settings(Section):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     # Where the settings came from; not a config key.

@@ -51,6 +51,16 @@ _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+@dataclass(frozen=True)
+class FactChange:
+    """One fact this run wrote: ``kind`` is created | merged | superseded (``old_id`` is the
+    version it replaced) | forgotten. What a live view (the web panel) shows as it happens."""
+
+    kind: str
+    fact_id: int
+    old_id: int | None = None
+
+
 @dataclass
 class Consolidation:
     created: int = 0
@@ -59,6 +69,7 @@ class Consolidation:
     forgotten: int = 0
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    changes: list[FactChange] = field(default_factory=list)
 
 
 def _norm(text: str) -> str:
@@ -167,6 +178,7 @@ def consolidate(
                 done.add(old.id)
                 result.superseded += 1
                 result.fact_ids.append(new.id)
+                result.changes.append(FactChange("superseded", new.id, old.id))
             elif isinstance(action, DeleteAction):
                 old = numbered[action.number]
                 if old.id in done:
@@ -175,6 +187,7 @@ def consolidate(
                 facts.forget(user, old.id, reason=action.reason or "extraction: no longer true")
                 done.add(old.id)
                 result.forgotten += 1
+                result.changes.append(FactChange("forgotten", old.id))
             elif isinstance(action, CreateAction):
                 _create(facts, user, action, numbered, done, result, session_id, sources,
                         valid_from)
@@ -208,6 +221,7 @@ def _create(
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
+            result.changes.append(FactChange("superseded", new.id, old.id))
             return
     for old in live:
         if _is_paraphrase(action, old):
@@ -218,6 +232,7 @@ def _create(
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
             result.merged += 1
             result.fact_ids.append(merged.id)
+            result.changes.append(FactChange("merged", merged.id))
             return
     added = facts.add(
         user, action.content, entities=list(action.entities) or None, category=action.category,
@@ -229,6 +244,7 @@ def _create(
     else:
         result.created += 1
     result.fact_ids.append(added.id)
+    result.changes.append(FactChange(added.status, added.id))
 
 
 def _active(fact: Any) -> bool:

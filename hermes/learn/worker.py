@@ -12,6 +12,8 @@ that message range:
   once by :meth:`retry_failed` (a daemon job); a second failure leaves it ``failed``.
 
 The run's unique key (session, first message, last message) makes a re-run a no-op.
+``on_commit`` listeners are called on the event loop right after a ``done`` run's transaction
+has committed, with the run record and what it changed (the web panel's live sidebar).
 :meth:`drain` waits for pending work at shutdown; what it cannot wait for is recorded for retry,
 and a session whose messages never got a run at all is found again by :meth:`catch_up`.
 """
@@ -63,6 +65,8 @@ class RunRecord:
     superseded: int
     forgotten: int
     attempts: int
+    # What a run that just committed wrote (set on the record ``on_commit`` listeners get).
+    changes: Consolidation | None = None
 
 
 @dataclass
@@ -121,6 +125,8 @@ class ExtractionWorker:
         self.yield_to_replies = yield_to_replies
         self._replying = 0
         self._quiet: asyncio.Event | None = None
+        # Called with each committed run (record.changes set); a failing listener is logged.
+        self.on_commit: list[Callable[[RunRecord], None]] = []
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -224,9 +230,16 @@ class ExtractionWorker:
             from hermes.memory.facts import FactStore
             from hermes.memory.sessions import SessionStore
 
-            db = connect(self.rt.settings.db_path)
-            self._thread_stores = _Stores(db, FactStore(db, self.rt.settings.facts, self.rt.clock),
-                                          SessionStore(db, clock=self.rt.clock))
+            settings = self.rt.settings
+            db = connect(settings.db_path)
+            vectors = None
+            if settings.sessions.embeddings:
+                from hermes.memory.fact_vectors import fact_vectors_for
+
+                vectors = fact_vectors_for(db, settings.sessions.embedding_model)
+            self._thread_stores = _Stores(
+                db, FactStore(db, settings.facts, self.rt.clock, vectors=vectors),
+                SessionStore(db, clock=self.rt.clock))
         return self._thread_stores
 
     def _close_in_thread(self) -> None:
@@ -334,8 +347,12 @@ class ExtractionWorker:
             raw, cost = completion.text or "", completion.cost
             await self._wait_for_quiet()
             committing = True
-            return await self._db(self._consolidate_run, user, session_id, messages, prompt,
-                                  raw, cost, run_id)
+            record = await self._db(self._consolidate_run, user, session_id, messages, prompt,
+                                    raw, cost, run_id)
+            self._committed(record)
+            if record.created or record.merged or record.superseded:
+                await self._db(self._embed_facts, user)
+            return record
         except asyncio.CancelledError:
             if not committing:
                 # Shutdown while the model was thinking: nothing was written; keep it for retry.
@@ -349,6 +366,30 @@ class ExtractionWorker:
             log.warning("extraction of session %s failed: %s", session_id, exc)
             return await self._db(self._record_failure, user, session_id, first, last, run_id,
                                   f"{type(exc).__name__}: {exc}", raw, cost, True)
+
+    def _embed_facts(self, s: _Stores, user: str) -> None:
+        """(in the worker thread) Vectors for the facts just written, when recall by meaning is
+        on. A failure is logged: the facts are saved and found by their words meanwhile, and
+        the daemon's vector job embeds them later."""
+        vectors = getattr(s.facts, "vectors", None)
+        if vectors is None:
+            return
+        try:
+            done = vectors.index(user)
+        except Exception as exc:  # noqa: BLE001 - logged; the periodic job tries again
+            log.warning("fact vectors for %s: %s (retried by the vector job)", user, exc)
+            return
+        if done:
+            log.debug("fact vectors: %d fact(s) of %s embedded", done, user)
+
+    def _committed(self, record: RunRecord) -> None:
+        if record.changes is None:
+            return          # a run another task had recorded: nothing new was written
+        for listener in self.on_commit:
+            try:
+                listener(record)
+            except Exception:  # noqa: BLE001 - a viewer's failure must not fail the run
+                log.exception("extraction on_commit listener %r failed", listener)
 
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Any]) -> Any:
         """(in the worker thread) The related facts, numbered, and the prompt."""
@@ -383,7 +424,9 @@ class ExtractionWorker:
                                       reason=_summary(changes, parsed.skipped),
                                       cost=cost, changes=changes)
             self._advance(s, user, session_id, last)
-        return self._run(s, user, run_id)
+        record = self._run(s, user, run_id)
+        record.changes = changes
+        return record
 
     def _record_failure(self, s: _Stores, user: str, session_id: int, first: int, last: int,
                         run_id: int | None, reason: str, raw: str | None, cost: float | None,

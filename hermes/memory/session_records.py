@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ROLES = ("user", "assistant", "tool", "system")
-SOURCES = ("discord", "terminal", "cron", "import")
+SOURCES = ("discord", "terminal", "cron", "import", "web")
 
 _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
