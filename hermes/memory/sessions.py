@@ -20,6 +20,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.ranking import HIGHLIGHT
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.session_records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
@@ -44,12 +45,15 @@ __all__ = [
 
 class SessionStore(SessionSearch):
     def __init__(
-        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None
+        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None,
+        *, redact_secrets: bool = True,
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
+        # sessions.redact_secrets: secrets in a message become markers before it is stored
+        self.redact_secrets = redact_secrets
 
     @classmethod
     def from_runtime(cls, rt: Any) -> SessionStore:
@@ -58,7 +62,8 @@ class SessionStore(SessionSearch):
             from hermes.memory.embeddings import vectors_for
 
             vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, clock=rt.clock, vectors=vectors)
+        return cls(rt.db, clock=rt.clock, vectors=vectors,
+                   redact_secrets=rt.settings.sessions.redact_secrets)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -111,11 +116,19 @@ class SessionStore(SessionSearch):
         tool_call_id: str | None = None,
         external_id: str | None = None,
     ) -> Message:
-        """Record one message. The session's count and last activity follow (a trigger)."""
+        """Record one message. The session's count and last activity follow (a trigger).
+
+        Secrets in it are replaced by markers first (``sessions.redact_secrets``): the message
+        returned, the store, its search index and everything that reads them later only ever
+        hold the redacted text.
+        """
         if role not in ROLES:
             raise RefusedWrite(f"Refused: role must be one of {', '.join(ROLES)} (got {role!r}).")
         if content is None:
             raise RefusedWrite("Refused: a message needs content (use '' for none).")
+        if self.redact_secrets:
+            content = redact_text(content)
+            tool_args = None if tool_args is None else redact_json(tool_args)
         created = created_at or to_ts(self.clock.now())
         # A lone surrogate (half an emoji from a provider, a "\ud83e" escape in a file) would
         # make the whole message unstorable: U+FFFD in its place, the rest recorded.
@@ -131,6 +144,14 @@ class SessionStore(SessionSearch):
             )
         return Message(int(cursor.lastrowid or 0), session_id, role, speaker, content, created,
                        tool_name, tool_args, tool_call_id, external_id)
+
+    def close_open(self, user: str, source: str, channel_key: str) -> Session | None:
+        """End the channel's open session, if it has one (the person left); None if not."""
+        row = self.db.execute(
+            "SELECT id FROM sessions WHERE user = ? AND source = ? AND channel_key = ? "
+            "AND ended_at IS NULL ORDER BY id DESC LIMIT 1", [user, source, channel_key],
+        ).fetchone()
+        return self.close(user, int(row[0])) if row is not None else None
 
     def close(self, user: str, session_id: int) -> Session:
         """Mark a session ended (idempotent: an ended session keeps its end time)."""
@@ -152,7 +173,10 @@ class SessionStore(SessionSearch):
         status: str = "done",
     ) -> None:
         """Store the summariser's output (written once per session; searched, never regenerated
-        at query time). ``status="failed"`` records an attempt without text."""
+        at query time). ``status="failed"`` records an attempt without text. Secrets are
+        redacted whatever ``sessions.redact_secrets`` says: a summary is Hermes' own text."""
+        title = None if title is None else redact_text(title)
+        summary = None if summary is None else redact_text(summary)
         with write_transaction(self.db):
             self.get(user, session_id)
             self.db.execute(

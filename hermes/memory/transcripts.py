@@ -21,9 +21,11 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
 from hermes.safe_text import scrub_value
 from hermes.store.db import write_transaction
+from hermes.store.failures import is_environmental
 
 # Lines written per transaction during a transcript import: big enough that the commit cost
 # disappears, small enough that another process waiting for the write lock is not starved.
@@ -222,7 +224,8 @@ def import_sessions(
     def flush() -> None:
         with write_transaction(db):
             for number, item in batch:
-                _import_line(db, user, number, item, report, parse)
+                _import_line(db, user, number, item, report, parse,
+                             redact=store.redact_secrets)
         batch.clear()
         if progress is not None:
             progress(report.lines)
@@ -244,6 +247,7 @@ def import_sessions(
 def _import_line(
     db: sqlite_utils.Database, user: str, number: int, item: Any, report: ImportReport,
     parse: Callable[[Any], _ParsedSession | None],
+    *, redact: bool = True,
 ) -> None:
     try:
         parsed = parse(item)
@@ -253,6 +257,7 @@ def _import_line(
     if parsed is None:
         report.empty += 1
         return
+    _redact_session(parsed, messages=redact)
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
     # Counted only once the whole line is stored: a line refused at its messages adds nothing.
@@ -288,7 +293,9 @@ def _import_line(
     except Exception as exc:
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
-        if isinstance(exc, HermesError | ValueError | sqlite3.Error):
+        # A full disk or a damaged file is not this line's fault: stop the import (what was
+        # committed stays; running it again skips it) instead of failing every later line.
+        if isinstance(exc, HermesError | ValueError | sqlite3.Error) and not is_environmental(exc):
             report.errors.append((number, f"could not be stored: {exc}"))
             return
         raise
@@ -297,6 +304,18 @@ def _import_line(
     report.sessions_existing += counts.sessions_existing
     report.messages_added += counts.messages_added
     report.messages_existing += counts.messages_existing
+
+
+def _redact_session(parsed: _ParsedSession, *, messages: bool) -> None:
+    """Secrets out of an imported session, as when it was recorded here (before the duplicate
+    check, so the same file imported twice still matches). Title and summary always."""
+    parsed.title = None if parsed.title is None else redact_text(parsed.title)
+    parsed.summary = None if parsed.summary is None else redact_text(parsed.summary)
+    if messages:
+        for message in parsed.messages:
+            message.content = redact_text(message.content)
+            if message.tool_args is not None:
+                message.tool_args = redact_json(message.tool_args)
 
 
 def _find_session(db: sqlite_utils.Database, user: str, parsed: _ParsedSession) -> int | None:
