@@ -120,6 +120,7 @@ def _register() -> None:
         daemon,
         db,
         facts,
+        learn,
         mcp,
         memory,
         sessions,
@@ -134,6 +135,7 @@ def _register() -> None:
     app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
     app.add_typer(web.app, name="web")
+    app.add_typer(learn.app, name="learn")
     app.command("export")(db.export)
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)
