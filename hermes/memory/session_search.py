@@ -27,6 +27,7 @@ from hermes.memory.session_records import (
     Session,
     _Candidate,
 )
+from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
 
 # bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
@@ -73,6 +74,7 @@ class SessionSearch:
         by session, best first, conversations before cron runs. Raises QueryError when the query
         holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
         """
+        query = scrub(query)  # whatever a caller's JSON decoded to
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
@@ -93,6 +95,7 @@ class SessionSearch:
         ``exclude_session``: none from this session (the conversation in progress, whose new
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
         every word would otherwise hide the best partial ones)."""
+        query = scrub(query)
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
