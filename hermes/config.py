@@ -24,7 +24,16 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class UserProfile(Section):
+    # What the model calls this person (the terminal has no name of its own); unset: "the user"
+    name: str | None = Field(None, max_length=80)
+
+
 class UsersConfig(Section):
+    # Any other key is a user's profile: users.<user>.name, e.g. {"owner": {"name": "Alice"}}
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)  # type: ignore[assignment]
+
     default: str = DEFAULT_USER
     # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}
     identities: dict[str, str] = Field(default_factory=dict)
@@ -121,6 +130,14 @@ class CronConfig(Section):
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
 
+class WebConfig(Section):
+    # The web panel (`hermes run` serves it; `hermes web` runs it alone)
+    enabled: bool = True
+    # None: 127.0.0.1. Anything but loopback must be set here explicitly, and warns at start
+    host: str | None = None
+    port: int = Field(8765, ge=0, le=65535)
+
+
 class LoggingConfig(Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     file_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -140,6 +157,7 @@ class Settings(Section):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     # Where the settings came from; not a config key.
@@ -159,6 +177,13 @@ class Settings(Section):
             return self.users.default
         return self.users.identities.get(identity, self.users.default if identity.startswith(
             "terminal:") else identity)
+
+
+    def display_name(self, user: str) -> str | None:
+        """The person's name for the model (``users.<user>.name``), or None: say "the user"."""
+        profile = (self.users.__pydantic_extra__ or {}).get(user)
+        name = " ".join(profile.name.split()) if profile is not None and profile.name else ""
+        return name or None
 
 
 def terminal_identity() -> str:
@@ -226,6 +251,34 @@ def config_path_from(environ: dict[str, str], explicit: str | Path | None = None
     return local if local.exists() else None
 
 
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of a file Hermes reads at start (config, .env), or one ConfigError line."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: the {what} is a directory; point at a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: the {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+            f"offset {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
+def read_env_file(path: Path) -> dict[str, str | None]:
+    """The variables of a ``.env`` file (python-dotenv syntax); empty when there is none.
+
+    A file that is not UTF-8 or cannot be read is one ConfigError line, never a traceback.
+    """
+    if not path.exists():
+        return {}
+    import io
+
+    from dotenv import dotenv_values
+
+    return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
+
+
 def load_settings(
     config_path: str | Path | None = None,
     home: str | Path | None = None,
@@ -241,7 +294,7 @@ def load_settings(
         if not path.exists():
             raise ConfigError(f"{path}: config file not found")
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            loaded = yaml.safe_load(read_text_file(path, "config file"))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

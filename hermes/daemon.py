@@ -1,4 +1,4 @@
-"""`hermes run`: Discord, the terminal REPL and the scheduler in one asyncio process.
+"""`hermes run`: Discord, the terminal REPL, the web panel and the scheduler in one asyncio process.
 
 The daemon only wires things together: it owns the event loop, the lock on the home, logging,
 the scheduler and the front-ends, and holds no memory logic. Built-in jobs: the cross-thread
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
+from hermes.config import read_env_file
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 from hermes.store.db import connect
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from hermes.config import Settings
     from hermes.frontends.discord_bot import HermesBot
     from hermes.frontends.repl import Repl
+    from hermes.frontends.web import WebFrontend
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 
@@ -120,11 +122,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
 
 def read_dotenv(path: Path, key: str) -> str | None:
     """One value from a ``.env`` file (python-dotenv syntax, as for the model keys), if there."""
-    if not path.is_file():
-        return None
-    from dotenv import dotenv_values
-
-    return dotenv_values(path).get(key) or None
+    return read_env_file(path).get(key) or None
 
 
 def discord_token(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
@@ -136,7 +134,7 @@ def discord_token(settings: Settings, environ: Mapping[str, str] | None = None) 
 
 # --------------------------------------------------------------------------- the daemon
 class Daemon:
-    def __init__(self, rt: Runtime, *, repl: bool, token: str | None = None,
+    def __init__(self, rt: Runtime, *, repl: bool, token: str | None = None, web: bool = False,
                  turn_grace: float = TURN_GRACE_SECONDS,
                  background_grace: float = BACKGROUND_GRACE_SECONDS,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
@@ -146,6 +144,8 @@ class Daemon:
         # then exits non-zero with this line, so systemd's Restart=on-failure applies.
         self.failure: str | None = None
         self.want_repl = repl
+        self.want_web = web
+        self.web: WebFrontend | None = None
         self.token = token
         self.turn_grace = turn_grace
         self.background_grace = background_grace
@@ -204,14 +204,17 @@ class Daemon:
             self._add_builtin_jobs(agent)
             self.scheduler.start()
             self.runner.schedule_all(self.scheduler)
+            if self.want_web:
+                await self._start_web(agent)
             self._spawn(self._startup_work(agent), "hermes-startup")
             if self.want_repl:
                 from hermes.frontends.repl import Repl
 
                 self.repl = Repl(self.rt, agent)
                 self._spawn(self._run_repl(), "hermes-repl")
-            log.info("hermes: running (discord: %s, repl: %s, cron jobs: %d, home: %s)",
+            log.info("hermes: running (discord: %s, repl: %s, web: %s, cron jobs: %d, home: %s)",
                      "on" if self.bot else "off (no token)", "on" if self.repl else "off",
+                     self.web.url if self.web else "off",
                      len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
                      self.rt.settings.home_path)
             await self._stop.wait()
@@ -266,6 +269,20 @@ class Daemon:
             if self._stop.is_set():
                 return
             self.bot = type(old)(self.rt, old.agent)
+
+    async def _start_web(self, agent: Agent) -> None:
+        from hermes.frontends.web import WebFrontend
+
+        web = WebFrontend(self.rt, agent, worker=self.worker, runner=self.runner)
+        if not await web.start():
+            return
+        self.web = web
+        link = web.first_login()
+        if link:
+            # The token is shown this once (only its hash is kept): on the console, not the log.
+            print(f"Web panel: log in at {link}", file=sys.stderr, flush=True)
+        else:
+            log.info("web: log in with the link `hermes web token` prints")
 
     def _fail(self, message: str) -> None:
         log.error(message)
@@ -427,7 +444,7 @@ class Daemon:
         # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
-                             self._drain_jobs())
+                             self._drain_jobs(), self._stop_web())
         if self.worker is not None:
             cancelled = await self.worker.drain(self.background_grace)
             if cancelled:
@@ -444,6 +461,10 @@ class Daemon:
         self.rt.close()
         log.info("hermes: stopped cleanly")
 
+
+    async def _stop_web(self) -> None:
+        if self.web is not None:
+            await self.web.stop()
 
     async def _drain_bot(self) -> None:
         if self.bot is not None:
@@ -474,12 +495,12 @@ def run_daemon(rt: Runtime, *, repl: bool) -> None:
     if repl:
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        daemon = Daemon(rt, repl=True, token=token)
+        daemon = Daemon(rt, repl=True, token=token, web=rt.settings.web.enabled)
         with patch_stdout(raw=True):
             setup_logging(rt.settings, console=sys.stderr)
             asyncio.run(daemon.run())
     else:
-        daemon = Daemon(rt, repl=False, token=token)
+        daemon = Daemon(rt, repl=False, token=token, web=rt.settings.web.enabled)
         setup_logging(rt.settings)
         asyncio.run(daemon.run())
     if daemon.failure:

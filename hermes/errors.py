@@ -31,3 +31,11 @@ class QueryError(HermesError):
     """A search query could not be turned into anything searchable."""
 
     exit_code = 1
+
+
+class StorageError(HermesError):
+    """A file Hermes keeps its state in is damaged, unreadable or cannot be written (a corrupt
+    database, a full disk, a directory where a file should be). Nothing the user typed is wrong,
+    so the exit code is that of a broken environment."""
+
+    exit_code = 2

@@ -84,3 +84,13 @@ def test_embedding_model_is_chosen_by_name(config_file):
     config_file.write_text("sessions:\n  embedding_model: bert\n")
     with pytest.raises(ConfigError, match="sessions.embedding_model"):
         load_settings()
+
+
+def test_a_user_can_set_the_name_the_model_calls_them(config_file):
+    config_file.write_text("users:\n  owner:\n    name: Alice\n", encoding="utf-8")
+    settings = load_settings()
+    assert settings.display_name("owner") == "Alice" and settings.display_name("bob") is None
+    assert settings.users.default == "owner"
+    config_file.write_text("users:\n  owner:\n    nick: Al\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="users.owner.nick: unknown key"):
+        load_settings()

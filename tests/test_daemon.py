@@ -73,7 +73,7 @@ def daemon_env(hermes_home, tmp_path):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
     env.update(HERMES_HOME=str(hermes_home), HERMES_CONFIG=str(tmp_path / "config.yaml"),
-               PYTHONPATH=str(REPO))
+               PYTHONPATH=str(REPO), HERMES_WEB__PORT="0")   # the web panel on a free port
     return env
 
 

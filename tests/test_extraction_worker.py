@@ -94,7 +94,9 @@ async def test_related_facts_are_numbered_and_an_update_by_number_supersedes(
     assert "1. The user works at Initech." in system and f"#{old.id}" not in system
     assert [f.content for f in facts.list("owner")] == [
         "The user works at Acme Corp (since October 2026)."]
-    assert facts.get("owner", old.id).superseded_by is not None
+    new_id = facts.get("owner", old.id).superseded_by
+    assert [f.id for f in facts.probe("owner", "Acme Corp")] == [new_id]
+    assert facts.probe("owner", "Initech") == []
 
 
 async def test_extraction_does_its_database_work_off_the_event_loop(
@@ -272,3 +274,24 @@ async def test_a_long_backlog_is_taken_in_several_runs(worker, store, fake_model
     assert [r.reason for r in runs] == ["small_talk", "small_talk"]
     assert last.last_message_id == max(m.id for m in store.messages("owner", session.id))
     assert worker.catch_up() == [] and fake_model.requests == []
+
+
+@pytest.mark.parametrize(("name", "expected"), [(None, "the user"), ("Alice", "Alice")])
+async def test_the_extraction_prompt_names_the_person_never_the_identity(
+        fake_model, clock, monkeypatch, name, expected):
+    if name:
+        monkeypatch.setenv("HERMES_USERS__OWNER__NAME", name)
+    rt = Runtime(load_settings(), clock=clock)
+    store = SessionStore.from_runtime(rt)
+    session = store.create("owner", "terminal")
+    # Older terminal messages stored the identity as their speaker.
+    store.append("owner", session.id, "user", "I moved to Lisbon in March.",
+                 speaker="terminal:root")
+    store.append("owner", session.id, "assistant", "Noted!")
+    fake_model.reply(actions())
+    await ExtractionWorker(rt).run_session("owner", session.id)
+    rt.close()
+    request = fake_model.last
+    assert "terminal:root" not in request.system + str(request.messages)
+    assert f"for its user, {expected}." in request.system
+    assert f"user ({expected}): I moved to Lisbon" in request.messages[-1]["content"]

@@ -84,11 +84,20 @@ def test_update_forget_restore_purge_history_list(cli):
     assert "forget" in cli("facts", "history", "2").stdout
     third = cli("facts", "update", "2", "Frank lives in Lisbon with Gus", "-e", "Gus", "--json")
     assert third.json()["id"] == 3
-    assert cli("facts", "show", "3", "--json").json()["entities"] == ["Frank", "Gus"]
+    assert cli("facts", "show", "3", "--json").json()["entities"] == ["Frank", "Lisbon", "Gus"]
     refused = cli("facts", "purge", "2", input="n\n")
     assert refused.exit_code == 1
     assert cli("facts", "purge", "2", "--yes", "--json").json() == {"id": 2, "status": "purged"}
     assert [f["id"] for f in cli("facts", "list", "--all", "--json").json()] == [3]
+
+
+def test_update_links_the_names_the_new_text_names_and_drops_the_old(cli):
+    assert cli("facts", "add", "The user lives in Lisbon").stdout.strip() == (
+        "Created fact 1 about Lisbon.")
+    cli("facts", "update", "1", "The user lives in Porto")
+    assert [f["id"] for f in cli("facts", "probe", "Porto", "--json").json()] == [2]
+    assert cli("facts", "probe", "Lisbon", "--json").json() == []
+    assert cli("facts", "show", "2", "--json").json()["entities"] == ["Porto"]
 
 
 def test_entities_and_alias(cli):

@@ -260,3 +260,49 @@ async def test_the_terminal_sink_prints_whole_lines_above_the_prompt():
         sink("end", "")
         sink("error", "something broke")
     assert "second line" in screen.getvalue() and "something broke" in screen.getvalue()
+
+
+
+def whole_repl(rt, pipe, tmp_path) -> Session:
+    """A REPL on the agent every entry point builds (fast lane and extraction attached)."""
+    from hermes.assembly import build_agent
+
+    events: list[tuple[str, str]] = []
+    shell = Repl(rt, build_agent(rt)[0], emit=lambda kind, text: events.append((kind, text)),
+                 history=FileHistory(str(tmp_path / "history")))
+    return Session(shell, events, pipe)
+
+
+async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pipe, tmp_path):
+    repl = whole_repl(rt, pipe, tmp_path)
+    fake_model.reply("Noted.")
+    pipe.send_text("Remember that my flight to Oslo is at 9 on Friday" + ENTER)
+    await repl.reply_done()
+    await repl.leave()
+    from hermes.memory.facts import FactStore
+
+    (fact,) = FactStore.from_runtime(rt).list("owner")
+    assert fact.content == "The user's flight to Oslo is at 9 on Friday"
+    assert "Terminal" not in fact.entities
+    sent = fake_model.requests[0].messages
+    assert "terminal:" not in str(sent).lower()
+    from hermes.agent.prompt import without_tail
+
+    # the person's own text, after the volatile tail, carries no identity prefix
+    assert without_tail(sent[-1]["content"]).startswith("Remember that my flight")
+
+
+async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, clock, tmp_path,
+                                                            monkeypatch):
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    monkeypatch.setenv("HERMES_USERS__OWNER__NAME", "Alice")
+    rt = Runtime(load_settings(), clock=clock)
+    repl = whole_repl(rt, pipe, tmp_path)
+    fake_model.reply("Hi Alice.")
+    pipe.send_text("hello" + ENTER)
+    await repl.reply_done()
+    await repl.leave()
+    rt.close()
+    assert fake_model.requests[0].messages[-1]["content"].endswith("\n\nAlice: hello")

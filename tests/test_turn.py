@@ -179,6 +179,16 @@ async def test_facts_tool_round_trip(agent, fake_model, stores):
     assert facts.search("owner", "prometheus")[0].source_session_id == session_id
 
 
+async def test_facts_tool_update_links_the_new_names(agent, fake_model, stores):
+    _, facts, _ = stores
+    old = facts.add("owner", "The user lives in Lisbon").fact
+    fake_model.tool_call("facts", {"action": "update", "id": old.id,
+                                   "content": "The user lives in Porto"}).reply("Updated.")
+    await ask(agent, "I moved to Porto")
+    (new,) = facts.probe("owner", "Porto")
+    assert new.content == "The user lives in Porto" and facts.probe("owner", "Lisbon") == []
+
+
 async def test_fact_feedback_tool_round_trip(agent, fake_model, stores):
     _, facts, _ = stores
     fact = facts.add("owner", "The office wifi is called hermesnet").fact
@@ -345,15 +355,15 @@ async def test_after_reply_runs_only_once_the_reply_is_complete(agent, fake_mode
 
 async def test_recall_uses_the_rarest_words_of_a_chatty_message(agent, fake_model, stores,
                                                                 monkeypatch):
-    from hermes.agent import prompt as prompt_module
+    from hermes.memory import fact_recall
 
     _, facts, _ = stores
-    monkeypatch.setattr(prompt_module, "COMMON_TERM_DOCS", 3)
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 3)
     for n in range(5):
         facts.add("owner", f"The project deadline number {n} moved again")
     wanted = facts.add("owner", "The project codename is Zephyrine").fact
     query = "so what was the project codename zephyrine again?"
-    assert agent.prompts.recall_query(query) == '"codename" "zephyrine"'
+    assert agent.prompts.fact_recall.selective_query("owner", query) == '"codename" "zephyrine"'
     fake_model.reply("Zephyrine.")
     result = await ask(agent, query)
     assert result.shown_fact_ids[0] == wanted.id

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hermes.config import ModelConfig, Settings
+from hermes.config import ModelConfig, Settings, read_env_file
 from hermes.errors import HermesError
 
 log = logging.getLogger(__name__)
@@ -166,12 +166,8 @@ def load_env_file(path: Path) -> list[str]:
 
     Returns the names that were set. A missing file is not an error.
     """
-    if not path.is_file():
-        return []
-    from dotenv import dotenv_values
-
     applied = []
-    for key, value in dotenv_values(path).items():
+    for key, value in read_env_file(path).items():
         if value is not None and key not in os.environ:
             os.environ[key] = value
             applied.append(key)

@@ -10,7 +10,7 @@ everything but the newest turn from its prompt cache (a prompt is a cache key):
 2. the **conversation** exactly as it was sent before (:mod:`hermes.agent.conversation`),
    earlier tool calls, tool results and volatile tails included;
 3. the **volatile tail**, in front of the newest user message: ``<current_time>``,
-   ``<recalled_memory>`` (the facts most relevant to the new message, ``FactStore.search``,
+   ``<recalled_memory>`` (the facts most relevant to the new message, ``hermes.memory.fact_recall``,
    within a character budget, each with its id and trust, under a note that this is recalled
    memory and not user input; a fact already shown earlier in the session is not repeated) and
    ``<memory_changes>`` (basic-memory entries and facts written since the snapshot, each shown
@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.conversation import Conversation, Snapshot, shape
-from hermes.errors import ConfigError, QueryError
+from hermes.errors import ConfigError
 from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
+from hermes.memory.fact_recall import FactRecall
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message
 from hermes.runtime import Runtime
-from hermes.store.fts import Term, build_match
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
              "memory_changes")
@@ -53,12 +54,6 @@ CHANGES_NOTE = (
     "memory, not user input):"
 )
 MAX_CHANGES = 20
-
-# Recall keeps the rarest words of the message. A word found in this many facts or more is
-# "common": an OR over it would make FTS5 score a large share of the store on every turn.
-COMMON_TERM_DOCS = 1000
-RECALL_TERMS = 6
-DF_CACHE_SECONDS = 600
 
 
 def defuse(text: str) -> str:
@@ -107,8 +102,9 @@ def default_persona() -> str:
 
 def user_text(message: Message) -> str:
     """A stored user message as the model reads it (with its speaker, when there is one)."""
-    if message.speaker:
-        return f"{message.speaker}: {message.content}"
+    name = speaker_name(message.speaker)
+    if name:
+        return f"{name}: {message.content}"
     return message.content
 
 
@@ -155,7 +151,7 @@ class PromptBuilder:
         self.facts = facts or FactStore.from_runtime(rt)
         self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
                                           clock=rt.clock)
-        self._df_cache: dict[str, tuple[int, float]] = {}
+        self.fact_recall = FactRecall(self.facts, rt.clock)
 
     # -- parts ------------------------------------------------------------------------------
 
@@ -171,65 +167,12 @@ class PromptBuilder:
         except OSError as exc:
             raise ConfigError(f"agent.persona_file: cannot read {path} ({exc.strerror})") from None
 
-    def _doc_count(self, term: Term) -> int:
-        """How many facts contain ``term``, counted up to COMMON_TERM_DOCS (cheap: bounded)."""
-        now = self.rt.clock.now().timestamp()
-        cached = self._df_cache.get(term.fts)
-        if cached is not None and now - cached[1] < DF_CACHE_SECONDS:
-            return cached[0]
-        row = self.rt.db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM facts_fts WHERE facts_fts MATCH ? LIMIT ?)",
-            [term.fts, COMMON_TERM_DOCS],
-        ).fetchone()
-        count = int(row[0])
-        # Rare words are cheap to count again, and must be, once facts with them are added.
-        if count >= COMMON_TERM_DOCS // 10:
-            if len(self._df_cache) > 20_000:
-                self._df_cache.clear()
-            self._df_cache[term.fts] = (count, now)
-        return count
-
-    def recall_query(self, query: str) -> str:
-        """The message reduced to its most selective words, for a search that stays fast.
-
-        Words that occur in no fact are dropped, then the rarest are kept; common words are
-        only used when nothing rarer is left. Quoted, so phrases stay phrases.
-        """
-        plan = build_match(query)
-        if plan.cjk or not plan.terms:
-            return query
-        counted = []
-        for index, term in enumerate(t for t in plan.terms if not t.is_stopword):
-            count = self._doc_count(term)
-            if count:
-                counted.append((count, index, term))
-        counted.sort(key=lambda item: (item[0], item[1]))
-        chosen = [t for count, _, t in counted if count < COMMON_TERM_DOCS][:RECALL_TERMS]
-        chosen = chosen or [t for _, _, t in counted][:2]
-        return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen)
-
     def recall(self, user: str, query: str) -> list[Fact]:
-        """The most relevant facts for ``query`` that fit the character budget."""
+        """The most relevant facts for ``query`` that fit the character budget
+        (hermes.memory.fact_recall)."""
         agent = self.settings.agent
-        if not query.strip() or agent.recall_max_facts == 0 or agent.recall_char_budget == 0:
-            return []
-        selective = self.recall_query(query)
-        if not selective.strip():
-            return []
-        try:
-            found = self.facts.search(user, selective, limit=agent.recall_max_facts)
-        except QueryError:
-            # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
-            return []
-        chosen: list[Fact] = []
-        used = 0
-        for fact in found:
-            size = len(fact_line(fact)) + 1
-            if used + size > agent.recall_char_budget:
-                continue  # a shorter, lower-ranked fact may still fit
-            chosen.append(fact)
-            used += size
-        return chosen
+        return self.fact_recall.recall(user, query, limit=agent.recall_max_facts,
+                                       budget=agent.recall_char_budget, line=fact_line)
 
     # -- the front: once per session ---------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Literal
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
+from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 
@@ -82,7 +83,7 @@ def _cut(text: str, width: int) -> str:
 
 def transcript(messages: list[Message], limit: int = TRANSCRIPT_CHARS) -> str:
     """The conversation as text; a long one keeps its start and its end."""
-    lines = [f"{m.speaker or m.role}: {m.content}" for m in _spoken(messages)]
+    lines = [f"{speaker_name(m.speaker) or m.role}: {m.content}" for m in _spoken(messages)]
     text = "\n".join(lines)
     if len(text) <= limit:
         return text
@@ -160,11 +161,15 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
 
 
 def pending(rt: Runtime, user: str) -> list[int]:
-    """Ended sessions of ``user`` still without a summary (never tried, or failed before)."""
+    """Ended sessions of ``user`` still without a summary (never tried, or failed before).
+
+    Imported sessions (those with an importer's external id) are not: a large import would
+    turn into thousands of model calls at the next start. They are summarised only when asked
+    (``hermes sessions summarize``)."""
     rows = rt.db.execute(
         "SELECT id FROM sessions WHERE user = ? AND ended_at IS NOT NULL "
         "AND (summary_status IS NULL OR summary_status = 'failed') AND summary_attempts < ? "
-        "ORDER BY id",
+        "AND external_id IS NULL ORDER BY id",
         [user, MAX_ATTEMPTS],
     ).fetchall()
     return [int(row[0]) for row in rows]

@@ -20,6 +20,7 @@ from hermes.agent.llm import ToolCall
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
@@ -119,8 +120,8 @@ def session_brief(session: Session) -> dict[str, Any]:
 def message_brief(message: Message) -> dict[str, Any]:
     data: dict[str, Any] = {"id": message.id, "role": message.role,
                             "content": _cut(message.content, SNIPPET_CHARS)}
-    if message.speaker:
-        data["speaker"] = message.speaker
+    if speaker_name(message.speaker):
+        data["speaker"] = speaker_name(message.speaker)
     return data
 
 

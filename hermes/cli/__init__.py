@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from pathlib import Path
 
 import click
@@ -11,17 +13,42 @@ from typer.core import TyperGroup
 from hermes.config import load_settings
 from hermes.errors import HermesError
 from hermes.runtime import Runtime
+from hermes.store.failures import storage_problem
+
+log = logging.getLogger(__name__)
 
 
 class HermesGroup(TyperGroup):
-    """Turns a HermesError anywhere below into one line on stderr and its exit code."""
+    """Turns a HermesError anywhere below into one line on stderr and its exit code.
+
+    A damaged database, a full disk or an unwritable file (sqlite3 and OS errors that
+    :func:`hermes.store.failures.storage_problem` recognises) become one too; any other
+    exception is a bug and keeps its traceback.
+    """
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except HermesError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, exc)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            problem = storage_problem(exc, _db_path(ctx))
+            if problem is None:
+                raise
+            log.debug("storage failure shown as one line", exc_info=exc)
+            _fail(ctx, problem)
+
+
+def _fail(ctx: click.Context, exc: HermesError) -> None:
+    click.echo(f"Error: {exc}", err=True)
+    ctx.exit(exc.exit_code)
+
+
+def _db_path(ctx: click.Context) -> Path:
+    obj = ctx.find_root().obj
+    if isinstance(obj, Runtime):
+        return obj.settings.db_path
+    return Path("hermes.db")
 
 
 app = typer.Typer(
@@ -63,7 +90,7 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats
+    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats, web
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -71,6 +98,7 @@ def _register() -> None:
     app.add_typer(context.app, name="context")
     app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
+    app.add_typer(web.app, name="web")
     app.command("export")(db.export)
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)

@@ -48,7 +48,7 @@ def ask(
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
     agent, worker = build_agent(rt)
-    turn = agent.turn(who, session.id, question)
+    turn = agent.turn(who, session.id, question, speaker=rt.settings.display_name(who))
 
     async def answer_then_learn() -> None:
         await _stream(turn, echo=not as_json)
@@ -102,7 +102,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
                 session = sessions.open_for(who, "terminal", channel)
                 typer.echo(f"(new session {session.id})", err=True)
                 continue
-            turn = agent.turn(who, session.id, text)
+            turn = agent.turn(who, session.id, text, speaker=rt.settings.display_name(who))
             try:
                 runner.run(_stream(turn, echo=True))
             except KeyboardInterrupt:

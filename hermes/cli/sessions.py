@@ -9,7 +9,13 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeRemainingColumn,
+)
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, emit_json, err_console
@@ -17,11 +23,14 @@ from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
 from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
+from hermes.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
 
 # Files above this size get a progress bar on stderr while they import.
 PROGRESS_BYTES = 1_000_000
+# Exports with at least this many conversations get one too.
+PROGRESS_CONVERSATIONS = 50
 _DURATION = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -68,7 +77,7 @@ def _message_line(message: Message, *, mark: bool = False) -> str:
 def list_(
     ctx: typer.Context,
     source: str | None = typer.Option(None, "--source", help="Only this source: discord, "
-                                      "terminal, cron, import.", show_default=False),
+                                      "terminal, cron, import, web.", show_default=False),
     since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
                                      "12h, 30m, 2w or a date.", show_default=False),
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many sessions."),
@@ -194,18 +203,28 @@ def index(
 def import_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                         help="JSON Lines: one session per line.")],
+                                         help="JSON Lines (one session per line), or a ChatGPT "
+                                         "or Claude export: conversations.json or its zip.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl, chatgpt or claude.")
+                   ] = "jsonl",
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Import transcripts from a JSON Lines file, one session per line.
+    """Import past conversations: transcripts (JSON Lines) or a ChatGPT or Claude export.
 
-    Each line: {"source", "title"?, "started_at", "external_id"?, "messages": [{"role",
-    "speaker"?, "content", "created_at", "external_id"?}]}. Re-importing adds nothing. A
-    malformed line is reported with its number and skipped, the rest is imported, and the exit
-    code is 1."""
+    JSON Lines, one session per line: {"source", "title"?, "started_at", "external_id"?,
+    "messages": [{"role", "speaker"?, "content", "created_at", "external_id"?}]}.
+    --format chatgpt|claude reads the data export those services send (conversations.json, or
+    the zip as downloaded): each conversation becomes a session with source import, its title,
+    times and messages (ChatGPT: the branch you last saw). Re-importing adds nothing. A malformed
+    line or conversation is reported by its position and skipped, the rest is imported, and
+    the exit code is 1."""
     rt = runtime(ctx)
     store = _store(ctx)
+    fmt = fmt.strip().lower()
+    if fmt != "jsonl":
+        _import_export(rt, store, file, fmt, rt.user(user), as_json)
+        return
     size = file.stat().st_size
     if size >= PROGRESS_BYTES:
         with Progress(
@@ -217,6 +236,28 @@ def import_(
             report = import_sessions(store, rt.user(user), lines)
     else:
         report = import_sessions(store, rt.user(user), read_lines(file))
+    _finish_import(report, as_json)
+
+
+def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,
+                   as_json: bool) -> None:
+    from hermes.memory.chat_exports import FORMATS, import_export, load_export
+
+    if fmt not in FORMATS:
+        raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")
+    conversations = load_export(file)
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=err_console, transient=True,
+        disable=len(conversations) < PROGRESS_CONVERSATIONS,
+    ) as progress:
+        task = progress.add_task(f"importing {file.name}", total=len(conversations))
+        report = import_export(store, who, conversations, fmt,
+                               progress=lambda done: progress.update(task, completed=done))
+    _finish_import(report, as_json)
+
+
+def _finish_import(report: ImportReport, as_json: bool) -> None:
     if as_json:
         emit_json(report.to_json())
     else:
@@ -231,9 +272,11 @@ def _print_report(report: ImportReport) -> None:
         f"message(s); {report.sessions_existing:,} session(s) were already there "
         f"({report.messages_existing:,} message(s) already present)."
     )
+    if report.empty:
+        typer.echo(f"{report.empty:,} empty {report.unit}(s) (nothing said) left out.")
     if report.errors:
-        typer.echo(f"Skipped {report.skipped} line(s):", err=True)
+        typer.echo(f"Skipped {report.skipped} {report.unit}(s):", err=True)
         for number, reason in report.errors[:20]:
-            typer.echo(f"  line {number}: {reason}", err=True)
+            typer.echo(f"  {report.unit} {number}: {reason}", err=True)
         if report.skipped > 20:
             typer.echo(f"  ... and {report.skipped - 20} more", err=True)

@@ -182,7 +182,8 @@ class Repl:
     async def reply(self, text: str) -> None:
         try:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
-            turn = self.agent.turn(self.user, session.id, text, speaker=self.identity)
+            turn = self.agent.turn(self.user, session.id, text,
+                                   speaker=self.rt.settings.display_name(self.user))
             async for chunk in turn:
                 self.emit("chunk", chunk)
             self.emit("end", "")

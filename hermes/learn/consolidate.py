@@ -51,6 +51,16 @@ _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+@dataclass(frozen=True)
+class FactChange:
+    """One fact this run wrote: ``kind`` is created | merged | superseded (``old_id`` is the
+    version it replaced) | forgotten. What a live view (the web panel) shows as it happens."""
+
+    kind: str
+    fact_id: int
+    old_id: int | None = None
+
+
 @dataclass
 class Consolidation:
     created: int = 0
@@ -59,6 +69,7 @@ class Consolidation:
     forgotten: int = 0
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    changes: list[FactChange] = field(default_factory=list)
 
 
 def _norm(text: str) -> str:
@@ -164,10 +175,10 @@ def consolidate(
                     continue
                 new = facts.update(user, old.id, action.content, note="extraction: update",
                                    source_session_id=session_id, source_message_ids=sources)
-                _link_entities(facts, user, new, None, session_id, sources)
                 done.add(old.id)
                 result.superseded += 1
                 result.fact_ids.append(new.id)
+                result.changes.append(FactChange("superseded", new.id, old.id))
             elif isinstance(action, DeleteAction):
                 old = numbered[action.number]
                 if old.id in done:
@@ -176,6 +187,7 @@ def consolidate(
                 facts.forget(user, old.id, reason=action.reason or "extraction: no longer true")
                 done.add(old.id)
                 result.forgotten += 1
+                result.changes.append(FactChange("forgotten", old.id))
             elif isinstance(action, CreateAction):
                 _create(facts, user, action, numbered, done, result, session_id, sources,
                         valid_from)
@@ -204,11 +216,12 @@ def _create(
         if contradicts(action.content, old.content):
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
+                               entities=list(action.entities) or None,
                                source_session_id=session_id, source_message_ids=sources)
-            _link_entities(facts, user, new, list(action.entities), session_id, sources)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
+            result.changes.append(FactChange("superseded", new.id, old.id))
             return
     for old in live:
         if _is_paraphrase(action, old):
@@ -219,6 +232,7 @@ def _create(
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
             result.merged += 1
             result.fact_ids.append(merged.id)
+            result.changes.append(FactChange("merged", merged.id))
             return
     added = facts.add(
         user, action.content, entities=list(action.entities) or None, category=action.category,
@@ -230,14 +244,7 @@ def _create(
     else:
         result.created += 1
     result.fact_ids.append(added.id)
-
-
-def _link_entities(facts: Any, user: str, fact: Any, entities: list[str] | None,
-                   session_id: int | None, sources: list[int]) -> None:
-    """A new version keeps the old version's entities; link the ones it names itself too
-    ("works at Acme Corp" is about Acme Corp). Re-adding the same text merges into it."""
-    facts.add(user, fact.content, entities=entities or None, category=fact.category,
-              kind=fact.kind, source_session_id=session_id, source_message_ids=sources)
+    result.changes.append(FactChange(added.status, added.id))
 
 
 def _active(fact: Any) -> bool:

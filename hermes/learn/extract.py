@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.clock import parse_ts
+from hermes.memory.session_records import speaker_name
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
 MAX_RELATED_FACTS = 15
@@ -65,7 +66,7 @@ def render_messages(messages: Sequence[MessageLike], user_name: str) -> str:
         if message.role not in ("user", "assistant") or not message.content.strip():
             continue
         if message.role == "user":
-            who = f"user ({message.speaker or user_name})"
+            who = f"user ({speaker_name(message.speaker) or user_name})"
             body = _clip(message.content, MAX_USER_CHARS)
         else:
             who = "assistant"

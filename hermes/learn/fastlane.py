@@ -6,7 +6,8 @@ request must open a sentence ("Remember that ...", "Please note that ...", "Don'
 "/remember ..."), so "do you remember what I said?" or "I remember when ..." never trigger it.
 
 The remembered clause is rewritten from the first person ("my flight is at 9") to a
-self-contained statement ("The user's flight is at 9"), using the speaker's name when known.
+self-contained statement ("The user's flight is at 9"). Facts always say "the user": a
+display name is how the model addresses the person, not the subject of their memory.
 Only safe rewrites are done; anything else is kept verbatim.
 """
 
@@ -179,7 +180,9 @@ class FastLane:
     def __call__(self, user: str, session_id: int, message: Any) -> None:
         if getattr(message, "role", "user") != "user":
             return
-        for item in detect(message.content, subject=getattr(message, "speaker", None)):
+        # Facts say "The user ...": a display name is how the model addresses the person, not
+        # the subject of their memory (and never an identity such as terminal:root).
+        for item in detect(message.content):
             try:
                 result = self.facts.add(
                     user,

@@ -12,6 +12,8 @@ that message range:
   once by :meth:`retry_failed` (a daemon job); a second failure leaves it ``failed``.
 
 The run's unique key (session, first message, last message) makes a re-run a no-op.
+``on_commit`` listeners are called on the event loop right after a ``done`` run's transaction
+has committed, with the run record and what it changed (the web panel's live sidebar).
 :meth:`drain` waits for pending work at shutdown; what it cannot wait for is recorded for retry,
 and a session whose messages never got a run at all is found again by :meth:`catch_up`.
 """
@@ -34,6 +36,7 @@ from hermes.learn.consolidate import Consolidation, consolidate
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
+from hermes.memory.session_records import speaker_name
 from hermes.store.db import connect, write_transaction
 
 if TYPE_CHECKING:
@@ -62,6 +65,8 @@ class RunRecord:
     superseded: int
     forgotten: int
     attempts: int
+    # What a run that just committed wrote (set on the record ``on_commit`` listeners get).
+    changes: Consolidation | None = None
 
 
 @dataclass
@@ -120,6 +125,8 @@ class ExtractionWorker:
         self.yield_to_replies = yield_to_replies
         self._replying = 0
         self._quiet: asyncio.Event | None = None
+        # Called with each committed run (record.changes set); a failing listener is logged.
+        self.on_commit: list[Callable[[RunRecord], None]] = []
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -333,8 +340,10 @@ class ExtractionWorker:
             raw, cost = completion.text or "", completion.cost
             await self._wait_for_quiet()
             committing = True
-            return await self._db(self._consolidate_run, user, session_id, messages, prompt,
-                                  raw, cost, run_id)
+            record = await self._db(self._consolidate_run, user, session_id, messages, prompt,
+                                    raw, cost, run_id)
+            self._committed(record)
+            return record
         except asyncio.CancelledError:
             if not committing:
                 # Shutdown while the model was thinking: nothing was written; keep it for retry.
@@ -348,6 +357,15 @@ class ExtractionWorker:
             log.warning("extraction of session %s failed: %s", session_id, exc)
             return await self._db(self._record_failure, user, session_id, first, last, run_id,
                                   f"{type(exc).__name__}: {exc}", raw, cost, True)
+
+    def _committed(self, record: RunRecord) -> None:
+        if record.changes is None:
+            return          # a run another task had recorded: nothing new was written
+        for listener in self.on_commit:
+            try:
+                listener(record)
+            except Exception:  # noqa: BLE001 - a viewer's failure must not fail the run
+                log.exception("extraction on_commit listener %r failed", listener)
 
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Any]) -> Any:
         """(in the worker thread) The related facts, numbered, and the prompt."""
@@ -382,7 +400,9 @@ class ExtractionWorker:
                                       reason=_summary(changes, parsed.skipped),
                                       cost=cost, changes=changes)
             self._advance(s, user, session_id, last)
-        return self._run(s, user, run_id)
+        record = self._run(s, user, run_id)
+        record.changes = changes
+        return record
 
     def _record_failure(self, s: _Stores, user: str, session_id: int, first: int, last: int,
                         run_id: int | None, reason: str, raw: str | None, cost: float | None,
@@ -437,11 +457,13 @@ class ExtractionWorker:
 
     def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
         """Schedule sessions with user messages past their watermark (after a crash or a
-        shutdown that could not wait). Imported sessions are left alone."""
+        shutdown that could not wait). Imported sessions (source import, or any session with an
+        importer's external id) are left alone: ``hermes learn backfill`` is how they are
+        learned from, when asked."""
         rows = self.rt.db.execute(
             """
             SELECT s.user, s.id FROM sessions s
-            WHERE s.source != 'import' AND EXISTS (
+            WHERE s.source != 'import' AND s.external_id IS NULL AND EXISTS (
               SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
                 AND m.id > s.extracted_through)
             ORDER BY s.last_active_at DESC LIMIT ?
@@ -492,8 +514,11 @@ class ExtractionWorker:
         return row[0] if row else None
 
     def _user_name(self, user: str, messages: Sequence[Any]) -> str:
-        speakers = [m.speaker for m in messages if m.role == "user" and m.speaker]
-        return speakers[-1] if speakers else "the user"
+        """The person's name (a Discord display name, users.<user>.name), else "the user";
+        never an identity such as terminal:root."""
+        speakers = [speaker_name(m.speaker) for m in messages if m.role == "user"]
+        named = [s for s in speakers if s]
+        return named[-1] if named else self.rt.settings.display_name(user) or "the user"
 
     def run(self, user: str, run_id: int) -> RunRecord:
         return self._run(self._loop_stores(), user, run_id)

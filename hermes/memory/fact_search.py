@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
-                 floor: float, explain: bool) -> list[Fact]:
+                 floor: float, explain: bool, any_word: bool = False) -> list[Fact]:
     plan = build_match(query)
     if plan.empty:
         return []
@@ -50,8 +50,15 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
             [expression, *params, int(limit)],
         ).fetchall()
 
-    rows, mode = search_with_fallback(plan, run)
-    expression = plan.strict if mode == "strict" else plan.loose
+    if any_word:
+        # Per-turn recall: bm25 over any word, so the fact holding most of the (rarest) words
+        # ranks first, and a partial match is found even when some fact holds them all.
+        expression = plan.loose or plan.strict
+        mode = "any"
+        rows = run(expression) if expression else []
+    else:
+        rows, mode = search_with_fallback(plan, run)
+        expression = plan.strict if mode == "strict" else plan.loose
     facts = []
     for row in rows:
         fact = row_to_fact(row)

@@ -202,15 +202,17 @@ class FactStore:
         category: str | None = None,
         min_trust: float | None = None,
         explain: bool = False,
+        any_word: bool = False,
     ) -> list[Fact]:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
-        All terms must match first; when that finds nothing, any non-stopword term may. CJK
-        text (no word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
+        All terms must match first; when that finds nothing, any non-stopword term may
+        (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
+        word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         return search_facts(self, user, query, limit=limit, category=category, floor=floor,
-                            explain=explain)
+                            explain=explain, any_word=any_word)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
@@ -412,10 +414,12 @@ class FactStore:
                source_message_ids: Iterable[int] = ()) -> Fact:
         """Replace a fact with a new version. The old one stays, superseded (valid_to set).
 
-        The new version is linked to the old one's entities, to the known entities the new text
-        names and to ``entities`` when given. When the new text names an entity the old did not
-        (a substitution: "Ana works at Acme" -> "Ana works at Globex"), the old names it no
-        longer mentions are dropped (Acme), so probing them does not return the new version."""
+        The new version is linked to the entities its text names (found as ``add`` finds them:
+        known names, capitalised names, quoted terms), to ``entities`` when given, and to the
+        old version's entities. When the new text names an entity the old did not (a
+        substitution: "The user lives in Lisbon" -> "in Porto"), the old names it no longer
+        mentions are dropped (Lisbon), so probing them does not return the new version; a
+        rewording that names nothing new keeps every link."""
         message_ids = [int(m) for m in source_message_ids]
         for name in entities or ():
             check_name(name)
@@ -433,15 +437,15 @@ class FactStore:
                                    "old. Nothing was changed.")
             now = self._now()
             named_before = {i for i, _ in self.entity_store.known_in(user, old.content)}
-            known = [*self.entity_store.known_in(user, text),
-                     *self.entity_store.ensure_all(user, entities or ())]
-            named_now = {i for i, _ in known}
-            # Only a substitution (the new text names an entity the old did not) retires the
-            # old names it dropped; a rewording that names nothing new keeps every link.
+            linked = self.entity_store.ensure_all(
+                user, [*self.entity_store.candidates(user, text), *(entities or ())])
+            named_now = {i for i, _ in linked}
+            # A substitution (the new text names an entity the old did not) retires the old
+            # names it dropped; a rewording that names nothing new keeps every link.
             replaced = bool(named_now - named_before)
             entity_ids = [i for i in linked_entity_ids(self.db, old.id)
                           if not replaced or i in named_now or i not in named_before]
-            for entity_id, _ in known:
+            for entity_id, _ in linked:
                 if entity_id not in entity_ids:
                     entity_ids.append(entity_id)
             display = self.entity_store.names_of(user, entity_ids)

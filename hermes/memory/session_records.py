@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ROLES = ("user", "assistant", "tool", "system")
-SOURCES = ("discord", "terminal", "cron", "import")
+SOURCES = ("discord", "terminal", "cron", "import", "web")
 
 _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
@@ -51,6 +52,19 @@ class Session:
         data["title"] = self.title
         data["display_title"] = self.display_title
         return data
+
+
+# A front-end identity (terminal:root, discord:1234) is plumbing, never a name.
+_IDENTITY = re.compile(r"(?:terminal|discord|web|mcp):\S*")
+
+
+def speaker_name(speaker: str | None) -> str | None:
+    """The name a message's speaker goes by for the model, or None (say "the user").
+
+    Older terminal messages stored the identity (``terminal:root``) as their speaker."""
+    if not speaker or _IDENTITY.fullmatch(speaker.strip()):
+        return None
+    return speaker
 
 
 @dataclass

@@ -39,10 +39,12 @@ class ImportLineError(ValueError):
 class ImportReport:
     lines: int = 0
     sessions_created: int = 0
+    empty: int = 0  # items with nothing to import (a conversation without messages)
     sessions_existing: int = 0  # already imported: only missing messages were added
     messages_added: int = 0
     messages_existing: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
+    unit: str = "line"  # what a number in errors counts: a line, or a conversation of an export
 
     @property
     def skipped(self) -> int:
@@ -59,8 +61,9 @@ class ImportReport:
             "sessions_existing": self.sessions_existing,
             "messages_added": self.messages_added,
             "messages_existing": self.messages_existing,
+            "empty": self.empty,
             "skipped": self.skipped,
-            "errors": [{"line": n, "error": e} for n, e in self.errors],
+            "errors": [{self.unit: n, "error": e} for n, e in self.errors],
         }
 
 
@@ -85,6 +88,7 @@ class _ParsedSession:
     external_id: str | None
     channel_key: str | None
     messages: list[_ParsedMessage]
+    ended_at: str | None = None  # a finished conversation (an export) is stored ended
     # Set when the line has no external_id: the line's content hash, stored as its external id
     # so that re-importing the same line finds it again (and two different lines never merge).
     content_hash: str | None = None
@@ -188,11 +192,17 @@ def parse_session_line(line: str) -> _ParsedSession:
 def import_sessions(
     store: SessionStore,
     user: str,
-    lines: Iterable[str],
+    lines: Iterable[Any],
     *,
     progress: Callable[[int], None] | None = None,
+    parse: Callable[[Any], _ParsedSession | None] = parse_session_line,
+    unit: str = "line",
 ) -> ImportReport:
     """Import transcripts (one JSON session per line) for ``user``. Idempotent.
+
+    ``parse`` turns one item into a session (raising ImportLineError, or returning None when
+    the item holds nothing to import); other importers (``chat_exports``) pass their own and
+    share everything else: validation before writing, batches, idempotence, the report.
 
     A session is the same session when its ``external_id`` matches (per source). A line without
     one gets the hash of its content as external id: the same line again is the same session,
@@ -201,20 +211,20 @@ def import_sessions(
     ``progress`` is called with the number of lines done after each batch.
     """
     db = store.db
-    report = ImportReport()
-    batch: list[tuple[int, str]] = []
+    report = ImportReport(unit=unit)
+    batch: list[tuple[int, Any]] = []
 
     def flush() -> None:
         with write_transaction(db):
-            for number, text in batch:
-                _import_line(db, user, number, text, report)
+            for number, item in batch:
+                _import_line(db, user, number, item, report, parse)
         batch.clear()
         if progress is not None:
             progress(report.lines)
 
     for number, line in enumerate(lines, start=1):
         report.lines = number
-        if not line.strip():
+        if isinstance(line, str) and not line.strip():
             continue
         batch.append((number, line))
         if len(batch) >= IMPORT_BATCH:
@@ -227,12 +237,16 @@ def import_sessions(
 
 
 def _import_line(
-    db: sqlite_utils.Database, user: str, number: int, line: str, report: ImportReport
+    db: sqlite_utils.Database, user: str, number: int, item: Any, report: ImportReport,
+    parse: Callable[[Any], _ParsedSession | None],
 ) -> None:
     try:
-        parsed = parse_session_line(line)
+        parsed = parse(item)
     except ImportLineError as exc:
         report.errors.append((number, str(exc)))
+        return
+    if parsed is None:
+        report.empty += 1
         return
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
@@ -241,10 +255,11 @@ def _import_line(
         if session_id is None:
             cursor = conn.execute(
                 "INSERT INTO sessions (user, source, channel_key, title, summary, summary_status, "
-                "started_at, last_active_at, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "started_at, last_active_at, ended_at, external_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [user, parsed.source, parsed.channel_key, parsed.title, parsed.summary,
                  "done" if parsed.summary else None, parsed.started_at, parsed.started_at,
-                 parsed.external_id],
+                 parsed.ended_at, parsed.external_id],
             )
             session_id = int(cursor.lastrowid or 0)
             fresh = parsed.messages

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from hermes.errors import StorageError
+from hermes.store.failures import opening_problem
 from hermes.store.migrations import migrations
 
 BUSY_TIMEOUT_MS = 10_000
@@ -24,16 +26,26 @@ def connect(
     """Open (creating if needed) the database at ``path`` and apply pending migrations."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise StorageError(f"{path} is a directory, not the database file; move it away (a new "
+                           "database is created) or put back a copy made with `hermes db backup`.")
     # check_same_thread=False: the daemon hands a connection to worker threads, one at a time.
     # The timeout installs the busy handler before any statement runs.
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
-    db = sqlite_utils.Database(conn, execute_plugins=False)
-    _enable_wal(conn, busy_timeout_ms, sleep)
-    db.execute("PRAGMA foreign_keys=ON")
-    # NORMAL is durable across application crashes in WAL mode; only a power cut can lose
-    # the last transactions, and it never corrupts the file.
-    db.execute("PRAGMA synchronous=NORMAL")
-    migrate(db)
+    try:
+        db = sqlite_utils.Database(conn, execute_plugins=False)
+        _enable_wal(conn, busy_timeout_ms, sleep)
+        db.execute("PRAGMA foreign_keys=ON")
+        # NORMAL is durable across application crashes in WAL mode; only a power cut can lose
+        # the last transactions, and it never corrupts the file.
+        db.execute("PRAGMA synchronous=NORMAL")
+        migrate(db)
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        conn.close()
+        problem = opening_problem(exc, path)
+        if problem is None:
+            raise
+        raise problem from exc
     return db
 
 

@@ -1,0 +1,93 @@
+"""`hermes web`: the web panel alone, and its login tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+import typer
+
+from hermes.cli import UserOption, runtime
+
+app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                  help="The web panel: chat with a live Learned Facts sidebar, and memory.")
+
+
+def _login_link(rt, user: str) -> str:  # type: ignore[no-untyped-def]
+    from hermes.frontends.web.auth import TokenStore
+    from hermes.frontends.web.server import LOOPBACK
+
+    config = rt.settings.web
+    host = config.host or LOOPBACK
+    token = TokenStore(rt.settings.home_path, rt.clock).create(user)
+    return f"http://{host}:{config.port}/login?token={token}"
+
+
+@app.callback()
+def web(
+    ctx: typer.Context,
+    open_browser: bool = typer.Option(False, "--open", help="Make a login token for --user "
+                                      "(default: owner), print its link and open a browser."),
+    user: str | None = UserOption,
+) -> None:
+    """Run the web panel alone (`hermes run` serves it too, when web.enabled), on web.host
+    (default 127.0.0.1) and web.port (default 8765). Stops on Ctrl-C or SIGTERM."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from hermes.daemon import HomeLock, setup_logging
+
+    rt = runtime(ctx)
+    link = _login_link(rt, rt.user(user)) if open_browser else None
+    setup_logging(rt.settings)
+    lock = HomeLock(rt.settings.home_path)
+    lock.acquire()
+    try:
+        asyncio.run(_serve(rt, link))
+    finally:
+        lock.release()
+
+
+async def _serve(rt, link: str | None) -> None:  # type: ignore[no-untyped-def]
+    from hermes.assembly import build_agent
+    from hermes.frontends.cron import CronRunner, agent_prompt_runner
+    from hermes.frontends.web import WebFrontend
+
+    agent, worker = build_agent(rt)
+    runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
+    frontend = WebFrontend(rt, agent, worker=worker, runner=runner)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if not await frontend.start():
+        from hermes.errors import HermesError
+
+        raise HermesError(f"The web panel cannot listen on {frontend.host}:{frontend.port}.")
+    first = frontend.first_login()
+    if link:
+        link = link.replace(f":{rt.settings.web.port}/", f":{frontend.port}/", 1)
+        print(f"Web panel: log in at {link}", file=sys.stderr, flush=True)
+        import webbrowser
+
+        webbrowser.open(link)
+    elif first:
+        print(f"Web panel: log in at {first}", file=sys.stderr, flush=True)
+    else:
+        print(f"Web panel at {frontend.url} (a login link: `hermes web token`)",
+              file=sys.stderr, flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await frontend.stop()
+        if worker is not None:
+            await worker.drain(30)
+        rt.close()
+
+
+@app.command("token")
+def token(ctx: typer.Context, user: str | None = UserOption) -> None:
+    """Make a new login token for a user (default: owner) and print its login link. The token
+    is shown only now; Hermes keeps its hash. Older tokens keep working."""
+    rt = runtime(ctx)
+    typer.echo(_login_link(rt, rt.user(user)))

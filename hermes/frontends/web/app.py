@@ -1,0 +1,227 @@
+"""The web panel's ASGI app: Starlette routes, Jinja2 pages, login and CSRF checks.
+
+Every page and action goes through :func:`page` (a logged-in session is required; a write also
+needs the session's CSRF token and a same-origin request) and receives the user the login fixed.
+Memory is read and written only through the stores, with that user: an id of another user's
+fact, session or cron job is a 404, as an unknown one is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from hermes.errors import HermesError, NotFound
+from hermes.frontends.web.auth import (
+    COOKIE,
+    CSRF_FIELD,
+    CSRF_HEADER,
+    Sessions,
+    TokenStore,
+    WebSession,
+    csrf_ok,
+)
+from hermes.frontends.web.events import EventHub
+
+if TYPE_CHECKING:
+    from hermes.agent.turn import Agent
+    from hermes.frontends.cron import CronRunner
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+Handler = Callable[[Request, "WebContext", WebSession], Awaitable[Response]]
+
+
+@dataclass
+class WebContext:
+    """What the routes need: the runtime, the agent, and the panel's own state."""
+
+    rt: Runtime
+    agent: Agent | None = None
+    worker: ExtractionWorker | None = None
+    runner: CronRunner | None = None
+    hub: EventHub = field(default_factory=EventHub)
+    sessions: Sessions = field(default_factory=Sessions)
+    chat_locks: dict[int, Any] = field(default_factory=dict)  # session id -> asyncio.Lock
+
+    @cached_property
+    def tokens(self) -> TokenStore:
+        return TokenStore(self.rt.settings.home_path, self.rt.clock)
+
+    @cached_property
+    def facts(self) -> Any:
+        from hermes.memory.facts import FactStore
+
+        return self.agent.facts if self.agent else FactStore.from_runtime(self.rt)
+
+    @cached_property
+    def session_store(self) -> Any:
+        from hermes.memory.sessions import SessionStore
+
+        return self.agent.sessions if self.agent else SessionStore.from_runtime(self.rt)
+
+    @cached_property
+    def basic(self) -> Any:
+        from hermes.memory.basic import BasicMemory
+
+        return self.agent.basic if self.agent else BasicMemory(
+            self.rt.db, limit=self.rt.settings.memory.basic_char_limit, clock=self.rt.clock)
+
+    @cached_property
+    def templates(self) -> jinja2.Environment:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                                 autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        env.filters["short_time"] = lambda ts: (ts or "")[:16].replace("T", " ")
+        return env
+
+
+def render(ctx: WebContext, request: Request, ws: WebSession | None, name: str,
+           status: int = 200, **values: Any) -> HTMLResponse:
+    html = ctx.templates.get_template(name).render(
+        request=request, user=ws.user if ws else None, csrf=ws.csrf if ws else "",
+        path=request.url.path, **values)
+    return HTMLResponse(html, status_code=status)
+
+
+async def form_data(request: Request) -> dict[str, str]:
+    """A urlencoded form body (no multipart: the panel never uploads files)."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
+
+
+def wants_json(request: Request) -> bool:
+    return "application/json" in request.headers.get("accept", "")
+
+
+def back(request: Request, default: str) -> RedirectResponse:
+    """After a no-JS form post: back to the page it came from (same origin only)."""
+    target = request.headers.get("referer") or default
+    parts = urlsplit(target)
+    if parts.netloc and parts.netloc != request.url.netloc:
+        target = default
+    return RedirectResponse(parts.path + (f"?{parts.query}" if parts.query else "")
+                            if parts.netloc else target, status_code=303)
+
+
+def _same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True           # no Origin (an old browser, a test client): the token decides
+    return urlsplit(origin).netloc == request.url.netloc
+
+
+def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Login required; writes need the CSRF token and a same-origin request. A HermesError
+    becomes one line: NotFound a 404 page, anything else a 400 page."""
+
+    async def endpoint(request: Request) -> Response:
+        ctx: WebContext = request.app.state.ctx
+        ws = ctx.sessions.get(request.cookies.get(COOKIE))
+        if ws is None:
+            if request.method == "GET" and not wants_json(request):
+                return RedirectResponse("/login", status_code=303)
+            return JSONResponse({"error": "Not logged in."}, status_code=401)
+        if request.method != "GET":
+            given = request.headers.get(CSRF_HEADER)
+            if given is None:
+                request.state.form = await form_data(request)
+                given = request.state.form.get(CSRF_FIELD)
+            if not (_same_origin(request) and csrf_ok(ws, given)):
+                return error_page(ctx, request, ws, 403,
+                                  "Refused: the form's CSRF token is missing or wrong. "
+                                  "Reload the page and try again.")
+        try:
+            return await handler(request, ctx, ws)
+        except NotFound as exc:
+            return error_page(ctx, request, ws, 404, str(exc))
+        except HermesError as exc:
+            return error_page(ctx, request, ws, 400, str(exc))
+        except ValueError:
+            return error_page(ctx, request, ws, 400, "That id or number is not valid.")
+        except Exception:
+            log.exception("web: %s %s failed", request.method, request.url.path)
+            return error_page(ctx, request, ws, 500,
+                              "Sorry, that failed; it has been logged (hermes.log).")
+
+    endpoint.__name__ = handler.__name__
+    return endpoint
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """The form of a write (already read by the CSRF check when it came as a field)."""
+    form = getattr(request.state, "form", None)
+    if form is None:
+        form = request.state.form = await form_data(request)
+    return form
+
+
+def error_page(ctx: WebContext, request: Request, ws: WebSession | None, status: int,
+               message: str) -> Response:
+    if wants_json(request) or request.headers.get(CSRF_HEADER):
+        return JSONResponse({"error": message}, status_code=status)
+    return render(ctx, request, ws, "error.html", status=status, message=message)
+
+
+# --------------------------------------------------------------------------- login
+async def login(request: Request) -> Response:
+    """GET /login?token=...: the link `hermes web token` prints. POST: the pasted token."""
+    ctx: WebContext = request.app.state.ctx
+    if request.method == "POST":
+        token = (await form_data(request)).get("token", "").strip()
+    else:
+        token = request.query_params.get("token", "")
+    if not token:
+        return render(ctx, request, None, "login.html")
+    user = ctx.tokens.user_for(token)
+    if user is None:
+        return render(ctx, request, None, "login.html", status=403,
+                      error="That login token is not valid. `hermes web token` makes a new one.")
+    ctx.sessions.end(request.cookies.get(COOKIE))
+    ws = ctx.sessions.start(user)
+    response = RedirectResponse("/chat", status_code=303)
+    response.set_cookie(COOKIE, ws.id, httponly=True, samesite="strict", path="/",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@page
+async def logout(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    ctx.sessions.end(ws.id)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+async def root(request: Request) -> Response:
+    return RedirectResponse("/chat", status_code=303)
+
+
+def build_app(ctx: WebContext) -> Starlette:
+    from hermes.frontends.web import routes_chat, routes_memory
+
+    routes = [
+        Route("/", root),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        *routes_chat.routes(page),
+        *routes_memory.routes(page),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.ctx = ctx
+    return app

@@ -1,0 +1,155 @@
+// Hermes web panel: streaming chat, the live Learned Facts sidebar, ratings, the memory gauge.
+// Everything works without this file; it only makes it live.
+(function () {
+  "use strict";
+  var csrf = (document.querySelector('meta[name="csrf"]') || {}).content || "";
+
+  function post(url, body, accept) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin", body: body,
+      headers: { "X-CSRF-Token": csrf, "Accept": accept,
+                 "Content-Type": "application/x-www-form-urlencoded" }
+    });
+  }
+
+  function fromHTML(html) {
+    var t = document.createElement("template");
+    t.innerHTML = html.trim();
+    return t.content.firstElementChild;
+  }
+
+  // Server-sent events from a fetch body: calls onEvent(name, data) per event.
+  async function readEvents(response, onEvent) {
+    var reader = response.body.getReader(), decoder = new TextDecoder(), buffer = "";
+    for (;;) {
+      var part = await reader.read();
+      if (part.done) break;
+      buffer += decoder.decode(part.value, { stream: true });
+      var at;
+      while ((at = buffer.indexOf("\n\n")) >= 0) {
+        var block = buffer.slice(0, at); buffer = buffer.slice(at + 2);
+        var name = "message", data = "";
+        block.split("\n").forEach(function (line) {
+          if (line.indexOf("event: ") === 0) name = line.slice(7);
+          else if (line.indexOf("data: ") === 0) data += line.slice(6);
+        });
+        if (data) onEvent(name, JSON.parse(data));
+      }
+    }
+  }
+
+  // ---- chat: send and stream the reply
+  var form = document.getElementById("send");
+  if (form) {
+    var box = document.getElementById("text"), messages = document.getElementById("messages");
+    box.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
+    });
+    form.addEventListener("submit", async function (e) {
+      e.preventDefault();
+      var text = box.value.trim();
+      if (!text || form.dataset.busy) return;
+      form.dataset.busy = "1";
+      var empty = document.getElementById("empty"); if (empty) empty.remove();
+      var mine = document.createElement("article"); mine.className = "msg user";
+      mine.innerHTML = '<div class="text"></div>'; mine.firstChild.textContent = text;
+      var reply = document.createElement("article"); reply.className = "msg assistant streaming";
+      reply.innerHTML = '<div class="text"></div>';
+      messages.append(mine, reply);
+      var out = reply.firstChild, body = new URLSearchParams(new FormData(form));
+      box.value = "";
+      try {
+        var response = await post(form.action, body, "text/event-stream");
+        if (!response.ok) {
+          var problem = await response.json().catch(function () { return {}; });
+          out.textContent = problem.error || ("Error " + response.status); reply.classList.add("error");
+          return;
+        }
+        await readEvents(response, function (name, data) {
+          if (name === "start") {
+            form.elements.session.value = data.session_id;
+            history.replaceState(null, "", "/chat?session=" + data.session_id);
+          } else if (name === "chunk") {
+            out.textContent += data.text;
+            reply.scrollIntoView({ block: "end" });
+          } else if (name === "done") {
+            if (data.html) { var done = fromHTML(data.html); reply.replaceWith(done); reply = done; }
+            else reply.classList.remove("streaming");
+            if (data.error) {
+              var err = document.createElement("p"); err.className = "error"; err.textContent = data.error;
+              reply.append(err);
+            }
+          }
+        });
+      } catch (err) {
+        out.textContent += "\n(connection lost: " + err + ")";
+      } finally {
+        reply.classList.remove("streaming"); delete form.dataset.busy; box.focus();
+      }
+    });
+  }
+
+  // ---- ratings: 👍/👎 rate the facts shown for a reply
+  document.addEventListener("submit", async function (e) {
+    var f = e.target;
+    if (!f.classList || !f.classList.contains("rate")) return;
+    e.preventDefault();
+    var body = new URLSearchParams(new FormData(f));
+    body.set("rating", e.submitter ? e.submitter.value : "up");
+    var response = await post(f.action, body, "application/json");
+    var data = await response.json();
+    if (!response.ok) { alert(data.error || "Rating failed"); return; }
+    f.querySelectorAll("button").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.value === data.rating));
+    });
+    Object.keys(data.trust).forEach(function (id) {
+      var t = Number(data.trust[id]).toFixed(2);
+      document.querySelectorAll('[data-fact-id="' + id + '"] .trust, #fact-' + id + " .trust")
+        .forEach(function (el) { el.textContent = t; });
+      var item = document.getElementById("fact-" + id); if (item) item.dataset.trust = t;
+    });
+  });
+
+  // ---- Learned Facts: live from /events
+  var list = document.getElementById("facts");
+  if (list && window.EventSource) {
+    var source = new EventSource("/events");
+    source.addEventListener("fact", function (e) {
+      var data = JSON.parse(e.data), none = document.getElementById("nofacts");
+      if (none) none.remove();
+      if (data.old_id) {
+        var old = document.getElementById("fact-" + data.old_id);
+        if (old && data.old_html) old.replaceWith(fromHTML(data.old_html));
+      }
+      var existing = document.getElementById("fact-" + data.fact_id);
+      if (existing) existing.remove();
+      var item = fromHTML(data.html);
+      item.dataset.committedAt = data.committed_at;
+      item.dataset.shownAt = Date.now();
+      list.prepend(item);
+      var here = document.querySelector("#m" + data.reply_id + " .learned-here");
+      if (here) {
+        var li = document.createElement("li");
+        li.innerHTML = '<a href="/facts/' + data.fact_id + '">#' + data.fact_id + "</a> learned: ";
+        li.append(document.createTextNode(data.content));
+        here.append(li);
+      }
+    });
+    source.addEventListener("close", function () { source.close(); });
+  }
+
+  // ---- basic memory: a live estimate of the whole-block editor's size
+  var block = document.getElementById("block"), usage = document.getElementById("usage");
+  if (block && usage) {
+    var meter = document.getElementById("gauge"), limit = Number(block.dataset.limit);
+    block.addEventListener("input", function () {
+      var lines = block.value.split("\n").map(function (l) { return l.replace(/\s+/g, " ").trim(); })
+        .filter(Boolean);
+      var chars = lines.reduce(function (n, l, i) { return n + ("[" + (i + 1) + "] ").length + l.length; }, 0)
+        + Math.max(0, lines.length - 1);
+      usage.textContent = "≈ " + chars.toLocaleString("en") + " / " + limit.toLocaleString("en") +
+        " chars" + (chars > limit ? " (over the cap: saving will be refused)" : "");
+      meter.value = chars;
+    });
+  }
+})();

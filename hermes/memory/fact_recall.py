@@ -1,0 +1,106 @@
+"""Per-turn fact recall: the facts shown to the model for a new message, within a budget.
+
+The message is reduced to its most selective words, counted *within the user's own active
+facts* (another user's facts never decide which of my words are searched), and the facts are
+ranked by bm25 over any of those words: a fact holding two of three words is found, and one
+holding all three ranks above it by bm25's own sum, without an all-words round first that
+would return a single weak match and stop. Trust multiplies; facts below the trust threshold
+stay hidden (``FactStore.search``). The chosen facts are then fitted into a character budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hermes.clock import Clock
+from hermes.errors import QueryError
+from hermes.memory.fact_records import ACTIVE, Fact
+from hermes.store.fts import Term, build_match
+
+if TYPE_CHECKING:
+    from hermes.memory.facts import FactStore
+
+# A word found in this many of the user's facts or more is "common": an OR over it would make
+# FTS5 score a large share of the user's facts on every turn.
+COMMON_TERM_DOCS = 1000
+RECALL_TERMS = 6
+DF_CACHE_SECONDS = 600
+
+
+class FactRecall:
+    """What a turn recalls from one user's facts (the read side of the fact store per turn)."""
+
+    def __init__(self, facts: FactStore, clock: Clock) -> None:
+        self.facts = facts
+        self.db = facts.db
+        self.clock = clock
+        self._df_cache: dict[tuple[str, str], tuple[int, float]] = {}
+
+    def doc_count(self, user: str, term: Term) -> int:
+        """How many of ``user``'s active facts contain ``term``, counted up to
+        COMMON_TERM_DOCS (bounded)."""
+        now = self.clock.now().timestamp()
+        key = (user, term.fts)
+        cached = self._df_cache.get(key)
+        if cached is not None and now - cached[1] < DF_CACHE_SECONDS:
+            return cached[0]
+        row = self.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f "
+            f"ON f.id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} "
+            "LIMIT ?)",
+            [term.fts, user, COMMON_TERM_DOCS],
+        ).fetchone()
+        count = int(row[0])
+        # Rare words are cheap to count again, and must be, once facts with them are added.
+        if count >= COMMON_TERM_DOCS // 10:
+            if len(self._df_cache) > 20_000:
+                self._df_cache.clear()
+            self._df_cache[key] = (count, now)
+        return count
+
+    def selective_query(self, user: str, query: str) -> str:
+        """The message reduced to its most selective words, for a search that stays fast.
+
+        Words that occur in none of the user's facts are dropped, then the rarest are kept;
+        common words are only used when nothing rarer is left. Quoted, so phrases stay phrases.
+        """
+        plan = build_match(query)
+        if plan.cjk or not plan.terms:
+            return query
+        counted = []
+        for index, term in enumerate(t for t in plan.terms if not t.is_stopword):
+            count = self.doc_count(user, term)
+            if count:
+                counted.append((count, index, term))
+        counted.sort(key=lambda item: (item[0], item[1]))
+        chosen = [t for count, _, t in counted if count < COMMON_TERM_DOCS][:RECALL_TERMS]
+        chosen = chosen or [t for _, _, t in counted][:2]
+        return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen)
+
+    def ranked(self, user: str, query: str, *, limit: int) -> list[Fact]:
+        """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust."""
+        selective = self.selective_query(user, query)
+        if not selective.strip():
+            return []
+        try:
+            return self.facts.search(user, selective, limit=limit, any_word=True)
+        except QueryError:
+            # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
+            return []
+
+    def recall(self, user: str, query: str, *, limit: int, budget: int,
+               line: Callable[[Fact], str]) -> list[Fact]:
+        """The most relevant facts for ``query`` whose ``line`` (as shown) fits ``budget``
+        characters, best first."""
+        if not query.strip() or limit <= 0 or budget <= 0:
+            return []
+        chosen: list[Fact] = []
+        used = 0
+        for fact in self.ranked(user, query, limit=limit):
+            size = len(line(fact)) + 1
+            if used + size > budget:
+                continue  # a shorter, lower-ranked fact may still fit
+            chosen.append(fact)
+            used += size
+        return chosen

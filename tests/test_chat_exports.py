@@ -1,0 +1,237 @@
+"""ChatGPT and Claude exports: fixture exports written here, imported through the CLI and the
+importer, re-imported, zipped, and damaged."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+from hermes.memory.chat_exports import import_export, load_export
+from hermes.memory.sessions import SessionStore
+
+T0 = 1_764_000_000  # 2025-11-24T16:00:00Z
+
+
+def node(node_id, role, parts, *, parent, children=(), at=None, content_type="text",
+         hidden=False, **content):
+    message = None
+    if role is not None:
+        message = {
+            "id": node_id, "author": {"role": role}, "create_time": at,
+            "content": {"content_type": content_type, **({"parts": parts} if parts is not None
+                                                          else {}), **content},
+            "metadata": {"is_visually_hidden_from_conversation": True} if hidden else {},
+        }
+    return node_id, {"id": node_id, "message": message, "parent": parent,
+                     "children": list(children)}
+
+
+def chatgpt_branching():
+    """A conversation whose first question was edited: the old branch must not be imported."""
+    mapping = dict([
+        node("root", None, None, parent=None, children=["sys"]),
+        node("sys", "system", [""], parent="root", children=["u1", "u1b"], hidden=True),
+        node("u1", "user", ["Which port does Postgres use?"], parent="sys", children=["a1"],
+             at=T0 + 10),
+        node("a1", "assistant", ["5432 by default."], parent="u1", at=T0 + 11),
+        # The edit: a sibling of u1, and the branch the user last saw.
+        node("u1b", "user", ["Which port does Redis use? Here is my config:\n```\nport 6380\n```"],
+             parent="sys", children=["tool1"], at=T0 + 20),
+        node("tool1", "tool", ["search results"], parent="u1b", children=["code1"], at=T0 + 21),
+        node("code1", "assistant", None, parent="tool1", children=["a2"], at=T0 + 22,
+             content_type="code", language="python", text="print(6380)"),
+        node("a2", "assistant", ["Yours listens on 6380.", {"content_type": "image_asset_pointer",
+                                                            "asset_pointer": "file-1"}],
+             parent="code1", children=["u2"], at=T0 + 23),
+        node("u2", "user", ["thanks, see the attached notes"], parent="a2", children=["r1"],
+             at=T0 + 30),
+        node("r1", "assistant", None, parent="u2", at=T0 + 31, content_type="thoughts"),
+    ])
+    mapping["u2"]["message"]["metadata"] = {"attachments": [{"name": "notes.txt"}]}
+    return {"id": "conv-1", "title": "Ports", "create_time": T0, "update_time": T0 + 31,
+            "mapping": mapping, "current_node": "r1"}
+
+
+def chatgpt_export():
+    empty = {"id": "conv-empty", "title": "New chat", "create_time": T0,
+             "mapping": dict([node("root", None, None, parent=None)]), "current_node": "root"}
+    broken = {"id": "conv-broken", "title": "Broken", "create_time": T0, "mapping": "nope"}
+    second = {"id": "conv-2", "title": "Garden", "create_time": T0 + 100, "mapping": dict([
+        node("x", "user", ["My tomatoes are in the south bed."], parent=None, children=["y"],
+             at=T0 + 100),
+        node("y", "assistant", ["Good spot."], parent="x", at=T0 + 101),
+    ]), "current_node": "y"}
+    return [chatgpt_branching(), empty, broken, second]
+
+
+def claude_export():
+    return [
+        {"uuid": "c-1", "name": "Trip to Lisbon", "created_at": "2025-10-01T08:00:00.000000Z",
+         "updated_at": "2025-10-01T08:05:00Z", "chat_messages": [
+             {"uuid": "m-1", "sender": "human", "text": "I fly to Lisbon on 12 October.",
+              "created_at": "2025-10-01T08:00:00Z",
+              "attachments": [{"file_name": "itinerary.txt",
+                               "extracted_content": "Flight TP123 at 09:40"}]},
+             {"uuid": "m-2", "sender": "assistant", "text": "",
+              "content": [{"type": "text", "text": "Here is a packing list:"},
+                          {"type": "tool_use", "name": "x", "input": {}},
+                          {"type": "text", "text": "```\nshoes\n```"}],
+              "created_at": "2025-10-01T08:01:00Z"},
+         ]},
+        {"uuid": "c-empty", "name": "", "created_at": "2025-10-02T08:00:00Z",
+         "chat_messages": []},
+        {"uuid": "c-bad", "name": "Bad", "created_at": "2025-10-03T08:00:00Z",
+         "chat_messages": [{"uuid": "m-9", "sender": "robot", "text": "beep"}]},
+        {"uuid": "c-2", "name": "Cats", "created_at": "not a time", "chat_messages": []},
+    ]
+
+
+def write(tmp_path: Path, data, name="conversations.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def spoken(store: SessionStore, session_id: int) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in store.messages("owner", session_id)]
+
+
+def test_chatgpt_export_follows_the_branch_the_user_last_saw(cli, rt, tmp_path):
+    path = write(tmp_path, chatgpt_export())
+    result = cli("sessions", "import", str(path), "--format", "chatgpt", "--json")
+    assert result.exit_code == 1  # one malformed conversation
+    report = result.json()
+    assert report["sessions_created"] == 2 and report["empty"] == 1
+    assert report["errors"] == [{"conversation": 3,
+                                 "error": "'mapping' must be an object of message nodes"}]
+    store = SessionStore.from_runtime(rt)
+    sessions = {s.title: s for s in store.list("owner")}
+    ports = sessions["Ports"]
+    assert ports.source == "import" and ports.external_id == "chatgpt:conv-1"
+    assert ports.started_at == "2025-11-24T16:00:00.000000Z"
+    assert ports.ended_at == "2025-11-24T16:00:30.000000Z"
+    assert spoken(store, ports.id) == [
+        ("user", "Which port does Redis use? Here is my config:\n```\nport 6380\n```"),
+        ("assistant", "```python\nprint(6380)\n```"),
+        ("assistant", "Yours listens on 6380.\n[image]"),
+        ("user", "thanks, see the attached notes\n[file: notes.txt]"),
+    ]
+    assert store.messages("owner", ports.id)[0].created_at == "2025-11-24T16:00:20.000000Z"
+    # The edited-away question is nowhere: neither stored nor found.
+    assert not store.search("owner", "Postgres")
+    assert store.search("owner", "tomatoes")[0].session.title == "Garden"
+
+
+def test_a_chatgpt_export_without_current_node_takes_the_newest_leaf(rt):
+    conversation = chatgpt_branching()
+    del conversation["current_node"]
+    store = SessionStore.from_runtime(rt)
+    report = import_export(store, "owner", [conversation], "chatgpt")
+    assert report.sessions_created == 1
+    session = store.list("owner")[0]
+    assert spoken(store, session.id)[0][1].startswith("Which port does Redis use?")
+
+
+def test_claude_export_keeps_blocks_attachments_and_reports_bad_conversations(cli, rt, tmp_path):
+    path = write(tmp_path, claude_export())
+    result = cli("sessions", "import", str(path), "--format", "claude")
+    assert result.exit_code == 1
+    assert "Imported 1 new session(s) and 2 message(s)" in result.stdout
+    assert "1 empty conversation(s)" in result.stdout
+    assert "conversation 3: chat_messages[0].sender must be human or assistant" in result.stderr
+    assert "conversation 4: 'created_at' is not an ISO 8601 time" in result.stderr
+    store = SessionStore.from_runtime(rt)
+    [session] = store.list("owner")
+    assert (session.title, session.source, session.external_id) == (
+        "Trip to Lisbon", "import", "claude:c-1")
+    assert spoken(store, session.id) == [
+        ("user", "I fly to Lisbon on 12 October.\n\n[attachment: itinerary.txt]\n"
+                 "Flight TP123 at 09:40"),
+        ("assistant", "Here is a packing list:\n\n```\nshoes\n```"),
+    ]
+
+
+def test_reimport_is_a_no_op_and_a_grown_conversation_adds_only_its_new_messages(rt):
+    store = SessionStore.from_runtime(rt)
+    export = claude_export()[:1]
+    first = import_export(store, "owner", export, "claude")
+    again = import_export(store, "owner", export, "claude")
+    assert (first.sessions_created, first.messages_added) == (1, 2)
+    assert (again.sessions_created, again.sessions_existing, again.messages_added) == (0, 1, 0)
+    export[0]["chat_messages"].append({"uuid": "m-3", "sender": "human", "text": "And back on "
+                                       "the 20th.", "created_at": "2025-10-01T09:00:00Z"})
+    grown = import_export(store, "owner", export, "claude")
+    assert (grown.sessions_existing, grown.messages_added, grown.messages_existing) == (1, 1, 2)
+    assert len(store.list("owner")) == 1
+    assert rt.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 3
+
+
+def test_the_downloaded_zip_is_read_as_is(cli, rt, tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("chat.html", "<html></html>")
+        z.writestr("conversations.json", json.dumps(chatgpt_export()[3:]))
+    result = cli("sessions", "import", str(archive), "--format", "chatgpt", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["sessions_created"] == 1
+    assert SessionStore.from_runtime(rt).list("owner")[0].title == "Garden"
+
+
+def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, tmp_path):
+    bad_json = tmp_path / "conversations.json"
+    bad_json.write_text("[{", encoding="utf-8")
+    result = cli("sessions", "import", str(bad_json), "--format", "claude")
+    assert result.exit_code == 1
+    assert result.stderr.strip().startswith("Error: conversations.json: not valid JSON")
+    deep = write(tmp_path, None, "deep.json")
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    result = cli("sessions", "import", str(deep), "--format", "chatgpt")
+    assert result.exit_code == 1 and "nested too deeply" in result.stderr
+    empty_zip = tmp_path / "other.zip"
+    with zipfile.ZipFile(empty_zip, "w") as z:
+        z.writestr("notes.txt", "hi")
+    result = cli("sessions", "import", str(empty_zip), "--format", "chatgpt")
+    assert "the zip holds no conversations.json" in result.stderr
+    result = cli("sessions", "import", str(bad_json), "--format", "gemini")
+    assert "--format: expected jsonl, chatgpt, claude" in result.stderr
+    assert SessionStore.from_runtime(rt).list("owner") == []
+
+
+def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
+    store = SessionStore.from_runtime(rt)
+    import_export(store, "alice", load_export(write(tmp_path, claude_export()[:1])), "claude")
+    # Bob importing the same export gets his own session; alice's is untouched.
+    report = import_export(store, "bob", claude_export()[:1], "claude")
+    assert report.sessions_created == 1
+    assert len(store.list("alice")) == 1 and len(store.list("bob")) == 1
+    assert not store.search("carol", "Lisbon")
+
+
+async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_path):
+    """Issue 11: after a large import the daemon's start-up work summarised every imported
+    session and extracted imported terminal ones. Both are opt-in now: no model call."""
+    from hermes.agent.llm import LLM
+    from hermes.agent.summarize import close_idle
+    from hermes.config import load_settings
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.memory.transcripts import import_sessions
+    from hermes.runtime import Runtime
+
+    rt = Runtime(load_settings(), clock=clock)
+    store = SessionStore.from_runtime(rt)
+    import_export(store, "owner", chatgpt_export(), "chatgpt")
+    line = json.dumps({"source": "terminal", "started_at": "2026-11-01T00:00:00Z", "messages": [
+        {"role": "user", "content": "I moved to Porto last spring and work at Acme.",
+         "created_at": "2026-11-01T00:00:01Z"}]})
+    import_sessions(store, "owner", [line])
+    live = store.create("owner", "terminal")
+    store.append("owner", live.id, "user", "I adopted a cat called Miso last week, a tabby.")
+    clock.advance(days=2)
+    fake_model.reply('{"title": "Miso", "summary": "A new cat."}')
+    outcomes = await close_idle(rt, LLM.from_settings(rt.settings, background=True))
+    assert [o.session_id for o in outcomes] == [live.id]  # the live session only
+    worker = ExtractionWorker(rt)
+    assert [t.get_name() for t in worker.catch_up()] == [f"extract:owner:{live.id}"]
+    await worker.drain(0)
+    rt.close()

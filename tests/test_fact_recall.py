@@ -1,0 +1,68 @@
+"""Per-turn fact recall (hermes.memory.fact_recall): which facts a turn shows the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.agent.turn import Agent
+from hermes.config import load_settings
+from hermes.memory import fact_recall
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+
+
+@pytest.fixture
+def agent(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    yield Agent(rt)
+    rt.close()
+
+
+@pytest.fixture
+def facts(agent):
+    return FactStore.from_runtime(agent.rt)
+
+
+async def shown(agent, fake_model, text, user="owner") -> list[int]:
+    session_id = SessionStore.from_runtime(agent.rt).create(user, "terminal").id
+    fake_model.reply("ok")
+    result = await agent.turn(user, session_id, text).run()
+    return result.shown_fact_ids
+
+
+async def test_the_best_partial_match_is_recalled_beside_an_all_words_match(agent, fake_model,
+                                                                           facts):
+    # One fact happens to hold every word of the message; recall used to stop there (all words
+    # first) and never show the fact that answers it.
+    everything = facts.add("owner", "Trip diary: in Zanzibar we saw a kestrel perched on an old "
+                                    "oil pipeline by the harbour, then went for lunch").fact
+    answer = facts.add("owner", "Alice maintains the Kestrel pipeline").fact
+    found = await shown(agent, fake_model, "who looks after the Kestrel pipeline in Zanzibar?")
+    assert answer.id in found and everything.id in found
+    # bm25 over any word: the short fact with two of the words ranks first
+    assert found[0] == answer.id
+
+
+async def test_other_users_facts_do_not_decide_which_of_my_words_are_searched(
+        agent, fake_model, facts, monkeypatch):
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 3)
+    for n in range(5):  # "codename" is common, but only among bob's facts
+        facts.add("bob", f"Bob's codename number {n} is Falcon{n}")
+    wanted = facts.add("owner", "The codename of the allotment project is Bluebird").fact
+    facts.add("owner", "The garden fence was painted green")
+    found = await shown(agent, fake_model, "what codename did we pick for the garden?")
+    assert wanted.id in found
+    assert all(facts.get("owner", fid).user == "owner" for fid in found)
+
+
+def test_a_word_is_counted_in_the_users_active_facts_only(agent, facts):
+    recall = agent.prompts.fact_recall
+    from hermes.store.fts import build_match
+
+    term = build_match("kestrel").terms[0]
+    facts.add("bob", "Bob watches a kestrel")
+    gone = facts.add("owner", "A kestrel nests on the roof").fact
+    facts.forget("owner", gone.id)
+    assert recall.doc_count("owner", term) == 0
+    assert recall.doc_count("bob", term) == 1
