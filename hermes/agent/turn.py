@@ -31,6 +31,7 @@ from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
 from hermes.memory.facts import FactStore
+from hermes.memory.secrets import removed_note
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store.db import write_transaction
@@ -134,6 +135,9 @@ class Turn:
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
         message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
+        # Secrets were redacted as the message was recorded: from here on only the redacted
+        # text is used (the model, recall, the hooks), and the reply says so once.
+        secret_note = removed_note(self.text, message.content)
         await self._before_reply(message)
 
         toolbox = agent.toolbox(user, session_id)
@@ -155,7 +159,7 @@ class Turn:
                 agent.conversations.put(user, session_id, conversation)
                 earlier = []
             version = conversation.version
-            prompt = agent.prompts.compose(user, self.text, conversation, [*earlier, message])
+            prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
             prompt, compressed = await agent.compressor.fit(prompt, TOOL_SCHEMAS)
             if compressed:
                 conversation, prompt = self._restart(prompt, message)
@@ -228,9 +232,14 @@ class Turn:
                 emitted.append(note)
                 round_text.append(note)
                 yield note
+            if secret_note:
+                note = (ROUND_SEPARATOR if emitted else "") + secret_note
+                emitted.append(note)
+                round_text.append(note)
+                yield note
         except (ModelUnavailable, ModelNotConfigured) as exc:
             self.exception = exc
-            error = str(exc)
+            error = str(exc) + (f" {secret_note}" if secret_note else "")
             round_text = []
             # Surfaced to the front-end through result.error; logged for the daemon log.
             log.info("turn for %s in session %s: %s", user, session_id, error)
@@ -255,7 +264,7 @@ class Turn:
         conversation.sent = compressed.history[:-1]
         conversation.through = message.id - 1
         agent.conversations.put(self.user, self.session_id, conversation)
-        prompt = agent.prompts.compose(self.user, self.text, conversation, [message])
+        prompt = agent.prompts.compose(self.user, message.content, conversation, [message])
         return conversation, prompt
 
     @staticmethod

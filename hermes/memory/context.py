@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.secrets import redact_text
 from hermes.memory.sessions import Session, SessionStore
 
 if TYPE_CHECKING:
@@ -53,10 +54,13 @@ def path_for(rt: Runtime, user: str) -> Path:
 
 
 def read(rt: Runtime, user: str) -> str | None:
-    """The user's context file, or None when none has been written yet."""
+    """The user's context file, or None when none has been written yet.
+
+    Redacted on the way in too: a file written before redaction existed, or edited by hand,
+    must not put a secret into every first-turn prompt."""
     path = path_for(rt, user)
     try:
-        return path.read_text(encoding="utf-8")
+        return redact_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
 
@@ -175,7 +179,7 @@ async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
     sessions, facts = gather(rt, user)
     text = deterministic(rt, user, sessions, facts)
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
-        material = deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS)
+        material = redact_text(deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS))
         try:
             completion = await llm.complete(_model_messages(rt, material))
             written = completion.text.strip()
@@ -184,5 +188,7 @@ async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
         except HermesError as exc:  # the model layer's ModelUnavailable / ModelNotConfigured
             log.warning("context refresh for %s: model failed (%s); wrote the plain version",
                         user, exc)
+    # The model may repeat what it read; older summaries may predate redaction.
+    text = redact_text(text)
     write_atomic(path_for(rt, user), text)
     return text
