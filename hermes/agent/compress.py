@@ -119,7 +119,7 @@ class Compressor:
         log.info("compressed a conversation to a summary and %d recent messages", len(body))
         return Prompt(messages=[system, *history], parts=prompt.parts,
                       shown_facts=prompt.shown_facts, history=history,
-                      tail_parts=prompt.tail_parts), True
+                      shown_messages=prompt.shown_messages, tail_parts=prompt.tail_parts), True
 
     async def _summarise(self, messages: list[dict[str, Any]], previous: str | None) -> str:
         if self.summarizer is not None and self.summarizer.configured:
