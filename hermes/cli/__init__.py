@@ -125,6 +125,7 @@ def _register() -> None:
         db,
         doctor,
         facts,
+        mcp,
         memory,
         sessions,
         stats,
@@ -146,6 +147,7 @@ def _register() -> None:
     # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
     app.command("run")(daemon.run)
     app.command("chat")(daemon.chat)
+    app.command("mcp")(mcp.mcp)
 
 
 _register()
