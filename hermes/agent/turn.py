@@ -26,6 +26,7 @@ from typing import Any
 from hermes.agent.compress import Compressor
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import PromptBuilder
+from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
@@ -42,8 +43,6 @@ AfterReply = Callable[["TurnResult"], None]
 
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
                    "you have; do not call tools.")
-MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
-                    "edit`, or ask me to consolidate it.)")
 ROUND_SEPARATOR = "\n\n"
 STOPPED_MARK = " [stopped]"
 
@@ -201,8 +200,8 @@ class Turn:
                                     tool_call_id=call.id)
                     messages.append({"role": "tool", "tool_call_id": call.id,
                                      "content": outcome.content})
-            if toolbox.memory_full:
-                note = (ROUND_SEPARATOR if emitted else "") + MEMORY_FULL_NOTE
+            if toolbox.writes_stopped:
+                note = (ROUND_SEPARATOR if emitted else "") + toolbox.stop_note()
                 emitted.append(note)
                 yield note
             if secret_note:
