@@ -275,6 +275,23 @@ async def test_at_most_once_across_a_restart(settings, clock, tmp_path):
     second.close()
 
 
+async def test_two_processes_claiming_one_fire_time_run_it_once(settings, clock):
+    # Two daemons (two connections) reach the same fire time: the run row is the claim, and the
+    # one whose INSERT was ignored must not run the job (lastrowid alone would still be set).
+    first, second = Runtime(settings, clock=clock), Runtime(load_settings(), clock=clock)
+    job = CronStore.from_runtime(first).add("digest", "owner", "0 13 * * *", "Digest")
+    clock.set("2026-11-29T13:00:00Z")
+    fire = at("2026-11-29T13:00:00Z")
+    prompt = ScriptedPrompt()
+    assert (await runner_for(first, prompt).execute(job, fire)).status == "ok"
+    assert await runner_for(second, prompt).execute(job, fire) is None
+    assert CronStore.from_runtime(second).claim(job.id, fire) is None
+    assert prompt.calls == ["digest"]
+    assert [r.status for r in CronStore.from_runtime(second).runs(name="digest")] == ["ok"]
+    first.close()
+    second.close()
+
+
 async def test_a_run_interrupted_by_a_crash_is_failed_not_repeated(rt, clock, store):
     job = store.add("digest", "owner", "0 13 * * *", "Digest")
     clock.set("2026-11-29T13:00:00Z")
