@@ -96,7 +96,8 @@ def near_exact_keys(key: str) -> list[str]:
         "NFKC", "".join(c for c in key if unicodedata.category(c) != "Cf"))
     add(visible)
     bare = visible
-    while bare and not bare[0].isalnum():
+    # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.
+    while bare and (unicodedata.category(bare[0]).startswith("P") or bare[0] in "~=|^"):
         bare = bare[1:]
     bare = bare.rstrip(_TRAILING_DECORATION)
     add(bare)
