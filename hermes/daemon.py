@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
-import logging.handlers
 import os
 import signal
 import sys
@@ -98,30 +97,17 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
 
     With the REPL on the terminal, the console gets errors only: the REPL shows the
     conversation, and log lines (fast-lane writes, cron runs) go to the file."""
+    from hermes import logs
+
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    file_handler = logging.handlers.RotatingFileHandler(
-        settings.home_path / "hermes.log", encoding="utf-8",
-        maxBytes=int(config.file_max_mb * 1024 * 1024), backupCount=config.file_backups)
-    file_handler.setLevel(config.file_level)
-    file_handler.setFormatter(fmt)
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
-    console_handler.setFormatter(fmt)
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "_hermes", False):
-            root.removeHandler(handler)
-            handler.close()
-    for handler in (file_handler, console_handler):
-        handler._hermes = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-    root.setLevel(min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
-    # Libraries that narrate every step at INFO: only their warnings, unless debugging.
-    quiet = logging.DEBUG if "DEBUG" in (config.level, config.file_level) else logging.WARNING
-    for name in ("apscheduler", "LiteLLM", "litellm", "httpx", "discord.gateway"):
-        logging.getLogger(name).setLevel(quiet)
+    console_handler.setFormatter(logging.Formatter(logs.FORMAT))
+    logs.replace_handlers(
+        [logs.file_handler(settings), console_handler],
+        min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
+    logs.quiet_libraries(settings)
 
 
 def read_dotenv(path: Path, key: str) -> str | None:

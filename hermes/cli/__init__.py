@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from hermes.config import load_settings
 from hermes.errors import HermesError
+from hermes.logs import log_to_file
 from hermes.runtime import Runtime
 from hermes.store.failures import storage_problem
 
@@ -74,6 +75,8 @@ def root(
 ) -> None:
     ctx.obj = Runtime(load_settings(config_path=config, home=home))
     ctx.call_on_close(ctx.obj.close)
+    # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.
+    ctx.call_on_close(log_to_file(ctx.obj.settings))
 
 
 def runtime(ctx: typer.Context) -> Runtime:

@@ -48,7 +48,7 @@ def ask(
 
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
-    agent, worker = build_agent(rt)
+    agent, worker = build_agent(rt, exits_after=True)
     turn = agent.turn(who, session.id, question, speaker=rt.settings.display_name(who))
 
     async def answer_then_learn() -> None:
@@ -85,7 +85,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     sessions = SessionStore.from_runtime(rt)
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
-    agent, worker = build_agent(rt)
+    agent, worker = build_agent(rt, exits_after=True)
     typer.echo(CHAT_HELP, err=True)
     with asyncio.Runner() as runner:
         while True:

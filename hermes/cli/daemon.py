@@ -46,7 +46,7 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
 
         from hermes.aio import finish_or_cancel
 
-        agent, worker = build_agent(rt)
+        agent, worker = build_agent(rt, exits_after=True)
         repl = Repl(rt, agent, user=rt.user(user) if user else None)
         # A session left by an earlier chat that exited before its summary was written.
         repl.summarize_in_background()
