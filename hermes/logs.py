@@ -9,7 +9,6 @@ printed around the answer.
 from __future__ import annotations
 
 import logging
-import logging.handlers
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,8 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def file_handler(settings: Settings) -> logging.Handler:
     """The rolling ``<home>/hermes.log``; the file is opened at the first line logged."""
+    import logging.handlers
+
     config = settings.logging
     handler = logging.handlers.RotatingFileHandler(
         settings.home_path / "hermes.log", encoding="utf-8", delay=True,
@@ -28,6 +29,30 @@ def file_handler(settings: Settings) -> logging.Handler:
     handler.setLevel(config.file_level)
     handler.setFormatter(logging.Formatter(FORMAT))
     return handler
+
+
+class _FileOnFirstLine(logging.Handler):
+    """The file handler, built at the first line logged: most commands log nothing, and
+    ``logging.handlers`` costs them an import."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings.logging.file_level)
+        self.settings = settings
+        self.inner: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.inner is None:
+            try:
+                self.settings.home_path.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                return  # an unusable home is the command's one-line error, not the log's
+            self.inner = file_handler(self.settings)
+        self.inner.handle(record)
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+        super().close()
 
 
 def replace_handlers(handlers: list[logging.Handler], level: int | str) -> Callable[[], None]:
@@ -61,6 +86,5 @@ def quiet_libraries(settings: Settings) -> None:
 
 def log_to_file(settings: Settings) -> Callable[[], None]:
     """Log to the home's file only (every command but `hermes run`)."""
-    settings.home_path.mkdir(parents=True, exist_ok=True)
     quiet_libraries(settings)
-    return replace_handlers([file_handler(settings)], settings.logging.file_level)
+    return replace_handlers([_FileOnFirstLine(settings)], settings.logging.file_level)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    import click  # typer carries its own click; importing the package costs every command
 
 from hermes.config import load_settings
 from hermes.errors import HermesError
@@ -27,6 +30,16 @@ class HermesGroup(TyperGroup):
     exception is a bug and keeps its traceback.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = load_command(cmd_name)
+            self.add_command(command, cmd_name)
+        return command
+
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
@@ -41,7 +54,7 @@ class HermesGroup(TyperGroup):
 
 
 def _fail(ctx: click.Context, exc: HermesError) -> None:
-    click.echo(f"Error: {exc}", err=True)
+    typer.echo(f"Error: {exc}", err=True)
     ctx.exit(exc.exit_code)
 
 
@@ -92,26 +105,39 @@ UserOption = typer.Option(
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
-def _register() -> None:
-    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats, web
+# Every sub-command, imported only when it runs (or for --help): `hermes memory show` must not
+# pay for the model layer, the scheduler or the web panel. name -> (module, attribute): a Typer
+# sub-app, or a function that is one command.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "memory": ("hermes.cli.memory", "app"),
+    "facts": ("hermes.cli.facts", "app"),
+    "sessions": ("hermes.cli.sessions", "app"),
+    "context": ("hermes.cli.context", "app"),
+    "cron": ("hermes.cli.cron", "app"),
+    "db": ("hermes.cli.db", "app"),
+    "web": ("hermes.cli.web", "app"),
+    "export": ("hermes.cli.db", "export"),
+    "import": ("hermes.cli.db", "import_"),
+    "ask": ("hermes.cli.ask", "ask"),
+    "stats": ("hermes.cli.stats", "stats"),
+    # The daemon's `chat` is the full prompt-toolkit REPL; piped input gets the minimal loop.
+    "run": ("hermes.cli.daemon", "run"),
+    "chat": ("hermes.cli.daemon", "chat"),
+}
 
-    app.add_typer(memory.app, name="memory")
-    app.add_typer(facts.app, name="facts")
-    app.add_typer(sessions.app, name="sessions")
-    app.add_typer(context.app, name="context")
-    app.add_typer(cron.app, name="cron")
-    app.add_typer(db.app, name="db")
-    app.add_typer(web.app, name="web")
-    app.command("export")(db.export)
-    app.command("import")(db.import_)
-    app.command("ask")(ask.ask)
-    app.command("stats")(stats.stats)
-    # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
-    app.command("run")(daemon.run)
-    app.command("chat")(daemon.chat)
 
+def load_command(name: str) -> click.Command:
+    """The click command for ``name``, importing its module now."""
+    import importlib
 
-_register()
+    module, attribute = COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    holder = typer.Typer(add_completion=False)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    holder.command(name)(target)
+    return typer.main.get_command(holder)
 
 
 def main() -> None:
