@@ -87,6 +87,8 @@ class SessionsConfig(Section):
     embeddings: bool = False
     # Which model (hermes.memory.embeddings.MODELS); vectors are stored per model
     embedding_model: Literal["e5", "minilm"] = "e5"
+    # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
+    redact_secrets: bool = True
 
 
 class ContextConfig(Section):

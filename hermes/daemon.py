@@ -30,6 +30,7 @@ from hermes.assembly import build_agent
 from hermes.config import read_env_file
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
 
 if TYPE_CHECKING:
@@ -104,9 +105,11 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(logging.Formatter(logs.FORMAT))
+    handlers = [logs.file_handler(settings), console_handler]
+    for handler in handlers:
+        handler.addFilter(RedactingFilter())  # no secret is ever written to a log
     logs.replace_handlers(
-        [logs.file_handler(settings), console_handler],
-        min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
+        handlers, min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
     logs.quiet_libraries(settings)
 
 
@@ -348,9 +351,10 @@ class Daemon:
                 minutes=VECTOR_INDEX_MINUTES, id="builtin:vectors", **defaults)
 
     async def index_vectors(self) -> int:
-        """Hybrid recall: embed the messages that have no vector yet, in a worker thread on its
-        own connection, so that a search never has to embed a day's messages itself. Stops
-        between batches at shutdown (what is done is kept; the rest waits for the next run)."""
+        """Hybrid recall: embed the facts and messages that have no vector yet, in a worker
+        thread on its own connection, so that a search never has to embed a day's messages
+        itself. Stops between batches at shutdown (what is done is kept; the rest waits for
+        the next run)."""
         settings = self.rt.settings
         if not settings.sessions.embeddings:
             return 0
@@ -359,11 +363,15 @@ class Daemon:
 
         def work() -> int:
             from hermes.memory.embeddings import MessageVectors, embedder_for
+            from hermes.memory.fact_vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
-                vectors = MessageVectors(db, embedder_for(settings.sessions.embedding_model))
-                return sum(vectors.index(user, stop=stopping) for user in users)
+                embedder = embedder_for(settings.sessions.embedding_model)
+                vectors = MessageVectors(db, embedder)
+                facts = FactVectors(db, embedder)
+                return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
+                           for user in users)
             finally:
                 db.conn.close()
 

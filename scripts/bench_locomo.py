@@ -176,7 +176,12 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
     by_dia = {v: k for k, v in _dia_ids_by_message(db, user).items()}
     sessions = dict(db.execute(
         "SELECT external_id, id FROM sessions WHERE user = ?", [user]).fetchall())
-    facts = FactStore(db, FactsConfig(), clock=FakeClock())
+    vectors = None
+    if args.embeddings:
+        from hermes.memory.fact_vectors import FactVectors
+
+        vectors = FactVectors(db, cached_embedder(args.embeddings, args.vector_cache))
+    facts = FactStore(db, FactsConfig(), clock=FakeClock(), vectors=vectors)
     refused = 0
     for obs in conv.observations:
         try:
@@ -190,6 +195,11 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
             print(f"  {conv.sample_id}: fact refused: {exc}", file=sys.stderr)
     args.notes.append(f"{conv.sample_id}: {len(conv.observations)} observations, "
                       f"{refused} refused, {_count(db, 'facts', user)} facts after merging")
+    if vectors is not None:
+        # What the extraction worker does after it writes facts: timed apart from the queries.
+        start, cpu = time.perf_counter(), time.process_time()
+        count = vectors.index(user)
+        INDEXED.append((count, time.perf_counter() - start, time.process_time() - cpu))
     dia_of = _dia_ids_by_message(db, user)
 
     def search(question: str) -> list[list[str]]:
@@ -197,6 +207,43 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
         return [[dia_of[m] for m in f.source_message_ids if m in dia_of] for f in found]
 
     return search
+
+
+class _CachedEmbedder:
+    """An embedder whose passage vectors are kept in a file outside the repository (derived
+    from CC BY-NC data), so that parameter sweeps do not embed the same texts again. Query
+    vectors are computed every time: their cost is part of the figure."""
+
+    def __init__(self, inner, path: Path) -> None:
+        import numpy as np
+
+        self._np = np
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.path = path
+        self.store: dict[str, bytes] = {}
+        if path.exists():
+            self.store = json.loads(path.read_text())
+            self.store = {k: bytes.fromhex(v) for k, v in self.store.items()}
+
+    def embed(self, texts):
+        np = self._np
+        todo = [t for t in texts if t not in self.store]
+        if todo:
+            for text, vector in zip(todo, self.inner.embed(todo), strict=True):
+                self.store[text] = vector.astype(np.float32).tobytes()
+            self.path.write_text(json.dumps({k: v.hex() for k, v in self.store.items()}))
+        return np.vstack([np.frombuffer(self.store[t], dtype=np.float32) for t in texts])
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def cached_embedder(model: str, cache: str | None):
+    from hermes.memory.embeddings import embedder_for
+
+    inner = embedder_for(model)
+    return _CachedEmbedder(inner, Path(cache) / f"{model}.json") if cache else inner
 
 
 def _count(db, table: str, user: str) -> int:
@@ -381,6 +428,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="hybrid: RecallParams.dense_weight for this run")
     parser.add_argument("--dense-candidates", type=int,
                         help="hybrid: RecallParams.dense_candidates for this run")
+    parser.add_argument("--fusion", choices=["zscore", "sum", "rrf"],
+                        help="facts hybrid: how bm25 and cosine are fused (default: "
+                             "hermes.memory.fact_vectors.FUSION)")
+    parser.add_argument("--fusion-weight", type=float,
+                        help="facts hybrid: the cosine's weight in the fusion")
+    parser.add_argument("--vector-cache", metavar="DIR",
+                        help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--conversations", nargs="*", help="only these sample ids")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
@@ -418,6 +472,14 @@ def main(argv: Sequence[str] | None = None) -> int:
           + "; ".join(loaded.evidence_skipped), file=sys.stderr)
     rows: list[Scored] = []
     started = time.perf_counter()
+    from hermes.memory import fact_vectors
+
+    if args.fusion:
+        fact_vectors.FUSION = args.fusion
+        label += f" (fusion {args.fusion})"
+    if args.fusion_weight is not None:
+        fact_vectors.DENSE_WEIGHT = args.fusion_weight
+        label += f" (fusion weight {args.fusion_weight})"
     with recall_params(**knobs):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))

@@ -12,11 +12,11 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
     for table in [
         "basic_memory", "facts", "entities", "entity_aliases", "fact_entities", "fact_history",
         "sessions", "messages", "shown_facts", "message_refs", "extraction_runs", "cron_jobs",
-        "cron_runs", "facts_fts", "messages_fts", "sessions_fts",
+        "cron_runs", "facts_fts", "messages_fts", "sessions_fts", "fact_vectors",
     ]:
         assert names.get(table) == "table", table
     for index in ["idx_facts_user_key", "idx_fact_entities_entity", "idx_messages_session",
-                  "idx_sessions_user_active", "idx_basic_memory_user"]:
+                  "idx_sessions_user_active", "idx_basic_memory_user", "idx_fact_vectors_user"]:
         assert names.get(index) == "index", index
     for trigger in ["facts_fts_ai", "facts_fts_ad", "facts_fts_au", "messages_fts_ai",
                     "messages_fts_ad", "messages_fts_au", "sessions_fts_ai", "sessions_fts_au",

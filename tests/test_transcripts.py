@@ -61,3 +61,20 @@ def test_source_is_validated_and_normalised(rt):
     assert sorted(s.source for s in store.list("owner")) == ["cron", "discord"]
     hits = store.search("owner", "docker")
     assert [h.session.source for h in hits] == ["discord", "cron"]  # cron demoted
+
+
+def test_a_line_refused_at_its_messages_counts_nothing(rt):
+    """The session insert succeeds, a message insert fails: the line is rolled back, so it is
+    reported as skipped and counted nowhere else (it was `sessions_created: 1`, 0 rows)."""
+    store = SessionStore.from_runtime(rt)
+    rt.db.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON messages WHEN NEW.content = "
+                  "'boom' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+    good = line([msg("fine")], external_id="a")
+    bad = line([msg("first"), msg("boom", at="2026-11-01T00:00:02Z")], external_id="b")
+    report = import_sessions(store, "owner", [good, bad])
+    assert (report.sessions_created, report.messages_added, report.skipped) == (1, 1, 1)
+    assert report.errors[0][0] == 2 and "refused by the test" in report.errors[0][1]
+    assert [s.external_id for s in store.list("owner")] == ["a"]
+    # again, with the session already there: its existing-count is not kept either
+    again = import_sessions(store, "owner", [line([msg("fine"), msg("boom")], external_id="a")])
+    assert (again.sessions_existing, again.messages_existing, again.skipped) == (0, 0, 1)

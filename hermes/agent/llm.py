@@ -28,6 +28,7 @@ from typing import Any
 
 from hermes.config import ModelConfig, Settings, read_env_file
 from hermes.errors import HermesError
+from hermes.safe_text import scrub, scrub_value
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,11 @@ class ToolCall:
         except json.JSONDecodeError as exc:
             raise ValueError(
                 f"arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
+        except RecursionError:  # `[` x 50,000: refused, the turn goes on
+            raise ValueError("arguments are nested too deeply to read") from None
         if not isinstance(value, dict):
             raise ValueError("arguments must be a JSON object")
-        return value
+        return scrub_value(value)
 
     def to_message(self) -> dict[str, Any]:
         """The OpenAI-format entry of an assistant message's ``tool_calls``."""
@@ -432,7 +435,7 @@ class LLM:
                     text = getattr(delta, "content", None) if delta is not None else None
                     if text:
                         emitted = True
-                        yield Chunk(text=text)
+                        yield Chunk(text=scrub(text))
                 built = litellm.stream_chunk_builder(chunks, messages=list(messages))
                 yield Chunk(final=self._completion(litellm, built, attempt + 1))
                 return
@@ -459,11 +462,13 @@ class LLM:
         choice = response.choices[0] if response.choices else None
         message = getattr(choice, "message", None)
         text = (getattr(message, "content", None) or "") if message is not None else ""
+        # Half an emoji (a lone surrogate) would make the reply unstorable: U+FFFD instead.
+        text = scrub(text)
         calls = []
         for index, call in enumerate(getattr(message, "tool_calls", None) or []):
             function = call.function
-            calls.append(ToolCall(id=call.id or f"call_{index}", name=function.name or "",
-                                  arguments=function.arguments or "{}"))
+            calls.append(ToolCall(id=call.id or f"call_{index}", name=scrub(function.name or ""),
+                                  arguments=scrub(function.arguments or "{}")))
         usage = getattr(response, "usage", None)
         return Completion(
             text=text,

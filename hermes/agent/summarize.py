@@ -19,6 +19,7 @@ from typing import Literal
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
+from hermes.memory.secrets import redact_text
 from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
@@ -144,7 +145,8 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
     try:
         completion = await llm.complete([
             {"role": "system", "content": PROMPT_FILE.read_text(encoding="utf-8")},
-            {"role": "user", "content": transcript(messages)},
+            # Recorded messages are redacted already; this also covers rows from before.
+            {"role": "user", "content": redact_text(transcript(messages))},
         ])
     except (ModelUnavailable, ModelNotConfigured) as exc:
         sessions.set_summary(user, session_id, status="failed")

@@ -30,6 +30,7 @@ from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
 from hermes.memory.facts import FactStore
+from hermes.memory.secrets import removed_note
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store.db import write_transaction
@@ -128,6 +129,9 @@ class Turn:
         sessions = agent.sessions
         earlier = sessions.messages(user, session_id)
         message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
+        # Secrets were redacted as the message was recorded: from here on only the redacted
+        # text is used (the model, recall, the hooks), and the reply says so once.
+        secret_note = removed_note(self.text, message.content)
         first_turn = not any(m.role in ("user", "assistant") for m in earlier)
         await self._before_reply(message)
 
@@ -141,7 +145,7 @@ class Turn:
         try:
             if not agent.llm.configured:
                 raise ModelNotConfigured(agent.llm.not_configured_message())
-            prompt = agent.prompts.build(user, self.text, [*earlier, message],
+            prompt = agent.prompts.build(user, message.content, [*earlier, message],
                                          first_turn=first_turn)
             shown.extend(prompt.shown_fact_ids)
             prompt, compressed = await agent.compressor.fit(user, session_id, prompt,
@@ -201,9 +205,13 @@ class Turn:
                 note = (ROUND_SEPARATOR if emitted else "") + MEMORY_FULL_NOTE
                 emitted.append(note)
                 yield note
+            if secret_note:
+                note = (ROUND_SEPARATOR if emitted else "") + secret_note
+                emitted.append(note)
+                yield note
         except (ModelUnavailable, ModelNotConfigured) as exc:
             self.exception = exc
-            error = str(exc)
+            error = str(exc) + (f" {secret_note}" if secret_note else "")
             # Surfaced to the front-end through result.error; logged for the daemon log.
             log.info("turn for %s in session %s: %s", user, session_id, error)
         except (asyncio.CancelledError, GeneratorExit):

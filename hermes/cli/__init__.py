@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from hermes.config import load_settings
 from hermes.errors import HermesError
 from hermes.logs import log_to_file
 from hermes.runtime import Runtime
+from hermes.safe_text import scrub_arg
 from hermes.store.failures import storage_problem
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,11 @@ class HermesGroup(TyperGroup):
             self.add_command(command, cmd_name)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
+        # surrogates, which SQLite and the terminal refuse: U+FFFD instead, the rest kept.
+        return super().parse_args(ctx, [scrub_arg(a) for a in args])
+
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
@@ -51,6 +58,16 @@ class HermesGroup(TyperGroup):
                 raise
             log.debug("storage failure shown as one line", exc_info=exc)
             _fail(ctx, problem)
+        except Exception as exc:
+            # `hermes facts search -x`: text that starts with "-" reads as an option. (Typer
+            # vendors its own click, so the class is matched by name.)
+            name = getattr(exc, "option_name", None)
+            if type(exc).__name__ == "NoSuchOption" and isinstance(name, str) \
+                    and name.startswith("-") and not name.startswith("--"):
+                where = getattr(getattr(exc, "ctx", None), "command_path", "hermes ...")
+                exc.message += (f". To pass text that starts with '-', put -- before it: "
+                                f"`{where} -- {name}`")
+            raise
 
 
 def _fail(ctx: click.Context, exc: HermesError) -> None:
@@ -141,4 +158,10 @@ def load_command(name: str) -> click.Command:
 
 
 def main() -> None:
+    # Input that is not UTF-8 (Latin-1 piped into `hermes chat`) and output the terminal cannot
+    # encode are replaced, never a UnicodeError that loses the rest.
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     app()

@@ -87,6 +87,9 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     session = sessions.open_for(who, "terminal", channel)
     agent, worker = build_agent(rt, exits_after=True)
     typer.echo(CHAT_HELP, err=True)
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:  # Latin-1 piped in: U+FFFD for the bad bytes, the rest kept
+        reconfigure(errors="replace")
     with asyncio.Runner() as runner:
         while True:
             try:

@@ -13,6 +13,7 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, emit_json
 from hermes.memory.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
+from hermes.store.files import atomic_text_file
 from hermes.store.maintenance import backup as backup_db
 from hermes.store.maintenance import table_stats
 
@@ -89,7 +90,8 @@ def export(
             sys.stdout.write(line + "\n")
         sys.stdout.flush()
         return
-    with output.open("w", encoding="utf-8") as handle:
+    # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
+    with atomic_text_file(output) as handle:
         count = 0
         for line in lines:
             handle.write(line + "\n")

@@ -11,7 +11,7 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import emit_json
 from hermes.errors import QueryError
 from hermes.memory.facts import Fact, FactStore
-from hermes.store.fts import build_match
+from hermes.store.fts import brief, build_match
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -105,8 +105,11 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Full-text search, ranked by bm25 x trust. All words first, then any of them."""
-    if build_match(query).empty:  # the same answer as `hermes sessions search`
-        raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+    plan = build_match(query)
+    if plan.empty:  # the same answer as `hermes sessions search`
+        raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
+    for note in plan.notes:  # a query cut to its bounds says so
+        typer.echo(f"Note: {note}.", err=True)
     store = _store(ctx)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=explain)

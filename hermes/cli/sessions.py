@@ -24,6 +24,7 @@ from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
 from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
+from hermes.store.fts import brief, build_match
 
 app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
 
@@ -119,11 +120,13 @@ def search(
     first, any word when that finds nothing; cron sessions rank below conversations."""
     rt = runtime(ctx)
     hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context, source=source)
+    for note in build_match(query).notes:  # a query cut to its bounds says so
+        typer.echo(f"Note: {note}.", err=True)
     if as_json:
         emit_json([h.to_json() for h in hits])
         return
     if not hits:
-        typer.echo(f"No session mentions {query!r}.")
+        typer.echo(f"No session mentions {brief(query)!r}.")
         return
     for number, hit in enumerate(hits):
         s = hit.session

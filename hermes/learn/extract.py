@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.clock import parse_ts
+from hermes.memory.secrets import redact_text
 from hermes.memory.session_records import speaker_name
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
@@ -110,7 +111,8 @@ def build_prompt(
         text = text.replace(placeholder, value)
     # The messages go last and are substituted last, so text in them is never re-substituted.
     system, _, _ = text.partition("{{MESSAGES}}")
-    conversation = render_messages(messages, user_name)
+    # Recorded messages are redacted already; this also covers rows from before redaction.
+    conversation = redact_text(render_messages(messages, user_name))
     return Prompt(
         messages=[
             {"role": "system", "content": system.rstrip()},

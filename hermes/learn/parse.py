@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hermes.errors import HermesError
+from hermes.safe_text import scrub_value
 
 KINDS = ("semantic", "episodic", "procedural")
 MAX_CONTENT_CHARS = 500
@@ -153,7 +154,7 @@ def _loads(candidate: str) -> Any:
     for text in (candidate, _strip_trailing_commas(candidate)):
         try:
             return json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: `[` x 50,000
             pass
     try:
         return ast.literal_eval(_strip_trailing_commas(candidate))
@@ -170,7 +171,37 @@ def _candidates(raw: str) -> list[str]:
     return [*ordered, raw]
 
 
+# Deeper than any list of actions: `[` x 50,000 would cost a bracket scan per bracket (minutes)
+# and a RecursionError in the decoder.
+MAX_JSON_DEPTH = 64
+
+
+def _depth(text: str) -> int:
+    """How deep brackets nest outside double-quoted strings (one pass)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def _find_json(raw: str) -> Any:
+    if _depth(raw) > MAX_JSON_DEPTH:
+        raise ParseError(f"the extraction output nests brackets deeper than {MAX_JSON_DEPTH} "
+                         "levels", raw)
     truncated = False
     for text in _candidates(raw):
         stripped = text.strip()
@@ -320,7 +351,8 @@ def parse_actions(
     """
     if raw is None or not raw.strip():
         raise ParseError("the extraction output is empty", raw or "")
-    data = _find_json(raw)
+    # "\ud800" escapes decode to lone surrogates, which no write could store.
+    data = scrub_value(_find_json(raw))
     try:
         items = _actions_list(data)
     except TypeError:

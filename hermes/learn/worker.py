@@ -230,9 +230,16 @@ class ExtractionWorker:
             from hermes.memory.facts import FactStore
             from hermes.memory.sessions import SessionStore
 
-            db = connect(self.rt.settings.db_path)
-            self._thread_stores = _Stores(db, FactStore(db, self.rt.settings.facts, self.rt.clock),
-                                          SessionStore(db, clock=self.rt.clock))
+            settings = self.rt.settings
+            db = connect(settings.db_path)
+            vectors = None
+            if settings.sessions.embeddings:
+                from hermes.memory.fact_vectors import fact_vectors_for
+
+                vectors = fact_vectors_for(db, settings.sessions.embedding_model)
+            self._thread_stores = _Stores(
+                db, FactStore(db, settings.facts, self.rt.clock, vectors=vectors),
+                SessionStore(db, clock=self.rt.clock))
         return self._thread_stores
 
     def _close_in_thread(self) -> None:
@@ -343,6 +350,8 @@ class ExtractionWorker:
             record = await self._db(self._consolidate_run, user, session_id, messages, prompt,
                                     raw, cost, run_id)
             self._committed(record)
+            if record.created or record.merged or record.superseded:
+                await self._db(self._embed_facts, user)
             return record
         except asyncio.CancelledError:
             if not committing:
@@ -357,6 +366,21 @@ class ExtractionWorker:
             log.warning("extraction of session %s failed: %s", session_id, exc)
             return await self._db(self._record_failure, user, session_id, first, last, run_id,
                                   f"{type(exc).__name__}: {exc}", raw, cost, True)
+
+    def _embed_facts(self, s: _Stores, user: str) -> None:
+        """(in the worker thread) Vectors for the facts just written, when recall by meaning is
+        on. A failure is logged: the facts are saved and found by their words meanwhile, and
+        the daemon's vector job embeds them later."""
+        vectors = getattr(s.facts, "vectors", None)
+        if vectors is None:
+            return
+        try:
+            done = vectors.index(user)
+        except Exception as exc:  # noqa: BLE001 - logged; the periodic job tries again
+            log.warning("fact vectors for %s: %s (retried by the vector job)", user, exc)
+            return
+        if done:
+            log.debug("fact vectors: %d fact(s) of %s embedded", done, user)
 
     def _committed(self, record: RunRecord) -> None:
         if record.changes is None:

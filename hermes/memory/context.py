@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.secrets import redact_text
 from hermes.memory.sessions import Session, SessionStore
+from hermes.store.files import atomic_text_file
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -53,26 +53,20 @@ def path_for(rt: Runtime, user: str) -> Path:
 
 
 def read(rt: Runtime, user: str) -> str | None:
-    """The user's context file, or None when none has been written yet."""
+    """The user's context file, or None when none has been written yet.
+
+    Redacted on the way in too: a file written before redaction existed, or edited by hand,
+    must not put a secret into every first-turn prompt."""
     path = path_for(rt, user)
     try:
-        return path.read_text(encoding="utf-8")
+        return redact_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_text_file(path) as handle:
+        handle.write(text)
 
 
 def cap(text: str, limit: int) -> str:
@@ -175,7 +169,7 @@ async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
     sessions, facts = gather(rt, user)
     text = deterministic(rt, user, sessions, facts)
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
-        material = deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS)
+        material = redact_text(deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS))
         try:
             completion = await llm.complete(_model_messages(rt, material))
             written = completion.text.strip()
@@ -184,5 +178,7 @@ async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
         except HermesError as exc:  # the model layer's ModelUnavailable / ModelNotConfigured
             log.warning("context refresh for %s: model failed (%s); wrote the plain version",
                         user, exc)
+    # The model may repeat what it read; older summaries may predate redaction.
+    text = redact_text(text)
     write_atomic(path_for(rt, user), text)
     return text

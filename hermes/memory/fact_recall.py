@@ -81,10 +81,11 @@ class FactRecall:
     def ranked(self, user: str, query: str, *, limit: int) -> list[Fact]:
         """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust."""
         selective = self.selective_query(user, query)
-        if not selective.strip():
+        if not selective.strip() and self.facts.vectors is None:
             return []
         try:
-            return self.facts.search(user, selective, limit=limit, any_word=True)
+            # Words: the selective ones; meaning: the message as written.
+            return self.facts.search(user, selective, limit=limit, any_word=True, meaning=query)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []

@@ -14,25 +14,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes.memory import fact_vectors
 from hermes.memory.fact_records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
+    from hermes.memory.fact_vectors import Similarity
     from hermes.memory.facts import FactStore
 
 
 def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
-                 floor: float, explain: bool, any_word: bool = False) -> list[Fact]:
+                 floor: float, explain: bool, any_word: bool = False,
+                 meaning: str | None = None) -> list[Fact]:
+    """bm25 x trust; with fact vectors (``store.vectors``), bm25 fused with the cosine of the
+    query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.fact_vectors)."""
     plan = build_match(query)
-    if plan.empty:
-        return []
     filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
     params: list[Any] = [user, floor]
     if category is not None:
         filters += " AND f.category = ?"
         params.append(category)
+    vectors = getattr(store, "vectors", None)
+    if vectors is not None and not plan.cjk:
+        similarity = vectors.similarity(user, meaning or query)
+        if similarity is not None:
+            return _hybrid(store, plan, filters, params, similarity, limit, explain)
+    if plan.empty:
+        return []
     if plan.cjk:
         return _search_like(store, plan, filters, params, limit, explain)
+    return [fact for fact, _ in _bm25(store, plan, filters, params, limit, explain, any_word)]
+
+
+def _bm25(store: FactStore, plan: MatchPlan, filters: str, params: list[Any], limit: int,
+          explain: bool, any_word: bool) -> list[tuple[Fact, float]]:
+    """(fact, bm25 relevance) of the best ``limit`` matches by bm25 x trust."""
+    if plan.strict is None:
+        return []
 
     def run(expression: str) -> list[tuple]:
         # Every match is ranked; only the ids and sort keys pass through the sorter, then
@@ -59,7 +77,7 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
     else:
         rows, mode = search_with_fallback(plan, run)
         expression = plan.strict if mode == "strict" else plan.loose
-    facts = []
+    found = []
     for row in rows:
         fact = row_to_fact(row)
         relevance = -float(row[-1])
@@ -67,9 +85,42 @@ def search_facts(store: FactStore, user: str, query: str, *, limit: int, categor
         if explain:
             fact.explain = {"bm25": round(relevance, 6), "trust": fact.trust,
                             "score": round(fact.score, 6), "mode": mode, "match": expression,
-                            "min_trust": floor}
-        facts.append(fact)
-    return facts
+                            "min_trust": params[1]}
+        found.append((fact, relevance))
+    return found
+
+
+def _hybrid(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
+            similarity: Similarity, limit: int, explain: bool) -> list[Fact]:
+    """The bm25 matches (any word) and the nearest facts by meaning, fused, x trust."""
+    pool = max(limit, fact_vectors.DENSE_CANDIDATES)
+    by_words = _bm25(store, plan, filters, params, pool, False, True)
+    facts = {fact.id: fact for fact, _ in by_words}
+    bm25 = {fact.id: relevance for fact, relevance in by_words}
+    near = similarity.nearest(fact_vectors.DENSE_CANDIDATES)
+    missing = [i for i in near if i not in facts]
+    if missing:
+        # The nearest facts pass the same filters as matches: the user's, active, trusted.
+        marks = ",".join("?" * len(missing))
+        for row in store.db.execute(
+                f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND f.id IN ({marks})",
+                [*params, *missing]).fetchall():
+            fact = row_to_fact(row)
+            facts[fact.id] = fact
+    ids = list(facts)
+    cosines = similarity.of(ids)
+    fused = fact_vectors.fuse(bm25, cosines, ids)
+    for fact in facts.values():
+        fact.score = fused[fact.id] * fact.trust
+        if explain:
+            fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
+                            "cosine": round(cosines.get(fact.id, float("nan")), 4),
+                            "fused": round(fused[fact.id], 6), "trust": fact.trust,
+                            "score": round(fact.score, 6), "mode": "hybrid",
+                            "fusion": fact_vectors.FUSION, "min_trust": params[1]}
+    ranked = sorted(facts.values(), key=lambda f: (f.score or 0.0, f.trust, f.updated_at, f.id),
+                    reverse=True)
+    return ranked[:limit]
 
 
 def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],

@@ -81,16 +81,24 @@ class ReasonResult:
 
 class FactStore:
     def __init__(
-        self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None
+        self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None,
+        vectors: Any = None,
     ) -> None:
         self.db = db
         self.config = config
         self.clock = clock or SystemClock()
         self.entity_store = EntityStore(db, config, self.clock)
+        # hermes.memory.fact_vectors.FactVectors when recall by meaning is on
+        self.vectors = vectors
 
     @classmethod
     def from_runtime(cls, rt: Runtime) -> FactStore:
-        return cls(rt.db, rt.settings.facts, rt.clock)
+        vectors = None
+        if rt.settings.sessions.embeddings:
+            from hermes.memory.fact_vectors import fact_vectors_for
+
+            vectors = fact_vectors_for(rt.db, rt.settings.sessions.embedding_model)
+        return cls(rt.db, rt.settings.facts, rt.clock, vectors=vectors)
 
     # -- reading one ------------------------------------------------------------------------
 
@@ -203,16 +211,19 @@ class FactStore:
         min_trust: float | None = None,
         explain: bool = False,
         any_word: bool = False,
+        meaning: str | None = None,
     ) -> list[Fact]:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
         All terms must match first; when that finds nothing, any non-stopword term may
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
-        word breaks for FTS5) is matched with LIKE. See hermes.memory.fact_search.
+        word breaks for FTS5) is matched with LIKE. With fact vectors, bm25 over any word is
+        fused with the cosine of ``meaning`` (default: ``query``) to each fact, then x trust.
+        See hermes.memory.fact_search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         return search_facts(self, user, query, limit=limit, category=category, floor=floor,
-                            explain=explain, any_word=any_word)
+                            explain=explain, any_word=any_word, meaning=meaning)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then

@@ -27,7 +27,7 @@ from hermes.memory.session_records import (
     Session,
     _Candidate,
 )
-from hermes.store.fts import MatchPlan, build_match, like_pattern
+from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
 
 # bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
 # "alice" should prefer what was said about Alice over everything Alice said). Sessions: a title
@@ -75,7 +75,7 @@ class SessionSearch:
         """
         plan = build_match(query)
         if plan.empty:
-            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+            raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         limit = max(1, limit)
         for mode, expr in _modes(plan, self.vectors is not None):
             ranked = self._rank(user, plan, mode, expr, source, limit)
@@ -90,7 +90,7 @@ class SessionSearch:
         groups by session, ungrouped. Zero model calls. Raises QueryError like search."""
         plan = build_match(query)
         if plan.empty:
-            raise QueryError(f"Nothing to search for in {query!r}: it has no words.")
+            raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         for mode, expr in _modes(plan, self.vectors is not None):
             ranked = self._reranked(user, plan, mode, expr, source, max(1, limit))
             if ranked:

@@ -20,6 +20,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.ranking import HIGHLIGHT
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.session_records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
@@ -33,6 +34,7 @@ from hermes.memory.session_records import (
     _storable,
 )
 from hermes.memory.session_search import SCORE_CAP, SessionSearch
+from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
 __all__ = [
@@ -43,12 +45,15 @@ __all__ = [
 
 class SessionStore(SessionSearch):
     def __init__(
-        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None
+        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None,
+        *, redact_secrets: bool = True,
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
+        # sessions.redact_secrets: secrets in a message become markers before it is stored
+        self.redact_secrets = redact_secrets
 
     @classmethod
     def from_runtime(cls, rt: Any) -> SessionStore:
@@ -57,7 +62,8 @@ class SessionStore(SessionSearch):
             from hermes.memory.embeddings import vectors_for
 
             vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, clock=rt.clock, vectors=vectors)
+        return cls(rt.db, clock=rt.clock, vectors=vectors,
+                   redact_secrets=rt.settings.sessions.redact_secrets)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -110,12 +116,23 @@ class SessionStore(SessionSearch):
         tool_call_id: str | None = None,
         external_id: str | None = None,
     ) -> Message:
-        """Record one message. The session's count and last activity follow (a trigger)."""
+        """Record one message. The session's count and last activity follow (a trigger).
+
+        Secrets in it are replaced by markers first (``sessions.redact_secrets``): the message
+        returned, the store, its search index and everything that reads them later only ever
+        hold the redacted text.
+        """
         if role not in ROLES:
             raise RefusedWrite(f"Refused: role must be one of {', '.join(ROLES)} (got {role!r}).")
         if content is None:
             raise RefusedWrite("Refused: a message needs content (use '' for none).")
+        if self.redact_secrets:
+            content = redact_text(content)
+            tool_args = None if tool_args is None else redact_json(tool_args)
         created = created_at or to_ts(self.clock.now())
+        # A lone surrogate (half an emoji from a provider, a "\ud83e" escape in a file) would
+        # make the whole message unstorable: U+FFFD in its place, the rest recorded.
+        content, speaker, tool_args = scrub(content), _scrub(speaker), _scrub(tool_args)
         with write_transaction(self.db):
             self.get(user, session_id)
             cursor = self.db.execute(
@@ -156,7 +173,10 @@ class SessionStore(SessionSearch):
         status: str = "done",
     ) -> None:
         """Store the summariser's output (written once per session; searched, never regenerated
-        at query time). ``status="failed"`` records an attempt without text."""
+        at query time). ``status="failed"`` records an attempt without text. Secrets are
+        redacted whatever ``sessions.redact_secrets`` says: a summary is Hermes' own text."""
+        title = None if title is None else redact_text(title)
+        summary = None if summary is None else redact_text(summary)
         with write_transaction(self.db):
             self.get(user, session_id)
             self.db.execute(
@@ -250,3 +270,7 @@ class SessionStore(SessionSearch):
             "UNION SELECT user FROM facts ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
+
+
+def _scrub(text: str | None) -> str | None:
+    return None if text is None else scrub(text)

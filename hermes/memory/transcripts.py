@@ -21,8 +21,11 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
+from hermes.safe_text import scrub_value
 from hermes.store.db import write_transaction
+from hermes.store.failures import is_environmental
 
 # Lines written per transaction during a transcript import: big enough that the commit cost
 # disappears, small enough that another process waiting for the write lock is not starved.
@@ -131,6 +134,10 @@ def parse_session_line(line: str) -> _ParsedSession:
         data = json.loads(line.lstrip("\ufeff"))
     except json.JSONDecodeError as exc:
         raise ImportLineError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # `[` x 50,000: this line is refused, the others are imported
+        raise ImportLineError("JSON nested too deeply to read") from None
+    # "\ud83e" escapes decode to lone surrogates, which no row can store: U+FFFD instead.
+    data = scrub_value(data)
     if not isinstance(data, dict):
         raise ImportLineError("expected a JSON object with source, started_at and messages")
     source = (_text(data.get("source"), "source", required=True) or "").strip().lower()
@@ -217,7 +224,8 @@ def import_sessions(
     def flush() -> None:
         with write_transaction(db):
             for number, item in batch:
-                _import_line(db, user, number, item, report, parse)
+                _import_line(db, user, number, item, report, parse,
+                             redact=store.redact_secrets)
         batch.clear()
         if progress is not None:
             progress(report.lines)
@@ -239,6 +247,7 @@ def import_sessions(
 def _import_line(
     db: sqlite_utils.Database, user: str, number: int, item: Any, report: ImportReport,
     parse: Callable[[Any], _ParsedSession | None],
+    *, redact: bool = True,
 ) -> None:
     try:
         parsed = parse(item)
@@ -248,8 +257,11 @@ def _import_line(
     if parsed is None:
         report.empty += 1
         return
+    _redact_session(parsed, messages=redact)
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
+    # Counted only once the whole line is stored: a line refused at its messages adds nothing.
+    counts = ImportReport()
     try:
         session_id = _find_session(db, user, parsed)
         if session_id is None:
@@ -263,11 +275,11 @@ def _import_line(
             )
             session_id = int(cursor.lastrowid or 0)
             fresh = parsed.messages
-            report.sessions_created += 1
+            counts.sessions_created += 1
         else:
             fresh = _new_messages(db, session_id, parsed.messages)
-            report.sessions_existing += 1
-            report.messages_existing += len(parsed.messages) - len(fresh)
+            counts.sessions_existing += 1
+            counts.messages_existing += len(parsed.messages) - len(fresh)
         # A plain INSERT: a message the checks above let through but the table refuses is an
         # error for the whole line, never a silent skip that is still counted.
         cursor = conn.executemany(
@@ -277,15 +289,33 @@ def _import_line(
             [(session_id, user, m.role, m.speaker, m.content, m.created_at, m.tool_name,
               m.tool_args, m.tool_call_id, m.external_id) for m in fresh],
         )
-        report.messages_added += max(cursor.rowcount, 0)
+        counts.messages_added += max(cursor.rowcount, 0)
     except Exception as exc:
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
-        if isinstance(exc, HermesError | ValueError | sqlite3.Error):
+        # A full disk or a damaged file is not this line's fault: stop the import (what was
+        # committed stays; running it again skips it) instead of failing every later line.
+        if isinstance(exc, HermesError | ValueError | sqlite3.Error) and not is_environmental(exc):
             report.errors.append((number, f"could not be stored: {exc}"))
             return
         raise
     conn.execute("RELEASE import_line")
+    report.sessions_created += counts.sessions_created
+    report.sessions_existing += counts.sessions_existing
+    report.messages_added += counts.messages_added
+    report.messages_existing += counts.messages_existing
+
+
+def _redact_session(parsed: _ParsedSession, *, messages: bool) -> None:
+    """Secrets out of an imported session, as when it was recorded here (before the duplicate
+    check, so the same file imported twice still matches). Title and summary always."""
+    parsed.title = None if parsed.title is None else redact_text(parsed.title)
+    parsed.summary = None if parsed.summary is None else redact_text(parsed.summary)
+    if messages:
+        for message in parsed.messages:
+            message.content = redact_text(message.content)
+            if message.tool_args is not None:
+                message.tool_args = redact_json(message.tool_args)
 
 
 def _find_session(db: sqlite_utils.Database, user: str, parsed: _ParsedSession) -> int | None:

@@ -223,6 +223,9 @@ def _load(number: int, line: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise HermesError(f"line {number}: not valid JSON ({exc.msg}). Nothing was imported.")\
             from None
+    except RecursionError:  # `[` x 50,000
+        raise HermesError(f"line {number}: JSON nested too deeply to read. Nothing was "
+                          "imported.") from None
     if not isinstance(value, dict):
         raise HermesError(f"line {number}: expected a JSON object. Nothing was imported.")
     return value

@@ -9,6 +9,12 @@ which matches the same sequence in the text.
 Two expressions are built: ``strict`` (every term must match) and ``loose`` (any non-stopword
 term), tried in that order by callers via :func:`search_with_fallback`. CJK runs have no word
 breaks for unicode61, so they are returned separately for a LIKE match.
+
+The plan is bounded for every language: at most :data:`MAX_TERMS` terms (content words kept
+before stopwords), :data:`MAX_PHRASE_TOKENS` tokens per phrase and :data:`MAX_CJK_RUNS` CJK runs,
+so pasted pages of text (9,000 characters of Japanese, a log file) never build an expression
+SQLite refuses (``Expression tree is too large``) or one that takes seconds. A cut plan says so
+in :attr:`MatchPlan.notes`.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ _CJK = re.compile(
 )
 _PHRASE = re.compile(r'"([^"]*)"')
 _POSSESSIVE = re.compile(r"[^\W_]['\u2019][sS]\W*$")
+
+# Bounds of one query plan. Callers OR or AND the terms and runs into one expression, and
+# SQLite's expression depth limit is 1,000: these keep every plan far below it.
+MAX_TERMS = 64
+MAX_PHRASE_TOKENS = 16
+MAX_CJK_RUNS = 32
 
 STOPWORDS = frozenset(
     """
@@ -118,27 +130,53 @@ def _dedupe(terms: Sequence[Term]) -> list[Term]:
     return result
 
 
-def build_match(text: str) -> MatchPlan:
-    """Turn free text into safe FTS5 expressions. Never raises on any input."""
-    terms, cjk = _split_terms(text or "")
+def _bounded(terms: list[Term], cjk: list[str]) -> tuple[list[Term], list[str], list[str]]:
+    """The plan cut to its bounds: content words before stopwords, first ones first."""
+    notes = []
+    terms = [Term(t.tokens[:MAX_PHRASE_TOKENS], t.quoted) for t in terms]
     terms = _dedupe(terms)
+    if len(terms) > MAX_TERMS:
+        notes.append(f"the query was cut to {MAX_TERMS} of its {len(terms)} words")
+        content = [i for i, t in enumerate(terms) if not t.is_stopword][:MAX_TERMS]
+        if len(content) < MAX_TERMS:
+            rest = [i for i, t in enumerate(terms) if t.is_stopword]
+            content += rest[: MAX_TERMS - len(content)]
+        terms = [terms[i] for i in sorted(content)]
+    seen: set[str] = set()
+    runs = [r for r in cjk if not (r in seen or seen.add(r))]
+    if len(runs) > MAX_CJK_RUNS:
+        notes.append(f"the query was cut to {MAX_CJK_RUNS} of its {len(runs)} CJK runs")
+        runs = runs[:MAX_CJK_RUNS]
+    return terms, runs, notes
+
+
+def build_match(text: str) -> MatchPlan:
+    """Turn free text into safe, bounded FTS5 expressions. Never raises on any input."""
+    terms, cjk = _split_terms(text or "")
+    terms, cjk, notes = _bounded(terms, cjk)
     if not terms:
-        return MatchPlan(cjk=tuple(cjk))
+        return MatchPlan(cjk=tuple(cjk), notes=notes)
     strict = " ".join(term.fts for term in terms)
     content_terms = [t for t in terms if not t.is_stopword]
     loose_expr = " OR ".join(t.fts for t in content_terms) if content_terms else None
     if loose_expr == strict:
         loose_expr = None
-    return MatchPlan(terms=tuple(terms), cjk=tuple(cjk), strict=strict, loose=loose_expr)
+    return MatchPlan(terms=tuple(terms), cjk=tuple(cjk), strict=strict, loose=loose_expr,
+                     notes=notes)
 
 
 def any_terms(text: str, *, drop_stopwords: bool = True) -> str | None:
     """An OR of the text's terms (stopwords dropped unless nothing else is left)."""
     terms, _ = _split_terms(text or "")
-    terms = _dedupe(terms)
+    terms, _, _ = _bounded(terms, [])
     kept = [t for t in terms if not t.is_stopword] if drop_stopwords else terms
     kept = kept or terms
     return " OR ".join(t.fts for t in kept) if kept else None
+
+
+def brief(text: str, width: int = 80) -> str:
+    """A query as echoed in a message: a pasted page is shown by its start."""
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def like_pattern(fragment: str) -> str:

@@ -356,3 +356,23 @@ def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
         UPDATE cron_jobs SET config_enabled = enabled WHERE origin = 'config';
         """
     )
+
+
+@migrations()
+def m012_fact_vectors(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- Fact recall by meaning (hermes.memory.fact_vectors): one vector per fact and model,
+        -- written in the background (never on the reply path). content_key is the text the
+        -- vector was computed from: a fact whose text changed is embedded again.
+        CREATE TABLE fact_vectors (
+          fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,
+          content_key TEXT NOT NULL,
+          vector BLOB NOT NULL,          -- float16, L2-normalised
+          PRIMARY KEY (fact_id, model)
+        );
+        CREATE INDEX idx_fact_vectors_user ON fact_vectors(user, model);
+        """
+    )

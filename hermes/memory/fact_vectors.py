@@ -1,0 +1,225 @@
+"""Fact vectors: each active fact embedded once, in the background, for recall by meaning.
+
+"What car do I drive?" shares no word with "The user owns a Tesla Model 3": bm25 cannot find it,
+a small embedding model can. Facts are few and short, so every one of a user's facts is compared
+with the query (one matrix-vector product over a matrix held in memory per user), and the
+cosines are fused with bm25 by :func:`fuse`.
+
+Vectors are written off the reply path: by the extraction worker after it changes facts (its own
+thread and connection), by the daemon's periodic vector job, and by ``hermes sessions index``.
+A search never embeds a fact itself: a fact written a moment ago is found by its words until its
+vector exists. Each row keeps the ``content_key`` it was computed from, so a fact whose text
+changed (update, merge) is embedded again. Rows are scoped by user like every other read.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from hermes.memory.embeddings import Embedder
+from hermes.memory.fact_records import ACTIVE
+from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
+
+# How dense and bm25 scores are fused (chosen on LoCoMo's tuning half, scripts/bench_locomo.py
+# --mode facts): z-score fusion, the cosine's z weighted by DENSE_WEIGHT.
+FUSION = "zscore"
+DENSE_WEIGHT = 1.0
+# Facts embedded at once. Small: the model serves one text at a time, and a reply's query
+# embedding waits for the batch in progress (about 0.1 s for 8 facts with e5 on one core).
+INDEX_BATCH = 8
+# The nearest facts by meaning that join the bm25 matches as candidates.
+DENSE_CANDIDATES = 50
+
+
+class FactVectors:
+    """The fact vectors of one database for one model."""
+
+    def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
+        import numpy as np
+
+        self._np = np
+        self.db = db
+        self.embedder = embedder
+        self._cache: dict[str, _Matrix] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    def index(self, user: str, *, stop: Callable[[], bool] | None = None) -> int:
+        """Embed ``user``'s active facts that have no vector for this model, or one computed
+        from older text. Returns how many. ``stop`` is asked between batches."""
+        rows = self.db.execute(
+            "SELECT f.id, f.content, f.content_key FROM facts f LEFT JOIN fact_vectors v "
+            "ON v.fact_id = f.id AND v.model = ? "
+            f"WHERE f.user = ? AND {ACTIVE} AND (v.fact_id IS NULL OR v.content_key != "
+            "f.content_key) ORDER BY f.id",
+            [self.model_id, user],
+        ).fetchall()
+        done = 0
+        for start in range(0, len(rows), INDEX_BATCH):
+            if stop is not None and stop():
+                break
+            chunk = rows[start : start + INDEX_BATCH]
+            vectors = self.embedder.embed([r[1] for r in chunk])
+            with write_transaction(self.db):
+                self.db.conn.executemany(
+                    "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
+                    "vector) VALUES (?, ?, ?, ?, ?)",
+                    [(r[0], user, self.model_id, r[2],
+                      vectors[i].astype(self._np.float16).tobytes())
+                     for i, r in enumerate(chunk)],
+                )
+            done += len(chunk)
+        return done
+
+    def _matrix(self, user: str) -> _Matrix:
+        """The user's vectors, read incrementally: a replaced vector (new text) gets a new
+        rowid, so reading past the highest rowid seen picks up new and changed facts alike."""
+        np = self._np
+        with self._lock:
+            cached = self._cache.get(user)
+            through = cached.through if cached else 0
+            rows = self.db.execute(
+                "SELECT rowid, fact_id, vector FROM fact_vectors WHERE user = ? AND model = ? "
+                "AND rowid > ? ORDER BY rowid",
+                [user, self.model_id, through],
+            ).fetchall()
+            if cached is not None and not rows:
+                return cached
+            matrix = cached or _Matrix({}, [], 0, None)
+            for rowid, fact_id, blob in rows:
+                vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+                if fact_id in matrix.position:
+                    matrix.rows[matrix.position[fact_id]] = vector
+                else:
+                    matrix.position[fact_id] = len(matrix.rows)
+                    matrix.rows.append(vector)
+                matrix.through = max(matrix.through, rowid)
+            matrix.stacked = np.vstack(matrix.rows) if matrix.rows else None
+            ids = np.empty(len(matrix.rows), dtype=np.int64)
+            for fact_id, row in matrix.position.items():
+                ids[row] = fact_id
+            matrix.ids = ids
+            self._cache[user] = matrix
+            return matrix
+
+    def similarity(self, user: str, query: str) -> Similarity | None:
+        """The cosine of ``query`` to each of ``user``'s embedded facts; None when the user has
+        none (then the query is not embedded at all)."""
+        matrix = self._matrix(user)
+        if matrix.stacked is None:
+            return None
+        return Similarity(self._np, matrix, matrix.stacked @ self.embedder.embed_query(query))
+
+
+@dataclass
+class _Matrix:
+    position: dict[int, int]  # fact id -> row
+    rows: list[Any]  # numpy float32 vectors
+    through: int  # highest fact_vectors rowid read
+    stacked: Any  # numpy matrix of rows, or None
+    ids: Any = None  # numpy int64 fact id of each row
+
+
+class Similarity:
+    """One query's cosines to a user's facts (a numpy vector, read without copying)."""
+
+    def __init__(self, np: Any, matrix: _Matrix, scores: Any) -> None:
+        self._np = np
+        self._matrix = matrix
+        self._scores = scores
+
+    def nearest(self, k: int) -> dict[int, float]:
+        """The ``k`` most similar facts: fact id -> cosine."""
+        np = self._np
+        scores = self._scores
+        k = min(k, len(scores))
+        if k <= 0:
+            return {}
+        top = np.argpartition(-scores, k - 1)[:k]
+        ids = self._matrix.ids
+        return {int(ids[i]): float(scores[i]) for i in top}
+
+    def of(self, fact_ids: Sequence[int]) -> dict[int, float]:
+        """The cosines of these facts (those without a vector are left out)."""
+        position = self._matrix.position
+        return {f: float(self._scores[position[f]]) for f in fact_ids if f in position}
+
+
+def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence[int], *,
+         method: str | None = None, weight: float | None = None) -> dict[int, float]:
+    """One relevance in (0, 1] per candidate from its bm25 (0 when its words do not match) and
+    its cosine (missing: no vector yet, counted as the lowest cosine among the candidates).
+
+    * ``zscore``: z(bm25) + weight * z(cosine), each over the candidates, squashed by a
+      logistic so that trust can multiply it;
+    * ``sum``: bm25 / best bm25 + weight * min-max(cosine);
+    * ``rrf``: 1 / (60 + bm25 rank) + weight / (60 + cosine rank), reciprocal-rank fusion.
+    """
+    if not candidates:
+        return {}
+    method = method or FUSION  # read at call time: scripts/bench_locomo.py sweeps them
+    weight = DENSE_WEIGHT if weight is None else weight
+    low = min((cosines[c] for c in candidates if c in cosines), default=0.0)
+    cos = {c: cosines.get(c, low) for c in candidates}
+    words = {c: bm25.get(c, 0.0) for c in candidates}
+    if method == "rrf":
+        by_words = sorted(candidates, key=lambda c: -words[c])
+        by_meaning = sorted(candidates, key=lambda c: -cos[c])
+        rank_w = {c: i for i, c in enumerate(by_words)}
+        rank_m = {c: i for i, c in enumerate(by_meaning)}
+        return {c: (0.0 if not words[c] else 1 / (60 + rank_w[c])) + weight / (60 + rank_m[c])
+                for c in candidates}
+    if method == "sum":
+        best = max(words.values()) or 1.0
+        high = max(cos.values())
+        span = (high - low) or 1.0
+        return {c: (words[c] / best + weight * (cos[c] - low) / span) / (1 + weight) + 1e-6
+                for c in candidates}
+    if method != "zscore":
+        raise ValueError(f"unknown fusion method {method!r}")
+    zw, zc = _z(words), _z(cos)
+    return {c: 1 / (1 + math.exp(-(zw[c] + weight * zc[c]))) for c in candidates}
+
+
+def _z(values: dict[int, float]) -> dict[int, float]:
+    n = len(values)
+    mean = sum(values.values()) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / n) or 1.0
+    return {k: (v - mean) / spread for k, v in values.items()}
+
+
+_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, FactVectors | None]] = (
+    weakref.WeakKeyDictionary())
+_warned: set[str] = set()
+
+
+def fact_vectors_for(db: sqlite_utils.Database, model: str) -> FactVectors | None:
+    """The FactVectors of a connection for the configured model, or None (bm25 only) when the
+    model's extra is not installed: said once in the log, never an error, since facts are
+    always found by their words."""
+    from hermes.errors import HermesError
+    from hermes.memory.embeddings import embedder_for
+
+    per_model = _vectors.setdefault(db, {})
+    if model not in per_model:
+        try:
+            per_model[model] = FactVectors(db, embedder_for(model))
+        except (HermesError, ImportError) as exc:
+            per_model[model] = None
+            if model not in _warned:
+                _warned.add(model)
+                log.warning("fact recall by meaning is off, bm25 only: %s", exc)
+    return per_model[model]

