@@ -30,6 +30,7 @@ from hermes.assembly import build_agent
 from hermes.config import read_env_file
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
 
@@ -145,6 +146,7 @@ class Daemon:
         self.lock = HomeLock(rt.settings.home_path)
         self.bot: HermesBot | None = None
         self.repl: Repl | None = None
+        self.socket: SocketServer | None = None
         self.worker: ExtractionWorker | None = None
         self.scheduler: AsyncIOScheduler | None = None
         self.runner: CronRunner | None = None
@@ -199,6 +201,10 @@ class Daemon:
             self.runner.schedule_all(self.scheduler)
             if self.want_web:
                 await self._start_web(agent)
+            # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
+            socket = SocketServer(self.rt, agent)
+            if await socket.start():
+                self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
             if self.want_repl:
                 from hermes.frontends.repl import Repl
@@ -454,7 +460,7 @@ class Daemon:
         # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
-                             self._drain_jobs(), self._stop_web())
+                             self._drain_jobs(), self._stop_web(), self._drain_socket())
         # The person at the terminal has left: their session ends and is summarised while
         # extraction finishes (a summary cut short is written at the next start).
         if self.repl is not None:
@@ -472,6 +478,10 @@ class Daemon:
         self.rt.close()
         log.info("hermes: stopped cleanly")
 
+
+    async def _drain_socket(self) -> None:
+        if self.socket is not None:
+            await self.socket.stop(self.turn_grace)
 
     async def _stop_web(self) -> None:
         if self.web is not None:
