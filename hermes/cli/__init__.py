@@ -140,6 +140,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # The daemon's `chat` is the full prompt-toolkit REPL; piped input gets the minimal loop.
     "run": ("hermes.cli.daemon", "run"),
     "chat": ("hermes.cli.daemon", "chat"),
+    "mcp": ("hermes.cli.mcp", "mcp"),
 }
 
 

@@ -96,7 +96,8 @@ def export(
         for line in lines:
             handle.write(line + "\n")
             count += 1
-    typer.echo(f"Exported {count - 1:,} records of {rt.user(user)!r} to {output}.", err=True)
+    # The header and the end record are not records of memory.
+    typer.echo(f"Exported {count - 2:,} records of {rt.user(user)!r} to {output}.", err=True)
 
 
 def import_(
@@ -105,16 +106,28 @@ def import_(
                                          help="A file written by `hermes export`.")],
     user: str | None = typer.Option(None, "--user", "-u", help="Import as this user (default: "
                                     "the user in the file).", show_default=False),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete", help="Import a file that lacks its end record (cut short, "
+        "or hand-made) instead of refusing it."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Restore a `hermes export` file into this home.
+    """Restore a `hermes export` file into this home, for a user with no memory here yet.
 
-    All or nothing. Ids are kept, so the home must not already hold that user's memory."""
+    All or nothing. Every row is written for the importing user; ids are kept where they are
+    free in this home and renumbered where not, references inside the file follow. A file
+    without its end record (cut short) is refused."""
     rt = runtime(ctx)
     report = import_user(rt.db, read_lines(file), user=user,
-                         basic_char_limit=rt.settings.memory.basic_char_limit)
+                         basic_char_limit=rt.settings.memory.basic_char_limit,
+                         allow_unsealed=allow_incomplete)
+    for warning in report.warnings:
+        typer.echo(f"Warning: {warning}.", err=True)
     if as_json:
-        emit_json({"user": report.user, "counts": report.counts})
+        emit_json({"user": report.user, "counts": report.counts,
+                   "renumbered": report.renumbered, "warnings": report.warnings})
         return
     counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
     typer.echo(f"Imported for {report.user!r}: {counts}.")
+    if report.renumbered:
+        typer.echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
+                   "home.")
