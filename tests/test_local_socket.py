@@ -96,3 +96,33 @@ def test_without_a_daemon_ask_runs_in_process_even_with_a_dead_daemons_socket(
     fake_model.reply("Answered here.")
     result = cli("ask", "anyone?")
     assert result.exit_code == 0 and result.stdout == "Answered here.\n"
+
+
+async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
+        daemon, fake_model, tmp_path):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.frontends.repl import Repl
+    from hermes.local_socket import RemoteAgent
+
+    events: list[tuple[str, str]] = []
+    fake_model.reply("Hello from the daemon.")
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        repl = Repl(daemon.rt, RemoteAgent(daemon.rt.settings),
+                    emit=lambda kind, text: events.append((kind, text)),
+                    history=FileHistory(str(tmp_path / "history")))
+        running = asyncio.create_task(repl.run())
+        await until(lambda: repl.prompt.app.is_running)
+        pipe.send_text("hi there\r")
+        await until(lambda: repl._reply is not None)
+        await repl.wait_reply()
+        pipe.send_text("\x04")
+        await asyncio.wait_for(running, 10)
+        await asyncio.gather(*repl.background)
+    assert "".join(text for kind, text in events if kind == "chunk") == "Hello from the daemon."
+    (session,) = SessionStore.from_runtime(daemon.rt).list("owner")
+    assert session.ended_at is not None
+    await until(lambda: SessionStore.from_runtime(daemon.rt).get("owner", session.id).title)
