@@ -133,6 +133,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cron": ("hermes.cli.cron", "app"),
     "db": ("hermes.cli.db", "app"),
     "web": ("hermes.cli.web", "app"),
+    "learn": ("hermes.cli.learn", "app"),
     "export": ("hermes.cli.db", "export"),
     "import": ("hermes.cli.db", "import_"),
     "ask": ("hermes.cli.ask", "ask"),

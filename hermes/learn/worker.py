@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -452,10 +452,19 @@ class ExtractionWorker:
 
     # -- retries, catch-up, shutdown ----------------------------------------------------------
 
-    async def retry_failed(self, user: str | None = None) -> list[RunRecord]:
-        """Run every run waiting for its retry once more (the daemon's periodic job)."""
+    async def retry_failed(self, user: str | None = None, *,
+                           sessions: Collection[int] | None = None,
+                           before_each: Callable[[RunRecord], Awaitable[bool]] | None = None,
+                           ) -> list[RunRecord]:
+        """Run every run waiting for its retry once more (the daemon's periodic job), or only
+        those of ``sessions``. ``before_each`` may stop the loop before a run (returns False):
+        a backfill's budget and pace."""
         results = []
         for record in await self._db(self._waiting_retry, user):
+            if sessions is not None and record.session_id not in sessions:
+                continue
+            if before_each is not None and not await before_each(record):
+                break
             lock = self._locks.setdefault((record.user, record.session_id), asyncio.Lock())
             async with lock:
                 messages = await self._db(self._run_messages, record)
