@@ -38,3 +38,19 @@ def test_a_memory_command_imports_nothing_heavy(args, hermes_home):
     loaded = json.loads(done.stderr.strip().splitlines()[-1])
     # click is sqlite-utils' dependency, imported by it; the rest would be ours.
     assert [m for m in loaded if m != "click"] == []
+
+
+def test_every_command_module_is_in_the_lazy_table():
+    """A sub-app added under hermes/cli/ must be in COMMANDS, or `hermes` never shows it."""
+    import ast
+
+    from hermes.cli import COMMANDS
+
+    registered = {module for module, _ in COMMANDS.values()}
+    for path in (REPO / "hermes" / "cli").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        has_app = any(isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "app" for t in node.targets)
+            for node in tree.body)
+        if has_app and path.stem != "__init__":
+            assert f"hermes.cli.{path.stem}" in registered, path.name
