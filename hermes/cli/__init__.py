@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,11 +15,12 @@ from typer.core import TyperGroup
 if TYPE_CHECKING:
     import click  # typer carries its own click; importing the package costs every command
 
-from hermes.config import load_settings
-from hermes.errors import HermesError
+from hermes.config import Settings, load_settings
+from hermes.errors import ConfigError, HermesError
 from hermes.logs import log_to_file
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
+from hermes.store.db import DatabaseBusy
 from hermes.store.failures import storage_problem
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,11 @@ class HermesGroup(TyperGroup):
             _fail(ctx, exc)
         except (sqlite3.DatabaseError, OSError) as exc:
             problem = storage_problem(exc, _db_path(ctx))
+            if problem is None and isinstance(exc, sqlite3.OperationalError) \
+                    and "locked" in str(exc):
+                # A write outside write_transaction found the lock held past the timeout.
+                problem = DatabaseBusy("The database is locked by another Hermes process; "
+                                       "nothing was written. Try again in a moment.")
             if problem is None:
                 raise
             log.debug("storage failure shown as one line", exc_info=exc)
@@ -103,7 +110,16 @@ def root(
         "./config.yaml).", show_default=False
     ),
 ) -> None:
-    ctx.obj = Runtime(load_settings(config_path=config, home=home))
+    try:
+        settings = load_settings(config_path=config, home=home)
+    except ConfigError as exc:
+        if ctx.invoked_subcommand != "doctor":
+            raise
+        # The doctor reports a broken config and checks the rest with the defaults.
+        ctx.meta["config_problem"] = exc
+        settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
+    ctx.meta["config_path"] = config
+    ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
     # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.
     ctx.call_on_close(log_to_file(ctx.obj.settings))
@@ -138,6 +154,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("hermes.cli.db", "import_"),
     "ask": ("hermes.cli.ask", "ask"),
     "stats": ("hermes.cli.stats", "stats"),
+    "doctor": ("hermes.cli.doctor", "doctor"),
     # The daemon's `chat` is the full prompt-toolkit REPL; piped input gets the minimal loop.
     "run": ("hermes.cli.daemon", "run"),
     "chat": ("hermes.cli.daemon", "chat"),
