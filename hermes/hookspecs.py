@@ -27,7 +27,8 @@ def register_frontends(register):  # type: ignore[no-untyped-def]
 
 @hookspec
 def register_commands(cli):  # type: ignore[no-untyped-def]
-    """Register additional CLI commands on the click group, e.g. ``hermes mycommand ...``."""
+    """Register additional CLI commands on ``cli``, a Typer app (``@cli.command()``,
+    ``cli.add_typer(...)``), e.g. ``hermes mycommand ...``."""
 
 
 @hookspec

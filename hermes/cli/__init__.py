@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+import typer.main
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
@@ -48,6 +49,34 @@ class HermesGroup(TyperGroup):
         # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
         # surrogates, which SQLite and the terminal refuse: U+FFFD instead, the rest kept.
         return super().parse_args(ctx, [scrub_arg(a) for a in args])
+
+    # Plugins' commands (the register_commands hook) are loaded only when a name is not a
+    # built-in command, or for the command list: `hermes memory show` loads no plugin.
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and self._load_plugin_commands():
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        return super().list_commands(ctx)
+
+    def _load_plugin_commands(self) -> bool:
+        if getattr(self, "_plugin_commands", False):
+            return False
+        self._plugin_commands = True
+        from hermes.plugins import manager
+
+        # Plugins get a Typer app, the way Hermes's own commands are written (@cli.command(),
+        # cli.add_typer); what they add joins this group.
+        extra = typer.Typer()
+        manager().hook.register_commands(cli=extra)
+        if extra.registered_commands or extra.registered_groups:
+            for name, command in typer.main.get_group(extra).commands.items():
+                if name not in self.commands:  # a built-in keeps its name
+                    self.add_command(command, name)
+        return True
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
