@@ -35,7 +35,10 @@ class HermesGroup(TyperGroup):
     exception is a bug and keeps its traceback.
     """
 
+    # Plugins' commands (the register_commands hook) are loaded only for a name that is no
+    # built-in command, or for the command list: `hermes memory show` loads no plugin.
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
         return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -43,24 +46,14 @@ class HermesGroup(TyperGroup):
         if command is None and cmd_name in COMMANDS:
             command = load_command(cmd_name)
             self.add_command(command, cmd_name)
+        if command is None and self._load_plugin_commands():
+            command = super().get_command(ctx, cmd_name)
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
         # surrogates, which SQLite and the terminal refuse: U+FFFD instead, the rest kept.
         return super().parse_args(ctx, [scrub_arg(a) for a in args])
-
-    # Plugins' commands (the register_commands hook) are loaded only when a name is not a
-    # built-in command, or for the command list: `hermes memory show` loads no plugin.
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        command = super().get_command(ctx, cmd_name)
-        if command is None and self._load_plugin_commands():
-            command = super().get_command(ctx, cmd_name)
-        return command
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        self._load_plugin_commands()
-        return super().list_commands(ctx)
 
     def _load_plugin_commands(self) -> bool:
         if getattr(self, "_plugin_commands", False):
@@ -74,7 +67,7 @@ class HermesGroup(TyperGroup):
         manager().hook.register_commands(cli=extra)
         if extra.registered_commands or extra.registered_groups:
             for name, command in typer.main.get_group(extra).commands.items():
-                if name not in self.commands:  # a built-in keeps its name
+                if name not in self.commands and name not in COMMANDS:  # built-ins keep theirs
                     self.add_command(command, name)
         return True
 
