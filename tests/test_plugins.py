@@ -130,3 +130,36 @@ def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
                               ).fetchall()
     assert [(r[0], json.loads(r[1])) for r in tool_rows] == [
         ("count_words", {"words": 3, "user": "owner"})]
+
+
+def test_a_plugin_tool_that_writes_counts_as_a_memory_write(rt):
+    """writes=True: a plain result is a write, and failures count toward the stop after 3."""
+    from hermes.agent.llm import ToolCall
+    from hermes.agent.tool_registry import Tool, ToolRegistry
+    from hermes.agent.tools import ToolBox
+
+    def note(box, args):
+        if not args.get("text"):
+            raise HermesError("note needs text.")
+        return {"saved": args["text"]}
+
+    registry = ToolRegistry()
+    registry.register(Tool("note", "Save a note.", {"type": "object", "properties": {}},
+                           note, writes=True))
+    box = ToolBox(rt, "owner", tools=registry)
+    saved = box.run(ToolCall("1", "note", '{"text": "hi"}'))
+    assert saved.ok and saved.wrote_memory and box.writes == 1
+    outcomes = [box.run(ToolCall(str(i), "note", "{}")) for i in range(4)]
+    assert [o.failed_write for o in outcomes] == [True] * 4
+    assert "stop" in json.loads(outcomes[2].content)
+    assert json.loads(outcomes[3].content)["error"].startswith("Not attempted")
+    # Stopped writes leave the reads alone: a tool that does not write, and the actions of a
+    # writing tool that are not among its write_actions.
+    registry.register(Tool("peek", "Read notes.", {}, lambda box, args: {"notes": []}))
+    registry.register(Tool("notes", "Notes: list, add.", {}, lambda box, args: {"ok": 1},
+                           writes=True, write_actions=frozenset({"add"})))
+    assert box.run(ToolCall("5", "peek", "{}")).ok
+    assert box.run(ToolCall("6", "notes", '{"action": "list"}')).ok
+    assert not box.run(ToolCall("7", "notes", '{"action": "add"}')).ok
+    with pytest.raises(ValueError, match="two tools"):
+        registry.register(Tool("note", "again", {}, note))

@@ -166,8 +166,8 @@ class ToolBox:
             if writes:
                 return self._failed_write(call.name, args, str(exc))
             return self._error(call.name, args, str(exc))
-        if not isinstance(result, ToolResult):
-            result = ToolResult(result)
+        if not isinstance(result, ToolResult):  # a plain value: it wrote if it is a write
+            result = ToolResult(result, wrote=writes)
         self.writes += int(result.wrote)
         return ToolOutcome(call.name, args, dumps(result.value), ok=True,
                            wrote_memory=result.wrote, fact_ids=result.fact_ids)
