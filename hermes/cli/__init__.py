@@ -13,6 +13,7 @@ from typer.core import TyperGroup
 
 from hermes.config import load_settings
 from hermes.errors import HermesError
+from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
 from hermes.store.failures import storage_problem
@@ -57,7 +58,7 @@ class HermesGroup(TyperGroup):
 
 
 def _fail(ctx: click.Context, exc: HermesError) -> None:
-    click.echo(f"Error: {exc}", err=True)
+    click.echo(printable(f"Error: {exc}"), err=True)  # an error may quote memory
     ctx.exit(exc.exit_code)
 
 

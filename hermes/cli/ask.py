@@ -15,8 +15,9 @@ import typer
 from hermes.agent.llm import LLM, ModelNotConfigured
 from hermes.assembly import build_agent
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
+from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 
 
@@ -29,7 +30,7 @@ def require_model(rt: Runtime) -> None:
 async def _stream(turn, *, echo: bool) -> None:
     async for chunk in turn:
         if echo:
-            sys.stdout.write(chunk)
+            sys.stdout.write(printable(chunk))  # a reply may quote memory: never obeyed
             sys.stdout.flush()
 
 
@@ -63,7 +64,7 @@ def ask(
     if as_json:
         emit_json(result)
     elif result is not None and result.text and not result.text.endswith("\n"):
-        typer.echo("")
+        echo("")
     if turn.exception is not None:
         raise turn.exception
 
@@ -85,7 +86,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
     agent, worker = build_agent(rt)
-    typer.echo(CHAT_HELP, err=True)
+    echo(CHAT_HELP, err=True)
     reconfigure = getattr(sys.stdin, "reconfigure", None)
     if reconfigure is not None:  # Latin-1 piped in: U+FFFD for the bad bytes, the rest kept
         reconfigure(errors="replace")
@@ -103,19 +104,19 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
             if text == "/new":
                 sessions.close(who, session.id)
                 session = sessions.open_for(who, "terminal", channel)
-                typer.echo(f"(new session {session.id})", err=True)
+                echo(f"(new session {session.id})", err=True)
                 continue
             turn = agent.turn(who, session.id, text, speaker=rt.settings.display_name(who))
             try:
                 runner.run(_stream(turn, echo=True))
             except KeyboardInterrupt:
-                typer.echo("\n(interrupted)", err=True)
+                echo("\n(interrupted)", err=True)
                 continue
-            typer.echo("")
+            echo("")
             if isinstance(turn.exception, ModelNotConfigured):
                 raise turn.exception  # a missing key: nothing later in the chat can work
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
-                typer.echo(f"Error: {turn.exception}", err=True)
+                echo(f"Error: {turn.exception}", err=True)
         if worker is not None:  # learn from the last turns before the process ends
             runner.run(worker.drain(LEARN_TIMEOUT_SECONDS))

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import console, emit_json
+from hermes.cli.output import console, echo, emit_json
 from hermes.memory.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
 from hermes.store.maintenance import backup as backup_db
@@ -27,7 +27,7 @@ def path(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     if as_json:
         emit_json({"path": str(db_path)})
     else:
-        typer.echo(str(db_path))
+        echo(str(db_path))
 
 
 @app.command()
@@ -54,7 +54,7 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
     for r in rows:
         table.add_row(r.table, f"{r.rows:,}", "" if r.user_rows is None else f"{r.user_rows:,}")
     console.print(table)
-    typer.echo(f"{db_path}: {size / 1e6:,.1f} MB (+ {wal_size / 1e6:,.1f} MB write-ahead log)")
+    echo(f"{db_path}: {size / 1e6:,.1f} MB (+ {wal_size / 1e6:,.1f} MB write-ahead log)")
 
 
 @app.command()
@@ -69,7 +69,7 @@ def backup(
     if as_json:
         emit_json({"path": str(target), "bytes": size})
     else:
-        typer.echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
+        echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
 
 
 def export(
@@ -94,7 +94,7 @@ def export(
         for line in lines:
             handle.write(line + "\n")
             count += 1
-    typer.echo(f"Exported {count - 1:,} records of {rt.user(user)!r} to {output}.", err=True)
+    echo(f"Exported {count - 1:,} records of {rt.user(user)!r} to {output}.", err=True)
 
 
 def import_(
@@ -115,4 +115,4 @@ def import_(
         emit_json({"user": report.user, "counts": report.counts})
         return
     counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
-    typer.echo(f"Imported for {report.user!r}: {counts}.")
+    echo(f"Imported for {report.user!r}: {counts}.")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -18,7 +17,7 @@ from rich.progress import (
 )
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import console, emit_json, err_console
+from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
@@ -62,7 +61,7 @@ def short_time(ts: str | None) -> str:
 
 def _highlight(snippet: str) -> str:
     """The snippet's ** markers as bold, everything else literal."""
-    parts = escape(snippet).split(HIGHLIGHT[0])
+    parts = literal(snippet).split(HIGHLIGHT[0])
     return "".join(f"[bold]{p}[/bold]" if i % 2 else p for i, p in enumerate(parts))
 
 
@@ -71,7 +70,7 @@ def _message_line(message: Message, *, mark: bool = False) -> str:
     text = " ".join(message.content.split())
     prefix = "[bold]>[/bold]" if mark else " "
     when = short_time(message.created_at)
-    return f"{prefix} [dim]\\[{message.id}] {when}[/dim] {escape(who)}: {escape(text)}"
+    return f"{prefix} [dim]\\[{message.id}] {when}[/dim] {literal(who)}: {literal(text)}"
 
 
 @app.command("list")
@@ -93,12 +92,12 @@ def list_(
         emit_json([s.to_json() for s in sessions])
         return
     if not sessions:
-        typer.echo("No sessions.")
+        echo("No sessions.")
         return
     header = ("ID", "SOURCE", "STARTED", "LAST ACTIVE", "MSGS")
-    typer.echo("{:>5}  {:<8}  {:<16}  {:<16}  {:>5}  TITLE".format(*header))
+    echo("{:>5}  {:<8}  {:<16}  {:<16}  {:>5}  TITLE".format(*header))
     for s in sessions:
-        typer.echo(f"{s.id:>5}  {s.source:<8}  {short_time(s.started_at):<16}  "
+        echo(f"{s.id:>5}  {s.source:<8}  {short_time(s.started_at):<16}  "
                    f"{short_time(s.last_active_at):<16}  {s.message_count:>5}  {s.display_title}")
 
 
@@ -121,12 +120,12 @@ def search(
     rt = runtime(ctx)
     hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context, source=source)
     for note in build_match(query).notes:  # a query cut to its bounds says so
-        typer.echo(f"Note: {note}.", err=True)
+        echo(f"Note: {note}.", err=True)
     if as_json:
         emit_json([h.to_json() for h in hits])
         return
     if not hits:
-        typer.echo(f"No session mentions {brief(query)!r}.")
+        echo(f"No session mentions {brief(query)!r}.")
         return
     for number, hit in enumerate(hits):
         s = hit.session
@@ -134,11 +133,11 @@ def search(
             console.print()
         console.print(
             f"[bold]#{s.id}[/bold] {s.source} · {short_time(s.started_at)} · "
-            f"{escape(s.display_title)}  [dim](score {hit.score:.2f}"
+            f"{literal(s.display_title)}  [dim](score {hit.score:.2f}"
             f"{', any word' if hit.mode == 'loose' else ''})[/dim]"
         )
         if s.summary:
-            console.print(f"  Summary: {escape(' '.join(s.summary.split()))}")
+            console.print(f"  Summary: {literal(' '.join(s.summary.split()))}")
         console.print(f"  Match: {_highlight(hit.snippet)}")
         for message in hit.context:
             mark = hit.match is not None and message.id == hit.match.id
@@ -169,11 +168,11 @@ def show(
         emit_json({**session.to_json(), "messages": [m.to_json() for m in messages]})
         return
     ended = f", ended {short_time(session.ended_at)}" if session.ended_at else ", open"
-    console.print(f"[bold]#{session.id}[/bold] {session.source} · {escape(session.display_title)}"
+    console.print(f"[bold]#{session.id}[/bold] {session.source} · {literal(session.display_title)}"
                   f"  [dim]({session.message_count} messages, started "
                   f"{short_time(session.started_at)}{ended})[/dim]")
     if session.summary:
-        console.print(f"Summary: {escape(session.summary)}")
+        console.print(f"Summary: {literal(session.summary)}")
     for message in messages:
         console.print(_message_line(message, mark=message.id == around))
 
@@ -199,7 +198,7 @@ def index(
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done})
         return
-    typer.echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
+    echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
 
 
 @app.command("import")
@@ -270,16 +269,16 @@ def _finish_import(report: ImportReport, as_json: bool) -> None:
 
 
 def _print_report(report: ImportReport) -> None:
-    typer.echo(
+    echo(
         f"Imported {report.sessions_created:,} new session(s) and {report.messages_added:,} "
         f"message(s); {report.sessions_existing:,} session(s) were already there "
         f"({report.messages_existing:,} message(s) already present)."
     )
     if report.empty:
-        typer.echo(f"{report.empty:,} empty {report.unit}(s) (nothing said) left out.")
+        echo(f"{report.empty:,} empty {report.unit}(s) (nothing said) left out.")
     if report.errors:
-        typer.echo(f"Skipped {report.skipped} {report.unit}(s):", err=True)
+        echo(f"Skipped {report.skipped} {report.unit}(s):", err=True)
         for number, reason in report.errors[:20]:
-            typer.echo(f"  {report.unit} {number}: {reason}", err=True)
+            echo(f"  {report.unit} {number}: {reason}", err=True)
         if report.skipped > 20:
-            typer.echo(f"  ... and {report.skipped - 20} more", err=True)
+            echo(f"  ... and {report.skipped - 20} more", err=True)

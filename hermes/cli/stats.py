@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.learn.stats import extraction_stats
 
 
@@ -42,4 +42,4 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
     else:
         lines.append("  cost          unknown (litellm has no price for this model)"
                      if result.model_calls else "  cost          $0")
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
