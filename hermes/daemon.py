@@ -93,8 +93,12 @@ class HomeLock:
 
 
 # --------------------------------------------------------------------------- set-up helpers
-def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
-    """Log to ``<home>/hermes.log`` and the console, at the configured levels."""
+def setup_logging(settings: Settings, *, console: TextIO | None = None,
+                  repl: bool = False) -> None:
+    """Log to ``<home>/hermes.log`` and the console, at the configured levels.
+
+    With the REPL on the terminal, the console gets errors only: the REPL shows the
+    conversation, and log lines (fast-lane writes, cron runs) go to the file."""
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -104,7 +108,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None) -> None:
     file_handler.setLevel(config.file_level)
     file_handler.setFormatter(fmt)
     console_handler = logging.StreamHandler(console or sys.stderr)
-    console_handler.setLevel(config.level)
+    console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(fmt)
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -219,6 +223,8 @@ class Daemon:
                      self.web.url if self.web else "off",
                      len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
                      self.rt.settings.home_path)
+            if not agent.llm.configured:
+                self._no_model_notice(agent)
             await self._stop.wait()
         finally:
             await self._shutdown()
@@ -271,6 +277,16 @@ class Daemon:
             if self._stop.is_set():
                 return
             self.bot = type(old)(self.rt, old.agent)
+
+    def _no_model_notice(self, agent: Agent) -> None:
+        """One line at start: without a model Hermes runs, but cannot chat or learn."""
+        text = ("No model is set, so chat and learning are off (memory commands and the "
+                f"schedule still work) until one is. {agent.llm.how_to_configure()}")
+        if self.repl is not None:
+            log.info("%s", text)                  # the file; the terminal shows it once, below
+            self.repl.emit("error", text)
+        else:
+            log.warning("%s", text)
 
     async def _start_web(self, agent: Agent) -> None:
         from hermes.frontends.web import WebFrontend
@@ -452,10 +468,11 @@ class Daemon:
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
                              self._drain_jobs(), self._stop_web())
-        if self.worker is not None:
-            cancelled = await self.worker.drain(self.background_grace)
-            if cancelled:
-                log.warning("extraction: %d run(s) cut short; recorded for retry", cancelled)
+        # The person at the terminal has left: their session ends and is summarised while
+        # extraction finishes (a summary cut short is written at the next start).
+        if self.repl is not None:
+            self.repl.leave()
+        await asyncio.gather(self._drain_extraction(), self._drain_summaries())
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         if self.bot is not None and not self.bot.is_closed():
@@ -488,6 +505,18 @@ class Daemon:
             self.repl.stop_reply()
             await self.repl.wait_reply()
 
+    async def _drain_extraction(self) -> None:
+        if self.worker is not None:
+            cancelled = await self.worker.drain(self.background_grace)
+            if cancelled:
+                log.warning("extraction: %d run(s) cut short; recorded for retry", cancelled)
+
+    async def _drain_summaries(self) -> None:
+        if self.repl is not None:
+            late = await finish_or_cancel(self.repl.background, self.background_grace)
+            if late:
+                log.warning("summary of the terminal session cut short; written at next start")
+
     async def _drain_cron(self) -> None:
         if self.runner is not None:
             await self.runner.wait_running(self.turn_grace)
@@ -504,7 +533,7 @@ def run_daemon(rt: Runtime, *, repl: bool) -> None:
 
         daemon = Daemon(rt, repl=True, token=token, web=rt.settings.web.enabled)
         with patch_stdout(raw=True):
-            setup_logging(rt.settings, console=sys.stderr)
+            setup_logging(rt.settings, console=sys.stderr, repl=True)
             asyncio.run(daemon.run())
     else:
         daemon = Daemon(rt, repl=False, token=token, web=rt.settings.web.enabled)

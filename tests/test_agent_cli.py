@@ -96,6 +96,21 @@ def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
                                                                           "second"]
 
 
+def test_leaving_a_piped_chat_ends_and_summarises_its_session(cli, fake_model):
+    # A session an earlier process ended but exited before summarising: done at this start.
+    rt = Runtime(load_settings())
+    store = SessionStore.from_runtime(rt)
+    earlier = store.create("owner", "terminal", channel_key="terminal:x:chat")
+    store.append("owner", earlier.id, "user", "good morning")
+    store.close("owner", earlier.id)
+    rt.close()
+    fake_model.reply("Hi!")
+    assert cli("chat", input="hello there\n").exit_code == 0
+    titles = {s.id: (s.ended_at is not None, s.title) for s, _ in stored_sessions()}
+    assert titles[earlier.id] == (True, "good morning")
+    assert sorted(titles.values()) == [(True, "good morning"), (True, "hello there")]
+
+
 def test_chat_reports_a_provider_error_and_goes_on(cli, fake_model):
     for _ in range(4):
         fake_model.error(service_unavailable())

@@ -240,6 +240,33 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
+        fake_model, rt):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.daemon import Daemon
+    from hermes.memory.sessions import SessionStore
+
+    store = SessionStore.from_runtime(rt)
+    fake_model.reply("Hello from Hermes.")
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        daemon = Daemon(rt, repl=True)
+        running = asyncio.create_task(daemon.run())
+        await until(lambda: daemon.repl is not None and daemon.repl.prompt.app.is_running)
+        pipe.send_text("hi there\r")
+        await until(lambda: [m for s in store.list("owner")
+                             for m in store.messages("owner", s.id) if m.role == "assistant"])
+        await daemon.repl.wait_reply()
+        daemon.request_stop("SIGTERM")
+        await asyncio.wait_for(running, 30)
+    rt2 = Runtime(load_settings())
+    (session,) = SessionStore.from_runtime(rt2).list("owner")
+    rt2.close()
+    assert session.ended_at is not None and session.title == "hi there"
+
+
 async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
     import threading
 
@@ -434,3 +461,46 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
     assert await daemon.index_vectors() == 0                  # stopping: left for next time
     rt.settings.sessions.embeddings = False
     assert await Daemon(rt, repl=False).index_vectors() == 0  # hybrid off: nothing to do
+
+
+@pytest.mark.parametrize("repl", [True, False])
+def test_with_the_repl_info_lines_go_to_the_log_file_only(hermes_home, repl):
+    import io
+    import logging
+
+    from hermes.daemon import setup_logging
+
+    settings = load_settings()
+    root = logging.getLogger()
+    before = list(root.handlers), root.level
+    console = io.StringIO()
+    try:
+        setup_logging(settings, console=console, repl=repl)
+        logging.getLogger("hermes.learn.fastlane").info("fast lane: created fact 1")
+        logging.getLogger("hermes.daemon").error("something broke")
+    finally:
+        for handler in list(root.handlers):
+            if getattr(handler, "_hermes", False):
+                root.removeHandler(handler)
+                handler.close()
+        root.handlers[:], root.level = before
+    assert "fast lane: created fact 1" in (settings.home_path / "hermes.log").read_text()
+    assert ("fast lane" in console.getvalue()) is not repl
+    assert "something broke" in console.getvalue()
+
+
+async def test_without_a_model_the_daemon_says_so_in_one_line_at_start(rt, no_preload, caplog):
+    import logging
+
+    from hermes.daemon import Daemon
+
+    caplog.set_level(logging.INFO)
+    daemon = Daemon(rt, repl=False)
+    running = asyncio.create_task(daemon.run())
+    await until(lambda: any("chat and learning are off" in r.getMessage()
+                            for r in caplog.records))
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    (notice,) = [r for r in caplog.records if "chat and learning" in r.getMessage()]
+    assert notice.levelno == logging.WARNING and "\n" not in notice.getMessage()
+    assert "HERMES_MODEL__NAME=" in notice.getMessage()

@@ -303,3 +303,27 @@ async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, cl
     await repl.leave()
     rt.close()
     assert fake_model.requests[0].messages[-1]["content"].startswith("Alice: hello")
+
+
+@pytest.mark.parametrize("leave", [CTRL_D, "/exit" + ENTER, "/quit" + ENTER])
+async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
+        fake_model, rt, pipe, tmp_path, leave):
+    from hermes.memory.sessions import SessionStore
+
+    repl = whole_repl(rt, pipe, tmp_path)
+    fake_model.reply("Hello from Hermes.")
+    pipe.send_text("hi there" + ENTER)
+    await repl.reply_done()
+    pipe.send_text(leave)
+    await asyncio.wait_for(repl.task, 10)
+    (session,) = SessionStore.from_runtime(rt).list("owner")
+    assert session.ended_at is not None
+    await asyncio.gather(*repl.repl.background)
+    assert SessionStore.from_runtime(rt).get("owner", session.id).title == "hi there"
+    # The next start begins a new session (which gets the context file on its first turn).
+    again = whole_repl(rt, pipe, tmp_path)
+    fake_model.reply("Welcome back.")
+    pipe.send_text("back again" + ENTER)
+    await again.reply_done()
+    await again.leave()
+    assert len(SessionStore.from_runtime(rt).list("owner")) == 2

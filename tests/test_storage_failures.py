@@ -102,7 +102,7 @@ def _one_line_exit_2(result, db_path: Path) -> None:
 
 @pytest.mark.parametrize("damage", DAMAGE, ids=lambda f: f.__name__.strip("_"))
 def test_a_damaged_database_is_one_line_for_every_command(
-    cli, hermes_home: Path, healthy_db: bytes, damage
+    cli, hermes_home: Path, tmp_path: Path, healthy_db: bytes, damage
 ) -> None:
     db_path = hermes_home / "hermes.db"
     hermes_home.mkdir(parents=True, exist_ok=True)
@@ -113,6 +113,13 @@ def test_a_damaged_database_is_one_line_for_every_command(
             db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
         result = cli(*command)
         _one_line_exit_2(result, db_path)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for command in (("export", "-o", str(out_dir / "owner.jsonl")),
+                    ("db", "backup", str(out_dir / "backup.db"))):
+        db_path.write_bytes(damaged)
+        _one_line_exit_2(cli(*command), db_path)
+        assert list(out_dir.iterdir()) == []
 
 
 def _damage_fts(db_path: Path) -> None:

@@ -103,6 +103,21 @@ async def test_retries_stop_after_max_attempts(model_rt, fake_model):
     assert await close_idle(model_rt, llm_for(model_rt)) == []
 
 
+async def test_the_first_context_file_is_written_when_the_first_session_ends(model_rt, clock):
+    assert await close_idle(model_rt, None) == []
+    assert context_file.read(model_rt, "owner") is None             # nothing to say yet
+    session = conversation(model_rt)
+    SessionStore.from_runtime(model_rt).close("owner", session.id)
+    await close_idle(model_rt, None)
+    first = context_file.read(model_rt, "owner")
+    assert first is not None and "the nginx config breaks" in first
+    # Later ones wait for the daemon's refresh (context.refresh_hours).
+    later = conversation(model_rt, text="the backup cron job failed")
+    SessionStore.from_runtime(model_rt).close("owner", later.id)
+    await close_idle(model_rt, None)
+    assert context_file.read(model_rt, "owner") == first
+
+
 async def test_close_idle_leaves_active_sessions_open(model_rt, clock):
     session = conversation(model_rt, n=1)
     clock.advance(minutes=5)

@@ -7,7 +7,7 @@ import pytest
 from hermes.memory.basic import BasicMemory
 from hermes.memory.facts import FactStore
 from hermes.memory.sessions import SessionStore
-from hermes.memory.transfer import export_user
+from hermes.memory.transfer import EXPORT_END, export_user, sealed_lines
 
 
 @pytest.fixture
@@ -24,8 +24,10 @@ def dump(rt, tmp_path):
 
 
 def write(tmp_path, records, name="crafted.jsonl"):
+    """A crafted file, sealed with a correct end record (a crafter can compute one too)."""
     path = tmp_path / name
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    kept = [r for r in records if r["type"] != EXPORT_END]
+    path.write_text("".join(line + "\n" for line in sealed_lines(kept)), encoding="utf-8")
     return path
 
 
@@ -41,7 +43,7 @@ def assert_refused_and_nothing_kept(cli, tmp_path, path, *words):
     assert len(message.splitlines()) == 1 and "Traceback" not in message
     for word in words:
         assert word in message
-    assert cli("--home", str(home), "export").stdout.count("\n") == 1  # only the header
+    assert cli("--home", str(home), "export").stdout.count("\n") == 2  # header, end
 
 
 def test_clean_export_imports(cli, tmp_path, dump):

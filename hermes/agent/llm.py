@@ -266,11 +266,14 @@ class LLM:
     # -- set-up -----------------------------------------------------------------------------
 
     def not_configured_message(self) -> str:
+        return f"No model is configured. {self.how_to_configure()}"
+
+    def how_to_configure(self) -> str:
         where = f" or in {self._env_file}" if self._env_file else ""
         return (
-            "No model is configured. Set model.name in config.yaml (for example "
-            f"`model: {{name: {EXAMPLE_MODEL}}}`) or export HERMES_MODEL__NAME={EXAMPLE_MODEL}, "
-            f"and the provider's key (for example OPENAI_API_KEY) in the environment{where}."
+            f"Set model.name in config.yaml (for example `model: {{name: {EXAMPLE_MODEL}}}`) "
+            f"or export HERMES_MODEL__NAME={EXAMPLE_MODEL}, and the provider's key (for example "
+            f"OPENAI_API_KEY) in the environment{where}."
         )
 
     def _prepare(self) -> Any:

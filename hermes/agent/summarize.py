@@ -177,6 +177,30 @@ def pending(rt: Runtime, user: str) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
+async def summarize_pending(rt: Runtime, llm: LLM | None, user: str) -> list[SummaryOutcome]:
+    """Summarise the user's ended sessions still without a summary: the one just left, one
+    left by a process that exited before its summary was written, a failed one to retry."""
+    outcomes = [await summarize_session(rt, llm, user, session_id)
+                for session_id in pending(rt, user)]
+    await first_context(rt, llm, user, outcomes)
+    return outcomes
+
+
+async def first_context(rt: Runtime, llm: LLM | None, user: str,
+                        outcomes: list[SummaryOutcome]) -> None:
+    """The user's first context file, as soon as a session has ended with something to say
+    (the daemon's six-hourly refresh keeps it current afterwards). A failure is logged: the
+    next session ending tries again."""
+    from hermes.memory import context
+
+    if not any(o.status != "empty" for o in outcomes) or context.path_for(rt, user).exists():
+        return
+    try:
+        await context.refresh(rt, user, llm)
+    except Exception:
+        log.exception("the first context file for %s could not be written", user)
+
+
 async def close_idle(rt: Runtime, llm: LLM | None, now: datetime | None = None,
                      *, user: str | None = None) -> list[SummaryOutcome]:
     """Close every session idle past ``sessions.idle_minutes`` and summarise ended sessions.
@@ -191,6 +215,8 @@ async def close_idle(rt: Runtime, llm: LLM | None, now: datetime | None = None,
     for who in [user] if user else sessions.users():
         for session in sessions.idle(who, before):
             sessions.close(who, session.id)
-        for session_id in pending(rt, who):
-            outcomes.append(await summarize_session(rt, llm, who, session_id))
+        done = [await summarize_session(rt, llm, who, session_id)
+                for session_id in pending(rt, who)]
+        await first_context(rt, llm, who, done)
+        outcomes.extend(done)
     return outcomes

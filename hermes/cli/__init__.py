@@ -108,7 +108,19 @@ JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdo
 
 
 def _register() -> None:
-    from hermes.cli import ask, context, cron, daemon, db, facts, memory, sessions, stats, web
+    from hermes.cli import (
+        ask,
+        context,
+        cron,
+        daemon,
+        db,
+        facts,
+        mcp,
+        memory,
+        sessions,
+        stats,
+        web,
+    )
 
     app.add_typer(memory.app, name="memory")
     app.add_typer(facts.app, name="facts")
@@ -124,6 +136,7 @@ def _register() -> None:
     # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
     app.command("run")(daemon.run)
     app.command("chat")(daemon.chat)
+    app.command("mcp")(mcp.mcp)
 
 
 _register()

@@ -13,6 +13,7 @@ import sys
 import typer
 
 from hermes.agent.llm import LLM, ModelNotConfigured
+from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
@@ -118,5 +119,17 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
                 echo(f"Error: {turn.exception}", err=True)
-        if worker is not None:  # learn from the last turns before the process ends
-            runner.run(worker.drain(LEARN_TIMEOUT_SECONDS))
+        # Leaving ends the session: learn from it and summarise it before the process ends
+        # (a summary cut short is written at the next start).
+        sessions.close(who, session.id)
+        runner.run(_finish(rt, agent, worker, who))
+
+
+async def _finish(rt: Runtime, agent, worker, user: str) -> None:
+    from hermes.agent import summarize
+
+    summary = asyncio.ensure_future(
+        summarize.summarize_pending(rt, agent.background_llm, user))
+    await asyncio.gather(worker.drain(LEARN_TIMEOUT_SECONDS) if worker is not None
+                         else asyncio.sleep(0),
+                         finish_or_cancel([summary], LEARN_TIMEOUT_SECONDS))

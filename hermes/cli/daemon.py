@@ -44,10 +44,16 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
     async def main() -> None:
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        from hermes.aio import finish_or_cancel
+
         agent, worker = build_agent(rt)
+        repl = Repl(rt, agent, user=rt.user(user) if user else None)
+        # A session left by an earlier chat that exited before its summary was written.
+        repl.summarize_in_background()
         with patch_stdout(raw=True):
-            await Repl(rt, agent, user=rt.user(user) if user else None).run()
-        if worker is not None:
-            await worker.drain(30)
+            await repl.run()
+        # Leaving ended the session: learn from it and summarise it before the process ends.
+        await asyncio.gather(worker.drain(30) if worker is not None else asyncio.sleep(0),
+                             finish_or_cancel(repl.background, 30))
 
     asyncio.run(main())

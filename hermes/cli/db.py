@@ -13,6 +13,7 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, echo, emit_json
 from hermes.memory.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
+from hermes.store.files import atomic_text_file
 from hermes.store.maintenance import backup as backup_db
 from hermes.store.maintenance import table_stats
 
@@ -89,12 +90,14 @@ def export(
             sys.stdout.write(line + "\n")
         sys.stdout.flush()
         return
-    with output.open("w", encoding="utf-8") as handle:
+    # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
+    with atomic_text_file(output) as handle:
         count = 0
         for line in lines:
             handle.write(line + "\n")
             count += 1
-    echo(f"Exported {count - 1:,} records of {rt.user(user)!r} to {output}.", err=True)
+    # The header and the end record are not records of memory.
+    echo(f"Exported {count - 2:,} records of {rt.user(user)!r} to {output}.", err=True)
 
 
 def import_(
@@ -103,16 +106,28 @@ def import_(
                                          help="A file written by `hermes export`.")],
     user: str | None = typer.Option(None, "--user", "-u", help="Import as this user (default: "
                                     "the user in the file).", show_default=False),
+    allow_incomplete: bool = typer.Option(
+        False, "--allow-incomplete", help="Import a file that lacks its end record (cut short, "
+        "or hand-made) instead of refusing it."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Restore a `hermes export` file into this home.
+    """Restore a `hermes export` file into this home, for a user with no memory here yet.
 
-    All or nothing. Ids are kept, so the home must not already hold that user's memory."""
+    All or nothing. Every row is written for the importing user; ids are kept where they are
+    free in this home and renumbered where not, references inside the file follow. A file
+    without its end record (cut short) is refused."""
     rt = runtime(ctx)
     report = import_user(rt.db, read_lines(file), user=user,
-                         basic_char_limit=rt.settings.memory.basic_char_limit)
+                         basic_char_limit=rt.settings.memory.basic_char_limit,
+                         allow_unsealed=allow_incomplete)
+    for warning in report.warnings:
+        echo(f"Warning: {warning}.", err=True)
     if as_json:
-        emit_json({"user": report.user, "counts": report.counts})
+        emit_json({"user": report.user, "counts": report.counts,
+                   "renumbered": report.renumbered, "warnings": report.warnings})
         return
     counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
     echo(f"Imported for {report.user!r}: {counts}.")
+    if report.renumbered:
+        echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
+                   "home.")

@@ -325,23 +325,30 @@ def history(
     if as_json:
         emit_json(entries)
         return
-    for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id)):
+    origin = next((e["origin"] for e in entries if e["action"] == "add"), None)
+    for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id),
+                              origin):
         echo(line)
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
-        echo(f"{entry['at']}  {entry['action']}{note}")
+        via = f"  via {entry['origin']}" if entry.get("origin") else ""
+        echo(f"{entry['at']}  {entry['action']}{via}{note}")
         if entry["old"] is not None:
             echo(f"    old: {json.dumps(entry['old'], ensure_ascii=False)}")
         if entry["new"] is not None:
             echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")
 
 
-def _source_lines(ctx: typer.Context, user: str, fact: Fact) -> list[str]:
-    """The conversation a fact was learned from: its session and the user's words."""
+def _source_lines(ctx: typer.Context, user: str, fact: Fact,
+                  origin: str | None = None) -> list[str]:
+    """The conversation a fact was learned from: its session and the user's words (or the
+    client that added it, such as an MCP client)."""
     from hermes.errors import NotFound
     from hermes.memory.sessions import SessionStore
 
     if fact.source_session_id is None:
+        if origin:
+            return [f"source: added by {origin}, not learned from a conversation"]
         return ["source: added directly, not learned from a conversation"]
     sessions = SessionStore.from_runtime(runtime(ctx))
     ids = fact.source_message_ids

@@ -3,7 +3,10 @@
 One long-lived ``PromptSession`` (a full prompt-toolkit Application): history in
 ``<home>/repl_history``, Enter sends, Esc-Enter (or Alt-Enter) adds a line, Tab completes slash
 commands. A reply streams as a task while the prompt stays live, so Ctrl-C is a key press that
-stops the reply and keeps the REPL; Ctrl-D (or /quit) leaves.
+stops the reply and keeps the REPL; Ctrl-D (or /quit, /exit) leaves. Leaving ends the session
+(so the next start begins a new one, with the context file) and summarises it in the background
+(``background``: the owner waits for it, bounded; a summary cut short is written at the next
+start).
 
 Everything the REPL says goes through ``emit(kind, text)``: the terminal sink prints above the
 prompt; tests collect the calls.
@@ -51,8 +54,9 @@ COMMANDS: dict[str, str] = {
     "/context": "show the cross-thread context file",
     "/new": "start a new conversation",
     "/help": "this list",
-    "/quit": "leave (Ctrl-D also leaves)",
+    "/quit": "leave (/exit and Ctrl-D also leave)",
 }
+LEAVE = ("/quit", "/exit")
 HELP = ("Enter sends, Esc-Enter adds a line, Ctrl-C stops a reply, Ctrl-D leaves.\n"
         + "\n".join(f"  {name:<10} {meta}" for name, meta in COMMANDS.items()))
 
@@ -108,6 +112,9 @@ class Repl:
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
         self._reply: asyncio.Task[None] | None = None
+        self._left = False
+        # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
+        self.background: set[asyncio.Task[None]] = set()
         if history is None:
             rt.settings.home_path.mkdir(parents=True, exist_ok=True)
             history = FileHistory(str(rt.settings.home_path / "repl_history"))
@@ -176,7 +183,35 @@ class Repl:
         finally:
             if self.stop_reply():
                 await asyncio.gather(self._reply, return_exceptions=True)
+            self.leave()
             self.emit("info", "Bye.")
+
+    def leave(self) -> None:
+        """The person left (Ctrl-D, /quit, /exit, the daemon stopping): end the open session
+        and summarise it in the background. Once only."""
+        if self._left:
+            return
+        self._left = True
+        if self.sessions.close_open(self.user, "terminal", self.channel_key) is not None:
+            self.summarize_in_background()
+
+    def summarize_in_background(self) -> None:
+        """Summarise this user's ended sessions still without a summary (the one just left, or
+        one a process that exited early left behind)."""
+        from hermes.agent import summarize
+
+        earlier = list(self.background)
+
+        async def work() -> None:
+            await asyncio.gather(*earlier, return_exceptions=True)  # never the same one twice
+            try:
+                await summarize.summarize_pending(self.rt, self.agent.background_llm, self.user)
+            except Exception:
+                log.exception("repl: summarising the sessions left failed; retried later")
+
+        task = asyncio.ensure_future(work())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
 
     async def wait_reply(self) -> None:
         if self._reply is not None:
@@ -216,7 +251,7 @@ class Repl:
         """Run a slash command; False means leave."""
         name, _, arg = text.partition(" ")
         arg = arg.strip()
-        if name == "/quit":
+        if name in LEAVE:
             return False
         if name not in COMMANDS:
             self.emit("error", f"Unknown command {name}; /help lists them.")

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +23,7 @@ from hermes.errors import HermesError
 from hermes.memory.facts import Fact, FactStore
 from hermes.memory.secrets import redact_text
 from hermes.memory.sessions import Session, SessionStore
+from hermes.store.files import atomic_text_file
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -66,17 +65,8 @@ def read(rt: Runtime, user: str) -> str | None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_text_file(path) as handle:
+        handle.write(text)
 
 
 def cap(text: str, limit: int) -> str:

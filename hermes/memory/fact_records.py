@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -130,16 +132,32 @@ def clean_tags(tags: Iterable[str]) -> list[str]:
     return list(seen.values())
 
 
+# Where the writes of the current call come from, when not from Hermes itself (for example
+# ``mcp:claude-desktop``): set around a write with :func:`writes_from`, stored on every history
+# row that write makes (an add, a merge, a supersede and its update alike).
+_ORIGIN: ContextVar[str | None] = ContextVar("hermes_fact_origin", default=None)
+
+
+@contextmanager
+def writes_from(origin: str | None) -> Iterator[None]:
+    """Record ``origin`` on the fact history written inside the block."""
+    token = _ORIGIN.set(origin)
+    try:
+        yield
+    finally:
+        _ORIGIN.reset(token)
+
+
 def record_history(db: sqlite_utils.Database, fact: Fact, action: str, old: Any, new: Any, *,
                    note: str | None, at: str) -> None:
     """One ``fact_history`` row: a change of a fact with its old and new values (JSON)."""
     db.execute(
-        "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO fact_history (fact_id, user, action, old, new, note, at, origin) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [fact.id, fact.user, action,
          None if old is None else json.dumps(old, ensure_ascii=False),
          None if new is None else json.dumps(new, ensure_ascii=False),
-         note, at],
+         note, at, _ORIGIN.get()],
     )
 
 

@@ -357,14 +357,15 @@ class FactStore:
     def history(self, user: str, fact_id: int) -> list[dict]:
         self.get(user, fact_id)
         rows = self.db.execute(
-            "SELECT id, fact_id, action, old, new, note, at FROM fact_history "
+            "SELECT id, fact_id, action, old, new, note, at, origin FROM fact_history "
             "WHERE fact_id = ? AND user = ? ORDER BY id",
             [int(fact_id), user],
         ).fetchall()
         return [
             {"id": r[0], "fact_id": r[1], "action": r[2],
              "old": json.loads(r[3]) if r[3] else None,
-             "new": json.loads(r[4]) if r[4] else None, "note": r[5], "at": r[6]}
+             "new": json.loads(r[4]) if r[4] else None, "note": r[5], "at": r[6],
+             "origin": r[7]}
             for r in rows
         ]
 

@@ -145,6 +145,14 @@ class SessionStore(SessionSearch):
         return Message(int(cursor.lastrowid or 0), session_id, role, speaker, content, created,
                        tool_name, tool_args, tool_call_id, external_id)
 
+    def close_open(self, user: str, source: str, channel_key: str) -> Session | None:
+        """End the channel's open session, if it has one (the person left); None if not."""
+        row = self.db.execute(
+            "SELECT id FROM sessions WHERE user = ? AND source = ? AND channel_key = ? "
+            "AND ended_at IS NULL ORDER BY id DESC LIMIT 1", [user, source, channel_key],
+        ).fetchone()
+        return self.close(user, int(row[0])) if row is not None else None
+
     def close(self, user: str, session_id: int) -> Session:
         """Mark a session ended (idempotent: an ended session keeps its end time)."""
         with write_transaction(self.db):

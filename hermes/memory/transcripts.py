@@ -25,6 +25,7 @@ from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions import ROLES, SOURCES, SessionStore
 from hermes.safe_text import scrub_value
 from hermes.store.db import write_transaction
+from hermes.store.failures import is_environmental
 
 # Lines written per transaction during a transcript import: big enough that the commit cost
 # disappears, small enough that another process waiting for the write lock is not starved.
@@ -292,7 +293,9 @@ def _import_line(
     except Exception as exc:
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
-        if isinstance(exc, HermesError | ValueError | sqlite3.Error):
+        # A full disk or a damaged file is not this line's fault: stop the import (what was
+        # committed stays; running it again skips it) instead of failing every later line.
+        if isinstance(exc, HermesError | ValueError | sqlite3.Error) and not is_environmental(exc):
             report.errors.append((number, f"could not be stored: {exc}"))
             return
         raise

@@ -36,11 +36,11 @@ def damaged(db_path: Path, why: str) -> StorageError:
 def disk_full(path: Path | str | None, why: str) -> StorageError:
     where = f" writing {path}" if path else ""
     return StorageError(
-        f"The disk is full{where} ({why}); nothing was half-written. Free some space and run "
-        "the command again (`hermes doctor` shows the free space).")
+        f"The disk is full{where} ({why}); the unfinished write was discarded. Free some space "
+        "and run the command again (`hermes doctor` shows the free space).")
 
 
-def _sqlite_code(exc: sqlite3.DatabaseError) -> int | None:
+def sqlite_code(exc: sqlite3.DatabaseError) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF
@@ -59,7 +59,7 @@ def storage_problem(exc: BaseException, db_path: Path) -> StorageError | None:
     if isinstance(exc, StorageError):
         return exc
     if isinstance(exc, sqlite3.DatabaseError):
-        code = _sqlite_code(exc)
+        code = sqlite_code(exc)
         if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
             return damaged(db_path, str(exc))
         if code == SQLITE_FULL:
@@ -81,6 +81,15 @@ def storage_problem(exc: BaseException, db_path: Path) -> StorageError | None:
         where = f" {path}" if path else ""
         return StorageError(f"Cannot use{where} ({why}). Check the path and its permissions.")
     return None
+
+
+def is_environmental(exc: BaseException) -> bool:
+    """Whether ``exc`` is about the files (damage, a full disk), not about the data or a bug.
+
+    Code that reports a bad record and carries on must not do so for these: every later
+    record would fail the same way, and the person needs the one line that says why.
+    """
+    return storage_problem(exc, Path("hermes.db")) is not None
 
 
 def opening_problem(exc: BaseException, db_path: Path) -> StorageError | None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
 
 from hermes.errors import HermesError, RefusedWrite
+from hermes.store.failures import SQLITE_FULL, SQLITE_IOERR, disk_full, sqlite_code
+from hermes.store.files import discard, publish, temp_path_beside
 
 
 def table_columns(db: sqlite_utils.Database, table: str) -> set[str]:
@@ -22,7 +25,20 @@ def backup(db: sqlite_utils.Database, target: Path) -> int:
         raise RefusedWrite(f"Refused: {target} already exists; choose a new file name.")
     if not target.parent.exists():
         raise HermesError(f"No such directory: {target.parent}")
-    db.execute("VACUUM INTO ?", [str(target)])
+    # VACUUM INTO a temp name beside the target, renamed only once complete: a full disk or a
+    # damaged page part-way through leaves no partial backup that looks like a good one.
+    tmp = temp_path_beside(target)
+    try:
+        db.execute("VACUUM INTO ?", [str(tmp)])
+        publish(tmp, target, replace=False)
+    except sqlite3.DatabaseError as exc:
+        discard(tmp)
+        if sqlite_code(exc) in (SQLITE_FULL, SQLITE_IOERR):
+            raise disk_full(target, str(exc)) from exc
+        raise
+    except BaseException:
+        discard(tmp)
+        raise
     return target.stat().st_size
 
 

@@ -376,3 +376,14 @@ def m012_fact_vectors(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_fact_vectors_user ON fact_vectors(user, model);
         """
     )
+
+
+@migrations()
+def m013_fact_history_origin(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- Who made a change, when it was not Hermes' own conversation: for example
+        -- mcp:claude-desktop for a write from an MCP client. NULL for chat, extraction and CLI.
+        ALTER TABLE fact_history ADD COLUMN origin TEXT;
+        """
+    )

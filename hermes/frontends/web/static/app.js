@@ -56,7 +56,7 @@
       var reply = document.createElement("article"); reply.className = "msg assistant streaming";
       reply.innerHTML = '<div class="text"></div>';
       messages.append(mine, reply);
-      var out = reply.firstChild, body = new URLSearchParams(new FormData(form));
+      var out = reply.firstChild, body = new URLSearchParams(new FormData(form)), chunks = 0;
       box.value = "";
       try {
         var response = await post(form.action, body, "text/event-stream");
@@ -71,6 +71,7 @@
             history.replaceState(null, "", "/chat?session=" + data.session_id);
           } else if (name === "chunk") {
             out.textContent += data.text;
+            messages.dataset.chunks = ++chunks;   // how many pieces the last reply came in
             reply.scrollIntoView({ block: "end" });
           } else if (name === "done") {
             if (data.html) { var done = fromHTML(data.html); reply.replaceWith(done); reply = done; }

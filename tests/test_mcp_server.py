@@ -1,0 +1,241 @@
+"""`hermes mcp` driven by the official SDK's own client: over stdio (a real `hermes mcp`
+process) and over streamable HTTP (the ASGI app behind its bearer-token gate)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from contextlib import asynccontextmanager
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
+
+from hermes.frontends import mcp_server
+from hermes.memory import context as context_file
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+
+WRITE_TOOLS = set(mcp_server.WRITE_TOOLS)
+READ_TOOLS = set(mcp_server.READ_TOOLS)
+
+
+def stdio(*args: str, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-c", "from hermes.cli import main; main()", "mcp", *args],
+        env={**os.environ, **env})
+
+
+def client(server, name: str = "test-client") -> Client:
+    return Client(server, client_info=Implementation(name=name, version="1.0"))
+
+
+def text(result) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def data(result) -> dict:
+    assert not result.is_error, text(result)
+    return result.structured_content
+
+
+@pytest.fixture
+def seeded(rt):
+    """alice and bob in one home, each with a fact and a session."""
+    facts = FactStore.from_runtime(rt)
+    facts.add("alice", "Alice keeps the Postgres backups on the NAS", entities=["Postgres", "NAS"])
+    facts.add("bob", "Bob keeps his Postgres dumps on S3", entities=["Postgres"])
+    sessions = SessionStore.from_runtime(rt)
+    chat = sessions.create("alice", "terminal")
+    sessions.append("alice", chat.id, "user", "How do I rotate the NAS backup disks?")
+    sessions.append("alice", chat.id, "assistant", "Swap disk B in on Sundays.")
+    path = context_file.path_for(rt, "alice")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Lately\nAlice has been sorting out backups.\n", encoding="utf-8")
+    return {"session": chat.id}
+
+
+async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
+    """alice's server may write, bob's is read-only; neither sees the other's memory."""
+    alice_server = stdio("--user", "alice", "--write", HERMES_MEMORY__BASIC_CHAR_LIMIT="90")
+    async with client(alice_server) as alice, client(stdio("--user", "bob"), "bob-app") as bob:
+        listed = {t.name: t for t in (await alice.list_tools()).tools}
+        assert set(listed) == READ_TOOLS | WRITE_TOOLS
+        assert listed["facts_search"].annotations.read_only_hint is True
+        assert listed["facts_forget"].annotations.destructive_hint is True
+        assert listed["facts_forget"].annotations.idempotent_hint is True
+        assert listed["facts_add"].annotations.read_only_hint is False
+        assert listed["facts_add"].annotations.destructive_hint is False
+        assert "query" in listed["facts_search"].input_schema["required"]
+        assert listed["facts_search"].description.startswith("Search the user's long-term facts")
+        assert "user" not in json.dumps([t.input_schema for t in listed.values()])
+
+        bob_tools = {t.name for t in (await bob.list_tools()).tools}
+        assert bob_tools == READ_TOOLS  # no write tool exists without --write
+        refused = await bob.call_tool("facts_add", {"content": "Bob likes tea"})
+        assert refused.is_error
+
+        # -- every read tool, as alice
+        found = data(await alice.call_tool("facts_search", {"query": "postgres backups"}))
+        assert [f["content"] for f in found["facts"]] == [
+            "Alice keeps the Postgres backups on the NAS"]
+        probe = data(await alice.call_tool("facts_probe", {"entity": "postgres"}))
+        assert len(probe["facts"]) == 1
+        reason = data(await alice.call_tool("facts_reason", {"entities": ["Postgres", "NAS"]}))
+        assert reason["facts"][0]["id"] == found["facts"][0]["id"]
+        listing = data(await alice.call_tool("sessions_list", {}))
+        assert [s["id"] for s in listing["sessions"]] == [seeded["session"]]
+        hits = data(await alice.call_tool("sessions_search", {"query": "rotate backup disks"}))
+        assert hits["results"][0]["session"]["id"] == seeded["session"]
+        shown = data(await alice.call_tool("sessions_show", {"session_id": seeded["session"]}))
+        assert [m["content"] for m in shown["messages"]][1] == "Swap disk B in on Sundays."
+        assert "sorting out backups" in data(await alice.call_tool("context_show", {}))["text"]
+        assert data(await alice.call_tool("memory_show", {}))["entries"] == []
+
+        # -- every write tool, as alice
+        added = data(await alice.call_tool("memory_add", {"text": "Alice runs Debian 13"}))
+        assert added["status"] == "added" and added["usage"].endswith("/90")
+        over = await alice.call_tool("memory_add", {"text": "x" * 80})
+        assert over.is_error
+        assert text(over).startswith("Refused: basic memory would hold")
+        assert "over its 90-character cap (now 24/90)" in text(over)
+        assert "[1] Alice runs Debian 13" in text(over)  # the entries come with the refusal
+        secret = await alice.call_tool("facts_add", {"content": "The API key is sk-" + "a1" * 20})
+        assert secret.is_error and "secrets must not be stored" in text(secret)
+        replaced = data(await alice.call_tool("memory_replace", {"target": "Debian",
+                                                                 "text": "Alice runs Debian 14"}))
+        assert replaced["status"] == "replaced"
+        assert data(await alice.call_tool("memory_remove", {"target": 1}))["status"] == "removed"
+        fact = data(await alice.call_tool("facts_add", {
+            "content": "Alice's NAS is a Synology DS920+", "entities": ["NAS"],
+            "tags": ["hardware"]}))["fact"]
+        rated = data(await alice.call_tool("facts_rate", {"id": fact["id"],
+                                                         "rating": "helpful"}))
+        assert rated["new_trust"] > rated["old_trust"]
+        updated = data(await alice.call_tool("facts_update", {
+            "id": fact["id"], "content": "Alice's NAS is a Synology DS923+", "note": "new box"}))
+        assert updated["supersedes"] == fact["id"]
+        forgot = data(await alice.call_tool("facts_forget", {"id": updated["fact"]["id"]}))
+        assert forgot["status"] == "forgotten"
+        unknown = await alice.call_tool("facts_forget", {"id": 999})
+        assert unknown.is_error and text(unknown) == "No fact with id 999 for user 'alice'."
+
+        # -- no cross-user access: bob's ids and words are not alice's
+        bob_fact = FactStore.from_runtime(rt).search("bob", "dumps")[0]
+        stolen = await alice.call_tool("facts_forget", {"id": bob_fact.id})
+        assert stolen.is_error and "No fact with id" in text(stolen)
+        assert data(await alice.call_tool("facts_search", {"query": "S3 dumps"}))["facts"] == []
+        theirs = data(await bob.call_tool("facts_search", {"query": "NAS Synology"}))
+        assert theirs["facts"] == []
+        peek = await bob.call_tool("sessions_show", {"session_id": seeded["session"]})
+        assert peek.is_error and "No session" in text(peek)
+        bob_block = (await bob.read_resource("hermes://memory/basic")).contents[0].text
+        assert bob_block == "BASIC MEMORY [0/8,000 chars]\n(empty)"
+
+        # -- resources and the prompt
+        block = (await alice.read_resource("hermes://memory/basic")).contents[0].text
+        assert block.startswith("BASIC MEMORY [0/90 chars]")
+        note = (await alice.read_resource("hermes://context")).contents[0].text
+        assert "sorting out backups" in note
+        prompt = await alice.get_prompt("what_you_know_about_me")
+        assert "Postgres backups on the NAS" in prompt.messages[0].content.text
+
+    # The writes are in the history with where they came from; the refused one left nothing.
+    store = FactStore.from_runtime(rt)
+    history = store.history("alice", fact["id"])
+    assert [(h["action"], h["origin"]) for h in history] == [
+        ("add", "mcp:test-client"), ("rate", "mcp:test-client"), ("supersede", "mcp:test-client")]
+    assert not store.search("alice", "API key")
+
+
+async def test_facts_history_shows_the_mcp_client(rt, cli):
+    from hermes.memory.fact_records import writes_from
+
+    with writes_from("mcp:claude-code"):
+        added = FactStore.from_runtime(rt).add("owner", "The staging box is called lynx")
+    out = cli("facts", "history", str(added.id)).stdout
+    assert out.startswith("source: added by mcp:claude-code, not learned from a conversation")
+    assert "  add  via mcp:claude-code" in out
+
+
+# -- streamable HTTP --------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def http_server(rt, user: str, *, write: bool = False):
+    server = mcp_server.build_server(rt, user, write=write)
+    token = mcp_server.ensure_token(rt)
+    inner = server.streamable_http_app(streamable_http_path=mcp_server.HTTP_PATH)
+    async with inner.router.lifespan_context(inner):
+        app = mcp_server.BearerGate(inner, token)
+        yield app, token
+
+
+def http_client(app, token: str | None) -> httpx2.AsyncClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app),
+                              base_url="http://127.0.0.1:8765", headers=headers)
+
+
+async def test_http_needs_the_bearer_token_on_every_request(rt, seeded):
+    async with http_server(rt, "alice") as (app, token):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        for given in (None, "wrong-token"):
+            async with http_client(app, given) as http:
+                response = await http.post("/mcp", json=body)
+            assert response.status_code == 401
+            assert response.headers["www-authenticate"].startswith("Bearer")
+        async with http_client(app, token) as http:
+            transport = streamable_http_client("http://127.0.0.1:8765/mcp", http_client=http)
+            async with client(transport) as mcp:
+                names = {t.name for t in (await mcp.list_tools()).tools}
+                assert names == READ_TOOLS
+                found = data(await mcp.call_tool("facts_probe", {"entity": "NAS"}))
+                assert found["facts"][0]["content"].startswith("Alice keeps")
+                block = await mcp.read_resource("hermes://memory/basic")
+                assert block.contents[0].text.startswith("BASIC MEMORY")
+
+
+def test_the_token_is_created_once_and_private(rt):
+    first = mcp_server.ensure_token(rt)
+    assert len(first) >= 40 and mcp_server.ensure_token(rt) == first
+    mode = stat.S_IMODE(mcp_server.token_path(rt).stat().st_mode)
+    assert mode == 0o600
+
+
+def test_print_config_for_each_client(cli, hermes_home):
+    for name in mcp_server.CLIENTS:
+        result = cli("mcp", "--print-config", name, "--user", "alice", "--write")
+        entry = json.loads(result.stdout)["mcpServers"]["hermes"]
+        assert entry["args"] == ["--home", str(hermes_home), "mcp", "--user", "alice", "--write"]
+        assert (entry.get("type") == "stdio") == (name == "claude-code")
+    result = cli("mcp", "--print-config", "vscode")
+    assert result.exit_code == 1 and "expected one of claude-desktop" in result.stderr
+
+
+def test_binding_beyond_loopback_warns(cli, monkeypatch):
+    served = []
+    monkeypatch.setattr(mcp_server, "serve_http",
+                        lambda server, token, *, host, port: served.append((host, port)))
+    quiet = cli("mcp", "--http", "--port", "9999")
+    assert served == [("127.0.0.1", 9999)] and "Warning" not in quiet.stderr
+    loud = cli("mcp", "--http", "--host", "0.0.0.0")
+    assert served[-1] == ("0.0.0.0", 8765)
+    assert loud.stderr.startswith("Warning: binding 0.0.0.0")
+
+
+def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
+    """What `hermes mcp` loads before it answers initialize: the CLI, the stores, the SDK."""
+    import subprocess
+
+    code = ("import sys; from hermes.cli import app; from hermes.config import load_settings; "
+            "from hermes.runtime import Runtime; from hermes.frontends import mcp_server; "
+            "mcp_server.build_server(Runtime(load_settings()), 'owner', write=True); "
+            "print(sorted(m for m in ('litellm', 'discord', 'openai') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ}, check=True).stdout
+    assert out.strip() == "[]"

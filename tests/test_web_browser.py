@@ -1,0 +1,229 @@
+"""The web panel in a real browser: Debian's chromium driven by Playwright, against one daemon
+(`hermes run` through tests.daemon_harness, with a scripted model) shared by these tests.
+
+Covered: logging in with the printed token, sending a message with the keyboard and seeing the
+reply stream in pieces, a learned fact appearing in the sidebar without a reload (and how long
+that took after the commit), 👎 under the next reply dropping that fact's trust, basic memory
+edited past its cap and refused inline, a page read without JavaScript, and a phone-width page
+without sideways scrolling. A failing test leaves a screenshot in bench-results/.
+
+In CI (CI=true) a missing browser fails these tests; on a developer machine they are skipped
+with the reason (`apt-get install chromium`, `pip install -e '.[test]'`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHOTS = REPO / "bench-results"
+CHROMIUM = os.environ.get("HERMES_TEST_CHROMIUM", "/usr/bin/chromium")
+# As root (CI) chromium needs --no-sandbox; the rest keep it from reaching the network.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+TIMEOUT_MS = 15000
+
+
+def _missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[test]')"
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+MISSING = _missing()
+if MISSING and os.environ.get("CI") == "true":
+    pytest.fail(f"browser tests cannot run in CI: {MISSING}", pytrace=False)
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+REPLIES = [
+    "Congratulations on the new job at Initech!",                     # turn 1
+    json.dumps([{"action": "create", "content": "The user works at Initech as an engineer.",
+                 "type": "semantic", "category": "general", "entities": ["Initech"],
+                 "tags": []}]),                                         # its extraction
+    "You work at Initech, as an engineer.",                           # turn 2 (uses the fact)
+    "[]",                                                             # its extraction, if any
+]
+
+
+class Daemon:
+    """`hermes run --no-repl` in a subprocess; its stderr lines in a queue."""
+
+    def __init__(self, home: Path, config: Path) -> None:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
+        env.update(HERMES_HOME=str(home), HERMES_CONFIG=str(config), PYTHONPATH=str(REPO),
+                   HERMES_WEB__PORT="0", HERMES_EXTRACTION__ENABLED="true",
+                   HERMES_TEST_REPLIES=json.dumps(REPLIES))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.daemon_harness", "run", "--no-repl"], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        while True:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                raise AssertionError("the daemon exited:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory) -> Iterator[tuple[Daemon, str]]:
+    root = tmp_path_factory.mktemp("web-browser")
+    (root / "config.yaml").write_text("", encoding="utf-8")
+    proc = Daemon(root / "home", root / "config.yaml")
+    try:
+        link = proc.wait_for(r"Web panel: log in at (\S+)").group(1)
+        proc.wait_for(r"hermes: running")
+        yield proc, link
+    finally:
+        code = proc.stop()
+        log = "\n".join(proc.seen)
+        assert "Traceback" not in log, log
+        assert code == 0, log
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def logged_in(browser, daemon):
+    """One browser context, logged in with the token the daemon printed."""
+    _, link = daemon
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(link)
+    assert page.url.endswith("/chat")
+    yield context
+    context.close()
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(page, name: str) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        SHOTS.mkdir(exist_ok=True)
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(SHOTS / f"web-{name}.png"), full_page=True)
+        raise
+
+
+def test_chat_streams_learns_live_and_a_thumbs_down_drops_trust(logged_in, daemon):
+    page = logged_in.pages[0]
+    with screenshot_on_failure(page, "chat"):
+        page.goto(page.url.split("/chat")[0] + "/chat")
+        page.evaluate("window.__sameDocument = true")
+        page.get_by_label("Message").fill("I started at Initech this week as an engineer.")
+        page.keyboard.press("Enter")                             # keyboard: Enter sends
+        reply = page.locator("article.msg.assistant").last
+        reply.get_by_text("Congratulations on the new job at Initech!").wait_for()
+        chunks = int(page.locator("#messages").get_attribute("data-chunks"))
+        assert chunks > 1                                        # it came in pieces
+        fact = page.locator("#facts li.fresh", has_text="The user works at Initech")
+        fact.wait_for()
+        assert "learned from this reply" in fact.inner_text()
+        assert page.evaluate("window.__sameDocument") is True    # no reload
+        delay = page.evaluate("""() => { const li = document.querySelector('#facts li.fresh');
+            return Number(li.dataset.shownAt) - Number(li.dataset.committedAt); }""")
+        print(f"\nfact commit -> sidebar: {delay:.0f} ms")
+        assert 0 <= delay < 5000
+        assert fact.locator(".trust").inner_text() == "0.50"
+        fact_id = fact.get_attribute("id")
+
+        page.get_by_label("Message").fill("Where do I work?")
+        page.get_by_role("button", name="Send").click()
+        second = page.locator("article.msg.assistant", has_text="You work at Initech")
+        second.locator(".shown").wait_for()
+        second.get_by_role("button", name="These facts did not help").click()
+        page.locator(f"#{fact_id} .trust", has_text="0.40").wait_for()
+        assert second.get_by_role("button", name="These facts did not help") \
+            .get_attribute("aria-pressed") == "true"
+        assert page.evaluate("window.__sameDocument") is True
+
+
+def test_basic_memory_past_the_cap_is_refused_inline(logged_in):
+    page = logged_in.new_page()
+    with screenshot_on_failure(page, "memory"):
+        base = logged_in.pages[0].url.split("/chat")[0]
+        page.goto(base + "/memory")
+        page.get_by_label("Add an entry").fill("Runs Debian 13 on the home server")
+        page.get_by_role("button", name="Add", exact=True).click()
+        page.get_by_text("37 / 8,000 chars").wait_for()
+        page.get_by_text("Edit the whole block").click()
+        block = page.get_by_label("One entry a line")
+        block.fill("Runs Debian 13 on the home server\n" + "word " * 1700)
+        page.get_by_text("over the cap: saving will be refused").wait_for()   # the live gauge
+        page.get_by_role("button", name="Save all").click()
+        alert = page.get_by_role("alert")
+        alert.wait_for()
+        assert "over its 8,000-character cap" in alert.inner_text()
+        assert "[1] Runs Debian 13 on the home server" in alert.inner_text()
+        page.get_by_text("37 / 8,000 chars").wait_for()          # nothing was changed
+        page.close()
+
+
+def test_reading_works_without_javascript_and_at_phone_width(browser, daemon, logged_in):
+    cookies = logged_in.cookies()
+    context = browser.new_context(java_script_enabled=False,
+                                  viewport={"width": 390, "height": 844})
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_cookies(cookies)
+    page = context.new_page()
+    with screenshot_on_failure(page, "nojs"):
+        base = logged_in.pages[0].url.split("/chat")[0]
+        for path in ("/chat", "/facts", "/memory", "/sessions"):
+            page.goto(base + path)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, (path, width)               # no sideways scrolling
+        page.goto(base + "/facts")
+        page.get_by_text("The user works at Initech as an engineer.").wait_for()
+        page.goto(base + "/chat")
+        assert page.locator("#facts li").count() >= 1
+    context.close()

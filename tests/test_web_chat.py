@@ -1,0 +1,257 @@
+"""The web panel's chat: the same turn engine (source ``web``), streaming, ratings through the
+Discord path, and the Learned Facts sidebar's live events when extraction commits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import httpx
+import pytest
+
+from hermes.agent import feedback
+from hermes.assembly import build_agent
+from hermes.config import load_settings
+from hermes.frontends.web.app import WebContext
+from hermes.frontends.web.events import EventHub
+from hermes.frontends.web.server import WebFrontend
+from hermes.memory.facts import FactStore
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+from tests.web_client import Panel
+
+
+def extraction(*actions):
+    return json.dumps([{"type": "semantic", "category": "general", "entities": [], "tags": [],
+                        **a} for a in actions])
+
+
+def create(content):
+    return {"action": "create", "content": content}
+
+
+@pytest.fixture
+def web_rt(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    rt.settings.extraction.enabled = True
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+async def chat(web_rt):
+    agent, worker = build_agent(web_rt)
+    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker)).login()
+    yield panel
+    await panel.close()
+    if worker is not None:
+        await worker.drain(10)
+
+
+def events_of(text: str) -> list[tuple[str, dict]]:
+    found = []
+    for block in text.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in lines:
+            found.append((lines["event"], json.loads(lines["data"])))
+    return found
+
+
+async def test_a_message_without_javascript_runs_a_web_turn(chat, web_rt, fake_model):
+    fake_model.reply("Hello! How can I help?")
+    fake_model.reply("[]")                                  # extraction: nothing to learn
+    response = await chat.post("/chat/send", {"text": "Hi there, I am setting up my NAS."})
+    assert response.status_code == 303
+    session_id = int(response.headers["location"].split("session=")[1].split("#")[0])
+    session = SessionStore.from_runtime(web_rt).get("owner", session_id)
+    assert session.source == "web"
+    page = await chat.get(f"/chat?session={session_id}")
+    assert "Hello! How can I help?" in page.text and "setting up my NAS" in page.text
+    assert "Hi there, I am setting up my NAS." in page.text
+
+
+async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web_rt,
+                                                                       fake_model):
+    facts = FactStore.from_runtime(web_rt)
+    fact_id = facts.add("owner", "The user's favourite editor is Helix").id
+    fake_model.reply("Your favourite editor is Helix.", chunk_size=5)
+    fake_model.reply("[]")
+    response = await chat.client.post(
+        "/chat/send", data={"text": "Which editor is my favourite?"},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = events_of(response.text)
+    names = [name for name, _ in events]
+    assert names[0] == "start" and names[-1] == "done" and names.count("chunk") >= 3
+    assert "".join(d["text"] for n, d in events if n == "chunk") == \
+        "Your favourite editor is Helix."
+    done = events[-1][1]
+    assert done["error"] is None and f'data-fact-id="{fact_id}"' in done["html"]
+    assert "Shown to the model (1)" in done["html"]
+    # 👎: exactly the facts shown for this reply, recorded as the web user's one rating
+    rated = await chat.client.post(f"/chat/rate/{done['message_id']}", data={"rating": "down"},
+                                   headers={"Accept": "application/json",
+                                            "X-CSRF-Token": chat.csrf})
+    assert rated.json() == {"rating": "down", "changed": 1, "trust": {str(fact_id): 0.4}}
+    assert feedback.reply_rating(web_rt, "owner", done["message_id"], "web:owner") is False
+    # the same rating again withdraws it, as removing a Discord reaction does
+    again = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"},
+                            headers={"Accept": "application/json"})
+    assert again.json()["rating"] is None and facts.get("owner", fact_id).trust == 0.5
+    # without JavaScript: the form posts and the page comes back
+    up = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "up"})
+    assert up.status_code == 303 and facts.get("owner", fact_id).trust == 0.55
+
+
+async def test_a_model_failure_is_one_line_and_the_message_is_kept(chat, web_rt, fake_model):
+    from tests.fakellm import bad_request
+
+    fake_model.error(bad_request("the key was rejected"))
+    response = await chat.client.post(
+        "/chat/send", data={"text": "Are you there?"},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    done = events_of(response.text)[-1][1]
+    assert done["error"] and "Traceback" not in done["error"]
+    sessions = SessionStore.from_runtime(web_rt)
+    (session,) = sessions.list("owner", source="web")
+    assert [m.content for m in sessions.messages("owner", session.id)] == ["Are you there?"]
+
+
+async def test_sending_into_a_non_web_session_is_refused(chat, web_rt):
+    discord = SessionStore.from_runtime(web_rt).create("owner", "discord").id
+    response = await chat.post("/chat/send", {"session": str(discord), "text": "hello"})
+    assert response.status_code == 400 and "discord conversation" in response.text
+    page = await chat.get(f"/chat?session={discord}")
+    assert 'id="send"' not in page.text and "continue it there" in page.text
+    empty = await chat.post("/chat/send", {"text": "   "})
+    assert empty.status_code == 400 and "type a message" in empty.text
+
+
+async def test_sessions_on_the_left_browse_and_search(chat, web_rt):
+    sessions = SessionStore.from_runtime(web_rt)
+    first = sessions.create("owner", "web", title="Postgres upgrade plan").id
+    sessions.append("owner", first, "user", "pg_upgrade --link on Saturday")
+    sessions.create("owner", "web", title="Holiday packing list")
+    sessions.create("owner", "discord", title="A discord thread")
+    page = await chat.get("/chat")
+    assert "Postgres upgrade plan" in page.text and "Holiday packing" in page.text
+    assert "A discord thread" not in page.text
+    found = await chat.get("/chat", params={"q": "pg_upgrade"})
+    assert "Postgres upgrade plan" in found.text and "Holiday packing" not in found.text
+    new = await chat.post("/chat/new")
+    assert new.status_code == 303 and "session=" in new.headers["location"]
+
+
+def test_events_reach_only_their_own_user():
+    hub = EventHub()
+
+    async def scenario():
+        owner, alice = hub.stream("owner"), hub.stream("alice")
+        assert (await owner.__anext__()).startswith(b": connected")
+        assert (await alice.__anext__()).startswith(b": connected")
+        assert hub.publish("owner", "fact", {"fact_id": 1}) == 1
+        got = await owner.__anext__()
+        assert got.startswith(b"event: fact\ndata: {\"fact_id\": 1}")
+        hub.close()
+        with pytest.raises(StopAsyncIteration):
+            await alice.__anext__()        # alice got nothing but the end of her stream
+
+    asyncio.run(scenario())
+
+
+async def read_event(lines, name: str) -> dict:
+    event = None
+    async for line in lines:
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event == name:
+            return json.loads(line[6:])
+    raise AssertionError(f"the stream ended before a {name!r} event")
+
+
+async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt, fake_model):
+    agent, worker = build_agent(web_rt)
+    frontend = WebFrontend(web_rt, agent, worker=worker, port=0)
+    assert await frontend.start()
+    client = httpx.AsyncClient(base_url=frontend.url, timeout=10)
+    try:
+        token = frontend.ctx.tokens.create("owner")
+        assert (await client.get(f"/login?token={token}")).status_code == 303
+        page = await client.get("/chat")
+        csrf = page.text.split('name="csrf" content="', 1)[1].split('"', 1)[0]
+        async with client.stream("GET", "/events") as stream:
+            lines = stream.aiter_lines()
+            assert await lines.__anext__() == ": connected"
+            fake_model.reply("Congratulations on the new job!")
+            fake_model.reply(extraction(create("The user works at Initech as an engineer.")))
+            sent = await client.post("/chat/send", data={
+                "text": "I started at Initech this week as an engineer.", "csrf": csrf})
+            session_id = int(sent.headers["location"].split("session=")[1].split("#")[0])
+            created = await asyncio.wait_for(read_event(lines, "fact"), 10)
+            assert created["kind"] == "created" and created["session_id"] == session_id
+            assert created["content"] == "The user works at Initech as an engineer."
+            assert "learned from this reply" in created["html"] and created["old_id"] is None
+            reply = SessionStore.from_runtime(web_rt).messages("owner", session_id)[-1]
+            assert created["reply_id"] == reply.id and reply.role == "assistant"
+            # A new value for a single-valued relation: shown as an update of the old fact.
+            fake_model.reply("Oh, a quick change!")
+            fake_model.reply(extraction(create("The user works at Acme Corp as an engineer.")))
+            await client.post("/chat/send", data={
+                "text": "Actually I left Initech, I work at Acme Corp now.", "csrf": csrf,
+                "session": str(session_id)})
+            updated = await asyncio.wait_for(read_event(lines, "fact"), 10)
+            assert updated["kind"] == "superseded" and updated["old_id"] == created["fact_id"]
+            assert "superseded by" in updated["old_html"] and "updated" in updated["html"]
+    finally:
+        await client.aclose()
+        await frontend.stop()
+        await worker.drain(10)
+
+
+async def test_a_port_in_use_leaves_the_panel_off_with_one_line(web_rt, caplog):
+    first = WebFrontend(web_rt, None, port=0)
+    assert await first.start()
+    try:
+        caplog.set_level(logging.ERROR)
+        second = WebFrontend(web_rt, None, port=first.port)
+        assert await second.start() is False
+        assert "cannot listen" in caplog.text and "web.port" in caplog.text
+    finally:
+        await first.stop()
+
+
+async def test_a_non_loopback_host_warns(web_rt, caplog):
+    caplog.set_level(logging.WARNING)
+    frontend = WebFrontend(web_rt, None, host="0.0.0.0", port=0)
+    assert await frontend.start()
+    await frontend.stop()
+    assert "not only this machine" in caplog.text
+    quiet = WebFrontend(web_rt, None, port=0)
+    caplog.clear()
+    assert await quiet.start()
+    await quiet.stop()
+    assert "not only this machine" not in caplog.text
+
+
+async def test_the_daemon_serves_the_panel_and_prints_the_first_login_once(web_rt, capsys,
+                                                                          monkeypatch):
+    from hermes.agent import llm
+    from hermes.daemon import Daemon
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+    web_rt.settings.web.port = 0
+    daemon = Daemon(web_rt, repl=False, web=True)
+    running = asyncio.create_task(daemon.run())
+    for _ in range(20000):
+        if daemon.web is not None or running.done():
+            break
+        await asyncio.sleep(0)
+    assert daemon.web is not None
+    async with httpx.AsyncClient(base_url=daemon.web.url) as client:
+        link = capsys.readouterr().err.split("log in at ", 1)[1].split()[0]
+        assert (await client.get(link.replace(daemon.web.url, ""))).status_code == 303
+        assert (await client.get("/memory")).status_code == 200
+    daemon.request_stop("test")
+    await asyncio.wait_for(running, 30)
+    assert daemon.web.first_login() is None            # a token exists now: not printed again
