@@ -53,6 +53,11 @@ class FactsConfig(Section):
     unhelpful_delta: float = Field(0.10, ge=0, le=1)
     # rapidfuzz token_set_ratio at or above which a new fact merges into an existing one
     merge_threshold: float = Field(90.0, ge=0, le=100)
+    # Bounds of one fact, from every path (CLI, tools, extraction, import): a write over them
+    # is refused (extraction keeps the first ones and notes the rest).
+    max_content_chars: int = Field(2000, gt=0)
+    max_entities_per_fact: int = Field(20, gt=0)
+    max_tags_per_fact: int = Field(20, gt=0)
     # rapidfuzz ratio at or above which an entity name resolves to an existing entity
     entity_match_threshold: float = Field(92.0, ge=0, le=100)
     # entity -> list of aliases, e.g. {"PostgreSQL": ["Postgres", "postgres db"]}
@@ -77,6 +82,9 @@ class AgentConfig(Section):
     max_tool_rounds: int = Field(6, ge=0)
     recall_char_budget: int = Field(2000, ge=0)
     recall_max_facts: int = Field(8, ge=0)
+    # Past messages from other sessions put into each prompt (hermes.memory.past_messages)
+    recall_messages_char_budget: int = Field(2000, ge=0)
+    recall_max_messages: int = Field(3, ge=0)
     # Fraction of the context window at which older turns are summarised
     compress_at: float = Field(0.75, gt=0, le=1)
 
@@ -104,6 +112,10 @@ class ExtractionConfig(Section):
     include_cron: bool = False
     min_chars: int = Field(12, ge=0)
     concurrency: int = Field(1, ge=1)
+    # Bounds of one extraction run: actions past max_actions are dropped (and noted), a fact
+    # longer than max_content_chars is skipped.
+    max_actions: int = Field(50, gt=0)
+    max_content_chars: int = Field(500, gt=0)
 
 
 class DiscordConfig(Section):

@@ -100,16 +100,17 @@ Searcher = Callable[[str], list[list[str]]]
 INDEXED: list[tuple[int, float, float]] = []
 
 
-def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None):
+def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None,
+            cache: str | None = None):
     from hermes.memory.sessions import SessionStore
     from hermes.memory.transfer import import_sessions
 
     db = connect(home / "hermes.db")
     vectors = None
     if embeddings:
-        from hermes.memory.embeddings import MessageVectors, embedder_for
+        from hermes.memory.embeddings import MessageVectors
 
-        vectors = MessageVectors(db, embedder_for(embeddings))
+        vectors = MessageVectors(db, cached_embedder(embeddings, cache))
     # Questions are asked the day after the conversation's last session.
     store = SessionStore(db, clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)),
                          vectors=vectors)
@@ -166,12 +167,12 @@ def hermes_sessions(conv: data.Conversation, home: Path, args) -> Searcher:
     return search
 
 
-def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
-    """LoCoMo's observations in the fact store; a fact stands for the turns it came from."""
+def _load_facts(conv: data.Conversation, db, args):
+    """LoCoMo's observations as facts (their turns as source messages), embedded with
+    ``--embeddings`` as the extraction worker would after writing them."""
     from hermes.config import FactsConfig
     from hermes.memory.facts import FactStore
 
-    db, _ = _import(conv, home, summaries=False)
     user = conv.sample_id
     by_dia = {v: k for k, v in _dia_ids_by_message(db, user).items()}
     sessions = dict(db.execute(
@@ -196,15 +197,71 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
     args.notes.append(f"{conv.sample_id}: {len(conv.observations)} observations, "
                       f"{refused} refused, {_count(db, 'facts', user)} facts after merging")
     if vectors is not None:
-        # What the extraction worker does after it writes facts: timed apart from the queries.
         start, cpu = time.perf_counter(), time.process_time()
         count = vectors.index(user)
         INDEXED.append((count, time.perf_counter() - start, time.process_time() - cpu))
+    return facts
+
+
+def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
+    """LoCoMo's observations in the fact store; a fact stands for the turns it came from."""
+    db, _ = _import(conv, home, summaries=False)
+    user = conv.sample_id
+    facts = _load_facts(conv, db, args)
     dia_of = _dia_ids_by_message(db, user)
 
     def search(question: str) -> list[list[str]]:
         found = facts.search(user, question, limit=RANKED, min_trust=0.0)
         return [[dia_of[m] for m in f.source_message_ids if m in dia_of] for f in found]
+
+    return search
+
+
+# (prompt chars, recalled chars) of each question's prompt in --mode prompt
+PROMPT_SIZES: list[tuple[int, int]] = []
+
+
+def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
+    """What the model is shown: the real prompt for the question asked in a new session, built
+    by the turn engine's assembly (PromptBuilder) over the conversation's sessions (as imported
+    transcripts) and its observations (as facts). Returns one group per shown fact (its turns)
+    and one per shown past message."""
+    from hermes.agent.prompt import PromptBuilder
+    from hermes.config import Settings
+    from hermes.runtime import Runtime
+
+    db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings,
+                        cache=args.vector_cache)
+    user = conv.sample_id
+    facts = _load_facts(conv, db, args)
+    dia_of = _dia_ids_by_message(db, user)
+    settings = Settings(home=str(home))
+    scale = args.budget_scale
+    agent = settings.agent
+    agent.recall_char_budget = int(agent.recall_char_budget * scale)
+    agent.recall_max_facts = int(agent.recall_max_facts * scale)
+    agent.recall_messages_char_budget = int(agent.recall_messages_char_budget * scale)
+    agent.recall_max_messages = int(agent.recall_max_messages * scale)
+    if args.no_past_messages:
+        agent.recall_messages_char_budget = 0
+    rt = Runtime(settings, clock=store.clock)
+    rt.__dict__["db"] = db  # the bench's connection (Runtime.db is a cached property)
+    builder = PromptBuilder(rt, facts=facts, sessions=store)
+    session = store.create(user, "terminal")
+    persona = len(builder.persona())
+
+    def search(question: str) -> list[list[str]]:
+        message = store.append(user, session.id, "user", question)
+        try:
+            prompt = builder.build(user, question, [message], first_turn=True)
+        finally:
+            db.execute("DELETE FROM messages WHERE id = ?", [message.id])
+        size = sum(len(str(m.get("content") or "")) for m in prompt.messages)
+        PROMPT_SIZES.append((size, size - persona - len(question)))
+        groups = [[dia_of[m] for m in f.source_message_ids if m in dia_of]
+                  for f in prompt.shown_facts]
+        groups += [[dia_of[m]] for m in prompt.shown_messages if m in dia_of]
+        return groups
 
     return search
 
@@ -222,6 +279,7 @@ class _CachedEmbedder:
         self.model_id = inner.model_id
         self.path = path
         self.store: dict[str, bytes] = {}
+        self.dirty = False
         if path.exists():
             self.store = json.loads(path.read_text())
             self.store = {k: bytes.fromhex(v) for k, v in self.store.items()}
@@ -232,18 +290,34 @@ class _CachedEmbedder:
         if todo:
             for text, vector in zip(todo, self.inner.embed(todo), strict=True):
                 self.store[text] = vector.astype(np.float32).tobytes()
-            self.path.write_text(json.dumps({k: v.hex() for k, v in self.store.items()}))
+            self.dirty = True
         return np.vstack([np.frombuffer(self.store[t], dtype=np.float32) for t in texts])
 
     def embed_query(self, text):
         return self.inner.embed_query(text)
 
+    def save(self) -> None:
+        if self.dirty:
+            self.path.write_text(json.dumps({k: v.hex() for k, v in self.store.items()}))
+            self.dirty = False
+
+
+_CACHED: dict[Path, _CachedEmbedder] = {}
+
 
 def cached_embedder(model: str, cache: str | None):
+    import atexit
+
     from hermes.memory.embeddings import embedder_for
 
     inner = embedder_for(model)
-    return _CachedEmbedder(inner, Path(cache) / f"{model}.json") if cache else inner
+    if not cache:
+        return inner
+    path = Path(cache) / f"{model}.json"
+    if path not in _CACHED:
+        _CACHED[path] = _CachedEmbedder(inner, path)
+        atexit.register(_CACHED[path].save)
+    return _CACHED[path]
 
 
 def _count(db, table: str, user: str) -> int:
@@ -319,7 +393,8 @@ def score(evidence: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str,
             session = data.session_of(dia_id)
             if session not in session_order:
                 session_order.append(session)
-    result = {}
+    shown = {d for group in groups for d in group}
+    result = {"shown": len(wanted & shown) / len(wanted)}  # --mode prompt: evidence coverage
     for k in KS:
         top_turns = {d for group in groups[:k] for d in group}
         result[f"turn@{k}"] = len(wanted & top_turns) / len(wanted)
@@ -416,7 +491,11 @@ def report(label: str, halves: dict[str, Summary]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="path to locomo10.json (default: ../shared/bench/)")
-    parser.add_argument("--mode", choices=["sessions", "facts"], default="sessions")
+    parser.add_argument("--mode", choices=["sessions", "facts", "prompt"], default="sessions")
+    parser.add_argument("--budget-scale", type=float, default=1.0,
+                        help="prompt mode: multiply today's recall budgets (2 = twice)")
+    parser.add_argument("--no-past-messages", action="store_true",
+                        help="prompt mode: recalled facts only (as before past messages)")
     parser.add_argument("--retriever", choices=sorted(RETRIEVERS), default="hermes",
                         help="sessions mode: what to search with (default: hermes)")
     parser.add_argument("--summaries", action="store_true",
@@ -442,6 +521,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.notes = []
     INDEXED.clear()
+    PROMPT_SIZES.clear()
+    if args.mode == "prompt" and "shown" not in METRICS:
+        METRICS.insert(0, "shown")  # the headline: evidence turns anywhere in the prompt
     try:
         convs, loaded = data.load(args.data)
     except data.DataMissing as exc:
@@ -449,11 +531,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
-    make = hermes_facts if args.mode == "facts" else RETRIEVERS[args.retriever]
+    make = {"facts": hermes_facts, "prompt": hermes_prompt}.get(args.mode) \
+        or RETRIEVERS[args.retriever]
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
                                              ("dense_candidates", args.dense_candidates))
              if value is not None}
-    label = "facts: FactStore.search" if args.mode == "facts" else {
+    label = "facts: FactStore.search" if args.mode == "facts" else (
+        f"prompt: what the model is shown (budgets x{args.budget_scale:g}"
+        f"{', facts only' if args.no_past_messages else ''})") if args.mode == "prompt" else {
         "hermes": "sessions: SessionStore.search_messages",
         "hermes-sessions": "sessions: SessionStore.search (best message per session)",
         "dense": f"sessions: {args.embeddings or DEFAULT_MODEL} embeddings alone",
@@ -491,6 +576,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "all": summarise(rows),
     }
     print(report(label, halves))
+    if PROMPT_SIZES:
+        sizes = [p[0] for p in PROMPT_SIZES]
+        recalled = [p[1] for p in PROMPT_SIZES]
+        print(f"Prompt size (all messages, characters): p50 {_percentile(sizes, 0.5):,.0f}, "
+              f"p99 {_percentile(sizes, 0.99):,.0f}; without the persona and the question: "
+              f"p50 {_percentile(recalled, 0.5):,.0f}, p99 {_percentile(recalled, 0.99):,.0f}")
     for note in args.notes:
         print(f"note: {note}")
     if INDEXED:
@@ -514,6 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "seconds": round(sum(i[1] for i in INDEXED), 2),
                      "cpu_seconds": round(sum(i[2] for i in INDEXED), 2)},
         "summaries": args.summaries, "seconds": round(time.perf_counter() - started, 1),
+        "prompt_sizes": PROMPT_SIZES if args.mode == "prompt" else None,
         "load": {"questions": loaded.questions, "scored": len(rows),
                  "evidence_skipped": loaded.evidence_skipped},
         "results": {name: {"n": s.n, **{m: round(v, 4) for m, v in s.metrics.items()},

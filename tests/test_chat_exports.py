@@ -235,3 +235,17 @@ async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_
     assert [t.get_name() for t in worker.catch_up()] == [f"extract:owner:{live.id}"]
     await worker.drain(0)
     rt.close()
+
+
+def test_a_secret_in_an_export_is_redacted_like_any_recorded_message(rt):
+    key = "sk-proj-" + "Zq8vX2mN4pL7tR1wY6bC3dF9" * 2
+    export = claude_export()[:1]
+    export[0]["chat_messages"][0]["text"] = f"My OpenAI key is {key}, keep it safe."
+    store = SessionStore.from_runtime(rt)
+    import_export(store, "owner", export, "claude")
+    [session] = store.list("owner")
+    stored = store.messages("owner", session.id)[0].content
+    assert key not in stored and "[redacted" in stored
+    assert not store.search("owner", key[8:30])
+    again = import_export(store, "owner", export, "claude")  # still the same message
+    assert (again.messages_added, again.messages_existing) == (0, 2)

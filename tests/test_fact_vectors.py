@@ -32,6 +32,7 @@ class ToyEmbedder:
     def __init__(self):
         self.passages = 0
         self.queries = 0
+        self.texts: list[str] = []
 
     def _vectors(self, texts):
         out = np.full((len(texts), 5), 0.01, dtype=np.float32)
@@ -43,6 +44,7 @@ class ToyEmbedder:
 
     def embed(self, texts):
         self.passages += len(texts)
+        self.texts += texts
         return self._vectors(texts)
 
     def embed_query(self, text):
@@ -140,12 +142,12 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
         assert run.created == 1
         rows = rt.db.execute("SELECT user, model FROM fact_vectors").fetchall()
         assert rows == [("owner", "toy")]
-        # the turn's recall embeds the message (one query), never a fact
-        passages = toy.passages
+        # the turn's recall embeds the message (a query), never a fact
+        before = len(toy.texts)
         other = store.create("owner", "terminal")
         fake_model.reply("Your Tesla.")
         result = await agent.turn("owner", other.id, "which automobile do I drive?").run()
-        assert toy.passages == passages
+        assert "The user owns a Tesla Model 3." not in toy.texts[before:]
         assert "Tesla Model 3" in fake_model.requests[-1].system
         assert len(result.shown_fact_ids) == 1
         await worker.drain()

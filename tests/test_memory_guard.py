@@ -186,7 +186,10 @@ async def test_every_memory_block_in_the_prompt_is_labelled_as_data(fake_model, 
         fake_model.reply("ok")
         await agent.turn("owner", session.id, "what is the staging server called?").run()
         system = fake_model.last.system
-        for tag in ("recent_context", "recalled_memory"):
+        memory_parts = [t for t in ("recent_context", "recalled_memory",
+                                    "recalled_conversations") if f"<{t}>" in system]
+        assert {"recent_context", "recalled_memory"} <= set(memory_parts)
+        for tag in memory_parts:
             body = system.split(f"<{tag}>")[1].split(f"</{tag}>")[0]
             assert DATA_NOTE in body, tag
     finally:

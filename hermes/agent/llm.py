@@ -449,6 +449,21 @@ class LLM:
             log.debug("no cost for %s: %s", self.name, exc)
             return None
 
+    def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What a call of this size costs by litellm's price map, in dollars (None when the
+        model has no price there: a local model, or one litellm does not know)."""
+        if not self.name:
+            return None
+        litellm = load_litellm()
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.name, prompt_tokens=int(prompt_tokens),
+                completion_tokens=int(completion_tokens))
+        except Exception as exc:  # noqa: BLE001 - unknown to litellm: no estimate
+            log.debug("no price for %s: %s", self.name, exc)
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
     # -- context window ---------------------------------------------------------------------
 
     def context_window(self) -> int:

@@ -29,11 +29,13 @@ from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
 from hermes.memory.fact_recall import FactRecall
 from hermes.memory.facts import Fact, FactStore
+from hermes.memory.past_messages import recall_past_messages
 from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message
+from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 
-PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory")
+PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
+             "recalled_conversations")
 _TAG_IN_TEXT = re.compile(r"<(/?)(" + "|".join(PART_TAGS) + r")\b", re.I)
 
 # Every block built from memory carries the same note: memory is data. Text that came from a
@@ -45,6 +47,9 @@ RECALL_NOTE = ("Recalled from long-term memory for the user's latest message (id
                f"{DATA_NOTE} Prefer higher trust.")
 CONTEXT_NOTE = ("Recent activity across all of the user's channels: summaries of past "
                 f"conversations and recently learned facts. {DATA_NOTE}")
+PAST_NOTE = ("Past conversations that match the user's latest message (date, conversation "
+             "title; the matching line marked >); use session_search to read more. "
+             f"{DATA_NOTE}")
 
 
 def defuse(text: str) -> str:
@@ -71,6 +76,7 @@ class Prompt:
     messages: list[dict[str, Any]]
     parts: list[str]  # tags of the system message's parts, in order
     shown_facts: list[Fact] = field(default_factory=list)
+    shown_messages: list[int] = field(default_factory=list)  # past messages recalled
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation part
 
     @property
@@ -108,13 +114,14 @@ def history_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 class PromptBuilder:
     def __init__(self, rt: Runtime, *, facts: FactStore | None = None,
-                 basic: BasicMemory | None = None) -> None:
+                 basic: BasicMemory | None = None, sessions: SessionStore | None = None) -> None:
         self.rt = rt
         self.settings = rt.settings
         self.facts = facts or FactStore.from_runtime(rt)
         self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
                                           clock=rt.clock)
         self.fact_recall = FactRecall(self.facts, rt.clock)
+        self.sessions = sessions or SessionStore.from_runtime(rt)
 
     # -- parts ------------------------------------------------------------------------------
 
@@ -154,12 +161,29 @@ class PromptBuilder:
             parts.append(("recalled_memory", body))
         return parts, recalled
 
+    def past_part(self, user: str, query: str, session_id: int | None
+                  ) -> tuple[tuple[str, str] | None, list[int]]:
+        """The volatile part with past messages from other sessions (hermes.memory.
+        past_messages), or None; and the ids of the messages it shows."""
+        agent = self.settings.agent
+        excerpts = recall_past_messages(
+            self.sessions, user, query, budget=agent.recall_messages_char_budget,
+            limit=agent.recall_max_messages, exclude_session=session_id)
+        if not excerpts:
+            return None, []
+        body = PAST_NOTE + "\n" + "\n\n".join(defuse(e.text) for e in excerpts)
+        return ("recalled_conversations", body), [i for e in excerpts for i in e.message_ids]
+
     # -- the prompt -------------------------------------------------------------------------
 
     def build(self, user: str, query: str, history: Sequence[Message] | Sequence[dict], *,
               first_turn: bool) -> Prompt:
         """The prompt for a turn whose new user message (``query``) ends ``history``."""
         parts, recalled = self.system_parts(user, query, include_context=first_turn)
+        session_id = getattr(history[-1], "session_id", None) if history else None
+        past, shown_messages = self.past_part(user, query, session_id)
+        if past is not None:
+            parts.append(past)
         system = "\n\n".join(part(tag, body) for tag, body in parts)
         conversation = (
             [dict(m) for m in history] if history and isinstance(history[0], dict)
@@ -169,5 +193,6 @@ class PromptBuilder:
             messages=[{"role": "system", "content": system}, *conversation],
             parts=[tag for tag, _ in parts],
             shown_facts=recalled,
+            shown_messages=shown_messages,
             history=conversation,
         )

@@ -16,6 +16,7 @@ from hermes.errors import HermesError
 from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
+from hermes.store.db import DatabaseBusy
 from hermes.store.failures import storage_problem
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,11 @@ class HermesGroup(TyperGroup):
             _fail(ctx, exc)
         except (sqlite3.DatabaseError, OSError) as exc:
             problem = storage_problem(exc, _db_path(ctx))
+            if problem is None and isinstance(exc, sqlite3.OperationalError) \
+                    and "locked" in str(exc):
+                # A write outside write_transaction found the lock held past the timeout.
+                problem = DatabaseBusy("The database is locked by another Hermes process; "
+                                       "nothing was written. Try again in a moment.")
             if problem is None:
                 raise
             log.debug("storage failure shown as one line", exc_info=exc)
@@ -115,6 +121,7 @@ def _register() -> None:
         daemon,
         db,
         facts,
+        learn,
         mcp,
         memory,
         sessions,
@@ -129,6 +136,7 @@ def _register() -> None:
     app.add_typer(cron.app, name="cron")
     app.add_typer(db.app, name="db")
     app.add_typer(web.app, name="web")
+    app.add_typer(learn.app, name="learn")
     app.command("export")(db.export)
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)

@@ -282,3 +282,76 @@ def _print_report(report: ImportReport) -> None:
             echo(f"  {report.unit} {number}: {reason}", err=True)
         if report.skipped > 20:
             echo(f"  ... and {report.skipped - 20} more", err=True)
+
+
+@app.command()
+def summarize(
+    ctx: typer.Context,
+    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
+                                     "2w or a date.", show_default=False),
+    source: str | None = typer.Option(None, "--source", help="Only this source (import: "
+                                      "ChatGPT/Claude exports).", show_default=False),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its cost, and "
+                                 "stop."),
+    budget: str | None = typer.Option(None, "--budget", help="Stop before going past it: "
+                                      "dollars ($2, 0.50) or model calls (100).",
+                                      show_default=False),
+    rate: float = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a "
+                               "minute (0: no limit)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Title and summarise finished or imported sessions that have no summary yet, oldest first.
+
+    The daemon summarises the sessions it closes but never imported ones unasked: this is how
+    an import gets its summaries. First it prints how many sessions and model calls it would
+    take (small talk and empty sessions take none) and the estimated cost, and asks."""
+    import asyncio
+
+    from hermes.agent import summary_backlog as sb
+    from hermes.agent.llm import LLM, ModelNotConfigured
+    from hermes.budget import Budget, Pacer
+    from hermes.cli.learn import cost_text
+
+    rt = runtime(ctx)
+    who = rt.user(user)
+    limit = Budget.parse(budget)
+    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    llm = LLM.from_settings(rt.settings, background=True)
+    if not llm.configured:
+        raise ModelNotConfigured(llm.not_configured_message())
+    plan = sb.plan(rt, who, llm, since=since_ts, source=source)
+    if as_json and dry_run:
+        emit_json(plan.to_json())
+        return
+    if not plan.session_ids:
+        echo(f"No session of {who} is waiting for a summary.")
+        return
+    if dry_run or not yes:
+        echo(f"Summaries for {who}: {len(plan.session_ids):,} session(s), "
+                   f"{plan.model_calls:,} model call(s) ({plan.without_call:,} titled "
+                   "without one).")
+        if plan.model_calls:
+            echo(f"  tokens        ~{plan.prompt_tokens:,} in, "
+                       f"~{plan.completion_tokens:,} out (estimated)")
+        echo(f"  cost          {cost_text(plan.cost, plan.model)}")
+    if dry_run:
+        return
+    if not yes and not typer.confirm("Go ahead?", err=True):
+        raise typer.Exit(1)
+    try:
+        report = asyncio.run(sb.run(rt, llm, plan, budget=limit,
+                                    pacer=Pacer(rate or None, rt.clock.now)))
+    except KeyboardInterrupt:
+        echo("\nInterrupted. The summaries written are kept; run it again to continue.",
+                   err=True)
+        raise typer.Exit(130) from None
+    if as_json:
+        emit_json({"plan": plan.to_json(), "report": report.to_json()})
+        return
+    failed = f"; {report.failed} failed (tried again next time)" if report.failed else ""
+    echo(f"Summarised {report.done} session(s) with {report.model_calls} model "
+               f"call(s){failed}.")
+    if report.stopped:
+        echo(f"Stopped: {report.stopped}. Run it again to continue.")

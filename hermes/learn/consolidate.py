@@ -9,15 +9,17 @@
   with ``valid_to`` set and a link to the new one.
 - ``update`` supersedes (``FactStore.update``); ``delete`` is a soft delete with its reason.
 
-Every fact written carries the run's source: session and message ids. The caller runs this
-inside one write transaction together with the run record, so a run applies fully or not at all.
+Every fact written carries the run's source: session and message ids. Each action applies
+fully or not at all; the caller groups them into bounded transactions (``BoundedWrites``) and
+commits the run record with the last one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,7 @@ from rapidfuzz.utils import default_process
 
 from hermes.errors import HermesError
 from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+from hermes.store.db import BoundedWrites
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +155,15 @@ def consolidate(
     session_id: int | None,
     message_ids: Sequence[int],
     valid_from: str | None = None,
+    writes: BoundedWrites | None = None,
 ) -> Consolidation:
-    """Apply ``actions`` (numbers refer to ``numbered``) to ``facts`` (a FactStore)."""
+    """Apply ``actions`` (numbers refer to ``numbered``) to ``facts`` (a FactStore).
+
+    Each action is atomic. With ``writes``, actions are grouped into transactions that hold the
+    write lock for at most its budget each (the caller commits the last one); without, each
+    write is its own transaction unless the caller holds one."""
     result = Consolidation()
+    step = writes.step if writes is not None else contextlib.nullcontext
     sources = list(message_ids)
     # Facts this run has already replaced or forgotten: a second action on them is skipped.
     done: set[int] = set()
@@ -164,37 +173,45 @@ def consolidate(
         result.notes.append(text)
 
     for action in actions:
-        try:
-            if isinstance(action, UpdateAction):
-                old = numbered[action.number]
-                if old.id in done:
-                    note(f"update of {action.number} skipped: already changed in this run")
-                    continue
-                if _norm(old.content) == _norm(action.content):
-                    result.merged += 1
-                    continue
-                new = facts.update(user, old.id, action.content, note="extraction: update",
-                                   source_session_id=session_id, source_message_ids=sources)
-                done.add(old.id)
-                result.superseded += 1
-                result.fact_ids.append(new.id)
-                result.changes.append(FactChange("superseded", new.id, old.id))
-            elif isinstance(action, DeleteAction):
-                old = numbered[action.number]
-                if old.id in done:
-                    note(f"delete of {action.number} skipped: already changed in this run")
-                    continue
-                facts.forget(user, old.id, reason=action.reason or "extraction: no longer true")
-                done.add(old.id)
-                result.forgotten += 1
-                result.changes.append(FactChange("forgotten", old.id))
-            elif isinstance(action, CreateAction):
-                _create(facts, user, action, numbered, done, result, session_id, sources,
-                        valid_from)
-        except HermesError as exc:
-            # A refused write (a secret, an unknown category) skips that action, not the run.
-            note(f"{action.action} skipped: {exc}")
+        with step():
+            _apply(facts, user, action, numbered, done, result, session_id, sources,
+                   valid_from, note)
     return result
+
+
+def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done: set[int],
+           result: Consolidation, session_id: int | None, sources: list[int],
+           valid_from: str | None, note: Callable[[str], None]) -> None:
+    try:
+        if isinstance(action, UpdateAction):
+            old = numbered[action.number]
+            if old.id in done:
+                note(f"update of {action.number} skipped: already changed in this run")
+                return
+            if _norm(old.content) == _norm(action.content):
+                result.merged += 1
+                return
+            new = facts.update(user, old.id, action.content, note="extraction: update",
+                               source_session_id=session_id, source_message_ids=sources)
+            done.add(old.id)
+            result.superseded += 1
+            result.fact_ids.append(new.id)
+            result.changes.append(FactChange("superseded", new.id, old.id))
+        elif isinstance(action, DeleteAction):
+            old = numbered[action.number]
+            if old.id in done:
+                note(f"delete of {action.number} skipped: already changed in this run")
+                return
+            facts.forget(user, old.id, reason=action.reason or "extraction: no longer true")
+            done.add(old.id)
+            result.forgotten += 1
+            result.changes.append(FactChange("forgotten", old.id))
+        elif isinstance(action, CreateAction):
+            _create(facts, user, action, numbered, done, result, session_id, sources,
+                    valid_from)
+    except HermesError as exc:
+        # A refused write (a secret, an unknown category) skips that action, not the run.
+        note(f"{action.action} skipped: {exc}")
 
 
 def _create(

@@ -21,7 +21,11 @@ from hermes.errors import HermesError
 from hermes.safe_text import scrub_value
 
 KINDS = ("semantic", "episodic", "procedural")
+# Defaults of the run's bounds (extraction.max_* and facts.max_*_per_fact in the config).
 MAX_CONTENT_CHARS = 500
+MAX_ACTIONS = 50
+MAX_ENTITIES = 20
+MAX_TAGS = 20
 
 _CREATE = {"create", "add", "new", "insert", "remember", "save", "store"}
 _UPDATE = {"update", "edit", "modify", "replace", "revise", "supersede", "correct", "change"}
@@ -295,16 +299,24 @@ def _importance(value: Any) -> float | None:
 
 
 def _usable_content(item: dict[str, Any], result: ParseResult, missing: str,
-                    where: str) -> str | None:
+                    where: str, max_chars: int = MAX_CONTENT_CHARS) -> str | None:
     """The action's content, or None with the reason recorded (missing, or too long)."""
     content = _content(item)
     if not content:
         result.skipped.append(missing)
         return None
-    if len(content) > MAX_CONTENT_CHARS:
-        result.skipped.append(f"{where}: content over {MAX_CONTENT_CHARS} characters")
+    if len(content) > max_chars:
+        result.skipped.append(f"{where}: content over {max_chars} characters")
         return None
     return content
+
+
+def _capped(values: tuple[str, ...], cap: int, what: str, where: str,
+            result: ParseResult) -> tuple[str, ...]:
+    if len(values) <= cap:
+        return values
+    result.skipped.append(f"{where}: {len(values):,} {what}, kept the first {cap}")
+    return values[:cap]
 
 
 def _content(item: dict[str, Any]) -> str | None:
@@ -341,13 +353,17 @@ def _actions_list(data: Any) -> list[Any]:
 
 
 def parse_actions(
-    raw: str, *, known_numbers: Collection[int] = (), categories: Collection[str] = ()
+    raw: str, *, known_numbers: Collection[int] = (), categories: Collection[str] = (),
+    max_actions: int = MAX_ACTIONS, max_entities: int = MAX_ENTITIES, max_tags: int = MAX_TAGS,
+    max_content_chars: int = MAX_CONTENT_CHARS,
 ) -> ParseResult:
     """Validated actions from the model's ``raw`` output.
 
     ``known_numbers`` are the temporary numbers the prompt showed; an update or delete of any
     other number is skipped. ``categories`` (when given) are the allowed categories; others
-    become ``general``.
+    become ``general``. At most ``max_actions`` actions are kept (the rest are noted as
+    skipped), each fact with at most ``max_entities`` entities and ``max_tags`` tags, so one
+    runaway output cannot hold the write lock or flood the store.
     """
     if raw is None or not raw.strip():
         raise ParseError("the extraction output is empty", raw or "")
@@ -361,6 +377,10 @@ def parse_actions(
     result = ParseResult()
     known = set(known_numbers)
     allowed = {c.lower(): c for c in categories}
+    if len(items) > max_actions:
+        result.skipped.append(f"{len(items) - max_actions:,} action(s) past the cap of "
+                              f"{max_actions} per run were dropped")
+        items = items[:max_actions]
     for index, item in enumerate(items, start=1):
         where = f"action {index}"
         if not isinstance(item, dict):
@@ -370,7 +390,8 @@ def parse_actions(
         if name in _NOOP:
             continue
         if name in _CREATE:
-            content = _usable_content(item, result, f"{where}: create without content", where)
+            content = _usable_content(item, result, f"{where}: create without content", where,
+                                      max_content_chars)
             if content is None:
                 continue
             kind_raw = str(_first(item, "kind", "type", "memory_type", "fact_type") or "semantic")
@@ -383,8 +404,11 @@ def parse_actions(
                     content=content,
                     kind=kind,
                     category=category or "general",
-                    entities=_string_list(_first(item, "entities", "entity", "subjects")),
-                    tags=_string_list(_first(item, "tags", "labels", "keywords")),
+                    entities=_capped(_string_list(_first(item, "entities", "entity",
+                                                         "subjects")),
+                                     max_entities, "entities", where, result),
+                    tags=_capped(_string_list(_first(item, "tags", "labels", "keywords")),
+                                 max_tags, "tags", where, result),
                     importance=_importance(_first(item, "importance", "priority", "salience")),
                 )
             )
@@ -399,7 +423,8 @@ def parse_actions(
                 continue
             if name in _UPDATE:
                 content = _usable_content(
-                    item, result, f"{where}: update of {number} without new content", where)
+                    item, result, f"{where}: update of {number} without new content", where,
+                    max_content_chars)
                 if content is None:
                     continue
                 result.actions.append(UpdateAction(number=number, content=content))

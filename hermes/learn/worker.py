@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,7 @@ from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
 from hermes.memory.session_records import speaker_name
-from hermes.store.db import connect, write_transaction
+from hermes.store.db import BoundedWrites, connect, write_transaction
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -405,25 +405,44 @@ class ExtractionWorker:
         """(in the worker thread) Parse the output; apply it, the run row and the watermark in
         one transaction. ParseError when the output is unusable."""
         first, last = messages[0].id, messages[-1].id
+        bounds = self.rt.settings
         parsed = parse_actions(raw, known_numbers=prompt.numbered.keys(),
-                               categories=self.rt.settings.facts.categories)
+                               categories=bounds.facts.categories,
+                               max_actions=bounds.extraction.max_actions,
+                               max_entities=bounds.facts.max_entities_per_fact,
+                               max_tags=bounds.facts.max_tags_per_fact,
+                               max_content_chars=bounds.extraction.max_content_chars)
         for problem in parsed.skipped:
             log.info("extraction of session %s: %s", session_id, problem)
-        with write_transaction(s.db):
-            if run_id is None:
-                found = self._find_run(s, user, session_id, first, last)
-                if found is not None:
-                    # Another task recorded this range while the model was thinking.
-                    return found
+        if run_id is None:
+            found = self._find_run(s, user, session_id, first, last)
+            if found is not None:
+                # Another task recorded this range while the model was thinking.
+                return found
+        # Bounded transactions: a run of many actions commits every ~50 ms, so a concurrent
+        # writer (`hermes facts add`, a reply being recorded) never waits for the whole run.
+        # Each action is atomic; the run row and the watermark commit with the last batch. A
+        # run cut off half-way is retried, and what it had written merges as duplicates.
+        with BoundedWrites(s.db) as writes:
             changes = consolidate(
                 s.facts, user, parsed.actions, prompt.numbered, session_id=session_id,
                 message_ids=[m.id for m in messages],
-                valid_from=max(m.created_at for m in messages),
+                valid_from=max(m.created_at for m in messages), writes=writes,
             )
-            run_id = self._finish_run(s, user, session_id, first, last, run_id, "done",
-                                      reason=_summary(changes, parsed.skipped),
-                                      cost=cost, changes=changes)
-            self._advance(s, user, session_id, last)
+            with writes.step():
+                found = self._find_run(s, user, session_id, first, last) \
+                    if run_id is None else None
+                if found is None:
+                    run_id = self._finish_run(s, user, session_id, first, last, run_id, "done",
+                                              reason=_summary(changes, parsed.skipped),
+                                              cost=cost, changes=changes)
+                    self._advance(s, user, session_id, last)
+        if writes.longest > 0.2:
+            log.info("extraction of session %s held the write lock %.0f ms at most",
+                     session_id, writes.longest * 1000)
+        if found is not None:
+            return found
+        assert run_id is not None
         record = self._run(s, user, run_id)
         record.changes = changes
         return record
@@ -452,10 +471,19 @@ class ExtractionWorker:
 
     # -- retries, catch-up, shutdown ----------------------------------------------------------
 
-    async def retry_failed(self, user: str | None = None) -> list[RunRecord]:
-        """Run every run waiting for its retry once more (the daemon's periodic job)."""
+    async def retry_failed(self, user: str | None = None, *,
+                           sessions: Collection[int] | None = None,
+                           before_each: Callable[[RunRecord], Awaitable[bool]] | None = None,
+                           ) -> list[RunRecord]:
+        """Run every run waiting for its retry once more (the daemon's periodic job), or only
+        those of ``sessions``. ``before_each`` may stop the loop before a run (returns False):
+        a backfill's budget and pace."""
         results = []
         for record in await self._db(self._waiting_retry, user):
+            if sessions is not None and record.session_id not in sessions:
+                continue
+            if before_each is not None and not await before_each(record):
+                break
             lock = self._locks.setdefault((record.user, record.session_id), asyncio.Lock())
             async with lock:
                 messages = await self._db(self._run_messages, record)

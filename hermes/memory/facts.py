@@ -131,9 +131,10 @@ class FactStore:
         text = normalise(content or "")
         if not text:
             raise RefusedWrite("Refused: a fact needs non-empty text.")
-        if len(text) > MAX_CONTENT_CHARS:
+        limit = getattr(self.config, "max_content_chars", MAX_CONTENT_CHARS)
+        if len(text) > limit:
             raise RefusedWrite(
-                f"Refused: a fact is one statement of at most {MAX_CONTENT_CHARS} characters "
+                f"Refused: a fact is one statement of at most {limit:,} characters "
                 f"(got {len(text):,}). Split it into several facts."
             )
         if category not in self.config.categories:
@@ -145,6 +146,14 @@ class FactStore:
             raise RefusedWrite(f"Refused: kind must be one of {', '.join(KINDS)}.")
         check_text(text)
         return text
+
+    def _check_bounds(self, values: Sequence[str], what: str, key: str) -> None:
+        """A fact links at most ``facts.<key>`` of ``what``: 10,000 entities on one fact held
+        the write lock for 46 s and made every probe of them slow."""
+        cap = getattr(self.config, key)
+        if len(values) > cap:
+            raise RefusedWrite(f"Refused: a fact has at most {cap} {what} (got {len(values):,}; "
+                               f"facts.{key} in the config). Nothing was changed.")
 
     def add(
         self,
@@ -162,9 +171,11 @@ class FactStore:
     ) -> AddResult:
         """Add a fact, or merge it into an existing duplicate or near duplicate."""
         text = self._validate(content, category, kind)
+        self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
             check_name(name)
         tag_list = clean_tags(tags)
+        self._check_bounds(tag_list, "tags", "max_tags_per_fact")
         message_ids = [int(m) for m in source_message_ids]
         if importance is not None and not 0 <= importance <= 1:
             raise RefusedWrite("Refused: importance must be between 0 and 1.")
@@ -177,7 +188,9 @@ class FactStore:
                 fact = fact_dedup.merge(self, exact[0], text, [], tag_list, message_ids,
                                         now, "exact duplicate")
                 return AddResult(fact.id, "merged", fact, "exact", 100.0)
-            names = entities if entities else self.entity_store.candidates(user, text)
+            # Names found in the text are a guess: the first ones, up to the bound.
+            names = entities if entities else self.entity_store.candidates(user, text)[
+                : self.config.max_entities_per_fact]
             linked = self.entity_store.ensure_all(user, names)
             if exact:
                 fact = fact_dedup.merge(self, exact[0], text, linked, tag_list, message_ids,
@@ -413,6 +426,7 @@ class FactStore:
         mentions are dropped (Lisbon), so probing them does not return the new version; a
         rewording that names nothing new keeps every link."""
         message_ids = [int(m) for m in source_message_ids]
+        self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
             check_name(name)
         with write_transaction(self.db):

@@ -226,8 +226,10 @@ def rerank(
     now: datetime | None = None,
     params: RecallParams = DEFAULT_PARAMS,
     dense: Sequence[tuple[int, float]] | None = None,
+    exclude_session: int | None = None,
 ) -> list[RankedMessage]:
-    """The ``limit`` messages of ``user`` that best answer the query, best first.
+    """The ``limit`` messages of ``user`` that best answer the query, best first (none from
+    ``exclude_session``, the conversation in progress, when given).
 
     ``candidates``: (message id, bm25 score) of the messages that match the query (higher is
     better); ``meta``: session id -> bm25 score of its title and summary; ``dense``: the nearest
@@ -243,6 +245,9 @@ def rerank(
     scores = {mid: max(score, params.match_floor * top) for mid, score in scores.items()}
     closeness = _closeness(list(dense or [])[: params.dense_candidates])
     found = _placed(db, user, list(scores.keys() | closeness.keys()), source)
+    if exclude_session is not None:
+        found = [c for c in found if c.session_id != exclude_session]
+        meta = {sid: v for sid, v in meta.items() if sid != exclude_session}
 
     # Own score, and a share of it for the turn before and the turn after (same session).
     own: dict[int, float] = {}

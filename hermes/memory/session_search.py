@@ -84,15 +84,24 @@ class SessionSearch:
         return []
 
     def search_messages(
-        self, user: str, query: str, *, limit: int = 10, source: str | None = None
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None,
+        exclude_session: int | None = None, any_word: bool = False,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
-        groups by session, ungrouped. Zero model calls. Raises QueryError like search."""
+        groups by session, ungrouped. Zero model calls. Raises QueryError like search.
+
+        ``exclude_session``: none from this session (the conversation in progress, whose new
+        message matches itself); ``any_word``: skip the all-words round (a weak match holding
+        every word would otherwise hide the best partial ones)."""
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
-        for mode, expr in _modes(plan, self.vectors is not None):
-            ranked = self._reranked(user, plan, mode, expr, source, max(1, limit))
+        modes = _modes(plan, self.vectors is not None)
+        if any_word:
+            modes = modes[-1:]
+        for mode, expr in modes:
+            ranked = self._reranked(user, plan, mode, expr, source, max(1, limit),
+                                    exclude_session)
             if ranked:
                 ids = [r.message_id for r in ranked]
                 rows = self.db.execute(
@@ -106,15 +115,16 @@ class SessionSearch:
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int,
+        limit: int, exclude_session: int | None = None,
     ) -> list[recall.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
         (hermes.memory.recall)."""
-        return self._reranked_and_empty(user, plan, mode, expr, source, limit)[0]
+        return self._reranked_and_empty(user, plan, mode, expr, source, limit,
+                                        exclude_session)[0]
 
     def _reranked_and_empty(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int | None = None,
+        limit: int | None = None, exclude_session: int | None = None,
     ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return."""
@@ -137,7 +147,8 @@ class SessionSearch:
         ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
                                limit=limit or len(messages) * 3 + len(sessions) + 100,
-                               source=source, now=self.clock.now(), dense=dense)
+                               source=source, now=self.clock.now(), dense=dense,
+                               exclude_session=exclude_session)
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}

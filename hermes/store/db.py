@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -10,20 +11,33 @@ from pathlib import Path
 
 import sqlite_utils
 
-from hermes.errors import StorageError
+from hermes.errors import HermesError, StorageError
 from hermes.store.failures import opening_problem
 from hermes.store.migrations import migrations
 
 BUSY_TIMEOUT_MS = 10_000
+# How often a writer that found the lock held for the whole busy timeout tries again.
+LOCK_RETRIES = 2
+# How long one batch of BoundedWrites may hold the write lock before it commits.
+WRITE_BUDGET_SECONDS = 0.05
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseBusy(HermesError):
+    """Another process held the write lock past every retry; nothing was written."""
 
 
 def connect(
     path: str | Path,
     *,
-    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> sqlite_utils.Database:
-    """Open (creating if needed) the database at ``path`` and apply pending migrations."""
+    """Open (creating if needed) the database at ``path`` and apply pending migrations.
+    ``busy_timeout_ms`` defaults to :data:`BUSY_TIMEOUT_MS` (read at each call)."""
+    if busy_timeout_ms is None:
+        busy_timeout_ms = BUSY_TIMEOUT_MS
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
@@ -102,7 +116,7 @@ def write_transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Databa
         with db.atomic():
             yield db
         return
-    conn.execute("BEGIN IMMEDIATE")
+    begin_immediate(conn)
     try:
         yield db
     except BaseException:
@@ -111,3 +125,91 @@ def write_transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Databa
         raise
     else:
         conn.execute("COMMIT")
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def begin_immediate(conn: sqlite3.Connection, *, retries: int = LOCK_RETRIES) -> None:
+    """Take the write lock. SQLite waits up to the busy timeout; when another process holds
+    the lock longer than that, say so in one line (the log), wait again, and finally raise
+    :class:`DatabaseBusy` (one line for the user), never a traceback."""
+    for attempt in range(retries + 1):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise
+            if attempt == retries:
+                raise DatabaseBusy(
+                    f"The database is locked by another Hermes process (waited {retries + 1} "
+                    "times for its busy timeout); nothing was written. Try again in a moment."
+                ) from None
+            log.warning("database is locked by another writer; retrying (%d of %d)",
+                        attempt + 1, retries)
+
+
+class BoundedWrites:
+    """Many small writes grouped into transactions that each hold the lock for at most about
+    ``budget`` seconds: a long batch (an extraction run with hundreds of actions) commits as it
+    goes, so a concurrent writer (``hermes facts add``) waits milliseconds, not the whole run.
+
+    Each :meth:`step` is atomic (a failed step is rolled back to where it began, and the earlier
+    steps of its batch with it); steps are committed in order. Inside an open transaction it
+    adds nothing: the caller's transaction decides. ``longest`` is the longest hold seen. Use
+    it off the event loop (a worker thread): it pauses between batches.
+    """
+
+    def __init__(self, db: sqlite_utils.Database, *, budget: float = WRITE_BUDGET_SECONDS,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.db = db
+        self.budget = budget
+        self.clock = clock
+        # After each commit but the last, pause as long as the batch held the lock: a waiting
+        # writer's busy handler polls with growing sleeps, and would otherwise keep missing
+        # the short gaps between batches.
+        self.sleep = sleep
+        self.started: float | None = None
+        self.transactions = 0
+        self.longest = 0.0
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        conn = self.db.conn
+        if self.started is None and conn.in_transaction:
+            yield  # nested in the caller's transaction
+            return
+        if self.started is None:
+            begin_immediate(conn)
+            self.started = self.clock()
+            self.transactions += 1
+        try:
+            yield
+        except BaseException:
+            self._end("ROLLBACK")
+            raise
+        if self.clock() - self.started >= self.budget:
+            held = self.clock() - self.started
+            self._end("COMMIT")
+            self.sleep(min(held, self.budget))
+
+    def commit(self) -> None:
+        self._end("COMMIT")
+
+    def _end(self, statement: str) -> None:
+        if self.started is None:
+            return
+        held = self.clock() - self.started
+        self.started = None
+        if self.db.conn.in_transaction:
+            self.db.conn.execute(statement)
+        self.longest = max(self.longest, held)
+
+    def __enter__(self) -> BoundedWrites:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self._end("COMMIT" if kind is None else "ROLLBACK")

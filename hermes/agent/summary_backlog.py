@@ -1,0 +1,144 @@
+"""``hermes sessions summarize``: titles and summaries for sessions without one (an import of
+ChatGPT or Claude history, old transcripts), only when asked.
+
+The daemon summarises the sessions it closes; imported sessions it leaves alone, so that a
+large import never turns into thousands of model calls at the next start. This is the opt-in
+way: :func:`plan` counts the sessions and model calls (small talk and empty sessions take none)
+and prices them with litellm; :func:`run` summarises them, oldest first, through
+:func:`hermes.agent.summarize.summarize_session`, within a budget and a pace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.summarize import (
+    MAX_ATTEMPTS,
+    PROMPT_FILE,
+    SummaryOutcome,
+    _spoken,
+    is_small_talk,
+    summarize_session,
+    transcript,
+)
+from hermes.budget import Budget, Pacer
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+
+# What one summary reply is assumed to take, for the estimate (a title and a few sentences).
+EST_COMPLETION_TOKENS = 120
+
+
+@dataclass
+class SummaryPlan:
+    user: str
+    model: str | None
+    session_ids: list[int] = field(default_factory=list)
+    model_calls: int = 0
+    without_call: int = 0    # empty or small talk: titled without the model
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def cost_per_call(self) -> float | None:
+        return None if self.cost is None or not self.model_calls else \
+            self.cost / self.model_calls
+
+    def to_json(self) -> dict[str, Any]:
+        return {"user": self.user, "model": self.model, "sessions": len(self.session_ids),
+                "model_calls": self.model_calls, "without_call": self.without_call,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost": self.cost}
+
+
+@dataclass
+class SummaryReport:
+    done: int = 0
+    model_calls: int = 0
+    estimated_cost: float = 0.0
+    failed: int = 0
+    stopped: str | None = None
+    outcomes: list[SummaryOutcome] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"done": self.done, "model_calls": self.model_calls,
+                "estimated_cost": round(self.estimated_cost, 6), "failed": self.failed,
+                "stopped": self.stopped}
+
+
+def backlog(rt: Runtime, user: str, *, since: str | None = None,
+            source: str | None = None) -> list[int]:
+    """``user``'s sessions without a summary that are finished or imported, oldest first
+    (``since``: active at or after it)."""
+    where = ["user = ?", "(summary_status IS NULL OR summary_status = 'failed')",
+             "summary_attempts < ?", "(ended_at IS NOT NULL OR external_id IS NOT NULL)"]
+    params: list[Any] = [user, MAX_ATTEMPTS]
+    if since:
+        where.append("last_active_at >= ?")
+        params.append(since)
+    if source:
+        where.append("source = ?")
+        params.append(source)
+    rows = rt.db.execute(f"SELECT id FROM sessions WHERE {' AND '.join(where)} "
+                         "ORDER BY started_at, id", params).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
+         source: str | None = None) -> SummaryPlan:
+    """What summarising the backlog would take, without calling the model."""
+    store = SessionStore(rt.db, clock=rt.clock)
+    result = SummaryPlan(user=user, model=getattr(llm, "name", None))
+    system = PROMPT_FILE.read_text(encoding="utf-8")
+    for session_id in backlog(rt, user, since=since, source=source):
+        result.session_ids.append(session_id)
+        messages = store.messages(user, session_id)
+        if not _spoken(messages) or is_small_talk(messages):
+            result.without_call += 1
+            continue
+        result.model_calls += 1
+        if llm is not None and getattr(llm, "name", None):
+            result.prompt_tokens += llm.count_tokens([
+                {"role": "system", "content": system},
+                {"role": "user", "content": transcript(messages)}])
+    result.completion_tokens = EST_COMPLETION_TOKENS * result.model_calls
+    if not result.model_calls:
+        result.cost = 0.0
+    elif llm is not None and getattr(llm, "name", None):
+        result.cost = llm.price(result.prompt_tokens, result.completion_tokens)
+    return result
+
+
+async def run(rt: Runtime, llm: Any, the_plan: SummaryPlan, *, budget: Budget | None = None,
+              pacer: Pacer | None = None,
+              on_done: Callable[[SummaryReport], None] | None = None) -> SummaryReport:
+    """Summarise the planned sessions, oldest first; stop before a model call the budget does
+    not allow (dollars are counted at the planned cost per call)."""
+    budget = budget or Budget()
+    pacer = pacer or Pacer(None, rt.clock.now)
+    store = SessionStore(rt.db, clock=rt.clock)
+    report = SummaryReport()
+    per_call = the_plan.cost_per_call
+    for session_id in the_plan.session_ids:
+        messages = store.messages(the_plan.user, session_id)
+        needs_model = bool(_spoken(messages)) and not is_small_talk(messages)
+        if needs_model:
+            if not budget.allows(report.model_calls, report.estimated_cost, per_call):
+                report.stopped = (f"budget of {budget.calls} model call(s) reached"
+                                  if budget.calls is not None else
+                                  f"budget of ${budget.dollars:.2f} reached")
+                break
+            await pacer.wait()
+        outcome = await summarize_session(rt, llm, the_plan.user, session_id)
+        report.outcomes.append(outcome)
+        report.done += 1
+        if needs_model:
+            report.model_calls += 1
+            report.estimated_cost += per_call or 0.0
+        report.failed += int(outcome.status == "failed")
+        if on_done:
+            on_done(report)
+    return report

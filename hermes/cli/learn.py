@@ -1,0 +1,124 @@
+"""`hermes learn`: learning from conversations on request (imports, old transcripts)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import emit_json
+from hermes.errors import HermesError
+
+app = typer.Typer(no_args_is_help=True,
+                  help="Learn facts from past conversations on request (imports, transcripts).")
+
+
+def cost_text(cost: float | None, model: str | None) -> str:
+    if cost is None:
+        return f"unknown (litellm has no price for {model})"
+    return f"~${cost:.4f} with {model} (litellm's prices)"
+
+
+@app.command()
+def backfill(
+    ctx: typer.Context,
+    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
+                                     "2w or a date.", show_default=False),
+    source: str | None = typer.Option(None, "--source", help="Only this source (import: "
+                                      "ChatGPT/Claude exports).", show_default=False),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its cost, and "
+                                 "stop."),
+    budget: str | None = typer.Option(None, "--budget", help="Stop before going past it: "
+                                      "dollars ($2, 0.50) or model calls (100).",
+                                      show_default=False),
+    rate: float = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a "
+                               "minute (0: no limit)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Extract facts from sessions nobody learned from yet (imports, transcripts), oldest first.
+
+    The same pipeline as after every reply (gate, one model call per run, consolidation), and
+    the same run records, so a re-run changes nothing and an interrupted backfill (Ctrl-C)
+    continues where it stopped. First it prints how many sessions, messages and model calls
+    it would take and the estimated cost (litellm's prices), and asks."""
+    from hermes.agent.llm import LLM, ModelNotConfigured
+    from hermes.budget import Budget, Pacer
+    from hermes.cli.sessions import parse_since
+    from hermes.clock import to_ts
+    from hermes.learn import backfill as bf
+    from hermes.learn.worker import ExtractionWorker, extraction_enabled, extraction_model_name
+
+    rt = runtime(ctx)
+    who = rt.user(user)
+    limit = Budget.parse(budget)
+    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
+              env_file=rt.settings.home_path / ".env")
+    if not llm.configured:
+        raise ModelNotConfigured(llm.not_configured_message())
+    if not extraction_enabled(rt.settings):
+        raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
+                          "config.yaml to backfill.")
+    plan = bf.plan(rt, who, llm, since=since_ts, source=source)
+    if dry_run or not yes or not plan.model_calls:
+        _print_plan(plan, as_json=as_json and dry_run)
+    if dry_run or not plan.sessions:
+        return
+    if not yes and not typer.confirm("Go ahead?", err=True):
+        raise typer.Exit(1)
+    worker = ExtractionWorker(rt, llm=llm)
+
+    async def main() -> bf.Report:
+        try:
+            return await bf.run(rt, worker, plan, budget=limit,
+                                pacer=Pacer(rate or None, rt.clock.now),
+                                on_run=_progress(as_json))
+        finally:
+            await worker.drain(30)
+
+    try:
+        report = asyncio.run(main())
+    except KeyboardInterrupt:
+        typer.echo("\nInterrupted. What was learned is kept; run the same command again to "
+                   "continue where it stopped.", err=True)
+        raise typer.Exit(130) from None
+    if as_json:
+        emit_json({"plan": plan.to_json(), "report": report.to_json()})
+        return
+    typer.echo(f"Done {report.runs} run(s) over {report.sessions_done} session(s): "
+               f"{report.model_calls} model call(s), ${report.cost:.4f}; facts: "
+               f"{report.created} created, {report.merged} merged, {report.superseded} "
+               f"superseded" + (f"; {report.failed} run(s) failed (retried later)"
+                                if report.failed else "") + ".")
+    if report.stopped:
+        typer.echo(f"Stopped: {report.stopped}. Run it again to continue.")
+
+
+def _print_plan(plan, *, as_json: bool) -> None:
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    if not plan.sessions:
+        typer.echo(f"Nothing to learn from for {plan.user}: every session is extracted.")
+        return
+    first = plan.sessions[0].started_at[:10]
+    typer.echo(f"Backfill for {plan.user}: {len(plan.sessions):,} session(s), "
+               f"{plan.messages:,} message(s) not learned from yet (oldest first, from {first}).")
+    retries = f", {plan.retries} interrupted before" if plan.retries else ""
+    typer.echo(f"  model calls   {plan.model_calls:,} ({plan.gate_skips:,} run(s) skipped by the "
+               f"gate without a call{retries})")
+    if plan.model_calls:
+        typer.echo(f"  tokens        ~{plan.prompt_tokens:,} in, ~{plan.completion_tokens:,} "
+                   "out (estimated)")
+    typer.echo(f"  cost          {cost_text(plan.cost, plan.model)}")
+
+
+def _progress(quiet: bool):
+    def show(report) -> None:
+        if not quiet and report.runs % 10 == 0:
+            typer.echo(f"  ... {report.runs} run(s), {report.model_calls} call(s), "
+                       f"{report.created} fact(s) created", err=True)
+    return show

@@ -1,0 +1,119 @@
+"""Past conversations for the turn: the few past messages that best match the new message.
+
+The model is shown them in the turn's volatile part, beside the recalled facts, so that it has
+what was said before without calling ``session_search`` (which stays for deeper digging). Each
+excerpt is a matched message from *another* session with its neighbours (the turn before and
+after: an answer is read with its question), its date and the session's title, ranked by session
+search (``SessionStore.search_messages``: bm25 re-ranked in context, hybrid when embeddings are
+on), and fitted into a character budget. Zero model calls; every read is scoped by the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hermes.errors import QueryError
+from hermes.memory.session_records import Message, Session, speaker_name
+from hermes.memory.sessions import SessionStore
+from hermes.store.fts import build_match
+
+# One message line is cut here: an excerpt is a pointer into the past, not a transcript.
+LINE_CHARS = 300
+# Matches asked of session search per excerpt wanted (some fall in the current session, some
+# overlap an excerpt already taken).
+SEARCH_FACTOR = 4
+# Words that say nothing about the past ("ok!", "thanks", "good morning"): a message made only
+# of these and stopwords recalls nothing.
+CHATTER = frozenset("""
+    ok okay k kk thanks thank thx ty cheers yes yeah yep yup no nope nah hi hello hey bye
+    goodbye cool great nice good fine sure lol haha wow morning evening night please sorry
+    awesome perfect right alright done np welcome
+    """.split())  # noqa: SIM905 - a word block reads better than a list literal
+# Any word at once (bm25 ranks those holding most of them first) rather than all words first.
+ANY_WORD = True
+
+
+@dataclass
+class PastExcerpt:
+    """A matched past message with its neighbours, as shown to the model."""
+
+    session: Session
+    match_id: int
+    messages: list[Message]
+    score: float
+    text: str = field(default="", repr=False)
+
+    @property
+    def message_ids(self) -> list[int]:
+        return [m.id for m in self.messages]
+
+
+def _line(message: Message, matched: bool) -> str:
+    who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
+    text = " ".join(message.content.split())
+    if len(text) > LINE_CHARS:
+        text = text[: LINE_CHARS - 1] + "…"
+    return f"{'>' if matched else ' '} {who}: {text}"
+
+
+def render(session: Session, messages: Sequence[Message], match_id: int) -> str:
+    """An excerpt as shown: date and title, then its lines, the matched one marked ``>``."""
+    day = (messages[0].created_at if messages else session.started_at)[:10]
+    title = " ".join((session.title or "untitled conversation").split())[:80]
+    head = f"[{day} · {title}]"
+    return "\n".join([head, *(_line(m, m.id == match_id) for m in messages)])
+
+
+def recall_past_messages(
+    store: SessionStore,
+    user: str,
+    query: str,
+    *,
+    budget: int,
+    limit: int = 3,
+    context: int = 1,
+    exclude_session: int | None = None,
+) -> list[PastExcerpt]:
+    """The best ``limit`` past messages of ``user`` matching ``query``, outside
+    ``exclude_session`` (the conversation in progress), each with ``context`` neighbours either
+    side, whose rendered text fits ``budget`` characters in all. Best first.
+
+    A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing.
+    """
+    if budget <= 0 or limit <= 0 or not query.strip():
+        return []
+    plan = build_match(query)
+    if not plan.cjk and not any(not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER
+                                for t in plan.terms):
+        return []
+    try:
+        hits = store.search_messages(user, query, limit=limit * SEARCH_FACTOR,
+                                     exclude_session=exclude_session, any_word=ANY_WORD)
+    except QueryError:
+        return []
+    chosen: list[PastExcerpt] = []
+    covered: set[int] = set()
+    used = 0
+    for hit in hits:
+        if len(chosen) >= limit:
+            break
+        if hit.session.id == exclude_session or hit.message.id in covered:
+            continue
+        window = store.window(user, hit.session.id, hit.message.id, context)
+        window = [m for m in window if m.role in ("user", "assistant") and m.content.strip()]
+        fresh = [m for m in window if m.id not in covered]
+        if not fresh:
+            continue
+        text = render(hit.session, fresh, hit.message.id)
+        if used + len(text) + 1 > budget:
+            # The matched line alone may still fit.
+            alone = [m for m in fresh if m.id == hit.message.id]
+            text = render(hit.session, alone, hit.message.id)
+            if not alone or used + len(text) + 1 > budget:
+                continue
+            fresh = alone
+        covered.update(m.id for m in fresh)
+        chosen.append(PastExcerpt(hit.session, hit.message.id, fresh, hit.score, text))
+        used += len(text) + 1
+    return chosen

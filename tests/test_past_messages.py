@@ -1,0 +1,99 @@
+"""Past conversations in the prompt (hermes.memory.past_messages): the best few matching past
+messages from other sessions, with neighbours, date and title, within a character budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes.agent.turn import Agent
+from hermes.config import load_settings
+from hermes.memory.past_messages import recall_past_messages
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+
+
+@pytest.fixture
+def agent(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    yield Agent(rt)
+    rt.close()
+
+
+@pytest.fixture
+def store(agent):
+    return SessionStore.from_runtime(agent.rt)
+
+
+def chat(store, clock, user, title, *pairs):
+    session = store.create(user, "discord", title=title)
+    for asked, answered in pairs:
+        clock.advance(minutes=1)
+        store.append(user, session.id, "user", asked)
+        clock.advance(minutes=1)
+        store.append(user, session.id, "assistant", answered)
+    return session
+
+
+def recalled(system: str) -> str:
+    if "<recalled_conversations>" not in system:
+        return ""
+    return system.split("<recalled_conversations>")[1].split("</recalled_conversations>")[0]
+
+
+async def test_a_turn_shows_the_matching_past_message_with_its_neighbours_date_and_title(
+        agent, fake_model, store, clock):
+    chat(store, clock, "owner", "Holiday planning",
+         ("where should we go in spring?", "Lisbon is lovely in April."),
+         ("ok, book the flights to Lisbon", "Booked: TAP 1234, 12 April."),
+         ("thanks", "Have fun!"))
+    clock.advance(days=3)
+    now = store.create("owner", "terminal")
+    fake_model.reply("TAP 1234.")
+    result = await agent.turn("owner", now.id, "which flight number for Lisbon again?").run()
+    shown = recalled(fake_model.last.system)
+    assert "[2026-11-29 · Holiday planning]" in shown
+    assert "> the user: ok, book the flights to Lisbon" in shown  # the match, marked
+    assert "  Hermes: Booked: TAP 1234, 12 April." in shown  # its answer, after it
+    assert "which flight number" not in shown  # never the message being answered
+    prompt = agent.prompts.build("owner", "which flight number for Lisbon again?",
+                                 store.messages("owner", now.id), first_turn=False)
+    assert prompt.shown_messages and result.assistant_message_id
+
+
+async def test_nothing_is_recalled_for_small_talk_or_the_current_conversation(
+        agent, fake_model, store, clock):
+    session = chat(store, clock, "owner", None, ("the tiles in Porto were blue", "Azulejos!"))
+    fake_model.reply("ok").reply("ok")
+    await agent.turn("owner", session.id, "what colour were the Porto tiles?").run()
+    assert recalled(fake_model.last.system) == ""  # only this session holds it
+    other = store.create("owner", "terminal")
+    await agent.turn("owner", other.id, "ok!").run()
+    assert recalled(fake_model.last.system) == ""
+
+
+def test_excerpts_fit_the_budget_and_the_best_partial_match_is_found(store, clock):
+    for n in range(6):
+        chat(store, clock, "owner", f"Garden {n}",
+             (f"the greenhouse tomatoes batch {n} " + "very " * 40 + "red", "Nice."))
+    chat(store, clock, "owner", "Pipeline", ("Alice maintains the Kestrel pipeline", "Noted."))
+    found = recall_past_messages(store, "owner", "Kestrel pipeline in Zanzibar greenhouse?",
+                                 budget=600, limit=3)
+    assert sum(len(e.text) + 1 for e in found) <= 600
+    assert any("Kestrel" in e.text for e in found)
+    assert recall_past_messages(store, "owner", "greenhouse", budget=0) == []
+
+
+def test_another_users_past_messages_are_never_recalled(store, clock):
+    chat(store, clock, "bob", "Bob's secrets", ("my bank PIN hint is the kestrel", "Noted."))
+    chat(store, clock, "owner", "Birds", ("a kestrel on the fence", "Lovely."))
+    found = recall_past_messages(store, "owner", "the kestrel?", budget=2000)
+    assert found and all(m.session_id != 1 for e in found for m in e.messages)
+    assert all("PIN" not in e.text for e in found)
+    assert recall_past_messages(store, "carol", "the kestrel?", budget=2000) == []
+
+
+def test_session_search_can_leave_out_the_conversation_in_progress(store, clock):
+    old = chat(store, clock, "owner", None, ("the boiler code is E119", "Call the plumber."))
+    now = chat(store, clock, "owner", None, ("what was the boiler code E119 about?", "..."))
+    hits = store.search_messages("owner", "boiler code E119", exclude_session=now.id)
+    assert hits and all(h.session.id == old.id for h in hits)
