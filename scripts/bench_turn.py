@@ -41,7 +41,7 @@ from hermes.config import load_settings  # noqa: E402
 from hermes.memory import context as context_file  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
 from hermes.memory.facts import content_key  # noqa: E402
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.sessions import Message, SessionStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
@@ -172,6 +172,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def as_message(text: str) -> Message:
+    return Message(id=1 << 40, session_id=0, role="user", speaker=None, content=text,
+                   created_at="2026-11-29T12:00:00.000000Z")
+
+
 def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> dict:
     rng = random.Random(seed)
     vocab = vocabulary(random.Random(7))
@@ -188,14 +193,26 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> di
     cases = (("later turn", False, queries), ("first turn (+ context file)", True, queries),
              ("worst case: 5 topics at once", False, worst))
     for label, first, texts in cases:
+        # A later turn extends the session's conversation (its snapshot taken once, at the
+        # start); a first turn takes the snapshot (persona, basic memory, context file).
+        conversation = builder.start(USER, store.messages(USER, session_id))
         for query in texts[:5]:  # warm the page cache
-            builder.build(USER, query, store.messages(USER, session_id), first_turn=first)
+            builder.build(USER, query, [*store.messages(USER, session_id), as_message(query)],
+                          first_turn=first)
         for query in texts:
             started = time.perf_counter()
-            history = store.messages(USER, session_id)
-            prompt = builder.build(USER, query, history, first_turn=first)
+            if first:
+                history = store.messages(USER, session_id)
+                prompt = builder.build(USER, query, [*history, as_message(query)],
+                                       first_turn=True)
+            else:
+                unsent = store.messages(USER, session_id, after_id=conversation.through)
+                prompt = builder.compose(USER, query, conversation, [*unsent, as_message(query)])
             results[label].append((time.perf_counter() - started) * 1000)
             shown.append(len(prompt.shown_facts))
+            # Each query is a new message on the same conversation; recalled facts are not
+            # repeated within a conversation, so start clean for the next measurement.
+            conversation.shown_facts.clear()
             assert all(f.user == USER for f in prompt.shown_facts)
     rt.close()
     table = {label: {"p50_ms": round(statistics.median(v), 2),

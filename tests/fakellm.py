@@ -85,6 +85,17 @@ class FakeRequest:
                          if m.get("role") == "system")
 
     @property
+    def prompt(self) -> str:
+        """Every message's text, joined: the front, the conversation and the volatile tail."""
+        return "\n".join(str(m.get("content") or "") for m in self.messages)
+
+    @property
+    def tail(self) -> str:
+        """The newest user message as sent: its volatile parts, then the person's text."""
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return str(users[-1].get("content") or "") if users else ""
+
+    @property
     def tool_names(self) -> list[str]:
         return [t["function"]["name"] for t in self.tools or []]
 

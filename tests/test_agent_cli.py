@@ -74,7 +74,7 @@ def test_ask_stores_an_explicit_remember_request_before_the_reply(cli, fake_mode
     assert cli("ask", "Remember that my bike is a blue Brompton.").exit_code == 0
     found = cli("facts", "search", "Brompton", "--json").json()
     assert found and "Brompton" in str(found)
-    assert "Brompton" in fake_model.last.system  # recalled in the same turn
+    assert "Brompton" in fake_model.last.tail  # recalled in the same turn
 
 
 # `hermes chat` with piped input: the line-by-line loop
@@ -92,8 +92,11 @@ def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
     by_session = {s.id: [m.content for m in msgs] for s, msgs in stored_sessions()}
     assert sorted(by_session.values()) == [["first", "one", "second", "two"], ["third", "three"]]
     # the second turn saw the first in its history
-    assert [m["content"] for m in fake_model.requests[1].messages[1:]] == ["first", "one",
-                                                                          "second"]
+    second = fake_model.requests[1]
+    assert [m["content"].rsplit("\n\n", 1)[-1] for m in second.messages[1:]] == [
+        "first", "one", "second"]
+    # ... exactly as it was sent: the first request is a prefix of the second
+    assert second.messages[:2] == fake_model.requests[0].messages
 
 
 def test_leaving_a_piped_chat_ends_and_summarises_its_session(cli, fake_model):

@@ -46,11 +46,12 @@ async def test_compression_keeps_memory_and_the_stored_transcript(long_session, 
     sent = reply_call.messages
     assert sent[1]["role"] == "system" and sent[1]["content"].startswith(SUMMARY_PREFIX)
     assert "home lab network designs" in sent[1]["content"]
-    # memory rebuilt fresh in the system message
+    # memory in a fresh snapshot (the front) and recalled in the tail
     assert "Runs a home lab with a Proxmox cluster" in sent[0]["content"]
-    assert "The firewall is an OPNsense box" in sent[0]["content"]
-    # the recent messages stay verbatim, the older ones are gone from the prompt
-    assert sent[-1]["content"] == "which firewall do I have?"
+    assert "The firewall is an OPNsense box" in sent[-1]["content"]
+    # the recent turns stay verbatim, starting with a user message; the older ones are gone
+    assert sent[-1]["content"].endswith("\n\nwhich firewall do I have?")
+    assert sent[2]["role"] == "user"
     assert not any("message 0:" in str(m["content"]) for m in sent[2:])
     assert agent.llm.count_tokens(sent) <= int(3000 * rt.settings.agent.compress_at)
     # the stored transcript is unchanged, plus this turn's two messages
@@ -63,10 +64,13 @@ async def test_the_summary_is_reused_on_the_next_turn(long_session, fake_model):
     agent = Agent(rt)
     fake_model.reply("Earlier: home lab network comparison.").reply("first")
     await agent.turn("owner", session_id, "q1").run()
+    first = fake_model.last
     fake_model.reply("second")  # no second summary call is scripted
     result = await agent.turn("owner", session_id, "q2").run()
-    assert result.text == "second" and result.compressed
+    # not compressed again: the request extends the compressed one
+    assert result.text == "second" and not result.compressed
     assert fake_model.last.messages[1]["content"].endswith("Earlier: home lab network comparison.")
+    assert fake_model.last.messages[: len(first.messages)] == first.messages
 
 
 async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model):
@@ -77,7 +81,9 @@ async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model)
     result = await Agent(rt).turn("owner", session_id, "still works?").run()
     assert result.text == "answer anyway" and result.error is None
     digest = fake_model.last.messages[1]["content"]
-    assert "35 earlier messages were left out" in digest and "message 34:" in digest
+    # cut where a turn starts: the kept part opens with a user message
+    assert "34 earlier messages were left out" in digest and "message 32:" in digest
+    assert fake_model.last.messages[2]["content"].startswith("message 34:")
 
 
 async def test_a_short_conversation_is_not_compressed(fake_model, clock):

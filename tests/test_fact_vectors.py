@@ -148,7 +148,7 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
         fake_model.reply("Your Tesla.")
         result = await agent.turn("owner", other.id, "which automobile do I drive?").run()
         assert "The user owns a Tesla Model 3." not in toy.texts[before:]
-        assert "Tesla Model 3" in fake_model.requests[-1].system
+        assert "Tesla Model 3" in fake_model.requests[-1].tail
         assert len(result.shown_fact_ids) == 1
         await worker.drain()
     finally:

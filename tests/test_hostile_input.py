@@ -113,7 +113,10 @@ def test_chat_fed_latin1_keeps_every_line(fake_model):
         "latin-1"), catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.split() == ["one", "two"]
-    sent = [m["content"] for m in fake_model.requests[1].messages if m["role"] == "user"]
+    from hermes.agent.prompt import without_tail
+
+    sent = [without_tail(m["content"]) for m in fake_model.requests[1].messages
+            if m["role"] == "user"]
     assert sent == ["caf\ufffd au lait", "second line"]
 
 

@@ -49,12 +49,13 @@ async def test_fast_lane_fact_is_visible_to_the_very_next_turn(
     fake_model.reply("Got it, I'll remember that.")
     await agent.turn("owner", session_id, "Remember that my sister Ana lives in Porto.").run()
     # stored before the reply: the model saw it in the same turn's prompt already
-    assert "The user's sister Ana lives in Porto" in fake_model.requests[0].system
+    assert "The user's sister Ana lives in Porto" in fake_model.requests[0].tail
     (fact,) = facts.list("owner")
     assert fact.tags == ["fastlane"] and fact.source_session_id == session_id
     fake_model.reply("Ana lives in Porto.")
     await agent.turn("owner", session_id, "Where does Ana live again?").run()
-    assert "The user's sister Ana lives in Porto" in fake_model.last.system
+    # still in front of the model: in the conversation as sent (the first turn's tail)
+    assert "The user's sister Ana lives in Porto" in fake_model.last.prompt
     await worker.drain()
     # the remember-request cost no extraction call; the question none either
     assert len(fake_model.requests) == 2

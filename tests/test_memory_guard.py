@@ -185,8 +185,9 @@ async def test_every_memory_block_in_the_prompt_is_labelled_as_data(fake_model, 
         session = SessionStore.from_runtime(rt).create("owner", "terminal")
         fake_model.reply("ok")
         await agent.turn("owner", session.id, "what is the staging server called?").run()
-        system = fake_model.last.system
-        memory_parts = [t for t in ("recent_context", "recalled_memory",
+        # the front (system) and the volatile tail (before the newest message): every message
+        system = "\n".join(str(m.get("content") or "") for m in fake_model.last.messages)
+        memory_parts = [t for t in ("recent_context", "recalled_memory", "memory_changes",
                                     "recalled_conversations") if f"<{t}>" in system]
         assert {"recent_context", "recalled_memory"} <= set(memory_parts)
         for tag in memory_parts:

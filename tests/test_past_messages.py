@@ -50,7 +50,7 @@ async def test_a_turn_shows_the_matching_past_message_with_its_neighbours_date_a
     now = store.create("owner", "terminal")
     fake_model.reply("TAP 1234.")
     result = await agent.turn("owner", now.id, "which flight number for Lisbon again?").run()
-    shown = recalled(fake_model.last.system)
+    shown = recalled(fake_model.last.tail)
     assert "[2026-11-29 · Holiday planning]" in shown
     assert "> the user: ok, book the flights to Lisbon" in shown  # the match, marked
     assert "  Hermes: Booked: TAP 1234, 12 April." in shown  # its answer, after it
@@ -65,10 +65,10 @@ async def test_nothing_is_recalled_for_small_talk_or_the_current_conversation(
     session = chat(store, clock, "owner", None, ("the tiles in Porto were blue", "Azulejos!"))
     fake_model.reply("ok").reply("ok")
     await agent.turn("owner", session.id, "what colour were the Porto tiles?").run()
-    assert recalled(fake_model.last.system) == ""  # only this session holds it
+    assert recalled(fake_model.last.tail) == ""  # only this session holds it
     other = store.create("owner", "terminal")
     await agent.turn("owner", other.id, "ok!").run()
-    assert recalled(fake_model.last.system) == ""
+    assert recalled(fake_model.last.tail) == ""
 
 
 def test_excerpts_fit_the_budget_and_the_best_partial_match_is_found(store, clock):

@@ -286,7 +286,10 @@ async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pi
     assert "Terminal" not in fact.entities
     sent = fake_model.requests[0].messages
     assert "terminal:" not in str(sent).lower()
-    assert sent[-1]["content"].startswith("Remember that my flight")
+    from hermes.agent.prompt import without_tail
+
+    # the person's own text, after the volatile tail, carries no identity prefix
+    assert without_tail(sent[-1]["content"]).startswith("Remember that my flight")
 
 
 async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, clock, tmp_path,
@@ -302,7 +305,7 @@ async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, cl
     await repl.reply_done()
     await repl.leave()
     rt.close()
-    assert fake_model.requests[0].messages[-1]["content"].startswith("Alice: hello")
+    assert fake_model.requests[0].messages[-1]["content"].endswith("\n\nAlice: hello")
 
 
 @pytest.mark.parametrize("leave", [CTRL_D, "/exit" + ENTER, "/quit" + ENTER])

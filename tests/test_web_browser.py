@@ -16,20 +16,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
-import re
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHOTS = REPO / "bench-results"
+from tests.web_client import HermesProcess, hermes_env
+
+SHOTS = Path(__file__).resolve().parent.parent / "bench-results"
 CHROMIUM = os.environ.get("HERMES_TEST_CHROMIUM", "/usr/bin/chromium")
 # As root (CI) chromium needs --no-sandbox; the rest keep it from reaching the network.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -62,54 +57,13 @@ REPLIES = [
 ]
 
 
-class Daemon:
-    """`hermes run --no-repl` in a subprocess; its stderr lines in a queue."""
-
-    def __init__(self, home: Path, config: Path) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
-        env.update(HERMES_HOME=str(home), HERMES_CONFIG=str(config), PYTHONPATH=str(REPO),
-                   HERMES_WEB__PORT="0", HERMES_EXTRACTION__ENABLED="true",
-                   HERMES_TEST_REPLIES=json.dumps(REPLIES))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.daemon_harness", "run", "--no-repl"], env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
-        while True:
-            line = self.lines.get(timeout=timeout)
-            if line is None:
-                raise AssertionError("the daemon exited:\n" + "\n".join(self.seen))
-            self.seen.append(line)
-            found = re.search(pattern, line)
-            if found:
-                return found
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        return self.proc.wait()
-
-
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory) -> Iterator[tuple[Daemon, str]]:
+def daemon(tmp_path_factory) -> Iterator[tuple[HermesProcess, str]]:
     root = tmp_path_factory.mktemp("web-browser")
     (root / "config.yaml").write_text("", encoding="utf-8")
-    proc = Daemon(root / "home", root / "config.yaml")
+    proc = HermesProcess(["run", "--no-repl"], hermes_env(
+        root / "home", root / "config.yaml", HERMES_EXTRACTION__ENABLED="true",
+        HERMES_TEST_REPLIES=json.dumps(REPLIES)))
     try:
         link = proc.wait_for(r"Web panel: log in at (\S+)").group(1)
         proc.wait_for(r"hermes: running")

@@ -255,3 +255,56 @@ async def test_the_daemon_serves_the_panel_and_prints_the_first_login_once(web_r
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
     assert daemon.web.first_login() is None            # a token exists now: not printed again
+
+
+async def test_a_fast_lane_fact_reaches_the_sidebar_with_its_reply(chat, web_rt, fake_model):
+    stream = chat.ctx.hub.stream("owner")
+    assert (await stream.__anext__()).startswith(b": connected")
+    fake_model.reply("Noted: the NAS is in the hallway closet.")
+    response = await chat.post("/chat/send",
+                               {"text": "Remember that the NAS is in the hallway closet."})
+    assert response.status_code == 303
+    event = (await asyncio.wait_for(stream.__anext__(), 10)).decode()
+    assert event.startswith("event: fact\n")
+    data = json.loads(event.split("data: ", 1)[1])
+    assert data["kind"] == "created" and "hallway closet" in data["content"]
+    assert "learned from this reply" in data["html"]
+    await stream.aclose()
+
+
+async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake_model):
+    from hermes.frontends.cron import CronRunner, CronStore, agent_prompt_runner
+
+    agent, worker = build_agent(web_rt)
+    runner = CronRunner.from_runtime(web_rt, agent_prompt_runner(web_rt, agent))
+    CronStore.from_runtime(web_rt).add("digest", "owner", "every 1d", "Summarise my day",
+                                       "file:digests/today.md")
+    CronStore.from_runtime(web_rt).add("alices", "alice", "every 1d", "Hers", "terminal")
+    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
+    try:
+        fake_model.reply("Digest: a quiet day.")
+        page = await panel.post("/cron/digest/run")
+        assert page.status_code == 200 and "Ran digest: ok" in page.text
+        assert "Digest: a quiet day." in page.text                 # the run, with its output
+        assert (web_rt.settings.home_path / "digests" / "today.md").read_text().strip() \
+            .endswith("Digest: a quiet day.")
+        assert (await panel.post("/cron/alices/run")).status_code == 404
+    finally:
+        await panel.close()
+        if worker is not None:
+            await worker.drain(10)
+
+
+def test_hermes_web_runs_the_panel_alone_and_stops_on_sigterm(tmp_path):
+    from tests.web_client import HermesProcess, hermes_env
+
+    (tmp_path / "config.yaml").write_text("", encoding="utf-8")
+    proc = HermesProcess(["web"], hermes_env(tmp_path / "home", tmp_path / "config.yaml"))
+    try:
+        link = proc.wait_for(r"Web panel: log in at (\S+)").group(1)
+        with httpx.Client() as client:
+            assert client.get(link).status_code == 303
+            assert "Learned Facts" in client.get(link.split("/login")[0] + "/chat").text
+    finally:
+        code = proc.stop()
+    assert code == 0 and "Traceback" not in "\n".join(proc.seen)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import queue
 import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import httpx
 
@@ -41,3 +48,59 @@ class Panel:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def hermes_env(home: Path, config: Path, **extra: str) -> dict[str, str]:
+    """The environment for Hermes in a subprocess: this home and config, the web panel on a free
+    port, nothing of the developer's own HERMES_* settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
+    env.update(HERMES_HOME=str(home), HERMES_CONFIG=str(config), PYTHONPATH=str(REPO),
+               HERMES_WEB__PORT="0", **extra)
+    return env
+
+
+class HermesProcess:
+    """``hermes ARGS`` through tests.daemon_harness (the scripted model from
+    HERMES_TEST_REPLIES) in a subprocess; its output lines in a queue."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.daemon_harness", *args], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        while True:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                raise AssertionError("hermes exited:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit code (killed after 60 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        code = self.proc.wait()
+        while (line := self.lines.get(timeout=10)) is not None:
+            self.seen.append(line)
+        return code

@@ -2,24 +2,23 @@
 
 When the prompt passes ``agent.compress_at`` of the window (litellm's model info and token
 counter, or ``model.context_window_fallback``), the older part of the conversation is summarised
-by the background model into one message; the most recent messages stay verbatim. The memory parts
-of the system message are not touched here: they are rebuilt fresh for every turn, so memory
-survives any number of compressions. The stored transcript is never changed: compression only
-shapes what is sent.
+by the background model into one message; the most recent turns stay verbatim, cut at a user
+message so the kept part starts with the user's turn. The stored transcript is never changed:
+compression only shapes what is sent.
 
-A summary is kept per session (in memory) and reused on later turns until the conversation grows
-past the budget again; then the previous summary and the newly older messages are summarised
-together, so a long session costs one summary call now and then, not one per turn.
+Compression is the one moment a session's prefix changes: the turn then takes a fresh snapshot
+of memory for the front (so memory survives any number of compressions) and the conversation
+goes on from ``summary + kept turns``, extended as sent like before. A later compression
+summarises the previous summary together with the newly older turns.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
-from hermes.agent.prompt import Prompt
+from hermes.agent.prompt import Prompt, without_tail
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +34,21 @@ INSTRUCTIONS = (
 )
 
 
-@dataclass
-class Compressed:
-    through: int  # how many history messages the summary covers
-    summary: str
+def is_summary(message: dict[str, Any]) -> bool:
+    return message.get("role") == "system" and str(message.get("content") or "").startswith(
+        SUMMARY_PREFIX)
+
+
+def summary_message(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": f"{SUMMARY_PREFIX}\n{text}"}
+
+
+def turn_start(history: list[dict[str, Any]], at: int) -> int:
+    """The index of the user message that starts the turn holding ``at`` (0: none before)."""
+    for index in range(min(at, len(history) - 1), 0, -1):
+        if history[index].get("role") == "user":
+            return index
+    return 0
 
 
 def _transcript(messages: list[dict[str, Any]], previous: str | None) -> str:
@@ -46,7 +56,11 @@ def _transcript(messages: list[dict[str, Any]], previous: str | None) -> str:
     if previous:
         lines.append(f"(Summary of what came before: {previous})")
     for message in messages:
-        lines.append(f"{message['role']}: {message.get('content') or ''}")
+        content = message.get("content")
+        if content and message["role"] == "user":
+            content = without_tail(str(content))
+        if content:
+            lines.append(f"{message['role']}: {content}")
     return "\n".join(lines)
 
 
@@ -66,53 +80,48 @@ class Compressor:
         self.summarizer = summarizer
         self.compress_at = compress_at
         self.keep_recent = keep_recent
-        self.state: dict[tuple[str, int], Compressed] = {}
+        self.compressions = 0  # in this process, for the log and the benchmark
 
     def budget(self) -> int:
         return int(self.llm.context_window() * self.compress_at)
 
-    def _assemble(self, prompt: Prompt, state: Compressed | None) -> list[dict[str, Any]]:
-        system = prompt.messages[0]
-        if state is None:
-            return [system, *prompt.history]
-        summary = {"role": "system", "content": f"{SUMMARY_PREFIX}\n{state.summary}"}
-        return [system, summary, *prompt.history[state.through:]]
-
-    async def fit(self, user: str, session_id: int, prompt: Prompt,
-                  tools: list[dict] | None = None, *,
+    async def fit(self, prompt: Prompt, tools: list[dict] | None = None, *,
                   budget: int | None = None) -> tuple[Prompt, bool]:
-        """The prompt to send: unchanged, or with older history replaced by one summary.
+        """The prompt to send, and whether it was compressed now.
 
-        ``budget`` (tokens) overrides the configured share of the context window, for a retry
-        after the provider said the prompt was too long.
+        Unchanged when it fits; otherwise the older turns of ``prompt.history`` (and an earlier
+        summary at its start) become one summary message. ``budget`` (tokens) overrides the
+        configured share of the context window, for a retry after the provider said the prompt
+        was too long.
         """
-        key = (user, session_id)
-        state = self.state.get(key)
-        if state is not None and state.through > len(prompt.history):
-            state = None  # a different conversation under the same key: start again
-        messages = self._assemble(prompt, state)
         budget = budget or self.budget()
-        if self.llm.count_tokens(messages, tools) <= budget:
-            return self._with(prompt, messages), state is not None
+        if self.llm.count_tokens(prompt.messages, tools) <= budget:
+            return prompt, False
+        system = prompt.messages[0]
+        body = list(prompt.history)
+        previous = None
+        if body and is_summary(body[0]):
+            previous = str(body[0]["content"])[len(SUMMARY_PREFIX):].strip()
+            body = body[1:]
         keep = self.keep_recent
+        history = body
         while True:
-            start = state.through if state else 0
-            end = max(start, len(prompt.history) - keep)
-            if end <= start:
+            cut = turn_start(body, len(body) - keep)
+            if cut <= 0:
                 break  # nothing older left to fold in
-            state = Compressed(end, await self._summarise(
-                prompt.history[start:end], state.summary if state else None))
-            self.state[key] = state
-            messages = self._assemble(prompt, state)
-            if self.llm.count_tokens(messages, tools) <= budget or keep <= 2:
+            previous = await self._summarise(body[:cut], previous)
+            body = body[cut:]
+            history = [summary_message(previous), *body]
+            if self.llm.count_tokens([system, *history], tools) <= budget or keep <= 2:
                 break
             keep = max(2, keep // 2)
-        return self._with(prompt, messages), state is not None
-
-    @staticmethod
-    def _with(prompt: Prompt, messages: list[dict[str, Any]]) -> Prompt:
-        return Prompt(messages=messages, parts=prompt.parts, shown_facts=prompt.shown_facts,
-                      history=prompt.history)
+        if history is prompt.history or history == list(prompt.history):
+            return prompt, False
+        self.compressions += 1
+        log.info("compressed a conversation to a summary and %d recent messages", len(body))
+        return Prompt(messages=[system, *history], parts=prompt.parts,
+                      shown_facts=prompt.shown_facts, history=history,
+                      shown_messages=prompt.shown_messages, tail_parts=prompt.tail_parts), True
 
     async def _summarise(self, messages: list[dict[str, Any]], previous: str | None) -> str:
         if self.summarizer is not None and self.summarizer.configured:

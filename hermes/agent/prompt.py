@@ -1,18 +1,23 @@
 """Prompt assembly, the read path of memory: what the model sees at the start of every turn.
 
-One system message, in this order, each part inside its own tag:
+A request goes from the most stable part to the most volatile, so that a provider can serve
+everything but the newest turn from its prompt cache (a prompt is a cache key):
 
-1. ``<persona>``: the system prompt, a file the user can edit (``agent.persona_file``);
-2. ``<current_time>``;
-3. ``<basic_memory>``: the whole basic-memory block, always;
-4. ``<recent_context>``: the cross-thread context file, on the first turn of a new session only
-   (later turns already carry it in the conversation's own context);
-5. ``<recalled_memory>``: the facts most relevant to the new message
-   (``hermes.memory.fact_recall``), within a character budget, each with its id and trust,
-   under a note that says this is recalled memory and not user input.
+1. the **front**, one system message taken once per session (:class:`Snapshot`): ``<persona>``
+   (the system prompt, a file the user can edit: ``agent.persona_file``), ``<basic_memory>``
+   (the whole block) and ``<recent_context>`` (the cross-thread context file), as they were
+   when the session started;
+2. the **conversation** exactly as it was sent before (:mod:`hermes.agent.conversation`),
+   earlier tool calls, tool results and volatile tails included;
+3. the **volatile tail**, in front of the newest user message: ``<current_time>``,
+   ``<recalled_memory>`` (the facts most relevant to the new message, ``hermes.memory.fact_recall``,
+   within a character budget, each with its id and trust, under a note that this is recalled
+   memory and not user input; a fact already shown earlier in the session is not repeated) and
+   ``<memory_changes>`` (basic-memory entries and facts written since the snapshot, each shown
+   once). :meth:`PromptBuilder.volatile_parts` is the list to extend with another part.
 
-Then the conversation so far. Memory text can never close a tag early: tag names inside it are
-defused. Nothing here writes; the turn records which facts were shown.
+Memory text can never close a tag early: tag names inside it are defused. Nothing here writes;
+the turn records which facts were shown.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.conversation import Conversation, Snapshot, shape
 from hermes.errors import ConfigError
 from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
@@ -35,7 +41,7 @@ from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
-             "recalled_conversations")
+             "memory_changes", "recalled_conversations")
 _TAG_IN_TEXT = re.compile(r"<(/?)(" + "|".join(PART_TAGS) + r")\b", re.I)
 
 # Every block built from memory carries the same note: memory is data. Text that came from a
@@ -50,6 +56,9 @@ CONTEXT_NOTE = ("Recent activity across all of the user's channels: summaries of
 PAST_NOTE = ("Past conversations that match the user's latest message (date, conversation "
              "title; the matching line marked >); use session_search to read more. "
              f"{DATA_NOTE}")
+CHANGES_NOTE = ("Memory written since this session started (newer than the basic memory "
+                f"above). {DATA_NOTE}")
+MAX_CHANGES = 20
 
 
 def defuse(text: str) -> str:
@@ -74,10 +83,12 @@ class Prompt:
     """The messages to send, and what memory went into them."""
 
     messages: list[dict[str, Any]]
-    parts: list[str]  # tags of the system message's parts, in order
+    parts: list[str]  # tags of the front's parts, in order
     shown_facts: list[Fact] = field(default_factory=list)
     shown_messages: list[int] = field(default_factory=list)  # past messages recalled
-    history: list[dict[str, Any]] = field(default_factory=list)  # the conversation part
+    # The conversation after the front, the new user message (with its tail) last.
+    history: list[dict[str, Any]] = field(default_factory=list)
+    tail_parts: list[str] = field(default_factory=list)  # tags of the volatile tail, in order
 
     @property
     def system(self) -> str:
@@ -95,21 +106,47 @@ def default_persona() -> str:
     return (PROMPTS_DIR / "system.md").read_text(encoding="utf-8")
 
 
-def history_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Stored messages as chat messages for the model.
+def user_text(message: Message) -> str:
+    """A stored user message as the model reads it (with its speaker, when there is one)."""
+    name = speaker_name(message.speaker)
+    if name:
+        return f"{name}: {message.content}"
+    return message.content
 
-    Earlier tool calls and their results are left out: the reply that followed carries what
-    mattered, and memory read back then may have changed since (memory is rebuilt fresh).
+
+def history_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Stored messages as chat messages, for a conversation this process has not sent yet.
+
+    Tool rows are left out: the assistant message that made the calls is not stored, and a
+    result without its call is refused by providers. The reply that followed carries what
+    mattered. From then on the conversation is extended as sent, tool calls included.
     """
     result: list[dict[str, Any]] = []
     for message in messages:
         if message.role not in ("user", "assistant") or not message.content:
             continue
-        content = message.content
-        if message.role == "user" and speaker_name(message.speaker):
-            content = f"{speaker_name(message.speaker)}: {content}"
+        content = user_text(message) if message.role == "user" else message.content
         result.append({"role": message.role, "content": content})
-    return result
+    return shape(result)
+
+
+_TAIL_BLOCK = re.compile(r"\A\s*<(" + "|".join(PART_TAGS) + r")>.*?</\1>\s*", re.S)
+
+
+def without_tail(text: str) -> str:
+    """A user message as sent, without its volatile parts (for a summary of the conversation)."""
+    while True:
+        match = _TAIL_BLOCK.match(text)
+        if match is None:
+            return text
+        text = text[match.end():]
+
+
+def with_tail(text: str, tail: Sequence[tuple[str, str]]) -> str:
+    """The newest user message as sent: the volatile parts, then what the person wrote."""
+    if not tail:
+        return text
+    return "\n\n".join(part(tag, body) for tag, body in tail) + "\n\n" + text
 
 
 class PromptBuilder:
@@ -144,22 +181,85 @@ class PromptBuilder:
         return self.fact_recall.recall(user, query, limit=agent.recall_max_facts,
                                        budget=agent.recall_char_budget, line=fact_line)
 
-    def system_parts(self, user: str, query: str, *,
-                     include_context: bool) -> tuple[list[tuple[str, str]], list[Fact]]:
-        parts = [
-            ("persona", self.persona()),
-            ("current_time", format_time(self.rt.clock.now())),
-            ("basic_memory", defuse(self.basic.render(user))),
-        ]
+    # -- the front: once per session ---------------------------------------------------------
+
+    def snapshot(self, user: str, *, include_context: bool = True) -> Snapshot:
+        """The session's front: persona, basic memory and the context file, as of now."""
+        entries = self.basic.entries(user)
+        parts = [("persona", self.persona()), ("basic_memory", defuse(self.basic.render(user)))]
         if include_context:
             text = context_file.read(self.rt, user)
             if text and text.strip():
                 parts.append(("recent_context", CONTEXT_NOTE + "\n" + defuse(text)))
+        return Snapshot(system="\n\n".join(part(tag, body) for tag, body in parts),
+                        parts=tuple(tag for tag, _ in parts),
+                        basic=tuple((e.id, e.text) for e in entries),
+                        fact_mark=self.facts.history_mark())
+
+    def start(self, user: str, history: Sequence[Message] = (), *,
+              include_context: bool = True) -> Conversation:
+        """A conversation under a fresh snapshot, holding ``history`` (stored messages)."""
+        conversation = Conversation(self.snapshot(user, include_context=include_context))
+        conversation.sent = history_messages(history)
+        conversation.through = max((m.id for m in history), default=0)
+        return conversation
+
+    # -- the volatile tail: every turn -------------------------------------------------------
+
+    def memory_changes(self, user: str, conversation: Conversation) -> list[str]:
+        """Lines for what was written to memory since the snapshot and not yet shown."""
+        lines: list[str] = []
+        before = dict(conversation.snapshot.basic)
+        now = {e.id: e.text for e in self.basic.entries(user)}
+        for entry_id, text in now.items():
+            key = ("basic", entry_id, text)
+            if before.get(entry_id) != text and key not in conversation.announced:
+                conversation.announced.add(key)
+                lines.append(f"basic memory: added [{entry_id}] {text}")
+        for entry_id in before:
+            key = ("basic-removed", entry_id)
+            if entry_id not in now and key not in conversation.announced:
+                conversation.announced.add(key)
+                lines.append(f"basic memory: removed [{entry_id}]")
+        for fact in self.facts.changed_since(user, conversation.snapshot.fact_mark,
+                                             limit=MAX_CHANGES):
+            key = ("fact", fact.id, fact.status, fact.content)
+            if key in conversation.announced:
+                continue
+            conversation.announced.add(key)
+            if fact.status == "superseded":
+                lines.append(f"fact #{fact.id} replaced by #{fact.superseded_by}")
+            elif fact.status == "forgotten":
+                lines.append(f"fact #{fact.id} forgotten")
+            else:
+                conversation.shown_facts.add(fact.id)
+                lines.append("fact " + fact_line(fact))
+        return [defuse(line) for line in lines]
+
+    def volatile_parts(self, user: str, query: str, conversation: Conversation,
+                       session_id: int | None = None
+                       ) -> tuple[list[tuple[str, str]], list[Fact], list[int]]:
+        """The tail's parts, in order; the facts recalled for this message; the ids of the
+        past messages (of other sessions than ``session_id``) it shows.
+
+        Another volatile part is one more entry in this list. A recalled fact already shown in
+        this conversation is recorded as shown again but not repeated: it is still there,
+        earlier in the conversation.
+        """
+        parts = [("current_time", format_time(self.rt.clock.now()))]
+        changes = self.memory_changes(user, conversation)
         recalled = self.recall(user, query)
-        if recalled:
-            body = RECALL_NOTE + "\n" + "\n".join(defuse(fact_line(f)) for f in recalled)
+        new = [f for f in recalled if f.id not in conversation.shown_facts]
+        if new:
+            body = RECALL_NOTE + "\n" + "\n".join(defuse(fact_line(f)) for f in new)
             parts.append(("recalled_memory", body))
-        return parts, recalled
+            conversation.shown_facts.update(f.id for f in new)
+        past, shown_messages = self.past_part(user, query, session_id)
+        if past is not None:
+            parts.append(past)
+        if changes:
+            parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
+        return parts, recalled, shown_messages
 
     def past_part(self, user: str, query: str, session_id: int | None
                   ) -> tuple[tuple[str, str] | None, list[int]]:
@@ -176,23 +276,30 @@ class PromptBuilder:
 
     # -- the prompt -------------------------------------------------------------------------
 
-    def build(self, user: str, query: str, history: Sequence[Message] | Sequence[dict], *,
-              first_turn: bool) -> Prompt:
-        """The prompt for a turn whose new user message (``query``) ends ``history``."""
-        parts, recalled = self.system_parts(user, query, include_context=first_turn)
-        session_id = getattr(history[-1], "session_id", None) if history else None
-        past, shown_messages = self.past_part(user, query, session_id)
-        if past is not None:
-            parts.append(past)
-        system = "\n\n".join(part(tag, body) for tag, body in parts)
-        conversation = (
-            [dict(m) for m in history] if history and isinstance(history[0], dict)
-            else history_messages(history)  # type: ignore[arg-type]
-        )
-        return Prompt(
-            messages=[{"role": "system", "content": system}, *conversation],
-            parts=[tag for tag, _ in parts],
-            shown_facts=recalled,
-            shown_messages=shown_messages,
-            history=conversation,
-        )
+    def compose(self, user: str, query: str, conversation: Conversation,
+                new: Sequence[Message]) -> Prompt:
+        """The request for a turn: the front, the conversation as sent, the stored messages it
+        does not cover yet (``new``: the newest user message last), the tail on that one."""
+        if not new:
+            raise ValueError("a turn needs its user message")
+        *unsent, newest = new
+        parts, recalled, shown_messages = self.volatile_parts(user, query, conversation,
+                                                              newest.session_id or None)
+        latest = {"role": "user", "content": with_tail(user_text(newest), parts)}
+        history = shape([*conversation.sent, *history_messages(unsent), latest])
+        system = {"role": "system", "content": conversation.snapshot.system}
+        return Prompt(messages=[system, *history], parts=list(conversation.snapshot.parts),
+                      shown_facts=recalled, shown_messages=shown_messages, history=history,
+                      tail_parts=[tag for tag, _ in parts])
+
+    def build(self, user: str, query: str, history: Sequence[Message], *,
+              first_turn: bool = True, conversation: Conversation | None = None) -> Prompt:
+        """The prompt for a turn whose new user message (``query``) ends ``history``.
+
+        Without ``conversation``, the session starts here (a fresh snapshot holding the earlier
+        messages); with it, ``history`` is what the conversation does not cover yet.
+        """
+        if conversation is None:
+            conversation = self.start(user, history[:-1], include_context=first_turn)
+            history = history[-1:]
+        return self.compose(user, query, conversation, history)

@@ -259,6 +259,10 @@ class ToolBox:
                                 "usage": f"{result.chars}/{result.limit}"}
         if result.entry is not None:
             data["id"] = result.entry.id
+            if action != "remove":
+                # The entry as stored: the prompt's front keeps the session's snapshot, so this
+                # result (and the next turns' tail) is where the model sees the new text.
+                data["text"] = result.entry.text
         return data, result.status not in ("duplicate", "unchanged"), []
 
     # -- facts ------------------------------------------------------------------------------

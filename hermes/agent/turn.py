@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.compress import Compressor
+from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
-from hermes.agent.prompt import PromptBuilder
+from hermes.agent.prompt import Prompt, PromptBuilder
 from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
@@ -82,6 +83,8 @@ class Agent:
         self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
         self.compressor = Compressor(self.llm, self.background_llm,
                                      compress_at=rt.settings.agent.compress_at)
+        # What each session has sent so far: the next request extends it (a cached prefix).
+        self.conversations = Conversations()
         # Fast lane: run before the model is called (e.g. "remember that ..." stored at once).
         self.before_reply: list[BeforeReply] = []
         # Run once the reply is complete and recorded, also when the model failed (the user's
@@ -127,17 +130,23 @@ class Turn:
     async def _run(self) -> AsyncIterator[str]:
         agent, user, session_id = self.agent, self.user, self.session_id
         sessions = agent.sessions
-        earlier = sessions.messages(user, session_id)
+        conversation = agent.conversations.get(user, session_id)
+        # With a conversation held, only what it does not cover yet is read back.
+        earlier = sessions.messages(user, session_id,
+                                    after_id=conversation.through if conversation else 0)
         message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
         # Secrets were redacted as the message was recorded: from here on only the redacted
         # text is used (the model, recall, the hooks), and the reply says so once.
         secret_note = removed_note(self.text, message.content)
-        first_turn = not any(m.role in ("user", "assistant") for m in earlier)
         await self._before_reply(message)
 
         toolbox = agent.toolbox(user, session_id)
         shown: list[int] = []
         emitted: list[str] = []
+        round_text: list[str] = []    # the text of the current round, as the model sent it
+        exchange: list[dict[str, Any]] = []  # this turn's messages, as sent
+        last_id = message.id          # the newest stored message of this turn
+        version = 0
         tool_names: list[str] = []
         cost: float | None = None
         compressed = False
@@ -145,23 +154,33 @@ class Turn:
         try:
             if not agent.llm.configured:
                 raise ModelNotConfigured(agent.llm.not_configured_message())
-            prompt = agent.prompts.build(user, message.content, [*earlier, message],
-                                         first_turn=first_turn)
+            if conversation is None:
+                conversation = agent.prompts.start(user, earlier)
+                agent.conversations.put(user, session_id, conversation)
+                earlier = []
+            version = conversation.version
+            prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
+            prompt, compressed = await agent.compressor.fit(prompt, TOOL_SCHEMAS)
+            if compressed:
+                conversation, prompt = self._restart(prompt, message)
+                version = conversation.version
             shown.extend(prompt.shown_fact_ids)
-            prompt, compressed = await agent.compressor.fit(user, session_id, prompt,
-                                                            TOOL_SCHEMAS)
+            exchange = [prompt.history[-1]]
             messages = list(prompt.messages)
             max_rounds = agent.rt.settings.agent.max_tool_rounds
             round_no = 0
             shrunk = False
             while round_no <= max_rounds:
                 tools = TOOL_SCHEMAS if round_no < max_rounds else None
+                request = messages
                 if tools is None and round_no > 0:
-                    messages.append({"role": "system", "content": TOOL_LIMIT_NOTE})
+                    # A one-off instruction for this request only: not kept in the conversation.
+                    request = [*messages, {"role": "system", "content": TOOL_LIMIT_NOTE}]
                 completion: Completion | None = None
                 first_chunk = True
+                round_text = []
                 try:
-                    async for chunk in agent.llm.stream(messages, tools):
+                    async for chunk in agent.llm.stream(request, tools):
                         if chunk.final is not None:
                             completion = chunk.final
                         elif chunk.text:
@@ -170,6 +189,7 @@ class Turn:
                                 yield ROUND_SEPARATOR
                             first_chunk = False
                             emitted.append(chunk.text)
+                            round_text.append(chunk.text)
                             yield chunk.text
                 except ContextTooLong:
                     # Our token count was optimistic for this model: compress to half of what
@@ -178,8 +198,13 @@ class Turn:
                         raise
                     shrunk = True
                     budget = agent.llm.count_tokens(messages, tools) // 2
-                    prompt, compressed = await agent.compressor.fit(
-                        user, session_id, prompt, TOOL_SCHEMAS, budget=budget)
+                    prompt, now_compressed = await agent.compressor.fit(
+                        prompt, TOOL_SCHEMAS, budget=budget)
+                    if now_compressed:
+                        compressed = True
+                        conversation, prompt = self._restart(prompt, message)
+                        version = conversation.version
+                        exchange = [prompt.history[-1]]
                     messages = list(prompt.messages)
                     continue
                 assert completion is not None
@@ -188,44 +213,76 @@ class Turn:
                 if not (tools and completion.tool_calls):
                     break
                 messages.append(completion.assistant_message())
+                exchange.append(messages[-1])
                 round_no += 1
                 for call in completion.tool_calls:
                     outcome = toolbox.run(call)
                     tool_names.append(call.name)
                     shown.extend(outcome.fact_ids)
-                    sessions.append(user, session_id, "tool", outcome.content,
-                                    tool_name=call.name,
-                                    # JSON always: unparseable arguments as a JSON string
-                                    tool_args=json.dumps(outcome.args or call.arguments,
-                                                         ensure_ascii=False),
-                                    tool_call_id=call.id)
+                    last_id = sessions.append(
+                        user, session_id, "tool", outcome.content, tool_name=call.name,
+                        # JSON always: unparseable arguments as a JSON string
+                        tool_args=json.dumps(outcome.args or call.arguments, ensure_ascii=False),
+                        tool_call_id=call.id).id
                     messages.append({"role": "tool", "tool_call_id": call.id,
                                      "content": outcome.content})
+                    exchange.append(messages[-1])
             if toolbox.memory_full:
                 note = (ROUND_SEPARATOR if emitted else "") + MEMORY_FULL_NOTE
                 emitted.append(note)
+                round_text.append(note)
                 yield note
             if secret_note:
                 note = (ROUND_SEPARATOR if emitted else "") + secret_note
                 emitted.append(note)
+                round_text.append(note)
                 yield note
         except (ModelUnavailable, ModelNotConfigured) as exc:
             self.exception = exc
             error = str(exc) + (f" {secret_note}" if secret_note else "")
+            round_text = []
             # Surfaced to the front-end through result.error; logged for the daemon log.
             log.info("turn for %s in session %s: %s", user, session_id, error)
         except (asyncio.CancelledError, GeneratorExit):
             # The user stopped the reply (Ctrl-C in the REPL, a closed stream): keep what they
             # saw, marked as stopped, then let the cancellation go on.
-            self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost,
-                         compressed, error=None, stopped=True)
+            reply_id = self._finish(message.id, "".join(emitted), shown, tool_names, toolbox,
+                                    cost, compressed, error=None, stopped=True)
+            self._remember(conversation, exchange, round_text, reply_id or last_id, version,
+                           replied=False, stopped=True)
             raise
-        self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost, compressed,
-                     error=error)
+        reply_id = self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost,
+                                compressed, error=error)
+        self._remember(conversation, exchange, round_text, reply_id or last_id, version,
+                       replied=error is None)
+
+    def _restart(self, compressed: Prompt, message: Message) -> tuple[Conversation, Prompt]:
+        """After a compression: a fresh snapshot of memory in front of the summary and the kept
+        turns, and the newest message's tail built again against it."""
+        agent = self.agent
+        conversation = agent.prompts.start(self.user)
+        conversation.sent = compressed.history[:-1]
+        conversation.through = message.id - 1
+        agent.conversations.put(self.user, self.session_id, conversation)
+        prompt = agent.prompts.compose(self.user, message.content, conversation, [message])
+        return conversation, prompt
+
+    @staticmethod
+    def _remember(conversation: Conversation | None, exchange: list[dict[str, Any]],
+                  round_text: list[str], through: int, version: int, *, replied: bool,
+                  stopped: bool = False) -> None:
+        """Keep this turn's messages as they were sent, for the next request to extend."""
+        if conversation is None or not exchange:
+            return
+        text = "".join(round_text)
+        if text or replied:
+            exchange = [*exchange, {"role": "assistant",
+                                    "content": text + (STOPPED_MARK if stopped else "")}]
+        conversation.record(exchange, through, version)
 
     def _finish(self, user_message_id: int, text: str, shown: list[int], tool_names: list[str],
                 toolbox: ToolBox, cost: float | None, compressed: bool, *, error: str | None,
-                stopped: bool = False) -> None:
+                stopped: bool = False) -> int | None:
         assistant_id = None
         if stopped and text:
             text += STOPPED_MARK
@@ -240,6 +297,7 @@ class Turn:
             tool_names=tool_names, stopped=stopped,
         )
         self._after_reply(self.result)
+        return assistant_id
 
     def _record_reply(self, text: str, shown: list[int]) -> int:
         agent, user = self.agent, self.user

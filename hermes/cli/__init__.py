@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -11,8 +12,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from hermes.config import load_settings
-from hermes.errors import HermesError
+from hermes.config import Settings, load_settings
+from hermes.errors import ConfigError, HermesError
 from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
@@ -96,7 +97,16 @@ def root(
         "./config.yaml).", show_default=False
     ),
 ) -> None:
-    ctx.obj = Runtime(load_settings(config_path=config, home=home))
+    try:
+        settings = load_settings(config_path=config, home=home)
+    except ConfigError as exc:
+        if ctx.invoked_subcommand != "doctor":
+            raise
+        # The doctor reports a broken config and checks the rest with the defaults.
+        ctx.meta["config_problem"] = exc
+        settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
+    ctx.meta["config_path"] = config
+    ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
 
 
@@ -120,6 +130,7 @@ def _register() -> None:
         cron,
         daemon,
         db,
+        doctor,
         facts,
         learn,
         mcp,
@@ -141,6 +152,7 @@ def _register() -> None:
     app.command("import")(db.import_)
     app.command("ask")(ask.ask)
     app.command("stats")(stats.stats)
+    app.command("doctor")(doctor.doctor)
     # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
     app.command("run")(daemon.run)
     app.command("chat")(daemon.chat)

@@ -13,6 +13,7 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import console, echo, emit_json
 from hermes.memory.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
+from hermes.store.check import check_database
 from hermes.store.files import atomic_text_file
 from hermes.store.maintenance import backup as backup_db
 from hermes.store.maintenance import table_stats
@@ -71,6 +72,32 @@ def backup(
         emit_json({"path": str(target), "bytes": size})
     else:
         echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    repair: bool = typer.Option(False, "--repair", help="Rebuild damaged full-text indexes from "
+                                "their tables (nothing is lost)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Check the database file: every page and index, each full-text index, the migrations.
+
+    Reads the file as it is (nothing is migrated or changed unless --repair). Exit code 2 when
+    something is damaged."""
+    db_path = runtime(ctx).settings.db_path
+    findings = check_database(db_path, repair_fts=repair)
+    ok = all(f.ok for f in findings)
+    if as_json:
+        emit_json({"path": str(db_path), "ok": ok, "checks": [
+            {"name": f.name, "ok": f.ok, "detail": f.detail, "repaired": f.repaired}
+            for f in findings]})
+    else:
+        typer.echo(str(db_path))
+        for f in findings:
+            typer.echo(f"  {'ok  ' if f.ok else 'FAIL'}  {f.name}: {f.detail}")
+    if not ok:
+        raise typer.Exit(2)
 
 
 def export(

@@ -354,6 +354,26 @@ class FactStore:
         return self._fetch(user, f"f.updated_at >= ? AND {ACTIVE}", [since, int(limit)],
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
+    def history_mark(self) -> int:
+        """A watermark for :meth:`changed_since`: the newest fact-history row id (any user's:
+        it is a position, not a row, and reading it is one rowid lookup)."""
+        return int(self.db.execute("SELECT coalesce(max(id), 0) FROM fact_history")
+                   .fetchone()[0])
+
+    def changed_since(self, user: str, mark: int, *, limit: int = 20) -> list[Fact]:
+        """This user's facts added, merged, updated, superseded, forgotten or restored after the
+        watermark ``mark``, in any state, oldest change first. Ratings do not count."""
+        rows = self.db.execute(
+            "SELECT fact_id, max(id) AS last FROM fact_history WHERE id > ? AND user = ? "
+            "AND action != 'rate' GROUP BY fact_id ORDER BY last LIMIT ?",
+            [int(mark), user, int(limit)]).fetchall()
+        if not rows:
+            return []
+        order = {fact_id: i for i, (fact_id, _) in enumerate(rows)}
+        marks = ",".join("?" * len(order))
+        found = self._fetch(user, f"f.id IN ({marks})", list(order))
+        return sorted(found, key=lambda f: order[f.id])
+
     def list(self, user: str, *, category: str | None = None, include_inactive: bool = False,
              limit: int = 50) -> list[Fact]:
         where = "1" if include_inactive else ACTIVE

@@ -133,7 +133,8 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     turn = ctx.agent.turn(ws.user, session.id, text, speaker=ws.user)
     if "text/event-stream" not in request.headers.get("accept", ""):
         async with lock:
-            await turn.run()
+            result = await turn.run()
+        publish_fast_lane(ctx, ws.user, result)
         return RedirectResponse(f"/chat?session={session.id}#end", status_code=303)
 
     async def stream() -> AsyncIterator[bytes]:
@@ -147,6 +148,7 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                 yield _event("done", {"error": "Sorry, that reply failed; it has been logged."})
                 return
             result = turn.result
+            publish_fast_lane(ctx, ws.user, result)
             html = ""
             if result.assistant_message_id is not None:
                 reply = ctx.session_store.window(ws.user, session.id,
@@ -184,6 +186,26 @@ async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 async def events(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     return StreamingResponse(ctx.hub.stream(ws.user), media_type="text/event-stream",
                              headers=SSE_HEADERS)
+
+
+def publish_fast_lane(ctx: WebContext, user: str, result: Any) -> None:
+    """Facts the fast lane stored from this turn's message ("remember that ...", before the
+    reply): to the sidebar too, as extraction's are."""
+    from hermes.learn.fastlane import FASTLANE_TAG
+
+    if not ctx.hub.subscribers(user):
+        return
+    item = ctx.templates.get_template("fact_item.html")
+    for fact in ctx.facts.list(user, limit=SIDEBAR_FACTS):
+        if (FASTLANE_TAG in fact.tags and fact.source_session_id == result.session_id
+                and result.user_message_id in fact.source_message_ids):
+            ctx.hub.publish(user, "fact", {
+                "kind": "created", "fact_id": fact.id, "old_id": None,
+                "session_id": result.session_id,
+                "reply_id": result.assistant_message_id or result.user_message_id,
+                "trust": fact.trust, "content": fact.content,
+                "html": item.render(fact=fact, change="created", fresh=True), "old_html": None,
+                "committed_at": time.time() * 1000})
 
 
 def extraction_listener(ctx: WebContext) -> Callable[[Any], None]:
