@@ -227,12 +227,19 @@ class CronStore:
         otherwise a pause or resume from the command line stands (``enabled: false`` in the
         config still always pauses).
         """
-        for job in jobs:
-            parse_schedule(job.schedule, self.timezone)
-            check_deliver(job.deliver, self.home)
+        for number, job in enumerate(jobs):
+            key = f"cron.jobs.{number}"
+            try:
+                parse_schedule(job.schedule, self.timezone)
+            except ScheduleError as exc:
+                raise ConfigError(f"{key}.schedule ({job.name!r}): {exc}") from None
+            try:
+                check_deliver(job.deliver, self.home)
+            except ScheduleError as exc:
+                raise ConfigError(f"{key}.deliver ({job.name!r}): {exc}") from None
             problem = find_problem(job.prompt)
             if problem:
-                raise ConfigError(f"cron.jobs: {job.name!r}: prompt: {problem}")
+                raise ConfigError(f"{key}.prompt ({job.name!r}): {problem}")
         names = [job.name for job in jobs]
         if len(set(names)) != len(names):
             raise ConfigError("cron.jobs: two jobs have the same name")
