@@ -36,6 +36,7 @@ from hermes.memory.basic import BasicMemory
 from hermes.memory.fact_recall import FactRecall
 from hermes.memory.facts import Fact, FactStore
 from hermes.memory.past_messages import recall_past_messages
+from hermes.memory.secrets import redact_text
 from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
@@ -272,7 +273,7 @@ class PromptBuilder:
             limit=agent.recall_max_messages, exclude_session=session_id)
         if not excerpts:
             return None, []
-        body = PAST_NOTE + "\n" + "\n\n".join(defuse(e.text) for e in excerpts)
+        body = PAST_NOTE + "\n" + "\n\n".join(defuse(redact_text(e.text)) for e in excerpts)
         return ("recalled_conversations", body), [i for e in excerpts for i in e.message_ids]
 
     # -- the prompt -------------------------------------------------------------------------

@@ -369,3 +369,32 @@ def summarize(
                f"call(s){failed}.")
     if report.stopped:
         echo(f"Stopped: {report.stopped}. Run it again to continue.")
+
+
+@app.command()
+def redact(
+    ctx: typer.Context,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Redact secrets stored before redaction was on (or with sessions.redact_secrets off).
+
+    Messages and their search index, session titles and summaries and the context file are
+    rewritten in place, once; facts and basic-memory entries that hold a secret are listed, to
+    forget or edit. Other users' rows are not touched."""
+    from hermes.memory.redact_stored import redact_stored
+
+    rt = runtime(ctx)
+    report = redact_stored(rt, rt.user(user))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    context = ", and the context file" if report.context_file else ""
+    echo(f"Redacted {report.secrets} secret(s) in {report.messages} message(s) of "
+         f"{report.user}, {report.sessions} session title(s) or summary(ies){context}.")
+    if report.facts:
+        echo(f"Facts holding a secret: {', '.join(map(str, report.facts))} "
+             "(`hermes facts forget ID`).")
+    if report.basic_memory:
+        echo(f"Basic-memory entries holding a secret: "
+             f"{', '.join(map(str, report.basic_memory))} (`hermes memory remove ID`).")
