@@ -195,3 +195,12 @@ async def test_every_memory_block_in_the_prompt_is_labelled_as_data(fake_model, 
             assert DATA_NOTE in body, tag
     finally:
         rt.close()
+
+
+def test_a_config_cron_job_whose_prompt_holds_a_secret_names_its_key(cli, config_file):
+    config_file.write_text(
+        "cron:\n  jobs:\n    - name: gh\n      schedule: every 1h\n"
+        f"      prompt: check my repos with {KEY}\n")
+    result = cli("cron", "list")
+    assert result.exit_code == 2 and "cron.jobs.0.prompt" in result.stderr
+    assert KEY not in result.stderr

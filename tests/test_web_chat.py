@@ -305,7 +305,7 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
         page = await panel.post("/cron/digest/run")
         assert page.status_code == 200 and "Ran digest: ok" in page.text
         assert "Digest: a quiet day." in page.text                 # the run, with its output
-        assert (web_rt.settings.home_path / "digests" / "today.md").read_text().strip() \
+        assert (web_rt.settings.home_path / "outbox" / "digests" / "today.md").read_text().strip() \
             .endswith("Digest: a quiet day.")
         assert (await panel.post("/cron/alices/run")).status_code == 404
     finally:

@@ -8,13 +8,20 @@ import sys
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from hermes.memory.guard import printable
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def __getattr__(name: str) -> Any:
+    """``console`` and ``err_console`` are made on first use: importing rich costs every
+    command that prints no table (``memory show``, ``facts search``) about 50 ms."""
+    if name in ("console", "err_console"):
+        from rich.console import Console
+
+        value = Console(stderr=name == "err_console", highlight=False, soft_wrap=True)
+        globals()[name] = value
+        return value
+    raise AttributeError(name)
 
 
 def _default(value: Any) -> Any:
@@ -40,6 +47,8 @@ def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
 
 def literal(text: str) -> str:
     """Memory text inside rich markup: printed as written, with its escapes visible."""
+    from rich.markup import escape
+
     return escape(printable(text))
 
 

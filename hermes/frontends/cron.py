@@ -2,7 +2,7 @@
 
 A job is a prompt run through the turn engine as a ``cron`` session on a schedule (a cron
 expression or an interval such as ``every 30m``, in ``cron.timezone``) and delivered to a
-Discord channel, the terminal or a file under the home. Jobs come from ``config.yaml``
+Discord channel, the terminal or a file under the home's outbox/. Jobs come from ``config.yaml``
 (``cron.jobs``, synced at every entry point) or from ``hermes cron add``.
 
 At most once per scheduled time: before a job runs, its run row ``(job_id, scheduled_for)`` is

@@ -168,6 +168,11 @@ def build_match(text: str) -> MatchPlan:
         return MatchPlan(cjk=tuple(cjk), notes=notes)
     strict = " ".join(term.fts for term in terms)
     content_terms = [t for t in terms if not t.is_stopword]
+    # A quoted phrase the text does not hold must not hide its words: any-word ORs them too.
+    words = [Term((token,)) for t in terms if t.quoted and len(t.tokens) > 1
+             for token in t.tokens]
+    content_terms = _dedupe([*content_terms, *(w for w in words if not w.is_stopword)])
+    content_terms = content_terms[:MAX_TERMS]
     loose_expr = " OR ".join(t.fts for t in content_terms) if content_terms else None
     if loose_expr == strict:
         loose_expr = None

@@ -387,3 +387,11 @@ def m013_fact_history_origin(db: sqlite_utils.Database) -> None:
         ALTER TABLE fact_history ADD COLUMN origin TEXT;
         """
     )
+
+
+@migrations()
+def m014_drop_facts_vocab(db: sqlite_utils.Database) -> None:
+    # m008's facts_vocab counted terms over every user's facts, so other users' facts could
+    # decide which of my words were searched. Per-turn recall now counts terms within the user
+    # (hermes/agent/prompt.py), and nothing reads the table: dropped so no one starts to.
+    db.execute("DROP TABLE IF EXISTS facts_vocab")
