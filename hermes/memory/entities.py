@@ -14,6 +14,7 @@ entities the user already has (looked up by the text's word n-grams, through the
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.fact_records import ACTIVE
+from hermes.memory.guard import check_field
 from hermes.store.fts import STOPWORDS
 
 MAX_NAME_CHARS = 80
@@ -68,11 +70,49 @@ def name_key(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip().casefold()
 
 
+# Possessive endings: "Omar's", "Omar’s", "James'".
+_POSSESSIVE = re.compile(r"(?<=\w)(?:['’]s|s['’])$")
+# Trailing marks that decorate a name rather than belong to it ("-Vaultwarden*", "Atlas_"):
+# never "#" or "+", which do belong (C#, C++).
+_TRAILING_DECORATION = "*_~-=|/\\!?.,;:'’\"`"
+
+
+def near_exact_keys(key: str) -> list[str]:
+    """Other keys a name typed as ``key`` almost certainly means, closest first.
+
+    Invisible format characters (a soft hyphen, bidi marks, zero-width spaces) and compatibility
+    forms (full-width letters) removed; decoration around it ("-Vaultwarden*") stripped; a
+    possessive ("omar's") reduced to the name. Tried only after the exact key finds nothing.
+    """
+    seen = {key}
+    variants: list[str] = []
+
+    def add(candidate: str) -> None:
+        candidate = name_key(candidate)
+        if candidate and candidate not in seen and _LETTER_OR_DIGIT.search(candidate):
+            seen.add(candidate)
+            variants.append(candidate)
+
+    visible = unicodedata.normalize(
+        "NFKC", "".join(c for c in key if unicodedata.category(c) != "Cf"))
+    add(visible)
+    bare = visible
+    # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.
+    while bare and (unicodedata.category(bare[0]).startswith("P") or bare[0] in "~=|^"):
+        bare = bare[1:]
+    bare = bare.rstrip(_TRAILING_DECORATION)
+    add(bare)
+    for form in (visible, bare):
+        if _POSSESSIVE.search(form):
+            add(form[:-2] if form[-2:] in ("'s", "’s") else form[:-1])
+    return variants
+
+
 def clean_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip()
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, what: str = "entity name") -> str:
     """The cleaned name, or RefusedWrite when it cannot name an entity."""
     cleaned = clean_name(name)
     if not _LETTER_OR_DIGIT.search(cleaned):
@@ -80,6 +120,8 @@ def check_name(name: str) -> str:
                            "name the entity in words. Nothing was stored.")
     if len(cleaned) > MAX_NAME_CHARS:
         raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
+    # A name is printed into every prompt that recalls its facts: checked like the text.
+    check_field(what, cleaned)
     return cleaned
 
 
@@ -246,7 +288,13 @@ class EntityStore:
                 found = self._exact(user, name_key(alias))
                 if found is not None:
                     return found
-        return self._fuzzy(user, key) if fuzzy else None
+        if not fuzzy:
+            return None
+        for variant in near_exact_keys(key):
+            found = self._exact(user, variant)
+            if found is not None:
+                return found
+        return self._fuzzy(user, key)
 
     def resolve(self, user: str, name: str) -> Entity | None:
         entity_id = self.resolve_id(user, name)
@@ -306,6 +354,7 @@ class EntityStore:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
         from hermes.store.db import write_transaction
 
+        check_name(alias, "alias")
         with write_transaction(self.db):
             entity_id = self.ensure(user, name)
             other = self._exact(user, name_key(alias))
