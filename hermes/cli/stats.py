@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.learn.stats import extraction_stats
 
 
@@ -48,4 +48,4 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
         lines.append("  cost          unknown (no model call was answered)")
     else:
         lines.append("  cost          $0 (no model calls)")
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
