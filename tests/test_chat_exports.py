@@ -193,6 +193,10 @@ def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, t
         z.writestr("notes.txt", "hi")
     result = cli("sessions", "import", str(empty_zip), "--format", "chatgpt")
     assert "the zip holds no conversations.json" in result.stderr
+    export = write(tmp_path, claude_export(), "claude.json")
+    result = cli("sessions", "import", str(export))  # --format forgotten
+    assert result.exit_code == 1
+    assert "looks like a ChatGPT or Claude export, not JSON Lines: add --format" in result.stderr
     result = cli("sessions", "import", str(bad_json), "--format", "gemini")
     assert "--format: expected jsonl, chatgpt, claude" in result.stderr
     assert SessionStore.from_runtime(rt).list("owner") == []

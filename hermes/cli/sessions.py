@@ -228,6 +228,9 @@ def import_(
     if fmt != "jsonl":
         _import_export(rt, store, file, fmt, rt.user(user), as_json)
         return
+    if _looks_like_export(file):
+        raise HermesError(f"{file.name} looks like a ChatGPT or Claude export, not JSON Lines: "
+                          "add --format chatgpt or --format claude.")
     size = file.stat().st_size
     if size >= PROGRESS_BYTES:
         with Progress(
@@ -240,6 +243,17 @@ def import_(
     else:
         report = import_sessions(store, rt.user(user), read_lines(file))
     _finish_import(report, as_json)
+
+
+def _looks_like_export(file: Path) -> bool:
+    """A zip, or a file whose JSON starts with a list (JSON Lines holds one object a line)."""
+    import zipfile
+
+    if zipfile.is_zipfile(file):
+        return True
+    with file.open("rb") as handle:
+        head = handle.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"[")
 
 
 def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,

@@ -120,7 +120,7 @@ class MiniLM:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
     def embed_query(self, text: str) -> Any:
-        return self.embed([text])[0]  # MiniLM has no query prefix
+        return _recent_query(self, text, lambda: self.embed([text])[0])  # no query prefix
 
 
 class E5:
@@ -166,9 +166,28 @@ class E5:
         return self._checked(vectors)
 
     def embed_query(self, text: str) -> Any:
-        with self._lock:
-            vector = self._model.query(text[:E5_MAX_CHARS])
-        return self._checked(vector)
+        def compute() -> Any:
+            with self._lock:
+                vector = self._model.query(text[:E5_MAX_CHARS])
+            return self._checked(vector)
+
+        return _recent_query(self, text, compute)
+
+
+RECENT_QUERIES = 8
+
+
+def _recent_query(model: Any, text: str, compute: Callable[[], Any]) -> Any:
+    """A query's vector, remembered for the last few queries: one turn embeds its message once
+    for fact recall and past messages alike."""
+    recent: dict[str, Any] = model.__dict__.setdefault("_recent", {})
+    vector = recent.get(text)
+    if vector is None:
+        vector = compute()
+        if len(recent) >= RECENT_QUERIES:
+            recent.pop(next(iter(recent)))
+        recent[text] = vector
+    return vector
 
 
 # sessions.embedding_model -> the class that runs it

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.fact_records import ACTIVE, Fact
+from hermes.memory.recall import plan_text
 from hermes.store.fts import Term, build_match
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 COMMON_TERM_DOCS = 1000
 RECALL_TERMS = 6
 DF_CACHE_SECONDS = 600
+# A word in at most this many facts (of all users) is counted in the user's facts every time.
+FRESH_COUNT = 50
 
 
 class FactRecall:
@@ -39,12 +42,24 @@ class FactRecall:
 
     def doc_count(self, user: str, term: Term) -> int:
         """How many of ``user``'s active facts contain ``term``, counted up to
-        COMMON_TERM_DOCS (bounded)."""
+        COMMON_TERM_DOCS (bounded).
+
+        The index knows no users, so the count first asks it alone how many facts of anyone
+        hold the word (fast): none means none of mine. A word in few facts is then counted in
+        mine every time (cheap, and must be fresh: a fact with it may have just been added);
+        a more frequent one is counted in mine once per DF_CACHE_SECONDS (reading each match's
+        row costs about a microsecond, and its exact count only orders words by rarity)."""
+        anyone = int(self.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM facts_fts WHERE facts_fts MATCH ? LIMIT ?)",
+            [term.fts, FRESH_COUNT + 1]).fetchone()[0])
+        if anyone == 0:
+            return 0
         now = self.clock.now().timestamp()
         key = (user, term.fts)
-        cached = self._df_cache.get(key)
-        if cached is not None and now - cached[1] < DF_CACHE_SECONDS:
-            return cached[0]
+        if anyone > FRESH_COUNT:
+            cached = self._df_cache.get(key)
+            if cached is not None and now - cached[1] < DF_CACHE_SECONDS:
+                return cached[0]
         row = self.db.execute(
             "SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f "
             f"ON f.id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} "
@@ -52,8 +67,7 @@ class FactRecall:
             [term.fts, user, COMMON_TERM_DOCS],
         ).fetchone()
         count = int(row[0])
-        # Rare words are cheap to count again, and must be, once facts with them are added.
-        if count >= COMMON_TERM_DOCS // 10:
+        if anyone > FRESH_COUNT:
             if len(self._df_cache) > 20_000:
                 self._df_cache.clear()
             self._df_cache[key] = (count, now)
@@ -84,8 +98,11 @@ class FactRecall:
         if not selective.strip() and self.facts.vectors is None:
             return []
         try:
-            # Words: the selective ones; meaning: the message as written.
-            return self.facts.search(user, selective, limit=limit, any_word=True, meaning=query)
+            # Words: the selective ones; meaning: all of the message's words (the same text
+            # session search embeds, so one embedding serves both)
+            meaning = plan_text(build_match(query))
+            return self.facts.search(user, selective, limit=limit, any_word=True,
+                                     meaning=meaning or query)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []

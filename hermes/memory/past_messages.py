@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hermes.errors import QueryError
 from hermes.memory.session_records import Message, Session, speaker_name
 from hermes.memory.sessions import SessionStore
-from hermes.store.fts import build_match
+from hermes.store.fts import MatchPlan, build_match
 
 # One message line is cut here: an excerpt is a pointer into the past, not a transcript.
 LINE_CHARS = 300
@@ -30,6 +30,10 @@ CHATTER = frozenset("""
     goodbye cool great nice good fine sure lol haha wow morning evening night please sorry
     awesome perfect right alright done np welcome
     """.split())  # noqa: SIM905 - a word block reads better than a list literal
+# A word in this many messages or more says little and makes the search cost what a common
+# word costs (hermes.memory.session_search's bounded path): left out of the turn's search.
+COMMON_MESSAGES = 2000
+SELECTIVE_TERMS = 6
 # Any word at once (bm25 ranks those holding most of them first) rather than all words first.
 ANY_WORD = True
 
@@ -65,6 +69,24 @@ def render(session: Session, messages: Sequence[Message], match_id: int) -> str:
     return "\n".join([head, *(_line(m, m.id == match_id) for m in messages)])
 
 
+def selective_query(store: SessionStore, plan: MatchPlan) -> str:
+    """The message's words worth looking for, rarest first: no stopwords, no chatter, none
+    found in no message, none in COMMON_MESSAGES or more (all users': the index knows no users,
+    and the cost of the search follows how many messages match), at most SELECTIVE_TERMS.
+    Quoted, so phrases stay phrases; "" when nothing is left."""
+    counted = []
+    for index, term in enumerate(plan.terms):
+        if term.is_stopword or " ".join(term.tokens).lower() in CHATTER:
+            continue
+        count = store.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? "
+            "LIMIT ?)", [term.fts, COMMON_MESSAGES]).fetchone()[0]
+        if 0 < count < COMMON_MESSAGES:
+            counted.append((count, index, term))
+    counted.sort(key=lambda c: (c[0], c[1]))
+    return " ".join(term.fts for _, _, term in counted[:SELECTIVE_TERMS])
+
+
 def recall_past_messages(
     store: SessionStore,
     user: str,
@@ -83,13 +105,16 @@ def recall_past_messages(
     """
     if budget <= 0 or limit <= 0 or not query.strip():
         return []
+    original = query
     plan = build_match(query)
-    if not plan.cjk and not any(not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER
-                                for t in plan.terms):
-        return []
+    if not plan.cjk:
+        query = selective_query(store, plan)
+        if not query:
+            return []
     try:
         hits = store.search_messages(user, query, limit=limit * SEARCH_FACTOR,
-                                     exclude_session=exclude_session, any_word=ANY_WORD)
+                                     exclude_session=exclude_session, any_word=ANY_WORD,
+                                     meaning=original)
     except QueryError:
         return []
     chosen: list[PastExcerpt] = []

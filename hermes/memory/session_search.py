@@ -86,13 +86,16 @@ class SessionSearch:
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
+        meaning: str | None = None,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
         groups by session, ungrouped. Zero model calls. Raises QueryError like search.
 
         ``exclude_session``: none from this session (the conversation in progress, whose new
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
-        every word would otherwise hide the best partial ones)."""
+        every word would otherwise hide the best partial ones); ``meaning``: the text whose
+        embedding finds messages by meaning (default: the query's words), when the query
+        holds only some of the message's words."""
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
@@ -101,7 +104,7 @@ class SessionSearch:
             modes = modes[-1:]
         for mode, expr in modes:
             ranked = self._reranked(user, plan, mode, expr, source, max(1, limit),
-                                    exclude_session)
+                                    exclude_session, meaning)
             if ranked:
                 ids = [r.message_id for r in ranked]
                 rows = self.db.execute(
@@ -115,16 +118,17 @@ class SessionSearch:
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int, exclude_session: int | None = None,
+        limit: int, exclude_session: int | None = None, meaning: str | None = None,
     ) -> list[recall.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
         (hermes.memory.recall)."""
         return self._reranked_and_empty(user, plan, mode, expr, source, limit,
-                                        exclude_session)[0]
+                                        exclude_session, meaning)[0]
 
     def _reranked_and_empty(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
+        meaning: str | None = None,
     ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return."""
@@ -142,7 +146,8 @@ class SessionSearch:
             sessions = self._session_scores(user, plan, mode, expr, source)
         dense = None
         if self.vectors is not None and mode != "strict":
-            dense = self.vectors.nearest(user, recall.plan_text(plan),
+            text = recall.plan_text(build_match(meaning) if meaning else plan)
+            dense = self.vectors.nearest(user, text,
                                          recall.DEFAULT_PARAMS.dense_candidates)
         ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
