@@ -10,9 +10,10 @@ import getpass
 import os
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from hermes.errors import ConfigError
 
@@ -22,6 +23,16 @@ DEFAULT_USER = "owner"
 class Section(BaseModel):
     # A misspelt key is an error, not a silently ignored setting.
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads `true` as 1 for an int field: `basic_char_limit: true` would be a
+        # one-character memory. A number field takes a number.
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and field.annotation in (int, float):
+            raise ValueError(f"expected a number, not {str(value).lower()}")
+        return value
 
 
 class UserProfile(Section):
@@ -44,9 +55,18 @@ class MemoryConfig(Section):
 
 
 class FactsConfig(Section):
+    # At least one; a fact added without a category gets "general", so it must be listed.
     categories: list[str] = Field(
-        default_factory=lambda: ["user_pref", "project", "tool", "general", "person", "event"]
+        default_factory=lambda: ["user_pref", "project", "tool", "general", "person", "event"],
+        min_length=1,
     )
+
+    @field_validator("categories")
+    @classmethod
+    def _has_general(cls, value: list[str]) -> list[str]:
+        if "general" not in value:
+            raise ValueError("must include 'general', the category of a fact added without one")
+        return value
     default_trust: float = Field(0.5, ge=0, le=1)
     search_min_trust: float = Field(0.3, ge=0, le=1)
     helpful_delta: float = Field(0.05, ge=0, le=1)
@@ -150,6 +170,15 @@ class CronJobConfig(Section):
 
 class CronConfig(Section):
     timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (e.g. UTC, Europe/Berlin)") from None
+        return value
     grace_minutes: int = Field(60, ge=0)
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
@@ -253,7 +282,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 def _format_validation_error(source: str, error: ValidationError) -> str:
     first = error.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    problem = first["msg"]
+    problem = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         problem = "unknown key"
     elif "input" in first and not isinstance(first["input"], dict | list):

@@ -94,3 +94,43 @@ def test_a_user_can_set_the_name_the_model_calls_them(config_file):
     config_file.write_text("users:\n  owner:\n    nick: Al\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="users.owner.nick: unknown key"):
         load_settings()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("memory:\n  basic_char_limit: true\n",
+     "memory.basic_char_limit: expected a number, not true"),
+    ("agent:\n  compress_at: false\n", "agent.compress_at: expected a number, not false"),
+    ("facts:\n  categories: []\n", "facts.categories: List should have at least 1 item"),
+    ("facts:\n  categories: [work]\n", "facts.categories: must include 'general'"),
+    ("cron:\n  timezone: Mars/Olympus\n", "cron.timezone: unknown time zone 'Mars/Olympus'"),
+])
+def test_values_that_would_break_later_are_refused_at_load(config_file, text, message):
+    config_file.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        load_settings()
+
+
+def test_a_boolean_setting_still_takes_a_boolean(config_file):
+    config_file.write_text("sessions:\n  embeddings: true\n")
+    assert load_settings().sessions.embeddings is True
+
+
+def test_an_invalid_timezone_fails_cron_list_too(cli, config_file):
+    config_file.write_text("cron:\n  timezone: Mars/Olympus\n")
+    result = cli("cron", "list")
+    assert result.exit_code == 2
+    assert "cron.timezone: unknown time zone 'Mars/Olympus'" in result.stderr
+
+
+@pytest.mark.parametrize("job,message", [
+    ('{name: digest, schedule: "every fortnight", prompt: hi}',
+     "Error: cron.jobs.1.schedule ('digest'): schedule 'every fortnight'"),
+    ('{name: digest, schedule: "every 1d", prompt: hi, deliver: "email:me"}',
+     "Error: cron.jobs.1.deliver ('digest'): deliver 'email:me'"),
+])
+def test_a_bad_cron_job_in_the_config_names_its_key(cli, config_file, job, message):
+    config_file.write_text("cron:\n  jobs:\n    - {name: ok, schedule: every 1h, prompt: x}\n"
+                           f"    - {job}\n")
+    result = cli("cron", "list")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1

@@ -154,7 +154,7 @@ def test_add_refuses_bad_input_and_changes_nothing(store, rt):
     store.add("a", "owner", "every 1h", "ping")
     with pytest.raises(ScheduleError, match="already exists"):
         store.add("a", "owner", "every 2h", "pong")
-    with pytest.raises(ScheduleError, match="under the home"):
+    with pytest.raises(ScheduleError, match="'..' is not allowed"):
         store.add("b", "owner", "every 1h", "p", "file:../../etc/passwd")
     with pytest.raises(ScheduleError, match="discord:<channel id>"):
         store.add("c", "owner", "every 1h", "p", "discord:general")
@@ -223,7 +223,7 @@ async def test_a_fire_time_runs_once_and_is_recorded(rt, clock, store, hermes_ho
         "ok", "Yesterday: shipped the cron store.", to_ts(at("2026-11-29T13:00:00Z")))
     assert await runner.tick(job.id) is None                       # same fire time: not again
     assert prompt.calls == ["digest"]
-    written = (hermes_home / "out" / "digest.md").read_text()
+    written = (hermes_home / "outbox" / "out" / "digest.md").read_text()
     assert "## digest" in written and "shipped the cron store" in written
 
 
@@ -233,7 +233,7 @@ async def test_silent_reply_delivers_nothing(rt, clock, store, hermes_home):
     clock.advance(minutes=30)
     run = await runner.tick(job.id)
     assert run.status == "silent"
-    assert not (hermes_home / "quiet.md").exists()
+    assert not (hermes_home / "outbox" / "quiet.md").exists()
 
 
 async def test_missed_within_grace_runs_once_at_start_older_recorded_missed(rt, clock, store):
@@ -272,6 +272,23 @@ async def test_at_most_once_across_a_restart(settings, clock, tmp_path):
     clock.set("2026-11-30T13:00:00Z")
     assert (await runner_for(second, prompt).tick(job.id)).status == "ok"
     assert prompt.calls == ["digest", "digest"]
+    second.close()
+
+
+async def test_two_processes_claiming_one_fire_time_run_it_once(settings, clock):
+    # Two daemons (two connections) reach the same fire time: the run row is the claim, and the
+    # one whose INSERT was ignored must not run the job (lastrowid alone would still be set).
+    first, second = Runtime(settings, clock=clock), Runtime(load_settings(), clock=clock)
+    job = CronStore.from_runtime(first).add("digest", "owner", "0 13 * * *", "Digest")
+    clock.set("2026-11-29T13:00:00Z")
+    fire = at("2026-11-29T13:00:00Z")
+    prompt = ScriptedPrompt()
+    assert (await runner_for(first, prompt).execute(job, fire)).status == "ok"
+    assert await runner_for(second, prompt).execute(job, fire) is None
+    assert CronStore.from_runtime(second).claim(job.id, fire) is None
+    assert prompt.calls == ["digest"]
+    assert [r.status for r in CronStore.from_runtime(second).runs(name="digest")] == ["ok"]
+    first.close()
     second.close()
 
 
@@ -417,12 +434,12 @@ def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model,
     assert (run["status"], run["kind"], run["output"]) == (
         "ok", "manual", "Yesterday you planned the move.")
     assert "Summarise yesterday" in fake_model.requests[0].messages[-1]["content"]
-    assert "planned the move" in (hermes_home / "d.md").read_text()
+    assert "planned the move" in (hermes_home / "outbox" / "d.md").read_text()
     sessions = cli("sessions", "list", "--json").json()
     assert [s["source"] for s in sessions] == ["cron"]
     silent = cli("cron", "run", "digest", "--json").json()
     assert silent["status"] == "silent"
-    assert (hermes_home / "d.md").read_text().count("##") == 1      # nothing delivered
+    assert (hermes_home / "outbox" / "d.md").read_text().count("##") == 1      # nothing delivered
     assert [r["status"] for r in cli("cron", "runs", "digest", "--json").json()] == [
         "silent", "ok"]
 
@@ -433,3 +450,40 @@ def test_cli_run_without_a_model_fails_and_records_it(cli):
     assert ran.exit_code == 1
     (run,) = cli("cron", "runs", "--json").json()
     assert run["status"] == "failed" and "HERMES_MODEL__NAME" in run["output"]
+
+
+@pytest.mark.parametrize("target,why", [
+    ("file:context/bob.md", None),          # lands in outbox/context/bob.md, not bob's context
+    ("file:.env", None),                    # outbox/.env, not the .env loaded at start
+    ("file:../.env", "'..' is not allowed"),
+    ("file:digests/../../context/bob.md", "'..' is not allowed"),
+    ("file:/etc/cron.d/evil", "must be under the outbox"),
+    ("file:link/escape.md", "must be under the outbox"),
+])
+def test_file_deliveries_stay_in_the_outbox(store, rt, hermes_home, tmp_path, target, why):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (hermes_home / "outbox").mkdir(parents=True, exist_ok=True)
+    (hermes_home / "outbox" / "link").symlink_to(outside)
+    if why is not None:
+        with pytest.raises(ScheduleError, match=why):
+            store.add("j", "alice", "every 1h", "p", target)
+        return
+    store.add("j", "alice", "every 1h", "p", target)
+    from hermes.frontends.schedule import file_target
+
+    written = file_target(hermes_home, target.removeprefix("file:"))
+    assert written.is_relative_to((hermes_home / "outbox").resolve())
+
+
+async def test_a_symlink_made_after_the_job_was_added_is_refused_at_delivery(
+        rt, store, hermes_home, tmp_path):
+    runner = runner_for(rt, lambda *args, **kwargs: None)
+    job = store.add("digest", "owner", "every 1h", "Summarise", "file:d/digest.md")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (hermes_home / "outbox").mkdir(parents=True, exist_ok=True)
+    (hermes_home / "outbox" / "d").symlink_to(outside)
+    with pytest.raises(ScheduleError, match="must be under the outbox"):
+        await runner.deliver(job, "hello")
+    assert list(outside.iterdir()) == []

@@ -107,7 +107,8 @@ def test_daemon_answers_a_cron_job_and_stops_cleanly_on_sigterm(daemon_env, herm
         first.kill()
     log = "\n".join(first.lines)
     assert "stopped cleanly" in log and "Traceback" not in log
-    assert (hermes_home / "digests" / "today.md").read_text().count("Digest: a quiet day.") == 1
+    digest = hermes_home / "outbox" / "digests" / "today.md"
+    assert digest.read_text().count("Digest: a quiet day.") == 1
     runs = rt.db.execute("SELECT status, output, session_id FROM cron_runs WHERE kind = "
                          "'schedule' ORDER BY scheduled_for").fetchall()
     assert [r[0] for r in runs] == ["ok"]
@@ -134,7 +135,7 @@ def test_a_restart_does_not_run_the_same_fire_time_again(daemon_env, hermes_home
             proc.kill()
     statuses = [r[0] for r in rt.db.execute("SELECT status FROM cron_runs").fetchall()]
     assert statuses.count("ok") == 1
-    assert (hermes_home / "digests" / "today.md").read_text().count("First digest.") == 1
+    assert (hermes_home / "outbox" / "digests" / "today.md").read_text().count("First digest.") == 1
 
 
 # --------------------------------------------------------------------------- in-process pieces

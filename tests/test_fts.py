@@ -75,6 +75,9 @@ def test_strict_first_then_or_of_content_words(fts_db):
 def test_balanced_quotes_stay_phrases():
     plan = build_match('"release notes" alice')
     assert plan.strict == '"release notes" "alice"'
+    # any-word also tries the phrase's words: a phrase the text lacks hides nothing
+    assert plan.loose == '"release notes" OR "alice" OR "release" OR "notes"'
+    assert build_match('"AND marmalade"').loose == '"AND marmalade" OR "marmalade"'
 
 
 def test_cjk_is_split_out_for_like():

@@ -37,7 +37,7 @@ def words(count: int) -> str:
 
 def test_the_plan_is_bounded_for_every_language_and_says_so():
     cut = build_match(japanese(2200))
-    assert len(cut.cjk) == fts.MAX_CJK_RUNS and "CJK runs" in cut.notes[0]
+    assert len(cut.cjk) == fts.MAX_CJK_RUNS + fts.MAX_CJK_BIGRAMS and "CJK runs" in cut.notes[0]
     many = build_match(words(3000))
     assert len(many.terms) == fts.MAX_TERMS and "64 of its 3000 words" in many.notes[0]
     phrase = build_match('"' + words(500) + '"')
@@ -64,6 +64,21 @@ def test_long_cjk_and_long_text_search_facts_and_sessions_without_error(rt):
     assert sessions.search_messages("owner", text)
     assert facts.search("owner", words(3000), limit=5)[0].content == "word5 is a stored word"
     assert sessions.search("owner", words(3000))[0].session.id == session.id
+
+
+def test_a_cjk_word_inside_a_clause_is_found(rt):
+    """"東京タワーに行きたい" is one CJK run: its bigrams find "東京タワー" (it was a silent
+    empty: LIKE '%東京タワーに行きたい%' matches nothing)."""
+    facts = FactStore.from_runtime(rt)
+    facts.add("owner", "東京タワー is 333 m tall", entities=["Tokyo Tower"])
+    facts.add("owner", "大阪城 is in Osaka", entities=["Osaka"])
+    sessions = SessionStore.from_runtime(rt)
+    session = sessions.create("owner", "terminal")
+    sessions.append("owner", session.id, "user", "北京烤鸭 was great")
+    assert [f.content for f in facts.search("owner", "東京タワーに行きたい", limit=3)][:1] == [
+        "東京タワー is 333 m tall"]
+    assert sessions.search("owner", "北京烤鸭怎么走")[0].session.id == session.id
+    assert facts.search("owner", "東京タワー", limit=3)[0].content.startswith("東京タワー")
 
 
 def test_ask_on_nine_thousand_characters_of_japanese_answers_and_records(cli, fake_model):
@@ -136,6 +151,19 @@ async def test_a_reply_with_half_an_emoji_is_recorded(fake_model, clock):
     assert stored == ["hi", "Sure \ufffd thing"]
 
 
+def test_search_probe_and_reason_take_lone_surrogates_from_any_caller(rt):
+    """The CLI scrubs its arguments; the tools, the MCP server and the web panel call the
+    stores directly with whatever JSON decoded to."""
+    facts = FactStore.from_runtime(rt)
+    facts.add("owner", "Atlas runs on kumquat hosts", entities=["Atlas", "Kumquat"])
+    assert facts.probe("owner", "\ud800 Atlas") == []
+    assert facts.reason("owner", ["Atlas\udfff", "Kumquat"]).unknown == ["Atlas\ufffd"]
+    assert facts.search("owner", "\ud83e kumquat", limit=3)
+    sessions = SessionStore.from_runtime(rt)
+    assert sessions.search("owner", "\ud800 kumquat") == []
+    assert sessions.search_messages("owner", "kumquat \udfff") == []
+
+
 def test_a_message_with_a_lone_surrogate_is_stored_with_the_rest(rt):
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create("owner", "terminal")
@@ -200,3 +228,42 @@ def test_a_query_starting_with_a_dash_says_to_use_double_dash(cli):
     assert "put -- before it: `hermes facts search -- -x`" in flat
     assert cli("facts", "search", "--", "-x").exit_code == 0
     assert cli("sessions", "search", "--", "-docker").exit_code == 0
+
+
+def test_memory_edit_saved_as_latin1_keeps_every_entry(cli, tmp_path, monkeypatch):
+    import sys
+    import textwrap
+
+    cli("memory", "add", "Keep me")
+    script = tmp_path / "latin1_editor.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        with open(sys.argv[1], "ab") as handle:
+            handle.write("Likes caf\\u00e9\\n".encode("latin-1"))
+    """))
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    result = cli("memory", "edit")
+    assert result.exit_code == 0, result.stderr
+    texts = [e["text"] for e in cli("memory", "show", "--json").json()["entries"]]
+    assert texts == ["Keep me", "Likes caf\ufffd"]
+
+
+def test_a_latin1_persona_or_context_file_never_fails_the_prompt(rt, tmp_path, config_file):
+    from hermes.memory import context
+
+    path = context.path_for(rt, "owner")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes("Notes about caf\xe9 visits\n".encode("latin-1"))
+    assert context.read(rt, "owner") == "Notes about caf\ufffd visits\n"
+    persona = tmp_path / "persona.md"
+    persona.write_bytes("You are Herm\xe8s.".encode("latin-1"))
+    config_file.write_text(f"agent:\n  persona_file: {persona}\n", encoding="utf-8")
+    from hermes.agent.prompt import PromptBuilder
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    other = Runtime(load_settings())
+    try:
+        assert PromptBuilder(other).persona() == "You are Herm\ufffds."
+    finally:
+        other.close()

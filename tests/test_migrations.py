@@ -13,6 +13,7 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
         "basic_memory", "facts", "entities", "entity_aliases", "fact_entities", "fact_history",
         "sessions", "messages", "shown_facts", "message_refs", "extraction_runs", "cron_jobs",
         "cron_runs", "facts_fts", "messages_fts", "sessions_fts", "fact_vectors",
+        "message_vectors", "reply_ratings",
     ]:
         assert names.get(table) == "table", table
     for index in ["idx_facts_user_key", "idx_fact_entities_entity", "idx_messages_session",
@@ -22,6 +23,7 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
                     "messages_fts_ad", "messages_fts_au", "sessions_fts_ai", "sessions_fts_au",
                     "messages_count_ai"]:
         assert names.get(trigger) == "trigger", trigger
+    assert "facts_vocab" not in names  # global term counts: dropped by m014
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000

@@ -97,15 +97,15 @@ def test_a_possessive_names_the_person(store, clock):
 
 
 def test_neighbours_stay_inside_their_session(store, clock):
-    _, first = chat(store, clock, "owner", ["ana: the garden needs watering", "ben: ok"])
-    _, second = chat(store, clock, "owner", ["ben: unrelated start", "ana: more garden talk"])
+    # The only match ends session one; the next message by id opens session two. Its score must
+    # not leak across the boundary: the opener of session two is no neighbour of the match.
+    _, first = chat(store, clock, "owner", ["ana: ok", "ben: the garden needs watering"])
+    _, second = chat(store, clock, "owner", ["ben: unrelated start", "ana: tea later"])
     hits = store.search_messages("owner", "garden", limit=10)
     by_id = {h.message.id: h for h in hits}
-    assert second[0] not in by_id or "neighbours" in by_id[second[0]].parts
-    # first[1] ("ok") neighbours the first garden turn; second[0] neighbours the second one;
-    # nothing crosses from the end of session one into session two.
-    assert by_id[first[1]].parts["neighbours"] == pytest.approx(
-        recall.DEFAULT_PARAMS.neighbour * by_id[first[0]].parts["bm25"])
+    assert second[0] not in by_id
+    assert by_id[first[0]].parts["neighbours"] == pytest.approx(
+        recall.DEFAULT_PARAMS.neighbour_back * by_id[first[1]].parts["bm25"])
 
 
 def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):

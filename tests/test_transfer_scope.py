@@ -266,3 +266,16 @@ def test_every_user_table_is_exported_or_listed_as_not(tmp_path):
     travelling = {t.name for t in EXPORTED_TABLES} | set(NOT_EXPORTED)
     assert user_tables - travelling == set()
     assert "reply_ratings" in {t.name for t in EXPORTED_TABLES}
+
+
+@pytest.mark.parametrize("value", [[1], {"a": 1}, "1", 999])
+def test_a_fact_source_of_any_shape_is_dropped_not_a_crash(cli, tmp_path, bob_home,
+                                                           mallory_records, value):
+    """Provenance the file does not hold (a session it lacks, a list: found by
+    scripts/stress_import.py as a TypeError) is dropped; the fact is kept."""
+    fact = next(r for r in mallory_records if r["type"] == "facts" and
+                r["row"]["source_session_id"] is not None)
+    fact["row"]["source_session_id"] = value
+    result = cli("--home", str(bob_home), "import", str(write(tmp_path, mallory_records)))
+    assert result.exit_code == 0, result.stderr
+    assert rows_not_of(bob_home / "hermes.db", "mallory") == []

@@ -405,3 +405,20 @@ async def test_breaking_out_of_the_stream_records_the_partial_reply(agent, fake_
     assert turn.result.stopped and turn.result.text == first + " [stopped]"
     stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
     assert stored[-1].role == "assistant" and stored[-1].content == first + " [stopped]"
+
+
+async def test_three_failed_writes_that_are_not_a_full_memory_say_what_failed(agent, fake_model,
+                                                                             stores):
+    """Three `facts forget 999` on an empty memory: the note names the failure, not 'full'."""
+    for _ in range(3):
+        fake_model.tool_call("facts", {"action": "forget", "id": 999})
+    fake_model.reply("I could not forget it.")
+    session_id = new_session(agent)
+    result = await ask(agent, "forget fact 999", session_id=session_id)
+    contents = [content for _, _, content in tool_results(agent, session_id)]
+    assert "memory is full" not in contents[2]["stop"]
+    assert "No fact with id 999" in contents[2]["stop"]
+    assert not result.memory_full and MEMORY_FULL_NOTE not in result.text
+    assert "Memory is full" not in result.text
+    assert result.text.endswith("(3 memory writes failed in this turn, so I stopped trying: "
+                                "facts forget: No fact with id 999 for user 'owner'.)")

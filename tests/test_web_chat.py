@@ -272,6 +272,25 @@ async def test_a_fast_lane_fact_reaches_the_sidebar_with_its_reply(chat, web_rt,
     await stream.aclose()
 
 
+async def test_a_fact_the_model_updates_with_its_tools_shows_as_an_update(chat, web_rt,
+                                                                          fake_model, clock):
+    old = FactStore.from_runtime(web_rt).add("owner", "The user lives in Porto").id
+    clock.advance(minutes=5)
+    stream = chat.ctx.hub.stream("owner")
+    assert (await stream.__anext__()).startswith(b": connected")
+    fake_model.tool_call("facts", {"action": "update", "id": old,
+                                   "content": "The user lives in Lisbon"})
+    fake_model.reply("Updated: you live in Lisbon now.")
+    await chat.post("/chat/send", {"text": "I moved to Lisbon, please update that."})
+    data = json.loads((await asyncio.wait_for(stream.__anext__(), 10)).decode()
+                      .split("data: ", 1)[1])
+    assert data["kind"] == "superseded" and data["old_id"] == old
+    assert data["content"] == "The user lives in Lisbon" and "superseded by" in data["old_html"]
+    chat.ctx.hub.publish("owner", "marker", {})
+    assert (await stream.__anext__()).startswith(b"event: marker")   # one event, not two
+    await stream.aclose()
+
+
 async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake_model):
     from hermes.frontends.cron import CronRunner, CronStore, agent_prompt_runner
 
@@ -286,7 +305,7 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
         page = await panel.post("/cron/digest/run")
         assert page.status_code == 200 and "Ran digest: ok" in page.text
         assert "Digest: a quiet day." in page.text                 # the run, with its output
-        assert (web_rt.settings.home_path / "digests" / "today.md").read_text().strip() \
+        assert (web_rt.settings.home_path / "outbox" / "digests" / "today.md").read_text().strip() \
             .endswith("Digest: a quiet day.")
         assert (await panel.post("/cron/alices/run")).status_code == 404
     finally:

@@ -171,7 +171,8 @@ class PromptBuilder:
         if not path.is_absolute():
             path = self.settings.home_path / path
         try:
-            return path.read_text(encoding="utf-8")
+            # A persona saved as Latin-1 keeps working (U+FFFD for the bad bytes).
+            return path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise ConfigError(f"agent.persona_file: cannot read {path} ({exc.strerror})") from None
 

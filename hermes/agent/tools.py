@@ -25,6 +25,13 @@ from hermes.memory.sessions import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
 MAX_FAILED_WRITES = 3
+MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
+                    "edit`, or ask me to consolidate it.)")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 SHOW_MESSAGES = 40
 SNIPPET_CHARS = 300
 
@@ -163,6 +170,10 @@ class ToolBox:
         self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
                                           clock=rt.clock)
         self.failed_writes = 0
+        # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
+        # so the note to the user says what failed, not that memory is full when it is not.
+        self.write_failures: list[str] = []
+        self.over_cap_failures = 0
         self.writes = 0  # successful writes to memory this turn
         self.over_cap = False
         self._handlers: dict[str, Callable[[dict[str, Any]], tuple[Any, bool, list[int]]]] = {
@@ -171,9 +182,26 @@ class ToolBox:
         }
 
     @property
-    def memory_full(self) -> bool:
+    def writes_stopped(self) -> bool:
         """Three memory writes failed this turn: the model was told to stop trying."""
         return self.failed_writes >= MAX_FAILED_WRITES
+
+    @property
+    def memory_full(self) -> bool:
+        """Writes were stopped and every one of them failed for lack of room (the cap)."""
+        return self.writes_stopped and self.over_cap_failures == self.failed_writes
+
+    def _reasons(self) -> str:
+        distinct = list(dict.fromkeys(self.write_failures))
+        shown = "; ".join(_clip(reason, 160) for reason in distinct[:3])
+        return shown + (f"; and {len(distinct) - 3} more" if len(distinct) > 3 else "")
+
+    def stop_note(self) -> str:
+        """The note that ends the reply once writes were stopped: what actually failed."""
+        if self.memory_full:
+            return MEMORY_FULL_NOTE
+        return (f"({self.failed_writes} memory writes failed in this turn, so I stopped "
+                f"trying: {self._reasons()})")
 
     def run(self, call: ToolCall) -> ToolOutcome:
         try:
@@ -186,12 +214,13 @@ class ToolBox:
             return self._error(call.name, args, f"Unknown tool {call.name!r}; the tools are "
                                f"{', '.join(TOOL_NAMES)}.")
         writes = _is_write(call.name, args)
-        if writes and self.memory_full:
+        if writes and self.writes_stopped:
             return self._stop(call.name, args)
         try:
             result, wrote, fact_ids = handler(args)
         except OverCapError as exc:
             self.over_cap = True
+            self.over_cap_failures += 1
             return self._failed_write(call.name, args, str(exc).split(" Current entries:")[0],
                                       usage=f"{usage_of(exc.entries)}/{exc.limit}",
                                       attempted=exc.attempted_chars,
@@ -216,16 +245,22 @@ class ToolBox:
     def _failed_write(self, name: str, args: dict[str, Any], message: str,
                       **extra: Any) -> ToolOutcome:
         self.failed_writes += 1
-        if self.memory_full:
+        action = args.get("action") if isinstance(args.get("action"), str) else ""
+        self.write_failures.append(f"{name} {action}".strip() + f": {message}")
+        if self.writes_stopped:
             extra["stop"] = self._stop_text()
         outcome = self._error(name, args, message, **extra)
         outcome.failed_write = True
         return outcome
 
     def _stop_text(self) -> str:
-        return ("Memory writes have failed 3 times in this turn. Stop writing memory now: "
-                "answer the user, and tell them memory is full and that they can make room "
-                "with `hermes memory edit`.")
+        if self.memory_full:
+            return ("Memory writes have failed 3 times in this turn. Stop writing memory now: "
+                    "answer the user, and tell them memory is full and that they can make room "
+                    "with `hermes memory edit`.")
+        return (f"Memory writes have failed {self.failed_writes} times in this turn "
+                f"({self._reasons()}). Stop writing memory now: answer the user, and tell them "
+                "what failed.")
 
     def _stop(self, name: str, args: dict[str, Any]) -> ToolOutcome:
         outcome = self._error(name, args, "Not attempted: " + self._stop_text())

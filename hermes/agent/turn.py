@@ -27,6 +27,7 @@ from hermes.agent.compress import Compressor
 from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import Prompt, PromptBuilder
+from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
@@ -44,8 +45,6 @@ AfterReply = Callable[["TurnResult"], None]
 
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
                    "you have; do not call tools.")
-MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
-                    "edit`, or ask me to consolidate it.)")
 ROUND_SEPARATOR = "\n\n"
 STOPPED_MARK = " [stopped]"
 
@@ -232,8 +231,8 @@ class Turn:
                     messages.append({"role": "tool", "tool_call_id": call.id,
                                      "content": outcome.content})
                     exchange.append(messages[-1])
-            if toolbox.memory_full:
-                note = (ROUND_SEPARATOR if emitted else "") + MEMORY_FULL_NOTE
+            if toolbox.writes_stopped:
+                note = (ROUND_SEPARATOR if emitted else "") + toolbox.stop_note()
                 emitted.append(note)
                 round_text.append(note)
                 yield note

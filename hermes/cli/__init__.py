@@ -122,6 +122,24 @@ UserOption = typer.Option(
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The command a ``hermes`` command line names (the global options and their values
+    skipped)."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--home", "--config"):
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _register_mcp_only() -> None:
+    from hermes.cli import mcp
+
+    app.command("mcp")(mcp.mcp)
+
+
 def _register() -> None:
     from hermes.cli import (
         ask,
@@ -158,7 +176,13 @@ def _register() -> None:
     app.command("mcp")(mcp.mcp)
 
 
-_register()
+# `hermes mcp` is started by an MCP client that waits for its `initialize` answer: launched as
+# the `hermes` script for that command, only that command is registered, so the other commands'
+# imports (every store, the secret detector) stay out of its start-up.
+if Path(sys.argv[0]).name == "hermes" and command_of(sys.argv[1:]) == "mcp":
+    _register_mcp_only()
+else:
+    _register()
 
 
 def main() -> None:

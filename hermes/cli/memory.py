@@ -111,7 +111,8 @@ def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
             raise HermesError(f"The editor exited with status {completed.returncode}; "
                               "nothing was changed.")
         lines = [
-            line for line in path.read_text(encoding="utf-8").splitlines()
+            # An editor that saves Latin-1: U+FFFD for the bad bytes, the rest kept.
+            line for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
             # Only our own header lines are comments: an entry may start with "#".
             if line.strip() and line.strip() not in EDIT_HEADER_LINES
         ]

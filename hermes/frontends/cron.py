@@ -2,7 +2,7 @@
 
 A job is a prompt run through the turn engine as a ``cron`` session on a schedule (a cron
 expression or an interval such as ``every 30m``, in ``cron.timezone``) and delivered to a
-Discord channel, the terminal or a file under the home. Jobs come from ``config.yaml``
+Discord channel, the terminal or a file under the home's outbox/. Jobs come from ``config.yaml``
 (``cron.jobs``, synced at every entry point) or from ``hermes cron add``.
 
 At most once per scheduled time: before a job runs, its run row ``(job_id, scheduled_for)`` is
@@ -225,9 +225,16 @@ class CronStore:
         otherwise a pause or resume from the command line stands (``enabled: false`` in the
         config still always pauses).
         """
-        for job in jobs:
-            parse_schedule(job.schedule, self.timezone)
-            check_deliver(job.deliver, self.home)
+        for number, job in enumerate(jobs):
+            key = f"cron.jobs.{number}"
+            try:
+                parse_schedule(job.schedule, self.timezone)
+            except ScheduleError as exc:
+                raise ConfigError(f"{key}.schedule ({job.name!r}): {exc}") from None
+            try:
+                check_deliver(job.deliver, self.home)
+            except ScheduleError as exc:
+                raise ConfigError(f"{key}.deliver ({job.name!r}): {exc}") from None
         names = [job.name for job in jobs]
         if len(set(names)) != len(names):
             raise ConfigError("cron.jobs: two jobs have the same name")

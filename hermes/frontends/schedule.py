@@ -94,12 +94,25 @@ def parse_schedule(schedule: str, tz: str, *, anchor: datetime | None = None) ->
         raise ScheduleError(f"schedule {schedule!r}: {exc}; {SCHEDULE_HELP}") from None
 
 
+OUTBOX = "outbox"
+
+
 def file_target(home: Path, target: str) -> Path:
-    """The file a ``file:<path>`` delivery writes to; it must stay under the home."""
+    """The file a ``file:<path>`` delivery writes to: always under ``<home>/outbox/``.
+
+    A path is taken relative to the outbox. ``..`` is refused outright, and the resolved path
+    (symlinks followed) must still be inside the outbox, so a job can never write a context
+    file, the ``.env`` loaded at start, or anything outside the home.
+    """
+    outbox = home / OUTBOX
     path = Path(target).expanduser()
-    resolved = (path if path.is_absolute() else home / path).resolve()
-    if not resolved.is_relative_to(home.resolve()):
-        raise ScheduleError(f"deliver file:{target}: the file must be under the home ({home})")
+    if ".." in path.parts:
+        raise ScheduleError(f"deliver file:{target}: '..' is not allowed; the file goes under "
+                            f"{outbox}")
+    resolved = (path if path.is_absolute() else outbox / path).resolve()
+    if not resolved.is_relative_to(outbox.resolve()) or resolved == outbox.resolve():
+        raise ScheduleError(f"deliver file:{target}: the file must be under the outbox "
+                            f"({outbox}); give a path relative to it, like file:digest.md")
     return resolved
 
 
@@ -114,7 +127,7 @@ def check_deliver(deliver: str, home: Path) -> str:
         file_target(home, rest)
         return deliver
     raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
-                        "file:<path under the home>")
+                        "file:<path under the home's outbox/>")
 
 
 @dataclass

@@ -60,7 +60,8 @@ def read(rt: Runtime, user: str) -> str | None:
     must not put a secret into every first-turn prompt."""
     path = path_for(rt, user)
     try:
-        return redact_text(path.read_text(encoding="utf-8"))
+        # Edited by hand in Latin-1: U+FFFD for the bad bytes, never a failed prompt.
+        return redact_text(path.read_text(encoding="utf-8", errors="replace"))
     except FileNotFoundError:
         return None
 

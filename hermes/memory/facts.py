@@ -41,6 +41,7 @@ from hermes.memory.fact_records import (
 )
 from hermes.memory.fact_search import search_facts
 from hermes.memory.guard import check_text
+from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 
@@ -235,13 +236,14 @@ class FactStore:
         See hermes.memory.fact_search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
+        query, meaning = scrub(query), None if meaning is None else scrub(meaning)
         return search_facts(self, user, query, limit=limit, category=category, floor=floor,
                             explain=explain, any_word=any_word, meaning=meaning)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
         recency. Exact: only linked facts, and all of them unless ``limit`` says otherwise."""
-        entity_id = self.entity_store.resolve_id(user, entity)
+        entity_id = self.entity_store.resolve_id(user, scrub(entity))
         if entity_id is None:
             return []
         tail = "ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC"
@@ -267,7 +269,7 @@ class FactStore:
         entities."""
         resolved: dict[int, str] = {}
         unknown: list[str] = []
-        for name in entities:
+        for name in map(scrub, entities):
             entity_id = self.entity_store.resolve_id(user, name)
             if entity_id is None:
                 unknown.append(name)

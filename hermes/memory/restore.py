@@ -284,13 +284,15 @@ class _Restore:
         dropped = 0
         for fact_id, superseded_by, session_id, message_ids in self.fact_links:
             if superseded_by is not None:
-                if lenient and superseded_by not in self.ids.get("facts", {}):
+                if lenient and (not isinstance(superseded_by, int)
+                                or superseded_by not in self.ids.get("facts", {})):
                     superseded_by = None
                     dropped += 1
                 else:
                     superseded_by = self._ref("facts", "superseded_by", superseded_by, "facts")
             if session_id is not None:  # provenance: a session the file does not hold is lost
-                session_id = self.ids.get("sessions", {}).get(session_id)
+                session_id = self.ids.get("sessions", {}).get(session_id) \
+                    if isinstance(session_id, int) else None
             message_ids = self._message_list(message_ids)
             if (superseded_by, session_id, message_ids) != (None, None, None):
                 self.db.execute(

@@ -27,6 +27,7 @@ from hermes.memory.session_records import (
     Session,
     _Candidate,
 )
+from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
 
 # bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
@@ -73,6 +74,7 @@ class SessionSearch:
         by session, best first, conversations before cron runs. Raises QueryError when the query
         holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
         """
+        query = scrub(query)  # whatever a caller's JSON decoded to
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
@@ -96,6 +98,7 @@ class SessionSearch:
         every word would otherwise hide the best partial ones); ``meaning``: the text whose
         embedding finds messages by meaning (default: the query's words), when the query
         holds only some of the message's words."""
+        query = scrub(query)
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")

@@ -8,7 +8,8 @@ which matches the same sequence in the text.
 
 Two expressions are built: ``strict`` (every term must match) and ``loose`` (any non-stopword
 term), tried in that order by callers via :func:`search_with_fallback`. CJK runs have no word
-breaks for unicode61, so they are returned separately for a LIKE match.
+breaks for unicode61, so they are returned separately for a LIKE match, with the bigrams of
+long runs (so any-run finds a word inside a clause).
 
 The plan is bounded for every language: at most :data:`MAX_TERMS` terms (content words kept
 before stopwords), :data:`MAX_PHRASE_TOKENS` tokens per phrase and :data:`MAX_CJK_RUNS` CJK runs,
@@ -37,6 +38,10 @@ _POSSESSIVE = re.compile(r"[^\W_]['\u2019][sS]\W*$")
 MAX_TERMS = 64
 MAX_PHRASE_TOKENS = 16
 MAX_CJK_RUNS = 32
+# A CJK run is a whole clause ("東京タワーに行きたい"): its bigrams join the runs, so the
+# any-run round finds the word inside it ("東京タワー"), ranked by how many bigrams match.
+# Requiring every fragment changes nothing (a matching run holds all its bigrams).
+MAX_CJK_BIGRAMS = 16
 
 STOPWORDS = frozenset(
     """
@@ -147,7 +152,12 @@ def _bounded(terms: list[Term], cjk: list[str]) -> tuple[list[Term], list[str], 
     if len(runs) > MAX_CJK_RUNS:
         notes.append(f"the query was cut to {MAX_CJK_RUNS} of its {len(runs)} CJK runs")
         runs = runs[:MAX_CJK_RUNS]
-    return terms, runs, notes
+    grams: list[str] = []
+    for run in runs:
+        if len(run) > 2:
+            grams += [run[i : i + 2] for i in range(len(run) - 1)]
+    grams = [g for g in dict.fromkeys(grams) if g not in seen][:MAX_CJK_BIGRAMS]
+    return terms, runs + grams, notes
 
 
 def build_match(text: str) -> MatchPlan:
@@ -158,6 +168,11 @@ def build_match(text: str) -> MatchPlan:
         return MatchPlan(cjk=tuple(cjk), notes=notes)
     strict = " ".join(term.fts for term in terms)
     content_terms = [t for t in terms if not t.is_stopword]
+    # A quoted phrase the text does not hold must not hide its words: any-word ORs them too.
+    words = [Term((token,)) for t in terms if t.quoted and len(t.tokens) > 1
+             for token in t.tokens]
+    content_terms = _dedupe([*content_terms, *(w for w in words if not w.is_stopword)])
+    content_terms = content_terms[:MAX_TERMS]
     loose_expr = " OR ".join(t.fts for t in content_terms) if content_terms else None
     if loose_expr == strict:
         loose_expr = None

@@ -390,7 +390,15 @@ def m013_fact_history_origin(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
-def m014_model_calls(db: sqlite_utils.Database) -> None:
+def m014_drop_facts_vocab(db: sqlite_utils.Database) -> None:
+    # m008's facts_vocab counted terms over every user's facts, so other users' facts could
+    # decide which of my words were searched. Per-turn recall now counts terms within the user
+    # (hermes/agent/prompt.py), and nothing reads the table: dropped so no one starts to.
+    db.execute("DROP TABLE IF EXISTS facts_vocab")
+
+
+@migrations()
+def m015_model_calls(db: sqlite_utils.Database) -> None:
     db.executescript(
         """
         -- One row per model call, as litellm reported it (hermes.store.usage): what a

@@ -131,10 +131,11 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     if lock.locked():
         raise RefusedWrite("Still answering in this conversation; wait for that reply.")
     turn = ctx.agent.turn(ws.user, session.id, text, speaker=ws.user)
+    before = _snapshot(ctx, ws.user) if ctx.hub.subscribers(ws.user) else None
     if "text/event-stream" not in request.headers.get("accept", ""):
         async with lock:
             result = await turn.run()
-        publish_fast_lane(ctx, ws.user, result)
+        publish_turn_changes(ctx, ws.user, before, result)
         return RedirectResponse(f"/chat?session={session.id}#end", status_code=303)
 
     async def stream() -> AsyncIterator[bytes]:
@@ -148,7 +149,7 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                 yield _event("done", {"error": "Sorry, that reply failed; it has been logged."})
                 return
             result = turn.result
-            publish_fast_lane(ctx, ws.user, result)
+            publish_turn_changes(ctx, ws.user, before, result)
             html = ""
             if result.assistant_message_id is not None:
                 reply = ctx.session_store.window(ws.user, session.id,
@@ -188,24 +189,39 @@ async def events(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                              headers=SSE_HEADERS)
 
 
-def publish_fast_lane(ctx: WebContext, user: str, result: Any) -> None:
-    """Facts the fast lane stored from this turn's message ("remember that ...", before the
-    reply): to the sidebar too, as extraction's are."""
-    from hermes.learn.fastlane import FASTLANE_TAG
+def _snapshot(ctx: WebContext, user: str) -> dict[int, str]:
+    return {f.id: f.updated_at for f in ctx.facts.list(user, include_inactive=True,
+                                                       limit=SIDEBAR_FACTS)}
 
-    if not ctx.hub.subscribers(user):
+
+def publish_turn_changes(ctx: WebContext, user: str, before: dict[int, str] | None,
+                         result: Any) -> None:
+    """Facts the turn itself wrote (the fast lane's "remember that ...", the model's memory
+    tools) to the user's open pages, as extraction's commits are: what is new or changed in the
+    newest facts since ``before`` (taken as the turn started)."""
+    if before is None or not ctx.hub.subscribers(user):
         return
     item = ctx.templates.get_template("fact_item.html")
-    for fact in ctx.facts.list(user, limit=SIDEBAR_FACTS):
-        if (FASTLANE_TAG in fact.tags and fact.source_session_id == result.session_id
-                and result.user_message_id in fact.source_message_ids):
-            ctx.hub.publish(user, "fact", {
-                "kind": "created", "fact_id": fact.id, "old_id": None,
-                "session_id": result.session_id,
-                "reply_id": result.assistant_message_id or result.user_message_id,
-                "trust": fact.trust, "content": fact.content,
-                "html": item.render(fact=fact, change="created", fresh=True), "old_html": None,
-                "committed_at": time.time() * 1000})
+    after = ctx.facts.list(user, include_inactive=True, limit=SIDEBAR_FACTS)
+    replaced = {f.superseded_by: f for f in after if f.superseded_by is not None}
+    for fact in reversed(after):                    # oldest first: the newest ends on top
+        if before.get(fact.id) == fact.updated_at:
+            continue
+        if fact.superseded_by is not None and fact.superseded_by not in before:
+            continue                    # shown by its new version's event (old_html)
+        old = replaced.get(fact.id)
+        if fact.id in before:
+            kind = fact.status if fact.status != "active" else "merged"
+        else:
+            kind = "superseded" if old is not None else "created"
+        ctx.hub.publish(user, "fact", {
+            "kind": kind, "fact_id": fact.id, "old_id": old.id if old else None,
+            "session_id": result.session_id,
+            "reply_id": result.assistant_message_id or result.user_message_id,
+            "trust": fact.trust, "content": fact.content,
+            "html": item.render(fact=fact, change=kind, fresh=fact.active),
+            "old_html": item.render(fact=old, change=None) if old else None,
+            "committed_at": time.time() * 1000})
 
 
 def extraction_listener(ctx: WebContext) -> Callable[[Any], None]:
