@@ -17,13 +17,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def build_agent(rt: Runtime) -> tuple[Agent, ExtractionWorker | None]:
-    """The agent, and the extraction worker attached to it when extraction is enabled."""
-    from hermes.agent.turn import Agent
-    from hermes.learn.worker import ExtractionWorker
+def build_agent(rt: Runtime, *, exits_after: bool = False
+                ) -> tuple[Agent, ExtractionWorker | None]:
+    """The agent, and the extraction worker attached to it when extraction is enabled.
 
-    agent = Agent(rt)
-    worker = ExtractionWorker(rt)
+    ``exits_after``: the process ends once the person is answered (`hermes ask`, `hermes chat`).
+    Background work (extraction, summaries) then tries its model once, without backoff: a
+    provider that is down costs one attempt, recorded for the daemon to retry, not seconds of
+    retries before the process may exit. The reply itself keeps its retries."""
+    from hermes.agent.llm import LLM
+    from hermes.agent.turn import Agent
+    from hermes.learn.worker import ExtractionWorker, extraction_model_name
+
+    if exits_after:
+        once = rt.settings.model.model_copy(update={"retries": 0})
+        env_file = rt.settings.home_path / ".env"
+        background = LLM(once, model_name=rt.settings.model.background or rt.settings.model.name,
+                         env_file=env_file)
+        agent = Agent(rt, background_llm=background)
+        worker = ExtractionWorker(rt, llm=LLM(once, model_name=extraction_model_name(
+            rt.settings), env_file=env_file) if rt.settings.extraction.model else None)
+    else:
+        agent = Agent(rt)
+        worker = ExtractionWorker(rt)
     if not worker.enabled:
         log.info("fact extraction is off (extraction.enabled, or no model configured)")
         return agent, None

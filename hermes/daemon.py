@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
-import logging.handlers
 import os
 import signal
 import sys
@@ -31,6 +30,7 @@ from hermes.assembly import build_agent
 from hermes.config import read_env_file
 from hermes.errors import HermesError
 from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
+from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
 
@@ -99,31 +99,19 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
 
     With the REPL on the terminal, the console gets errors only: the REPL shows the
     conversation, and log lines (fast-lane writes, cron runs) go to the file."""
+    from hermes import logs
+
     config = settings.logging
     settings.home_path.mkdir(parents=True, exist_ok=True)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    file_handler = logging.handlers.RotatingFileHandler(
-        settings.home_path / "hermes.log", encoding="utf-8",
-        maxBytes=int(config.file_max_mb * 1024 * 1024), backupCount=config.file_backups)
-    file_handler.setLevel(config.file_level)
-    file_handler.setFormatter(fmt)
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
-    console_handler.setFormatter(fmt)
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        if getattr(handler, "_hermes", False):
-            root.removeHandler(handler)
-            handler.close()
-    for handler in (file_handler, console_handler):
-        handler._hermes = True  # type: ignore[attr-defined]
+    console_handler.setFormatter(logging.Formatter(logs.FORMAT))
+    handlers = [logs.file_handler(settings), console_handler]
+    for handler in handlers:
         handler.addFilter(RedactingFilter())  # no secret is ever written to a log
-        root.addHandler(handler)
-    root.setLevel(min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
-    # Libraries that narrate every step at INFO: only their warnings, unless debugging.
-    quiet = logging.DEBUG if "DEBUG" in (config.level, config.file_level) else logging.WARNING
-    for name in ("apscheduler", "LiteLLM", "litellm", "httpx", "discord.gateway"):
-        logging.getLogger(name).setLevel(quiet)
+    logs.replace_handlers(
+        handlers, min(logging.getLevelName(config.level), logging.getLevelName(config.file_level)))
+    logs.quiet_libraries(settings)
 
 
 def read_dotenv(path: Path, key: str) -> str | None:
@@ -158,6 +146,7 @@ class Daemon:
         self.lock = HomeLock(rt.settings.home_path)
         self.bot: HermesBot | None = None
         self.repl: Repl | None = None
+        self.socket: SocketServer | None = None
         self.worker: ExtractionWorker | None = None
         self.scheduler: AsyncIOScheduler | None = None
         self.runner: CronRunner | None = None
@@ -212,6 +201,10 @@ class Daemon:
             self.runner.schedule_all(self.scheduler)
             if self.want_web:
                 await self._start_web(agent)
+            # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
+            socket = SocketServer(self.rt, agent)
+            if await socket.start():
+                self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
             if self.want_repl:
                 from hermes.frontends.repl import Repl
@@ -467,7 +460,7 @@ class Daemon:
         # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
-                             self._drain_jobs(), self._stop_web())
+                             self._drain_jobs(), self._stop_web(), self._drain_socket())
         # The person at the terminal has left: their session ends and is summarised while
         # extraction finishes (a summary cut short is written at the next start).
         if self.repl is not None:
@@ -485,6 +478,10 @@ class Daemon:
         self.rt.close()
         log.info("hermes: stopped cleanly")
 
+
+    async def _drain_socket(self) -> None:
+        if self.socket is not None:
+            await self.socket.stop(self.turn_grace)
 
     async def _stop_web(self) -> None:
         if self.web is not None:

@@ -507,6 +507,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="hybrid: RecallParams.dense_weight for this run")
     parser.add_argument("--dense-candidates", type=int,
                         help="hybrid: RecallParams.dense_candidates for this run")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="any RecallParams knob for this run (repeatable), e.g. "
+                             "--param date_boost=0 to measure what the date signal adds")
     parser.add_argument("--fusion", choices=["zscore", "sum", "rrf"],
                         help="facts hybrid: how bm25 and cosine are fused (default: "
                              "hermes.memory.fact_vectors.FUSION)")
@@ -536,6 +539,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
                                              ("dense_candidates", args.dense_candidates))
              if value is not None}
+    for item in args.param:
+        name, _, value = item.partition("=")
+        knobs[name] = float(value) if "." in value else int(value)
     label = "facts: FactStore.search" if args.mode == "facts" else (
         f"prompt: what the model is shown (budgets x{args.budget_scale:g}"
         f"{', facts only' if args.no_past_messages else ''})") if args.mode == "prompt" else {

@@ -137,3 +137,45 @@ def test_ask_learns_facts_after_answering(cli, fake_model):
     found = cli("facts", "probe", "Lisbon", "--json").json()
     assert [f["content"] for f in found] == ["The user moved to Lisbon in November 2026."]
     assert len(fake_model.requests) == 2  # one reply, one extraction call
+
+
+# A failure is one line ------------------------------------------------------------------------
+
+def test_a_refused_connection_is_one_line_that_names_it(cli, monkeypatch, hermes_home):
+    import socket
+
+    from hermes.agent import llm
+
+    with socket.socket() as probe:       # a port on this machine that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    monkeypatch.setenv("HERMES_MODEL__NAME", "openai/gpt-4o-mini")
+    monkeypatch.setenv("HERMES_MODEL__API_BASE", base)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(llm, "default_sleep", no_sleep)
+    result = cli("ask", "anyone there?")
+    assert result.exit_code == 1 and len(waits) == 3          # retried, quietly
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"Error: Cannot reach the model openai/gpt-4o-mini at {base}")
+    assert "connection refused" in result.stderr and "InternalServerError" not in result.stderr
+    assert "retrying" in (hermes_home / "hermes.log").read_text()
+
+
+def test_a_failed_background_extraction_is_recorded_not_printed(cli, fake_model):
+    fake_model.reply("Congratulations on the move!")
+    fake_model.error(service_unavailable())       # the extraction call: the provider went down
+    result = cli("ask", "I finally moved to Lisbon this month, the flat is near the river.")
+    assert result.exit_code == 0
+    assert result.stdout == "Congratulations on the move!\n" and result.stderr == ""
+    assert fake_model.sleeps == []                 # no backoff before the process may exit
+    stats = cli("stats", "--json").json()
+    assert stats["failures"] == 1 and "unavailable" in stats["last_failure"]
+    text = cli("stats").stdout
+    assert "1 run(s) got no answer" in text and "cost          unknown" in text
+    assert "$0" not in text

@@ -267,3 +267,41 @@ def test_a_latin1_persona_or_context_file_never_fails_the_prompt(rt, tmp_path, c
         assert PromptBuilder(other).persona() == "You are Herm\ufffds."
     finally:
         other.close()
+
+
+async def test_an_extraction_run_whose_output_holds_a_lone_surrogate_is_kept(fake_model, clock):
+    from hermes.config import load_settings
+    from hermes.learn.worker import ExtractionWorker
+    from hermes.runtime import Runtime
+
+    rt = Runtime(load_settings(), clock=clock)
+    store = SessionStore.from_runtime(rt)
+    session = store.create("owner", "terminal")
+    store.append("owner", session.id, "user", "My sister Ana Costa just moved to Lisbon.")
+    store.append("owner", session.id, "assistant", "How exciting!")
+    # a raw lone surrogate in the text (not an escape), and an escaped one
+    fake_model.reply('[{"action": "create", "content": "Ana Costa moved to Lisbon \ud800", '
+                     '"entities": ["Ana Costa"]}, {"action": "create", "content": '
+                     '"Ana Costa is the sister \\udfff of the user"}]')
+    run = await ExtractionWorker(rt).run_session("owner", session.id)
+    contents = sorted(f.content for f in FactStore.from_runtime(rt).probe("owner", "Ana Costa"))
+    rt.close()
+    assert (run.status, run.created) == ("done", 2)
+    assert contents == ["Ana Costa is the sister \ufffd of the user",
+                        "Ana Costa moved to Lisbon \ufffd"]
+
+
+async def test_a_tool_call_with_nested_arguments_goes_back_to_the_model(fake_model, clock):
+    from hermes.agent.turn import Agent
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    rt = Runtime(load_settings(), clock=clock)
+    fake_model.tool_call("facts", "[" * 50_000)
+    fake_model.reply("Sorry, let me answer directly.")
+    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    result = await Agent(rt).turn("owner", session.id, "what do you know?").run()
+    sent = json.dumps(fake_model.requests[1].messages)
+    rt.close()
+    assert result.error is None and result.text == "Sorry, let me answer directly."
+    assert "nested too deeply" in sent

@@ -97,3 +97,15 @@ def test_session_search_can_leave_out_the_conversation_in_progress(store, clock)
     now = chat(store, clock, "owner", None, ("what was the boiler code E119 about?", "..."))
     hits = store.search_messages("owner", "boiler code E119", exclude_session=now.id)
     assert hits and all(h.session.id == old.id for h in hits)
+
+
+async def test_an_excerpt_shown_earlier_in_the_conversation_is_not_repeated(
+        agent, fake_model, store, clock):
+    chat(store, clock, "owner", "Boiler", ("the boiler code is E119", "Call the plumber."))
+    now = store.create("owner", "terminal")
+    fake_model.reply("E119.").reply("Still E119.")
+    await agent.turn("owner", now.id, "what was the boiler code?").run()
+    assert "E119" in recalled(fake_model.last.tail)
+    await agent.turn("owner", now.id, "and the boiler code again?").run()
+    assert recalled(fake_model.last.tail) == ""  # it is still there, one turn up
+    assert "the boiler code is E119" in fake_model.last.prompt

@@ -279,6 +279,7 @@ async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pi
     pipe.send_text("Remember that my flight to Oslo is at 9 on Friday" + ENTER)
     await repl.reply_done()
     await repl.leave()
+    await asyncio.gather(*repl.repl.background)
     from hermes.memory.facts import FactStore
 
     (fact,) = FactStore.from_runtime(rt).list("owner")
@@ -304,6 +305,7 @@ async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, cl
     pipe.send_text("hello" + ENTER)
     await repl.reply_done()
     await repl.leave()
+    await asyncio.gather(*repl.repl.background)
     rt.close()
     assert fake_model.requests[0].messages[-1]["content"].endswith("\n\nAlice: hello")
 
@@ -329,4 +331,5 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     pipe.send_text("back again" + ENTER)
     await again.reply_done()
     await again.leave()
+    await asyncio.gather(*again.repl.background)
     assert len(SessionStore.from_runtime(rt).list("owner")) == 2

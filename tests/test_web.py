@@ -313,3 +313,21 @@ def test_web_token_prints_a_login_link_for_that_user(cli, rt):
     assert WebContext(rt).tokens.user_for(token) == "alice"
     again = cli("web", "token", "--user", "alice").stdout.strip()
     assert again != link and WebContext(rt).tokens.user_for(token) == "alice"
+
+
+async def test_a_no_js_post_goes_back_only_to_a_page_of_this_site(panel):
+    from starlette.requests import Request
+
+    from hermes.frontends.web.app import back
+
+    def request(referer: str | None) -> Request:
+        headers = [(b"host", b"testserver")]
+        if referer:
+            headers.append((b"referer", referer.encode()))
+        return Request({"type": "http", "method": "POST", "path": "/x", "headers": headers,
+                        "query_string": b"", "scheme": "http", "server": ("testserver", 80)})
+
+    assert back(request("http://testserver/chat?session=3"), "/chat") \
+        .headers["location"] == "/chat?session=3"
+    assert back(request("http://evil.example/steal?x=1"), "/chat").headers["location"] == "/chat"
+    assert back(request(None), "/facts").headers["location"] == "/facts"

@@ -48,6 +48,7 @@ class Conversation:
     sent: list[dict[str, Any]] = field(default_factory=list)  # after the front, as sent
     through: int = 0             # id of the newest stored message ``sent`` covers
     shown_facts: set[int] = field(default_factory=set)   # fact ids rendered in a tail so far
+    shown_messages: set[int] = field(default_factory=set)  # past messages shown in a tail
     announced: set[tuple[Any, ...]] = field(default_factory=set)  # memory changes shown so far
     version: int = 0             # bumped by every recorded turn (a concurrent turn notices)
 

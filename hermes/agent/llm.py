@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import socket
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -269,8 +270,38 @@ def _is_retryable(exc: BaseException) -> bool:
     return status in RETRYABLE_STATUS
 
 
+# Client errors that mean the provider was never reached (litellm reports them as an
+# InternalServerError or APIConnectionError, naming neither).
+_CONNECT_ERRORS = ("ConnectError", "ClientConnectorError", "ConnectionError")
+
+
+def _connection_failure(exc: BaseException) -> str | None:
+    """"connection refused", "host not found" or "could not connect" when the provider could
+    not be reached at all, found in the exception's causes; None for any other error."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    connect = False
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, socket.gaierror):
+            return "host not found"
+        connect = connect or type(current).__name__ in _CONNECT_ERRORS
+        stack += [current.__cause__, current.__context__,
+                  getattr(current, "original_exception", None)]
+    return "could not connect" if connect else None
+
+
 def _reason(exc: BaseException) -> str:
-    """The first meaningful line of a provider error, without litellm's class-name prefixes."""
+    """The first meaningful line of a provider error, without litellm's class-name prefixes
+    (a provider that could not be reached is named as such)."""
+    unreachable = _connection_failure(exc)
+    if unreachable:
+        return unreachable
     text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     text = re.sub(r"(?:litellm\.\w+(?:Error|Timeout)?:\s*)+", "", text)
@@ -280,6 +311,9 @@ def _reason(exc: BaseException) -> str:
     if kind == "MidStreamFallbackError":
         original = getattr(exc, "original_exception", None)
         kind = type(original).__name__ if original is not None else kind
+    # litellm repeats the class name inside its message ("InternalServerError: InternalServer
+    # Error: ..."): say it once.
+    text = re.sub(rf"^(?:{re.escape(kind)}:\s*)+", "", text).strip() or kind
     return f"{kind}: {text[:160]}"
 
 
@@ -415,8 +449,16 @@ class LLM:
             return ModelUnavailable(
                 f"The provider rejected the key for {self.name} ({reason}); check the API key "
                 "in the environment or the home's .env.", retryable=False, attempts=attempts)
+        tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+        unreachable = _connection_failure(exc)
+        if unreachable:
+            base = self.config.api_base
+            where = f" at {base}" if base else ""
+            check = ("is the server running, and is model.api_base right?" if base
+                     else "check the network connection.")
+            return ModelUnavailable(f"Cannot reach the model {self.name}{where} {tries}: "
+                                    f"{unreachable}; {check}", retryable=True, attempts=attempts)
         if _is_retryable(exc):
-            tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
             return ModelUnavailable(f"The model {self.name} is unavailable {tries} ({reason}).",
                                     retryable=True, attempts=attempts)
         return ModelUnavailable(f"The model {self.name} refused the request ({reason}).",
@@ -443,7 +485,7 @@ class LLM:
                 if not _is_retryable(exc) or attempt >= self.config.retries:
                     raise self._failure(exc, attempt + 1) from exc
                 delay = self._backoff(attempt)
-                log.warning("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                log.info("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
                 attempt += 1
                 await self._wait(delay)
 
@@ -488,7 +530,7 @@ class LLM:
                             retryable=True, attempts=attempt + 1)
                     raise failure from exc
                 delay = self._backoff(attempt)
-                log.warning("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                log.info("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
                 attempt += 1
                 await self._wait(delay)
 

@@ -23,7 +23,7 @@ the turn records which facts were shown.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -256,21 +256,24 @@ class PromptBuilder:
             body = RECALL_NOTE + "\n" + "\n".join(defuse(fact_line(f)) for f in new)
             parts.append(("recalled_memory", body))
             conversation.shown_facts.update(f.id for f in new)
-        past, shown_messages = self.past_part(user, query, session_id)
+        past, shown_messages = self.past_part(user, query, session_id,
+                                              conversation.shown_messages)
         if past is not None:
             parts.append(past)
+            conversation.shown_messages.update(shown_messages)
         if changes:
             parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
         return parts, recalled, shown_messages
 
-    def past_part(self, user: str, query: str, session_id: int | None
-                  ) -> tuple[tuple[str, str] | None, list[int]]:
+    def past_part(self, user: str, query: str, session_id: int | None,
+                  shown: Collection[int] = ()) -> tuple[tuple[str, str] | None, list[int]]:
         """The volatile part with past messages from other sessions (hermes.memory.
-        past_messages), or None; and the ids of the messages it shows."""
+        past_messages), none of ``shown`` (already in the conversation), or None; and the ids
+        of the messages it shows."""
         agent = self.settings.agent
         excerpts = recall_past_messages(
             self.sessions, user, query, budget=agent.recall_messages_char_budget,
-            limit=agent.recall_max_messages, exclude_session=session_id)
+            limit=agent.recall_max_messages, exclude_session=session_id, shown=shown)
         if not excerpts:
             return None, []
         body = PAST_NOTE + "\n" + "\n\n".join(defuse(e.text) for e in excerpts)

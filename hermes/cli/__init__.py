@@ -7,13 +7,17 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import click
 import typer
 from typer.core import TyperGroup
 
+if TYPE_CHECKING:
+    import click  # typer carries its own click; importing the package costs every command
+
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError
+from hermes.logs import log_to_file
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
 from hermes.store.db import DatabaseBusy
@@ -29,6 +33,16 @@ class HermesGroup(TyperGroup):
     :func:`hermes.store.failures.storage_problem` recognises) become one too; any other
     exception is a bug and keeps its traceback.
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = load_command(cmd_name)
+            self.add_command(command, cmd_name)
+        return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
@@ -64,7 +78,7 @@ class HermesGroup(TyperGroup):
 
 
 def _fail(ctx: click.Context, exc: HermesError) -> None:
-    click.echo(f"Error: {exc}", err=True)
+    typer.echo(f"Error: {exc}", err=True)
     ctx.exit(exc.exit_code)
 
 
@@ -107,6 +121,8 @@ def root(
     ctx.meta["config_path"] = config
     ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
+    # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.
+    ctx.call_on_close(log_to_file(ctx.obj.settings))
 
 
 def runtime(ctx: typer.Context) -> Runtime:
@@ -122,67 +138,42 @@ UserOption = typer.Option(
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 
 
-def command_of(argv: list[str]) -> str | None:
-    """The command a ``hermes`` command line names (the global options and their values
-    skipped)."""
-    args = iter(argv)
-    for arg in args:
-        if arg in ("--home", "--config"):
-            next(args, None)
-        elif not arg.startswith("-"):
-            return arg
-    return None
+# Every sub-command, imported only when it runs (or for --help): `hermes memory show` must not
+# pay for the model layer, the scheduler or the web panel. name -> (module, attribute): a Typer
+# sub-app, or a function that is one command.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "memory": ("hermes.cli.memory", "app"),
+    "facts": ("hermes.cli.facts", "app"),
+    "sessions": ("hermes.cli.sessions", "app"),
+    "context": ("hermes.cli.context", "app"),
+    "cron": ("hermes.cli.cron", "app"),
+    "db": ("hermes.cli.db", "app"),
+    "web": ("hermes.cli.web", "app"),
+    "learn": ("hermes.cli.learn", "app"),
+    "export": ("hermes.cli.db", "export"),
+    "import": ("hermes.cli.db", "import_"),
+    "ask": ("hermes.cli.ask", "ask"),
+    "stats": ("hermes.cli.stats", "stats"),
+    "doctor": ("hermes.cli.doctor", "doctor"),
+    # The daemon's `chat` is the full prompt-toolkit REPL; piped input gets the minimal loop.
+    "run": ("hermes.cli.daemon", "run"),
+    "chat": ("hermes.cli.daemon", "chat"),
+    "mcp": ("hermes.cli.mcp", "mcp"),
+}
 
 
-def _register_mcp_only() -> None:
-    from hermes.cli import mcp
+def load_command(name: str) -> click.Command:
+    """The click command for ``name``, importing its module now."""
+    import importlib
 
-    app.command("mcp")(mcp.mcp)
-
-
-def _register() -> None:
-    from hermes.cli import (
-        ask,
-        context,
-        cron,
-        daemon,
-        db,
-        doctor,
-        facts,
-        learn,
-        mcp,
-        memory,
-        sessions,
-        stats,
-        web,
-    )
-
-    app.add_typer(memory.app, name="memory")
-    app.add_typer(facts.app, name="facts")
-    app.add_typer(sessions.app, name="sessions")
-    app.add_typer(context.app, name="context")
-    app.add_typer(cron.app, name="cron")
-    app.add_typer(db.app, name="db")
-    app.add_typer(web.app, name="web")
-    app.add_typer(learn.app, name="learn")
-    app.command("export")(db.export)
-    app.command("import")(db.import_)
-    app.command("ask")(ask.ask)
-    app.command("stats")(stats.stats)
-    app.command("doctor")(doctor.doctor)
-    # The daemon's `chat` is the full prompt-toolkit REPL; it replaces the minimal loop.
-    app.command("run")(daemon.run)
-    app.command("chat")(daemon.chat)
-    app.command("mcp")(mcp.mcp)
-
-
-# `hermes mcp` is started by an MCP client that waits for its `initialize` answer: launched as
-# the `hermes` script for that command, only that command is registered, so the other commands'
-# imports (every store, the secret detector) stay out of its start-up.
-if Path(sys.argv[0]).name == "hermes" and command_of(sys.argv[1:]) == "mcp":
-    _register_mcp_only()
-else:
-    _register()
+    module, attribute = COMMANDS[name]
+    target = getattr(importlib.import_module(module), attribute)
+    holder = typer.Typer(add_completion=False)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    holder.command(name)(target)
+    return typer.main.get_command(holder)
 
 
 def main() -> None:

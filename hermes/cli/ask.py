@@ -9,22 +9,38 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 import typer
 
-from hermes.agent.llm import LLM, ModelNotConfigured
-from hermes.aio import finish_or_cancel
-from hermes.assembly import build_agent
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import emit_json
 from hermes.config import terminal_identity
 from hermes.runtime import Runtime
 
+# The model layer, the agent and the extraction worker are imported only for a turn run
+# in-process: with a daemon on the home, `hermes ask` needs none of them.
+
 
 def require_model(rt: Runtime) -> None:
+    from hermes.agent.llm import LLM, ModelNotConfigured
+
     llm = LLM.from_settings(rt.settings)
     if not llm.configured:
         raise ModelNotConfigured(llm.not_configured_message())
+
+
+def agent_for(rt: Runtime) -> tuple[Any, Any]:
+    """The daemon's agent over its socket when a daemon runs on this home (it has the model
+    loaded and learns after we have gone: no worker here), else an in-process one."""
+    from hermes.local_socket import RemoteAgent, daemon_running
+
+    if daemon_running(rt.settings):
+        return RemoteAgent(rt.settings), None
+    require_model(rt)
+    from hermes.assembly import build_agent
+
+    return build_agent(rt, exits_after=True)
 
 
 async def _stream(turn, *, echo: bool) -> None:
@@ -43,12 +59,11 @@ def ask(
     """Ask once and stream the answer (a one-turn terminal session, kept in the history)."""
     rt = runtime(ctx)
     who = rt.user(user)
-    require_model(rt)
+    agent, worker = agent_for(rt)
     from hermes.memory.sessions import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
-    agent, worker = build_agent(rt)
     turn = agent.turn(who, session.id, question, speaker=rt.settings.display_name(who))
 
     async def answer_then_learn() -> None:
@@ -77,15 +92,16 @@ CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits.
 
 def chat_lines(ctx: typer.Context, user: str | None) -> None:
     """Line-by-line chat for piped input (one session until /new or /exit)."""
+    from hermes.agent.llm import ModelNotConfigured
+
     rt = runtime(ctx)
     who = rt.user(user)
-    require_model(rt)
+    agent, worker = agent_for(rt)
     from hermes.memory.sessions import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
-    agent, worker = build_agent(rt)
     typer.echo(CHAT_HELP, err=True)
     reconfigure = getattr(sys.stdin, "reconfigure", None)
     if reconfigure is not None:  # Latin-1 piped in: U+FFFD for the bad bytes, the rest kept
@@ -113,7 +129,8 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
                 typer.echo("\n(interrupted)", err=True)
                 continue
             typer.echo("")
-            if isinstance(turn.exception, ModelNotConfigured):
+            if turn.exception is not None and (
+                    turn.exception.exit_code == ModelNotConfigured.exit_code):
                 raise turn.exception  # a missing key: nothing later in the chat can work
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
@@ -126,7 +143,12 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
 
 async def _finish(rt: Runtime, agent, worker, user: str) -> None:
     from hermes.agent import summarize
+    from hermes.aio import finish_or_cancel
+    from hermes.local_socket import RemoteAgent
 
+    if isinstance(agent, RemoteAgent):  # the daemon learns and summarises in its own time
+        await agent.left(user)
+        return
     summary = asyncio.ensure_future(
         summarize.summarize_pending(rt, agent.background_llm, user))
     await asyncio.gather(worker.drain(LEARN_TIMEOUT_SECONDS) if worker is not None

@@ -31,14 +31,12 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
 
     With input from a pipe instead of a terminal, it reads one message per line.
     """
-    from hermes.cli.ask import chat_lines, require_model
+    from hermes.cli.ask import agent_for, chat_lines
 
     rt = runtime(ctx)
-    require_model(rt)
     if not sys.stdin.isatty():
         chat_lines(ctx, user)
         return
-    from hermes.assembly import build_agent
     from hermes.frontends.repl import Repl
 
     async def main() -> None:
@@ -46,7 +44,7 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
 
         from hermes.aio import finish_or_cancel
 
-        agent, worker = build_agent(rt)
+        agent, worker = agent_for(rt)     # the daemon's, over its socket, when one runs
         repl = Repl(rt, agent, user=rt.user(user) if user else None)
         # A session left by an earlier chat that exited before its summary was written.
         repl.summarize_in_background()

@@ -54,7 +54,10 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
     lines = [
         f"Extraction for {result.user}",
         f"  runs          {result.runs} ({statuses})",
-        f"  model calls   {result.model_calls} ({result.calls_per_run:.2f} per run)",
+        f"  model calls   {result.model_calls} ({result.calls_per_run:.2f} per run)"
+        if not result.unanswered else
+        f"  model calls   {result.model_calls} answered; {result.unanswered} run(s) got no "
+        "answer (see failures)",
     ]
     if result.skips:
         skips = ", ".join(f"{reason} {n}" for reason, n in result.skips.items())
@@ -68,11 +71,14 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
         f"{result.superseded} superseded, {result.forgotten} forgotten; "
         f"{result.fast_lane} via the fast lane; {result.active_facts} active",
     ]
+    unknown_runs = result.runs_without_cost + result.unanswered
     if result.cost is not None:
-        unknown = (f" ({result.runs_without_cost} runs of unknown cost)"
-                   if result.runs_without_cost else "")
+        unknown = f" ({unknown_runs} runs of unknown cost)" if unknown_runs else ""
         lines.append(f"  cost          ${result.cost:.4f}{unknown}")
+    elif result.model_calls:
+        lines.append("  cost          unknown (litellm has no price for this model)")
+    elif result.unanswered:
+        lines.append("  cost          unknown (no model call was answered)")
     else:
-        lines.append("  cost          unknown (litellm has no price for this model)"
-                     if result.model_calls else "  cost          $0")
+        lines.append("  cost          $0 (no model calls)")
     typer.echo("\n".join([*usage_lines(calls), "", *lines]))

@@ -198,10 +198,15 @@ class Repl:
         from hermes.agent import summarize
 
         earlier = list(self.background)
+        # The daemon's agent, over its socket (`hermes chat` with a daemon running): it does it.
+        left = getattr(self.agent, "left", None)
 
         async def work() -> None:
             await asyncio.gather(*earlier, return_exceptions=True)  # never the same one twice
             try:
+                if left is not None:
+                    await left(self.user)
+                    return
                 await summarize.summarize_pending(self.rt, self.agent.background_llm, self.user)
             except Exception:
                 log.exception("repl: summarising the sessions left failed; retried later")

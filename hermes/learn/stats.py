@@ -18,6 +18,7 @@ class ExtractionStats:
     skips: dict[str, int] = field(default_factory=dict)       # gate reason -> runs
     model_calls: int = 0
     failures: int = 0                                         # runs waiting for retry or failed
+    unanswered: int = 0                                       # of which: no model answer at all
     last_failure: str | None = None
     created: int = 0
     merged: int = 0
@@ -67,6 +68,12 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
         "ORDER BY id DESC LIMIT 1", [user]
     ).fetchone()
     stats.last_failure = last[0] if last else None
+    # A model call that got no answer (provider down) is not counted in model_calls, and what
+    # it cost, if anything, is not known.
+    stats.unanswered = db.execute(
+        "SELECT count(*) FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
+        "AND raw_output IS NULL AND model_calls = 0", [user]
+    ).fetchone()[0]
     stats.fast_lane = db.execute(
         "SELECT count(*) FROM facts WHERE user = ? AND EXISTS "
         "(SELECT 1 FROM json_each(facts.tags) WHERE value = ?)", [user, FASTLANE_TAG]

@@ -10,7 +10,7 @@ on), and fitted into a character budget. Zero model calls; every read is scoped 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
@@ -32,8 +32,8 @@ CHATTER = frozenset("""
     """.split())  # noqa: SIM905 - a word block reads better than a list literal
 # A word in this many messages or more says little and makes the search cost what a common
 # word costs (hermes.memory.session_search's bounded path): left out of the turn's search.
-COMMON_MESSAGES = 2000
-SELECTIVE_TERMS = 6
+COMMON_MESSAGES = 1000
+SELECTIVE_TERMS = 4
 # Any word at once (bm25 ranks those holding most of them first) rather than all words first.
 ANY_WORD = True
 
@@ -96,10 +96,12 @@ def recall_past_messages(
     limit: int = 3,
     context: int = 1,
     exclude_session: int | None = None,
+    shown: Collection[int] = (),
 ) -> list[PastExcerpt]:
     """The best ``limit`` past messages of ``user`` matching ``query``, outside
     ``exclude_session`` (the conversation in progress), each with ``context`` neighbours either
-    side, whose rendered text fits ``budget`` characters in all. Best first.
+    side, whose rendered text fits ``budget`` characters in all. Best first. Messages in
+    ``shown`` (already shown earlier in the conversation, still there) are not shown again.
 
     A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing.
     """
@@ -118,7 +120,7 @@ def recall_past_messages(
     except QueryError:
         return []
     chosen: list[PastExcerpt] = []
-    covered: set[int] = set()
+    covered: set[int] = set(shown)
     used = 0
     for hit in hits:
         if len(chosen) >= limit:

@@ -109,13 +109,13 @@ def wants_json(request: Request) -> bool:
 
 
 def back(request: Request, default: str) -> RedirectResponse:
-    """After a no-JS form post: back to the page it came from (same origin only)."""
-    target = request.headers.get("referer") or default
-    parts = urlsplit(target)
+    """After a no-JS form post: back to the page it came from, on this site only (the path of
+    the Referer; another site's Referer goes to ``default``)."""
+    parts = urlsplit(request.headers.get("referer") or default)
     if parts.netloc and parts.netloc != request.url.netloc:
-        target = default
-    return RedirectResponse(parts.path + (f"?{parts.query}" if parts.query else "")
-                            if parts.netloc else target, status_code=303)
+        parts = urlsplit(default)
+    target = (parts.path or default) + (f"?{parts.query}" if parts.query else "")
+    return RedirectResponse(target, status_code=303)
 
 
 def _same_origin(request: Request) -> bool:

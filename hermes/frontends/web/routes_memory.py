@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.frontends.web.app import WebContext, back, form_of, render, wants_json
+from hermes.frontends.web.app import WebContext, form_of, render, wants_json
 from hermes.frontends.web.auth import WebSession
 
 FACT_LIMIT = 200
@@ -320,5 +320,3 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/stats", page(stats)),
     ]
 
-
-__all__ = ["routes", "back"]

@@ -1,0 +1,128 @@
+"""`hermes ask` and `hermes chat` run their turns in a running daemon, over <home>/hermes.sock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+from hermes.memory.sessions import SessionStore
+
+
+async def until(condition, ticks: int = 20000) -> None:
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+@pytest.fixture
+async def daemon(fake_model, rt, monkeypatch):
+    from hermes.daemon import Daemon
+
+    running = Daemon(rt, repl=False)
+    task = asyncio.create_task(running.run())
+    await until(lambda: running.socket is not None or task.done())
+    # The daemon has its model; a command run in-process now would not (exit 2): whatever
+    # answers below was answered by the daemon.
+    monkeypatch.delenv("HERMES_MODEL__NAME")
+    yield running
+    running.request_stop("test")
+    await asyncio.wait_for(task, 30)
+
+
+async def test_ask_runs_its_turn_in_the_running_daemon(daemon, cli, fake_model, hermes_home):
+    path = hermes_home / "hermes.sock"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    fake_model.reply("Paris is the capital.")
+    result = await asyncio.to_thread(cli, "ask", "capital of France?")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Paris is the capital.\n"
+    # The daemon's agent answered: its model was called, and the turn is a closed terminal
+    # session of the user the CLI acts for.
+    assert fake_model.requests[0].messages[-1]["content"].endswith("capital of France?")
+    (session,) = SessionStore.from_runtime(daemon.rt).list("owner")
+    assert session.source == "terminal" and session.ended_at is not None
+    fake_model.reply("Still Paris.")
+    as_json = await asyncio.to_thread(cli, "ask", "again?", "--json")
+    assert as_json.exit_code == 0 and as_json.json()["text"] == "Still Paris."
+    failed = await asyncio.to_thread(cli, "ask", "and now?")   # nothing scripted: refused
+    assert failed.exit_code == 1 and failed.stderr.startswith("Error: The model fake/scripted")
+
+
+async def test_piped_chat_talks_to_the_daemon_and_leaving_ends_the_session(daemon, cli,
+                                                                         fake_model):
+    fake_model.reply("one").reply("two")
+    result = await asyncio.to_thread(cli, "chat", input="first\nsecond\n/exit\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == ["one", "two"]
+    (session,) = SessionStore.from_runtime(daemon.rt).list("owner")
+    assert session.ended_at is not None and session.message_count == 4
+    await until(lambda: SessionStore.from_runtime(daemon.rt).get("owner", session.id).title)
+
+
+def _request(path, request: dict) -> list[dict]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(os.fspath(path))
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        return [json.loads(line) for line in sock.makefile("r") if line.strip()]
+
+
+async def test_a_socket_client_cannot_reach_another_users_session(daemon, fake_model,
+                                                                  hermes_home):
+    store = SessionStore.from_runtime(daemon.rt)
+    alices = store.create("alice", "terminal", channel_key="terminal:alice:ask")
+    answer = await asyncio.to_thread(
+        _request, hermes_home / "hermes.sock",
+        {"op": "turn", "user": "bob", "session_id": alices.id, "text": "read alice's memory"})
+    assert answer == [{"error": f"No session {alices.id} for user 'bob'.", "exit_code": 1}]
+    assert store.messages("alice", alices.id) == [] and fake_model.requests == []
+    for bad in ({"op": "purge", "user": "bob"}, {"op": "turn"}):
+        (refused,) = await asyncio.to_thread(_request, hermes_home / "hermes.sock", bad)
+        assert refused["error"].startswith("Refused")
+
+
+def test_without_a_daemon_ask_runs_in_process_even_with_a_dead_daemons_socket(
+        cli, fake_model, hermes_home):
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(os.fspath(hermes_home / "hermes.sock"))
+    dead.close()                                  # the file stays; nothing listens
+    fake_model.reply("Answered here.")
+    result = cli("ask", "anyone?")
+    assert result.exit_code == 0 and result.stdout == "Answered here.\n"
+
+
+async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
+        daemon, fake_model, tmp_path):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.frontends.repl import Repl
+    from hermes.local_socket import RemoteAgent
+
+    events: list[tuple[str, str]] = []
+    fake_model.reply("Hello from the daemon.")
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        repl = Repl(daemon.rt, RemoteAgent(daemon.rt.settings),
+                    emit=lambda kind, text: events.append((kind, text)),
+                    history=FileHistory(str(tmp_path / "history")))
+        running = asyncio.create_task(repl.run())
+        await until(lambda: repl.prompt.app.is_running)
+        pipe.send_text("hi there\r")
+        await until(lambda: repl._reply is not None)
+        await repl.wait_reply()
+        pipe.send_text("\x04")
+        await asyncio.wait_for(running, 10)
+        await asyncio.gather(*repl.background)
+    assert "".join(text for kind, text in events if kind == "chunk") == "Hello from the daemon."
+    (session,) = SessionStore.from_runtime(daemon.rt).list("owner")
+    assert session.ended_at is not None
+    await until(lambda: SessionStore.from_runtime(daemon.rt).get("owner", session.id).title)
