@@ -173,3 +173,22 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
     first.add("owner", "The staging server is athena")
     assert [f.content for f in first.search("owner", "staging server")] == [
         "The staging server is athena"]
+
+
+def test_small_talk_recalls_no_fact_by_meaning_alone(agent_with_toy):
+    agent, facts = agent_with_toy
+    facts.add("owner", "The user owns a Tesla Model 3")
+    facts.vectors.index("owner")
+    recall = agent.prompts.fact_recall
+    line = str
+    assert recall.recall("owner", "thanks!", limit=8, budget=2000, line=line) == []
+    assert recall.recall("owner", "which automobile?", limit=8, budget=2000, line=line)
+
+
+@pytest.fixture
+def agent_with_toy(fake_model, clock, toy, toy_model):
+    rt = Runtime(load_settings(), clock=clock)
+    rt.settings.sessions.embeddings = True
+    agent = Agent(rt)
+    yield agent, agent.prompts.facts
+    rt.close()

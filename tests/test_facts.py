@@ -529,3 +529,27 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     assert {f"second fact number {i} about the shared project" for i in range(40)} <= contents
     assert len(store.probe("owner", "shared project")) == 80
     assert len(store.probe("owner", "sky")) == 1
+
+
+@pytest.mark.parametrize("typed", [
+    "Omar's", "Omar’s", "OMAR'S",                      # possessives
+    "O\u00admar",                                      # a soft hyphen
+    "\u200fOmar\u200e", "\u202aOmar\u202c", "Om\u200bar",  # bidi marks, a zero-width space
+    "-Omar*", "**Omar**", "_Omar_", "~Omar~",          # wrapping punctuation
+    "Ｏｍａｒ",                                          # full-width letters
+])
+def test_probe_finds_near_exact_names(facts, typed):
+    fact = facts.add("owner", "Omar hosts the Vaultwarden server", entities=["Omar"]).fact
+    facts.add("owner", "Omarion plays bass in the band", entities=["Omarion"])
+    assert [f.id for f in facts.probe("owner", typed)] == [fact.id]
+
+
+def test_near_exact_names_never_beat_an_exact_one(facts):
+    sharp = facts.add("owner", "The service is written in C#", entities=["C#"]).fact
+    plain = facts.add("owner", "C is the language of the kernel", entities=["C"]).fact
+    assert [f.id for f in facts.probe("owner", "C#")] == [sharp.id]
+    assert [f.id for f in facts.probe("owner", "C")] == [plain.id]
+    assert facts.probe("owner", "Omar's") == []
+    # Another user's Omar is never reached by a near-exact name either.
+    facts.add("bob", "Omar is bob's neighbour", entities=["Omar"])
+    assert facts.probe("owner", "Omar's") == []

@@ -207,11 +207,13 @@ def test_the_token_is_created_once_and_private(rt):
     assert mode == 0o600
 
 
-def test_print_config_for_each_client(cli, hermes_home):
+def test_print_config_for_each_client(cli, hermes_home, config_file):
     for name in mcp_server.CLIENTS:
         result = cli("mcp", "--print-config", name, "--user", "alice", "--write")
         entry = json.loads(result.stdout)["mcpServers"]["hermes"]
-        assert entry["args"] == ["--home", str(hermes_home), "mcp", "--user", "alice", "--write"]
+        assert entry["args"] == ["--home", str(hermes_home.resolve()), "--config",
+                                 str(config_file.resolve()), "mcp", "--user", "alice",
+                                 "--write"]
         assert (entry.get("type") == "stdio") == (name == "claude-code")
     result = cli("mcp", "--print-config", "vscode")
     assert result.exit_code == 1 and "expected one of claude-desktop" in result.stderr

@@ -31,8 +31,13 @@ def mcp(
     rt = runtime(ctx)
     who = rt.user(user)
     if print_config is not None:
+        import os
+
+        from hermes.config import config_path_from
+
+        config = config_path_from(dict(os.environ), ctx.find_root().meta.get("config_path"))
         typer.echo(mcp_server.client_config(print_config, home=rt.settings.home_path,
-                                            user=who, write=write))
+                                            user=who, write=write, config=config))
         return
     server = mcp_server.build_server(rt, who, write=write)
     if not http:

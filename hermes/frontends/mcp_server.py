@@ -478,12 +478,16 @@ def serve_http(server: MCPServer, token: str, *, host: str, port: int) -> None:
 
 
 def client_config(client: str, *, home: Path, user: str, write: bool,
-                  command: str | None = None) -> str:
-    """The JSON snippet that registers this server with ``client``."""
+                  config: Path | None = None, command: str | None = None) -> str:
+    """The JSON snippet that registers this server with ``client`` (absolute paths: the client
+    starts it from a directory of its own)."""
     if client not in CLIENTS:
         raise HermesError(f"--print-config: expected one of {', '.join(CLIENTS)} "
                           f"(got {client!r}).")
-    args = ["--home", str(home), "mcp", "--user", user, *(["--write"] if write else [])]
+    where = ["--home", str(Path(home).resolve())]
+    if config is not None:
+        where += ["--config", str(Path(config).resolve())]
+    args = [*where, "mcp", "--user", user, *(["--write"] if write else [])]
     entry: dict[str, Any] = {"command": command or _hermes_command(), "args": args}
     if client == "claude-code":
         entry = {"type": "stdio", **entry}

@@ -14,6 +14,7 @@ entities the user already has (looked up by the text's word n-grams, through the
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +67,44 @@ _NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "a.m", "p.m"})
 def name_key(name: str) -> str:
     """The case-insensitive form a name is matched by."""
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip().casefold()
+
+
+# Possessive endings: "Omar's", "Omar’s", "James'".
+_POSSESSIVE = re.compile(r"(?<=\w)(?:['’]s|s['’])$")
+# Trailing marks that decorate a name rather than belong to it ("-Vaultwarden*", "Atlas_"):
+# never "#" or "+", which do belong (C#, C++).
+_TRAILING_DECORATION = "*_~-=|/\\!?.,;:'’\"`"
+
+
+def near_exact_keys(key: str) -> list[str]:
+    """Other keys a name typed as ``key`` almost certainly means, closest first.
+
+    Invisible format characters (a soft hyphen, bidi marks, zero-width spaces) and compatibility
+    forms (full-width letters) removed; decoration around it ("-Vaultwarden*") stripped; a
+    possessive ("omar's") reduced to the name. Tried only after the exact key finds nothing.
+    """
+    seen = {key}
+    variants: list[str] = []
+
+    def add(candidate: str) -> None:
+        candidate = name_key(candidate)
+        if candidate and candidate not in seen and _LETTER_OR_DIGIT.search(candidate):
+            seen.add(candidate)
+            variants.append(candidate)
+
+    visible = unicodedata.normalize(
+        "NFKC", "".join(c for c in key if unicodedata.category(c) != "Cf"))
+    add(visible)
+    bare = visible
+    # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.
+    while bare and (unicodedata.category(bare[0]).startswith("P") or bare[0] in "~=|^"):
+        bare = bare[1:]
+    bare = bare.rstrip(_TRAILING_DECORATION)
+    add(bare)
+    for form in (visible, bare):
+        if _POSSESSIVE.search(form):
+            add(form[:-2] if form[-2:] in ("'s", "’s") else form[:-1])
+    return variants
 
 
 def clean_name(name: str) -> str:
@@ -246,7 +285,13 @@ class EntityStore:
                 found = self._exact(user, name_key(alias))
                 if found is not None:
                     return found
-        return self._fuzzy(user, key) if fuzzy else None
+        if not fuzzy:
+            return None
+        for variant in near_exact_keys(key):
+            found = self._exact(user, variant)
+            if found is not None:
+                return found
+        return self._fuzzy(user, key)
 
     def resolve(self, user: str, name: str) -> Entity | None:
         entity_id = self.resolve_id(user, name)

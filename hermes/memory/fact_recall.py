@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.fact_records import ACTIVE, Fact
+from hermes.memory.past_messages import has_substance
 from hermes.memory.recall import plan_text
 from hermes.store.fts import Term, build_match
 
@@ -95,8 +96,8 @@ class FactRecall:
     def ranked(self, user: str, query: str, *, limit: int) -> list[Fact]:
         """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust."""
         selective = self.selective_query(user, query)
-        if not selective.strip() and self.facts.vectors is None:
-            return []
+        if not selective.strip() and (self.facts.vectors is None or not has_substance(query)):
+            return []  # by meaning alone, "thanks!" would recall the nearest facts anyway
         try:
             # Words: the selective ones; meaning: all of the message's words (the same text
             # session search embeds, so one embedding serves both)

@@ -69,6 +69,14 @@ def render(session: Session, messages: Sequence[Message], match_id: int) -> str:
     return "\n".join([head, *(_line(m, m.id == match_id) for m in messages)])
 
 
+def has_substance(text: str) -> bool:
+    """Whether ``text`` holds a word worth recalling anything for (not only stopwords and
+    chatter like "ok!", "thanks"); CJK text always does."""
+    plan = build_match(text)
+    return bool(plan.cjk) or any(
+        not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER for t in plan.terms)
+
+
 def selective_query(store: SessionStore, plan: MatchPlan) -> str:
     """The message's words worth looking for, rarest first: no stopwords, no chatter, none
     found in no message, none in COMMON_MESSAGES or more (all users': the index knows no users,
