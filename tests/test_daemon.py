@@ -505,3 +505,24 @@ async def test_without_a_model_the_daemon_says_so_in_one_line_at_start(rt, no_pr
     (notice,) = [r for r in caplog.records if "chat and learning" in r.getMessage()]
     assert notice.levelno == logging.WARNING and "\n" not in notice.getMessage()
     assert "HERMES_MODEL__NAME=" in notice.getMessage()
+
+
+async def test_without_a_model_the_repl_shows_the_notice_once(rt, no_preload, monkeypatch):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.daemon import Daemon
+    from hermes.frontends import repl
+
+    said: list[tuple[str, str]] = []
+    # What the REPL prints, collected (the terminal sink is the REPL's only output).
+    monkeypatch.setattr(repl, "TerminalSink", lambda: lambda kind, text: said.append((kind, text)))
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        daemon = Daemon(rt, repl=True)
+        running = asyncio.create_task(daemon.run())
+        await until(lambda: any("chat and learning are off" in text for _, text in said))
+        daemon.request_stop("test")
+        await asyncio.wait_for(running, 30)
+    notices = [text for _, text in said if "chat and learning are off" in text]
+    assert len(notices) == 1 and "HERMES_MODEL__NAME=" in notices[0]

@@ -181,3 +181,23 @@ async def test_a_failed_turn_still_says_a_secret_was_removed(fake_model, clock, 
         assert result.error and "removed from memory" in result.error
     finally:
         rt.close()
+
+
+async def test_a_tool_result_quoting_an_old_secret_reaches_the_model_redacted(
+        fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    try:
+        old = SessionStore(rt.db, clock=rt.clock, redact_secrets=False)  # an older Hermes
+        earlier = old.create("owner", "terminal")
+        old.append("owner", earlier.id, "user", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW today")
+        old.close("owner", earlier.id)
+        agent = Agent(rt)
+        session = SessionStore.from_runtime(rt).create("owner", "terminal")
+        fake_model.tool_call("session_search", {"action": "search", "query": "deploy"})
+        fake_model.reply("You deployed with a token.")
+        await agent.turn("owner", session.id, "how did I deploy last time?").run()
+        tool_messages = [m for m in fake_model.last.messages if m.get("role") == "tool"]
+        assert tool_messages and "deploy" in tool_messages[0]["content"]
+        assert "glpat-xY7zK2mN9pQ4rS6tU8vW" not in json.dumps(fake_model.last.messages)
+    finally:
+        rt.close()

@@ -331,3 +331,19 @@ async def test_a_no_js_post_goes_back_only_to_a_page_of_this_site(panel):
         .headers["location"] == "/chat?session=3"
     assert back(request("http://evil.example/steal?x=1"), "/chat").headers["location"] == "/chat"
     assert back(request(None), "/facts").headers["location"] == "/facts"
+
+
+def test_web_open_makes_a_token_for_the_user_and_hands_its_link_to_the_server(cli, rt,
+                                                                             monkeypatch):
+    import hermes.cli.web as web_cli
+
+    served = []
+
+    async def serve(runtime, link):
+        served.append(link)
+
+    monkeypatch.setattr(web_cli, "_serve", serve)
+    assert cli("web", "--open", "--user", "alice").exit_code == 0
+    (link,) = served
+    assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
+    assert cli("web").exit_code == 0 and served[1] is None     # no --open: no new token

@@ -223,13 +223,15 @@ class Turn:
                     outcome = toolbox.run(call)
                     tool_names.append(call.name)
                     shown.extend(outcome.fact_ids)
-                    last_id = sessions.append(
+                    recorded = sessions.append(
                         user, session_id, "tool", outcome.content, tool_name=call.name,
                         # JSON always: unparseable arguments as a JSON string
                         tool_args=json.dumps(outcome.args or call.arguments, ensure_ascii=False),
-                        tool_call_id=call.id).id
+                        tool_call_id=call.id)
+                    last_id = recorded.id
+                    # As recorded: a result quoting an old message carries no secret onward.
                     messages.append({"role": "tool", "tool_call_id": call.id,
-                                     "content": outcome.content})
+                                     "content": recorded.content})
                     exchange.append(messages[-1])
             if toolbox.writes_stopped:
                 note = (ROUND_SEPARATOR if emitted else "") + toolbox.stop_note()

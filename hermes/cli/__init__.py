@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError
 from hermes.logs import log_to_file
+from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
 from hermes.store.db import DatabaseBusy
@@ -78,7 +79,7 @@ class HermesGroup(TyperGroup):
 
 
 def _fail(ctx: click.Context, exc: HermesError) -> None:
-    typer.echo(f"Error: {exc}", err=True)
+    typer.echo(printable(f"Error: {exc}"), err=True)  # an error may quote memory
     ctx.exit(exc.exit_code)
 
 

@@ -14,8 +14,9 @@ from typing import Any
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
+from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 
 # The model layer, the agent and the extraction worker are imported only for a turn run
@@ -46,7 +47,7 @@ def agent_for(rt: Runtime) -> tuple[Any, Any]:
 async def _stream(turn, *, echo: bool) -> None:
     async for chunk in turn:
         if echo:
-            sys.stdout.write(chunk)
+            sys.stdout.write(printable(chunk))  # a reply may quote memory: never obeyed
             sys.stdout.flush()
 
 
@@ -79,7 +80,7 @@ def ask(
     if as_json:
         emit_json(result)
     elif result is not None and result.text and not result.text.endswith("\n"):
-        typer.echo("")
+        echo("")
     if turn.exception is not None:
         raise turn.exception
 
@@ -102,7 +103,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     sessions = SessionStore.from_runtime(rt)
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
-    typer.echo(CHAT_HELP, err=True)
+    echo(CHAT_HELP, err=True)
     reconfigure = getattr(sys.stdin, "reconfigure", None)
     if reconfigure is not None:  # Latin-1 piped in: U+FFFD for the bad bytes, the rest kept
         reconfigure(errors="replace")
@@ -120,21 +121,21 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
             if text == "/new":
                 sessions.close(who, session.id)
                 session = sessions.open_for(who, "terminal", channel)
-                typer.echo(f"(new session {session.id})", err=True)
+                echo(f"(new session {session.id})", err=True)
                 continue
             turn = agent.turn(who, session.id, text, speaker=rt.settings.display_name(who))
             try:
                 runner.run(_stream(turn, echo=True))
             except KeyboardInterrupt:
-                typer.echo("\n(interrupted)", err=True)
+                echo("\n(interrupted)", err=True)
                 continue
-            typer.echo("")
+            echo("")
             if turn.exception is not None and (
                     turn.exception.exit_code == ModelNotConfigured.exit_code):
                 raise turn.exception  # a missing key: nothing later in the chat can work
             if turn.exception is not None:
                 # The message is recorded; the provider may come back for the next one.
-                typer.echo(f"Error: {turn.exception}", err=True)
+                echo(f"Error: {turn.exception}", err=True)
         # Leaving ends the session: learn from it and summarise it before the process ends
         # (a summary cut short is written at the next start).
         sessions.close(who, session.id)

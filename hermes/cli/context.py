@@ -7,7 +7,7 @@ import asyncio
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.errors import NotFound
 
 app = typer.Typer(no_args_is_help=True,
@@ -33,7 +33,7 @@ def refresh(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOpti
     if as_json:
         emit_json({"user": who, "path": str(path), "chars": len(text), "text": text})
         return
-    typer.echo(f"Wrote {path} ({len(text):,}/{rt.settings.context.max_chars:,} chars).")
+    echo(f"Wrote {path} ({len(text):,}/{rt.settings.context.max_chars:,} chars).")
 
 
 @app.command()
@@ -50,4 +50,4 @@ def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
         emit_json({"user": who, "path": str(context.path_for(rt, who)), "chars": len(text),
                    "text": text})
         return
-    typer.echo(text.rstrip("\n"))
+    echo(text.rstrip("\n"))

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.clock import to_ts
 from hermes.frontends.cron import CronJob, CronRun, CronRunner, CronStore, trigger_for
 from hermes.runtime import Runtime
@@ -44,7 +44,7 @@ def _say(job: CronJob, message: str, as_json: bool, store: CronStore) -> None:
     if as_json:
         emit_json(_job_json(store, job))
     else:
-        typer.echo(message)
+        echo(message)
 
 
 @app.command()
@@ -77,13 +77,13 @@ def list_jobs(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOp
         emit_json([_job_json(store, job) for job in jobs])
         return
     if not jobs:
-        typer.echo("No cron jobs. Add one with `hermes cron add` or in config.yaml (cron.jobs).")
+        echo("No cron jobs. Add one with `hermes cron add` or in config.yaml (cron.jobs).")
         return
     for job in jobs:
         last = store.runs(name=job.name, limit=1)
         state = ("on" if job.enabled else "paused") + f", {job.origin}"
-        typer.echo(f"{job.name}  ({job.user}, {state})  {job.schedule!r} -> {job.deliver}")
-        typer.echo(f"    next: {_short(_next_run(store, job))}   last: "
+        echo(f"{job.name}  ({job.user}, {state})  {job.schedule!r} -> {job.deliver}")
+        echo(f"    next: {_short(_next_run(store, job))}   last: "
                    + (f"{_short(last[0].scheduled_for)} {last[0].status}" if last else "-"))
 
 
@@ -96,7 +96,7 @@ def remove(ctx: typer.Context, name: str, user: str = UserOption,
     if as_json:
         emit_json(job.to_json())
     else:
-        typer.echo(f"Removed cron job {job.name!r}.")
+        echo(f"Removed cron job {job.name!r}.")
 
 
 @app.command()
@@ -119,9 +119,9 @@ def resume(ctx: typer.Context, name: str, user: str = UserOption,
 
 
 def _print_run(run: CronRun) -> None:
-    typer.echo(f"[{run.id}] {run.job_name} {run.scheduled_for} {run.kind} {run.status}")
+    echo(f"[{run.id}] {run.job_name} {run.scheduled_for} {run.kind} {run.status}")
     if run.output:
-        typer.echo(run.output)
+        echo(run.output)
 
 
 @app.command()
@@ -167,6 +167,6 @@ def runs(
         emit_json([r.to_json() for r in found])
         return
     if not found:
-        typer.echo("No runs yet.")
+        echo("No runs yet.")
     for item in found:
         _print_run(item)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import console, emit_json
+from hermes.cli.output import console, echo, emit_json
 from hermes.memory.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
 from hermes.store.check import check_database
@@ -29,7 +29,7 @@ def path(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     if as_json:
         emit_json({"path": str(db_path)})
     else:
-        typer.echo(str(db_path))
+        echo(str(db_path))
 
 
 @app.command()
@@ -56,7 +56,7 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
     for r in rows:
         table.add_row(r.table, f"{r.rows:,}", "" if r.user_rows is None else f"{r.user_rows:,}")
     console.print(table)
-    typer.echo(f"{db_path}: {size / 1e6:,.1f} MB (+ {wal_size / 1e6:,.1f} MB write-ahead log)")
+    echo(f"{db_path}: {size / 1e6:,.1f} MB (+ {wal_size / 1e6:,.1f} MB write-ahead log)")
 
 
 @app.command()
@@ -71,7 +71,7 @@ def backup(
     if as_json:
         emit_json({"path": str(target), "bytes": size})
     else:
-        typer.echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
+        echo(f"Backed up to {target} ({size / 1e6:,.1f} MB).")
 
 
 @app.command()
@@ -124,7 +124,7 @@ def export(
             handle.write(line + "\n")
             count += 1
     # The header and the end record are not records of memory.
-    typer.echo(f"Exported {count - 2:,} records of {rt.user(user)!r} to {output}.", err=True)
+    echo(f"Exported {count - 2:,} records of {rt.user(user)!r} to {output}.", err=True)
 
 
 def import_(
@@ -148,13 +148,13 @@ def import_(
                          basic_char_limit=rt.settings.memory.basic_char_limit,
                          allow_unsealed=allow_incomplete)
     for warning in report.warnings:
-        typer.echo(f"Warning: {warning}.", err=True)
+        echo(f"Warning: {warning}.", err=True)
     if as_json:
         emit_json({"user": report.user, "counts": report.counts,
                    "renumbered": report.renumbered, "warnings": report.warnings})
         return
     counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
-    typer.echo(f"Imported for {report.user!r}: {counts}.")
+    echo(f"Imported for {report.user!r}: {counts}.")
     if report.renumbered:
-        typer.echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
+        echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
                    "home.")

@@ -8,7 +8,7 @@ from enum import StrEnum
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.errors import QueryError
 from hermes.memory.facts import Fact, FactStore
 from hermes.store.fts import brief, build_match
@@ -54,12 +54,12 @@ def _print_facts(facts: list[Fact], as_json: bool, *, show_score: bool = False,
         emit_json([f.to_json() for f in facts])
         return
     if not facts:
-        typer.echo(empty)
+        echo(empty)
     for fact in facts:
-        typer.echo(_line(fact, show_score=show_score))
+        echo(_line(fact, show_score=show_score))
         if fact.explain and show_score:
             parts = ", ".join(f"{k}={v}" for k, v in fact.explain.items())
-            typer.echo(f"      {parts}")
+            echo(f"      {parts}")
 
 
 @app.command()
@@ -86,10 +86,10 @@ def add(
         return
     about = f" about {', '.join(result.fact.entities)}" if result.fact.entities else ""
     if result.status == "created":
-        typer.echo(f"Created fact {result.id}{about}.")
+        echo(f"Created fact {result.id}{about}.")
     else:
         how = "an exact duplicate" if result.match == "exact" else "a near duplicate"
-        typer.echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")
+        echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")
 
 
 @app.command()
@@ -109,7 +109,7 @@ def search(
     if plan.empty:  # the same answer as `hermes sessions search`
         raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
     for note in plan.notes:  # a query cut to its bounds says so
-        typer.echo(f"Note: {note}.", err=True)
+        echo(f"Note: {note}.", err=True)
     store = _store(ctx)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=explain)
@@ -145,9 +145,9 @@ def reason(
         emit_json([{**f.to_json(), "path": result.path} for f in result.facts])
         return
     if result.unknown:
-        typer.echo(f"Unknown entities: {', '.join(result.unknown)}", err=True)
+        echo(f"Unknown entities: {', '.join(result.unknown)}", err=True)
     if result.path:
-        typer.echo("No fact links them directly; shortest connection: "
+        echo("No fact links them directly; shortest connection: "
                    + " -> ".join(result.path))
     _print_facts(result.facts, False, empty="No facts connect them.")
 
@@ -167,7 +167,7 @@ def rate(
         emit_json({"id": result.id, "old_trust": result.old_trust,
                    "new_trust": result.new_trust})
         return
-    typer.echo(f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
+    echo(f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
 
 
 @app.command()
@@ -185,7 +185,7 @@ def show(
         return
     for key, value in fact.to_json().items():
         if value not in (None, [], "") and key != "score":
-            typer.echo(f"{key:>18}: {value}")
+            echo(f"{key:>18}: {value}")
 
 
 @app.command()
@@ -205,7 +205,7 @@ def update(
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return
-    typer.echo(f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
+    echo(f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
 
 
 @app.command()
@@ -222,7 +222,7 @@ def forget(
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
-    typer.echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
+    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
 
 
 @app.command()
@@ -238,7 +238,7 @@ def restore(
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
-    typer.echo(f"Restored fact {fact.id}.")
+    echo(f"Restored fact {fact.id}.")
 
 
 @app.command()
@@ -259,7 +259,7 @@ def purge(
     if as_json:
         emit_json({"id": fact_id, "status": "purged"})
         return
-    typer.echo(f"Purged fact {fact_id}.")
+    echo(f"Purged fact {fact_id}.")
 
 
 @app.command("list")
@@ -287,10 +287,10 @@ def entities(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOpt
         emit_json([e.to_json() for e in found])
         return
     if not found:
-        typer.echo("No entities.")
+        echo("No entities.")
     for entity in found:
         aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
-        typer.echo(f"{entity.name}{aliases}: {entity.fact_count} fact"
+        echo(f"{entity.name}{aliases}: {entity.fact_count} fact"
                    f"{'' if entity.fact_count == 1 else 's'}")
 
 
@@ -308,7 +308,7 @@ def alias(
     if as_json:
         emit_json(found.to_json())
         return
-    typer.echo(f"{found.name} is also: {', '.join(found.aliases)}")
+    echo(f"{found.name} is also: {', '.join(found.aliases)}")
 
 
 @app.command()
@@ -328,15 +328,15 @@ def history(
     origin = next((e["origin"] for e in entries if e["action"] == "add"), None)
     for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id),
                               origin):
-        typer.echo(line)
+        echo(line)
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
         via = f"  via {entry['origin']}" if entry.get("origin") else ""
-        typer.echo(f"{entry['at']}  {entry['action']}{via}{note}")
+        echo(f"{entry['at']}  {entry['action']}{via}{note}")
         if entry["old"] is not None:
-            typer.echo(f"    old: {json.dumps(entry['old'], ensure_ascii=False)}")
+            echo(f"    old: {json.dumps(entry['old'], ensure_ascii=False)}")
         if entry["new"] is not None:
-            typer.echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")
+            echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")
 
 
 def _source_lines(ctx: typer.Context, user: str, fact: Fact,

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory, WriteResult
 
@@ -35,7 +35,7 @@ def _report(result: WriteResult, as_json: bool) -> None:
             }
         )
     else:
-        typer.echo(result.message)
+        echo(result.message)
 
 
 @app.command()
@@ -54,7 +54,7 @@ def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
             }
         )
         return
-    typer.echo(memory.render(who))
+    echo(memory.render(who))
 
 
 @app.command()

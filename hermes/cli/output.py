@@ -9,6 +9,8 @@ from typing import Any
 
 import typer
 
+from hermes.memory.guard import printable
+
 
 def __getattr__(name: str) -> Any:
     """``console`` and ``err_console`` are made on first use: importing rich costs every
@@ -37,9 +39,22 @@ def emit_json(value: Any) -> None:
     typer.echo(json.dumps(value, default=_default, ensure_ascii=False, indent=2))
 
 
+def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """``typer.echo`` for text that may come from memory: control and invisible characters are
+    shown as escapes (``\\x1b``), never obeyed by the terminal. (JSON escapes them itself.)"""
+    typer.echo(printable(str(message)), err=err, nl=nl)
+
+
+def literal(text: str) -> str:
+    """Memory text inside rich markup: printed as written, with its escapes visible."""
+    from rich.markup import escape
+
+    return escape(printable(text))
+
+
 def fail(message: str, code: int = 1) -> None:
     """Print a one-line error on stderr and exit with ``code``."""
-    typer.echo(message, err=True)
+    echo(message, err=True)
     raise typer.Exit(code)
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -18,7 +17,7 @@ from rich.progress import (
 )
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import console, emit_json, err_console
+from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
@@ -62,7 +61,7 @@ def short_time(ts: str | None) -> str:
 
 def _highlight(snippet: str) -> str:
     """The snippet's ** markers as bold, everything else literal."""
-    parts = escape(snippet).split(HIGHLIGHT[0])
+    parts = literal(snippet).split(HIGHLIGHT[0])
     return "".join(f"[bold]{p}[/bold]" if i % 2 else p for i, p in enumerate(parts))
 
 
@@ -71,7 +70,7 @@ def _message_line(message: Message, *, mark: bool = False) -> str:
     text = " ".join(message.content.split())
     prefix = "[bold]>[/bold]" if mark else " "
     when = short_time(message.created_at)
-    return f"{prefix} [dim]\\[{message.id}] {when}[/dim] {escape(who)}: {escape(text)}"
+    return f"{prefix} [dim]\\[{message.id}] {when}[/dim] {literal(who)}: {literal(text)}"
 
 
 @app.command("list")
@@ -93,12 +92,12 @@ def list_(
         emit_json([s.to_json() for s in sessions])
         return
     if not sessions:
-        typer.echo("No sessions.")
+        echo("No sessions.")
         return
     header = ("ID", "SOURCE", "STARTED", "LAST ACTIVE", "MSGS")
-    typer.echo("{:>5}  {:<8}  {:<16}  {:<16}  {:>5}  TITLE".format(*header))
+    echo("{:>5}  {:<8}  {:<16}  {:<16}  {:>5}  TITLE".format(*header))
     for s in sessions:
-        typer.echo(f"{s.id:>5}  {s.source:<8}  {short_time(s.started_at):<16}  "
+        echo(f"{s.id:>5}  {s.source:<8}  {short_time(s.started_at):<16}  "
                    f"{short_time(s.last_active_at):<16}  {s.message_count:>5}  {s.display_title}")
 
 
@@ -121,12 +120,12 @@ def search(
     rt = runtime(ctx)
     hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context, source=source)
     for note in build_match(query).notes:  # a query cut to its bounds says so
-        typer.echo(f"Note: {note}.", err=True)
+        echo(f"Note: {note}.", err=True)
     if as_json:
         emit_json([h.to_json() for h in hits])
         return
     if not hits:
-        typer.echo(f"No session mentions {brief(query)!r}.")
+        echo(f"No session mentions {brief(query)!r}.")
         return
     for number, hit in enumerate(hits):
         s = hit.session
@@ -134,11 +133,11 @@ def search(
             console.print()
         console.print(
             f"[bold]#{s.id}[/bold] {s.source} · {short_time(s.started_at)} · "
-            f"{escape(s.display_title)}  [dim](score {hit.score:.2f}"
+            f"{literal(s.display_title)}  [dim](score {hit.score:.2f}"
             f"{', any word' if hit.mode == 'loose' else ''})[/dim]"
         )
         if s.summary:
-            console.print(f"  Summary: {escape(' '.join(s.summary.split()))}")
+            console.print(f"  Summary: {literal(' '.join(s.summary.split()))}")
         console.print(f"  Match: {_highlight(hit.snippet)}")
         for message in hit.context:
             mark = hit.match is not None and message.id == hit.match.id
@@ -169,11 +168,11 @@ def show(
         emit_json({**session.to_json(), "messages": [m.to_json() for m in messages]})
         return
     ended = f", ended {short_time(session.ended_at)}" if session.ended_at else ", open"
-    console.print(f"[bold]#{session.id}[/bold] {session.source} · {escape(session.display_title)}"
+    console.print(f"[bold]#{session.id}[/bold] {session.source} · {literal(session.display_title)}"
                   f"  [dim]({session.message_count} messages, started "
                   f"{short_time(session.started_at)}{ended})[/dim]")
     if session.summary:
-        console.print(f"Summary: {escape(session.summary)}")
+        console.print(f"Summary: {literal(session.summary)}")
     for message in messages:
         console.print(_message_line(message, mark=message.id == around))
 
@@ -199,7 +198,7 @@ def index(
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done})
         return
-    typer.echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
+    echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
 
 
 @app.command("import")
@@ -284,19 +283,19 @@ def _finish_import(report: ImportReport, as_json: bool) -> None:
 
 
 def _print_report(report: ImportReport) -> None:
-    typer.echo(
+    echo(
         f"Imported {report.sessions_created:,} new session(s) and {report.messages_added:,} "
         f"message(s); {report.sessions_existing:,} session(s) were already there "
         f"({report.messages_existing:,} message(s) already present)."
     )
     if report.empty:
-        typer.echo(f"{report.empty:,} empty {report.unit}(s) (nothing said) left out.")
+        echo(f"{report.empty:,} empty {report.unit}(s) (nothing said) left out.")
     if report.errors:
-        typer.echo(f"Skipped {report.skipped} {report.unit}(s):", err=True)
+        echo(f"Skipped {report.skipped} {report.unit}(s):", err=True)
         for number, reason in report.errors[:20]:
-            typer.echo(f"  {report.unit} {number}: {reason}", err=True)
+            echo(f"  {report.unit} {number}: {reason}", err=True)
         if report.skipped > 20:
-            typer.echo(f"  ... and {report.skipped - 20} more", err=True)
+            echo(f"  ... and {report.skipped - 20} more", err=True)
 
 
 @app.command()
@@ -342,16 +341,16 @@ def summarize(
         emit_json(plan.to_json())
         return
     if not plan.session_ids:
-        typer.echo(f"No session of {who} is waiting for a summary.")
+        echo(f"No session of {who} is waiting for a summary.")
         return
     if dry_run or not yes:
-        typer.echo(f"Summaries for {who}: {len(plan.session_ids):,} session(s), "
+        echo(f"Summaries for {who}: {len(plan.session_ids):,} session(s), "
                    f"{plan.model_calls:,} model call(s) ({plan.without_call:,} titled "
                    "without one).")
         if plan.model_calls:
-            typer.echo(f"  tokens        ~{plan.prompt_tokens:,} in, "
+            echo(f"  tokens        ~{plan.prompt_tokens:,} in, "
                        f"~{plan.completion_tokens:,} out (estimated)")
-        typer.echo(f"  cost          {cost_text(plan.cost, plan.model)}")
+        echo(f"  cost          {cost_text(plan.cost, plan.model)}")
     if dry_run:
         return
     if not yes and not typer.confirm("Go ahead?", err=True):
@@ -360,14 +359,43 @@ def summarize(
         report = asyncio.run(sb.run(rt, llm, plan, budget=limit,
                                     pacer=Pacer(rate or None, rt.clock.now)))
     except KeyboardInterrupt:
-        typer.echo("\nInterrupted. The summaries written are kept; run it again to continue.",
+        echo("\nInterrupted. The summaries written are kept; run it again to continue.",
                    err=True)
         raise typer.Exit(130) from None
     if as_json:
         emit_json({"plan": plan.to_json(), "report": report.to_json()})
         return
     failed = f"; {report.failed} failed (tried again next time)" if report.failed else ""
-    typer.echo(f"Summarised {report.done} session(s) with {report.model_calls} model "
+    echo(f"Summarised {report.done} session(s) with {report.model_calls} model "
                f"call(s){failed}.")
     if report.stopped:
-        typer.echo(f"Stopped: {report.stopped}. Run it again to continue.")
+        echo(f"Stopped: {report.stopped}. Run it again to continue.")
+
+
+@app.command()
+def redact(
+    ctx: typer.Context,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Redact secrets stored before redaction was on (or with sessions.redact_secrets off).
+
+    Messages and their search index, session titles and summaries and the context file are
+    rewritten in place, once; facts and basic-memory entries that hold a secret are listed, to
+    forget or edit. Other users' rows are not touched."""
+    from hermes.memory.redact_stored import redact_stored
+
+    rt = runtime(ctx)
+    report = redact_stored(rt, rt.user(user))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    context = ", and the context file" if report.context_file else ""
+    echo(f"Redacted {report.secrets} secret(s) in {report.messages} message(s) of "
+         f"{report.user}, {report.sessions} session title(s) or summary(ies){context}.")
+    if report.facts:
+        echo(f"Facts holding a secret: {', '.join(map(str, report.facts))} "
+             "(`hermes facts forget ID`).")
+    if report.basic_memory:
+        echo(f"Basic-memory entries holding a secret: "
+             f"{', '.join(map(str, report.basic_memory))} (`hermes memory remove ID`).")

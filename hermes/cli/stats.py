@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.output import emit_json
+from hermes.cli.output import echo, emit_json
 from hermes.clock import to_ts
 from hermes.learn.stats import extraction_stats
 from hermes.store import usage
@@ -81,4 +81,4 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
         lines.append("  cost          unknown (no model call was answered)")
     else:
         lines.append("  cost          $0 (no model calls)")
-    typer.echo("\n".join([*usage_lines(calls), "", *lines]))
+    echo("\n".join([*usage_lines(calls), "", *lines]))

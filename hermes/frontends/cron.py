@@ -41,6 +41,7 @@ from hermes.frontends.schedule import (  # noqa: F401 - part of this module's su
     repeated_wall_time,
     timezone_for,
 )
+from hermes.memory.guard import check_field, find_problem
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class CronStore:
         name = name.strip()
         if not name or not prompt.strip():
             raise ScheduleError("a cron job needs a name and a prompt")
+        check_field("cron prompt", prompt)  # replayed to the model on every run
         parse_schedule(schedule, self.timezone)
         check_deliver(deliver, self.home)
         with write_transaction(self.db):
@@ -235,6 +237,9 @@ class CronStore:
                 check_deliver(job.deliver, self.home)
             except ScheduleError as exc:
                 raise ConfigError(f"{key}.deliver ({job.name!r}): {exc}") from None
+            problem = find_problem(job.prompt)
+            if problem:
+                raise ConfigError(f"{key}.prompt ({job.name!r}): {problem}")
         names = [job.name for job in jobs]
         if len(set(names)) != len(names):
             raise ConfigError("cron.jobs: two jobs have the same name")

@@ -30,6 +30,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.commands import MemoryCommands
+from hermes.memory.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -83,6 +84,8 @@ class TerminalSink:
         self._line = ""
 
     def __call__(self, kind: str, text: str) -> None:
+        # Replies and memory may hold control characters: shown as escapes, never obeyed.
+        text = printable(text)
         if kind == "chunk":
             self._line += text
             if "\n" in self._line:

@@ -25,6 +25,7 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.fact_records import ACTIVE
+from hermes.memory.guard import check_field
 from hermes.store.fts import STOPWORDS
 
 MAX_NAME_CHARS = 80
@@ -111,7 +112,7 @@ def clean_name(name: str) -> str:
     return re.sub(r"\s+", " ", name).strip().strip(_EDGE_PUNCT).strip()
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, what: str = "entity name") -> str:
     """The cleaned name, or RefusedWrite when it cannot name an entity."""
     cleaned = clean_name(name)
     if not _LETTER_OR_DIGIT.search(cleaned):
@@ -119,6 +120,8 @@ def check_name(name: str) -> str:
                            "name the entity in words. Nothing was stored.")
     if len(cleaned) > MAX_NAME_CHARS:
         raise RefusedWrite(f"Refused: entity names are at most {MAX_NAME_CHARS} characters.")
+    # A name is printed into every prompt that recalls its facts: checked like the text.
+    check_field(what, cleaned)
     return cleaned
 
 
@@ -351,6 +354,7 @@ class EntityStore:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
         from hermes.store.db import write_transaction
 
+        check_name(alias, "alias")
         with write_transaction(self.db):
             entity_id = self.ensure(user, name)
             other = self._exact(user, name_key(alias))

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import sqlite_utils
 
+from hermes.memory.guard import check_field
+
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
 # bm25 column weights: content, tags, entity_names
@@ -123,6 +125,8 @@ def clean_tags(tags: Iterable[str]) -> list[str]:
     seen: dict[str, str] = {}
     for tag in tags:
         tag = normalise(str(tag)).lstrip("#")
+        if tag:
+            check_field("tag", tag)  # a tag is memory too: no key, no hidden text
         if tag and tag.casefold() not in seen:
             seen[tag.casefold()] = tag
     return list(seen.values())

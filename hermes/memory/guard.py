@@ -1,7 +1,14 @@
-"""Checks on text that is about to become memory: secrets and prompt-injection patterns.
+"""Checks on text that is about to become memory: secrets, hidden characters, prompt injection.
 
 Memory is replayed into every future prompt, so a secret written here leaks into every request
-to the model provider, and an injected instruction becomes a permanent one.
+to the model provider, and an injected instruction becomes a permanent one. Every field of a
+write is checked, not only the text: a fact's entities and tags, an entity's aliases, basic
+memory, cron prompts (an entity named ``SYSTEM: ignore previous instructions`` would be printed
+into every prompt that recalls it). A refused write says why in one line and changes nothing.
+
+Control characters are refused too (``\\x1b[31m`` would repaint a terminal that prints the
+memory); text that reaches a terminal from elsewhere (messages, replies) goes through
+:func:`printable`.
 """
 
 from __future__ import annotations
@@ -10,30 +17,7 @@ import re
 import unicodedata
 
 from hermes.errors import RefusedWrite
-
-_SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("an OpenAI-style API key",
-     re.compile(r"\bsk-(?:proj-|ant-|or-)?[A-Za-z0-9_\-]{20,}")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("a GitHub token",
-     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
-    ("a Discord bot token", re.compile(r"\b[MN][A-Za-z\d]{23,25}\.[\w-]{6}\.[\w-]{27,38}\b")),
-    ("a JSON Web Token",
-     re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
-    ("a bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{20,}")),
-    (
-        "a password or secret assignment",
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|api[_\- ]?key"
-            r"|access[_\- ]?token|auth[_\- ]?token)"
-            r"\s*(?:is|=|:)\s*['\"]?(?=[^\s'\"]*[0-9!@#$%^&*])[^\s'\"]{6,}"
-        ),
-    ),
-    ("credentials in a URL", re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@", re.I)),
-]
+from hermes.memory.secrets import find_secrets, redact_text
 
 _INJECTION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -58,16 +42,32 @@ _INVISIBLE = {
     "\u200b", "\u200c", "\u2060", "\ufeff", "\u00ad",
     "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
 }
+# C0 controls but tab and newline, DEL, C1 controls: ESC starts terminal escape sequences, CR
+# and backspace overwrite what a reader sees.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[:1].lower() in "aeiou" else f"a {kind}"
+
+
+def _hidden(char: str) -> bool:
+    # U+200D (zero-width joiner) is allowed: emoji sequences need it.
+    return char in _INVISIBLE or (unicodedata.category(char) == "Cf" and char != "\u200d")
 
 
 def find_problem(text: str) -> str | None:
     """Why ``text`` must not become memory, or None when it is fine."""
-    for label, pattern in _SECRET_PATTERNS:
-        if pattern.search(text):
-            return f"it looks like it contains {label}; secrets must not be stored in memory"
+    secrets = find_secrets(text)
+    if secrets:
+        return (f"it looks like it contains {_article(secrets[0].kind)}; secrets must not be "
+                "stored in memory")
+    control = _CONTROL.search(text)
+    if control:
+        return (f"it contains a control character (U+{ord(control.group()):04X}), which could "
+                "rewrite a terminal that shows it")
     for char in text:
-        # U+200D (zero-width joiner) is allowed: emoji sequences need it.
-        if char in _INVISIBLE or (unicodedata.category(char) == "Cf" and char != "\u200d"):
+        if _hidden(char):
             return (
                 f"it contains an invisible Unicode character (U+{ord(char):04X}), "
                 "a known way to hide instructions"
@@ -83,3 +83,36 @@ def check_text(text: str) -> None:
     problem = find_problem(text)
     if problem:
         raise RefusedWrite(f"Refused: {problem}. Nothing was changed.")
+
+
+def check_field(field: str, value: str) -> None:
+    """Raise RefusedWrite when one field of a write (an entity name, an alias, a tag, a cron
+    prompt) must not become memory; the line names the field and shows the value safely."""
+    problem = find_problem(value)
+    if problem:
+        raise RefusedWrite(f"Refused: the {field} {shown(value)} is not stored: {problem}. "
+                           "Nothing was changed.")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control and invisible characters as escapes
+    (``\\x1b``, ``\\u202e``); tab and newline kept."""
+    if not _CONTROL.search(text) and not any(_hidden(c) for c in text if ord(c) > 0x7f):
+        return text
+    out = []
+    for char in text:
+        if _CONTROL.fullmatch(char):
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) > 0x7f and _hidden(char):
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def shown(value: str, width: int = 60) -> str:
+    """A value quoted for an error line: secrets redacted, hidden characters visible, cut."""
+    text = printable(redact_text(value))
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"'{text}'"

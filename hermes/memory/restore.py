@@ -23,7 +23,8 @@ import sqlite_utils
 
 from hermes.errors import HermesError, RefusedWrite
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
-from hermes.memory.guard import find_problem
+from hermes.memory.guard import find_problem, shown
+from hermes.memory.secrets import redact_text
 from hermes.memory.transfer import (
     _USER_TABLES,
     EXPORT_END,
@@ -373,7 +374,7 @@ def _check_row(kind: str, row: dict[str, Any], basic: list[Entry]) -> None:
             raise _BadRecord("a basic_memory row needs its 'text'")
         problem = find_problem(text)
         if problem:
-            raise _RefusedRecord(f"basic memory entry {text[:60]!r}: {problem}")
+            raise _RefusedRecord(f"basic memory entry {shown(text)}: {problem}")
         basic.append(Entry(row.get("id") or 0, text, "", ""))
     elif kind == "facts":
         content, trust = row.get("content"), row.get("trust", 0.5)
@@ -386,6 +387,35 @@ def _check_row(kind: str, row: dict[str, Any], basic: list[Entry]) -> None:
                 or not 0.0 <= trust <= 1.0:
             raise _RefusedRecord(f"fact {row.get('id')!r}: trust must be in [0, 1] "
                                  f"(got {trust!r})")
+        for what, column in (("tag", "tags"), ("entity name", "entity_names")):
+            for value in _strings(row.get(column)):
+                problem = find_problem(value)
+                if problem:
+                    raise _RefusedRecord(f"fact {row.get('id')!r}: the {what} {shown(value)}: "
+                                         f"{problem}")
+    elif kind in ("entities", "entity_aliases"):
+        what, column = ("entity name", "name") if kind == "entities" else ("alias", "alias")
+        value = row.get(column)
+        problem = find_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise _RefusedRecord(f"the {what} {shown(value)}: {problem}")
+    elif kind == "sessions":
+        # Hermes' own text: redacted like every stored summary
+        for column in ("title", "summary"):
+            if isinstance(row.get(column), str):
+                row[column] = redact_text(row[column])
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings of a JSON-list column (tags, entity names) as exported."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
 
 
 def _load(number: int, line: str) -> dict[str, Any]:

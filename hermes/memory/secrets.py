@@ -20,31 +20,12 @@ shapes, and "the API key for X is ...".
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 REDACTED = "[redacted"
 # Never read a marker Hermes wrote as a secret of its own (redaction is idempotent).
@@ -92,30 +73,12 @@ class _Rule:
 # source code, they flag ordinary words), public IP addresses (not secrets in a conversation),
 # Artifactory (its "AP[0-9A-F]..." shape matches capitalised words), Cloudant, IBM and Softlayer
 # (assignment patterns written for config files, covered by the key-assignment rule below).
-_PLUGINS: list[tuple[type[RegexBasedDetector], str]] = [
-    (AWSKeyDetector, "aws key"),
-    (AzureStorageKeyDetector, "azure storage key"),
-    (BasicAuthDetector, "password in a URL"),
-    (DiscordBotTokenDetector, "discord token"),
-    (GitHubTokenDetector, "github token"),
-    (GitLabTokenDetector, "gitlab token"),
-    (JwtTokenDetector, "jwt"),
-    (MailchimpDetector, "mailchimp key"),
-    (NpmDetector, "npm token"),
-    (OpenAIDetector, "openai key"),
-    (PrivateKeyDetector, "private key"),
-    (PypiTokenDetector, "pypi token"),
-    (SendGridDetector, "sendgrid key"),
-    (SlackDetector, "slack token"),
-    (SquareOAuthDetector, "square key"),
-    (StripeDetector, "stripe key"),
-    (TelegramBotTokenDetector, "telegram token"),
-    (TwilioKeyDetector, "twilio key"),
-]
 
 
 def _jwt_is_valid(token: str) -> bool:
-    # detect-secrets' own check: the header and payload decode to JSON.
+    # detect-secrets' own check, and the header and payload must decode to JSON.
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
     return bool(JwtTokenDetector.is_formally_valid(token)) and _jwt_has_json(token)
 
 
@@ -133,8 +96,49 @@ def _jwt_has_json(token: str) -> bool:
 
 
 def _plugin_rules() -> list[_Rule]:
+    # Imported on first use: detect-secrets (and the requests it imports) costs about 0.1 s,
+    # which a command that never looks at a secret should not pay at start.
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    plugins: list[tuple[type, str]] = [
+        (AWSKeyDetector, "aws key"),
+        (AzureStorageKeyDetector, "azure storage key"),
+        (BasicAuthDetector, "password in a URL"),
+        (DiscordBotTokenDetector, "discord token"),
+        (GitHubTokenDetector, "github token"),
+        (GitLabTokenDetector, "gitlab token"),
+        (JwtTokenDetector, "jwt"),
+        (MailchimpDetector, "mailchimp key"),
+        (NpmDetector, "npm token"),
+        (OpenAIDetector, "openai key"),
+        (PrivateKeyDetector, "private key"),
+        (PypiTokenDetector, "pypi token"),
+        (SendGridDetector, "sendgrid key"),
+        (SlackDetector, "slack token"),
+        (SquareOAuthDetector, "square key"),
+        (StripeDetector, "stripe key"),
+        (TelegramBotTokenDetector, "telegram token"),
+        (TwilioKeyDetector, "twilio key"),
+    ]
     rules = []
-    for plugin, kind in _PLUGINS:
+    for plugin, kind in plugins:
         for pattern in plugin.denylist:  # type: ignore[attr-defined]
             group = 1 if pattern.groups else 0
             check = _jwt_is_valid if plugin is JwtTokenDetector else None
@@ -296,7 +300,9 @@ _OWN_RULES: list[_Rule] = [
     _Rule("api key", _ENV_ASSIGNMENT, "secret"),
 ]
 
-_RULES = [*_OWN_RULES, *_plugin_rules()]
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    return (*_OWN_RULES, *_plugin_rules())
 # Cheap screen: a text with none of these cannot hold a secret any rule finds. Most chat messages
 # skip every pattern this way.
 _SCREEN = re.compile(
@@ -311,7 +317,7 @@ def find_secrets(text: str) -> list[Finding]:
     if not text or not _SCREEN.search(text):
         return []
     found: list[Finding] = []
-    for rule in _RULES:
+    for rule in _rules():
         for match in rule.pattern.finditer(text):
             try:
                 start, end = match.span(rule.group)
