@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from hermes.agent.turn import Agent
     from hermes.config import Settings
+    from hermes.frontends.base import Frontend
     from hermes.frontends.discord_bot import HermesBot
     from hermes.frontends.repl import Repl
     from hermes.frontends.web import WebFrontend
@@ -140,6 +141,7 @@ class Daemon:
         self.want_repl = repl
         self.want_web = web
         self.web: WebFrontend | None = None
+        self.frontends: dict[str, Frontend] = {}  # the plugins' front-ends that started
         self.token = token
         self.turn_grace = turn_grace
         self.background_grace = background_grace
@@ -201,6 +203,7 @@ class Daemon:
             self.runner.schedule_all(self.scheduler)
             if self.want_web:
                 await self._start_web(agent)
+            await self._start_frontends(agent)
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
             socket = SocketServer(self.rt, agent)
             if await socket.start():
@@ -294,6 +297,35 @@ class Daemon:
             print(f"Web panel: log in at {link}", file=sys.stderr, flush=True)
         else:
             log.info("web: log in with the link `hermes web token` prints")
+
+    async def _start_frontends(self, agent: Agent) -> None:
+        """Start every front-end a plugin registered; one that fails stays off, logged."""
+        from hermes.frontends.base import FrontendContext, registered_frontends
+
+        assert self.runner is not None
+        ctx = FrontendContext(self.rt, agent, worker=self.worker, runner=self.runner,
+                              request_stop=self.request_stop)
+        for name, factory in registered_frontends().items():
+            try:
+                frontend = factory(ctx)
+                if frontend is None or not await frontend.start():
+                    log.info("front-end %s: off", name)
+                    continue
+            except Exception:
+                log.exception("front-end %s: failed to start; it stays off", name)
+                continue
+            self.frontends[name] = frontend
+            self.runner.deliverers[name] = frontend.deliver
+            log.info("front-end %s: started", name)
+
+    async def _stop_frontends(self) -> None:
+        async def stop(name: str, frontend: Frontend) -> None:
+            try:
+                await frontend.stop()
+            except Exception:
+                log.exception("front-end %s: failed to stop cleanly", name)
+
+        await asyncio.gather(*(stop(n, f) for n, f in self.frontends.items()))
 
     def _fail(self, message: str) -> None:
         log.error(message)
@@ -460,7 +492,8 @@ class Daemon:
         # Running turns (Discord, REPL, cron) and built-in jobs finish side by side; then the
         # extraction they scheduled. Worst case: turn_grace + background_grace.
         await asyncio.gather(self._drain_bot(), self._drain_repl(), self._drain_cron(),
-                             self._drain_jobs(), self._stop_web(), self._drain_socket())
+                             self._drain_jobs(), self._stop_web(), self._stop_frontends(),
+                             self._drain_socket())
         # The person at the terminal has left: their session ends and is summarised while
         # extraction finishes (a summary cut short is written at the next start).
         if self.repl is not None:

@@ -1,7 +1,8 @@
 """Run the real `hermes` command line with the scripted model as provider ``fake``.
 
 For tests that start Hermes in a subprocess: ``python -m tests.daemon_harness run --no-repl``.
-Replies come, in order, from the JSON list in ``HERMES_TEST_REPLIES``.
+Replies come, in order, from the JSON list in ``HERMES_TEST_REPLIES`` (a string is a reply, an
+object ``{"tool": name, "args": {...}}`` a tool call).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def main() -> None:
     for text in json.loads(os.environ.get("HERMES_TEST_REPLIES", "[]")):
         if text == HOLD:     # this model call waits for SIGUSR1, then takes the next reply
             fake.script.append(Block(SignalRelease()))  # type: ignore[arg-type]
+        elif isinstance(text, dict):  # {"tool": name, "args": {...}}: the model calls a tool
+            fake.tool_call(text["tool"], text.get("args") or {})
         else:
             fake.reply(text)
     os.environ["HERMES_MODEL__NAME"] = "fake/scripted"

@@ -152,7 +152,7 @@ def test_add_list_pause_resume_remove(store):
 
 def test_add_refuses_bad_input_and_changes_nothing(store, rt):
     store.add("a", "owner", "every 1h", "ping")
-    with pytest.raises(ScheduleError, match="already exists"):
+    with pytest.raises(ScheduleError, match="owner already has a cron job named .a."):
         store.add("a", "owner", "every 2h", "pong")
     with pytest.raises(ScheduleError, match="'..' is not allowed"):
         store.add("b", "owner", "every 1h", "p", "file:../../etc/passwd")
@@ -487,3 +487,65 @@ async def test_a_symlink_made_after_the_job_was_added_is_refused_at_delivery(
     with pytest.raises(ScheduleError, match="must be under the outbox"):
         await runner.deliver(job, "hello")
     assert list(outside.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- names per user
+def test_cron_job_names_are_per_user(cli):
+    assert cli("cron", "add", "digest", "every 1d", "Summarise", "--user", "bob").exit_code == 0
+    added = cli("cron", "add", "digest", "every 2d", "Sum up", "--user", "alice")
+    assert added.exit_code == 0, added.stderr
+    again = cli("cron", "add", "digest", "every 3d", "x", "--user", "alice")
+    assert again.exit_code == 1 and "alice already has a cron job named 'digest'" in again.stderr
+    ambiguous = cli("cron", "pause", "digest")
+    assert ambiguous.exit_code == 1
+    assert "several users have a cron job named 'digest' (alice, bob)" in ambiguous.stderr
+    assert cli("cron", "pause", "digest", "--user", "alice").exit_code == 0
+    jobs = {(j["user"], j["name"]): j for j in cli("cron", "list", "--json").json()}
+    assert jobs[("alice", "digest")]["enabled"] is False
+    assert jobs[("bob", "digest")]["enabled"] is True
+    assert cli("cron", "remove", "digest", "--user", "bob").exit_code == 0
+    # One left: the name alone finds it again.
+    assert cli("cron", "resume", "digest").exit_code == 0
+    assert [(j["user"], j["enabled"]) for j in cli("cron", "list", "--json").json()] == [
+        ("alice", True)]
+
+
+def test_config_jobs_of_two_users_may_share_a_name(cli, config_file):
+    config_file.write_text(
+        "cron:\n  jobs:\n"
+        "    - {name: digest, user: alice, schedule: every 1d, prompt: a}\n"
+        "    - {name: digest, user: bob, schedule: every 2d, prompt: b}\n")
+    listed = cli("cron", "list", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    assert sorted((j["user"], j["schedule"]) for j in listed.json()) == [
+        ("alice", "every 1d"), ("bob", "every 2d")]
+
+
+def test_the_migration_keeps_every_job_and_run(tmp_path):
+    """m015 rebuilds cron_jobs and cron_runs: rows, ids and the cascade survive it."""
+    import sqlite_utils
+    from sqlite_utils.migrations import Migrations
+
+    from hermes.store.db import migrate
+    from hermes.store.migrations import migrations
+
+    db = sqlite_utils.Database(tmp_path / "old.db")
+    db.execute("PRAGMA foreign_keys=ON")
+    before = Migrations("hermes")
+    names = [m.name for m in migrations._migrations]
+    before._migrations = migrations._migrations[:names.index("m015_cron_job_names_per_user")]
+    before.apply(db)
+    db.execute("INSERT INTO cron_jobs (id, name, user, schedule, prompt, deliver, created_at) "
+               "VALUES (7, 'digest', 'bob', 'every 1d', 'p', 'terminal', '2026-11-01')")
+    db.execute("INSERT INTO cron_runs (id, job_id, scheduled_for, status, kind) VALUES "
+               "(3, 7, '2026-11-02', 'ok', 'manual')")
+    db.conn.commit()
+    migrate(db)
+    assert db.execute("SELECT id, name, user FROM cron_jobs").fetchall() == [(7, "digest", "bob")]
+    assert db.execute("SELECT id, job_id, status, kind FROM cron_runs").fetchall() == [
+        (3, 7, "ok", "manual")]
+    assert db.execute("PRAGMA foreign_key_list(cron_runs)").fetchall()[-1][2] == "cron_jobs"
+    db.execute("INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, created_at) "
+               "VALUES ('digest', 'alice', 'every 1d', 'p', 'terminal', '2026-11-01')")
+    db.execute("DELETE FROM cron_jobs WHERE id = 7")
+    assert db.execute("SELECT count(*) FROM cron_runs").fetchone()[0] == 0

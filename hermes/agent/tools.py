@@ -12,11 +12,11 @@ counts failed memory writes so that the third one tells the model to stop and an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.llm import ToolCall
+from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
 from hermes.memory.facts import Fact, FactStore
@@ -36,70 +36,6 @@ SHOW_MESSAGES = 40
 SNIPPET_CHARS = 300
 
 
-def _schema(name: str, description: str, properties: dict[str, Any],
-            required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required},
-    }}
-
-
-_STR = {"type": "string"}
-_INT = {"type": "integer"}
-
-TOOL_SCHEMAS: list[dict[str, Any]] = [
-    _schema(
-        "memory",
-        "Edit BASIC MEMORY, the block shown in every prompt (hard character cap). add: a new "
-        "entry (text). replace: target (entry id or unique part of its text) with text. remove: "
-        "target. batch: several ops applied all-or-nothing, the cap checked on the result; use "
-        "it to consolidate. Never store secrets.",
-        {
-            "action": {"type": "string", "enum": ["add", "replace", "remove", "batch"]},
-            "text": _STR,
-            "target": {"type": ["integer", "string"]},
-            "ops": {"type": "array", "items": {"type": "object", "properties": {
-                "action": {"type": "string", "enum": ["add", "replace", "remove"]},
-                "text": _STR, "target": {"type": ["integer", "string"]}}}},
-        },
-        ["action"],
-    ),
-    _schema(
-        "facts",
-        "Long-term fact store. search: facts matching query. probe: everything about one "
-        "entity. reason: facts connecting several entities. add: store one self-contained fact "
-        "(content, optional entities, category, tags). update: replace fact id's content "
-        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
-        {
-            "action": {"type": "string",
-                       "enum": ["search", "probe", "reason", "add", "update", "forget"]},
-            "query": _STR, "entity": _STR,
-            "entities": {"type": "array", "items": _STR},
-            "content": _STR, "id": _INT, "category": _STR,
-            "tags": {"type": "array", "items": _STR},
-            "reason": _STR, "limit": _INT,
-        },
-        ["action"],
-    ),
-    _schema(
-        "fact_feedback",
-        "Rate facts you were shown: helpful raises their trust, unhelpful (wrong, outdated, "
-        "irrelevant) lowers it.",
-        {"ids": {"type": "array", "items": _INT},
-         "rating": {"type": "string", "enum": ["helpful", "unhelpful"]}},
-        ["ids", "rating"],
-    ),
-    _schema(
-        "session_search",
-        "Past conversations. browse: recent sessions (optional source: discord, terminal, "
-        "cron). search: sessions where query was discussed, with the matching messages. show: "
-        "the messages of session_id.",
-        {"action": {"type": "string", "enum": ["browse", "search", "show"]},
-         "query": _STR, "session_id": _INT, "source": _STR, "limit": _INT},
-        ["action"],
-    ),
-]
-TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SCHEMAS)
 
 
 def dumps(value: Any) -> str:
@@ -161,8 +97,9 @@ class ToolBox:
 
     def __init__(self, rt: Runtime, user: str, *, session_id: int | None = None,
                  facts: FactStore | None = None, sessions: SessionStore | None = None,
-                 basic: BasicMemory | None = None) -> None:
+                 basic: BasicMemory | None = None, tools: ToolRegistry | None = None) -> None:
         self.rt = rt
+        self.tools = tools or default_registry()
         self.user = user
         self.session_id = session_id
         self.facts = facts or FactStore.from_runtime(rt)
@@ -176,10 +113,6 @@ class ToolBox:
         self.over_cap_failures = 0
         self.writes = 0  # successful writes to memory this turn
         self.over_cap = False
-        self._handlers: dict[str, Callable[[dict[str, Any]], tuple[Any, bool, list[int]]]] = {
-            "memory": self._memory, "facts": self._facts,
-            "fact_feedback": self._feedback, "session_search": self._sessions,
-        }
 
     @property
     def writes_stopped(self) -> bool:
@@ -209,15 +142,15 @@ class ToolBox:
         except ValueError as exc:
             return self._error(call.name, {}, f"{call.name}: {exc}. Call it again with a JSON "
                                "object of arguments.")
-        handler = self._handlers.get(call.name)
-        if handler is None:
+        tool = self.tools.get(call.name)
+        if tool is None:
             return self._error(call.name, args, f"Unknown tool {call.name!r}; the tools are "
-                               f"{', '.join(TOOL_NAMES)}.")
-        writes = _is_write(call.name, args)
+                               f"{', '.join(self.tools.names())}.")
+        writes = tool.is_write(args)
         if writes and self.writes_stopped:
             return self._stop(call.name, args)
         try:
-            result, wrote, fact_ids = handler(args)
+            result = tool.handler(self, args)
         except OverCapError as exc:
             self.over_cap = True
             self.over_cap_failures += 1
@@ -233,9 +166,11 @@ class ToolBox:
             if writes:
                 return self._failed_write(call.name, args, str(exc))
             return self._error(call.name, args, str(exc))
-        self.writes += int(wrote)
-        return ToolOutcome(call.name, args, dumps(result), ok=True, wrote_memory=wrote,
-                           fact_ids=fact_ids)
+        if not isinstance(result, ToolResult):  # a plain value: it wrote if it is a write
+            result = ToolResult(result, wrote=writes)
+        self.writes += int(result.wrote)
+        return ToolOutcome(call.name, args, dumps(result.value), ok=True,
+                           wrote_memory=result.wrote, fact_ids=result.fact_ids)
 
     # -- results ----------------------------------------------------------------------------
 
@@ -400,16 +335,6 @@ class ToolBox:
 
 # -- argument helpers --------------------------------------------------------------------------
 
-_WRITES = {"memory": None, "facts": {"add", "update", "forget"}}
-
-
-def _is_write(name: str, args: dict[str, Any]) -> bool:
-    if name not in _WRITES:
-        return False
-    actions = _WRITES[name]
-    return actions is None or args.get("action") in actions
-
-
 def _bad_action(action: Any, valid: list[str]) -> str:
     return f"Unknown action {action!r}; use one of: {', '.join(valid)}."
 
@@ -434,3 +359,83 @@ def _limit(args: dict[str, Any], default: int) -> int:
         return max(1, min(int(args.get("limit") or default), 50))
     except (TypeError, ValueError):
         return default
+
+
+# -- the built-in tools ------------------------------------------------------------------------
+# Registered by the default plugin hermes.agent.builtin_tools, through the same hook as a
+# third-party tool. A new built-in is one more entry here.
+
+
+def _builtin(name: str, description: str, properties: dict[str, Any], required: list[str],
+             method: str, *, writes: bool = False,
+             write_actions: set[str] | None = None) -> Tool:
+    def handler(box: ToolBox, args: dict[str, Any]) -> ToolResult:
+        value, wrote, fact_ids = getattr(box, method)(args)
+        return ToolResult(value, wrote, fact_ids)
+
+    handler.__name__ = method.lstrip("_")
+    return Tool(name, description,
+                {"type": "object", "properties": properties, "required": required},
+                handler, writes=writes, write_actions=frozenset(write_actions or ()))
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+
+BUILTIN_TOOLS: list[Tool] = [
+    _builtin(
+        "memory",
+        "Edit BASIC MEMORY, the block shown in every prompt (hard character cap). add: a new "
+        "entry (text). replace: target (entry id or unique part of its text) with text. remove: "
+        "target. batch: several ops applied all-or-nothing, the cap checked on the result; use "
+        "it to consolidate. Never store secrets.",
+        {
+            "action": {"type": "string", "enum": ["add", "replace", "remove", "batch"]},
+            "text": _STR,
+            "target": {"type": ["integer", "string"]},
+            "ops": {"type": "array", "items": {"type": "object", "properties": {
+                "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                "text": _STR, "target": {"type": ["integer", "string"]}}}},
+        },
+        ["action"], "_memory", writes=True,
+    ),
+    _builtin(
+        "facts",
+        "Long-term fact store. search: facts matching query. probe: everything about one "
+        "entity. reason: facts connecting several entities. add: store one self-contained fact "
+        "(content, optional entities, category, tags). update: replace fact id's content "
+        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
+        {
+            "action": {"type": "string",
+                       "enum": ["search", "probe", "reason", "add", "update", "forget"]},
+            "query": _STR, "entity": _STR,
+            "entities": {"type": "array", "items": _STR},
+            "content": _STR, "id": _INT, "category": _STR,
+            "tags": {"type": "array", "items": _STR},
+            "reason": _STR, "limit": _INT,
+        },
+        ["action"], "_facts", writes=True, write_actions={"add", "update", "forget"},
+    ),
+    _builtin(
+        "fact_feedback",
+        "Rate facts you were shown: helpful raises their trust, unhelpful (wrong, outdated, "
+        "irrelevant) lowers it.",
+        {"ids": {"type": "array", "items": _INT},
+         "rating": {"type": "string", "enum": ["helpful", "unhelpful"]}},
+        ["ids", "rating"], "_feedback",
+    ),
+    _builtin(
+        "session_search",
+        "Past conversations. browse: recent sessions (optional source: discord, terminal, "
+        "cron). search: sessions where query was discussed, with the matching messages. show: "
+        "the messages of session_id.",
+        {"action": {"type": "string", "enum": ["browse", "search", "show"]},
+         "query": _STR, "session_id": _INT, "source": _STR, "limit": _INT},
+        ["action"], "_sessions",
+    ),
+]
+
+
+def tool_schemas() -> list[dict[str, Any]]:
+    """Every registered tool's schema, in the order the model sees them."""
+    return default_registry().schemas()

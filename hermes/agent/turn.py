@@ -28,7 +28,7 @@ from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import Prompt, PromptBuilder
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
-from hermes.agent.tools import TOOL_SCHEMAS, ToolBox
+from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
 from hermes.memory.facts import FactStore
@@ -164,7 +164,7 @@ class Turn:
             version = conversation.version
             prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
             counted = usage.Scope(user, "chat", session_id)
-            prompt, compressed = await agent.compressor.fit(prompt, TOOL_SCHEMAS, scope=counted)
+            prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
             if compressed:
                 conversation, prompt = self._restart(prompt, message)
                 version = conversation.version
@@ -175,7 +175,7 @@ class Turn:
             round_no = 0
             shrunk = False
             while round_no <= max_rounds:
-                tools = TOOL_SCHEMAS if round_no < max_rounds else None
+                tools = tool_schemas() if round_no < max_rounds else None
                 request = messages
                 if tools is None and round_no > 0:
                     # A one-off instruction for this request only: not kept in the conversation.
@@ -203,7 +203,7 @@ class Turn:
                     shrunk = True
                     budget = agent.llm.count_tokens(messages, tools) // 2
                     prompt, now_compressed = await agent.compressor.fit(
-                        prompt, TOOL_SCHEMAS, budget=budget, scope=counted)
+                        prompt, tool_schemas(), budget=budget, scope=counted)
                     if now_compressed:
                         compressed = True
                         conversation, prompt = self._restart(prompt, message)

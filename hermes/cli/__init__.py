@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+import typer.main
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
@@ -35,7 +36,10 @@ class HermesGroup(TyperGroup):
     exception is a bug and keeps its traceback.
     """
 
+    # Plugins' commands (the register_commands hook) are loaded only for a name that is no
+    # built-in command, or for the command list: `hermes memory show` loads no plugin.
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
         return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -43,12 +47,30 @@ class HermesGroup(TyperGroup):
         if command is None and cmd_name in COMMANDS:
             command = load_command(cmd_name)
             self.add_command(command, cmd_name)
+        if command is None and self._load_plugin_commands():
+            command = super().get_command(ctx, cmd_name)
         return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # Arguments that are not UTF-8 (a Latin-1 file name, `$'do\xffcker'`) arrive as lone
         # surrogates, which SQLite and the terminal refuse: U+FFFD instead, the rest kept.
         return super().parse_args(ctx, [scrub_arg(a) for a in args])
+
+    def _load_plugin_commands(self) -> bool:
+        if getattr(self, "_plugin_commands", False):
+            return False
+        self._plugin_commands = True
+        from hermes.plugins import manager
+
+        # Plugins get a Typer app, the way Hermes's own commands are written (@cli.command(),
+        # cli.add_typer); what they add joins this group.
+        extra = typer.Typer()
+        manager().hook.register_commands(cli=extra)
+        if extra.registered_commands or extra.registered_groups:
+            for name, command in typer.main.get_group(extra).commands.items():
+                if name not in self.commands and name not in COMMANDS:  # built-ins keep theirs
+                    self.add_command(command, name)
+        return True
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:

@@ -159,14 +159,23 @@ class CronStore:
                      to_ts(self.clock.now())),
                 )
             except sqlite3.IntegrityError:
-                raise ScheduleError(f"a cron job named {name!r} already exists; remove it "
+                raise ScheduleError(f"{user} already has a cron job named {name!r}; remove it "
                                     "first or pick another name") from None
-        return self.get(name)
+        return self.get(name, user=user)
 
     def get(self, name: str, *, user: str | None = None) -> CronJob:
-        rows = self._rows("SELECT * FROM cron_jobs WHERE name = ?", (name,))
-        if not rows or (user is not None and rows[0]["user"] != user):
-            raise NotFound(f"no cron job named {name!r} (see `hermes cron list`)")
+        """The job ``name`` of ``user``; without a user, the only job of that name."""
+        if user is not None:
+            rows = self._rows("SELECT * FROM cron_jobs WHERE name = ? AND user = ?", (name, user))
+        else:
+            rows = self._rows("SELECT * FROM cron_jobs WHERE name = ? ORDER BY user", (name,))
+        if not rows:
+            owner = f" for {user}" if user is not None else ""
+            raise NotFound(f"no cron job named {name!r}{owner} (see `hermes cron list`)")
+        if len(rows) > 1:
+            users = ", ".join(r["user"] for r in rows)
+            raise ScheduleError(f"several users have a cron job named {name!r} ({users}); say "
+                                "whose with --user")
         return _job(rows[0])
 
     def get_by_id(self, job_id: int) -> CronJob | None:
@@ -200,7 +209,7 @@ class CronStore:
             self._skip_paused(job)
         with write_transaction(self.db):
             self.db.execute("UPDATE cron_jobs SET enabled = ? WHERE id = ?", (int(enabled), job.id))
-        return self.get(name)
+        return self.get(name, user=job.user)
 
     def _skip_paused(self, job: CronJob) -> None:
         now = self.clock.now()
@@ -240,14 +249,15 @@ class CronStore:
             problem = find_problem(job.prompt)
             if problem:
                 raise ConfigError(f"{key}.prompt ({job.name!r}): {problem}")
-        names = [job.name for job in jobs]
-        if len(set(names)) != len(names):
-            raise ConfigError("cron.jobs: two jobs have the same name")
+        # Names are unique per user: two users may each have a "digest".
+        keys = [(job.user or self.default_user, job.name) for job in jobs]
+        if len(set(keys)) != len(keys):
+            raise ConfigError("cron.jobs: two jobs of the same user have the same name")
         with write_transaction(self.db):
-            existing = {r["name"]: r for r in self._rows("SELECT * FROM cron_jobs")}
+            existing = {(r["user"], r["name"]): r for r in self._rows("SELECT * FROM cron_jobs")}
             for job in jobs:
-                row = existing.get(job.name)
                 user = job.user or self.default_user
+                row = existing.get((user, job.name))
                 if row is None:
                     self.db.execute(
                         "INSERT INTO cron_jobs (name, user, schedule, prompt, deliver, enabled, "
@@ -257,8 +267,8 @@ class CronStore:
                          int(job.enabled), int(job.enabled), to_ts(self.clock.now())),
                     )
                 elif row["origin"] != "config":
-                    raise ConfigError(f"cron.jobs: {job.name!r} is also a job added with "
-                                      "`hermes cron add`; rename one of them")
+                    raise ConfigError(f"cron.jobs: {job.name!r} of {user} is also a job added "
+                                      "with `hermes cron add`; rename one of them")
                 else:
                     if row["config_enabled"] is None or bool(row["config_enabled"]) != job.enabled:
                         enabled = job.enabled
@@ -270,8 +280,9 @@ class CronStore:
                         (user, job.schedule, job.prompt, job.deliver, int(enabled),
                          int(job.enabled), row["id"]),
                     )
-            for name, row in existing.items():
-                if row["origin"] == "config" and name not in names:
+            wanted = set(keys)
+            for key, row in existing.items():
+                if row["origin"] == "config" and key not in wanted:
                     self.db.execute("DELETE FROM cron_jobs WHERE id = ?", (row["id"],))
 
     # ---- runs

@@ -116,8 +116,15 @@ def file_target(home: Path, target: str) -> Path:
     return resolved
 
 
+def _plugin_targets() -> dict[str, object]:
+    from hermes.frontends.base import registered_frontends  # loads the plugins: only here
+
+    return registered_frontends()
+
+
 def check_deliver(deliver: str, home: Path) -> str:
-    """Validate a delivery target: ``discord:<channel id>``, ``terminal`` or ``file:<path>``."""
+    """Validate a delivery target: ``discord:<channel id>``, ``terminal``, ``file:<path>`` or
+    ``<front-end>:<target>`` for a front-end a plugin registered."""
     kind, _, rest = deliver.partition(":")
     if deliver == "terminal":
         return deliver
@@ -125,6 +132,8 @@ def check_deliver(deliver: str, home: Path) -> str:
         return deliver
     if kind == "file" and rest:
         file_target(home, rest)
+        return deliver
+    if rest and kind in _plugin_targets():
         return deliver
     raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
                         "file:<path under the home's outbox/>")

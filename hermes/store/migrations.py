@@ -398,7 +398,61 @@ def m014_drop_facts_vocab(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
-def m015_model_calls(db: sqlite_utils.Database) -> None:
+def m015_cron_job_names_per_user(db: sqlite_utils.Database) -> None:
+    # A cron job's name was unique across the home, so `hermes cron add bobcron --user alice`
+    # answered "already exists" when bob had one: names are now unique per user. SQLite cannot
+    # drop a UNIQUE constraint, so both cron tables are rebuilt (with foreign keys on, dropping
+    # cron_jobs first would cascade-delete every run, and renaming it would rewrite cron_runs'
+    # reference to the old name). Rows and ids are copied as they are.
+    job_columns = ("id, name, user, schedule, prompt, deliver, enabled, origin, created_at, "
+                   "config_enabled")
+    run_columns = "id, job_id, scheduled_for, status, output, session_id, started_at, " \
+        "finished_at, kind"
+    db.execute(
+        """
+        CREATE TABLE cron_jobs_m015 (
+          id INTEGER PRIMARY KEY,
+          name TEXT NOT NULL,
+          user TEXT NOT NULL,
+          schedule TEXT NOT NULL,        -- a cron expression, or "every 30m" / "every 6h"
+          prompt TEXT NOT NULL,
+          deliver TEXT NOT NULL,         -- discord:<channel id> | terminal | file:<path>
+          enabled INTEGER NOT NULL DEFAULT 1,
+          origin TEXT NOT NULL DEFAULT 'cli',   -- cli | config | builtin
+          created_at TEXT NOT NULL,
+          config_enabled INTEGER,        -- the config's `enabled` at the last sync
+          UNIQUE (user, name)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE cron_runs_m015 (
+          id INTEGER PRIMARY KEY,
+          job_id INTEGER NOT NULL REFERENCES cron_jobs_m015(id) ON DELETE CASCADE,
+          scheduled_for TEXT NOT NULL,
+          status TEXT NOT NULL,          -- running | ok | silent | failed | missed
+          output TEXT,
+          session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+          started_at TEXT,
+          finished_at TEXT,
+          kind TEXT NOT NULL DEFAULT 'schedule',   -- schedule | manual
+          UNIQUE (job_id, scheduled_for)
+        )
+        """
+    )
+    db.execute(f"INSERT INTO cron_jobs_m015 ({job_columns}) SELECT {job_columns} FROM cron_jobs")
+    db.execute(f"INSERT INTO cron_runs_m015 ({run_columns}) SELECT {run_columns} FROM cron_runs")
+    db.execute("DROP TABLE cron_runs")
+    db.execute("DROP TABLE cron_jobs")
+    # Renaming rewrites cron_runs_m015's reference to the new name as well.
+    db.execute("ALTER TABLE cron_jobs_m015 RENAME TO cron_jobs")
+    db.execute("ALTER TABLE cron_runs_m015 RENAME TO cron_runs")
+    db.execute("CREATE INDEX idx_cron_runs_job_kind ON cron_runs(job_id, kind, scheduled_for)")
+
+
+@migrations()
+def m016_model_calls(db: sqlite_utils.Database) -> None:
     db.executescript(
         """
         -- One row per model call, as litellm reported it (hermes.store.usage): what a

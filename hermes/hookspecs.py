@@ -1,0 +1,37 @@
+"""The hooks a Hermes plugin can implement (pluggy, as simonw/llm's ``llm/hookspecs.py``).
+
+A plugin is a module with functions marked ``@hookimpl`` and named after these specs; it is
+found through the ``hermes`` entry-point group (see :mod:`hermes.plugins`). The built-in tools
+arrive through the same hooks, from Hermes's own default plugins.
+"""
+
+from __future__ import annotations
+
+from pluggy import HookimplMarker, HookspecMarker
+
+hookspec = HookspecMarker("hermes")
+hookimpl = HookimplMarker("hermes")
+
+
+@hookspec
+def register_tools(register):  # type: ignore[no-untyped-def]
+    """Register tools the model can call: ``register(Tool(...))`` (hermes.agent.tool_registry)."""
+
+
+@hookspec
+def register_frontends(register):  # type: ignore[no-untyped-def]
+    """Register front-ends ``hermes run`` starts: ``register(name, factory)``, where
+    ``factory(FrontendContext)`` returns a :class:`hermes.frontends.base.Frontend` (or None to
+    stay off) and ``name`` is its cron delivery prefix (``name:target``)."""
+
+
+@hookspec
+def register_commands(cli):  # type: ignore[no-untyped-def]
+    """Register additional CLI commands on ``cli``, a Typer app (``@cli.command()``,
+    ``cli.add_typer(...)``), e.g. ``hermes mycommand ...``."""
+
+
+@hookspec
+def register_embedding_models(register):  # type: ignore[no-untyped-def]
+    """Register embedding models: ``register(name, factory)``, ``factory()`` returning an
+    embedder with the interface of hermes.memory.embeddings' built-in ones."""

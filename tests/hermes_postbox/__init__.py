@@ -1,0 +1,57 @@
+"""A Hermes plugin for the tests, loaded through the ``hermes`` entry-point group (see
+tests/test_plugins.py, which writes its dist-info): a ``count_words`` tool, a ``postbox``
+front-end that writes what happens to it into ``<home>/postbox.txt``, and a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.tool_registry import Tool
+from hermes.hookspecs import hookimpl
+
+
+def count_words(box: Any, args: dict[str, Any]) -> dict[str, Any]:
+    return {"words": len(str(args.get("text") or "").split()), "user": box.user}
+
+
+@hookimpl
+def register_tools(register):  # type: ignore[no-untyped-def]
+    register(Tool("count_words", "Count the words of text.",
+                  {"type": "object", "properties": {"text": {"type": "string"}},
+                   "required": ["text"]},
+                  count_words))
+
+
+class Postbox:
+    source = "postbox"
+
+    def __init__(self, ctx: Any) -> None:
+        self.path: Path = ctx.rt.settings.home_path / "postbox.txt"
+
+    def _write(self, line: str) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+    async def start(self) -> bool:
+        self._write("started")
+        return True
+
+    async def stop(self) -> None:
+        self._write("stopped")
+
+    async def deliver(self, job: Any, target: str, text: str) -> None:
+        self._write(f"{job.name} -> {target}: {text}")
+
+
+@hookimpl
+def register_frontends(register):  # type: ignore[no-untyped-def]
+    register("postbox", Postbox)
+
+
+@hookimpl
+def register_commands(cli):  # type: ignore[no-untyped-def]
+    @cli.command(name="postbox-hello")
+    def hello() -> None:
+        """Say hello from the test plugin."""
+        print("hello from the postbox plugin")

@@ -1,0 +1,165 @@
+"""Plugins through the real entry-point path: tests/hermes_postbox, given a dist-info on
+sys.path, adds a tool the scripted model calls through the turn engine, a front-end that
+`hermes run` starts, delivers a cron job to and stops, and a command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from hermes import plugins
+from hermes.agent import tool_registry
+from hermes.agent.turn import Agent
+from hermes.clock import FakeClock, SystemClock
+from hermes.config import load_settings
+from hermes.errors import HermesError
+from hermes.frontends import base
+from hermes.frontends.cron import CronStore
+from hermes.memory.sessions import SessionStore
+from hermes.runtime import Runtime
+from tests.test_daemon import REPO, Process
+
+TOOL = {"tool": "count_words", "args": {"text": "one two three"}}
+
+
+def write_dist_info(site: Path) -> Path:
+    """What `pip install` of the plugin would leave: its metadata and its entry point."""
+    info = site / "hermes_postbox-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-postbox\n"
+                                   "Version: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[hermes]\npostbox = tests.hermes_postbox\n",
+                                           encoding="utf-8")
+    return site
+
+
+def forget_loaded_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Loaded once per process: start this test from nothing (restored after it).
+    monkeypatch.setattr(plugins, "_manager", None)
+    monkeypatch.setattr(tool_registry, "_default", None)
+    monkeypatch.setattr(base, "_registered", None)
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch) -> Path:
+    site = write_dist_info(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    forget_loaded_plugins(monkeypatch)
+    return site
+
+
+def test_the_entry_point_loads_the_plugin_beside_the_default_ones(installed_plugin):
+    assert "postbox" in plugins.plugin_names()
+    assert "hermes.agent.builtin_tools" in plugins.plugin_names()
+
+
+def test_without_the_entry_point_there_is_no_plugin(monkeypatch):
+    forget_loaded_plugins(monkeypatch)
+    assert "postbox" not in plugins.plugin_names()
+    assert tool_registry.default_registry().get("count_words") is None
+    assert base.registered_frontends() == {}
+
+
+async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
+        installed_plugin, fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    try:
+        agent = Agent(rt)
+        session_id = SessionStore.from_runtime(rt).create("owner", "terminal").id
+        fake_model.tool_call(TOOL["tool"], TOOL["args"]).reply("Three words.")
+        result = await agent.turn("owner", session_id, "count: one two three").run()
+        assert result.text == "Three words." and result.tool_calls == 1
+        # The built-in tools come first (their order is part of the prompt), the plugin's after.
+        assert fake_model.last.tool_names == ["memory", "facts", "fact_feedback",
+                                              "session_search", "count_words"]
+        tool_message = fake_model.last.messages[-1]
+        assert tool_message["role"] == "tool"
+        assert json.loads(tool_message["content"]) == {"words": 3, "user": "owner"}
+    finally:
+        rt.close()
+
+
+def test_a_registered_front_end_is_a_cron_delivery_target(installed_plugin, rt):
+    store = CronStore.from_runtime(rt)
+    store.add("digest", "owner", "every 30m", "Summarise my day", "postbox:inbox")
+    assert [job.deliver for job in store.list()] == ["postbox:inbox"]
+
+
+def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):
+    with pytest.raises(HermesError, match="deliver 'mailbox:inbox'"):
+        CronStore.from_runtime(rt).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
+
+
+def test_the_plugin_command_runs_and_the_built_ins_load_no_plugin(installed_plugin, cli,
+                                                                   monkeypatch):
+    assert cli("postbox-hello").stdout.strip() == "hello from the postbox plugin"
+    forget_loaded_plugins(monkeypatch)
+    cli("memory", "show")
+    assert plugins._manager is None
+
+
+def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
+        installed_plugin, hermes_home, tmp_path, rt):
+    settings = load_settings()
+    past = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
+    CronStore.from_runtime(past).add("digest", "owner", "every 30m", "Count one two three",
+                                     "postbox:inbox")   # fired 5 minutes ago: caught up at start
+    past.close()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
+    env.update(HERMES_HOME=str(hermes_home), HERMES_CONFIG=str(tmp_path / "config.yaml"),
+               PYTHONPATH=f"{REPO}{os.pathsep}{installed_plugin}", HERMES_WEB__ENABLED="false",
+               HERMES_TEST_REPLIES=json.dumps([TOOL, "Three words."]))
+    proc = Process(["-m", "tests.daemon_harness", "run", "--no-repl"], env)
+    try:
+        proc.wait_for("front-end postbox: started")
+        proc.wait_for("cron catch-up done")
+        proc.proc.send_signal(signal.SIGTERM)
+        assert proc.finish() == 0
+    finally:
+        proc.kill()
+    assert "Traceback" not in "\n".join(proc.lines)
+    postbox = (hermes_home / "postbox.txt").read_text(encoding="utf-8").splitlines()
+    assert postbox == ["started", "digest -> inbox: Three words.", "stopped"]
+    tool_rows = rt.db.execute("SELECT tool_name, content FROM messages WHERE role = 'tool'"
+                              ).fetchall()
+    assert [(r[0], json.loads(r[1])) for r in tool_rows] == [
+        ("count_words", {"words": 3, "user": "owner"})]
+
+
+def test_a_plugin_tool_that_writes_counts_as_a_memory_write(rt):
+    """writes=True: a plain result is a write, and failures count toward the stop after 3."""
+    from hermes.agent.llm import ToolCall
+    from hermes.agent.tool_registry import Tool, ToolRegistry
+    from hermes.agent.tools import ToolBox
+
+    def note(box, args):
+        if not args.get("text"):
+            raise HermesError("note needs text.")
+        return {"saved": args["text"]}
+
+    registry = ToolRegistry()
+    registry.register(Tool("note", "Save a note.", {"type": "object", "properties": {}},
+                           note, writes=True))
+    box = ToolBox(rt, "owner", tools=registry)
+    saved = box.run(ToolCall("1", "note", '{"text": "hi"}'))
+    assert saved.ok and saved.wrote_memory and box.writes == 1
+    outcomes = [box.run(ToolCall(str(i), "note", "{}")) for i in range(4)]
+    assert [o.failed_write for o in outcomes] == [True] * 4
+    assert "stop" in json.loads(outcomes[2].content)
+    assert json.loads(outcomes[3].content)["error"].startswith("Not attempted")
+    # Stopped writes leave the reads alone: a tool that does not write, and the actions of a
+    # writing tool that are not among its write_actions.
+    registry.register(Tool("peek", "Read notes.", {}, lambda box, args: {"notes": []}))
+    registry.register(Tool("notes", "Notes: list, add.", {}, lambda box, args: {"ok": 1},
+                           writes=True, write_actions=frozenset({"add"})))
+    assert box.run(ToolCall("5", "peek", "{}")).ok
+    assert box.run(ToolCall("6", "notes", '{"action": "list"}')).ok
+    assert not box.run(ToolCall("7", "notes", '{"action": "add"}')).ok
+    with pytest.raises(ValueError, match="two tools"):
+        registry.register(Tool("note", "again", {}, note))
