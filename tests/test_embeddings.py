@@ -288,7 +288,13 @@ def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
     assert off.exit_code == 1 and "sessions.embeddings" in off.stderr
     store = SessionStore(rt.db, clock=clock)
     say(store, clock, "owner", "rain", "a car", "a dog")
+    from hermes.config import FactsConfig
+    from hermes.memory.facts import FactStore
+
+    FactStore(rt.db, FactsConfig(), clock).add("owner", "The user owns a Tesla")
+    FactStore(rt.db, FactsConfig(), clock).add("bob", "Bob owns a bike")
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     assert cli("sessions", "index", "--json").json() == {
-        "user": "owner", "model": "toy-cli", "embedded": 3}
-    assert cli("sessions", "index").stdout.startswith("Embedded 0 message(s) of owner")
+        "user": "owner", "model": "toy-cli", "embedded": 3, "facts_embedded": 1}
+    assert cli("sessions", "index").stdout.startswith(
+        "Embedded 0 message(s) and 0 fact(s) of owner")

@@ -63,3 +63,17 @@ def test_redact_says_what_it_did_in_words(rt, cli):
     plant(rt, "owner")
     out = cli("sessions", "redact").stdout
     assert "2 secret(s) in 2 message(s)" in out and "1 session title(s)" in out
+
+
+def test_hermes_import_of_an_export_with_secrets_redacts_its_messages(rt, cli, tmp_path):
+    from hermes.memory.transfer import export_user
+
+    plant(rt, "owner")
+    dump = tmp_path / "owner.jsonl"
+    dump.write_text("".join(line + "\n" for line in export_user(rt.db, "owner")),
+                    encoding="utf-8")
+    assert KEY in dump.read_text(encoding="utf-8")
+    fresh = tmp_path / "fresh"
+    assert cli("--home", str(fresh), "import", str(dump)).exit_code == 0
+    shown = cli("--home", str(fresh), "sessions", "show", "1", "--json").stdout
+    assert KEY not in shown and "4821" not in shown and "[redacted gitlab token" in shown

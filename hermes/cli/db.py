@@ -146,7 +146,8 @@ def import_(
     rt = runtime(ctx)
     report = import_user(rt.db, read_lines(file), user=user,
                          basic_char_limit=rt.settings.memory.basic_char_limit,
-                         allow_unsealed=allow_incomplete)
+                         allow_unsealed=allow_incomplete,
+                         redact_messages=rt.settings.sessions.redact_secrets)
     for warning in report.warnings:
         echo(f"Warning: {warning}.", err=True)
     if as_json:

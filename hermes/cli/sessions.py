@@ -183,10 +183,13 @@ def index(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Embed every message that has no vector yet (hybrid recall, sessions.embeddings).
+    """Embed every message and fact that has no vector yet (hybrid recall,
+    sessions.embeddings).
 
-    `hermes run` does this in the background; a search embeds only the newest few itself."""
+    `hermes run` does this in the background (and extraction embeds the facts it writes); a
+    search embeds only the newest few messages itself, and never a fact."""
     from hermes.memory.embeddings import vectors_for
+    from hermes.memory.fact_vectors import FactVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
@@ -194,11 +197,14 @@ def index(
                           "to index. Turn it on in config.yaml first.")
     vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
     who = rt.user(user)
+    facts = FactVectors(rt.db, vectors.embedder).index(who)
     done = vectors.index(who)
     if as_json:
-        emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done})
+        emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,
+                   "facts_embedded": facts})
         return
-    echo(f"Embedded {done} message(s) of {who} with {vectors.embedder.model_id}.")
+    echo(f"Embedded {done} message(s) and {facts} fact(s) of {who} with "
+         f"{vectors.embedder.model_id}.")
 
 
 @app.command("import")

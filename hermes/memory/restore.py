@@ -24,7 +24,7 @@ import sqlite_utils
 from hermes.errors import HermesError, RefusedWrite
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
 from hermes.memory.guard import find_problem, shown
-from hermes.memory.secrets import redact_text
+from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.transfer import (
     _USER_TABLES,
     EXPORT_END,
@@ -52,6 +52,7 @@ class _RefusedRecord(ValueError):
 def import_user(
     db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None,
     basic_char_limit: int = DEFAULT_LIMIT, allow_unsealed: bool = False,
+    redact_messages: bool = True,
 ) -> ExportReport:
     """Read an export back for ``user`` (default: the user named in the file), all or nothing.
 
@@ -74,7 +75,7 @@ def import_user(
         raise HermesError(f"Unsupported export version {version!r} "
                           f"(this Hermes reads versions {', '.join(map(str, READABLE_VERSIONS))}).")
     target = user or str(header.get("user"))
-    restore = _Restore(db, target)
+    restore = _Restore(db, target, redact_messages=redact_messages)
     trailer: dict[str, Any] | None = None
     read: dict[str, int] = {}
     number = 1
@@ -157,7 +158,10 @@ def _check_trailer(version: Any, trailer: dict[str, Any] | None, read: dict[str,
 class _Restore:
     """The rows of one file, written for one user, with the file's ids mapped to this home's."""
 
-    def __init__(self, db: sqlite_utils.Database, user: str) -> None:
+    def __init__(self, db: sqlite_utils.Database, user: str, *,
+                 redact_messages: bool = True) -> None:
+        # sessions.redact_secrets: messages lose their secrets as when they were recorded here
+        self.redact_messages = redact_messages
         self.db = db
         self.user = user
         self.ids: dict[str, dict[int, int]] = {}  # table -> {id in the file: id here}
@@ -222,6 +226,8 @@ class _Restore:
             if not isinstance(message, dict):
                 raise _BadRecord("a messages record without its row")
             message = scrub_value(message)
+            if self.redact_messages:
+                message = _redacted_message(message)
             # A message belongs to the session it is written in, whatever id it names.
             old = message.get("id")
             new = self._insert("messages", {**message, "session_id": session_id})
@@ -404,6 +410,13 @@ def _check_row(kind: str, row: dict[str, Any], basic: list[Entry]) -> None:
         for column in ("title", "summary"):
             if isinstance(row.get(column), str):
                 row[column] = redact_text(row[column])
+
+
+def _redacted_message(message: dict[str, Any]) -> dict[str, Any]:
+    content, args = message.get("content"), message.get("tool_args")
+    return {**message,
+            **({"content": redact_text(content)} if isinstance(content, str) else {}),
+            **({"tool_args": redact_json(args)} if isinstance(args, str) else {})}
 
 
 def _strings(value: Any) -> list[str]:

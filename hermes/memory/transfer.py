@@ -161,12 +161,12 @@ def sealed_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 
 def import_user(db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None,
                 basic_char_limit: int = DEFAULT_LIMIT, allow_unsealed: bool = False,
-                ) -> ExportReport:
+                redact_messages: bool = True) -> ExportReport:
     """Read an export back into this home (:func:`hermes.memory.restore.import_user`)."""
     from hermes.memory.restore import import_user as restore
 
     return restore(db, lines, user=user, basic_char_limit=basic_char_limit,
-                   allow_unsealed=allow_unsealed)
+                   allow_unsealed=allow_unsealed, redact_messages=redact_messages)
 
 
 def _dump(record: dict[str, Any]) -> str:
