@@ -163,3 +163,15 @@ def test_a_plugin_tool_that_writes_counts_as_a_memory_write(rt):
     assert not box.run(ToolCall("7", "notes", '{"action": "add"}')).ok
     with pytest.raises(ValueError, match="two tools"):
         registry.register(Tool("note", "again", {}, note))
+
+
+def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cli):
+    data = json.loads(cli("plugins", "--json").stdout)
+    by_name = {p["name"]: p for p in data["plugins"]}
+    assert by_name["postbox"] == {"name": "postbox", "default": False, "hooks": [
+        "register_commands", "register_frontends", "register_tools"]}
+    assert by_name["hermes.agent.builtin_tools"]["default"] is True
+    assert data["tools"][-1] == "count_words" and data["frontends"] == ["postbox"]
+    text = cli("plugins").stdout
+    assert "postbox: register_commands, register_frontends, register_tools" in text
+    assert "front-ends: postbox" in text

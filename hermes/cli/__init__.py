@@ -182,6 +182,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("hermes.cli.daemon", "run"),
     "chat": ("hermes.cli.daemon", "chat"),
     "mcp": ("hermes.cli.mcp", "mcp"),
+    "plugins": ("hermes.cli.plugins", "plugins"),
 }
 
 

@@ -1,0 +1,32 @@
+"""`hermes plugins`: the plugins loaded from the ``hermes`` entry-point group, and what they add."""
+
+from __future__ import annotations
+
+import typer
+
+from hermes.cli import JsonOption
+from hermes.cli.output import echo, emit_json
+
+
+def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
+    """The loaded plugins (entry points and the built-in default plugins), the hooks each
+    implements, and the tools and front-ends they register."""
+    from hermes.agent.tool_registry import default_registry
+    from hermes.frontends.base import registered_frontends
+    from hermes.plugins import DEFAULT_PLUGINS, manager
+
+    pm = manager()
+    found = []
+    for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
+        found.append({"name": name, "default": name in DEFAULT_PLUGINS, "hooks": hooks})
+    tools = list(default_registry().names())
+    frontends = list(registered_frontends())
+    if as_json:
+        emit_json({"plugins": found, "tools": tools, "frontends": frontends})
+        return
+    for plugin in found:
+        kind = " (built-in)" if plugin["default"] else ""
+        echo(f"{plugin['name']}{kind}: {', '.join(plugin['hooks']) or 'no hooks'}")
+    echo(f"tools: {', '.join(tools)}")
+    echo(f"front-ends: {', '.join(frontends) or 'none'}")
