@@ -95,6 +95,16 @@ class ModelConfig(Section):
     background: str | None = None
     # Context window used when litellm does not know the model
     context_window_fallback: int = Field(8192, gt=0)
+    # auto: mark the stable prefix with cache_control where the provider needs it (Claude)
+    prompt_cache: Literal["auto", "off"] = "auto"
+
+    @field_validator("prompt_cache", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        # YAML reads a bare `off` as false (and `on` as true)
+        if isinstance(value, bool):
+            return "auto" if value else "off"
+        return value
 
 
 class AgentConfig(Section):

@@ -33,6 +33,7 @@ from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_r
 from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
+from hermes.store.failures import storage_problem
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -564,10 +565,24 @@ def run_daemon(rt: Runtime, *, repl: bool) -> None:
         daemon = Daemon(rt, repl=True, token=token, web=rt.settings.web.enabled)
         with patch_stdout(raw=True):
             setup_logging(rt.settings, console=sys.stderr, repl=True)
-            asyncio.run(daemon.run())
+            _run_logged(rt, daemon)
     else:
         daemon = Daemon(rt, repl=False, token=token, web=rt.settings.web.enabled)
         setup_logging(rt.settings)
-        asyncio.run(daemon.run())
+        _run_logged(rt, daemon)
     if daemon.failure:
         raise HermesError(daemon.failure)
+
+
+def _run_logged(rt: Runtime, daemon: Daemon) -> None:
+    """Run the loop; an error that stops the daemon is written to hermes.log before it leaves
+    (the one line on stderr alone is lost under a service manager)."""
+    try:
+        asyncio.run(daemon.run())
+    except Exception as exc:
+        problem = exc if isinstance(exc, HermesError) else storage_problem(exc, rt.settings.db_path)
+        if problem is not None:
+            log.error("hermes: stopped: %s", problem)
+        else:
+            log.exception("hermes: stopped by an unexpected error")
+        raise

@@ -153,6 +153,9 @@ class ScriptedLLM(CustomLLM):
         self.requests: list[FakeRequest] = []
         self.reached = asyncio.Event()  # set when a call arrives at a block()
         self.sleeps: list[float] = []  # backoff delays the production code asked for
+        # Usage reported for each call, computed from the request (e.g. a caching provider's
+        # cached tokens); None from it: the provider reports no usage at all.
+        self.usage_for: Callable[[FakeRequest], dict[str, Any] | None] | None = None
 
     # -- scripting --------------------------------------------------------------------------
 
@@ -231,23 +234,31 @@ class ScriptedLLM(CustomLLM):
             step = self._take(request)
         return step
 
-    def _response(self, reply: Reply) -> Any:
+    def _usage(self, step: Reply, request: FakeRequest | None) -> dict[str, Any] | None:
+        if self.usage_for is not None and request is not None:
+            return self.usage_for(request)
+        prompt, completion = step.usage
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion}
+
+    def _response(self, reply: Reply, request: FakeRequest | None = None) -> Any:
         calls = [
             {"id": c.id or f"call_{next(_ids)}", "type": "function",
              "function": {"name": c.name, "arguments": c.arguments_json()}}
             for c in reply.tool_calls
         ] or None
-        prompt, completion = reply.usage
+        usage = self._usage(reply, request)
+        extra = {"usage": litellm.Usage(**usage)} if usage is not None else {}
         return litellm.ModelResponse(
             model="scripted",
             choices=[{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
                       "message": {"role": "assistant", "content": reply.text or None,
                                   "tool_calls": calls}}],
-            usage=litellm.Usage(prompt_tokens=prompt, completion_tokens=completion,
-                                total_tokens=prompt + completion),
+            **extra,
         )
 
-    def _chunks(self, step: Reply | Fail) -> Iterator[dict[str, Any]]:
+    def _chunks(self, step: Reply | Fail,
+                request: FakeRequest | None = None) -> Iterator[dict[str, Any]]:
         if isinstance(step, Fail):
             for piece in _pieces(step.partial_text, 4):
                 yield _chunk(text=piece)
@@ -262,10 +273,8 @@ class ScriptedLLM(CustomLLM):
                     "function": {"name": call.name if j == 0 else None, "arguments": piece},
                     "index": index,
                 })
-        prompt, completion = step.usage
         yield _chunk(finished=True, finish_reason="tool_calls" if step.tool_calls else "stop",
-                     usage={"prompt_tokens": prompt, "completion_tokens": completion,
-                            "total_tokens": prompt + completion})
+                     usage=self._usage(step, request))
 
     # -- CustomLLM entry points -------------------------------------------------------------
 
@@ -274,7 +283,7 @@ class ScriptedLLM(CustomLLM):
         step = await self._resolve(request)
         if isinstance(step, Fail):
             raise step.error
-        return self._response(step)
+        return self._response(step, request)
 
     def astreaming(self, *args: Any, **kw: Any) -> AsyncIterator[dict[str, Any]]:  # type: ignore[override]
         # A plain def returning an async generator: litellm wraps whatever comes back. A step
@@ -288,15 +297,16 @@ class ScriptedLLM(CustomLLM):
         step = self._take(request)
         if isinstance(step, Fail) and not step.partial_text:
             raise step.error
-        return self._agen(step)
+        return self._agen(step, request)
 
-    async def _agen(self, step: Reply | Fail) -> AsyncIterator[dict[str, Any]]:
-        for chunk in self._chunks(step):
+    async def _agen(self, step: Reply | Fail,
+                    request: FakeRequest) -> AsyncIterator[dict[str, Any]]:
+        for chunk in self._chunks(step, request):
             yield chunk
 
     async def _blocked_stream(self, request: FakeRequest) -> AsyncIterator[dict[str, Any]]:
         step = await self._resolve(request)
-        for chunk in self._chunks(step):
+        for chunk in self._chunks(step, request):
             yield chunk
 
     def completion(self, *args: Any, **kw: Any) -> Any:
@@ -304,7 +314,7 @@ class ScriptedLLM(CustomLLM):
         step = self._take(request)
         if isinstance(step, Fail):
             raise step.error
-        return self._response(step)
+        return self._response(step, request)
 
 
 def set_context_window(tokens: int) -> None:

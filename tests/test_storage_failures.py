@@ -219,3 +219,24 @@ def test_ask_with_an_env_file_that_is_not_utf8(cli, hermes_home: Path, fake_mode
     result = cli("ask", "hello")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and ".env file is not UTF-8" in result.stderr
+
+
+def test_the_daemon_logs_why_it_stopped_on_a_damaged_database(cli, hermes_home: Path) -> None:
+    import logging
+
+    hermes_home.mkdir(parents=True)
+    (hermes_home / "hermes.db").write_text("not a database\n" * 100, encoding="utf-8")
+    try:
+        result = cli("run", "--no-repl")
+    finally:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if getattr(handler, "baseFilename", "").startswith(str(hermes_home)):
+                root.removeHandler(handler)
+                handler.close()
+    # (The daemon also logs to the console, so stderr holds its log lines before the error.)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(f"Error: {hermes_home / 'hermes.db'} is "
+                                                     "damaged")
+    log = (hermes_home / "hermes.log").read_text(encoding="utf-8")
+    assert "hermes: stopped: " in log and "is damaged (file is not a database)" in log

@@ -15,10 +15,12 @@ summarises the previous summary together with the newly older turns.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import Prompt, without_tail
+from hermes.store import usage
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ class Compressor:
         return int(self.llm.context_window() * self.compress_at)
 
     async def fit(self, prompt: Prompt, tools: list[dict] | None = None, *,
-                  budget: int | None = None) -> tuple[Prompt, bool]:
+                  budget: int | None = None,
+                  scope: usage.Scope | None = None) -> tuple[Prompt, bool]:
         """The prompt to send, and whether it was compressed now.
 
         Unchanged when it fits; otherwise the older turns of ``prompt.history`` (and an earlier
@@ -109,7 +112,7 @@ class Compressor:
             cut = turn_start(body, len(body) - keep)
             if cut <= 0:
                 break  # nothing older left to fold in
-            previous = await self._summarise(body[:cut], previous)
+            previous = await self._summarise(body[:cut], previous, scope)
             body = body[cut:]
             history = [summary_message(previous), *body]
             if self.llm.count_tokens([system, *history], tools) <= budget or keep <= 2:
@@ -123,13 +126,15 @@ class Compressor:
                       shown_facts=prompt.shown_facts, history=history,
                       shown_messages=prompt.shown_messages, tail_parts=prompt.tail_parts), True
 
-    async def _summarise(self, messages: list[dict[str, Any]], previous: str | None) -> str:
+    async def _summarise(self, messages: list[dict[str, Any]], previous: str | None,
+                         scope: usage.Scope | None = None) -> str:
         if self.summarizer is not None and self.summarizer.configured:
             try:
+                where = replace(scope or usage.current(), source="compression")
                 completion = await self.summarizer.complete([
                     {"role": "system", "content": INSTRUCTIONS},
                     {"role": "user", "content": _transcript(messages, previous)},
-                ])
+                ], scope=where)
                 if completion.text.strip():
                     return completion.text.strip()
             except (ModelUnavailable, ModelNotConfigured) as exc:

@@ -26,9 +26,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hermes.clock import to_ts
 from hermes.config import ModelConfig, Settings, read_env_file
 from hermes.errors import HermesError
 from hermes.safe_text import scrub, scrub_value
+from hermes.store import usage
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ class Completion:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None       # of prompt_tokens, read from the prompt cache
+    cache_write_tokens: int | None = None  # of prompt_tokens, written to it (Anthropic)
     model: str = ""
     attempts: int = 1
 
@@ -128,6 +132,62 @@ class Chunk:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return self.final.tool_calls if self.final else []
+
+
+# -- prompt caching -------------------------------------------------------------------------
+
+# Providers that serve Claude and take Anthropic's cache_control marks through litellm.
+CACHE_MARK_PROVIDERS = frozenset({"bedrock", "vertex_ai", "vertex_ai_beta", "openrouter"})
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    marked = dict(message)
+    content = marked.get("content")
+    if marked.get("role") == "tool" or not isinstance(content, str) or not content:
+        marked["cache_control"] = dict(EPHEMERAL)   # litellm reads it off the message
+    else:
+        marked["content"] = [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
+    return marked
+
+
+def mark_cache(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with Anthropic's cache breakpoints (at most 4 are allowed; 3 are used): the
+    end of the front (the first system message), the previous request's last user message (so
+    the cache written then is read now) and the last message (written for the next request).
+    The messages themselves are not changed: the marks exist only in what is sent."""
+    result = list(messages)
+    if not result:
+        return result
+    users = [i for i, m in enumerate(result) if m.get("role") == "user"]
+    points = {len(result) - 1}
+    if result[0].get("role") == "system":
+        points.add(0)
+    if len(users) >= 2:
+        points.add(users[-2])
+    for index in points:
+        result[index] = _marked(result[index])
+    return result
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _cache_tokens(usage: Any) -> tuple[int | None, int | None]:
+    """Cached (read) and cache-written prompt tokens, however the provider reports them:
+    OpenAI's prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens and
+    cache_creation_input_tokens (litellm copies the latter into the details as well)."""
+    if usage is None:
+        return None, None
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = _int(getattr(usage, "cache_read_input_tokens", None))
+    if cached is None and details is not None:
+        cached = _int(getattr(details, "cached_tokens", None))
+    written = _int(getattr(usage, "cache_creation_input_tokens", None))
+    if written is None and details is not None:
+        written = _int(getattr(details, "cache_creation_tokens", None))
+    return cached, written
 
 
 # -- loading litellm ------------------------------------------------------------------------
@@ -282,6 +342,9 @@ class LLM:
         self._ready = False
         self._context_window: int | None = None
         self._token_cache: dict[str, int] = {}   # one message (or the tools) -> its tokens
+        # Told of every completion, with who it was for (hermes.store.usage).
+        self.recorders: list[Callable[[Completion, usage.Scope], None]] = []
+        self._recording_to: set[int] = set()
 
     @classmethod
     def from_settings(cls, settings: Settings, *, background: bool = False,
@@ -343,7 +406,7 @@ class LLM:
                 **extra: Any) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.name,
-            "messages": list(messages),
+            "messages": mark_cache(messages) if self.cache_markers() else list(messages),
             "temperature": self.config.temperature,
             "timeout": self.config.timeout,
             # Retries are ours (with our backoff and sleep), not litellm's.
@@ -355,6 +418,18 @@ class LLM:
             params["tools"] = list(tools)
         params.update({k: v for k, v in extra.items() if v is not None})
         return params
+
+    def cache_markers(self) -> bool:
+        """Whether requests carry ``cache_control`` marks: Claude through Anthropic, Bedrock or
+        Vertex (and OpenRouter), unless ``model.prompt_cache: off``. OpenAI-style providers cache
+        a repeated prefix on their own and need none."""
+        if self.config.prompt_cache == "off" or not self.name:
+            return False
+        name = self.name.lower()
+        provider = name.split("/", 1)[0] if "/" in name else ""
+        if provider == "anthropic" or (not provider and name.startswith("claude")):
+            return True
+        return provider in CACHE_MARK_PROVIDERS and "claude" in name
 
     def _backoff(self, attempt: int) -> float:
         return min(BACKOFF_BASE * (2 ** attempt), BACKOFF_CAP)
@@ -393,7 +468,8 @@ class LLM:
 
     async def complete(self, messages: Sequence[dict[str, Any]],
                        tools: Sequence[dict] | None = None, *, response_format: dict | None = None,
-                       max_tokens: int | None = None) -> Completion:
+                       max_tokens: int | None = None,
+                       scope: usage.Scope | None = None) -> Completion:
         """One reply, not streamed. Retries transient failures; raises ModelUnavailable."""
         litellm = self._prepare()
         params = self._params(messages, tools, response_format=response_format,
@@ -402,7 +478,7 @@ class LLM:
         while True:
             try:
                 response = await litellm.acompletion(**params)
-                return self._completion(litellm, response, attempt + 1)
+                return self._report(self._completion(litellm, response, attempt + 1), scope)
             except ModelUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
@@ -414,14 +490,17 @@ class LLM:
                 await self._wait(delay)
 
     async def stream(self, messages: Sequence[dict[str, Any]],
-                     tools: Sequence[dict] | None = None) -> AsyncIterator[Chunk]:
+                     tools: Sequence[dict] | None = None, *,
+                     scope: usage.Scope | None = None) -> AsyncIterator[Chunk]:
         """Text deltas as they arrive, then one final Chunk holding the whole Completion.
 
         A failure before the first text is retried like :meth:`complete`. Once text has reached
         the caller a retry would repeat it, so a failure then raises ModelUnavailable.
         """
         litellm = self._prepare()
-        params = self._params(messages, tools, stream=True)
+        # Usage (with cached tokens) in the stream's last chunk: OpenAI sends it only if asked.
+        params = self._params(messages, tools, stream=True,
+                              stream_options={"include_usage": True})
         attempt = 0
         while True:
             emitted = False
@@ -437,7 +516,8 @@ class LLM:
                         emitted = True
                         yield Chunk(text=scrub(text))
                 built = litellm.stream_chunk_builder(chunks, messages=list(messages))
-                yield Chunk(final=self._completion(litellm, built, attempt + 1))
+                yield Chunk(final=self._report(self._completion(litellm, built, attempt + 1),
+                                               scope))
                 return
             except ModelUnavailable:
                 raise
@@ -470,16 +550,50 @@ class LLM:
             calls.append(ToolCall(id=call.id or f"call_{index}", name=scrub(function.name or ""),
                                   arguments=scrub(function.arguments or "{}")))
         usage = getattr(response, "usage", None)
-        return Completion(
+        cached, written = _cache_tokens(usage)
+        completion = Completion(
             text=text,
             tool_calls=calls,
             cost=self._cost(litellm, response),
             finish_reason=getattr(choice, "finish_reason", None),
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
+            completion_tokens=_int(getattr(usage, "completion_tokens", None)),
+            cached_tokens=cached,
+            cache_write_tokens=written,
             model=self.name or "",
             attempts=attempts,
         )
+        return completion
+
+    def record_usage(self, db: Any, clock: Any) -> None:
+        """Count every completion of this model in ``db``'s model_calls, for the user and
+        source given to the call (``scope=``) or set around it (:func:`usage.scope`)."""
+        if id(db) in self._recording_to:
+            return
+        self._recording_to.add(id(db))
+
+        def record(completion: Completion, where: usage.Scope) -> None:
+            usage.record(db, self.usage_call(completion), to_ts(clock.now()), where)
+        self.recorders.append(record)
+
+    @staticmethod
+    def usage_call(completion: Completion) -> usage.Call:
+        return usage.Call(model=completion.model, prompt_tokens=completion.prompt_tokens,
+                          cached_tokens=completion.cached_tokens,
+                          cache_write_tokens=completion.cache_write_tokens,
+                          completion_tokens=completion.completion_tokens, cost=completion.cost)
+
+    def _report(self, completion: Completion, where: usage.Scope | None) -> Completion:
+        where = where or usage.current()
+        if where.collect is not None:
+            where.collect.append(self.usage_call(completion))
+            return completion
+        for recorder in self.recorders:
+            try:
+                recorder(completion, where)
+            except Exception:  # counting must never cost the user their reply
+                log.exception("recording the usage of %s failed", self.name)
+        return completion
 
     def _cost(self, litellm: Any, response: Any) -> float | None:
         hidden = getattr(response, "_hidden_params", None) or {}

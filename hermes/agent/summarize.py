@@ -23,6 +23,7 @@ from hermes.memory.secrets import redact_text
 from hermes.memory.session_records import speaker_name
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
+from hermes.store import usage
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +144,12 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
         sessions.set_summary(user, session_id, title=title, summary=summary, status="fallback")
         return SummaryOutcome(session_id, "fallback", title, summary)
     try:
-        completion = await llm.complete([
-            {"role": "system", "content": PROMPT_FILE.read_text(encoding="utf-8")},
-            # Recorded messages are redacted already; this also covers rows from before.
-            {"role": "user", "content": redact_text(transcript(messages))},
-        ])
+        with usage.scope(user=user, source="summary", session_id=session_id):
+            completion = await llm.complete([
+                {"role": "system", "content": PROMPT_FILE.read_text(encoding="utf-8")},
+                # Recorded messages are redacted already; this also covers rows from before.
+                {"role": "user", "content": redact_text(transcript(messages))},
+            ])
     except (ModelUnavailable, ModelNotConfigured) as exc:
         sessions.set_summary(user, session_id, status="failed")
         log.warning("summary of session %s for %s failed: %s", session_id, user, exc)

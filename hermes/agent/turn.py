@@ -35,6 +35,7 @@ from hermes.memory.facts import FactStore
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions import Message, SessionStore
 from hermes.runtime import Runtime
+from hermes.store import usage
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,9 @@ class Agent:
         self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
         self.compressor = Compressor(self.llm, self.background_llm,
                                      compress_at=rt.settings.agent.compress_at)
+        # Every model call is counted (tokens, cached tokens, cost) for `hermes stats`.
+        self.llm.record_usage(rt.db, rt.clock)
+        self.background_llm.record_usage(rt.db, rt.clock)
         # What each session has sent so far: the next request extends it (a cached prefix).
         self.conversations = Conversations()
         # Fast lane: run before the model is called (e.g. "remember that ..." stored at once).
@@ -159,7 +163,8 @@ class Turn:
                 earlier = []
             version = conversation.version
             prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
-            prompt, compressed = await agent.compressor.fit(prompt, tool_schemas())
+            counted = usage.Scope(user, "chat", session_id)
+            prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
             if compressed:
                 conversation, prompt = self._restart(prompt, message)
                 version = conversation.version
@@ -179,7 +184,7 @@ class Turn:
                 first_chunk = True
                 round_text = []
                 try:
-                    async for chunk in agent.llm.stream(request, tools):
+                    async for chunk in agent.llm.stream(request, tools, scope=counted):
                         if chunk.final is not None:
                             completion = chunk.final
                         elif chunk.text:
@@ -198,7 +203,7 @@ class Turn:
                     shrunk = True
                     budget = agent.llm.count_tokens(messages, tools) // 2
                     prompt, now_compressed = await agent.compressor.fit(
-                        prompt, tool_schemas(), budget=budget)
+                        prompt, tool_schemas(), budget=budget, scope=counted)
                     if now_compressed:
                         compressed = True
                         conversation, prompt = self._restart(prompt, message)

@@ -59,6 +59,7 @@ def backfill(
               env_file=rt.settings.home_path / ".env")
     if not llm.configured:
         raise ModelNotConfigured(llm.not_configured_message())
+    llm.record_usage(rt.db, rt.clock)
     if not extraction_enabled(rt.settings):
         raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
                           "config.yaml to backfill.")

@@ -341,6 +341,7 @@ def summarize(
     llm = LLM.from_settings(rt.settings, background=True)
     if not llm.configured:
         raise ModelNotConfigured(llm.not_configured_message())
+    llm.record_usage(rt.db, rt.clock)
     plan = sb.plan(rt, who, llm, since=since_ts, source=source)
     if as_json and dry_run:
         emit_json(plan.to_json())

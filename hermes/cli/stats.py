@@ -1,4 +1,4 @@
-"""`hermes stats`: what learning from conversations did, and what it cost."""
+"""`hermes stats`: what conversations and learning cost, and what learning did."""
 
 from __future__ import annotations
 
@@ -6,16 +6,49 @@ import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
+from hermes.clock import to_ts
 from hermes.learn.stats import extraction_stats
+from hermes.store import usage
+
+SinceOption = typer.Option(None, "--since", help="Model calls since: 7d, 12h, 30m, 2w or a "
+                           "date like 2026-11-01 (default: all).")
 
 
-def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """How Hermes learns: extraction runs, skips by reason, model calls, failures, facts
-    created/merged/superseded/forgotten, fast-lane writes and cost where litellm knows it."""
+def usage_lines(totals: usage.UsageTotals) -> list[str]:
+    since = f" since {totals.since[:16].replace('T', ' ')}" if totals.since else ""
+    lines = [f"Model calls for {totals.user}{since}",
+             f"  {'source':12} {'calls':>6} {'prompt tok':>11} {'cached':>7} {'output tok':>11}"
+             f" {'cost':>10}"]
+    rows = [*totals.sources, totals.total] if totals.sources else []
+    for row in rows:
+        share = f"{row.cached_share:.0%}" if row.cached_share is not None else "-"
+        cost = f"${row.cost:.4f}" if row.cost is not None else "unknown"
+        if row.cost is not None and row.calls_without_cost:
+            cost += "+"
+        lines.append(f"  {row.source:12} {row.calls:>6} {row.prompt_tokens:>11,} {share:>7} "
+                     f"{row.completion_tokens:>11,} {cost:>10}")
+    if not rows:
+        lines.append("  none yet")
+    elif totals.total.calls_without_usage:
+        lines.append(f"  ({totals.total.calls_without_usage} calls reported no usage)")
+    return lines
+
+
+def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceOption,
+          as_json: bool = JsonOption) -> None:
+    """What it costs and how Hermes learns: model calls per source (chat, compression,
+    extraction, summary, context) with prompt tokens, the share served from the provider's
+    prompt cache and cost where litellm knows it; extraction runs, skips by reason, failures,
+    facts created/merged/superseded/forgotten and fast-lane writes."""
+    from hermes.cli.sessions import parse_since
+
     rt = runtime(ctx)
-    result = extraction_stats(rt.db, rt.user(user))
+    who = rt.user(user)
+    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    calls = usage.totals(rt.db, who, since_ts)
+    result = extraction_stats(rt.db, who)
     if as_json:
-        emit_json(result.to_json())
+        emit_json({**result.to_json(), "model_usage": calls.to_json()})
         return
     statuses = ", ".join(f"{n} {s}" for s, n in sorted(result.by_status.items())) or "none yet"
     lines = [
@@ -48,4 +81,4 @@ def stats(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption
         lines.append("  cost          unknown (no model call was answered)")
     else:
         lines.append("  cost          $0 (no model calls)")
-    echo("\n".join(lines))
+    echo("\n".join([*usage_lines(calls), "", *lines]))

@@ -37,6 +37,7 @@ from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
 from hermes.memory.session_records import speaker_name
+from hermes.store import usage
 from hermes.store.db import BoundedWrites, connect, write_transaction
 
 if TYPE_CHECKING:
@@ -343,7 +344,15 @@ class ExtractionWorker:
         try:
             await self._wait_for_quiet()
             prompt = await self._db(self._prompt, user, messages)
-            completion = await self.llm.complete(prompt.messages)
+            calls: list[usage.Call] = []
+            try:
+                # Counted in the worker thread, on its connection: never on the loop's.
+                with usage.scope(user=user, source="extraction", session_id=session_id,
+                                 collect=calls):
+                    completion = await self.llm.complete(prompt.messages)
+            finally:
+                if calls:
+                    await self._db(self._count_calls, user, session_id, calls)
             raw, cost = completion.text or "", completion.cost
             await self._wait_for_quiet()
             committing = True
@@ -390,6 +399,13 @@ class ExtractionWorker:
                 listener(record)
             except Exception:  # noqa: BLE001 - a viewer's failure must not fail the run
                 log.exception("extraction on_commit listener %r failed", listener)
+
+    def _count_calls(self, s: _Stores, user: str, session_id: int,
+                     calls: Sequence[usage.Call]) -> None:
+        """(in the worker thread) The extraction's model calls, for ``hermes stats``."""
+        where = usage.Scope(user, "extraction", session_id)
+        for call in calls:
+            usage.record(s.db, call, to_ts(self.rt.clock.now()), where)
 
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Any]) -> Any:
         """(in the worker thread) The related facts, numbered, and the prompt."""

@@ -23,6 +23,7 @@ from hermes.errors import HermesError
 from hermes.memory.facts import Fact, FactStore
 from hermes.memory.secrets import redact_text
 from hermes.memory.sessions import Session, SessionStore
+from hermes.store import usage
 from hermes.store.files import atomic_text_file
 
 if TYPE_CHECKING:
@@ -172,7 +173,8 @@ async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
         material = redact_text(deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS))
         try:
-            completion = await llm.complete(_model_messages(rt, material))
+            with usage.scope(user=user, source="context"):
+                completion = await llm.complete(_model_messages(rt, material))
             written = completion.text.strip()
             if written:
                 text = cap(written, rt.settings.context.max_chars)

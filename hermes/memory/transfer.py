@@ -103,6 +103,7 @@ NOT_EXPORTED = {
     "fact_vectors": "derived from the facts; the daemon embeds facts without one again",
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
+    "model_calls": "what this home's model calls cost (`hermes stats`), not memory",
 }
 # Tables whose rows carry the user (rewritten to the importing user).
 _USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",

@@ -449,3 +449,27 @@ def m015_cron_job_names_per_user(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE cron_jobs_m015 RENAME TO cron_jobs")
     db.execute("ALTER TABLE cron_runs_m015 RENAME TO cron_runs")
     db.execute("CREATE INDEX idx_cron_runs_job_kind ON cron_runs(job_id, kind, scheduled_for)")
+
+
+@migrations()
+def m016_model_calls(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- One row per model call, as litellm reported it (hermes.store.usage): what a
+        -- conversation and the background work cost, and how much of it a prompt cache served.
+        CREATE TABLE model_calls (
+          id INTEGER PRIMARY KEY,
+          user TEXT,                     -- NULL: a call made for no one user (hermes doctor)
+          source TEXT NOT NULL,   -- chat | compression | extraction | summary | context | other
+          session_id INTEGER,
+          model TEXT NOT NULL,
+          at TEXT NOT NULL,
+          prompt_tokens INTEGER,         -- NULL: the provider reported no usage
+          cached_tokens INTEGER,         -- read from the prompt cache (part of prompt_tokens)
+          cache_write_tokens INTEGER,    -- written to the prompt cache (Anthropic)
+          completion_tokens INTEGER,
+          cost REAL                      -- USD as litellm prices it; NULL: unknown
+        );
+        CREATE INDEX idx_model_calls_user ON model_calls(user, at);
+        """
+    )
