@@ -292,12 +292,18 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
     return f"{source}: {key}: {problem}{suffix}"
 
 
-def config_path_from(environ: dict[str, str], explicit: str | Path | None = None) -> Path | None:
+def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
+                     home: str | Path | None = None) -> Path | None:
+    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, ./config.yaml.
+
+    The home is `--home` when given, else $HERMES_HOME: `hermes --home /b` must read
+    /b/config.yaml, never the config of the home $HERMES_HOME names.
+    """
     if explicit:
         return Path(explicit).expanduser()
     if environ.get("HERMES_CONFIG"):
         return Path(environ["HERMES_CONFIG"]).expanduser()
-    home = environ.get("HERMES_HOME")
+    home = home if home is not None else environ.get("HERMES_HOME")
     if home and (Path(home).expanduser() / "config.yaml").exists():
         return Path(home).expanduser() / "config.yaml"
     local = Path("config.yaml")
@@ -339,7 +345,7 @@ def load_settings(
 ) -> Settings:
     """Load and validate settings. Raises ConfigError with one line naming the key and problem."""
     environ = dict(os.environ if environ is None else environ)
-    path = config_path_from(environ, config_path)
+    path = config_path_from(environ, config_path, home)
     data: dict[str, Any] = {}
     source = "defaults"
     if path is not None:

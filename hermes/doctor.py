@@ -52,10 +52,11 @@ def as_json(checks: list[Check]) -> dict[str, object]:
             "checks": [asdict(c) for c in checks]}
 
 
-def _config(settings: Settings, problem: ConfigError | None, explicit: Path | None) -> Check:
+def _config(settings: Settings, problem: ConfigError | None, explicit: Path | None,
+            home: Path | None) -> Check:
     if problem is not None:
         return Check("config", "fail", str(problem))
-    path = config_path_from(dict(os.environ), explicit)
+    path = config_path_from(dict(os.environ), explicit, home)
     return Check("config", "ok", f"{path} is valid" if path else "no config file; built-in "
                  "defaults and HERMES_* variables")
 
@@ -170,9 +171,10 @@ def _model(settings: Settings, call: bool) -> Check:
 
 
 def run_checks(settings: Settings, clock: Clock, *, config_problem: ConfigError | None = None,
-               config_path: Path | None = None, call_model: bool = False) -> list[Check]:
-    """Every check, in the order a person would fix things."""
-    checks = [_config(settings, config_problem, config_path), _home(settings.home_path)]
+               config_path: Path | None = None, home: Path | None = None,
+               call_model: bool = False) -> list[Check]:
+    """Every check, in the order a person would fix things (``home``: the --home flag)."""
+    checks = [_config(settings, config_problem, config_path, home), _home(settings.home_path)]
     checks += _database(settings.db_path)
     checks += [_disk(settings.home_path, settings.db_path),
                _background(settings.db_path, clock),

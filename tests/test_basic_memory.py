@@ -222,3 +222,16 @@ def test_cli_edit_keeps_what_another_process_wrote_meanwhile(cli, tmp_path, monk
     assert result.exit_code == 0, result.stderr
     texts = [e["text"] for e in cli("memory", "show", "--json").json()["entries"]]
     assert texts == ["Kept by the editor", "Added by the other process", "Added in the editor"]
+
+
+@pytest.mark.parametrize("editor", ["/nonexistent/editor", "no-such-editor-xyz --wait",
+                                    "vim 'unbalanced"])
+def test_cli_edit_with_an_editor_that_cannot_start_is_one_line(cli, monkeypatch, editor):
+    cli("memory", "add", "Keep me")
+    monkeypatch.setenv("EDITOR", editor)
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = cli("memory", "edit")
+    assert result.exit_code == 1
+    assert "Cannot start the editor" in result.stderr and "Nothing was changed" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert [e["text"] for e in cli("memory", "show", "--json").json()["entries"]] == ["Keep me"]

@@ -134,3 +134,21 @@ def test_a_bad_cron_job_in_the_config_names_its_key(cli, config_file, job, messa
     result = cli("cron", "list")
     assert result.exit_code == 2
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+
+
+def test_home_flag_reads_that_homes_config_not_hermes_home(cli, hermes_home, tmp_path,
+                                                            monkeypatch):
+    # $HERMES_HOME names one home (with its config); --home names another: the flag's home
+    # is the one whose config.yaml counts, for every command and for the doctor.
+    monkeypatch.delenv("HERMES_CONFIG", raising=False)
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "config.yaml").write_text("memory:\n  basic_char_limit: 9000\n")
+    other = tmp_path / "other-home"
+    other.mkdir()
+    (other / "config.yaml").write_text("memory:\n  basic_char_limit: lots\n")
+    result = cli("--home", str(other), "memory", "show")
+    assert result.exit_code == 2 and "other-home/config.yaml" in result.stderr
+    (other / "config.yaml").write_text("memory:\n  basic_char_limit: 6000\n")
+    assert cli("--home", str(other), "memory", "show", "--json").json()["limit"] == 6000
+    doctor = cli("--home", str(other), "doctor", "--json").json()
+    assert "other-home/config.yaml" in doctor["checks"][0]["detail"]

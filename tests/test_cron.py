@@ -81,7 +81,8 @@ def test_interval_counts_from_the_anchor():
 
 
 @pytest.mark.parametrize("bad", ["every", "every 0m", "every 5 fortnights", "0 8 * *",
-                                 "61 * * * *", "tomorrow at 8"])
+                                 "61 * * * *", "tomorrow at 8", "every 367d",
+                                 "every 1000000000d", "every 99999999999999999999h"])
 def test_bad_schedules_say_what_to_write(bad):
     with pytest.raises(ScheduleError, match="cron expression|interval|positive"):
         parse_schedule(bad, "UTC")

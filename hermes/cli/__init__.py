@@ -129,8 +129,8 @@ def root(
         "Overrides HERMES_HOME and the config's `home`.", show_default=False
     ),
     config: Path | None = typer.Option(
-        None, "--config", help="Config file (default: $HERMES_CONFIG, $HERMES_HOME/config.yaml, "
-        "./config.yaml).", show_default=False
+        None, "--config", help="Config file (default: $HERMES_CONFIG, the home's config.yaml "
+        "(--home or $HERMES_HOME), ./config.yaml).", show_default=False
     ),
 ) -> None:
     try:
@@ -142,6 +142,7 @@ def root(
         ctx.meta["config_problem"] = exc
         settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
     ctx.meta["config_path"] = config
+    ctx.meta["home"] = home
     ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
     # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.

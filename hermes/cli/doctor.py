@@ -27,7 +27,8 @@ def doctor(
     rt = runtime(ctx)
     root = ctx.find_root()
     checks = run_checks(rt.settings, rt.clock, config_problem=root.meta.get("config_problem"),
-                        config_path=root.meta.get("config_path"), call_model=model)
+                        config_path=root.meta.get("config_path"), home=root.meta.get("home"),
+                        call_model=model)
     if as_json:
         emit_json(checks_json(checks))
     else:

@@ -35,7 +35,9 @@ def mcp(
 
         from hermes.config import config_path_from
 
-        config = config_path_from(dict(os.environ), ctx.find_root().meta.get("config_path"))
+        root = ctx.find_root()
+        config = config_path_from(dict(os.environ), root.meta.get("config_path"),
+                                  root.meta.get("home"))
         typer.echo(mcp_server.client_config(print_config, home=rt.settings.home_path,
                                             user=who, write=write, config=config))
         return

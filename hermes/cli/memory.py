@@ -106,7 +106,12 @@ def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "basic-memory.txt"
         path.write_text(EDIT_HEADER + "".join(f"{e.text}\n" for e in before), encoding="utf-8")
-        completed = subprocess.run([*shlex.split(editor), str(path)], check=False)
+        try:
+            completed = subprocess.run([*shlex.split(editor), str(path)], check=False)
+        except (OSError, ValueError) as exc:  # not found, not executable, unbalanced quotes
+            reason = getattr(exc, "strerror", None) or exc
+            raise HermesError(f"Cannot start the editor {editor!r} ({reason}); set $EDITOR "
+                              "to an editor on your PATH. Nothing was changed.") from None
         if completed.returncode != 0:
             raise HermesError(f"The editor exited with status {completed.returncode}; "
                               "nothing was changed.")

@@ -24,6 +24,7 @@ from hermes.errors import ConfigError, HermesError
 
 # The live scheduler calls us a few milliseconds after a fire time; never call that "missed".
 MIN_GRACE = timedelta(minutes=1)
+MAX_INTERVAL = timedelta(days=366)
 # After a long outage, record at most this many missed fire times per job (the rest are logged).
 MAX_MISSED_RECORDS = 100
 
@@ -73,7 +74,13 @@ def parse_schedule(schedule: str, tz: str, *, anchor: datetime | None = None) ->
         amount = int(match.group(1))
         if amount <= 0:
             raise ScheduleError(f"schedule {schedule!r}: the interval must be positive")
-        delta = timedelta(**{_UNITS[match.group(2)[0].lower()]: amount})
+        unit = _UNITS[match.group(2)[0].lower()]
+        # Checked before timedelta sees it: 'every 99999999999999999999h' overflows C ints, and
+        # a huge interval overflows the date of its first run.
+        if amount > MAX_INTERVAL / timedelta(**{unit: 1}):
+            raise ScheduleError(f"schedule {schedule!r}: the interval must be at most a year "
+                                "(every 366d); use a cron expression for rarer runs")
+        delta = timedelta(**{unit: amount})
         start = (anchor or SystemClock().now()) + delta
         return IntervalTrigger(seconds=int(delta.total_seconds()), start_date=start,
                                timezone=zone)
