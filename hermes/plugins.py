@@ -14,6 +14,7 @@ import importlib
 import pluggy
 
 from hermes import hookspecs
+from hermes.errors import HermesError
 
 ENTRY_POINT_GROUP = "hermes"
 DEFAULT_PLUGINS = (
@@ -29,7 +30,13 @@ def manager() -> pluggy.PluginManager:
     if _manager is None:
         pm = pluggy.PluginManager("hermes")
         pm.add_hookspecs(hookspecs)
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        try:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except Exception as exc:  # an installed plugin that does not import: one clear line
+            raise HermesError(
+                f"A Hermes plugin (entry-point group {ENTRY_POINT_GROUP!r}) failed to load: "
+                f"{type(exc).__name__}: {exc}. Fix or uninstall it; `pip list` shows what is "
+                "installed.") from exc
         for name in DEFAULT_PLUGINS:
             pm.register(importlib.import_module(name), name)
         _manager = pm

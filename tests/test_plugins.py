@@ -175,3 +175,16 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
     text = cli("plugins").stdout
     assert "postbox: register_commands, register_frontends, register_tools" in text
     assert "front-ends: postbox" in text
+
+
+def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, cli):
+    site = write_dist_info(tmp_path / "site")
+    (site / "hermes_postbox-0.1.dist-info" / "entry_points.txt").write_text(
+        "[hermes]\nbroken = tests.no_such_plugin_module\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    forget_loaded_plugins(monkeypatch)
+    result = cli("plugins")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: A Hermes plugin (entry-point group 'hermes') "
+                                    "failed to load: ModuleNotFoundError")
+    assert len(result.stderr.strip().splitlines()) == 1
