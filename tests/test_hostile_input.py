@@ -230,6 +230,16 @@ def test_a_query_starting_with_a_dash_says_to_use_double_dash(cli):
     assert cli("sessions", "search", "--", "-docker").exit_code == 0
 
 
+def test_the_double_dash_hint_quotes_the_whole_word(cli):
+    from hermes.cli import app
+
+    # Click reports only '-V' of '-Vaultwarden*'; the hint must give back what was typed.
+    result = CliRunner().invoke(app, ["facts", "probe", "-Vaultwarden*"], prog_name="hermes")
+    assert result.exit_code == 2
+    flat = " ".join(result.output.replace("│", " ").split())
+    assert "`hermes facts probe -- '-Vaultwarden*'`" in flat
+
+
 def test_memory_edit_saved_as_latin1_keeps_every_entry(cli, tmp_path, monkeypatch):
     import sys
     import textwrap

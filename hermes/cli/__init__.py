@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -73,6 +74,8 @@ class HermesGroup(TyperGroup):
         return True
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # The words as typed, before the sub-command consumes them (for the '-' hint below).
+        typed = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]
         try:
             return super().invoke(ctx)
         except HermesError as exc:
@@ -95,8 +98,12 @@ class HermesGroup(TyperGroup):
             if type(exc).__name__ == "NoSuchOption" and isinstance(name, str) \
                     and name.startswith("-") and not name.startswith("--"):
                 where = getattr(getattr(exc, "ctx", None), "command_path", "hermes ...")
+                # Click names only the first short option of '-Vaultwarden*' ('-V'): quote
+                # the whole word as it was typed.
+                word = next((w for w in typed if w.startswith(name) and w != "--"), name)
+                shown = shlex.quote(word)
                 exc.message += (f". To pass text that starts with '-', put -- before it: "
-                                f"`{where} -- {name}`")
+                                f"`{where} -- {shown}`")
             raise
 
 
