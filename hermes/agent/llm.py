@@ -17,8 +17,6 @@ import asyncio
 import json
 import logging
 import os
-import re
-import socket
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +24,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hermes.agent.prompt_cache import cache_tokens, mark_cache, wants_marks
+from hermes.agent.provider_errors import connection_failure, is_retryable
+from hermes.agent.provider_errors import reason as error_reason
 from hermes.clock import to_ts
 from hermes.config import ModelConfig, Settings, read_env_file
 from hermes.errors import HermesError
@@ -39,8 +40,6 @@ Sleep = Callable[[float], Awaitable[Any]]
 # Seconds before the first retry; doubles on each further retry, up to the cap.
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
-# HTTP statuses worth another try: timeout, conflict, rate limit, server errors, overloaded.
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 EXAMPLE_MODEL = "openai/gpt-4.1-mini"
 # Token counts remembered per LLM (one entry per distinct message); cleared when full.
@@ -134,62 +133,6 @@ class Chunk:
         return self.final.tool_calls if self.final else []
 
 
-# -- prompt caching -------------------------------------------------------------------------
-
-# Providers that serve Claude and take Anthropic's cache_control marks through litellm.
-CACHE_MARK_PROVIDERS = frozenset({"bedrock", "vertex_ai", "vertex_ai_beta", "openrouter"})
-EPHEMERAL = {"type": "ephemeral"}
-
-
-def _marked(message: dict[str, Any]) -> dict[str, Any]:
-    marked = dict(message)
-    content = marked.get("content")
-    if marked.get("role") == "tool" or not isinstance(content, str) or not content:
-        marked["cache_control"] = dict(EPHEMERAL)   # litellm reads it off the message
-    else:
-        marked["content"] = [{"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}]
-    return marked
-
-
-def mark_cache(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with Anthropic's cache breakpoints (at most 4 are allowed; 3 are used): the
-    end of the front (the first system message), the previous request's last user message (so
-    the cache written then is read now) and the last message (written for the next request).
-    The messages themselves are not changed: the marks exist only in what is sent."""
-    result = list(messages)
-    if not result:
-        return result
-    users = [i for i, m in enumerate(result) if m.get("role") == "user"]
-    points = {len(result) - 1}
-    if result[0].get("role") == "system":
-        points.add(0)
-    if len(users) >= 2:
-        points.add(users[-2])
-    for index in points:
-        result[index] = _marked(result[index])
-    return result
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) else None
-
-
-def _cache_tokens(usage: Any) -> tuple[int | None, int | None]:
-    """Cached (read) and cache-written prompt tokens, however the provider reports them:
-    OpenAI's prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens and
-    cache_creation_input_tokens (litellm copies the latter into the details as well)."""
-    if usage is None:
-        return None, None
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = _int(getattr(usage, "cache_read_input_tokens", None))
-    if cached is None and details is not None:
-        cached = _int(getattr(details, "cached_tokens", None))
-    written = _int(getattr(usage, "cache_creation_input_tokens", None))
-    if written is None and details is not None:
-        written = _int(getattr(details, "cache_creation_tokens", None))
-    return cached, written
-
-
 # -- loading litellm ------------------------------------------------------------------------
 
 _litellm: ModuleType | None = None
@@ -238,83 +181,12 @@ def load_env_file(path: Path) -> list[str]:
     return applied
 
 
-# -- error classification -------------------------------------------------------------------
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
 
 
-def _status_of(exc: BaseException) -> int | None:
-    for candidate in (exc, getattr(exc, "original_exception", None)):
-        status = getattr(candidate, "status_code", None)
-        if isinstance(status, int):
-            return status
-        if isinstance(status, str) and status.isdigit():
-            return int(status)
-    return None
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    litellm = load_litellm()
-    if isinstance(exc, litellm.ContextWindowExceededError | litellm.AuthenticationError):
-        return False
-    if isinstance(exc, asyncio.TimeoutError | ConnectionError | OSError):
-        return True
-    if isinstance(
-        exc,
-        litellm.RateLimitError
-        | litellm.ServiceUnavailableError
-        | litellm.InternalServerError
-        | litellm.APIConnectionError
-        | litellm.Timeout,
-    ):
-        return True
-    status = _status_of(exc)
-    return status in RETRYABLE_STATUS
-
-
-# Client errors that mean the provider was never reached (litellm reports them as an
-# InternalServerError or APIConnectionError, naming neither).
-_CONNECT_ERRORS = ("ConnectError", "ClientConnectorError", "ConnectionError")
-
-
-def _connection_failure(exc: BaseException) -> str | None:
-    """"connection refused", "host not found" or "could not connect" when the provider could
-    not be reached at all, found in the exception's causes; None for any other error."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    connect = False
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(current, socket.gaierror):
-            return "host not found"
-        connect = connect or type(current).__name__ in _CONNECT_ERRORS
-        stack += [current.__cause__, current.__context__,
-                  getattr(current, "original_exception", None)]
-    return "could not connect" if connect else None
-
-
-def _reason(exc: BaseException) -> str:
-    """The first meaningful line of a provider error, without litellm's class-name prefixes
-    (a provider that could not be reached is named as such)."""
-    unreachable = _connection_failure(exc)
-    if unreachable:
-        return unreachable
-    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
-    text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    text = re.sub(r"(?:litellm\.\w+(?:Error|Timeout)?:\s*)+", "", text)
-    text = re.sub(r"\s*Original exception:.*$", "", text)
-    text = text.strip() or type(exc).__name__
-    kind = type(exc).__name__
-    if kind == "MidStreamFallbackError":
-        original = getattr(exc, "original_exception", None)
-        kind = type(original).__name__ if original is not None else kind
-    # litellm repeats the class name inside its message ("InternalServerError: InternalServer
-    # Error: ..."): say it once.
-    text = re.sub(rf"^(?:{re.escape(kind)}:\s*)+", "", text).strip() or kind
-    return f"{kind}: {text[:160]}"
+def _retryable(exc: BaseException) -> bool:
+    return is_retryable(exc, load_litellm())
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -425,11 +297,7 @@ class LLM:
         a repeated prefix on their own and need none."""
         if self.config.prompt_cache == "off" or not self.name:
             return False
-        name = self.name.lower()
-        provider = name.split("/", 1)[0] if "/" in name else ""
-        if provider == "anthropic" or (not provider and name.startswith("claude")):
-            return True
-        return provider in CACHE_MARK_PROVIDERS and "claude" in name
+        return wants_marks(self.name)
 
     def _backoff(self, attempt: int) -> float:
         return min(BACKOFF_BASE * (2 ** attempt), BACKOFF_CAP)
@@ -441,7 +309,7 @@ class LLM:
 
     def _failure(self, exc: BaseException, attempts: int) -> ModelUnavailable:
         litellm = load_litellm()
-        reason = _reason(exc)
+        reason = error_reason(exc)
         if isinstance(exc, litellm.ContextWindowExceededError):
             return ContextTooLong(f"The conversation is too long for {self.name} ({reason}).",
                                   attempts=attempts)
@@ -450,7 +318,7 @@ class LLM:
                 f"The provider rejected the key for {self.name} ({reason}); check the API key "
                 "in the environment or the home's .env.", retryable=False, attempts=attempts)
         tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
-        unreachable = _connection_failure(exc)
+        unreachable = connection_failure(exc)
         if unreachable:
             base = self.config.api_base
             where = f" at {base}" if base else ""
@@ -458,7 +326,7 @@ class LLM:
                      else "check the network connection.")
             return ModelUnavailable(f"Cannot reach the model {self.name}{where} {tries}: "
                                     f"{unreachable}; {check}", retryable=True, attempts=attempts)
-        if _is_retryable(exc):
+        if _retryable(exc):
             return ModelUnavailable(f"The model {self.name} is unavailable {tries} ({reason}).",
                                     retryable=True, attempts=attempts)
         return ModelUnavailable(f"The model {self.name} refused the request ({reason}).",
@@ -482,10 +350,10 @@ class LLM:
             except ModelUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
-                if not _is_retryable(exc) or attempt >= self.config.retries:
+                if not _retryable(exc) or attempt >= self.config.retries:
                     raise self._failure(exc, attempt + 1) from exc
                 delay = self._backoff(attempt)
-                log.info("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                log.info("model %s: %s; retrying in %.1fs", self.name, error_reason(exc), delay)
                 attempt += 1
                 await self._wait(delay)
 
@@ -522,15 +390,15 @@ class LLM:
             except ModelUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
-                if emitted or not _is_retryable(exc) or attempt >= self.config.retries:
+                if emitted or not _retryable(exc) or attempt >= self.config.retries:
                     failure = self._failure(exc, attempt + 1)
                     if emitted:
                         failure = ModelUnavailable(
-                            f"The reply from {self.name} was cut off ({_reason(exc)}).",
+                            f"The reply from {self.name} was cut off ({error_reason(exc)}).",
                             retryable=True, attempts=attempt + 1)
                     raise failure from exc
                 delay = self._backoff(attempt)
-                log.info("model %s: %s; retrying in %.1fs", self.name, _reason(exc), delay)
+                log.info("model %s: %s; retrying in %.1fs", self.name, error_reason(exc), delay)
                 attempt += 1
                 await self._wait(delay)
 
@@ -550,7 +418,7 @@ class LLM:
             calls.append(ToolCall(id=call.id or f"call_{index}", name=scrub(function.name or ""),
                                   arguments=scrub(function.arguments or "{}")))
         usage = getattr(response, "usage", None)
-        cached, written = _cache_tokens(usage)
+        cached, written = cache_tokens(usage)
         completion = Completion(
             text=text,
             tool_calls=calls,
