@@ -13,6 +13,19 @@ from hermes.errors import HermesError
 app = typer.Typer(no_args_is_help=True,
                   help="Learn facts from past conversations on request (imports, transcripts).")
 
+# The options of every opt-in background job over many sessions (`learn backfill`,
+# `sessions summarize`): the same words mean the same limits.
+SinceOption = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w or a date.",
+                           show_default=False)
+SourceOption = typer.Option(None, "--source", help="Only this source (import: ChatGPT/Claude "
+                            "exports).", show_default=False)
+DryRunOption = typer.Option(False, "--dry-run", help="Print the plan and its cost, and stop.")
+BudgetOption = typer.Option(None, "--budget", help="Stop before going past it: dollars ($2, "
+                            "0.50) or model calls (100).", show_default=False)
+RateOption = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a minute "
+                          "(0: no limit).")
+YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+
 
 def cost_text(cost: float | None, model: str | None) -> str:
     if cost is None:
@@ -23,18 +36,12 @@ def cost_text(cost: float | None, model: str | None) -> str:
 @app.command()
 def backfill(
     ctx: typer.Context,
-    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
-                                     "2w or a date.", show_default=False),
-    source: str | None = typer.Option(None, "--source", help="Only this source (import: "
-                                      "ChatGPT/Claude exports).", show_default=False),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its cost, and "
-                                 "stop."),
-    budget: str | None = typer.Option(None, "--budget", help="Stop before going past it: "
-                                      "dollars ($2, 0.50) or model calls (100).",
-                                      show_default=False),
-    rate: float = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a "
-                               "minute (0: no limit)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    since: str | None = SinceOption,
+    source: str | None = SourceOption,
+    dry_run: bool = DryRunOption,
+    budget: str | None = BudgetOption,
+    rate: float = RateOption,
+    yes: bool = YesOption,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -17,6 +17,14 @@ from rich.progress import (
 )
 
 from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.learn import (
+    BudgetOption,
+    DryRunOption,
+    RateOption,
+    SinceOption,
+    SourceOption,
+    YesOption,
+)
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
@@ -307,18 +315,12 @@ def _print_report(report: ImportReport) -> None:
 @app.command()
 def summarize(
     ctx: typer.Context,
-    since: str | None = typer.Option(None, "--since", help="Only sessions active since: 7d, "
-                                     "2w or a date.", show_default=False),
-    source: str | None = typer.Option(None, "--source", help="Only this source (import: "
-                                      "ChatGPT/Claude exports).", show_default=False),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its cost, and "
-                                 "stop."),
-    budget: str | None = typer.Option(None, "--budget", help="Stop before going past it: "
-                                      "dollars ($2, 0.50) or model calls (100).",
-                                      show_default=False),
-    rate: float = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a "
-                               "minute (0: no limit)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    since: str | None = SinceOption,
+    source: str | None = SourceOption,
+    dry_run: bool = DryRunOption,
+    budget: str | None = BudgetOption,
+    rate: float = RateOption,
+    yes: bool = YesOption,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
