@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING, Any
 from hermes.aio import finish_or_cancel
 from hermes.clock import to_ts
 from hermes.learn import gate
+from hermes.learn import runs as run_records
 from hermes.learn.consolidate import Consolidation, consolidate
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
+from hermes.learn.runs import RunRecord
 from hermes.memory.session_records import speaker_name
 from hermes.store import usage
 from hermes.store.db import BoundedWrites, connect, write_transaction
@@ -52,35 +54,12 @@ YIELD_TO_REPLIES_SECONDS = 2.0
 
 
 @dataclass
-class RunRecord:
-    id: int
-    user: str
-    session_id: int
-    first_message_id: int
-    last_message_id: int
-    status: str          # done | skipped | retry | failed
-    reason: str | None
-    model_calls: int
-    created: int
-    merged: int
-    superseded: int
-    forgotten: int
-    attempts: int
-    # What a run that just committed wrote (set on the record ``on_commit`` listeners get).
-    changes: Consolidation | None = None
-
-
-@dataclass
 class _Stores:
     """A connection and the stores built on it: the loop's, or the worker thread's own."""
 
     db: Any
     facts: Any
     sessions: Any
-
-
-_RUN_COLUMNS = ("id, user, session_id, first_message_id, last_message_id, status, reason, "
-                "model_calls, created, merged, superseded, forgotten, attempts")
 
 
 def extraction_model_name(settings: Any) -> str | None:
@@ -475,13 +454,9 @@ class ExtractionWorker:
             else:
                 attempts = self._run(s, user, run_id).attempts + (1 if count_attempt else 0)
                 status = "retry" if attempts < MAX_ATTEMPTS else "failed"
-                s.db.execute(
-                    "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = ?, "
-                    "attempts = ?, model_calls = model_calls + ?, cost = coalesce(cost, 0) + "
-                    "coalesce(?, 0), finished_at = ? WHERE id = ? AND user = ?",
-                    [status, reason, raw, attempts, int(raw is not None), cost, self._now(),
-                     run_id, user],
-                )
+                run_records.record_retry(s.db, user, run_id, status=status, reason=reason,
+                                         raw=raw, attempts=attempts, cost=cost,
+                                         now=self._now())
             self._advance(s, user, session_id, last)
         return self._run(s, user, run_id)
 
@@ -510,13 +485,7 @@ class ExtractionWorker:
         return results
 
     def _waiting_retry(self, s: _Stores, user: str | None) -> list[RunRecord]:
-        where, params = "status = 'retry'", []
-        if user is not None:
-            where, params = "status = 'retry' AND user = ?", [user]
-        rows = s.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
-        ).fetchall()
-        return [RunRecord(*row) for row in rows]
+        return run_records.waiting_retry(s.db, user)
 
     def _run_messages(self, s: _Stores, record: RunRecord) -> list[Any]:
         return [m for m in s.sessions.messages(record.user, record.session_id,
@@ -592,48 +561,19 @@ class ExtractionWorker:
         return self._run(self._loop_stores(), user, run_id)
 
     def _run(self, s: _Stores, user: str, run_id: int) -> RunRecord:
-        row = s.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE id = ? AND user = ?",
-            [run_id, user],
-        ).fetchone()
-        return RunRecord(*row)
+        return run_records.get(s.db, user, run_id)
 
     def runs(self, user: str, session_id: int | None = None) -> list[RunRecord]:
-        where, params = "user = ?", [user]
-        if session_id is not None:
-            where += " AND session_id = ?"
-            params.append(session_id)
-        rows = self.rt.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE {where} ORDER BY id", params
-        ).fetchall()
-        return [RunRecord(*r) for r in rows]
+        return run_records.of_user(self.rt.db, user, session_id)
 
     def _find_run(self, s: _Stores, user: str, session_id: int, first: int, last: int
                   ) -> RunRecord | None:
-        row = s.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
-            "AND first_message_id = ? AND last_message_id = ?", [user, session_id, first, last],
-        ).fetchone()
-        return RunRecord(*row) if row else None
+        return run_records.find(s.db, user, session_id, first, last)
 
     def _insert_run(self, s: _Stores, user: str, session_id: int, first: int, last: int,
-                    status: str, *, reason: str | None = None, raw: str | None = None,
-                    cost: float | None = None, model_calls: int = 0,
-                    changes: Consolidation | None = None, attempts: int = 1) -> int:
-        changes = changes or Consolidation()
-        now = self._now()
-        cursor = s.db.execute(
-            """
-            INSERT INTO extraction_runs (user, session_id, first_message_id, last_message_id,
-              status, reason, raw_output, model_calls, cost, created, merged, superseded,
-              forgotten, attempts, started_at, finished_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [user, session_id, first, last, status, reason, raw, model_calls, cost,
-             changes.created, changes.merged, changes.superseded, changes.forgotten, attempts,
-             now, now],
-        )
-        return int(cursor.lastrowid)
+                    status: str, **fields: Any) -> int:
+        return run_records.insert(s.db, user, session_id, first, last, status, now=self._now(),
+                           **fields)
 
     def _finish_run(self, s: _Stores, user: str, session_id: int, first: int, last: int,
                     run_id: int | None, status: str, *, reason: str | None,
@@ -641,16 +581,9 @@ class ExtractionWorker:
         if run_id is None:
             return self._insert_run(s, user, session_id, first, last, status, reason=reason,
                                     cost=cost, model_calls=1, changes=changes)
-        s.db.execute(
-            "UPDATE extraction_runs SET status = ?, reason = ?, raw_output = NULL, "
-            "model_calls = model_calls + 1, cost = coalesce(cost, 0) + coalesce(?, 0), "
-            "created = ?, merged = ?, superseded = ?, forgotten = ?, finished_at = ?, "
-            "attempts = attempts + 1 WHERE id = ? AND user = ?",
-            [status, reason, cost, changes.created, changes.merged, changes.superseded,
-             changes.forgotten, self._now(), run_id, user],
-        )
+        run_records.finish(s.db, user, run_id, status=status, reason=reason, cost=cost,
+                    changes=changes, now=self._now())
         return run_id
-
 
 def _summary(changes: Consolidation, skipped: Sequence[str]) -> str | None:
     notes = [*skipped, *changes.notes]
