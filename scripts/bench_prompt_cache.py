@@ -48,8 +48,8 @@ async def run() -> None:
     from hermes.clock import FakeClock
     from hermes.config import load_settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
     from tests.fakellm import ScriptedLLM, installed
 

@@ -1,4 +1,4 @@
-"""Past conversations in the prompt (hermes.memory.past_messages): the best few matching past
+"""Past conversations in the prompt (memory.sessions.past_messages): the best few matching past
 messages from other sessions, with neighbours, date and title, within a character budget."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
-from hermes.memory.past_messages import recall_past_messages
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.past_messages import recall_past_messages
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
