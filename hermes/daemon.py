@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.config import read_env_file
+from hermes.cron.runner import CronRunner, agent_prompt_runner
+from hermes.cron.schedule import timezone_for
+from hermes.cron.store import CronJob, CronStore
 from hermes.errors import HermesError
-from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect

@@ -9,16 +9,10 @@ import pytest
 
 from hermes.clock import FakeClock, parse_ts, to_ts
 from hermes.config import CronJobConfig, load_settings
+from hermes.cron.runner import CronRunner, RunOutcome
+from hermes.cron.schedule import ScheduleError, parse_schedule, plan_runs
+from hermes.cron.store import CronJob, CronStore
 from hermes.errors import ConfigError, NotFound
-from hermes.frontends.cron import (
-    CronJob,
-    CronRunner,
-    CronStore,
-    RunOutcome,
-    ScheduleError,
-    parse_schedule,
-    plan_runs,
-)
 from hermes.runtime import Runtime
 
 
@@ -471,7 +465,7 @@ def test_file_deliveries_stay_in_the_outbox(store, rt, hermes_home, tmp_path, ta
             store.add("j", "alice", "every 1h", "p", target)
         return
     store.add("j", "alice", "every 1h", "p", target)
-    from hermes.frontends.schedule import file_target
+    from hermes.cron.schedule import file_target
 
     written = file_target(hermes_home, target.removeprefix("file:"))
     assert written.is_relative_to((hermes_home / "outbox").resolve())

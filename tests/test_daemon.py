@@ -17,9 +17,9 @@ import pytest
 
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
+from hermes.cron.store import CronStore
 from hermes.daemon import HomeLock, discord_token, read_dotenv
 from hermes.errors import HermesError
-from hermes.frontends.cron import CronStore
 from hermes.runtime import Runtime
 
 REPO = Path(__file__).resolve().parent.parent

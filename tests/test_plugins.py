@@ -17,9 +17,9 @@ from hermes.agent import tool_registry
 from hermes.agent.turn import Agent
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
+from hermes.cron.store import CronStore
 from hermes.errors import HermesError
 from hermes.frontends import base
-from hermes.frontends.cron import CronStore
 from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from hermes.frontends.cron import CronStore
+from hermes.cron.store import CronStore
 from hermes.frontends.web.app import WebContext
 from hermes.memory.basic import BasicMemory
 from hermes.memory.facts.store import FactStore

@@ -292,7 +292,8 @@ async def test_a_fact_the_model_updates_with_its_tools_shows_as_an_update(chat, 
 
 
 async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake_model):
-    from hermes.frontends.cron import CronRunner, CronStore, agent_prompt_runner
+    from hermes.cron.runner import CronRunner, agent_prompt_runner
+    from hermes.cron.store import CronStore
 
     agent, worker = build_agent(web_rt)
     runner = CronRunner.from_runtime(web_rt, agent_prompt_runner(web_rt, agent))

@@ -34,7 +34,7 @@ from hermes.frontends.commands import MemoryCommands
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.frontends.cron import CronJob
+    from hermes.cron.store import CronJob
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,7 @@ from hermes.frontends.web.events import EventHub
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.frontends.cron import CronRunner
+    from hermes.cron.runner import CronRunner
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 

@@ -259,7 +259,7 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 
 # --------------------------------------------------------------------------- cron
 def _cron_store(ctx: WebContext) -> Any:
-    from hermes.frontends.cron import CronStore
+    from hermes.cron.store import CronStore
 
     return ctx.runner.store if ctx.runner else CronStore.from_runtime(ctx.rt)
 
