@@ -114,7 +114,7 @@ async def test_an_excerpt_shown_earlier_in_the_conversation_is_not_repeated(
 def test_the_words_searched_for_are_the_rarest_in_this_users_messages(store, clock):
     """The term count behind the turn's search is this user's: a word only another user wrote
     is not searched for, and rarity is counted in this user's messages."""
-    from hermes.memory.past_messages import selective_query
+    from hermes.memory.sessions.past_messages import selective_query
     from hermes.store.fts import build_match
 
     chat(store, clock, "owner", None, ("the kestrel nests by the greenhouse", "Nice."),
