@@ -214,7 +214,7 @@ class PromptBuilder:
         before = dict(conversation.snapshot.basic)
         now = {e.id: e.text for e in self.basic.entries(user)}
         for entry_id, text in now.items():
-            key = ("basic", entry_id, text)
+            key: tuple[object, ...] = ("basic", entry_id, text)
             if before.get(entry_id) != text and key not in conversation.announced:
                 conversation.announced.add(key)
                 lines.append(f"basic memory: added [{entry_id}] {text}")

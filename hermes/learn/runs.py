@@ -43,7 +43,8 @@ def get(db: Database, user: str, run_id: int) -> RunRecord:
 
 
 def of_user(db: Database, user: str, session_id: int | None = None) -> list[RunRecord]:
-    where, params = "user = ?", [user]
+    where = "user = ?"
+    params: list[str | int] = [user]
     if session_id is not None:
         where += " AND session_id = ?"
         params.append(session_id)
@@ -86,7 +87,7 @@ def insert(db: Database, user: str, session_id: int, first: int, last: int, stat
          changes.created, changes.merged, changes.superseded, changes.forgotten, attempts,
          now, now],
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
 def finish(db: Database, user: str, run_id: int, *, status: str, reason: str | None,
