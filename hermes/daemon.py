@@ -220,7 +220,7 @@ class Daemon:
             log.info("hermes: running (discord: %s, repl: %s, web: %s, cron jobs: %d, home: %s)",
                      "on" if self.bot else "off (no token)", "on" if self.repl else "off",
                      self.web.url if self.web else "off",
-                     len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
+                     len(CronStore.from_runtime(self.rt).list_jobs(enabled_only=True)),
                      self.rt.settings.home_path)
             if not agent.llm.configured:
                 self._no_model_notice(agent)
