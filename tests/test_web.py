@@ -10,8 +10,8 @@ import pytest
 from hermes.cron.store import CronStore
 from hermes.frontends.web.app import WebContext
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from tests.web_client import Panel
 
 

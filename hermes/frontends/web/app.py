@@ -69,13 +69,13 @@ class WebContext:
 
     @cached_property
     def facts(self) -> Any:
-        from hermes.memory.facts import FactStore
+        from hermes.memory.facts.store import FactStore
 
         return self.agent.facts if self.agent else FactStore.from_runtime(self.rt)
 
     @cached_property
     def session_store(self) -> Any:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return self.agent.sessions if self.agent else SessionStore.from_runtime(self.rt)
 
