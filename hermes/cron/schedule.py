@@ -123,10 +123,10 @@ def file_target(home: Path, target: str) -> Path:
     return resolved
 
 
-def _plugin_targets() -> dict[str, object]:
-    from hermes.frontends.base import registered_frontends  # loads the plugins: only here
+def _front_end_takes(kind: str, target: str) -> bool:
+    from hermes.frontends.base import accepts_delivery  # loads the plugins: only here
 
-    return registered_frontends()
+    return accepts_delivery(kind, target)
 
 
 def check_deliver(deliver: str, home: Path) -> str:
@@ -140,7 +140,7 @@ def check_deliver(deliver: str, home: Path) -> str:
     if kind == "file" and rest:
         file_target(home, rest)
         return deliver
-    if rest and kind in _plugin_targets():
+    if rest and _front_end_takes(kind, rest):
         return deliver
     raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
                         "file:<path under the home's outbox/>")
