@@ -43,7 +43,7 @@ class UserProfile(Section):
 class UsersConfig(Section):
     # Any other key is a user's profile: users.<user>.name, e.g. {"owner": {"name": "Alice"}}
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)
 
     default: str = DEFAULT_USER
     # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}

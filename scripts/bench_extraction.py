@@ -203,7 +203,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
             await worker.drain()
         drain_s = time.perf_counter() - drain_started
     facts = FactStore.from_runtime(rt)
-    active = facts.list("owner", limit=10_000)
+    active = facts.list_facts("owner", limit=10_000)
     stats = extraction_stats(rt.db, "owner").to_json()
     rt.close()
     return {"latencies": latencies, "loop_cpu": loop_cpu, "drain_s": drain_s,

@@ -256,11 +256,11 @@ def browse(store: SessionStore, repeats: int) -> list[float]:
     for i in range(repeats):
         t0 = time.perf_counter()
         if i % 3 == 0:
-            store.list(USER, limit=20)
+            store.list_sessions(USER, limit=20)
         elif i % 3 == 1:
-            store.list(USER, source="cron", limit=20)
+            store.list_sessions(USER, source="cron", limit=20)
         else:
-            store.list(USER, since="2026-06-01T00:00:00.000000Z", limit=50)
+            store.list_sessions(USER, since="2026-06-01T00:00:00.000000Z", limit=50)
         times.append((time.perf_counter() - t0) * 1000)
     return times
 

@@ -12,7 +12,7 @@ def stored_sessions():
     rt = Runtime(load_settings())
     try:
         store = SessionStore.from_runtime(rt)
-        return [(s, store.messages("owner", s.id)) for s in store.list("owner")]
+        return [(s, store.messages("owner", s.id)) for s in store.list_sessions("owner")]
     finally:
         rt.close()
 

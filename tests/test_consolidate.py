@@ -15,7 +15,7 @@ def facts(rt):
 
 
 def active(facts, user="owner"):
-    return sorted(f.content for f in facts.list(user))
+    return sorted(f.content for f in facts.list_facts(user))
 
 
 def apply(facts, actions, numbered=None, user="owner"):

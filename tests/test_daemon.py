@@ -265,13 +265,13 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
         await until(lambda: "terminal" in daemon.frontends
                     and daemon.frontends["terminal"].repl.prompt.app.is_running)
         pipe.send_text("hi there\r")
-        await until(lambda: [m for s in store.list("owner")
+        await until(lambda: [m for s in store.list_sessions("owner")
                              for m in store.messages("owner", s.id) if m.role == "assistant"])
         await daemon.frontends["terminal"].repl.wait_reply()
         daemon.request_stop("SIGTERM")
         await asyncio.wait_for(running, 30)
     rt2 = Runtime(load_settings())
-    (session,) = SessionStore.from_runtime(rt2).list("owner")
+    (session,) = SessionStore.from_runtime(rt2).list_sessions("owner")
     rt2.close()
     assert session.ended_at is not None and session.title == "hi there"
 

@@ -99,8 +99,8 @@ def test_entities_are_per_user(entities):
     alice_bob = ensure(entities, "bob", "Alice")
     assert alice_owner != alice_bob
     assert entities.resolve_id("carol", "Alice") is None
-    assert [e.name for e in entities.list("carol")] == []
-    assert [e.id for e in entities.list("bob")] == [alice_bob]
+    assert [e.name for e in entities.list_entities("carol")] == []
+    assert [e.id for e in entities.list_entities("bob")] == [alice_bob]
 
 
 def test_list_counts_active_facts_only(db, clock, config):

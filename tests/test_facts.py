@@ -48,7 +48,7 @@ def test_exact_normalised_duplicate_returns_the_existing_fact(facts):
     first = facts.add("owner", "Alice prefers dark mode.", entities=["Alice"], tags=["ui"])
     again = facts.add("owner", "alice PREFERS  dark mode", tags=["editor"])
     assert (again.id, again.status, again.match) == (first.id, "merged", "exact")
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
     assert facts.get("owner", first.id).tags == ["ui", "editor"]
     assert content_key("Alice prefers dark mode.") == content_key(" alice prefers dark MODE")
 
@@ -72,7 +72,7 @@ def test_near_duplicate_about_the_same_entity_merges(facts):
     # the new wording says everything the old one did, and more: it is kept
     assert facts.get("owner", first.id).content == "The home server runs Debian stable now"
     assert [h["action"] for h in facts.history("owner", first.id)] == ["add", "merge"]
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
 
 
 def test_near_duplicates_that_must_not_merge(facts):
@@ -88,7 +88,7 @@ def test_near_duplicates_that_must_not_merge(facts):
                      entities=["Bob"]).status == "created"
     facts.add("owner", "Lee's hint is the cat's name", entities=["Lee"])
     assert facts.add("owner", "Lee's hint is the dog's name", entities=["Lee"]).status == "created"
-    assert len(facts.list("owner")) == 8
+    assert len(facts.list_facts("owner")) == 8
 
 
 def test_merge_threshold_comes_from_config(db, clock):
@@ -122,7 +122,7 @@ def test_entities_are_taken_from_the_text_when_none_are_given(facts):
 def test_bad_input_is_refused_and_nothing_is_stored(facts, text, kwargs, reason):
     with pytest.raises(RefusedWrite, match=reason):
         facts.add("owner", text, **kwargs)
-    assert facts.list("owner", include_inactive=True) == []
+    assert facts.list_facts("owner", include_inactive=True) == []
     assert facts.entities("owner") == []
 
 
@@ -393,8 +393,8 @@ def test_forget_and_restore(facts):
     assert facts.forget("owner", fact_id).forgotten_reason == "outdated"  # idempotent
     assert fact_id not in ids(facts.search("owner", "locker"))
     assert fact_id not in ids(facts.probe("owner", "Gina"))
-    assert fact_id not in ids(facts.list("owner"))
-    assert fact_id in ids(facts.list("owner", include_inactive=True))
+    assert fact_id not in ids(facts.list_facts("owner"))
+    assert fact_id in ids(facts.list_facts("owner", include_inactive=True))
     assert fact_id not in ids(facts.recent("owner", "2000-01-01"))
     assert fact_id not in ids(facts.related("owner", "Gina locker"))
     restored = facts.restore("owner", fact_id)
@@ -415,7 +415,7 @@ def test_purge_removes_for_good_with_older_versions(facts):
             facts.get("owner", gone)
         with pytest.raises(NotFound):
             facts.history("owner", gone)
-    assert ids(facts.list("owner", include_inactive=True)) == [keep]
+    assert ids(facts.list_facts("owner", include_inactive=True)) == [keep]
     assert facts.db.execute("SELECT count(*) FROM fact_history WHERE fact_id IN (?, ?)",
                             [first, second]).fetchone()[0] == 0
 
@@ -478,14 +478,14 @@ def test_two_users_never_see_each_other(facts, clock):
     assert ids(facts.search("carol", "中文")) == []
     assert facts.probe("carol", "Lee") == []
     assert facts.reason("carol", ["Lee", "wifi"]).facts == []
-    assert facts.list("carol", include_inactive=True) == []
+    assert facts.list_facts("carol", include_inactive=True) == []
     assert facts.recent("carol", "2000-01-01") == []
     assert facts.related("carol", "Lee wifi") == []
     assert facts.entities("carol") == []
     assert mine not in ids(facts.search("bob", "wifi"))
     assert mine not in ids(facts.probe("bob", "Lee"))
     assert mine not in ids(facts.reason("bob", ["Lee", "wifi"]).facts)
-    assert mine not in ids(facts.list("bob", include_inactive=True))
+    assert mine not in ids(facts.list_facts("bob", include_inactive=True))
     assert mine not in ids(facts.related("bob", "Lee wifi"))
     assert mine not in ids(facts.recent("bob", "2000-01-01"))
     for call in (
@@ -524,7 +524,7 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     from hermes.store.db import connect
 
     store = FactStore(connect(path), FactsConfig())
-    contents = {f.content for f in store.list("owner", limit=1000)}
+    contents = {f.content for f in store.list_facts("owner", limit=1000)}
     assert len(contents) == 81
     assert {f"second fact number {i} about the shared project" for i in range(40)} <= contents
     assert len(store.probe("owner", "shared project")) == 80

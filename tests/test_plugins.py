@@ -88,7 +88,7 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
 def test_a_registered_front_end_is_a_cron_delivery_target(installed_plugin, rt):
     store = CronStore.from_runtime(rt)
     store.add("digest", "owner", "every 30m", "Summarise my day", "postbox:inbox")
-    assert [job.deliver for job in store.list()] == ["postbox:inbox"]
+    assert [job.deliver for job in store.list_jobs()] == ["postbox:inbox"]
 
 
 def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):

@@ -282,7 +282,7 @@ async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pi
     await asyncio.gather(*repl.repl.background)
     from hermes.memory.facts import FactStore
 
-    (fact,) = FactStore.from_runtime(rt).list("owner")
+    (fact,) = FactStore.from_runtime(rt).list_facts("owner")
     assert fact.content == "The user's flight to Oslo is at 9 on Friday"
     assert "Terminal" not in fact.entities
     sent = fake_model.requests[0].messages
@@ -321,7 +321,7 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     await repl.reply_done()
     pipe.send_text(leave)
     await asyncio.wait_for(repl.task, 10)
-    (session,) = SessionStore.from_runtime(rt).list("owner")
+    (session,) = SessionStore.from_runtime(rt).list_sessions("owner")
     assert session.ended_at is not None
     await asyncio.gather(*repl.repl.background)
     assert SessionStore.from_runtime(rt).get("owner", session.id).title == "hi there"
@@ -332,4 +332,4 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     await again.reply_done()
     await again.leave()
     await asyncio.gather(*again.repl.background)
-    assert len(SessionStore.from_runtime(rt).list("owner")) == 2
+    assert len(SessionStore.from_runtime(rt).list_sessions("owner")) == 2

@@ -100,7 +100,7 @@ def test_list_newest_activity_first_with_title_or_first_user_line(store, clock):
     clock.advance(hours=1)
     # Activity, not start time, orders the list: the old session comes back to the top.
     store.append("owner", old.id, "user", "and compress them?")
-    sessions = store.list("owner")
+    sessions = store.list_sessions("owner")
     assert [s.id for s in sessions] == [old.id, titled.id]
     assert sessions[0].display_title == "How do I rotate nginx logs?"
     assert sessions[1].display_title == "Planning the trip"
@@ -111,12 +111,13 @@ def test_list_filters_source_since_limit(store, clock):
     clock.advance(days=2)
     since = store.get("owner", cron.id).last_active_at
     recent = [conversation(store, clock, "owner", [f"talk {i}"]) for i in range(3)]
-    assert [s.id for s in store.list("owner", source="cron")] == [cron.id]
-    assert {s.id for s in store.list("owner", since=since)} == {s.id for s in recent} | {cron.id}
+    assert [s.id for s in store.list_sessions("owner", source="cron")] == [cron.id]
+    since_ids = {s.id for s in store.list_sessions("owner", since=since)}
+    assert since_ids == {s.id for s in recent} | {cron.id}
     later = store.get("owner", recent[0].id).last_active_at
-    assert cron.id not in {s.id for s in store.list("owner", since=later)}
-    assert len(store.list("owner", limit=2)) == 2
-    assert store.list("nobody") == []
+    assert cron.id not in {s.id for s in store.list_sessions("owner", since=later)}
+    assert len(store.list_sessions("owner", limit=2)) == 2
+    assert store.list_sessions("nobody") == []
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ def test_external_ids_come_back_in_results(store, clock):
 def test_users_are_isolated_in_every_read(store, clock):
     mine = conversation(store, clock, "owner", ["my secret project zephyr"])
     theirs = conversation(store, clock, "bob", ["bob's project zephyr notes"])
-    assert [s.id for s in store.list("owner")] == [mine.id]
+    assert [s.id for s in store.list_sessions("owner")] == [mine.id]
     assert [h.session.id for h in store.search("owner", "zephyr")] == [mine.id]
     assert [h.session.id for h in store.search("bob", "zephyr")] == [theirs.id]
     for call in (

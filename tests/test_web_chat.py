@@ -114,7 +114,7 @@ async def test_a_model_failure_is_one_line_and_the_message_is_kept(chat, web_rt,
     done = events_of(response.text)[-1][1]
     assert done["error"] and "Traceback" not in done["error"]
     sessions = SessionStore.from_runtime(web_rt)
-    (session,) = sessions.list("owner", source="web")
+    (session,) = sessions.list_sessions("owner", source="web")
     assert [m.content for m in sessions.messages("owner", session.id)] == ["Are you there?"]
 
 

@@ -309,7 +309,7 @@ class ToolBox:
         action = args.get("action")
         source = args.get("source") or None
         if action == "browse":
-            found = self.sessions.list(self.user, source=source, limit=_limit(args, 10))
+            found = self.sessions.list_sessions(self.user, source=source, limit=_limit(args, 10))
             return {"sessions": [session_brief(s) for s in found]}, False, []
         if action == "search":
             hits = self.sessions.search(self.user, _need(args, "query"), limit=_limit(args, 5),

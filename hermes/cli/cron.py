@@ -73,7 +73,7 @@ def add(
 def list_jobs(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
     """List jobs (all users', or one user's with --user) with their next and last runs."""
     store = _store(ctx)
-    jobs = store.list(user=user)
+    jobs = store.list_jobs(user=user)
     if as_json:
         emit_json([_job_json(store, job) for job in jobs])
         return

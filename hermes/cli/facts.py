@@ -273,7 +273,7 @@ def list_facts(
 ) -> None:
     """List facts, most recently changed first."""
     store = _store(ctx)
-    facts = store.list(_who(ctx, user), category=category, include_inactive=include_all,
+    facts = store.list_facts(_who(ctx, user), category=category, include_inactive=include_all,
                        limit=limit)
     _print_facts(facts, as_json)
 

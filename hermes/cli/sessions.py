@@ -95,7 +95,7 @@ def list_(
     """Recent sessions, newest activity first (no model call)."""
     rt = runtime(ctx)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
-    sessions = _store(ctx).list(rt.user(user), source=source, since=since_ts, limit=limit)
+    sessions = _store(ctx).list_sessions(rt.user(user), source=source, since=since_ts, limit=limit)
     if as_json:
         emit_json([s.to_json() for s in sessions])
         return

@@ -32,7 +32,7 @@ class CronFrontend:
 
     @property
     def status(self) -> str:
-        return f"cron jobs: {len(self.runner.store.list(enabled_only=True))}"
+        return f"cron jobs: {len(self.runner.store.list_jobs(enabled_only=True))}"
 
     async def start(self) -> bool:
         ctx = self.ctx

@@ -99,7 +99,7 @@ class CronRunner:
             log.warning("cron: %d run(s) were interrupted by a stop; recorded as failed",
                         interrupted)
         done = []
-        for job in self.store.list(enabled_only=True):
+        for job in self.store.list_jobs(enabled_only=True):
             run = await self.tick(job.id)
             if run is not None:
                 done.append(run)
@@ -186,7 +186,7 @@ class CronRunner:
     # ---- APScheduler wiring
     def schedule_all(self, scheduler: BaseScheduler) -> None:
         """Make the scheduler's cron jobs match the enabled jobs in the database."""
-        wanted = {f"cron:{job.id}": job for job in self.store.list(enabled_only=True)}
+        wanted = {f"cron:{job.id}": job for job in self.store.list_jobs(enabled_only=True)}
         for existing in scheduler.get_jobs():
             if existing.id.startswith("cron:") and existing.id not in wanted:
                 scheduler.remove_job(existing.id)

@@ -159,7 +159,7 @@ class CronStore:
         rows = self._rows("SELECT * FROM cron_jobs WHERE id = ?", (job_id,))
         return _job(rows[0]) if rows else None
 
-    def list(self, *, user: str | None = None, enabled_only: bool = False) -> list[CronJob]:
+    def list_jobs(self, *, user: str | None = None, enabled_only: bool = False) -> list[CronJob]:
         sql = "SELECT * FROM cron_jobs WHERE 1"
         params: list[Any] = []
         if user is not None:

@@ -81,7 +81,7 @@ class MemoryCommands:
         return basic.render(user)
 
     def session_list(self, user: str, *, limit: int = 10) -> str:
-        found = self.sessions.list(user, limit=limit)
+        found = self.sessions.list_sessions(user, limit=limit)
         return "\n".join(
             f"[{s.id}] {s.last_active_at[:16].replace('T', ' ')} {s.source} "
             f"{s.title or '(untitled)'} ({s.message_count} messages)"

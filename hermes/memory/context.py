@@ -98,7 +98,7 @@ def _day(ts: str) -> str:
 def gather(rt: Runtime, user: str) -> tuple[list[Session], list[Fact]]:
     """Recent sessions (newest first) and recently changed facts for ``user``."""
     since = to_ts(rt.clock.now() - timedelta(days=rt.settings.context.days))
-    sessions = SessionStore.from_runtime(rt).list(user, since=since, limit=MAX_SESSIONS)
+    sessions = SessionStore.from_runtime(rt).list_sessions(user, since=since, limit=MAX_SESSIONS)
     facts = FactStore.from_runtime(rt).recent(user, since, limit=MAX_FACTS)
     return sessions, facts
 

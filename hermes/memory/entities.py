@@ -420,7 +420,7 @@ class EntityStore:
         ).fetchone()[0])
         return entity
 
-    def list(self, user: str) -> list[Entity]:
+    def list_entities(self, user: str) -> list[Entity]:
         """All of a user's entities with their aliases and active-fact counts, most used first."""
         rows = self.db.execute(
             f"""

@@ -376,8 +376,8 @@ class FactStore:
         found = self._fetch(user, f"f.id IN ({marks})", list(order))
         return sorted(found, key=lambda f: order[f.id])
 
-    def list(self, user: str, *, category: str | None = None, include_inactive: bool = False,
-             limit: int = 50) -> list[Fact]:
+    def list_facts(self, user: str, *, category: str | None = None, include_inactive: bool = False,
+                   limit: int = 50) -> list[Fact]:
         where = "1" if include_inactive else ACTIVE
         params: list[Any] = []
         if category is not None:
@@ -387,7 +387,7 @@ class FactStore:
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
     def entities(self, user: str) -> list[Entity]:
-        return self.entity_store.list(user)
+        return self.entity_store.list_entities(user)
 
     def history(self, user: str, fact_id: int) -> list[dict]:
         self.get(user, fact_id)

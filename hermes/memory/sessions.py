@@ -3,7 +3,7 @@ here and searchable; nothing is deleted by summarising, the transcript is the re
 
 Two ways to read it, neither calls a model:
 
-* **browse** (:meth:`SessionStore.list`): the user's sessions, newest activity first;
+* **browse** (:meth:`SessionStore.list_sessions`): the user's sessions, newest activity first;
 * **search** (:meth:`SessionStore.search`): FTS5 over message content (and the speaker) and over
   session titles and summaries, through the safe query builder (all terms first, then any
   non-stopword term), ranked by bm25 with column weights, grouped by session, cron sessions below
@@ -233,7 +233,7 @@ class SessionStore(SessionSearch):
         ).fetchall()
         return [Message(*row) for row in reversed(before)] + [Message(*row) for row in after]
 
-    def list(
+    def list_sessions(
         self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
     ) -> list[Session]:
         """Browse: the user's sessions, newest activity first. Zero model calls."""
