@@ -49,6 +49,21 @@ class UsersConfig(Section):
     # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}
     identities: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("default")
+    @classmethod
+    def _default_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a user name cannot be empty")
+        return value
+
+    @field_validator("identities")
+    @classmethod
+    def _identities_named(cls, value: dict[str, str]) -> dict[str, str]:
+        for identity, user in value.items():
+            if not user.strip():
+                raise ValueError(f"{identity!r} maps to an empty user name")
+        return value
+
 
 class MemoryConfig(Section):
     basic_char_limit: int = Field(8000, gt=0)

@@ -343,6 +343,30 @@ def test_rating_moves_trust_clamps_and_three_unhelpful_hide(facts):
     assert len(rates) == 41 and rates[0]["old"]["trust"] == 0.5 and rates[0]["new"]["trust"] == 0.55
 
 
+def test_withdrawing_a_rating_takes_back_exactly_what_it_applied(facts):
+    fact_id = facts.add("owner", "Gus waters the ferns on Sundays", entities=["Gus"]).id
+    for _ in range(9):
+        facts.rate("owner", fact_id, True)           # 0.5 -> 0.95
+    up = facts.rate("owner", fact_id, True)          # clamped: 0.95 -> 1.0, applied 0.05
+    assert (up.old_trust, up.new_trust) == (0.95, 1.0)
+    back = facts.withdraw_rating("owner", fact_id, True, round(up.new_trust - up.old_trust, 6))
+    assert (back.old_trust, back.new_trust) == (1.0, 0.95)
+    fact = facts.get("owner", fact_id)
+    assert (fact.trust, fact.helpful_count, fact.unhelpful_count) == (0.95, 9, 0)
+    last = facts.history("owner", fact_id)[-1]
+    assert (last["action"], last["note"]) == ("rate", "rating withdrawn")
+    assert (last["old"], last["new"]) == ({"trust": 1.0, "helpful_count": 10},
+                                          {"trust": 0.95, "helpful_count": 9})
+    # Clamped both ways, and a count never goes below zero.
+    low = facts.withdraw_rating("owner", fact_id, False, -2.0)
+    assert low.new_trust == 1.0 and facts.get("owner", fact_id).unhelpful_count == 0
+    # Another user's fact, or a purged one, is not reached.
+    assert facts.withdraw_rating("bob", fact_id, True, 0.05) is None
+    assert facts.get("owner", fact_id).trust == 1.0
+    facts.purge("owner", fact_id)
+    assert facts.withdraw_rating("owner", fact_id, True, 0.05) is None
+
+
 def test_update_supersedes_and_links_the_new_version(facts, clock):
     old = facts.add("owner", "Frank lives in Porto", entities=["Frank"], tags=["home"]).id
     clock.advance(days=1)

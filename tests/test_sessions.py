@@ -90,6 +90,30 @@ def test_summary_idle_and_users(store, clock):
         store.set_summary("bob", a.id, summary="hijack")
 
 
+def test_sessions_needing_a_summary_are_this_users_only(store, clock):
+    ended = conversation(store, clock, "owner", ["one"])
+    store.close("owner", ended.id)
+    conversation(store, clock, "owner", ["still open"])
+    imported = store.create("owner", "import", external_id="chatgpt:1")
+    tried = conversation(store, clock, "owner", ["three"])
+    store.close("owner", tried.id)
+    store.set_summary("owner", tried.id, status="failed")
+    theirs = conversation(store, clock, "bob", ["bob's"])
+    store.close("bob", theirs.id)
+    assert store.needing_summary("owner", max_attempts=3) == [ended.id, tried.id]
+    assert store.needing_summary("owner", max_attempts=1) == [ended.id]
+    assert store.needing_summary("bob", max_attempts=3) == [theirs.id]
+    assert store.needing_summary("carol", max_attempts=3) == []
+    assert store.summary_backlog("owner", max_attempts=3) == [ended.id, imported.id, tried.id]
+    assert store.summary_backlog("owner", max_attempts=3, source="import") == [imported.id]
+    assert store.summary_backlog("owner", max_attempts=3,
+                                 since=tried.last_active_at) == [tried.id]
+    assert store.summary_backlog("bob", max_attempts=3) == [theirs.id]
+    assert store.summary_backlog("carol", max_attempts=3) == []
+    store.set_summary("owner", ended.id, title="Done", summary="Done.")
+    assert ended.id not in store.needing_summary("owner", max_attempts=3)
+
+
 # -- browse ---------------------------------------------------------------------------------
 
 

@@ -420,19 +420,38 @@ class FactStore:
 
     def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
         """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
+        delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
+        return self._move_trust(user, fact_id, helpful, delta, +1,
+                                note="helpful" if helpful else "unhelpful")
+
+    def withdraw_rating(self, user: str, fact_id: int, helpful: bool,
+                        applied: float) -> RateResult | None:
+        """Undo one earlier ``rate``: take back the trust change it ``applied`` (the exact
+        change, which clamping may have made smaller than the delta) and its count. None when
+        the fact is gone (purged since)."""
+        try:
+            return self._move_trust(user, fact_id, helpful, -applied, -1,
+                                    note="rating withdrawn")
+        except NotFound:
+            return None
+
+    def _move_trust(self, user: str, fact_id: int, helpful: bool, delta: float, count: int,
+                    *, note: str) -> RateResult:
+        """Trust + ``delta`` (clamped to 0..1, rounded) and the helpful or unhelpful count +
+        ``count`` (never below 0), with its history row: rating and withdrawing alike."""
         with write_transaction(self.db):
             fact = self.get(user, fact_id)
-            delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
             # Rounded so that 0.5 - 0.1 - 0.1 is exactly 0.3, not 0.30000000000000004.
             new_trust = round(min(1.0, max(0.0, fact.trust + delta)), 6)
             counter = "helpful_count" if helpful else "unhelpful_count"
+            old_count = getattr(fact, counter)
+            new_count = max(0, old_count + count)
             self.db.execute(
-                f"UPDATE facts SET trust = ?, {counter} = {counter} + 1 WHERE id = ? AND user = ?",
-                [new_trust, fact.id, user],
+                f"UPDATE facts SET trust = ?, {counter} = ? WHERE id = ? AND user = ?",
+                [new_trust, new_count, fact.id, user],
             )
-            self._history(fact, "rate", {"trust": fact.trust, counter: getattr(fact, counter)},
-                          {"trust": new_trust, counter: getattr(fact, counter) + 1},
-                          note="helpful" if helpful else "unhelpful")
+            self._history(fact, "rate", {"trust": fact.trust, counter: old_count},
+                          {"trust": new_trust, counter: new_count}, note=note)
         return RateResult(fact.id, fact.trust, new_trust)
 
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,

@@ -271,6 +271,49 @@ class SessionStore(SessionSearch):
         ).fetchall()
         return [row[0] for row in rows]
 
+    def term_count(self, user: str, expression: str, *, cap: int) -> tuple[int, int]:
+        """How many of ``user``'s messages match the FTS ``expression``, among the first
+        ``cap`` matches of the index; and how many matches that scan saw (``cap`` at most).
+
+        The second figure is the index's, whoever's messages they are: it knows no users, and
+        what a search for the word costs follows every match. Only the first is this user's."""
+        row = self.db.execute(
+            "SELECT coalesce(sum(m.user = ?), 0), count(*) FROM (SELECT rowid FROM messages_fts "
+            "WHERE messages_fts MATCH ? LIMIT ?) f JOIN messages m ON m.id = f.rowid",
+            [user, expression, cap]).fetchone()
+        return int(row[0]), int(row[1])
+
+    # -- work left to do: summaries ---------------------------------------------------------
+
+    def needing_summary(self, user: str, *, max_attempts: int) -> list[int]:
+        """Ended sessions of ``user`` still without a summary (never tried, or failed fewer
+        than ``max_attempts`` times), by id. Imported sessions (an importer's external id)
+        are not: they wait for ``summary_backlog``, when asked."""
+        rows = self.db.execute(
+            "SELECT id FROM sessions WHERE user = ? AND ended_at IS NOT NULL "
+            "AND (summary_status IS NULL OR summary_status = 'failed') AND summary_attempts < ? "
+            "AND external_id IS NULL ORDER BY id",
+            [user, max_attempts],
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def summary_backlog(self, user: str, *, max_attempts: int, since: str | None = None,
+                        source: str | None = None) -> list[int]:
+        """``user``'s sessions without a summary that are finished or imported, oldest first
+        (``since``: active at or after it; ``source``: from that source only)."""
+        where = ["user = ?", "(summary_status IS NULL OR summary_status = 'failed')",
+                 "summary_attempts < ?", "(ended_at IS NOT NULL OR external_id IS NOT NULL)"]
+        params: list[Any] = [user, max_attempts]
+        if since:
+            where.append("last_active_at >= ?")
+            params.append(since)
+        if source:
+            where.append("source = ?")
+            params.append(source)
+        rows = self.db.execute(f"SELECT id FROM sessions WHERE {' AND '.join(where)} "
+                               "ORDER BY started_at, id", params).fetchall()
+        return [int(row[0]) for row in rows]
+
 
 def _scrub(text: str | None) -> str | None:
     return None if text is None else scrub(text)
