@@ -43,11 +43,26 @@ class UserProfile(Section):
 class UsersConfig(Section):
     # Any other key is a user's profile: users.<user>.name, e.g. {"owner": {"name": "Alice"}}
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, UserProfile] = Field(init=False)
 
     default: str = DEFAULT_USER
     # identity -> user, e.g. {"discord:1234": "alice", "terminal:bob": "owner"}
     identities: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("default")
+    @classmethod
+    def _default_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a user name cannot be empty")
+        return value
+
+    @field_validator("identities")
+    @classmethod
+    def _identities_named(cls, value: dict[str, str]) -> dict[str, str]:
+        for identity, user in value.items():
+            if not user.strip():
+                raise ValueError(f"{identity!r} maps to an empty user name")
+        return value
 
 
 class MemoryConfig(Section):
@@ -112,7 +127,7 @@ class AgentConfig(Section):
     max_tool_rounds: int = Field(6, ge=0)
     recall_char_budget: int = Field(2000, ge=0)
     recall_max_facts: int = Field(8, ge=0)
-    # Past messages from other sessions put into each prompt (hermes.memory.past_messages)
+    # Past messages from other sessions put into each prompt (hermes.memory.sessions.past_messages)
     recall_messages_char_budget: int = Field(2000, ge=0)
     recall_max_messages: int = Field(3, ge=0)
     # Fraction of the context window at which older turns are summarised

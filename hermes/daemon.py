@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.config import read_env_file
+from hermes.cron.runner import CronRunner, agent_prompt_runner
+from hermes.cron.schedule import timezone_for
+from hermes.cron.store import CronJob, CronStore
 from hermes.errors import HermesError
-from hermes.frontends.cron import CronJob, CronRunner, CronStore, agent_prompt_runner, timezone_for
 from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
@@ -218,7 +220,7 @@ class Daemon:
             log.info("hermes: running (discord: %s, repl: %s, web: %s, cron jobs: %d, home: %s)",
                      "on" if self.bot else "off (no token)", "on" if self.repl else "off",
                      self.web.url if self.web else "off",
-                     len(CronStore.from_runtime(self.rt).list(enabled_only=True)),
+                     len(CronStore.from_runtime(self.rt).list_jobs(enabled_only=True)),
                      self.rt.settings.home_path)
             if not agent.llm.configured:
                 self._no_model_notice(agent)
@@ -402,7 +404,7 @@ class Daemon:
 
         def work() -> int:
             from hermes.memory.embeddings import MessageVectors, embedder_for
-            from hermes.memory.fact_vectors import FactVectors
+            from hermes.memory.facts.vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
@@ -424,7 +426,7 @@ class Daemon:
         self.runner.schedule_all(self.scheduler)
 
     def _users(self) -> list[str]:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return SessionStore.from_runtime(self.rt).users()
 

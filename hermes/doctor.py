@@ -2,8 +2,9 @@
 
 Each check is a :class:`Check` with a status (``ok``, ``warn``, ``fail``) and one line. Nothing
 is changed: the database is examined as it is (:mod:`hermes.store.check`), the home is tested
-with a temp file that is removed again, and the model is called (one tiny request) only when
-asked. A token or key is never printed.
+with a temp file that is removed again, the model's keys are looked for where litellm and the
+home's .env would find them, and the model is called (one tiny request) only when asked. A
+token or key is never printed.
 """
 
 from __future__ import annotations
@@ -159,6 +160,12 @@ def _model(settings: Settings, call: bool) -> Check:
     if not llm.configured:
         return Check("model", "ok", "none configured: memory commands work; `ask`, `chat` "
                      "and the bot need model.name")
+    missing = llm.missing_keys()
+    if missing:
+        return Check("model", "fail", f"{llm.name}: {' and '.join(missing)} "
+                     f"{'is' if len(missing) == 1 else 'are'} not set; set "
+                     f"{'it' if len(missing) == 1 else 'them'} in the environment or in "
+                     f"{settings.home_path / '.env'}")
     if not call:
         return Check("model", "ok", f"{llm.name} (not called; `hermes doctor --model` sends "
                      "one tiny request)")

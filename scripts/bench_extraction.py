@@ -158,8 +158,8 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     from hermes.agent.turn import Agent
     from hermes.learn.stats import extraction_stats
     from hermes.learn.worker import ExtractionWorker
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
     home.mkdir(parents=True, exist_ok=True)
@@ -203,7 +203,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
             await worker.drain()
         drain_s = time.perf_counter() - drain_started
     facts = FactStore.from_runtime(rt)
-    active = facts.list("owner", limit=10_000)
+    active = facts.list_facts("owner", limit=10_000)
     stats = extraction_stats(rt.db, "owner").to_json()
     rt.close()
     return {"latencies": latencies, "loop_cpu": loop_cpu, "drain_s": drain_s,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.transfer import import_sessions  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 
@@ -256,11 +256,11 @@ def browse(store: SessionStore, repeats: int) -> list[float]:
     for i in range(repeats):
         t0 = time.perf_counter()
         if i % 3 == 0:
-            store.list(USER, limit=20)
+            store.list_sessions(USER, limit=20)
         elif i % 3 == 1:
-            store.list(USER, source="cron", limit=20)
+            store.list_sessions(USER, source="cron", limit=20)
         else:
-            store.list(USER, since="2026-06-01T00:00:00.000000Z", limit=50)
+            store.list_sessions(USER, since="2026-06-01T00:00:00.000000Z", limit=50)
         times.append((time.perf_counter() - t0) * 1000)
     return times
 

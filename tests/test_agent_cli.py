@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hermes.config import load_settings
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
 
@@ -12,7 +12,7 @@ def stored_sessions():
     rt = Runtime(load_settings())
     try:
         store = SessionStore.from_runtime(rt)
-        return [(s, store.messages("owner", s.id)) for s in store.list("owner")]
+        return [(s, store.messages("owner", s.id)) for s in store.list_sessions("owner")]
     finally:
         rt.close()
 

@@ -235,3 +235,50 @@ def test_cli_edit_with_an_editor_that_cannot_start_is_one_line(cli, monkeypatch,
     assert "Cannot start the editor" in result.stderr and "Nothing was changed" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert [e["text"] for e in cli("memory", "show", "--json").json()["entries"]] == ["Keep me"]
+
+
+def test_every_write_says_exactly_what_it_did(memory):
+    """The words of each outcome, pinned: batch() is split into validation, simulation,
+    writes and messages, and what it says must not move."""
+    said = [memory.add("owner", "Uses fish shell"),
+            memory.add("owner", "Uses fish shell"),
+            memory.replace("owner", 1, "Uses zsh"),
+            memory.batch("owner", [Op("remove", target=99, missing_ok=True)]),
+            memory.batch("owner", [Op("add", text="Has a cat"), Op("add", text="Uses zsh"),
+                                   Op("add", text="Has a dog"), Op("remove", target="cat"),
+                                   Op("replace", target=1, text="Uses bash")]),
+            memory.remove("owner", "bash")]
+    assert [(r.status, r.message, r.chars, r.entry.id if r.entry else None) for r in said] == [
+        ("added", "Added [1]. Basic memory now 19/200 chars.", 19, 1),
+        ("duplicate", "Already in basic memory as [1]; nothing changed.", 19, 1),
+        ("replaced", "Replaced [1]. Basic memory now 12/200 chars.", 12, 1),
+        ("already gone", "Already gone [?]. Basic memory now 12/200 chars.", 12, None),
+        ("applied", "Applied 2 added, 1 duplicate, 1 removed, 1 replaced. "
+         "Basic memory now 27/200 chars.", 27, 2),
+        ("removed", "Removed. Basic memory now 13/200 chars.", 13, None),
+    ]
+    assert [e.text for e in memory.entries("owner")] == ["Has a dog"]
+
+
+def test_batch_refusals_say_why_and_change_nothing(memory):
+    memory.add("owner", "Uses fish shell")
+    before = memory.entries("owner")
+    refusals = [[], [Op("add", text="  ")], [Op("replace", target=1)],
+                [Op("add", text="Has a cat"), Op("remove", target=7)],
+                [Op("add", text="Has a cat"), Op("replace", target=1, text="Has a cat")],
+                [Op("remove", target="")]]
+    messages = []
+    for ops in refusals:
+        with pytest.raises((RefusedWrite, NotFound)) as err:
+            memory.batch("owner", ops)
+        messages.append(str(err.value))
+    assert messages == [
+        "Refused: an empty batch changes nothing.",
+        "Refused: add needs non-empty text.",
+        "Refused: replace needs non-empty text.",
+        "No basic-memory entry with id 7.",
+        "Refused: replacing [1] would duplicate an existing entry. Remove it instead. "
+        "Nothing was changed.",
+        "Refused: say which entry (an id or a unique part of its text).",
+    ]
+    assert memory.entries("owner") == before

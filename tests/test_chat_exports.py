@@ -7,8 +7,8 @@ import json
 import zipfile
 from pathlib import Path
 
-from hermes.memory.chat_exports import import_export, load_export
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.chat_exports import import_export, load_export
+from hermes.memory.sessions.store import SessionStore
 
 T0 = 1_764_000_000  # 2025-11-24T16:00:00Z
 
@@ -106,7 +106,7 @@ def test_chatgpt_export_follows_the_branch_the_user_last_saw(cli, rt, tmp_path):
     assert report["errors"] == [{"conversation": 3,
                                  "error": "'mapping' must be an object of message nodes"}]
     store = SessionStore.from_runtime(rt)
-    sessions = {s.title: s for s in store.list("owner")}
+    sessions = {s.title: s for s in store.list_sessions("owner")}
     ports = sessions["Ports"]
     assert ports.source == "import" and ports.external_id == "chatgpt:conv-1"
     assert ports.started_at == "2025-11-24T16:00:00.000000Z"
@@ -129,7 +129,7 @@ def test_a_chatgpt_export_without_current_node_takes_the_newest_leaf(rt):
     store = SessionStore.from_runtime(rt)
     report = import_export(store, "owner", [conversation], "chatgpt")
     assert report.sessions_created == 1
-    session = store.list("owner")[0]
+    session = store.list_sessions("owner")[0]
     assert spoken(store, session.id)[0][1].startswith("Which port does Redis use?")
 
 
@@ -142,7 +142,7 @@ def test_claude_export_keeps_blocks_attachments_and_reports_bad_conversations(cl
     assert "conversation 3: chat_messages[0].sender must be human or assistant" in result.stderr
     assert "conversation 4: 'created_at' is not an ISO 8601 time" in result.stderr
     store = SessionStore.from_runtime(rt)
-    [session] = store.list("owner")
+    [session] = store.list_sessions("owner")
     assert (session.title, session.source, session.external_id) == (
         "Trip to Lisbon", "import", "claude:c-1")
     assert spoken(store, session.id) == [
@@ -163,7 +163,7 @@ def test_reimport_is_a_no_op_and_a_grown_conversation_adds_only_its_new_messages
                                        "the 20th.", "created_at": "2025-10-01T09:00:00Z"})
     grown = import_export(store, "owner", export, "claude")
     assert (grown.sessions_existing, grown.messages_added, grown.messages_existing) == (1, 1, 2)
-    assert len(store.list("owner")) == 1
+    assert len(store.list_sessions("owner")) == 1
     assert rt.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 3
 
 
@@ -175,7 +175,7 @@ def test_the_downloaded_zip_is_read_as_is(cli, rt, tmp_path):
     result = cli("sessions", "import", str(archive), "--format", "chatgpt", "--json")
     assert result.exit_code == 0, result.stderr
     assert result.json()["sessions_created"] == 1
-    assert SessionStore.from_runtime(rt).list("owner")[0].title == "Garden"
+    assert SessionStore.from_runtime(rt).list_sessions("owner")[0].title == "Garden"
 
 
 def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, tmp_path):
@@ -199,7 +199,7 @@ def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, t
     assert "looks like a ChatGPT or Claude export, not JSON Lines: add --format" in result.stderr
     result = cli("sessions", "import", str(bad_json), "--format", "gemini")
     assert "--format: expected jsonl, chatgpt, claude" in result.stderr
-    assert SessionStore.from_runtime(rt).list("owner") == []
+    assert SessionStore.from_runtime(rt).list_sessions("owner") == []
 
 
 def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
@@ -208,7 +208,7 @@ def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
     # Bob importing the same export gets his own session; alice's is untouched.
     report = import_export(store, "bob", claude_export()[:1], "claude")
     assert report.sessions_created == 1
-    assert len(store.list("alice")) == 1 and len(store.list("bob")) == 1
+    assert len(store.list_sessions("alice")) == 1 and len(store.list_sessions("bob")) == 1
     assert not store.search("carol", "Lisbon")
 
 
@@ -219,7 +219,7 @@ async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_
     from hermes.agent.summarize import close_idle
     from hermes.config import load_settings
     from hermes.learn.worker import ExtractionWorker
-    from hermes.memory.transcripts import import_sessions
+    from hermes.memory.sessions.transcripts import import_sessions
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(), clock=clock)
@@ -247,7 +247,7 @@ def test_a_secret_in_an_export_is_redacted_like_any_recorded_message(rt):
     export[0]["chat_messages"][0]["text"] = f"My OpenAI key is {key}, keep it safe."
     store = SessionStore.from_runtime(rt)
     import_export(store, "owner", export, "claude")
-    [session] = store.list("owner")
+    [session] = store.list_sessions("owner")
     stored = store.messages("owner", session.id)[0].content
     assert key not in stored and "[redacted" in stored
     assert not store.search("owner", key[8:30])

@@ -6,7 +6,7 @@ import pytest
 
 from hermes.learn.consolidate import consolidate, contradicts
 from hermes.learn.parse import CreateAction, DeleteAction, UpdateAction
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def facts(rt):
 
 
 def active(facts, user="owner"):
-    return sorted(f.content for f in facts.list(user))
+    return sorted(f.content for f in facts.list_facts(user))
 
 
 def apply(facts, actions, numbered=None, user="owner"):

@@ -9,16 +9,10 @@ import pytest
 
 from hermes.clock import FakeClock, parse_ts, to_ts
 from hermes.config import CronJobConfig, load_settings
+from hermes.cron.runner import CronRunner, RunOutcome
+from hermes.cron.schedule import ScheduleError, parse_schedule, plan_runs
+from hermes.cron.store import CronJob, CronStore
 from hermes.errors import ConfigError, NotFound
-from hermes.frontends.cron import (
-    CronJob,
-    CronRunner,
-    CronStore,
-    RunOutcome,
-    ScheduleError,
-    parse_schedule,
-    plan_runs,
-)
 from hermes.runtime import Runtime
 
 
@@ -143,10 +137,10 @@ def test_add_list_pause_resume_remove(store):
     job = store.add("digest", "owner", "0 8 * * *", "Summarise yesterday", "file:digests/d.md")
     assert (job.name, job.enabled, job.origin) == ("digest", True, "cli")
     assert store.set_enabled("digest", False).enabled is False
-    assert store.list(enabled_only=True) == []
+    assert store.list_jobs(enabled_only=True) == []
     assert store.set_enabled("digest", True).enabled is True
     store.remove("digest")
-    assert store.list() == []
+    assert store.list_jobs() == []
     with pytest.raises(NotFound):
         store.remove("digest")
 
@@ -161,7 +155,8 @@ def test_add_refuses_bad_input_and_changes_nothing(store, rt):
         store.add("c", "owner", "every 1h", "p", "discord:general")
     with pytest.raises(ScheduleError):
         store.add("d", "owner", "every other day", "p")
-    assert [(j.name, j.schedule, j.prompt) for j in store.list()] == [("a", "every 1h", "ping")]
+    assert [(j.name, j.schedule, j.prompt) for j in store.list_jobs()] == [
+        ("a", "every 1h", "ping")]
 
 
 def test_a_job_is_only_found_for_its_own_user(store):
@@ -169,7 +164,7 @@ def test_a_job_is_only_found_for_its_own_user(store):
     assert store.get("alice-digest", user="alice").user == "alice"
     with pytest.raises(NotFound):
         store.get("alice-digest", user="bob")
-    assert store.list(user="bob") == []
+    assert store.list_jobs(user="bob") == []
 
 
 def test_config_jobs_are_synced_and_a_pause_survives(store):
@@ -184,7 +179,7 @@ def test_config_jobs_are_synced_and_a_pause_survives(store):
     with pytest.raises(ScheduleError, match="config.yaml"):
         store.remove("digest")
     store.sync_config([])
-    assert store.list() == []
+    assert store.list_jobs() == []
 
 
 def test_config_jobs_follow_a_changed_enabled_and_default_to_the_default_user(rt):
@@ -471,7 +466,7 @@ def test_file_deliveries_stay_in_the_outbox(store, rt, hermes_home, tmp_path, ta
             store.add("j", "alice", "every 1h", "p", target)
         return
     store.add("j", "alice", "every 1h", "p", target)
-    from hermes.frontends.schedule import file_target
+    from hermes.cron.schedule import file_target
 
     written = file_target(hermes_home, target.removeprefix("file:"))
     assert written.is_relative_to((hermes_home / "outbox").resolve())

@@ -17,9 +17,9 @@ import pytest
 
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
+from hermes.cron.store import CronStore
 from hermes.daemon import HomeLock, discord_token, read_dotenv
 from hermes.errors import HermesError
-from hermes.frontends.cron import CronStore
 from hermes.runtime import Runtime
 
 REPO = Path(__file__).resolve().parent.parent
@@ -186,7 +186,7 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     from hermes.learn.worker import ExtractionWorker
     from hermes.memory import context
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     basic = BasicMemory(rt.db, clock=clock)
     basic.add("alice", "Alice keeps bees")
@@ -248,7 +248,7 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     from prompt_toolkit.output import DummyOutput
 
     from hermes.daemon import Daemon
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     store = SessionStore.from_runtime(rt)
     fake_model.reply("Hello from Hermes.")
@@ -257,13 +257,13 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
         running = asyncio.create_task(daemon.run())
         await until(lambda: daemon.repl is not None and daemon.repl.prompt.app.is_running)
         pipe.send_text("hi there\r")
-        await until(lambda: [m for s in store.list("owner")
+        await until(lambda: [m for s in store.list_sessions("owner")
                              for m in store.messages("owner", s.id) if m.role == "assistant"])
         await daemon.repl.wait_reply()
         daemon.request_stop("SIGTERM")
         await asyncio.wait_for(running, 30)
     rt2 = Runtime(load_settings())
-    (session,) = SessionStore.from_runtime(rt2).list("owner")
+    (session,) = SessionStore.from_runtime(rt2).list_sessions("owner")
     rt2.close()
     assert session.ended_at is not None and session.title == "hi there"
 
@@ -429,7 +429,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
 
     from hermes.daemon import Daemon
     from hermes.memory import embeddings
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     class Toy:
         model_id = "toy-daemon"

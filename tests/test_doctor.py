@@ -208,3 +208,28 @@ def test_doctor_discord_token_shape(cli, monkeypatch: pytest.MonkeyPatch,
     result = cli("doctor", "--json")
     assert _checks(result, "discord")[0]["status"] == "ok"
     assert GOOD_TOKEN not in result.stdout
+
+
+def test_doctor_names_the_missing_key_of_the_provider(cli, hermes_home: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for flags in ((), ("--model",)):  # no network either way: refused before any request
+        result = cli("doctor", *flags, "--json")
+        model = _checks(result, "model")[0]
+        assert model["status"] == "fail"
+        assert model["detail"] == (
+            "anthropic/claude-sonnet-4-5: ANTHROPIC_API_KEY is not set; set it in the "
+            f"environment or in {hermes_home.resolve() / '.env'}")
+        assert result.exit_code == 2
+
+    # The home's .env counts (as it does for a turn), and the doctor leaves the environment
+    # as it found it.
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-not-a-real-one\n")
+    model = _checks(cli("doctor", "--json"), "model")[0]
+    assert model["status"] == "ok" and "not called" in model["detail"]
+    assert "ANTHROPIC_API_KEY" not in os.environ
+    assert "sk-ant" not in cli("doctor").stdout

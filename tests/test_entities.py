@@ -2,8 +2,8 @@ import pytest
 
 from hermes.config import FactsConfig
 from hermes.errors import RefusedWrite
-from hermes.memory.entities import EntityStore, extract_candidates, name_key
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.entities import EntityStore, extract_candidates, name_key
+from hermes.memory.facts.store import FactStore
 from hermes.store.db import write_transaction
 
 
@@ -99,8 +99,8 @@ def test_entities_are_per_user(entities):
     alice_bob = ensure(entities, "bob", "Alice")
     assert alice_owner != alice_bob
     assert entities.resolve_id("carol", "Alice") is None
-    assert [e.name for e in entities.list("carol")] == []
-    assert [e.id for e in entities.list("bob")] == [alice_bob]
+    assert [e.name for e in entities.list_entities("carol")] == []
+    assert [e.id for e in entities.list_entities("bob")] == [alice_bob]
 
 
 def test_list_counts_active_facts_only(db, clock, config):

@@ -9,8 +9,8 @@ import pytest
 
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import bad_request
 
@@ -68,7 +68,7 @@ async def test_a_statement_becomes_facts_with_their_source(worker, store, facts,
                                     type="episodic", entities=["Ana Costa", "Lisbon"])))
     run = await worker.run_session("owner", session.id)
     assert (run.status, run.created, run.model_calls) == ("done", 2, 1)
-    learned = facts.list("owner")
+    learned = facts.list_facts("owner")
     assert sorted(f.content for f in learned) == [
         "Ana Costa is the user's sister.", "Ana Costa moved to Lisbon in November 2026."]
     message_ids = [m.id for m in store.messages("owner", session.id)]
@@ -92,7 +92,7 @@ async def test_related_facts_are_numbered_and_an_update_by_number_supersedes(
     assert "unknown fact number 99" in run.reason
     system = fake_model.last.system
     assert "1. The user works at Initech." in system and f"#{old.id}" not in system
-    assert [f.content for f in facts.list("owner")] == [
+    assert [f.content for f in facts.list_facts("owner")] == [
         "The user works at Acme Corp (since October 2026)."]
     new_id = facts.get("owner", old.id).superseded_by
     assert [f.id for f in facts.probe("owner", "Acme Corp")] == [new_id]
@@ -125,13 +125,13 @@ async def test_extraction_does_its_database_work_off_the_event_loop(
     assert run.status == "done" and run.created == 1
     assert on_loop == []
     assert threads and threading.get_ident() not in threads
-    assert [f.content for f in facts.list("owner")] == [
+    assert [f.content for f in facts.list_facts("owner")] == [
         "The user lives in Lisbon since March 2026."]
     await worker.drain()                    # closes the thread's connection; work goes on after
     turn(store, session.id, "My sister Ana is a nurse in Porto.")
     fake_model.reply(actions(create("The user's sister Ana is a nurse in Porto.")))
     assert (await worker.run_session("owner", session.id)).status == "done"
-    assert len(facts.list("owner")) == 2
+    assert len(facts.list_facts("owner")) == 2
 
 
 async def test_rerun_of_the_same_range_changes_nothing(worker, env, store, facts, fake_model):
@@ -139,11 +139,12 @@ async def test_rerun_of_the_same_range_changes_nothing(worker, env, store, facts
     turn(store, session.id, "I'm allergic to penicillin.")
     fake_model.reply(actions(create("The user is allergic to penicillin.")))
     first = await worker.run_session("owner", session.id)
-    before = [(f.id, f.updated_at) for f in facts.list("owner", include_inactive=True)]
+    before = [(f.id, f.updated_at) for f in facts.list_facts("owner", include_inactive=True)]
     env.db.execute("UPDATE sessions SET extracted_through = 0")  # forget the watermark
     again = await worker.run_session("owner", session.id)
     assert again.id == first.id and len(fake_model.requests) == 1
-    assert [(f.id, f.updated_at) for f in facts.list("owner", include_inactive=True)] == before
+    after = facts.list_facts("owner", include_inactive=True)
+    assert [(f.id, f.updated_at) for f in after] == before
     assert len(worker.runs("owner")) == 1
 
 
@@ -154,7 +155,7 @@ async def test_failing_model_leaves_the_store_unchanged_and_a_retry_recorded(
     fake_model.error(bad_request("the provider is confused"))
     run = await worker.run_session("owner", session.id)
     assert run.status == "retry" and "confused" in run.reason
-    assert facts.list("owner", include_inactive=True) == []
+    assert facts.list_facts("owner", include_inactive=True) == []
     # the daemon's retry succeeds
     fake_model.reply(actions(create("The user has a cat named Miso.", entities=["Miso"])))
     (retried,) = await worker.retry_failed()
@@ -176,7 +177,7 @@ async def test_unusable_output_keeps_the_raw_text_and_fails_after_one_retry(
     (retried,) = await worker.retry_failed()
     assert (retried.status, retried.attempts, retried.model_calls) == ("failed", 2, 2)
     assert await worker.retry_failed() == []
-    assert facts.list("owner") == []
+    assert facts.list_facts("owner") == []
 
 
 async def test_shutdown_with_a_pending_extraction_loses_nothing(worker, store, facts, fake_model):
@@ -195,7 +196,7 @@ async def test_shutdown_with_a_pending_extraction_loses_nothing(worker, store, f
     fake_model.reply(actions(create("The user runs the Berlin marathon in September 2027.")))
     (retried,) = await worker.retry_failed()
     assert retried.status == "done"
-    assert [f.content for f in facts.list("owner")] == [
+    assert [f.content for f in facts.list_facts("owner")] == [
         "The user runs the Berlin marathon in September 2027."]
 
 
@@ -205,7 +206,7 @@ async def test_drain_waits_for_work_in_flight(worker, store, facts, fake_model):
     fake_model.reply(actions(create("The user's dentist is Dr. Okafor on Elm Street.")))
     worker.schedule("owner", session.id)
     assert await worker.drain() == 0
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
 
 
 async def test_catch_up_finds_sessions_never_extracted(worker, store, facts, fake_model):
@@ -216,7 +217,7 @@ async def test_catch_up_finds_sessions_never_extracted(worker, store, facts, fak
     assert len(tasks) == 1
     await asyncio.gather(*tasks)
     assert worker.catch_up() == []
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
 
 
 async def test_cron_sessions_are_skipped(worker, store, fake_model):

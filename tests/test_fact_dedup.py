@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes.config import FactsConfig
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_a_different_name_is_a_different_fact(facts, first, second, with_entitie
     assert two.id != one.id
     assert facts.get("owner", one.id).content == first
     assert facts.get("owner", two.id).content == second
-    assert {f.content for f in facts.list("owner")} == {first, second}
+    assert {f.content for f in facts.list_facts("owner")} == {first, second}
 
 
 def test_a_respelt_common_word_still_merges(facts):

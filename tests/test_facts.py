@@ -6,7 +6,7 @@ import pytest
 
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.facts import FactStore, content_key
+from hermes.memory.facts.store import FactStore, content_key
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_exact_normalised_duplicate_returns_the_existing_fact(facts):
     first = facts.add("owner", "Alice prefers dark mode.", entities=["Alice"], tags=["ui"])
     again = facts.add("owner", "alice PREFERS  dark mode", tags=["editor"])
     assert (again.id, again.status, again.match) == (first.id, "merged", "exact")
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
     assert facts.get("owner", first.id).tags == ["ui", "editor"]
     assert content_key("Alice prefers dark mode.") == content_key(" alice prefers dark MODE")
 
@@ -72,7 +72,7 @@ def test_near_duplicate_about_the_same_entity_merges(facts):
     # the new wording says everything the old one did, and more: it is kept
     assert facts.get("owner", first.id).content == "The home server runs Debian stable now"
     assert [h["action"] for h in facts.history("owner", first.id)] == ["add", "merge"]
-    assert len(facts.list("owner")) == 1
+    assert len(facts.list_facts("owner")) == 1
 
 
 def test_near_duplicates_that_must_not_merge(facts):
@@ -88,7 +88,7 @@ def test_near_duplicates_that_must_not_merge(facts):
                      entities=["Bob"]).status == "created"
     facts.add("owner", "Lee's hint is the cat's name", entities=["Lee"])
     assert facts.add("owner", "Lee's hint is the dog's name", entities=["Lee"]).status == "created"
-    assert len(facts.list("owner")) == 8
+    assert len(facts.list_facts("owner")) == 8
 
 
 def test_merge_threshold_comes_from_config(db, clock):
@@ -122,7 +122,7 @@ def test_entities_are_taken_from_the_text_when_none_are_given(facts):
 def test_bad_input_is_refused_and_nothing_is_stored(facts, text, kwargs, reason):
     with pytest.raises(RefusedWrite, match=reason):
         facts.add("owner", text, **kwargs)
-    assert facts.list("owner", include_inactive=True) == []
+    assert facts.list_facts("owner", include_inactive=True) == []
     assert facts.entities("owner") == []
 
 
@@ -343,6 +343,30 @@ def test_rating_moves_trust_clamps_and_three_unhelpful_hide(facts):
     assert len(rates) == 41 and rates[0]["old"]["trust"] == 0.5 and rates[0]["new"]["trust"] == 0.55
 
 
+def test_withdrawing_a_rating_takes_back_exactly_what_it_applied(facts):
+    fact_id = facts.add("owner", "Gus waters the ferns on Sundays", entities=["Gus"]).id
+    for _ in range(9):
+        facts.rate("owner", fact_id, True)           # 0.5 -> 0.95
+    up = facts.rate("owner", fact_id, True)          # clamped: 0.95 -> 1.0, applied 0.05
+    assert (up.old_trust, up.new_trust) == (0.95, 1.0)
+    back = facts.withdraw_rating("owner", fact_id, True, round(up.new_trust - up.old_trust, 6))
+    assert (back.old_trust, back.new_trust) == (1.0, 0.95)
+    fact = facts.get("owner", fact_id)
+    assert (fact.trust, fact.helpful_count, fact.unhelpful_count) == (0.95, 9, 0)
+    last = facts.history("owner", fact_id)[-1]
+    assert (last["action"], last["note"]) == ("rate", "rating withdrawn")
+    assert (last["old"], last["new"]) == ({"trust": 1.0, "helpful_count": 10},
+                                          {"trust": 0.95, "helpful_count": 9})
+    # Clamped both ways, and a count never goes below zero.
+    low = facts.withdraw_rating("owner", fact_id, False, -2.0)
+    assert low.new_trust == 1.0 and facts.get("owner", fact_id).unhelpful_count == 0
+    # Another user's fact, or a purged one, is not reached.
+    assert facts.withdraw_rating("bob", fact_id, True, 0.05) is None
+    assert facts.get("owner", fact_id).trust == 1.0
+    facts.purge("owner", fact_id)
+    assert facts.withdraw_rating("owner", fact_id, True, 0.05) is None
+
+
 def test_update_supersedes_and_links_the_new_version(facts, clock):
     old = facts.add("owner", "Frank lives in Porto", entities=["Frank"], tags=["home"]).id
     clock.advance(days=1)
@@ -393,8 +417,8 @@ def test_forget_and_restore(facts):
     assert facts.forget("owner", fact_id).forgotten_reason == "outdated"  # idempotent
     assert fact_id not in ids(facts.search("owner", "locker"))
     assert fact_id not in ids(facts.probe("owner", "Gina"))
-    assert fact_id not in ids(facts.list("owner"))
-    assert fact_id in ids(facts.list("owner", include_inactive=True))
+    assert fact_id not in ids(facts.list_facts("owner"))
+    assert fact_id in ids(facts.list_facts("owner", include_inactive=True))
     assert fact_id not in ids(facts.recent("owner", "2000-01-01"))
     assert fact_id not in ids(facts.related("owner", "Gina locker"))
     restored = facts.restore("owner", fact_id)
@@ -415,7 +439,7 @@ def test_purge_removes_for_good_with_older_versions(facts):
             facts.get("owner", gone)
         with pytest.raises(NotFound):
             facts.history("owner", gone)
-    assert ids(facts.list("owner", include_inactive=True)) == [keep]
+    assert ids(facts.list_facts("owner", include_inactive=True)) == [keep]
     assert facts.db.execute("SELECT count(*) FROM fact_history WHERE fact_id IN (?, ?)",
                             [first, second]).fetchone()[0] == 0
 
@@ -478,14 +502,14 @@ def test_two_users_never_see_each_other(facts, clock):
     assert ids(facts.search("carol", "中文")) == []
     assert facts.probe("carol", "Lee") == []
     assert facts.reason("carol", ["Lee", "wifi"]).facts == []
-    assert facts.list("carol", include_inactive=True) == []
+    assert facts.list_facts("carol", include_inactive=True) == []
     assert facts.recent("carol", "2000-01-01") == []
     assert facts.related("carol", "Lee wifi") == []
     assert facts.entities("carol") == []
     assert mine not in ids(facts.search("bob", "wifi"))
     assert mine not in ids(facts.probe("bob", "Lee"))
     assert mine not in ids(facts.reason("bob", ["Lee", "wifi"]).facts)
-    assert mine not in ids(facts.list("bob", include_inactive=True))
+    assert mine not in ids(facts.list_facts("bob", include_inactive=True))
     assert mine not in ids(facts.related("bob", "Lee wifi"))
     assert mine not in ids(facts.recent("bob", "2000-01-01"))
     for call in (
@@ -507,7 +531,7 @@ WRITER = """
 import sys
 from hermes.config import FactsConfig
 from hermes.store.db import connect
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 store = FactStore(connect(sys.argv[1]), FactsConfig())
 for i in range(int(sys.argv[3])):
     store.add("owner", f"{sys.argv[2]} fact number {i} about the shared project",
@@ -524,7 +548,7 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     from hermes.store.db import connect
 
     store = FactStore(connect(path), FactsConfig())
-    contents = {f.content for f in store.list("owner", limit=1000)}
+    contents = {f.content for f in store.list_facts("owner", limit=1000)}
     assert len(contents) == 81
     assert {f"second fact number {i} about the shared project" for i in range(40)} <= contents
     assert len(store.probe("owner", "shared project")) == 80

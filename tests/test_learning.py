@@ -10,8 +10,8 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
@@ -50,7 +50,7 @@ async def test_fast_lane_fact_is_visible_to_the_very_next_turn(
     await agent.turn("owner", session_id, "Remember that my sister Ana lives in Porto.").run()
     # stored before the reply: the model saw it in the same turn's prompt already
     assert "The user's sister Ana lives in Porto" in fake_model.requests[0].tail
-    (fact,) = facts.list("owner")
+    (fact,) = facts.list_facts("owner")
     assert fact.tags == ["fastlane"] and fact.source_session_id == session_id
     fake_model.reply("Ana lives in Porto.")
     await agent.turn("owner", session_id, "Where does Ana live again?").run()
@@ -73,13 +73,13 @@ async def test_reply_is_delivered_before_extraction_starts(
         chunks.append(chunk)
     assert "".join(chunks) == "Congratulations on the new job!"
     await fake_model.reached.wait()         # extraction has started, after the reply
-    assert worker.pending == 1 and facts.list("owner") == []
+    assert worker.pending == 1 and facts.list_facts("owner") == []
     replies = [m for m in SessionStore.from_runtime(agent.rt).messages("owner", session_id)
                if m.role == "assistant"]
     assert replies[0].content == "Congratulations on the new job!"
     release.set()
     await worker.drain()
-    assert [f.content for f in facts.list("owner")] == [
+    assert [f.content for f in facts.list_facts("owner")] == [
         "The user works at Acme Corp as a staff engineer."]
     # the extraction prompt held the user's words and the reply, after the reply was complete
     assert "I just started at Acme Corp" in fake_model.last.messages[-1]["content"]
@@ -94,7 +94,7 @@ async def test_turn_that_wrote_memory_with_tools_is_not_extracted_again(
     await worker.drain()
     (run,) = worker.runs("owner")
     assert (run.status, run.reason) == ("skipped", "memory_written")
-    assert len(fake_model.requests) == 2 and len(facts.list("owner")) == 1
+    assert len(fake_model.requests) == 2 and len(facts.list_facts("owner")) == 1
 
 
 async def test_extraction_failure_never_reaches_the_user(
@@ -105,7 +105,7 @@ async def test_extraction_failure_never_reaches_the_user(
     await worker.drain()
     assert result.error is None and result.text == "Lovely!"
     (run,) = worker.runs("owner")
-    assert run.status == "retry" and facts.list("owner") == []
+    assert run.status == "retry" and facts.list_facts("owner") == []
 
 
 async def test_facts_history_shows_where_a_learned_fact_came_from(
@@ -114,7 +114,7 @@ async def test_facts_history_shows_where_a_learned_fact_came_from(
     fake_model.reply(extraction("The user's daughter Maya plays the violin."))
     await agent.turn("owner", session_id, "My daughter Maya has started playing the violin.").run()
     await worker.drain()
-    (fact,) = facts.list("owner")
+    (fact,) = facts.list_facts("owner")
     out = cli("facts", "history", str(fact.id)).stdout
     assert f"source: session {session_id} (terminal, started 2026-11-29 12:00)" in out
     assert "said: My daughter Maya has started playing the violin." in out
@@ -139,8 +139,8 @@ async def test_extraction_waits_while_another_reply_is_streaming(
         await asyncio.sleep(0)
     # extraction does no database work (no call prepared, no run, no fact) while it streams
     assert len(fake_model.requests) == 1 and worker.pending == 1
-    assert worker.runs("owner", session_id) == [] and facts.list("owner") == []
+    assert worker.runs("owner", session_id) == [] and facts.list_facts("owner") == []
     release.set()
     assert (await streaming).text == "4."
     await worker.drain()
-    assert [f.content for f in facts.list("owner")] == ["The user has a cat named Miso."]
+    assert [f.content for f in facts.list_facts("owner")] == ["The user has a cat named Miso."]

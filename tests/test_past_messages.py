@@ -1,4 +1,4 @@
-"""Past conversations in the prompt (hermes.memory.past_messages): the best few matching past
+"""Past conversations in the prompt (memory.sessions.past_messages): the best few matching past
 messages from other sessions, with neighbours, date and title, within a character budget."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
-from hermes.memory.past_messages import recall_past_messages
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.past_messages import recall_past_messages
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
@@ -109,3 +109,27 @@ async def test_an_excerpt_shown_earlier_in_the_conversation_is_not_repeated(
     await agent.turn("owner", now.id, "and the boiler code again?").run()
     assert recalled(fake_model.last.tail) == ""  # it is still there, one turn up
     assert "the boiler code is E119" in fake_model.last.prompt
+
+
+def test_the_words_searched_for_are_the_rarest_in_this_users_messages(store, clock):
+    """The term count behind the turn's search is this user's: a word only another user wrote
+    is not searched for, and rarity is counted in this user's messages."""
+    from hermes.memory.sessions.past_messages import selective_query
+    from hermes.store.fts import build_match
+
+    chat(store, clock, "owner", None, ("the kestrel nests by the greenhouse", "Nice."),
+         ("the greenhouse door sticks", "Oil it."))
+    chat(store, clock, "bob", None, *[(f"zanzibar kestrel trip {n}", "ok") for n in range(4)])
+    plan = build_match("kestrel greenhouse zanzibar")
+    assert selective_query(store, "owner", plan) == '"kestrel" "greenhouse"'
+    assert selective_query(store, "bob", plan) == '"kestrel" "zanzibar"'  # a tie: in order
+    assert selective_query(store, "carol", plan) == ""
+
+
+def test_a_term_count_counts_only_this_users_messages(store, clock):
+    chat(store, clock, "owner", None, ("a kestrel on the fence", "Lovely."))
+    chat(store, clock, "bob", None, ("kestrel kestrel", "ok"), ("another kestrel", "ok"))
+    assert store.term_count("owner", '"kestrel"', cap=1000) == (1, 3)
+    assert store.term_count("bob", '"kestrel"', cap=1000) == (2, 3)
+    assert store.term_count("carol", '"kestrel"', cap=1000) == (0, 3)
+    assert store.term_count("owner", '"kestrel"', cap=2)[1] == 2   # the scan stops at the cap

@@ -17,10 +17,10 @@ from hermes.agent import tool_registry
 from hermes.agent.turn import Agent
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
+from hermes.cron.store import CronStore
 from hermes.errors import HermesError
 from hermes.frontends import base
-from hermes.frontends.cron import CronStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process
 
@@ -87,7 +87,7 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
 def test_a_registered_front_end_is_a_cron_delivery_target(installed_plugin, rt):
     store = CronStore.from_runtime(rt)
     store.add("digest", "owner", "every 30m", "Summarise my day", "postbox:inbox")
-    assert [job.deliver for job in store.list()] == ["postbox:inbox"]
+    assert [job.deliver for job in store.list_jobs()] == ["postbox:inbox"]
 
 
 def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 
 
 @pytest.fixture
@@ -90,6 +90,30 @@ def test_summary_idle_and_users(store, clock):
         store.set_summary("bob", a.id, summary="hijack")
 
 
+def test_sessions_needing_a_summary_are_this_users_only(store, clock):
+    ended = conversation(store, clock, "owner", ["one"])
+    store.close("owner", ended.id)
+    conversation(store, clock, "owner", ["still open"])
+    imported = store.create("owner", "import", external_id="chatgpt:1")
+    tried = conversation(store, clock, "owner", ["three"])
+    store.close("owner", tried.id)
+    store.set_summary("owner", tried.id, status="failed")
+    theirs = conversation(store, clock, "bob", ["bob's"])
+    store.close("bob", theirs.id)
+    assert store.needing_summary("owner", max_attempts=3) == [ended.id, tried.id]
+    assert store.needing_summary("owner", max_attempts=1) == [ended.id]
+    assert store.needing_summary("bob", max_attempts=3) == [theirs.id]
+    assert store.needing_summary("carol", max_attempts=3) == []
+    assert store.summary_backlog("owner", max_attempts=3) == [ended.id, imported.id, tried.id]
+    assert store.summary_backlog("owner", max_attempts=3, source="import") == [imported.id]
+    assert store.summary_backlog("owner", max_attempts=3,
+                                 since=tried.last_active_at) == [tried.id]
+    assert store.summary_backlog("bob", max_attempts=3) == [theirs.id]
+    assert store.summary_backlog("carol", max_attempts=3) == []
+    store.set_summary("owner", ended.id, title="Done", summary="Done.")
+    assert ended.id not in store.needing_summary("owner", max_attempts=3)
+
+
 # -- browse ---------------------------------------------------------------------------------
 
 
@@ -100,7 +124,7 @@ def test_list_newest_activity_first_with_title_or_first_user_line(store, clock):
     clock.advance(hours=1)
     # Activity, not start time, orders the list: the old session comes back to the top.
     store.append("owner", old.id, "user", "and compress them?")
-    sessions = store.list("owner")
+    sessions = store.list_sessions("owner")
     assert [s.id for s in sessions] == [old.id, titled.id]
     assert sessions[0].display_title == "How do I rotate nginx logs?"
     assert sessions[1].display_title == "Planning the trip"
@@ -111,12 +135,13 @@ def test_list_filters_source_since_limit(store, clock):
     clock.advance(days=2)
     since = store.get("owner", cron.id).last_active_at
     recent = [conversation(store, clock, "owner", [f"talk {i}"]) for i in range(3)]
-    assert [s.id for s in store.list("owner", source="cron")] == [cron.id]
-    assert {s.id for s in store.list("owner", since=since)} == {s.id for s in recent} | {cron.id}
+    assert [s.id for s in store.list_sessions("owner", source="cron")] == [cron.id]
+    since_ids = {s.id for s in store.list_sessions("owner", since=since)}
+    assert since_ids == {s.id for s in recent} | {cron.id}
     later = store.get("owner", recent[0].id).last_active_at
-    assert cron.id not in {s.id for s in store.list("owner", since=later)}
-    assert len(store.list("owner", limit=2)) == 2
-    assert store.list("nobody") == []
+    assert cron.id not in {s.id for s in store.list_sessions("owner", since=later)}
+    assert len(store.list_sessions("owner", limit=2)) == 2
+    assert store.list_sessions("nobody") == []
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -162,7 +187,7 @@ def test_query_without_words_is_a_clear_error(store, query):
 
 def test_match_error_propagates(store, clock, monkeypatch):
     conversation(store, clock, "owner", ["anything"])
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
     from hermes.store.fts import MatchPlan, Term
 
     monkeypatch.setattr(module, "build_match",
@@ -236,7 +261,7 @@ def test_external_ids_come_back_in_results(store, clock):
 def test_users_are_isolated_in_every_read(store, clock):
     mine = conversation(store, clock, "owner", ["my secret project zephyr"])
     theirs = conversation(store, clock, "bob", ["bob's project zephyr notes"])
-    assert [s.id for s in store.list("owner")] == [mine.id]
+    assert [s.id for s in store.list_sessions("owner")] == [mine.id]
     assert [h.session.id for h in store.search("owner", "zephyr")] == [mine.id]
     assert [h.session.id for h in store.search("bob", "zephyr")] == [theirs.id]
     for call in (
@@ -251,7 +276,7 @@ def test_users_are_isolated_in_every_read(store, clock):
 
 
 def test_many_other_user_matches_do_not_crowd_out_mine(store, clock, monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 2)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -268,7 +293,7 @@ def test_source_filter(store, clock):
 
 
 def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock, monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -284,7 +309,7 @@ def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock,
 
 
 def test_ranking_counts_word_forms_like_the_index():
-    from hermes.memory.ranking import Bm25, term_pattern
+    from hermes.memory.sessions.bm25 import Bm25, term_pattern
     from hermes.store.fts import Term
 
     def count(token: str, text: str) -> int:
@@ -311,7 +336,7 @@ def test_session_without_messages_found_by_its_summary(store, clock):
 
 def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, clock,
                                                                        monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -326,7 +351,7 @@ def test_small_histories_are_ranked_by_fts5_and_agree_with_the_bounded_path(stor
                                                                             monkeypatch):
     # Under FTS_RANKED_MATCHES matches, FTS5's own bm25 ranks them (the fast path); past it,
     # the bounded Python scorer does. Same formula, same column weights: same order.
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     lines = [
         "the docker network broke again after the upgrade",

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from hermes.memory.basic import BasicMemory
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import import_sessions
 from hermes.runtime import Runtime
 from hermes.store.db import connect
@@ -149,7 +149,7 @@ def test_reimport_adds_only_new_messages(rt):
     longer["messages"].append(msg("assistant", "Glad it works.", "2026-11-20T18:06:00Z", "d-1:6"))
     report = import_sessions(store, "owner", [json.dumps(longer), POSTGRES, POSTGRES])
     assert (report.sessions_created, report.messages_added) == (1, 3)
-    session = store.list("owner", source="discord")[0]
+    session = store.list_sessions("owner", source="discord")[0]
     assert session.message_count == 6 and session.last_active_at == "2026-11-20T18:06:00.000000Z"
 
 
@@ -329,7 +329,7 @@ def test_import_normalises_times_and_rejects_impossible_dates(rt):
     bad = session_line("t-2", "terminal", "2026-02-30T00:00:00Z", [])
     report = import_sessions(store, "owner", [line, bad])
     assert [n for n, _ in report.errors] == [2]
-    session = store.list("owner")[0]
+    session = store.list_sessions("owner")[0]
     assert session.started_at == "2026-11-20T18:00:00.000000Z"
     assert [m.created_at for m in store.messages("owner", session.id)] == [
         "2026-11-20T18:00:00.500000Z", "2026-11-20T18:00:01.000000Z"]

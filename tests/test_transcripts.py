@@ -2,8 +2,8 @@
 
 import json
 
-from hermes.memory.sessions import SessionStore
-from hermes.memory.transcripts import import_sessions
+from hermes.memory.sessions.store import SessionStore
+from hermes.memory.sessions.transcripts import import_sessions
 
 
 def line(messages, **fields):
@@ -22,11 +22,11 @@ def test_sessions_without_external_id_are_never_merged_with_each_other(rt):
     report = import_sessions(store, "owner", [first, second])
     assert (report.sessions_created, report.sessions_existing) == (2, 0)
     assert report.messages_added == 2
-    assert len(store.list("owner")) == 2
+    assert len(store.list_sessions("owner")) == 2
     # Re-importing the same file still adds nothing.
     again = import_sessions(store, "owner", [first, second])
     assert (again.sessions_created, again.sessions_existing, again.messages_added) == (0, 2, 0)
-    assert len(store.list("owner")) == 2
+    assert len(store.list_sessions("owner")) == 2
 
 
 def test_duplicate_message_external_ids_in_one_line_are_a_line_error(rt):
@@ -58,7 +58,7 @@ def test_source_is_validated_and_normalised(rt):
     ])
     assert [n for n, _ in report.errors] == [3]
     assert "source" in report.errors[0][1]
-    assert sorted(s.source for s in store.list("owner")) == ["cron", "discord"]
+    assert sorted(s.source for s in store.list_sessions("owner")) == ["cron", "discord"]
     hits = store.search("owner", "docker")
     assert [h.session.source for h in hits] == ["discord", "cron"]  # cron demoted
 
@@ -74,7 +74,7 @@ def test_a_line_refused_at_its_messages_counts_nothing(rt):
     report = import_sessions(store, "owner", [good, bad])
     assert (report.sessions_created, report.messages_added, report.skipped) == (1, 1, 1)
     assert report.errors[0][0] == 2 and "refused by the test" in report.errors[0][1]
-    assert [s.external_id for s in store.list("owner")] == ["a"]
+    assert [s.external_id for s in store.list_sessions("owner")] == ["a"]
     # again, with the session already there: its existing-count is not kept either
     again = import_sessions(store, "owner", [line([msg("fine"), msg("boom")], external_id="a")])
     assert (again.sessions_existing, again.messages_existing, again.skipped) == (0, 0, 1)

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from hermes.frontends.cron import CronStore
+from hermes.cron.store import CronStore
 from hermes.frontends.web.app import WebContext
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from tests.web_client import Panel
 
 

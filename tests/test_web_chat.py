@@ -16,8 +16,8 @@ from hermes.config import load_settings
 from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.events import EventHub
 from hermes.frontends.web.server import WebFrontend
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.web_client import Panel
 
@@ -114,7 +114,7 @@ async def test_a_model_failure_is_one_line_and_the_message_is_kept(chat, web_rt,
     done = events_of(response.text)[-1][1]
     assert done["error"] and "Traceback" not in done["error"]
     sessions = SessionStore.from_runtime(web_rt)
-    (session,) = sessions.list("owner", source="web")
+    (session,) = sessions.list_sessions("owner", source="web")
     assert [m.content for m in sessions.messages("owner", session.id)] == ["Are you there?"]
 
 
@@ -292,7 +292,8 @@ async def test_a_fact_the_model_updates_with_its_tools_shows_as_an_update(chat, 
 
 
 async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake_model):
-    from hermes.frontends.cron import CronRunner, CronStore, agent_prompt_runner
+    from hermes.cron.runner import CronRunner, agent_prompt_runner
+    from hermes.cron.store import CronStore
 
     agent, worker = build_agent(web_rt)
     runner = CronRunner.from_runtime(web_rt, agent_prompt_runner(web_rt, agent))

@@ -9,7 +9,7 @@ import json
 
 from hermes.clock import to_ts
 from hermes.errors import NotFound
-from hermes.memory.facts import FactStore, RateResult
+from hermes.memory.facts.store import FactStore, RateResult
 from hermes.runtime import Runtime
 from hermes.store.db import write_transaction
 
@@ -58,7 +58,7 @@ def set_reply_rating(rt: Runtime, user: str, message_id: int, rater: str,
         if row is not None and helpful is not None and bool(row[0]) == helpful:
             return []
         if row is not None:
-            changes += _withdraw(rt, user, bool(row[0]), json.loads(row[1]))
+            changes += _withdraw(facts, user, bool(row[0]), json.loads(row[1]))
             rt.db.execute("DELETE FROM reply_ratings WHERE message_id = ? AND rater = ? "
                           "AND user = ?", [message_id, rater, user])
         if helpful is not None:
@@ -74,28 +74,12 @@ def set_reply_rating(rt: Runtime, user: str, message_id: int, rater: str,
     return changes
 
 
-def _withdraw(rt: Runtime, user: str, helpful: bool, applied: dict[str, float]
+def _withdraw(facts: FactStore, user: str, helpful: bool, applied: dict[str, float]
               ) -> list[RateResult]:
-    """Undo a recorded reply rating: its exact trust changes and its counter."""
-    counter = "helpful_count" if helpful else "unhelpful_count"
-    undone = []
-    for key, delta in applied.items():
-        row = rt.db.execute("SELECT trust, " + counter + " FROM facts WHERE id = ? AND user = ?",
-                            [int(key), user]).fetchone()
-        if row is None:
-            continue                      # purged since
-        old_trust, count = float(row[0]), int(row[1])
-        new_trust = round(min(1.0, max(0.0, old_trust - delta)), 6)
-        rt.db.execute(f"UPDATE facts SET trust = ?, {counter} = ? WHERE id = ? AND user = ?",
-                      [new_trust, max(0, count - 1), int(key), user])
-        rt.db.execute(
-            "INSERT INTO fact_history (fact_id, user, action, old, new, note, at) "
-            "VALUES (?, ?, 'rate', ?, ?, ?, ?)",
-            [int(key), user, json.dumps({"trust": old_trust, counter: count}),
-             json.dumps({"trust": new_trust, counter: max(0, count - 1)}),
-             "rating withdrawn", to_ts(rt.clock.now())])
-        undone.append(RateResult(int(key), old_trust, new_trust))
-    return undone
+    """Undo a recorded reply rating: its exact trust changes and its counts."""
+    undone = [facts.withdraw_rating(user, int(key), helpful, delta)
+              for key, delta in applied.items()]
+    return [r for r in undone if r is not None]      # a purged fact has nothing to undo
 
 
 def link_ref(rt: Runtime, user: str, ref: str, message_id: int) -> None:

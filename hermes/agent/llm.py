@@ -264,6 +264,15 @@ class LLM:
         self._ready = True
         return litellm
 
+    def missing_keys(self) -> list[str]:
+        """The environment variables the provider needs (litellm's ``validate_environment``)
+        that neither the environment nor the home's .env sets, without calling the model or
+        changing the environment; none with ``model.api_base`` (a server of one's own)."""
+        if not self.name or self.config.api_base:
+            return []
+        in_file = read_env_file(self._env_file) if self._env_file is not None else {}
+        return [key for key in self._missing_keys(load_litellm()) if not in_file.get(key)]
+
     def _missing_keys(self, litellm: Any) -> list[str]:
         try:
             report = litellm.validate_environment(model=self.name)

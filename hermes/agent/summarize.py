@@ -20,8 +20,8 @@ from typing import Literal
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
 from hermes.memory.secrets import redact_text
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 
@@ -170,13 +170,7 @@ def pending(rt: Runtime, user: str) -> list[int]:
     Imported sessions (those with an importer's external id) are not: a large import would
     turn into thousands of model calls at the next start. They are summarised only when asked
     (``hermes sessions summarize``)."""
-    rows = rt.db.execute(
-        "SELECT id FROM sessions WHERE user = ? AND ended_at IS NOT NULL "
-        "AND (summary_status IS NULL OR summary_status = 'failed') AND summary_attempts < ? "
-        "AND external_id IS NULL ORDER BY id",
-        [user, MAX_ATTEMPTS],
-    ).fetchall()
-    return [int(row[0]) for row in rows]
+    return SessionStore(rt.db, clock=rt.clock).needing_summary(user, max_attempts=MAX_ATTEMPTS)
 
 
 async def summarize_pending(rt: Runtime, llm: LLM | None, user: str) -> list[SummaryOutcome]:

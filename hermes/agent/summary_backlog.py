@@ -24,7 +24,7 @@ from hermes.agent.summarize import (
     transcript,
 )
 from hermes.budget import Budget, Pacer
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 # What one summary reply is assumed to take, for the estimate (a title and a few sentences).
@@ -73,18 +73,8 @@ def backlog(rt: Runtime, user: str, *, since: str | None = None,
             source: str | None = None) -> list[int]:
     """``user``'s sessions without a summary that are finished or imported, oldest first
     (``since``: active at or after it)."""
-    where = ["user = ?", "(summary_status IS NULL OR summary_status = 'failed')",
-             "summary_attempts < ?", "(ended_at IS NOT NULL OR external_id IS NOT NULL)"]
-    params: list[Any] = [user, MAX_ATTEMPTS]
-    if since:
-        where.append("last_active_at >= ?")
-        params.append(since)
-    if source:
-        where.append("source = ?")
-        params.append(source)
-    rows = rt.db.execute(f"SELECT id FROM sessions WHERE {' AND '.join(where)} "
-                         "ORDER BY started_at, id", params).fetchall()
-    return [int(row[0]) for row in rows]
+    return SessionStore(rt.db, clock=rt.clock).summary_backlog(
+        user, max_attempts=MAX_ATTEMPTS, since=since, source=source)
 
 
 def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,

@@ -19,9 +19,9 @@ from hermes.agent.llm import ToolCall
 from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
-from hermes.memory.facts import Fact, FactStore
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, Session, SessionStore
+from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
 MAX_FAILED_WRITES = 3
@@ -309,7 +309,7 @@ class ToolBox:
         action = args.get("action")
         source = args.get("source") or None
         if action == "browse":
-            found = self.sessions.list(self.user, source=source, limit=_limit(args, 10))
+            found = self.sessions.list_sessions(self.user, source=source, limit=_limit(args, 10))
             return {"sessions": [session_brief(s) for s in found]}, False, []
         if action == "search":
             hits = self.sessions.search(self.user, _need(args, "query"), limit=_limit(args, 5),

@@ -162,9 +162,17 @@ def runtime(ctx: typer.Context) -> Runtime:
     return obj
 
 
+def given_user(value: str | None) -> str | None:
+    """``--user ""`` is a mistake (an unset shell variable), never "the default user"."""
+    if value is not None and not value.strip():
+        raise HermesError(f"--user {value!r}: a user name cannot be empty; leave --user out to "
+                          "act for the default user (users.default).")
+    return value
+
+
 UserOption = typer.Option(
     None, "--user", "-u", help="The Hermes user whose memory this acts on (default: owner).",
-    show_default=False,
+    show_default=False, callback=given_user,
 )
 JsonOption = typer.Option(False, "--json", help="Print one JSON document on stdout.")
 

@@ -10,7 +10,8 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.clock import to_ts
-from hermes.frontends.cron import CronJob, CronRun, CronRunner, CronStore, trigger_for
+from hermes.cron.runner import CronRunner
+from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
 from hermes.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=True, help="Scheduled prompts: add, list, run, pause.")
@@ -72,7 +73,7 @@ def add(
 def list_jobs(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
     """List jobs (all users', or one user's with --user) with their next and last runs."""
     store = _store(ctx)
-    jobs = store.list(user=user)
+    jobs = store.list_jobs(user=user)
     if as_json:
         emit_json([_job_json(store, job) for job in jobs])
         return
@@ -141,7 +142,7 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
 
 async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
     from hermes.assembly import build_agent
-    from hermes.frontends.cron import agent_prompt_runner
+    from hermes.cron.runner import agent_prompt_runner
 
     agent, worker = build_agent(rt)
     runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, given_user, runtime
 from hermes.cli.output import console, echo, emit_json
-from hermes.memory.transcripts import read_lines
+from hermes.memory.sessions.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
 from hermes.store.check import check_database
 from hermes.store.files import atomic_text_file
@@ -132,7 +132,8 @@ def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
                                          help="A file written by `hermes export`.")],
     user: str | None = typer.Option(None, "--user", "-u", help="Import as this user (default: "
-                                    "the user in the file).", show_default=False),
+                                    "the user in the file).", show_default=False,
+                                    callback=given_user),
     allow_incomplete: bool = typer.Option(
         False, "--allow-incomplete", help="Import a file that lacks its end record (cut short, "
         "or hand-made) instead of refusing it."),

@@ -50,7 +50,7 @@ def web(
 
 async def _serve(rt, link: str | None) -> None:  # type: ignore[no-untyped-def]
     from hermes.assembly import build_agent
-    from hermes.frontends.cron import CronRunner, agent_prompt_runner
+    from hermes.cron.runner import CronRunner, agent_prompt_runner
     from hermes.frontends.web import WebFrontend
 
     agent, worker = build_agent(rt)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.frontends.cron import CronJob, CronRunner
+    from hermes.cron.runner import CronRunner
+    from hermes.cron.store import CronJob
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 

@@ -42,13 +42,13 @@ from pydantic import Field
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
-from hermes.memory.fact_records import writes_from
+from hermes.memory.facts.records import writes_from
 from hermes.runtime import Runtime
 
 if TYPE_CHECKING:
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import Fact, FactStore
-    from hermes.memory.sessions import Message, Session, SessionStore
+    from hermes.memory.facts.store import Fact, FactStore
+    from hermes.memory.sessions.store import Message, Session, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -130,13 +130,13 @@ class MemoryTools:
 
     @functools.cached_property
     def facts(self) -> FactStore:
-        from hermes.memory.facts import FactStore
+        from hermes.memory.facts.store import FactStore
 
         return FactStore.from_runtime(self.rt)
 
     @functools.cached_property
     def sessions(self) -> SessionStore:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return SessionStore.from_runtime(self.rt)
 
@@ -254,7 +254,7 @@ class MemoryTools:
             except ValueError:
                 raise HermesError(f"since: expected a date like 2026-11-01 (got {since!r})."
                                   ) from None
-        found = self.sessions.list(self.user, source=source, since=since_ts, limit=limit)
+        found = self.sessions.list_sessions(self.user, source=source, since=since_ts, limit=limit)
         return {"sessions": [session_json(s) for s in found]}
 
     def sessions_search(self, query: Annotated[str, Field(description="Words or a question.")],
@@ -396,7 +396,7 @@ def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
     @server.prompt("what_you_know_about_me", title="What you know about me",
                    description="Ask for a summary of what Hermes remembers about the user.")
     def what_you_know() -> str:
-        facts = ops.facts.list(user, limit=30)
+        facts = ops.facts.list_facts(user, limit=30)
         lines = "\n".join(f"- {f.content}" for f in facts) or "(none)"
         return (
             "Here is what my assistant Hermes remembers about me.\n\n"

@@ -83,6 +83,97 @@ def usage_of(entries: Sequence[Entry]) -> int:
     return len("\n".join(render_line(e.id, e.text) for e in entries))
 
 
+def validate(ops: Sequence[Op]) -> None:
+    """Refuse a batch that is wrong whatever the table holds: empty, or text that is empty
+    or unsafe (hermes.memory.guard)."""
+    if not ops:
+        raise RefusedWrite("Refused: an empty batch changes nothing.")
+    for op in ops:
+        if op.action in ("add", "replace"):
+            if not op.text or not normalise(op.text):
+                raise RefusedWrite(f"Refused: {op.action} needs non-empty text.")
+            check_text(op.text)
+
+
+class Simulation:
+    """A batch applied to a working copy of the entries first: the cap and the targets are
+    checked before any row changes, so a refused batch leaves the table untouched without
+    relying on rollback. ``statuses`` holds each op's outcome, in order."""
+
+    def __init__(self, current: Sequence[Entry], max_id: int, now: str) -> None:
+        self.working: list[Entry] = list(current)
+        self.statuses: list[str] = []
+        self.max_id = max_id          # the highest id of any user's entry
+        self.now = now
+        self.adds = 0
+
+    def apply(self, op: Op) -> None:
+        if op.action == "add":
+            self.add(normalise(op.text or ""))
+        elif op.action == "replace":
+            self.replace(op.target, normalise(op.text or ""))
+        elif op.action == "remove":
+            self.remove(op.target, missing_ok=op.missing_ok)
+        else:  # pragma: no cover - Op's type forbids it
+            raise RefusedWrite(f"Refused: unknown action {op.action!r}.")
+
+    def add(self, text: str) -> None:
+        if any(e.text == text for e in self.working):
+            self.statuses.append("duplicate")
+            return
+        self.adds += 1
+        # Provisional id for the usage estimate: new rows get ids above every existing one,
+        # and an id's digits count towards the cap.
+        provisional = max([e.id for e in self.working] + [self.max_id]) + self.adds
+        self.working.append(Entry(provisional, text, self.now, self.now))
+        self.statuses.append("added")
+
+    def replace(self, target: int | str | None, text: str) -> None:
+        index = resolve(self.working, target)
+        old = self.working[index]
+        if any(e.text == text and e.id != old.id for e in self.working):
+            raise RefusedWrite(
+                f"Refused: replacing [{old.id}] would duplicate an existing entry. "
+                "Remove it instead. Nothing was changed."
+            )
+        self.working[index] = Entry(old.id, text, old.created_at, self.now)
+        self.statuses.append("replaced")
+
+    def remove(self, target: int | str | None, *, missing_ok: bool) -> None:
+        try:
+            index = resolve(self.working, target)
+        except NotFound:
+            if not missing_ok:
+                raise
+            self.statuses.append("already gone")
+            return
+        self.working.pop(index)
+        self.statuses.append("removed")
+
+
+def resolve(entries: Sequence[Entry], target: int | str | None) -> int:
+    """Index of the entry named by id or by a unique substring (case-insensitive)."""
+    if target is None or (isinstance(target, str) and not target.strip()):
+        raise RefusedWrite("Refused: say which entry (an id or a unique part of its text).")
+    if isinstance(target, int) or (isinstance(target, str) and target.strip().isdigit()):
+        wanted = int(target)
+        for index, entry in enumerate(entries):
+            if entry.id == wanted:
+                return index
+        raise NotFound(f"No basic-memory entry with id {wanted}.")
+    needle = target.casefold()
+    matches = [i for i, e in enumerate(entries) if needle in e.text.casefold()]
+    if not matches:
+        raise NotFound(f"No basic-memory entry contains {target!r}.")
+    if len(matches) > 1:
+        ids = ", ".join(str(entries[i].id) for i in matches)
+        raise RefusedWrite(
+            f"Refused: {target!r} matches several entries ({ids}); use an id or a longer "
+            "part of the text. Nothing was changed."
+        )
+    return matches[0]
+
+
 class BasicMemory:
     def __init__(
         self, db: sqlite_utils.Database, limit: int = DEFAULT_LIMIT, clock: Clock | None = None
@@ -129,114 +220,85 @@ class BasicMemory:
 
     def batch(self, user: str, ops: Sequence[Op]) -> WriteResult:
         """Apply every op or none. The cap is checked on the final result only."""
-        if not ops:
-            raise RefusedWrite("Refused: an empty batch changes nothing.")
-        for op in ops:
-            if op.action in ("add", "replace"):
-                if not op.text or not normalise(op.text):
-                    raise RefusedWrite(f"Refused: {op.action} needs non-empty text.")
-                check_text(op.text)
+        validate(ops)
         now = to_ts(self.clock.now())
         with write_transaction(self.db):
             current = self.entries(user)
-            # Simulate on a working copy first: the cap and targets are checked before any row
-            # changes, so a refused batch leaves the table untouched without relying on rollback.
-            working: list[Entry] = list(current)
-            pending_adds = 0
-            statuses: list[str] = []
-            last_entry: Entry | None = None
+            simulation = Simulation(current, self._max_id(), now)
             for op in ops:
-                if op.action == "add":
-                    text = normalise(op.text or "")
-                    if any(e.text == text for e in working):
-                        statuses.append("duplicate")
-                        continue
-                    pending_adds += 1
-                    # Provisional id for the usage estimate: new rows get ids above every
-                    # existing one, and an id's digits count towards the cap.
-                    provisional = max([e.id for e in working] + [self._max_id()]) + pending_adds
-                    working.append(Entry(provisional, text, now, now))
-                    statuses.append("added")
-                elif op.action == "replace":
-                    index = self._resolve(working, op.target)
-                    text = normalise(op.text or "")
-                    old = working[index]
-                    if any(e.text == text and e.id != old.id for e in working):
-                        raise RefusedWrite(
-                            f"Refused: replacing [{old.id}] would duplicate an existing entry. "
-                            "Remove it instead. Nothing was changed."
-                        )
-                    working[index] = Entry(old.id, text, old.created_at, now)
-                    statuses.append("replaced")
-                elif op.action == "remove":
-                    try:
-                        index = self._resolve(working, op.target)
-                    except NotFound:
-                        if not op.missing_ok:
-                            raise
-                        statuses.append("already gone")
-                        continue
-                    working.pop(index)
-                    statuses.append("removed")
-                else:  # pragma: no cover - Op's type forbids it
-                    raise RefusedWrite(f"Refused: unknown action {op.action!r}.")
-            attempted = usage_of(working)
+                simulation.apply(op)
+            attempted = usage_of(simulation.working)
             if attempted > self.limit and attempted > usage_of(current):
                 raise OverCapError(attempted, self.limit, current)
-            if all(s == "duplicate" for s in statuses):
-                existing = next(e for e in current if e.text == normalise(ops[0].text or ""))
-                return WriteResult(
-                    "duplicate",
-                    f"Already in basic memory as [{existing.id}]; nothing changed.",
-                    usage_of(current),
-                    self.limit,
-                    existing,
-                )
-            current_ids = {e.id for e in current}
-            working_ids = {e.id for e in working}
-            for entry in current:
-                if entry.id not in working_ids:
-                    self.db.execute("DELETE FROM basic_memory WHERE id = ? AND user = ?",
-                                    [entry.id, user])
-            for entry in working:
-                if entry.id in current_ids:
-                    before = next(e for e in current if e.id == entry.id)
-                    if before.text != entry.text:
-                        self.db.execute(
-                            "UPDATE basic_memory SET text = ?, updated_at = ? "
-                            "WHERE id = ? AND user = ?",
-                            [entry.text, now, entry.id, user],
-                        )
-                        last_entry = entry
-                else:
-                    try:
-                        cursor = self.db.execute(
-                            "INSERT INTO basic_memory (user, text, created_at, updated_at) "
-                            "VALUES (?, ?, ?, ?)",
-                            [user, entry.text, now, now],
-                        )
-                    except sqlite3.IntegrityError:  # pragma: no cover - guarded by the lock
-                        raise RefusedWrite("Refused: duplicate entry.") from None
-                    last_entry = Entry(cursor.lastrowid, entry.text, now, now)
+            if all(s == "duplicate" for s in simulation.statuses):
+                return self._duplicate(current, ops)
+            last_entry = self._write(user, current, simulation.working, now)
             final = self.entries(user)
-        chars = usage_of(final)
-        if len(ops) == 1:
-            status = statuses[0]
-            target = last_entry
-            if status == "removed":
-                message = f"Removed. Basic memory now {chars:,}/{self.limit:,} chars."
-                target = None
+        return self._outcome(len(ops), simulation.statuses, last_entry, usage_of(final))
+
+    def _write(self, user: str, current: Sequence[Entry], working: Sequence[Entry],
+               now: str) -> Entry | None:
+        """Make the user's rows what ``working`` holds: delete the entries it dropped, update
+        the ones whose text changed, insert the new ones. The last entry written, if any."""
+        last_entry: Entry | None = None
+        before = {e.id: e for e in current}
+        working_ids = {e.id for e in working}
+        for entry in current:
+            if entry.id not in working_ids:
+                self.db.execute("DELETE FROM basic_memory WHERE id = ? AND user = ?",
+                                [entry.id, user])
+        for entry in working:
+            if entry.id in before:
+                if before[entry.id].text != entry.text:
+                    self.db.execute(
+                        "UPDATE basic_memory SET text = ?, updated_at = ? "
+                        "WHERE id = ? AND user = ?",
+                        [entry.text, now, entry.id, user],
+                    )
+                    last_entry = entry
             else:
-                message = (
-                    f"{status.capitalize()} [{target.id if target else '?'}]. "
-                    f"Basic memory now {chars:,}/{self.limit:,} chars."
-                )
-            return WriteResult(status, message, chars, self.limit, target)  # type: ignore[arg-type]
-        summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+                last_entry = self._insert(user, entry.text, now)
+        return last_entry
+
+    def _insert(self, user: str, text: str, now: str) -> Entry:
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO basic_memory (user, text, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                [user, text, now, now],
+            )
+        except sqlite3.IntegrityError:  # pragma: no cover - guarded by the lock
+            raise RefusedWrite("Refused: duplicate entry.") from None
+        return Entry(int(cursor.lastrowid or 0), text, now, now)
+
+    # -- what a write says ------------------------------------------------------------------
+
+    def _duplicate(self, current: Sequence[Entry], ops: Sequence[Op]) -> WriteResult:
+        """A batch of adds that are all there already: nothing changes."""
+        existing = next(e for e in current if e.text == normalise(ops[0].text or ""))
         return WriteResult(
-            "applied", f"Applied {summary}. Basic memory now {chars:,}/{self.limit:,} chars.",
-            chars, self.limit, last_entry,
+            "duplicate",
+            f"Already in basic memory as [{existing.id}]; nothing changed.",
+            usage_of(current),
+            self.limit,
+            existing,
         )
+
+    def _outcome(self, count: int, statuses: Sequence[str], last_entry: Entry | None,
+                 chars: int) -> WriteResult:
+        """The result of a batch of ``count`` ops that wrote: one op names its status and
+        entry, several are counted by status."""
+        now = f"Basic memory now {chars:,}/{self.limit:,} chars."
+        if count == 1:
+            status = statuses[0]
+            if status == "removed":
+                return WriteResult("removed", f"Removed. {now}", chars, self.limit, None)
+            message = f"{status.capitalize()} [{last_entry.id if last_entry else '?'}]. {now}"
+            return WriteResult(status, message, chars, self.limit,  # type: ignore[arg-type]
+                               last_entry)
+        summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+        return WriteResult("applied", f"Applied {summary}. {now}", chars, self.limit,
+                           last_entry)
 
     def apply_edit(self, user: str, before: Sequence[Entry], texts: Sequence[str]) -> WriteResult:
         """Apply an edit of the block (``hermes memory edit``) atomically.
@@ -259,26 +321,3 @@ class BasicMemory:
     def _max_id(self) -> int:
         row = self.db.execute("SELECT coalesce(max(id), 0) FROM basic_memory").fetchone()
         return int(row[0])
-
-    @staticmethod
-    def _resolve(entries: Sequence[Entry], target: int | str | None) -> int:
-        """Index of the entry named by id or by a unique substring (case-insensitive)."""
-        if target is None or (isinstance(target, str) and not target.strip()):
-            raise RefusedWrite("Refused: say which entry (an id or a unique part of its text).")
-        if isinstance(target, int) or (isinstance(target, str) and target.strip().isdigit()):
-            wanted = int(target)
-            for index, entry in enumerate(entries):
-                if entry.id == wanted:
-                    return index
-            raise NotFound(f"No basic-memory entry with id {wanted}.")
-        needle = target.casefold()
-        matches = [i for i, e in enumerate(entries) if needle in e.text.casefold()]
-        if not matches:
-            raise NotFound(f"No basic-memory entry contains {target!r}.")
-        if len(matches) > 1:
-            ids = ", ".join(str(entries[i].id) for i in matches)
-            raise RefusedWrite(
-                f"Refused: {target!r} matches several entries ({ids}); use an id or a longer "
-                "part of the text. Nothing was changed."
-            )
-        return matches[0]

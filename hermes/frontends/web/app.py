@@ -37,7 +37,7 @@ from hermes.frontends.web.events import EventHub
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.frontends.cron import CronRunner
+    from hermes.cron.runner import CronRunner
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 
@@ -65,13 +65,13 @@ class WebContext:
 
     @cached_property
     def facts(self) -> Any:
-        from hermes.memory.facts import FactStore
+        from hermes.memory.facts.store import FactStore
 
         return self.agent.facts if self.agent else FactStore.from_runtime(self.rt)
 
     @cached_property
     def session_store(self) -> Any:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return self.agent.sessions if self.agent else SessionStore.from_runtime(self.rt)
 

@@ -39,7 +39,7 @@ def rater_for(user: str) -> str:
 
 
 def sidebar_facts(ctx: WebContext, user: str) -> list[Any]:
-    return ctx.facts.list(user, include_inactive=True, limit=SIDEBAR_FACTS)
+    return ctx.facts.list_facts(user, include_inactive=True, limit=SIDEBAR_FACTS)
 
 
 def _reply_view(ctx: WebContext, user: str, message: Any, learned: list[Any]) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def conversation(ctx: WebContext, user: str, session_id: int) -> list[dict[str, 
                 if m.role in ("user", "assistant")]
     learned: dict[int, list[Any]] = {}
     replies = [m.id for m in messages if m.role == "assistant"]
-    for fact in ctx.facts.list(user, include_inactive=True, limit=500):
+    for fact in ctx.facts.list_facts(user, include_inactive=True, limit=500):
         if fact.source_session_id != session_id or not fact.source_message_ids:
             continue
         last = max(fact.source_message_ids)
@@ -82,7 +82,7 @@ async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     if wanted:
         current = store.get(user, int(wanted))
     else:
-        recent = store.list(user, source=SOURCE, limit=1)
+        recent = store.list_sessions(user, source=SOURCE, limit=1)
         current = recent[0] if recent and recent[0].ended_at is None else None
     if query:
         from hermes.errors import QueryError
@@ -92,7 +92,7 @@ async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         except QueryError:
             listing = []
     else:
-        listing = store.list(user, source=SOURCE, limit=50)
+        listing = store.list_sessions(user, source=SOURCE, limit=50)
     turns = conversation(ctx, user, current.id) if current else []
     return render(ctx, request, ws, "chat.html", sessions=listing, current=current,
                   turns=turns, query=query, facts=sidebar_facts(ctx, user),
@@ -190,7 +190,7 @@ async def events(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 def _snapshot(ctx: WebContext, user: str) -> dict[int, str]:
-    return {f.id: f.updated_at for f in ctx.facts.list(user, include_inactive=True,
+    return {f.id: f.updated_at for f in ctx.facts.list_facts(user, include_inactive=True,
                                                        limit=SIDEBAR_FACTS)}
 
 
@@ -202,7 +202,7 @@ def publish_turn_changes(ctx: WebContext, user: str, before: dict[int, str] | No
     if before is None or not ctx.hub.subscribers(user):
         return
     item = ctx.templates.get_template("fact_item.html")
-    after = ctx.facts.list(user, include_inactive=True, limit=SIDEBAR_FACTS)
+    after = ctx.facts.list_facts(user, include_inactive=True, limit=SIDEBAR_FACTS)
     replaced = {f.superseded_by: f for f in after if f.superseded_by is not None}
     for fact in reversed(after):                    # oldest first: the newest ends on top
         if before.get(fact.id) == fact.updated_at:

@@ -111,7 +111,7 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         elif entity:
             found = store.probe(user, entity)
         else:
-            found = store.list(user, category=category, include_inactive=status != "active",
+            found = store.list_facts(user, category=category, include_inactive=status != "active",
                                limit=FACT_LIMIT)
     except QueryError as exc:
         error = str(exc)
@@ -222,8 +222,8 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
         except QueryError as exc:
             error = str(exc)
     else:
-        listing = ctx.session_store.list(ws.user, source=source, limit=100)
-    from hermes.memory.sessions import SOURCES
+        listing = ctx.session_store.list_sessions(ws.user, source=source, limit=100)
+    from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
                   source=source or "", sources=SOURCES, error=error)
@@ -259,14 +259,14 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 
 # --------------------------------------------------------------------------- cron
 def _cron_store(ctx: WebContext) -> Any:
-    from hermes.frontends.cron import CronStore
+    from hermes.cron.store import CronStore
 
     return ctx.runner.store if ctx.runner else CronStore.from_runtime(ctx.rt)
 
 
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     store = _cron_store(ctx)
-    return render(ctx, request, ws, "cron.html", jobs=store.list(user=ws.user),
+    return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
                   runs=store.runs(user=ws.user, limit=50), notice=None,
                   can_run=ctx.runner is not None)
 
@@ -286,7 +286,7 @@ async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         notice = f"Ran {job.name}: {run.status}."
     else:
         raise NotFound(f"No cron action {action!r}.")
-    return render(ctx, request, ws, "cron.html", jobs=store.list(user=ws.user),
+    return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
                   runs=store.runs(user=ws.user, limit=50), notice=notice,
                   can_run=ctx.runner is not None)
 

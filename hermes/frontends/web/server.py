@@ -21,7 +21,7 @@ from hermes.frontends.web.routes_chat import SOURCE, extraction_listener
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.frontends.cron import CronRunner
+    from hermes.cron.runner import CronRunner
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 

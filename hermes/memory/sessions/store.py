@@ -3,7 +3,7 @@ here and searchable; nothing is deleted by summarising, the transcript is the re
 
 Two ways to read it, neither calls a model:
 
-* **browse** (:meth:`SessionStore.list`): the user's sessions, newest activity first;
+* **browse** (:meth:`SessionStore.list_sessions`): the user's sessions, newest activity first;
 * **search** (:meth:`SessionStore.search`): FTS5 over message content (and the speaker) and over
   session titles and summaries, through the safe query builder (all terms first, then any
   non-stopword term), ranked by bm25 with column weights, grouped by session, cron sessions below
@@ -19,9 +19,9 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.ranking import HIGHLIGHT
 from hermes.memory.secrets import redact_json, redact_text
-from hermes.memory.session_records import (
+from hermes.memory.sessions.bm25 import HIGHLIGHT
+from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
     _SESSION_COLUMNS,
@@ -33,7 +33,7 @@ from hermes.memory.session_records import (
     Session,
     _storable,
 )
-from hermes.memory.session_search import SCORE_CAP, SessionSearch
+from hermes.memory.sessions.search import SCORE_CAP, SessionSearch
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
@@ -233,7 +233,7 @@ class SessionStore(SessionSearch):
         ).fetchall()
         return [Message(*row) for row in reversed(before)] + [Message(*row) for row in after]
 
-    def list(
+    def list_sessions(
         self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
     ) -> list[Session]:
         """Browse: the user's sessions, newest activity first. Zero model calls."""
@@ -270,6 +270,49 @@ class SessionStore(SessionSearch):
             "UNION SELECT user FROM facts ORDER BY 1"
         ).fetchall()
         return [row[0] for row in rows]
+
+    def term_count(self, user: str, expression: str, *, cap: int) -> tuple[int, int]:
+        """How many of ``user``'s messages match the FTS ``expression``, among the first
+        ``cap`` matches of the index; and how many matches that scan saw (``cap`` at most).
+
+        The second figure is the index's, whoever's messages they are: it knows no users, and
+        what a search for the word costs follows every match. Only the first is this user's."""
+        row = self.db.execute(
+            "SELECT coalesce(sum(m.user = ?), 0), count(*) FROM (SELECT rowid FROM messages_fts "
+            "WHERE messages_fts MATCH ? LIMIT ?) f JOIN messages m ON m.id = f.rowid",
+            [user, expression, cap]).fetchone()
+        return int(row[0]), int(row[1])
+
+    # -- work left to do: summaries ---------------------------------------------------------
+
+    def needing_summary(self, user: str, *, max_attempts: int) -> list[int]:
+        """Ended sessions of ``user`` still without a summary (never tried, or failed fewer
+        than ``max_attempts`` times), by id. Imported sessions (an importer's external id)
+        are not: they wait for ``summary_backlog``, when asked."""
+        rows = self.db.execute(
+            "SELECT id FROM sessions WHERE user = ? AND ended_at IS NOT NULL "
+            "AND (summary_status IS NULL OR summary_status = 'failed') AND summary_attempts < ? "
+            "AND external_id IS NULL ORDER BY id",
+            [user, max_attempts],
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def summary_backlog(self, user: str, *, max_attempts: int, since: str | None = None,
+                        source: str | None = None) -> list[int]:
+        """``user``'s sessions without a summary that are finished or imported, oldest first
+        (``since``: active at or after it; ``source``: from that source only)."""
+        where = ["user = ?", "(summary_status IS NULL OR summary_status = 'failed')",
+                 "summary_attempts < ?", "(ended_at IS NOT NULL OR external_id IS NOT NULL)"]
+        params: list[Any] = [user, max_attempts]
+        if since:
+            where.append("last_active_at >= ?")
+            params.append(since)
+        if source:
+            where.append("source = ?")
+            params.append(source)
+        rows = self.db.execute(f"SELECT id FROM sessions WHERE {' AND '.join(where)} "
+                               "ORDER BY started_at, id", params).fetchall()
+        return [int(row[0]) for row in rows]
 
 
 def _scrub(text: str | None) -> str | None:

@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.fact_records import ACTIVE
+from hermes.memory.facts.records import ACTIVE
 from hermes.memory.guard import check_field
 from hermes.store.fts import STOPWORDS
 
@@ -420,7 +420,7 @@ class EntityStore:
         ).fetchone()[0])
         return entity
 
-    def list(self, user: str) -> list[Entity]:
+    def list_entities(self, user: str) -> list[Entity]:
         """All of a user's entities with their aliases and active-fact counts, most used first."""
         rows = self.db.execute(
             f"""

@@ -20,10 +20,10 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory import fact_dedup
-from hermes.memory.entities import Entity, EntityStore, check_name
-from hermes.memory.fact_graph import connect_entities
-from hermes.memory.fact_records import (
+from hermes.memory.facts import dedup as fact_dedup
+from hermes.memory.facts.entities import Entity, EntityStore, check_name
+from hermes.memory.facts.graph import connect_entities
+from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
     COLUMNS,
@@ -39,7 +39,7 @@ from hermes.memory.fact_records import (
     row_to_fact,
     snapshot,
 )
-from hermes.memory.fact_search import search_facts
+from hermes.memory.facts.search import search_facts
 from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
@@ -89,14 +89,14 @@ class FactStore:
         self.config = config
         self.clock = clock or SystemClock()
         self.entity_store = EntityStore(db, config, self.clock)
-        # hermes.memory.fact_vectors.FactVectors when recall by meaning is on
+        # hermes.memory.facts.vectors.FactVectors when recall by meaning is on
         self.vectors = vectors
 
     @classmethod
     def from_runtime(cls, rt: Runtime) -> FactStore:
         vectors = None
         if rt.settings.sessions.embeddings:
-            from hermes.memory.fact_vectors import fact_vectors_for
+            from hermes.memory.facts.vectors import fact_vectors_for
 
             vectors = fact_vectors_for(rt.db, rt.settings.sessions.embedding_model)
         return cls(rt.db, rt.settings.facts, rt.clock, vectors=vectors)
@@ -233,7 +233,7 @@ class FactStore:
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
         word breaks for FTS5) is matched with LIKE. With fact vectors, bm25 over any word is
         fused with the cosine of ``meaning`` (default: ``query``) to each fact, then x trust.
-        See hermes.memory.fact_search.
+        See hermes.memory.facts.search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
@@ -376,8 +376,8 @@ class FactStore:
         found = self._fetch(user, f"f.id IN ({marks})", list(order))
         return sorted(found, key=lambda f: order[f.id])
 
-    def list(self, user: str, *, category: str | None = None, include_inactive: bool = False,
-             limit: int = 50) -> list[Fact]:
+    def list_facts(self, user: str, *, category: str | None = None, include_inactive: bool = False,
+                   limit: int = 50) -> list[Fact]:
         where = "1" if include_inactive else ACTIVE
         params: list[Any] = []
         if category is not None:
@@ -387,7 +387,7 @@ class FactStore:
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
     def entities(self, user: str) -> list[Entity]:
-        return self.entity_store.list(user)
+        return self.entity_store.list_entities(user)
 
     def history(self, user: str, fact_id: int) -> list[dict]:
         self.get(user, fact_id)
@@ -420,19 +420,38 @@ class FactStore:
 
     def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
         """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
+        delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
+        return self._move_trust(user, fact_id, helpful, delta, +1,
+                                note="helpful" if helpful else "unhelpful")
+
+    def withdraw_rating(self, user: str, fact_id: int, helpful: bool,
+                        applied: float) -> RateResult | None:
+        """Undo one earlier ``rate``: take back the trust change it ``applied`` (the exact
+        change, which clamping may have made smaller than the delta) and its count. None when
+        the fact is gone (purged since)."""
+        try:
+            return self._move_trust(user, fact_id, helpful, -applied, -1,
+                                    note="rating withdrawn")
+        except NotFound:
+            return None
+
+    def _move_trust(self, user: str, fact_id: int, helpful: bool, delta: float, count: int,
+                    *, note: str) -> RateResult:
+        """Trust + ``delta`` (clamped to 0..1, rounded) and the helpful or unhelpful count +
+        ``count`` (never below 0), with its history row: rating and withdrawing alike."""
         with write_transaction(self.db):
             fact = self.get(user, fact_id)
-            delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
             # Rounded so that 0.5 - 0.1 - 0.1 is exactly 0.3, not 0.30000000000000004.
             new_trust = round(min(1.0, max(0.0, fact.trust + delta)), 6)
             counter = "helpful_count" if helpful else "unhelpful_count"
+            old_count = getattr(fact, counter)
+            new_count = max(0, old_count + count)
             self.db.execute(
-                f"UPDATE facts SET trust = ?, {counter} = {counter} + 1 WHERE id = ? AND user = ?",
-                [new_trust, fact.id, user],
+                f"UPDATE facts SET trust = ?, {counter} = ? WHERE id = ? AND user = ?",
+                [new_trust, new_count, fact.id, user],
             )
-            self._history(fact, "rate", {"trust": fact.trust, counter: getattr(fact, counter)},
-                          {"trust": new_trust, counter: getattr(fact, counter) + 1},
-                          note="helpful" if helpful else "unhelpful")
+            self._history(fact, "rate", {"trust": fact.trust, counter: old_count},
+                          {"trust": new_trust, counter: new_count}, note=note)
         return RateResult(fact.id, fact.trust, new_trust)
 
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,

@@ -14,8 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
-from hermes.memory.session_records import Message, Session, speaker_name
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.records import Message, Session, speaker_name
+from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, build_match
 
 # One message line is cut here: an excerpt is a pointer into the past, not a transcript.
@@ -31,7 +31,7 @@ CHATTER = frozenset("""
     awesome perfect right alright done np welcome
     """.split())  # noqa: SIM905 - a word block reads better than a list literal
 # A word in this many messages or more says little and makes the search cost what a common
-# word costs (hermes.memory.session_search's bounded path): left out of the turn's search.
+# word costs (hermes.memory.sessions.search's bounded path): left out of the turn's search.
 COMMON_MESSAGES = 1000
 SELECTIVE_TERMS = 4
 # Any word at once (bm25 ranks those holding most of them first) rather than all words first.
@@ -77,20 +77,18 @@ def has_substance(text: str) -> bool:
         not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER for t in plan.terms)
 
 
-def selective_query(store: SessionStore, plan: MatchPlan) -> str:
-    """The message's words worth looking for, rarest first: no stopwords, no chatter, none
-    found in no message, none in COMMON_MESSAGES or more (all users': the index knows no users,
-    and the cost of the search follows how many messages match), at most SELECTIVE_TERMS.
-    Quoted, so phrases stay phrases; "" when nothing is left."""
+def selective_query(store: SessionStore, user: str, plan: MatchPlan) -> str:
+    """The message's words worth looking for, rarest in ``user``'s messages first: no
+    stopwords, no chatter, none found in none of their messages, none in COMMON_MESSAGES
+    messages or more of the index (anyone's: the cost of the search follows how many messages
+    match), at most SELECTIVE_TERMS. Quoted, so phrases stay phrases; "" when nothing is left."""
     counted = []
     for index, term in enumerate(plan.terms):
         if term.is_stopword or " ".join(term.tokens).lower() in CHATTER:
             continue
-        count = store.db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? "
-            "LIMIT ?)", [term.fts, COMMON_MESSAGES]).fetchone()[0]
-        if 0 < count < COMMON_MESSAGES:
-            counted.append((count, index, term))
+        mine, matches = store.term_count(user, term.fts, cap=COMMON_MESSAGES)
+        if mine and matches < COMMON_MESSAGES:
+            counted.append((mine, index, term))
     counted.sort(key=lambda c: (c[0], c[1]))
     return " ".join(term.fts for _, _, term in counted[:SELECTIVE_TERMS])
 
@@ -118,7 +116,7 @@ def recall_past_messages(
     original = query
     plan = build_match(query)
     if not plan.cjk:
-        query = selective_query(store, plan)
+        query = selective_query(store, user, plan)
         if not query:
             return []
     try:
