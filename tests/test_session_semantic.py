@@ -106,3 +106,19 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
     assert len(lines) == 1 and "pip install 'hermes[embeddings]'" in lines[0].getMessage()
     say(first, rt.clock, "owner", "the car inspection passed")
     assert first.search_messages("owner", "car")[0].message.content == "the car inspection passed"
+
+
+def test_past_messages_in_the_prompt_are_found_by_meaning_too(store, clock, db):
+    from hermes.memory.sessions.past_messages import recall_past_messages
+
+    (sold,) = say(store, clock, "owner", "I sold my automobile to a neighbour")
+    (kennel,) = say(store, clock, "owner", "the dog inspection passed")
+    now = store.create("owner", "discord")
+    message = "how did the car inspection go?"
+
+    def recalled(searcher):
+        return [e.match_id for e in recall_past_messages(searcher, "owner", message,
+                                                         budget=2000, exclude_session=now.id)]
+
+    assert recalled(SessionStore(db, clock=clock)) == [kennel]  # "car" is in no message
+    assert set(recalled(store)) == {kennel, sold}
