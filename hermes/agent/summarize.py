@@ -135,6 +135,8 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
     if not _spoken(messages):
         sessions.set_summary(user, session_id, title="Empty session", status="done")
         return SummaryOutcome(session_id, "empty", "Empty session", None)
+    title: str | None
+    summary: str | None
     if is_small_talk(messages):
         title, summary = plain_title(messages), plain_summary(messages)
         sessions.set_summary(user, session_id, title=title, summary=summary, status="done")

@@ -8,7 +8,8 @@ on (the event loop's or the worker thread's own) and the user the rows belong to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from sqlite_utils import Database
 
 from hermes.learn.consolidate import Consolidation
 
@@ -35,14 +36,15 @@ class RunRecord:
     changes: Consolidation | None = None
 
 
-def get(db: Any, user: str, run_id: int) -> RunRecord:
+def get(db: Database, user: str, run_id: int) -> RunRecord:
     row = db.execute(f"SELECT {COLUMNS} FROM extraction_runs WHERE id = ? AND user = ?",
                      [run_id, user]).fetchone()
     return RunRecord(*row)
 
 
-def of_user(db: Any, user: str, session_id: int | None = None) -> list[RunRecord]:
-    where, params = "user = ?", [user]
+def of_user(db: Database, user: str, session_id: int | None = None) -> list[RunRecord]:
+    where = "user = ?"
+    params: list[str | int] = [user]
     if session_id is not None:
         where += " AND session_id = ?"
         params.append(session_id)
@@ -51,7 +53,7 @@ def of_user(db: Any, user: str, session_id: int | None = None) -> list[RunRecord
     return [RunRecord(*r) for r in rows]
 
 
-def waiting_retry(db: Any, user: str | None) -> list[RunRecord]:
+def waiting_retry(db: Database, user: str | None) -> list[RunRecord]:
     """Runs waiting for another try: one user's, or (``None``: the daemon's job) everyone's."""
     where, params = "status = 'retry'", []
     if user is not None:
@@ -61,7 +63,7 @@ def waiting_retry(db: Any, user: str | None) -> list[RunRecord]:
     return [RunRecord(*row) for row in rows]
 
 
-def find(db: Any, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
+def find(db: Database, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
     row = db.execute(
         f"SELECT {COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
         "AND first_message_id = ? AND last_message_id = ?", [user, session_id, first, last],
@@ -69,7 +71,7 @@ def find(db: Any, user: str, session_id: int, first: int, last: int) -> RunRecor
     return RunRecord(*row) if row else None
 
 
-def insert(db: Any, user: str, session_id: int, first: int, last: int, status: str, *,
+def insert(db: Database, user: str, session_id: int, first: int, last: int, status: str, *,
            now: str, reason: str | None = None, raw: str | None = None,
            cost: float | None = None, model_calls: int = 0,
            changes: Consolidation | None = None, attempts: int = 1) -> int:
@@ -85,10 +87,10 @@ def insert(db: Any, user: str, session_id: int, first: int, last: int, status: s
          changes.created, changes.merged, changes.superseded, changes.forgotten, attempts,
          now, now],
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
-def finish(db: Any, user: str, run_id: int, *, status: str, reason: str | None,
+def finish(db: Database, user: str, run_id: int, *, status: str, reason: str | None,
            cost: float | None, changes: Consolidation, now: str) -> None:
     """A retried run that got its answer: its counts, one more call and attempt."""
     db.execute(
@@ -101,7 +103,7 @@ def finish(db: Any, user: str, run_id: int, *, status: str, reason: str | None,
     )
 
 
-def record_retry(db: Any, user: str, run_id: int, *, status: str, reason: str,
+def record_retry(db: Database, user: str, run_id: int, *, status: str, reason: str,
                  raw: str | None, attempts: int, cost: float | None, now: str) -> None:
     """A run that failed again: its reason, raw output (kept for the next try) and attempts."""
     db.execute(

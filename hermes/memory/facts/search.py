@@ -68,6 +68,7 @@ def _bm25(store: FactStore, plan: MatchPlan, filters: str, params: list[Any], li
             [expression, *params, int(limit)],
         ).fetchall()
 
+    expression: str | None
     if any_word:
         # Per-turn recall: bm25 over any word, so the fact holding most of the (rarest) words
         # ranks first, and a partial match is found even when some fact holds them all.
