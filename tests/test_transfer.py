@@ -35,10 +35,11 @@ def record(records, kind):
     return next(r for r in records if r["type"] == kind)
 
 
-def import_refusing(cli, tmp_path, path, *words):
+def import_refusing(cli, tmp_path, path, *words, home_name="fresh"):
     """Import ``path`` into a fresh home: the bad record is refused by its line (``words`` in
-    its one line), the exit code is 1, and the rest is imported. Returns the refusal lines."""
-    home = tmp_path / "fresh"
+    its one line), the exit code is 1, and the rest is imported. Returns the refusal lines and
+    the new home's export."""
+    home = tmp_path / home_name
     result = cli("--home", str(home), "import", str(path))
     assert result.exit_code == 1, result.stdout
     assert "Traceback" not in result.stderr
