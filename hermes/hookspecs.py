@@ -7,31 +7,41 @@ arrive through the same hooks, from Hermes's own default plugins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from pluggy import HookimplMarker, HookspecMarker
+
+if TYPE_CHECKING:  # the records a hook registers; named for the type checker only
+    import typer
+
+    from hermes.agent.tool_registry import Tool
+    from hermes.frontends.base import FrontendFactory
+    from hermes.memory.embeddings import Embedder
 
 hookspec = HookspecMarker("hermes")
 hookimpl = HookimplMarker("hermes")
 
 
 @hookspec
-def register_tools(register):  # type: ignore[no-untyped-def]
+def register_tools(register: Callable[[Tool], None]) -> None:
     """Register tools the model can call: ``register(Tool(...))`` (hermes.agent.tool_registry)."""
 
 
 @hookspec
-def register_frontends(register):  # type: ignore[no-untyped-def]
+def register_frontends(register: Callable[[str, FrontendFactory], None]) -> None:
     """Register front-ends ``hermes run`` starts: ``register(name, factory)``, where
     ``factory(FrontendContext)`` returns a :class:`hermes.frontends.base.Frontend` (or None to
     stay off) and ``name`` is its cron delivery prefix (``name:target``)."""
 
 
 @hookspec
-def register_commands(cli):  # type: ignore[no-untyped-def]
+def register_commands(cli: typer.Typer) -> None:
     """Register additional CLI commands on ``cli``, a Typer app (``@cli.command()``,
     ``cli.add_typer(...)``), e.g. ``hermes mycommand ...``."""
 
 
 @hookspec
-def register_embedding_models(register):  # type: ignore[no-untyped-def]
+def register_embedding_models(register: Callable[[str, Callable[[], Embedder]], None]) -> None:
     """Register embedding models: ``register(name, factory)``, ``factory()`` returning an
     embedder with the interface of hermes.memory.embeddings' built-in ones."""

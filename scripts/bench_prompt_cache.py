@@ -150,7 +150,8 @@ class Charge:
 
 class AnthropicCache:
     """Prompt caching as Anthropic documents it (prompt-caching guide, 2025): breakpoints only,
-    a 20-block lookback from each, 1,024 tokens at least (Sonnet, Opus), 5-minute entries."""
+    a 20-block lookback from each, 1,024 tokens at least (Sonnet, Opus), 5-minute entries
+    refreshed when read."""
 
     LOOKBACK = 20
     MIN_TOKENS = 1024
@@ -176,8 +177,10 @@ class AnthropicCache:
                     hit = max(hit, index)
                     break
         read = sums[hit] if hit >= 0 else 0
-        if hit >= 0:
-            self.entries[hashes[hit]] = now + self.TTL
+        # Content read is refreshed: the entry hit, and those of this request's marks inside it.
+        for index in [hit, *(m for m in marks if m < hit)]:
+            if index >= 0 and hashes[index] in self.entries:
+                self.entries[hashes[index]] = now + self.TTL
         last = marks[-1] if marks else -1
         written = 0
         if last > hit and sums[last] >= self.MIN_TOKENS:
@@ -216,7 +219,7 @@ class OldLayout:
     def system(self, user: str, query: str, session_id: int, first_turn: bool) -> str:
         from hermes.agent.prompt import defuse, fact_line, format_time, part
         from hermes.memory import context as context_file
-        from hermes.memory.past_messages import recall_past_messages
+        from hermes.memory.sessions.past_messages import recall_past_messages
 
         builder = self.prompts
         parts = [("persona", builder.persona()),
@@ -329,8 +332,8 @@ async def _converse() -> Run:
     from hermes.clock import FakeClock
     from hermes.config import load_settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
     from tests.fakellm import Reply, ScriptedLLM, installed
 
@@ -367,7 +370,7 @@ async def _converse() -> Run:
         return plan.popleft()
 
     fake.respond(answer)
-    with installed(fake, context_window=9000):
+    with installed(fake, context_window=8500):
         rt = Runtime(load_settings(), clock=FakeClock())
         basic = BasicMemory(rt.db, clock=rt.clock)
         for i in range(40):
@@ -429,7 +432,8 @@ def anthropic(sent: Sequence[Sent], marks: bool) -> Charge:
 
     cache, total = AnthropicCache(), Charge()
     for s in sent:
-        messages = mark_cache(s.messages) if marks else s.messages
+        # The compression's summary call is sent without marks (Compressor: cache=False).
+        messages = mark_cache(s.messages) if marks and s.kind == "chat" else s.messages
         total += cache.charge(anthropic_blocks(messages, s.tools), s.at)
     return total
 

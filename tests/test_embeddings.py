@@ -5,7 +5,7 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from hermes.memory.embeddings import MessageVectors, message_text  # noqa: E402
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 
 # A toy embedding space: each concept is one axis; words map to their concept.
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "dog": 1, "puppy": 1, "rain": 2,
@@ -289,7 +289,7 @@ def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
     store = SessionStore(rt.db, clock=clock)
     say(store, clock, "owner", "rain", "a car", "a dog")
     from hermes.config import FactsConfig
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
     FactStore(rt.db, FactsConfig(), clock).add("owner", "The user owns a Tesla")
     FactStore(rt.db, FactsConfig(), clock).add("bob", "Bob owns a bike")

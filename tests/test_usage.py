@@ -11,7 +11,7 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.clock import to_ts
 from hermes.config import load_settings
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from tests.fakellm import FakeRequest, set_context_window
@@ -103,6 +103,12 @@ ANTHROPIC_STREAM = _sse([
     ("message_stop", {"type": "message_stop"}),
 ])
 
+ANTHROPIC_MESSAGE = {
+    "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "content": [{"type": "text", "text": "The user said hello several times."}],
+    "stop_reason": "end_turn", "stop_sequence": None,
+    "usage": {"input_tokens": 900, "output_tokens": 9}}
+
 OPENAI_STREAM = _sse([
     (None, {"id": "c1", "object": "chat.completion.chunk", "created": 1,
             "model": "gpt-4.1-mini", "choices": [{"index": 0, "delta": {
@@ -127,7 +133,10 @@ def provider(monkeypatch):
     bodies: list[dict[str, Any]] = []
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-        bodies.append(json.loads(request.content or b"{}"))
+        body = json.loads(request.content or b"{}")
+        bodies.append(body)
+        if "anthropic" in str(request.url) and not body.get("stream"):
+            return httpx.Response(200, json=ANTHROPIC_MESSAGE, request=request)
         stream = ANTHROPIC_STREAM if "anthropic" in str(request.url) else OPENAI_STREAM
         return httpx.Response(200, headers={"content-type": "text/event-stream"},
                               content=stream, request=request)
@@ -161,13 +170,38 @@ async def _two_turns(model: str, clock, monkeypatch, cache: str = "auto") -> Run
 async def test_claude_requests_carry_cache_marks(provider, clock, monkeypatch):
     rt = await _two_turns("anthropic/claude-sonnet-4-5", clock, monkeypatch)
     first, second = provider
-    # the front (the system prompt) and the newest message are marked; later also the
-    # previous request's last user message, where the cache written then is read
-    assert first["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    # The front is two marked blocks: the persona (the same for every session, so a new
+    # session reads the tools and the persona from the cache) and the rest of the front. The
+    # newest message is marked; later also the previous request's last user message, where
+    # the cache written then is read. Anthropic takes at most four marks.
+    persona, rest = first["system"]
+    assert persona["text"].startswith("<persona>") and persona["text"].endswith("</persona>")
+    assert rest["text"].startswith("\n\n<basic_memory>")
+    assert persona["cache_control"] == rest["cache_control"] == {"type": "ephemeral"}
     assert _marks(first["messages"][-1]) == 1
-    assert _marks(second) == 3 and _marks(second["messages"][0]) == 1
+    assert _marks(second) == 4 and _marks(second["messages"][0]) == 1
+    assert second["system"] == first["system"]
     calls = usage.totals(rt.db, "owner").sources[0]
     assert calls.cached_tokens == 6000 and calls.cache_write_tokens == 80
+    rt.close()
+
+
+async def test_a_compression_summary_is_sent_without_marks(provider, clock, monkeypatch):
+    # Sent once, so a mark would only cost (a cache write is 1.25x the input price).
+    monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
+    monkeypatch.setenv("HERMES_AGENT__COMPRESS_AT", "0.005")   # 1,000 of 200k tokens
+    rt = Runtime(load_settings(), clock=clock)
+    agent = Agent(rt)
+    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    # over the budget from the second turn on; the fifth is the first with older turns to fold
+    results = [await agent.turn("owner", session.id, f"hello {n} " + "and more " * 60).run()
+               for n in range(5)]
+    assert all(r.error is None for r in results), results
+    assert [r.compressed for r in results] == [False] * 4 + [True]
+    summary = [b for b in provider if not b.get("stream")]
+    assert summary and all("Condense" in str(b["system"]) for b in summary)
+    assert _marks(summary) == 0
+    assert _marks(provider[-1]) == 4   # the chat request after it is marked as always
     rt.close()
 
 

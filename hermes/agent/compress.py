@@ -134,7 +134,7 @@ class Compressor:
                 completion = await self.summarizer.complete([
                     {"role": "system", "content": INSTRUCTIONS},
                     {"role": "user", "content": _transcript(messages, previous)},
-                ], scope=where)
+                ], scope=where, cache=False)  # sent once: nothing to read back later
                 if completion.text.strip():
                     return completion.text.strip()
             except (ModelUnavailable, ModelNotConfigured) as exc:

@@ -283,11 +283,12 @@ class LLM:
             return []
         return [str(key) for key in report.get("missing_keys") or []]
 
-    def _params(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict] | None,
-                **extra: Any) -> dict[str, Any]:
+    def _params(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict] | None, *,
+                cache: bool = True, **extra: Any) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.name,
-            "messages": mark_cache(messages) if self.cache_markers() else list(messages),
+            "messages": (mark_cache(messages) if cache and self.cache_markers()
+                         else list(messages)),
             "temperature": self.config.temperature,
             "timeout": self.config.timeout,
             # Retries are ours (with our backoff and sleep), not litellm's.
@@ -345,12 +346,15 @@ class LLM:
 
     async def complete(self, messages: Sequence[dict[str, Any]],
                        tools: Sequence[dict] | None = None, *, response_format: dict | None = None,
-                       max_tokens: int | None = None,
-                       scope: usage.Scope | None = None) -> Completion:
-        """One reply, not streamed. Retries transient failures; raises ModelUnavailable."""
+                       max_tokens: int | None = None, scope: usage.Scope | None = None,
+                       cache: bool = True) -> Completion:
+        """One reply, not streamed. Retries transient failures; raises ModelUnavailable.
+
+        ``cache=False`` for a request that is sent once (a compression's summary): a cache
+        mark there only costs (Anthropic charges a cache write 1.25x)."""
         litellm = self._prepare()
         params = self._params(messages, tools, response_format=response_format,
-                              max_tokens=max_tokens)
+                              max_tokens=max_tokens, cache=cache)
         attempt = 0
         while True:
             try:

@@ -13,6 +13,11 @@ from typing import Any
 # Providers that serve Claude and take Anthropic's cache_control marks through litellm.
 CACHE_MARK_PROVIDERS = frozenset({"bedrock", "vertex_ai", "vertex_ai_beta", "openrouter"})
 EPHEMERAL = {"type": "ephemeral"}
+# Where the part of the front that every session shares ends (the persona: the same for every
+# session and user of a home). Anthropic caches tools, then system, then messages, so a mark
+# here lets a new session, a /new or a compression read the tools and the persona from the
+# cache; without it they are written again with the rest of the new front.
+SHARED_FRONT_END = "</persona>"
 
 
 def _marked(message: dict[str, Any]) -> dict[str, Any]:
@@ -25,22 +30,39 @@ def _marked(message: dict[str, Any]) -> dict[str, Any]:
     return marked
 
 
+def _front_marked(message: dict[str, Any]) -> dict[str, Any]:
+    """The front as two marked text blocks, split after the shared part (one when it has
+    none); the text is unchanged."""
+    content = message.get("content")
+    end = content.find(SHARED_FRONT_END) if isinstance(content, str) else -1
+    if end < 0 or not content[end + len(SHARED_FRONT_END):].strip():
+        return _marked(message)
+    end += len(SHARED_FRONT_END)
+    return {**message, "content": [
+        {"type": "text", "text": content[:end], "cache_control": dict(EPHEMERAL)},
+        {"type": "text", "text": content[end:], "cache_control": dict(EPHEMERAL)}]}
+
+
 def mark_cache(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with Anthropic's cache breakpoints (at most 4 are allowed; 3 are used): the
-    end of the front (the first system message), the previous request's last user message (so
-    the cache written then is read now) and the last message (written for the next request).
+    """The messages with Anthropic's cache breakpoints (at most 4 are allowed, all 4 are used):
+    the end of the persona and the end of the front (the first system message), the previous
+    request's last user message (so the cache written then is read now, also after more than
+    20 blocks of tool calls) and the last message (written for the next request).
     The messages themselves are not changed: the marks exist only in what is sent."""
     result = list(messages)
     if not result:
         return result
     users = [i for i, m in enumerate(result) if m.get("role") == "user"]
     points = {len(result) - 1}
-    if result[0].get("role") == "system":
-        points.add(0)
     if len(users) >= 2:
         points.add(users[-2])
-    for index in points:
+    front = result[0].get("role") == "system"
+    for index in points - {0}:
         result[index] = _marked(result[index])
+    if front:
+        result[0] = _front_marked(result[0])
+    elif 0 in points:
+        result[0] = _marked(result[0])
     return result
 
 

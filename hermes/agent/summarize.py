@@ -20,8 +20,8 @@ from typing import Literal
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
 from hermes.memory.secrets import redact_text
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 
@@ -135,6 +135,8 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
     if not _spoken(messages):
         sessions.set_summary(user, session_id, title="Empty session", status="done")
         return SummaryOutcome(session_id, "empty", "Empty session", None)
+    title: str | None
+    summary: str | None
     if is_small_talk(messages):
         title, summary = plain_title(messages), plain_summary(messages)
         sessions.set_summary(user, session_id, title=title, summary=summary, status="done")

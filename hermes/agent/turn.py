@@ -31,9 +31,9 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 from hermes.memory.secrets import removed_note
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from hermes.store.db import write_transaction
@@ -112,7 +112,7 @@ class Turn:
         self.session_id = session_id
         self.text = text
         self.speaker = speaker
-        self.result: TurnResult | None = None
+        self._result: TurnResult | None = None
         self.exception: HermesError | None = None  # the model error behind result.error
         self._started = False
 
@@ -125,8 +125,14 @@ class Turn:
     async def run(self) -> TurnResult:
         async for _ in self:
             pass
-        assert self.result is not None
         return self.result
+
+    @property
+    def result(self) -> TurnResult:
+        """What the turn did; there once its reply has been iterated to the end."""
+        if self._result is None:
+            raise RuntimeError("the turn has not finished: iterate it (or await run()) first")
+        return self._result
 
     # -- the turn ---------------------------------------------------------------------------
 
@@ -294,7 +300,7 @@ class Turn:
             text += STOPPED_MARK
         if (error is None and not stopped) or text:
             assistant_id = self._record_reply(text, shown)
-        self.result = TurnResult(
+        self._result = TurnResult(
             user=self.user, session_id=self.session_id, user_message_id=user_message_id,
             assistant_message_id=assistant_id, text=text,
             shown_fact_ids=list(dict.fromkeys(shown)), tool_calls=len(tool_names),
@@ -302,7 +308,7 @@ class Turn:
             error=error, cost=cost, compressed=compressed, memory_full=toolbox.memory_full,
             tool_names=tool_names, stopped=stopped,
         )
-        self._after_reply(self.result)
+        self._after_reply(self._result)
         return assistant_id
 
     def _record_reply(self, text: str, shown: list[int]) -> int:

@@ -8,14 +8,16 @@ import shlex
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 import typer.main
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
-    import click  # typer carries its own click; importing the package costs every command
+    # typer runs on the click it vendors (typer._click), not on the click package
+    from typer import _click as click
+    from typer._click.exceptions import NoSuchOption
 
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError
@@ -73,7 +75,7 @@ class HermesGroup(TyperGroup):
                     self.add_command(command, name)
         return True
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         # The words as typed, before the sub-command consumes them (for the '-' hint below).
         typed = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]
         try:
@@ -81,7 +83,7 @@ class HermesGroup(TyperGroup):
         except HermesError as exc:
             _fail(ctx, exc)
         except (sqlite3.DatabaseError, OSError) as exc:
-            problem = storage_problem(exc, _db_path(ctx))
+            problem: HermesError | None = storage_problem(exc, _db_path(ctx))
             if problem is None and isinstance(exc, sqlite3.OperationalError) \
                     and "locked" in str(exc):
                 # A write outside write_transaction found the lock held past the timeout.
@@ -102,8 +104,8 @@ class HermesGroup(TyperGroup):
                 # the whole word as it was typed.
                 word = next((w for w in typed if w.startswith(name) and w != "--"), name)
                 shown = shlex.quote(word)
-                exc.message += (f". To pass text that starts with '-', put -- before it: "
-                                f"`{where} -- {shown}`")
+                cast("NoSuchOption", exc).message += (
+                    f". To pass text that starts with '-', put -- before it: `{where} -- {shown}`")
             raise
 
 

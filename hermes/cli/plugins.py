@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from hermes.cli import JsonOption
@@ -16,7 +18,7 @@ def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     from hermes.plugins import DEFAULT_PLUGINS, manager
 
     pm = manager()
-    found = []
+    found: list[dict[str, Any]] = []
     for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
         found.append({"name": name, "default": name in DEFAULT_PLUGINS, "hooks": hooks})

@@ -28,8 +28,8 @@ from hermes.cli.learn import (
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
-from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
+from hermes.memory.sessions.store import HIGHLIGHT, Message, SessionStore
+from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
 from hermes.store.fts import brief, build_match
 
@@ -197,7 +197,7 @@ def index(
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
     from hermes.memory.embeddings import vectors_for
-    from hermes.memory.fact_vectors import FactVectors
+    from hermes.memory.facts.vectors import FactVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
@@ -271,7 +271,7 @@ def _looks_like_export(file: Path) -> bool:
 
 def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,
                    as_json: bool) -> None:
-    from hermes.memory.chat_exports import FORMATS, import_export, load_export
+    from hermes.memory.sessions.chat_exports import FORMATS, import_export, load_export
 
     if fmt not in FORMATS:
         raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")

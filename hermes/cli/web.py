@@ -9,12 +9,13 @@ import sys
 import typer
 
 from hermes.cli import UserOption, runtime
+from hermes.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
                   help="The web panel: chat with a live Learned Facts sidebar, and memory.")
 
 
-def _login_link(rt, user: str) -> str:  # type: ignore[no-untyped-def]
+def _login_link(rt: Runtime, user: str) -> str:
     from hermes.frontends.web.auth import TokenStore
     from hermes.frontends.web.server import LOOPBACK
 
@@ -48,7 +49,7 @@ def web(
         lock.release()
 
 
-async def _serve(rt, link: str | None) -> None:  # type: ignore[no-untyped-def]
+async def _serve(rt: Runtime, link: str | None) -> None:
     from hermes.assembly import build_agent
     from hermes.cron.runner import CronRunner, agent_prompt_runner
     from hermes.frontends.web import WebFrontend

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.base import BaseTrigger
@@ -21,6 +22,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from hermes.clock import SystemClock
 from hermes.errors import ConfigError, HermesError
+
+if TYPE_CHECKING:
+    from hermes.frontends.base import FrontendFactory
 
 # The live scheduler calls us a few milliseconds after a fire time; never call that "missed".
 MIN_GRACE = timedelta(minutes=1)
@@ -123,7 +127,7 @@ def file_target(home: Path, target: str) -> Path:
     return resolved
 
 
-def _plugin_targets() -> dict[str, object]:
+def _plugin_targets() -> dict[str, FrontendFactory]:
     from hermes.frontends.base import registered_frontends  # loads the plugins: only here
 
     return registered_frontends()

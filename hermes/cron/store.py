@@ -258,8 +258,8 @@ class CronStore:
                          int(job.enabled), row["id"]),
                     )
             wanted = set(keys)
-            for key, row in existing.items():
-                if row["origin"] == "config" and key not in wanted:
+            for user_and_name, row in existing.items():
+                if row["origin"] == "config" and user_and_name not in wanted:
                     self.db.execute("DELETE FROM cron_jobs WHERE id = ?", (row["id"],))
 
     # ---- runs

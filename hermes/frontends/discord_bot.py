@@ -21,8 +21,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -82,7 +82,7 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
 class HermesBot(discord.Client):
     def __init__(self, rt: Runtime, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
-                 background: list[Callable[[], Awaitable[None]]] | None = None) -> None:
+                 background: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
         intents = discord.Intents.default()
         # Privileged: enable "Message Content Intent" in the Developer Portal as well.
         intents.message_content = True
@@ -205,7 +205,7 @@ class HermesBot(discord.Client):
 
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
         from hermes.agent import feedback
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
@@ -383,7 +383,7 @@ class HermesBot(discord.Client):
             tree.add_command(group)
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         store = SessionStore.from_runtime(self.rt)
         current = store.open_for(user, "discord", channel_key_for_interaction(interaction))

@@ -34,7 +34,7 @@ from hermes.memory.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class Repl:
                     continue
                 self._reply = asyncio.create_task(self.reply(text), name="hermes-repl-reply")
         finally:
-            if self.stop_reply():
+            if self._reply is not None and self.stop_reply():
                 await asyncio.gather(self._reply, return_exceptions=True)
             self.leave()
             self.emit("info", "Bye.")

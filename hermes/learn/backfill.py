@@ -31,8 +31,8 @@ from hermes.learn.worker import (
     RunRecord,
     extraction_enabled,
 )
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import Message, Session, SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
 # What one extraction reply is assumed to take, for the estimate (a JSON list of a few facts).
@@ -214,11 +214,11 @@ async def run(rt: Runtime, worker: ExtractionWorker, the_plan: Plan, *,
                 break
             if upcoming[0][1].run and not await may_call():
                 break
-            record = await worker.run_session(user, session.id)
-            if record is None:
+            ran = await worker.run_session(user, session.id)
+            if ran is None:
                 report.sessions_done += 1
                 break
-            report.add(record, _run_cost(rt, user, record.id))
+            report.add(ran, _run_cost(rt, user, ran.id))
             if on_run:
                 on_run(report)
             await asyncio.sleep(0)  # let a Ctrl-C in between runs land here

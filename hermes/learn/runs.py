@@ -8,7 +8,8 @@ on (the event loop's or the worker thread's own) and the user the rows belong to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from sqlite_utils import Database
 
 from hermes.learn.consolidate import Consolidation
 
@@ -35,14 +36,15 @@ class RunRecord:
     changes: Consolidation | None = None
 
 
-def get(db: Any, user: str, run_id: int) -> RunRecord:
+def get(db: Database, user: str, run_id: int) -> RunRecord:
     row = db.execute(f"SELECT {COLUMNS} FROM extraction_runs WHERE id = ? AND user = ?",
                      [run_id, user]).fetchone()
     return RunRecord(*row)
 
 
-def of_user(db: Any, user: str, session_id: int | None = None) -> list[RunRecord]:
-    where, params = "user = ?", [user]
+def of_user(db: Database, user: str, session_id: int | None = None) -> list[RunRecord]:
+    where = "user = ?"
+    params: list[str | int] = [user]
     if session_id is not None:
         where += " AND session_id = ?"
         params.append(session_id)
@@ -51,7 +53,7 @@ def of_user(db: Any, user: str, session_id: int | None = None) -> list[RunRecord
     return [RunRecord(*r) for r in rows]
 
 
-def waiting_retry(db: Any, user: str | None) -> list[RunRecord]:
+def waiting_retry(db: Database, user: str | None) -> list[RunRecord]:
     """Runs waiting for another try: one user's, or (``None``: the daemon's job) everyone's."""
     where, params = "status = 'retry'", []
     if user is not None:
@@ -61,14 +63,14 @@ def waiting_retry(db: Any, user: str | None) -> list[RunRecord]:
     return [RunRecord(*row) for row in rows]
 
 
-def cost(db: Any, user: str, run_id: int) -> float | None:
+def cost(db: Database, user: str, run_id: int) -> float | None:
     """What the run's model calls cost (USD), when litellm knew it."""
     row = db.execute("SELECT cost FROM extraction_runs WHERE id = ? AND user = ?",
                      [run_id, user]).fetchone()
     return None if row is None or row[0] is None else float(row[0])
 
 
-def find(db: Any, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
+def find(db: Database, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
     row = db.execute(
         f"SELECT {COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
         "AND first_message_id = ? AND last_message_id = ?", [user, session_id, first, last],
@@ -76,7 +78,7 @@ def find(db: Any, user: str, session_id: int, first: int, last: int) -> RunRecor
     return RunRecord(*row) if row else None
 
 
-def insert(db: Any, user: str, session_id: int, first: int, last: int, status: str, *,
+def insert(db: Database, user: str, session_id: int, first: int, last: int, status: str, *,
            now: str, reason: str | None = None, raw: str | None = None,
            cost: float | None = None, model_calls: int = 0,
            changes: Consolidation | None = None, attempts: int = 1) -> int:
@@ -92,10 +94,10 @@ def insert(db: Any, user: str, session_id: int, first: int, last: int, status: s
          changes.created, changes.merged, changes.superseded, changes.forgotten, attempts,
          now, now],
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
-def finish(db: Any, user: str, run_id: int, *, status: str, reason: str | None,
+def finish(db: Database, user: str, run_id: int, *, status: str, reason: str | None,
            cost: float | None, changes: Consolidation, now: str) -> None:
     """A retried run that got its answer: its counts, one more call and attempt."""
     db.execute(
@@ -108,7 +110,7 @@ def finish(db: Any, user: str, run_id: int, *, status: str, reason: str | None,
     )
 
 
-def record_retry(db: Any, user: str, run_id: int, *, status: str, reason: str,
+def record_retry(db: Database, user: str, run_id: int, *, status: str, reason: str,
                  raw: str | None, attempts: int, cost: float | None, now: str) -> None:
     """A run that failed again: its reason, raw output (kept for the next try) and attempts."""
     db.execute(
@@ -122,14 +124,14 @@ def record_retry(db: Any, user: str, run_id: int, *, status: str, reason: str,
 # -- what learning did, in sums (``hermes stats``) -----------------------------------------------
 
 
-def count_by_status(db: Any, user: str) -> dict[str, int]:
+def count_by_status(db: Database, user: str) -> dict[str, int]:
     """The user's runs per status (done | skipped | retry | failed)."""
     return {status: int(count) for status, count in db.execute(
         "SELECT status, count(*) FROM extraction_runs WHERE user = ? GROUP BY status", [user]
     ).fetchall()}
 
 
-def skip_reasons(db: Any, user: str) -> dict[str, int]:
+def skip_reasons(db: Database, user: str) -> dict[str, int]:
     """The gate's reasons for the user's skipped runs, most frequent first."""
     return {reason or "(none)": int(count) for reason, count in db.execute(
         "SELECT reason, count(*) FROM extraction_runs WHERE user = ? AND status = 'skipped' "
@@ -137,18 +139,20 @@ def skip_reasons(db: Any, user: str) -> dict[str, int]:
     ).fetchall()}
 
 
-def totals(db: Any, user: str) -> tuple[Any, ...]:
+def totals(db: Database, user: str) -> tuple[int, int, int, int, int, float | None, int]:
     """Sums over the user's runs: model calls, facts created, merged, superseded and
     forgotten, cost (None when no run knew it), and model-calling runs without a cost."""
-    return tuple(db.execute(
+    calls, created, merged, superseded, forgotten, cost, without = db.execute(
         "SELECT coalesce(sum(model_calls), 0), coalesce(sum(created), 0), "
         "coalesce(sum(merged), 0), coalesce(sum(superseded), 0), coalesce(sum(forgotten), 0), "
         "sum(cost), sum(CASE WHEN model_calls > 0 AND cost IS NULL THEN 1 ELSE 0 END) "
         "FROM extraction_runs WHERE user = ?", [user]
-    ).fetchone())
+    ).fetchone()
+    return (int(calls), int(created), int(merged), int(superseded), int(forgotten),
+            None if cost is None else float(cost), int(without or 0))
 
 
-def last_failure(db: Any, user: str) -> str | None:
+def last_failure(db: Database, user: str) -> str | None:
     """Why the user's latest run waiting for a retry (or failed for good) did not finish."""
     row = db.execute(
         "SELECT reason FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
@@ -157,7 +161,7 @@ def last_failure(db: Any, user: str) -> str | None:
     return row[0] if row else None
 
 
-def unanswered(db: Any, user: str) -> int:
+def unanswered(db: Database, user: str) -> int:
     """The user's failed runs whose model call got no answer at all (provider down): not
     counted in model_calls, and what they cost, if anything, is not known."""
     return int(db.execute(

@@ -48,8 +48,7 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     stats.runs = sum(stats.by_status.values())
     stats.skips = runs.skip_reasons(db, user)
     (stats.model_calls, stats.created, stats.merged, stats.superseded, stats.forgotten,
-     stats.cost, runs_without_cost) = runs.totals(db, user)
-    stats.runs_without_cost = int(runs_without_cost or 0)
+     stats.cost, stats.runs_without_cost) = runs.totals(db, user)
     stats.failures = stats.by_status.get("retry", 0) + stats.by_status.get("failed", 0)
     stats.last_failure = runs.last_failure(db, user)
     stats.unanswered = runs.unanswered(db, user)

@@ -15,9 +15,10 @@ run time:
   English only, the lighter choice for a slow or ARM machine.
 
 With ``sessions.embeddings: true`` in the config, every message gets a vector (computed lazily,
-before a search, for the messages that have none yet), and :func:`hermes.memory.recall.rerank`
-fuses the nearest messages with its bm25 ranking. Without the packages, Hermes is bm25-only and
-says how to install them if the config asks for embeddings.
+before a search, for the messages that have none yet), and
+:func:`hermes.memory.sessions.rerank.rerank` fuses the nearest messages with its bm25 ranking.
+Without the packages, Hermes is bm25-only and says how to install them if the config asks for
+embeddings.
 
 Vectors are stored as float16 blobs in ``message_vectors`` (768 bytes a message) and held in
 memory per user while the process runs, so a query costs one matrix-vector product.

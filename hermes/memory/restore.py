@@ -401,10 +401,9 @@ def _check_row(kind: str, row: dict[str, Any], basic: list[Entry]) -> None:
                                          f"{problem}")
     elif kind in ("entities", "entity_aliases"):
         what, column = ("entity name", "name") if kind == "entities" else ("alias", "alias")
-        value = row.get(column)
-        problem = find_problem(value) if isinstance(value, str) else None
-        if problem:
-            raise _RefusedRecord(f"the {what} {shown(value)}: {problem}")
+        name = row.get(column)
+        if isinstance(name, str) and (problem := find_problem(name)):
+            raise _RefusedRecord(f"the {what} {shown(name)}: {problem}")
     elif kind == "sessions":
         # Hermes' own text: redacted like every stored summary
         for column in ("title", "summary"):

@@ -147,8 +147,8 @@ def _bounded(terms: list[Term], cjk: list[str]) -> tuple[list[Term], list[str], 
             rest = [i for i, t in enumerate(terms) if t.is_stopword]
             content += rest[: MAX_TERMS - len(content)]
         terms = [terms[i] for i in sorted(content)]
-    seen: set[str] = set()
-    runs = [r for r in cjk if not (r in seen or seen.add(r))]
+    seen = set(cjk)
+    runs = list(dict.fromkeys(cjk))  # each run once, in order
     if len(runs) > MAX_CJK_RUNS:
         notes.append(f"the query was cut to {MAX_CJK_RUNS} of its {len(runs)} CJK runs")
         runs = runs[:MAX_CJK_RUNS]

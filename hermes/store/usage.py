@@ -48,10 +48,11 @@ def scope(user: str | None = None, source: str | None = None,
     """Model calls inside are counted for ``user`` under ``source``; what is not given is kept
     from the enclosing scope (a compression inside a turn is the turn's user's)."""
     outer = current()
-    inner = replace(outer, **{k: v for k, v in
-                              (("user", user), ("source", source), ("session_id", session_id),
-                               ("collect", collect))
-                              if v is not None})
+    inner = replace(outer,
+                    user=outer.user if user is None else user,
+                    source=outer.source if source is None else source,
+                    session_id=outer.session_id if session_id is None else session_id,
+                    collect=outer.collect if collect is None else collect)
     token = _scope.set(inner)
     try:
         yield inner
@@ -132,6 +133,12 @@ class UsageTotals:
                 "total": self.total.to_json()}
 
 
+def _source_totals(row: tuple[Any, ...]) -> SourceTotals:
+    source, calls, prompt, cached, cache_write, completion, cost, no_usage, no_cost = row
+    return SourceTotals(source, int(calls), int(prompt), int(cached), int(cache_write),
+                        int(completion), cost, int(no_usage or 0), int(no_cost or 0))
+
+
 def totals(db: sqlite_utils.Database, user: str, since: str | None = None) -> UsageTotals:
     """This user's model calls by source, at or after ``since`` (a stored timestamp)."""
     rows = db.execute(
@@ -141,7 +148,6 @@ def totals(db: sqlite_utils.Database, user: str, since: str | None = None) -> Us
         "sum(prompt_tokens IS NULL), sum(cost IS NULL) "
         "FROM model_calls WHERE user = ? AND at >= ? GROUP BY source", [user, since or ""]
     ).fetchall()
-    found = {row[0]: SourceTotals(row[0], *[int(v or 0) for v in row[1:6]], row[6],
-                                  int(row[7] or 0), int(row[8] or 0)) for row in rows}
+    found = {row[0]: _source_totals(row) for row in rows}
     order = [s for s in SOURCES if s in found] + sorted(set(found) - set(SOURCES))
     return UsageTotals(user, since, [found[s] for s in order])

@@ -25,7 +25,7 @@ from typing import Any
 import sqlite_utils
 
 from hermes.memory.embeddings import Embedder
-from hermes.memory.fact_records import ACTIVE
+from hermes.memory.facts.records import ACTIVE
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)

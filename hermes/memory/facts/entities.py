@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.fact_records import ACTIVE
+from hermes.memory.facts.records import ACTIVE
 from hermes.memory.guard import check_field
 from hermes.store.fts import STOPWORDS
 
@@ -314,7 +314,7 @@ class EntityStore:
             "INSERT INTO entities (user, name, name_key, created_at) VALUES (?, ?, ?, ?)",
             [user, display, name_key(display), now],
         )
-        entity_id = int(cursor.lastrowid)
+        entity_id = int(cursor.lastrowid or 0)
         if canonical is not None:
             for alias in self._configured_aliases.get(name_key(canonical), []):
                 self._insert_alias(user, entity_id, alias)

@@ -178,7 +178,7 @@ def insert_fact(db: sqlite_utils.Database, *, user: str, content: str, category:
          importance, now, now, valid_from, source_session_id,
          json.dumps(list(source_message_ids))],
     )
-    return int(cursor.lastrowid)
+    return int(cursor.lastrowid or 0)
 
 
 def link_entities(db: sqlite_utils.Database, fact_id: int, entity_ids: Iterable[int]) -> None:
