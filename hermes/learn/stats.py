@@ -10,7 +10,7 @@ import sqlite_utils
 from hermes.config import FactsConfig
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 
 
 @dataclass
