@@ -34,7 +34,9 @@ def _front_marked(message: dict[str, Any]) -> dict[str, Any]:
     """The front as two marked text blocks, split after the shared part (one when it has
     none); the text is unchanged."""
     content = message.get("content")
-    end = content.find(SHARED_FRONT_END) if isinstance(content, str) else -1
+    if not isinstance(content, str):
+        return _marked(message)
+    end = content.find(SHARED_FRONT_END)
     if end < 0 or not content[end + len(SHARED_FRONT_END):].strip():
         return _marked(message)
     end += len(SHARED_FRONT_END)
