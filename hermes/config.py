@@ -127,7 +127,7 @@ class AgentConfig(Section):
     max_tool_rounds: int = Field(6, ge=0)
     recall_char_budget: int = Field(2000, ge=0)
     recall_max_facts: int = Field(8, ge=0)
-    # Past messages from other sessions put into each prompt (hermes.memory.past_messages)
+    # Past messages from other sessions put into each prompt (hermes.memory.sessions.past_messages)
     recall_messages_char_budget: int = Field(2000, ge=0)
     recall_max_messages: int = Field(3, ge=0)
     # Fraction of the context window at which older turns are summarised

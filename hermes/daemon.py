@@ -404,7 +404,7 @@ class Daemon:
 
         def work() -> int:
             from hermes.memory.embeddings import MessageVectors, embedder_for
-            from hermes.memory.fact_vectors import FactVectors
+            from hermes.memory.facts.vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
@@ -426,7 +426,7 @@ class Daemon:
         self.runner.schedule_all(self.scheduler)
 
     def _users(self) -> list[str]:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return SessionStore.from_runtime(self.rt).users()
 

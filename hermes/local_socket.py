@@ -227,7 +227,7 @@ class SocketServer:
     async def _turn(self, writer: asyncio.StreamWriter, user: str,
                     request: dict[str, Any]) -> None:
         from hermes.errors import HermesError
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         try:
             session = SessionStore.from_runtime(self.rt).get(user, int(request["session_id"]))

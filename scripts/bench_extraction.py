@@ -158,8 +158,8 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     from hermes.agent.turn import Agent
     from hermes.learn.stats import extraction_stats
     from hermes.learn.worker import ExtractionWorker
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
     home.mkdir(parents=True, exist_ok=True)

@@ -102,7 +102,7 @@ INDEXED: list[tuple[int, float, float]] = []
 
 def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None,
             cache: str | None = None):
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.memory.transfer import import_sessions
 
     db = connect(home / "hermes.db")
@@ -171,7 +171,7 @@ def _load_facts(conv: data.Conversation, db, args):
     """LoCoMo's observations as facts (their turns as source messages), embedded with
     ``--embeddings`` as the extraction worker would after writing them."""
     from hermes.config import FactsConfig
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
     user = conv.sample_id
     by_dia = {v: k for k, v in _dia_ids_by_message(db, user).items()}
@@ -179,7 +179,7 @@ def _load_facts(conv: data.Conversation, db, args):
         "SELECT external_id, id FROM sessions WHERE user = ?", [user]).fetchall())
     vectors = None
     if args.embeddings:
-        from hermes.memory.fact_vectors import FactVectors
+        from hermes.memory.facts.vectors import FactVectors
 
         vectors = FactVectors(db, cached_embedder(args.embeddings, args.vector_cache))
     facts = FactStore(db, FactsConfig(), clock=FakeClock(), vectors=vectors)
@@ -363,20 +363,20 @@ RETRIEVERS: dict[str, Callable[..., Searcher]] = {
 @contextmanager
 def recall_params(**changes: float | int) -> Iterator[None]:
     """Try other ranking knobs (``--dense-weight``, ``--dense-candidates``) without editing
-    hermes.memory.recall: its defaults are replaced while the block runs. Choose on the tuning
+    memory.sessions.rerank: its defaults are replaced while the block runs. Choose on the tuning
     half only."""
-    from hermes.memory import recall
+    from hermes.memory.sessions import rerank
 
-    before = recall.DEFAULT_PARAMS
-    kwdefaults = recall.rerank.__kwdefaults__
+    before = rerank.DEFAULT_PARAMS
+    kwdefaults = rerank.rerank.__kwdefaults__
     assert kwdefaults is not None and kwdefaults["params"] is before
     params = dataclasses.replace(before, **changes)
-    recall.DEFAULT_PARAMS = params  # read at call time by session search (dense_candidates)
+    rerank.DEFAULT_PARAMS = params  # read at call time by session search (dense_candidates)
     kwdefaults["params"] = params  # bound when rerank was defined
     try:
         yield
     finally:
-        recall.DEFAULT_PARAMS = before
+        rerank.DEFAULT_PARAMS = before
         kwdefaults["params"] = before
 
 
@@ -512,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "--param date_boost=0 to measure what the date signal adds")
     parser.add_argument("--fusion", choices=["zscore", "sum", "rrf"],
                         help="facts hybrid: how bm25 and cosine are fused (default: "
-                             "hermes.memory.fact_vectors.FUSION)")
+                             "hermes.memory.facts.vectors.FUSION)")
     parser.add_argument("--fusion-weight", type=float,
                         help="facts hybrid: the cosine's weight in the fusion")
     parser.add_argument("--vector-cache", metavar="DIR",
@@ -563,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           + "; ".join(loaded.evidence_skipped), file=sys.stderr)
     rows: list[Scored] = []
     started = time.perf_counter()
-    from hermes.memory import fact_vectors
+    from hermes.memory.facts import vectors as fact_vectors
 
     if args.fusion:
         fact_vectors.FUSION = args.fusion

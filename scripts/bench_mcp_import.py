@@ -93,8 +93,8 @@ def claude_conversation(rng: random.Random, number: int, turns: int) -> dict:
 
 def bench_import(conversations: int) -> dict:
     from hermes.config import load_settings
-    from hermes.memory.chat_exports import import_export
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.chat_exports import import_export
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
     rng = random.Random(15)
@@ -141,7 +141,7 @@ def _receive(proc: subprocess.Popen) -> dict:
 
 def bench_mcp(starts: int, calls: int) -> dict:
     from hermes.config import load_settings
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     rng = random.Random(7)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import FactsConfig  # noqa: E402
-from hermes.memory.facts import FactStore  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.store.db import connect, write_transaction  # noqa: E402
 
 PEER_VERSION = "0.19.0"

@@ -219,7 +219,7 @@ class OldLayout:
     def system(self, user: str, query: str, session_id: int, first_turn: bool) -> str:
         from hermes.agent.prompt import defuse, fact_line, format_time, part
         from hermes.memory import context as context_file
-        from hermes.memory.past_messages import recall_past_messages
+        from hermes.memory.sessions.past_messages import recall_past_messages
 
         builder = self.prompts
         parts = [("persona", builder.persona()),
@@ -332,8 +332,8 @@ async def _converse() -> Run:
     from hermes.clock import FakeClock
     from hermes.config import load_settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
     from tests.fakellm import Reply, ScriptedLLM, installed
 

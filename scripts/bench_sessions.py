@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.transfer import import_sessions  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 

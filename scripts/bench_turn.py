@@ -40,8 +40,8 @@ from hermes.clock import FakeClock, to_ts  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.memory import context as context_file  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
-from hermes.memory.facts import content_key  # noqa: E402
-from hermes.memory.sessions import Message, SessionStore  # noqa: E402
+from hermes.memory.facts.store import content_key  # noqa: E402
+from hermes.memory.sessions.store import Message, SessionStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 
 RESULTS = ROOT / "bench-results"

@@ -35,7 +35,7 @@ async def main(n: int) -> None:
     from hermes.frontends.web.routes_chat import extraction_listener
     from hermes.frontends.web.server import WebFrontend
     from hermes.learn.consolidate import Consolidation, FactChange
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(home=Path(tempfile.mkdtemp(prefix="hermes-bench-web-")),

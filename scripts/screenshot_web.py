@@ -26,8 +26,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 def seed(rt) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.store.db import write_transaction
 
     facts, sessions = FactStore.from_runtime(rt), SessionStore.from_runtime(rt)
@@ -58,7 +58,7 @@ async def main(out: Path) -> None:
     from hermes.frontends.web.routes_chat import extraction_listener
     from hermes.frontends.web.server import WebFrontend
     from hermes.learn.consolidate import Consolidation, FactChange
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     home = Path(tempfile.mkdtemp(prefix="hermes-shot-"))

@@ -34,7 +34,7 @@ from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.learn.consolidate import consolidate  # noqa: E402
 from hermes.learn.parse import ParseError, parse_actions  # noqa: E402
-from hermes.memory.facts import FactStore  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 from hermes.store.db import BoundedWrites, connect  # noqa: E402
 

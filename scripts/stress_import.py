@@ -38,8 +38,8 @@ from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.errors import HermesError  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
-from hermes.memory.facts import FactStore  # noqa: E402
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.transfer import (  # noqa: E402
     EXPORT_END,
     TABLES,

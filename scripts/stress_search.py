@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.errors import QueryError  # noqa: E402
-from hermes.memory.facts import FactStore  # noqa: E402
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 from hermes.store.fts import build_match  # noqa: E402
 

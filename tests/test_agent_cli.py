@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hermes.config import load_settings
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
 

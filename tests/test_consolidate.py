@@ -6,7 +6,7 @@ import pytest
 
 from hermes.learn.consolidate import consolidate, contradicts
 from hermes.learn.parse import CreateAction, DeleteAction, UpdateAction
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 
 
 @pytest.fixture

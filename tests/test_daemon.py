@@ -186,7 +186,7 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     from hermes.learn.worker import ExtractionWorker
     from hermes.memory import context
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     basic = BasicMemory(rt.db, clock=clock)
     basic.add("alice", "Alice keeps bees")
@@ -248,7 +248,7 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     from prompt_toolkit.output import DummyOutput
 
     from hermes.daemon import Daemon
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     store = SessionStore.from_runtime(rt)
     fake_model.reply("Hello from Hermes.")
@@ -429,7 +429,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
 
     from hermes.daemon import Daemon
     from hermes.memory import embeddings
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     class Toy:
         model_id = "toy-daemon"

@@ -60,9 +60,9 @@ def filled_home(cli, hermes_home: Path, tmp_path: Path) -> Iterator[Path]:
     32 kB and a limit below that still lets the database open.
     """
     from hermes.config import load_settings
-    from hermes.memory.facts import FactStore
-    from hermes.memory.sessions import SessionStore
-    from hermes.memory.transcripts import import_sessions
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.transcripts import import_sessions
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings())

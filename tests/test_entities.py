@@ -2,8 +2,8 @@ import pytest
 
 from hermes.config import FactsConfig
 from hermes.errors import RefusedWrite
-from hermes.memory.entities import EntityStore, extract_candidates, name_key
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.entities import EntityStore, extract_candidates, name_key
+from hermes.memory.facts.store import FactStore
 from hermes.store.db import write_transaction
 
 

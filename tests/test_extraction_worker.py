@@ -9,8 +9,8 @@ import pytest
 
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import bad_request
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes.config import FactsConfig
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 
 
 @pytest.fixture

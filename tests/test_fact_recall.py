@@ -1,4 +1,4 @@
-"""Per-turn fact recall (hermes.memory.fact_recall): which facts a turn shows the model."""
+"""Per-turn fact recall (hermes.memory.facts.recall): which facts a turn shows the model."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
-from hermes.memory import fact_recall
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts import recall as fact_recall
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hermes.config import FactsConfig
-from hermes.memory.facts import FactStore, content_key
+from hermes.memory.facts.store import FactStore, content_key
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_cjk_search_falls_back_to_any_run(facts):
 def test_a_match_error_propagates(facts, monkeypatch, strict, loose, cjk):
     import sqlite3
 
-    from hermes.memory import fact_search
+    from hermes.memory.facts import search as fact_search
     from hermes.store.fts import MatchPlan, Term
 
     facts.add("owner", "Bob fixed docker networking 寿司")

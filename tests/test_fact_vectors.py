@@ -1,4 +1,4 @@
-"""Fact recall by meaning (hermes.memory.fact_vectors): vectors written in the background,
+"""Fact recall by meaning (hermes.memory.facts.vectors): vectors written in the background,
 fused with bm25, trust still multiplying, scoped by user. The model is a toy embedder."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ np = pytest.importorskip("numpy")
 from hermes.agent.turn import Agent  # noqa: E402
 from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
-from hermes.memory import embeddings, fact_vectors  # noqa: E402
+from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
-from hermes.memory.fact_vectors import FactVectors, fuse  # noqa: E402
-from hermes.memory.facts import FactStore  # noqa: E402
-from hermes.memory.sessions import SessionStore  # noqa: E402
+from hermes.memory.facts import vectors as fact_vectors  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
+from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 from tests.test_extraction_worker import actions, create, turn  # noqa: E402
 
@@ -164,11 +165,11 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
     monkeypatch.setattr(fact_vectors, "_vectors", weakref.WeakKeyDictionary())
     monkeypatch.setattr(fact_vectors, "_warned", set())
     rt.settings.sessions.embeddings = True
-    with caplog.at_level(logging.WARNING, logger="hermes.memory.fact_vectors"):
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.facts.vectors"):
         first = FactStore.from_runtime(rt)
         second = FactStore.from_runtime(rt)
     assert first.vectors is None and second.vectors is None
-    lines = [r for r in caplog.records if r.name == "hermes.memory.fact_vectors"]
+    lines = [r for r in caplog.records if r.name == "hermes.memory.facts.vectors"]
     assert len(lines) == 1 and "bm25 only" in lines[0].getMessage()
     first.add("owner", "The staging server is athena")
     assert [f.content for f in first.search("owner", "staging server")] == [

@@ -6,7 +6,7 @@ import pytest
 
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.facts import FactStore, content_key
+from hermes.memory.facts.store import FactStore, content_key
 
 
 @pytest.fixture
@@ -531,7 +531,7 @@ WRITER = """
 import sys
 from hermes.config import FactsConfig
 from hermes.store.db import connect
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 store = FactStore(connect(sys.argv[1]), FactsConfig())
 for i in range(int(sys.argv[3])):
     store.add("owner", f"{sys.argv[2]} fact number {i} about the shared project",

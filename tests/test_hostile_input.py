@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from hermes.agent.llm import ToolCall
 from hermes.learn.parse import ParseError, parse_actions
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
-from hermes.memory.transcripts import import_sessions
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
+from hermes.memory.sessions.transcripts import import_sessions
 from hermes.store import fts
 from hermes.store.fts import build_match
 

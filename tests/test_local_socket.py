@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 
 
 async def until(condition, ticks: int = 20000) -> None:

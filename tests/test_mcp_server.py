@@ -17,8 +17,8 @@ from mcp_types import Implementation
 
 from hermes.frontends import mcp_server
 from hermes.memory import context as context_file
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 
 WRITE_TOOLS = set(mcp_server.WRITE_TOOLS)
 READ_TOOLS = set(mcp_server.READ_TOOLS)
@@ -153,7 +153,7 @@ async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
 
 
 async def test_facts_history_shows_the_mcp_client(rt, cli):
-    from hermes.memory.fact_records import writes_from
+    from hermes.memory.facts.records import writes_from
 
     with writes_from("mcp:claude-code"):
         added = FactStore.from_runtime(rt).add("owner", "The staging box is called lynx")

@@ -13,9 +13,9 @@ from hermes.errors import RefusedWrite
 from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import parse_actions
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 from hermes.memory.guard import find_problem, printable, shown
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import export_user
 from tests.test_transfer import assert_refused_and_nothing_kept, record, write
 

@@ -1,4 +1,4 @@
-"""Past conversations in the prompt (hermes.memory.past_messages): the best few matching past
+"""Past conversations in the prompt (memory.sessions.past_messages): the best few matching past
 messages from other sessions, with neighbours, date and title, within a character budget."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
-from hermes.memory.past_messages import recall_past_messages
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.past_messages import recall_past_messages
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
@@ -114,7 +114,7 @@ async def test_an_excerpt_shown_earlier_in_the_conversation_is_not_repeated(
 def test_the_words_searched_for_are_the_rarest_in_this_users_messages(store, clock):
     """The term count behind the turn's search is this user's: a word only another user wrote
     is not searched for, and rarity is counted in this user's messages."""
-    from hermes.memory.past_messages import selective_query
+    from hermes.memory.sessions.past_messages import selective_query
     from hermes.store.fts import build_match
 
     chat(store, clock, "owner", None, ("the kestrel nests by the greenhouse", "Nice."),

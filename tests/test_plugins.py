@@ -20,7 +20,7 @@ from hermes.config import load_settings
 from hermes.cron.store import CronStore
 from hermes.errors import HermesError
 from hermes.frontends import base
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process
 

@@ -11,8 +11,8 @@ from hermes.agent.conversation import NO_REPLY, shape
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable, set_context_window
 

@@ -1,12 +1,12 @@
-"""Ranked message recall (hermes.memory.recall) through SessionStore.search_messages."""
+"""Ranked message recall (hermes.memory.sessions.rerank) through SessionStore.search_messages."""
 
 from datetime import UTC, datetime
 
 import pytest
 
 from hermes.errors import QueryError
-from hermes.memory import recall
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions import rerank
+from hermes.memory.sessions.store import SessionStore
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_neighbours_stay_inside_their_session(store, clock):
     by_id = {h.message.id: h for h in hits}
     assert second[0] not in by_id
     assert by_id[first[0]].parts["neighbours"] == pytest.approx(
-        recall.DEFAULT_PARAMS.neighbour_back * by_id[first[1]].parts["bm25"])
+        rerank.DEFAULT_PARAMS.neighbour_back * by_id[first[1]].parts["bm25"])
 
 
 def test_neighbours_stay_inside_their_session_looking_back(store, clock):
@@ -156,7 +156,7 @@ def test_time_spans_read_dates_and_leave_the_verb_may_alone():
 
     def spans(text):
         return [(s.start.date().isoformat(), s.end.date().isoformat())
-                for s in recall.time_spans(text, now)]
+                for s in rerank.time_spans(text, now)]
 
     assert spans("what happened on October 13, 2023?") == [("2023-10-13", "2023-10-14")]
     assert spans("what happened on 8 May, 2023?") == [("2023-05-08", "2023-05-09")]
@@ -221,7 +221,7 @@ def test_a_named_person_prefers_what_they_said(store, clock):
 
 
 def test_another_name_of_an_entity_finds_the_message(store, clock, db, settings):
-    from hermes.memory.entities import EntityStore
+    from hermes.memory.facts.entities import EntityStore
 
     _, ids = chat(store, clock, "owner", ["ana: we finally moved the database to PostgreSQL 17",
                                           "ben: and the backups?"])

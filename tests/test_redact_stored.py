@@ -5,7 +5,7 @@ hold one are listed. Only the named user's rows are touched."""
 from __future__ import annotations
 
 from hermes.memory import context as context_file
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 
 KEY = "glpat-xY7zK2mN9pQ4rS6tU8vW"
 

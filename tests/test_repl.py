@@ -187,7 +187,7 @@ async def test_sessions_search_and_new(repl, fake_model, rt):
 
 
 async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_model, rt):
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
     facts = FactStore.from_runtime(rt)
     user = repl.repl.user
@@ -280,7 +280,7 @@ async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pi
     await repl.reply_done()
     await repl.leave()
     await asyncio.gather(*repl.repl.background)
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
     (fact,) = FactStore.from_runtime(rt).list_facts("owner")
     assert fact.content == "The user's flight to Oslo is at 9 on Friday"
@@ -313,7 +313,7 @@ async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, cl
 @pytest.mark.parametrize("leave", [CTRL_D, "/exit" + ENTER, "/quit" + ENTER])
 async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
         fake_model, rt, pipe, tmp_path, leave):
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     repl = whole_repl(rt, pipe, tmp_path)
     fake_model.reply("Hello from Hermes.")

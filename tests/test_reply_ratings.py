@@ -7,9 +7,9 @@ import pytest
 
 from hermes.agent import feedback
 from hermes.errors import NotFound
-from hermes.memory.fact_records import writes_from
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.records import writes_from
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 
 
 def reply_with_facts(rt, user, *texts):

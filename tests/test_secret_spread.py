@@ -18,7 +18,7 @@ from hermes.config import load_settings
 from hermes.daemon import setup_logging
 from hermes.learn.worker import ExtractionWorker
 from hermes.memory import context as context_file
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_secrets import corpus
 

@@ -17,7 +17,7 @@ from hermes.memory.secrets import (
     redact_json,
     removed_note,
 )
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.tsv"
 

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ def test_query_without_words_is_a_clear_error(store, query):
 
 def test_match_error_propagates(store, clock, monkeypatch):
     conversation(store, clock, "owner", ["anything"])
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
     from hermes.store.fts import MatchPlan, Term
 
     monkeypatch.setattr(module, "build_match",
@@ -276,7 +276,7 @@ def test_users_are_isolated_in_every_read(store, clock):
 
 
 def test_many_other_user_matches_do_not_crowd_out_mine(store, clock, monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 2)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -293,7 +293,7 @@ def test_source_filter(store, clock):
 
 
 def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock, monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -309,7 +309,7 @@ def test_past_the_score_cap_old_messages_with_more_words_still_win(store, clock,
 
 
 def test_ranking_counts_word_forms_like_the_index():
-    from hermes.memory.ranking import Bm25, term_pattern
+    from hermes.memory.sessions.bm25 import Bm25, term_pattern
     from hermes.store.fts import Term
 
     def count(token: str, text: str) -> int:
@@ -336,7 +336,7 @@ def test_session_without_messages_found_by_its_summary(store, clock):
 
 def test_past_the_score_cap_the_best_strict_match_is_not_hidden_by_age(store, clock,
                                                                        monkeypatch):
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     monkeypatch.setattr(module, "SCORE_CAP", 3)
     monkeypatch.setattr(module, "FTS_RANKED_MATCHES", 0)  # the bounded path
@@ -351,7 +351,7 @@ def test_small_histories_are_ranked_by_fts5_and_agree_with_the_bounded_path(stor
                                                                             monkeypatch):
     # Under FTS_RANKED_MATCHES matches, FTS5's own bm25 ranks them (the fast path); past it,
     # the bounded Python scorer does. Same formula, same column weights: same order.
-    from hermes.memory import session_search as module
+    from hermes.memory.sessions import search as module
 
     lines = [
         "the docker network broke again after the upgrade",

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from hermes.memory.basic import BasicMemory
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import import_sessions
 from hermes.runtime import Runtime
 from hermes.store.db import connect

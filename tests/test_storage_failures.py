@@ -70,7 +70,7 @@ def healthy_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a database with a few hundred rows in every FTS-indexed table."""
     from hermes.clock import FakeClock
     from hermes.config import Settings
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     home = tmp_path_factory.mktemp("healthy")
@@ -82,8 +82,8 @@ def healthy_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         '{"source": "terminal", "started_at": "2026-11-20T10:00:00Z", "messages": [{"role": '
         f'"user", "content": "docker networking question {i} lorem ipsum", '
         '"created_at": "2026-11-20T10:00:00Z"}]}' for i in range(150))
-    from hermes.memory.sessions import SessionStore
-    from hermes.memory.transcripts import import_sessions
+    from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.transcripts import import_sessions
 
     import_sessions(SessionStore(rt.db, rt.clock), "owner", sessions.splitlines())
     rt.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -16,8 +16,8 @@ from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.errors import NotFound
 from hermes.memory import context as context_file
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
 

@@ -2,8 +2,8 @@
 
 import json
 
-from hermes.memory.sessions import SessionStore
-from hermes.memory.transcripts import import_sessions
+from hermes.memory.sessions.store import SessionStore
+from hermes.memory.sessions.transcripts import import_sessions
 
 
 def line(messages, **fields):

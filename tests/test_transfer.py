@@ -5,8 +5,8 @@ import json
 import pytest
 
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import EXPORT_END, export_user, sealed_lines
 
 

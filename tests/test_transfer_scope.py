@@ -16,8 +16,8 @@ from hermes.agent.feedback import set_reply_rating
 from hermes.clock import FakeClock
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import (
     EXPORT_END,
     EXPORTED_TABLES,

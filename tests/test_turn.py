@@ -10,8 +10,8 @@ from hermes.agent.turn import MEMORY_FULL_NOTE, Agent, TurnResult
 from hermes.config import load_settings
 from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import rate_limit, service_unavailable
 
@@ -355,7 +355,7 @@ async def test_after_reply_runs_only_once_the_reply_is_complete(agent, fake_mode
 
 async def test_recall_uses_the_rarest_words_of_a_chatty_message(agent, fake_model, stores,
                                                                 monkeypatch):
-    from hermes.memory import fact_recall
+    from hermes.memory.facts import recall as fact_recall
 
     _, facts, _ = stores
     monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 3)

@@ -11,7 +11,7 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.clock import to_ts
 from hermes.config import load_settings
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from tests.fakellm import FakeRequest, set_context_window

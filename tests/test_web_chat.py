@@ -16,8 +16,8 @@ from hermes.config import load_settings
 from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.events import EventHub
 from hermes.frontends.web.server import WebFrontend
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.web_client import Panel
 

@@ -15,8 +15,8 @@ from hermes.config import load_settings
 from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import parse_actions
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import db as store_db
 from hermes.store.db import BoundedWrites, DatabaseBusy, connect, write_transaction

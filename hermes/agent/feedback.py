@@ -9,7 +9,7 @@ import json
 
 from hermes.clock import to_ts
 from hermes.errors import NotFound
-from hermes.memory.facts import FactStore, RateResult
+from hermes.memory.facts.store import FactStore, RateResult
 from hermes.runtime import Runtime
 from hermes.store.db import write_transaction
 

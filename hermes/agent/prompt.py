@@ -10,7 +10,7 @@ everything but the newest turn from its prompt cache (a prompt is a cache key):
 2. the **conversation** exactly as it was sent before (:mod:`hermes.agent.conversation`),
    earlier tool calls, tool results and volatile tails included;
 3. the **volatile tail**, in front of the newest user message: ``<current_time>``,
-   ``<recalled_memory>`` (the facts most relevant to the new message, ``hermes.memory.fact_recall``,
+   ``<recalled_memory>`` (the facts most relevant to the new message, ``memory.facts.recall``,
    within a character budget, each with its id and trust, under a note that this is recalled
    memory and not user input; a fact already shown earlier in the session is not repeated) and
    ``<memory_changes>`` (basic-memory entries and facts written since the snapshot, each shown
@@ -33,12 +33,12 @@ from hermes.agent.conversation import Conversation, Snapshot, shape
 from hermes.errors import ConfigError
 from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
-from hermes.memory.fact_recall import FactRecall
-from hermes.memory.facts import Fact, FactStore
-from hermes.memory.past_messages import recall_past_messages
+from hermes.memory.facts.recall import FactRecall
+from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.secrets import redact_text
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.past_messages import recall_past_messages
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
@@ -176,7 +176,7 @@ class PromptBuilder:
 
     def recall(self, user: str, query: str) -> list[Fact]:
         """The most relevant facts for ``query`` that fit the character budget
-        (hermes.memory.fact_recall)."""
+        (hermes.memory.facts.recall)."""
         agent = self.settings.agent
         return self.fact_recall.recall(user, query, limit=agent.recall_max_facts,
                                        budget=agent.recall_char_budget, line=fact_line)

@@ -20,8 +20,8 @@ from typing import Literal
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
 from hermes.memory.secrets import redact_text
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 

@@ -24,7 +24,7 @@ from hermes.agent.summarize import (
     transcript,
 )
 from hermes.budget import Budget, Pacer
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 # What one summary reply is assumed to take, for the estimate (a title and a few sentences).

@@ -19,9 +19,9 @@ from hermes.agent.llm import ToolCall
 from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
-from hermes.memory.facts import Fact, FactStore
-from hermes.memory.session_records import speaker_name
-from hermes.memory.sessions import Message, Session, SessionStore
+from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.sessions.records import speaker_name
+from hermes.memory.sessions.store import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
 MAX_FAILED_WRITES = 3

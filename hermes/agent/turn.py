@@ -31,9 +31,9 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts import FactStore
+from hermes.memory.facts.store import FactStore
 from hermes.memory.secrets import removed_note
-from hermes.memory.sessions import Message, SessionStore
+from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from hermes.store.db import write_transaction

@@ -61,7 +61,7 @@ def ask(
     rt = runtime(ctx)
     who = rt.user(user)
     agent, worker = agent_for(rt)
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
@@ -98,7 +98,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     rt = runtime(ctx)
     who = rt.user(user)
     agent, worker = agent_for(rt)
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     sessions = SessionStore.from_runtime(rt)
     channel = f"{terminal_identity()}:chat"

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, given_user, runtime
 from hermes.cli.output import console, echo, emit_json
-from hermes.memory.transcripts import read_lines
+from hermes.memory.sessions.transcripts import read_lines
 from hermes.memory.transfer import export_user, import_user
 from hermes.store.check import check_database
 from hermes.store.files import atomic_text_file

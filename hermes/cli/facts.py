@@ -10,7 +10,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import QueryError
-from hermes.memory.facts import Fact, FactStore
+from hermes.memory.facts.store import Fact, FactStore
 from hermes.store.fts import brief, build_match
 
 app = typer.Typer(
@@ -344,7 +344,7 @@ def _source_lines(ctx: typer.Context, user: str, fact: Fact,
     """The conversation a fact was learned from: its session and the user's words (or the
     client that added it, such as an MCP client)."""
     from hermes.errors import NotFound
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
 
     if fact.source_session_id is None:
         if origin:

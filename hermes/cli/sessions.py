@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -28,8 +29,8 @@ from hermes.cli.learn import (
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.sessions import HIGHLIGHT, Message, SessionStore
-from hermes.memory.transcripts import ImportReport, import_sessions, read_lines
+from hermes.memory.sessions.store import HIGHLIGHT, Message, SessionStore
+from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
 from hermes.store.fts import brief, build_match
 
@@ -197,7 +198,7 @@ def index(
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
     from hermes.memory.embeddings import vectors_for
-    from hermes.memory.fact_vectors import FactVectors
+    from hermes.memory.facts.vectors import FactVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
@@ -205,8 +206,18 @@ def index(
                           "to index. Turn it on in config.yaml first.")
     vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
     who = rt.user(user)
-    facts = FactVectors(rt.db, vectors.embedder).index(who)
-    done = vectors.index(who)
+    # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=err_console, transient=True,
+        disable=as_json or not err_console.is_terminal,
+    ) as progress:
+        def bar(description: str) -> Callable[[int, int], None]:
+            task = progress.add_task(description, total=None)
+            return lambda done, total: progress.update(task, completed=done, total=total)
+
+        facts = FactVectors(rt.db, vectors.embedder).index(who, progress=bar("embedding facts"))
+        done = vectors.index(who, progress=bar("embedding messages"))
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,
                    "facts_embedded": facts})
@@ -271,7 +282,7 @@ def _looks_like_export(file: Path) -> bool:
 
 def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,
                    as_json: bool) -> None:
-    from hermes.memory.chat_exports import FORMATS, import_export, load_export
+    from hermes.memory.sessions.chat_exports import FORMATS, import_export, load_export
 
     if fmt not in FORMATS:
         raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")

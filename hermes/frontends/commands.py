@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from hermes.errors import QueryError
 
 if TYPE_CHECKING:
-    from hermes.memory.facts import Fact, FactStore
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.facts.store import Fact, FactStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
 
@@ -27,13 +27,13 @@ class MemoryCommands:
 
     @cached_property
     def facts(self) -> FactStore:
-        from hermes.memory.facts import FactStore
+        from hermes.memory.facts.store import FactStore
 
         return FactStore.from_runtime(self.rt)
 
     @cached_property
     def sessions(self) -> SessionStore:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return SessionStore.from_runtime(self.rt)
 

@@ -205,7 +205,7 @@ class HermesBot(discord.Client):
 
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
         from hermes.agent import feedback
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
@@ -383,7 +383,7 @@ class HermesBot(discord.Client):
             tree.add_command(group)
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         store = SessionStore.from_runtime(self.rt)
         current = store.open_for(user, "discord", channel_key_for_interaction(interaction))

@@ -42,13 +42,13 @@ from pydantic import Field
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
-from hermes.memory.fact_records import writes_from
+from hermes.memory.facts.records import writes_from
 from hermes.runtime import Runtime
 
 if TYPE_CHECKING:
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts import Fact, FactStore
-    from hermes.memory.sessions import Message, Session, SessionStore
+    from hermes.memory.facts.store import Fact, FactStore
+    from hermes.memory.sessions.store import Message, Session, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -130,13 +130,13 @@ class MemoryTools:
 
     @functools.cached_property
     def facts(self) -> FactStore:
-        from hermes.memory.facts import FactStore
+        from hermes.memory.facts.store import FactStore
 
         return FactStore.from_runtime(self.rt)
 
     @functools.cached_property
     def sessions(self) -> SessionStore:
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.sessions.store import SessionStore
 
         return SessionStore.from_runtime(self.rt)
 

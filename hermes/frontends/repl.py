@@ -34,7 +34,7 @@ from hermes.memory.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.memory.sessions import SessionStore
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -30,8 +30,8 @@ from hermes.learn.worker import (
     RunRecord,
     extraction_enabled,
 )
-from hermes.memory.facts import FactStore
-from hermes.memory.sessions import Message, Session, SessionStore
+from hermes.memory.facts.store import FactStore
+from hermes.memory.sessions.store import Message, Session, SessionStore
 from hermes.runtime import Runtime
 
 # What one extraction reply is assumed to take, for the estimate (a JSON list of a few facts).

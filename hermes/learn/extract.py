@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from hermes.clock import parse_ts
 from hermes.memory.secrets import redact_text
-from hermes.memory.session_records import speaker_name
+from hermes.memory.sessions.records import speaker_name
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
 MAX_RELATED_FACTS = 15

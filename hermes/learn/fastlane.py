@@ -172,7 +172,7 @@ class FastLane:
     @property
     def facts(self) -> Any:
         if self._facts is None:
-            from hermes.memory.facts import FactStore
+            from hermes.memory.facts.store import FactStore
 
             self._facts = FactStore.from_runtime(self.rt)
         return self._facts

@@ -38,7 +38,7 @@ from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
 from hermes.learn.runs import RunRecord
-from hermes.memory.session_records import speaker_name
+from hermes.memory.sessions.records import speaker_name
 from hermes.store import usage
 from hermes.store.db import BoundedWrites, connect, write_transaction
 
@@ -77,8 +77,8 @@ class ExtractionWorker:
     def __init__(self, rt: Runtime, *, llm: Any | None = None, facts: Any | None = None,
                  sessions: Any | None = None,
                  yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
-        from hermes.memory.facts import FactStore
-        from hermes.memory.sessions import SessionStore
+        from hermes.memory.facts.store import FactStore
+        from hermes.memory.sessions.store import SessionStore
 
         self.rt = rt
         self.config = rt.settings.extraction
@@ -207,14 +207,14 @@ class ExtractionWorker:
         """The worker thread's own connection (WAL: it reads and writes beside the loop's;
         the busy timeout covers the moments both want the write lock)."""
         if self._thread_stores is None:
-            from hermes.memory.facts import FactStore
-            from hermes.memory.sessions import SessionStore
+            from hermes.memory.facts.store import FactStore
+            from hermes.memory.sessions.store import SessionStore
 
             settings = self.rt.settings
             db = connect(settings.db_path)
             vectors = None
             if settings.sessions.embeddings:
-                from hermes.memory.fact_vectors import fact_vectors_for
+                from hermes.memory.facts.vectors import fact_vectors_for
 
                 vectors = fact_vectors_for(db, settings.sessions.embedding_model)
             self._thread_stores = _Stores(

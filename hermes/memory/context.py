@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.facts import Fact, FactStore
+from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.secrets import redact_text
-from hermes.memory.sessions import Session, SessionStore
+from hermes.memory.sessions.store import Session, SessionStore
 from hermes.store import usage
 from hermes.store.files import atomic_text_file
 

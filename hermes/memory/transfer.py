@@ -7,7 +7,7 @@ from the tables (every column, ids included), ended by a trailer with counts and
 :mod:`hermes.memory.restore` reads a file back, remapping every id into the importing user's
 rows (:func:`import_user` here calls it).
 
-Transcript import lives in :mod:`hermes.memory.transcripts`, backups and table counts in
+Transcript import lives in :mod:`hermes.memory.sessions.transcripts`, backups and table counts in
 :mod:`hermes.store.maintenance`; their names are re-exported here for older callers.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from hermes.memory.basic import DEFAULT_LIMIT
-from hermes.memory.transcripts import (
+from hermes.memory.sessions.transcripts import (
     IMPORT_BATCH,
     ImportLineError,
     ImportReport,

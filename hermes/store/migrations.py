@@ -303,7 +303,7 @@ def m007_cron_run_kind(db: sqlite_utils.Database) -> None:
 @migrations()
 def m008_facts_vocab(db: sqlite_utils.Database) -> None:
     # Per-term document counts of the facts index, read by fact search to tell informative
-    # words from ones found in a large share of all facts (see hermes/memory/fact_search.py).
+    # words from ones found in a large share of all facts (see hermes/memory/facts/search.py).
     db.execute("CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')")
 
 
@@ -362,7 +362,7 @@ def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
 def m012_fact_vectors(db: sqlite_utils.Database) -> None:
     db.executescript(
         """
-        -- Fact recall by meaning (hermes.memory.fact_vectors): one vector per fact and model,
+        -- Fact recall by meaning (hermes.memory.facts.vectors): one vector per fact and model,
         -- written in the background (never on the reply path). content_key is the text the
         -- vector was computed from: a fact whose text changed is embedded again.
         CREATE TABLE fact_vectors (

@@ -223,7 +223,7 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
             error = str(exc)
     else:
         listing = ctx.session_store.list_sessions(ws.user, source=source, limit=100)
-    from hermes.memory.sessions import SOURCES
+    from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
                   source=source or "", sources=SOURCES, error=error)

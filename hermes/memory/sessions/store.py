@@ -19,9 +19,9 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.ranking import HIGHLIGHT
 from hermes.memory.secrets import redact_json, redact_text
-from hermes.memory.session_records import (
+from hermes.memory.sessions.bm25 import HIGHLIGHT
+from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
     _SESSION_COLUMNS,
@@ -33,7 +33,7 @@ from hermes.memory.session_records import (
     Session,
     _storable,
 )
-from hermes.memory.session_search import SCORE_CAP, SessionSearch
+from hermes.memory.sessions.search import SCORE_CAP, SessionSearch
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 

@@ -1,8 +1,8 @@
 """Tier 3 search: FTS5 over messages and session titles/summaries, ranked and grouped.
 
 All terms first, then any non-stopword term (hermes.store.fts), candidates bounded by
-``SCORE_CAP`` and scored by hermes.memory.ranking, re-ranked in their conversations by
-hermes.memory.recall, grouped by session with cron below conversations. No model call.
+``SCORE_CAP`` and scored by hermes.memory.sessions.bm25, re-ranked in their conversations by
+hermes.memory.sessions.rerank, grouped by session with cron below conversations. No model call.
 ``SessionSearch`` is mixed into ``SessionStore``, which provides ``db``, ``clock``, ``vectors``
 and ``get``.
 """
@@ -17,9 +17,9 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory import recall
-from hermes.memory.ranking import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
-from hermes.memory.session_records import (
+from hermes.memory.sessions import rerank
+from hermes.memory.sessions.bm25 import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     Message,
     MessageHit,
@@ -129,9 +129,9 @@ class SessionSearch:
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int, exclude_session: int | None = None, meaning: str | None = None,
-    ) -> list[recall.RankedMessage]:
+    ) -> list[rerank.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
-        (hermes.memory.recall)."""
+        (hermes.memory.sessions.rerank)."""
         return self._reranked_and_empty(user, plan, mode, expr, source, limit,
                                         exclude_session, meaning)[0]
 
@@ -139,7 +139,7 @@ class SessionSearch:
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
         meaning: str | None = None,
-    ) -> tuple[list[recall.RankedMessage], list[tuple[int, float]]]:
+    ) -> tuple[list[rerank.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return."""
         if plan.cjk:
@@ -147,19 +147,19 @@ class SessionSearch:
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
         else:
             assert expr is not None
-            aliases = recall.other_names(self.db, user, plan) if mode != "strict" else []
+            aliases = rerank.other_names(self.db, user, plan) if mode != "strict" else []
             if aliases:  # any word may match: so may another name of what the query names
-                plan = build_match(recall.plan_text(plan) + "".join(f' "{a}"' for a in aliases))
+                plan = build_match(rerank.plan_text(plan) + "".join(f' "{a}"' for a in aliases))
                 expr = plan.loose or plan.strict
                 assert expr is not None
             messages = self._fts_candidates(user, plan, mode, expr, source)
             sessions = self._session_scores(user, plan, mode, expr, source)
         dense = None
         if self.vectors is not None and mode != "strict":
-            text = recall.plan_text(build_match(meaning) if meaning else plan)
+            text = rerank.plan_text(build_match(meaning) if meaning else plan)
             dense = self.vectors.nearest(user, text,
-                                         recall.DEFAULT_PARAMS.dense_candidates)
-        ranked = recall.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
+                                         rerank.DEFAULT_PARAMS.dense_candidates)
+        ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
                                limit=limit or len(messages) * 3 + len(sessions) + 100,
                                source=source, now=self.clock.now(), dense=dense,
@@ -174,10 +174,10 @@ class SessionSearch:
                     f"SELECT id FROM sessions WHERE id IN ({marks}) AND NOT EXISTS "
                     "(SELECT 1 FROM messages m WHERE m.session_id = sessions.id)", candidates,
                 ).fetchall()
-                # The scale recall.rerank gives a title/summary-only session.
+                # The scale rerank.rerank gives a title/summary-only session.
                 top = max((c.score for c in messages), default=0.0) \
                     or max(sessions.values(), default=0.0) or 1.0
-                weight = recall.DEFAULT_PARAMS.meta_weight
+                weight = rerank.DEFAULT_PARAMS.meta_weight
                 empty = [(r[0], weight * sessions[r[0]] / top) for r in rows]
         return ranked, empty
 
@@ -275,7 +275,7 @@ class SessionSearch:
             return []
         if matches <= FTS_RANKED_MATCHES:
             return [_Candidate(mid, sid, score) for mid, sid, score in
-                    self._best_scored(expr, user, source, recall.DEFAULT_PARAMS.candidates)]
+                    self._best_scored(expr, user, source, rerank.DEFAULT_PARAMS.candidates)]
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:

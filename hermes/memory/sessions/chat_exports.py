@@ -2,7 +2,7 @@
 
 Both services export ``conversations.json`` (inside the zip they let you download): a JSON list
 with one object per conversation. Each conversation becomes one session with its title, its
-times and its spoken messages, written through :func:`hermes.memory.transcripts.import_sessions`
+times and its spoken messages, written through :func:`.transcripts.import_sessions`
 (validation before writing, batches, idempotence, the report), so an export is imported exactly
 like a transcript file:
 
@@ -33,8 +33,8 @@ from typing import Any
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.sessions import SessionStore
-from hermes.memory.transcripts import (
+from hermes.memory.sessions.store import SessionStore
+from hermes.memory.sessions.transcripts import (
     ImportLineError,
     ImportReport,
     _ParsedMessage,

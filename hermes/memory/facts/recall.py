@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.fact_records import ACTIVE, Fact
-from hermes.memory.past_messages import has_substance
-from hermes.memory.recall import plan_text
+from hermes.memory.facts.records import ACTIVE, Fact
+from hermes.memory.sessions.past_messages import has_substance
+from hermes.memory.sessions.rerank import plan_text
 from hermes.store.fts import Term, build_match
 
 if TYPE_CHECKING:
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
 # A word found in this many of the user's facts or more is "common": an OR over it would make
 # FTS5 score a large share of the user's facts on every turn.

@@ -20,10 +20,10 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory import fact_dedup
-from hermes.memory.entities import Entity, EntityStore, check_name
-from hermes.memory.fact_graph import connect_entities
-from hermes.memory.fact_records import (
+from hermes.memory.facts import dedup as fact_dedup
+from hermes.memory.facts.entities import Entity, EntityStore, check_name
+from hermes.memory.facts.graph import connect_entities
+from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
     COLUMNS,
@@ -39,7 +39,7 @@ from hermes.memory.fact_records import (
     row_to_fact,
     snapshot,
 )
-from hermes.memory.fact_search import search_facts
+from hermes.memory.facts.search import search_facts
 from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
@@ -89,14 +89,14 @@ class FactStore:
         self.config = config
         self.clock = clock or SystemClock()
         self.entity_store = EntityStore(db, config, self.clock)
-        # hermes.memory.fact_vectors.FactVectors when recall by meaning is on
+        # hermes.memory.facts.vectors.FactVectors when recall by meaning is on
         self.vectors = vectors
 
     @classmethod
     def from_runtime(cls, rt: Runtime) -> FactStore:
         vectors = None
         if rt.settings.sessions.embeddings:
-            from hermes.memory.fact_vectors import fact_vectors_for
+            from hermes.memory.facts.vectors import fact_vectors_for
 
             vectors = fact_vectors_for(rt.db, rt.settings.sessions.embedding_model)
         return cls(rt.db, rt.settings.facts, rt.clock, vectors=vectors)
@@ -233,7 +233,7 @@ class FactStore:
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
         word breaks for FTS5) is matched with LIKE. With fact vectors, bm25 over any word is
         fused with the cosine of ``meaning`` (default: ``query``) to each fact, then x trust.
-        See hermes.memory.fact_search.
+        See hermes.memory.facts.search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)

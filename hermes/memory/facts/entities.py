@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.fact_records import ACTIVE
+from hermes.memory.facts.records import ACTIVE
 from hermes.memory.guard import check_field
 from hermes.store.fts import STOPWORDS
 

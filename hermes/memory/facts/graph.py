@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import sqlite_utils
 
-from hermes.memory.fact_records import ACTIVE
+from hermes.memory.facts.records import ACTIVE
 
 # At most this many links are read per side and hop; the best-trusted come first.
 MAX_LINKS = 2000

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes.memory import fact_vectors
-from hermes.memory.fact_records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
+from hermes.memory.facts import vectors as fact_vectors
+from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
-    from hermes.memory.fact_vectors import Similarity
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.facts.vectors import Similarity
 
 
 def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
                  floor: float, explain: bool, any_word: bool = False,
                  meaning: str | None = None) -> list[Fact]:
     """bm25 x trust; with fact vectors (``store.vectors``), bm25 fused with the cosine of the
-    query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.fact_vectors)."""
+    query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.facts.vectors)."""
     plan = build_match(query)
     filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
     params: list[Any] = [user, floor]

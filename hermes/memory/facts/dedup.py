@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
-from hermes.memory.fact_records import (
+from hermes.memory.facts.records import (
     ACTIVE,
     Fact,
     clean_tags,
@@ -28,7 +28,7 @@ from hermes.memory.fact_records import (
 from hermes.store.fts import STOPWORDS, build_match
 
 if TYPE_CHECKING:
-    from hermes.memory.facts import FactStore
+    from hermes.memory.facts.store import FactStore
 
 # Near-duplicate candidates compared with rapidfuzz per add, most recent first.
 MERGE_CANDIDATES = 50

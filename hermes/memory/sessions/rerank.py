@@ -2,7 +2,7 @@
 
 Session search (``SessionStore.search``, behind the ``session_search`` tool, the CLI and the
 context file, and ``SessionStore.search_messages``) finds the messages that match a query and
-scores them by BM25 (``hermes.memory.ranking``); :func:`rerank` then reads each match in its
+scores them by BM25 (``hermes.memory.sessions.bm25``); :func:`rerank` then reads each match in its
 conversation. Zero model calls, two small SQLite queries. Each signal is general, none fitted
 to any one benchmark question:
 

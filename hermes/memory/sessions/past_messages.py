@@ -14,8 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
-from hermes.memory.session_records import Message, Session, speaker_name
-from hermes.memory.sessions import SessionStore
+from hermes.memory.sessions.records import Message, Session, speaker_name
+from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, build_match
 
 # One message line is cut here: an excerpt is a pointer into the past, not a transcript.
@@ -31,7 +31,7 @@ CHATTER = frozenset("""
     awesome perfect right alright done np welcome
     """.split())  # noqa: SIM905 - a word block reads better than a list literal
 # A word in this many messages or more says little and makes the search cost what a common
-# word costs (hermes.memory.session_search's bounded path): left out of the turn's search.
+# word costs (hermes.memory.sessions.search's bounded path): left out of the turn's search.
 COMMON_MESSAGES = 1000
 SELECTIVE_TERMS = 4
 # Any word at once (bm25 ranks those holding most of them first) rather than all words first.
