@@ -117,7 +117,7 @@ def test_neighbours_stay_inside_their_session_looking_back(store, clock):
     by_id = {h.message.id: h for h in hits}
     assert first[1] not in by_id
     assert by_id[second[1]].parts["neighbours"] == pytest.approx(
-        recall.DEFAULT_PARAMS.neighbour * by_id[second[0]].parts["bm25"])
+        rerank.DEFAULT_PARAMS.neighbour * by_id[second[0]].parts["bm25"])
 
 
 def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):
