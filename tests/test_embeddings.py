@@ -286,8 +286,10 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
     monkeypatch.setattr(embeddings, "_models", {})
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = model
+    # what `hermes sessions index` asks for; a search degrades to words instead
+    # (tests/test_session_semantic.py)
     with pytest.raises(HermesError, match=message):
-        SessionStore.from_runtime(rt)
+        embeddings.vectors_for(rt.db, model)
 
 
 def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, monkeypatch):

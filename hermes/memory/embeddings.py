@@ -26,6 +26,7 @@ memory per user while the process runs, so a query costs one matrix-vector produ
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -37,6 +38,8 @@ import sqlite_utils
 
 from hermes.errors import HermesError
 from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
 
 MINILM = "all-MiniLM-L6-v2-onnx-int8"
 # The engine and its 4-bit weights are part of the id: another quantisation is another model.
@@ -298,6 +301,12 @@ class MessageVectors:
             self._cache[user] = matrix
             return matrix
 
+    def matrix(self, user: str) -> _Matrix:
+        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages
+        (see :meth:`nearest`)."""
+        self.index(user, limit=INLINE_INDEX)
+        return self._matrix(user)
+
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
 
@@ -305,8 +314,7 @@ class MessageVectors:
         INLINE_INDEX new messages (the newest) are embedded here, so a search never stalls on a
         backlog: ``hermes run`` embeds the rest in the background, ``hermes sessions index``
         all at once."""
-        self.index(user, limit=INLINE_INDEX)
-        matrix = self._matrix(user)
+        matrix = self.matrix(user)
         if not len(matrix.ids):
             return []
         np = self._np
@@ -340,3 +348,21 @@ def vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL) -> Messag
     if model not in per_model:
         per_model[model] = MessageVectors(db, embedder_for(model))
     return per_model[model]
+
+
+_warned: set[str] = set()
+
+
+def session_vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL
+                        ) -> MessageVectors | None:
+    """:func:`vectors_for`, or None (session search by words only) when the model's extra is
+    not installed or its engine cannot load: said once in the log with how to install it, never
+    an error, since messages are always found by their words. (``hermes sessions index``, which
+    exists only to embed, calls vectors_for and says so as an error.)"""
+    try:
+        return vectors_for(db, model)
+    except HermesError as exc:
+        if model not in _warned:
+            _warned.add(model)
+            log.warning("session search by meaning is off, words only: %s", exc)
+        return None

@@ -59,9 +59,9 @@ class SessionStore(SessionSearch):
     def from_runtime(cls, rt: Any) -> SessionStore:
         vectors = None
         if rt.settings.sessions.embeddings:
-            from hermes.memory.embeddings import vectors_for
+            from hermes.memory.embeddings import session_vectors_for
 
-            vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
+            vectors = session_vectors_for(rt.db, rt.settings.sessions.embedding_model)
         return cls(rt.db, clock=rt.clock, vectors=vectors,
                    redact_secrets=rt.settings.sessions.redact_secrets)
 
