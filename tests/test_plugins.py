@@ -193,3 +193,27 @@ def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, 
     assert result.stderr.startswith("Error: A Hermes plugin (entry-point group 'hermes') "
                                     "failed to load: ModuleNotFoundError")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def postbox_transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "postbox.jsonl"
+    path.write_text(json.dumps({"source": "postbox", "started_at": "2026-11-29T10:00:00+00:00",
+                                "messages": [{"role": "user", "content": "A letter came"}]})
+                    + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_plugin_front_ends_name_is_a_session_source(installed_plugin, cli, tmp_path):
+    report = cli("sessions", "import", str(postbox_transcript(tmp_path)), "--json").json()
+    assert report["sessions_created"] == 1 and report["errors"] == []
+    (session,) = cli("sessions", "list", "--source", "postbox", "--json").json()
+    assert session["source"] == "postbox"
+
+
+def test_without_the_plugin_its_source_is_refused(monkeypatch, cli, tmp_path):
+    forget_loaded_plugins(monkeypatch)
+    report = cli("sessions", "import", str(postbox_transcript(tmp_path)), "--json").json()
+    assert report["sessions_created"] == 0
+    (error,) = report["errors"]
+    assert error["error"].startswith("'source' must be one of discord, terminal, cron, import, "
+                                     "web (got 'postbox')")
