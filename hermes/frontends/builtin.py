@@ -11,6 +11,7 @@ from hermes.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from hermes.frontends.base import FrontendContext
+    from hermes.hookspecs import RegisterFrontend
 
 
 def discord(ctx: FrontendContext) -> Any:
@@ -42,7 +43,7 @@ def discord_channel(target: str) -> bool:
 
 
 @hookimpl
-def register_frontends(register):  # type: ignore[no-untyped-def]
+def register_frontends(register: RegisterFrontend) -> None:
     register("discord", discord, accepts=discord_channel)
     register("terminal", terminal, accepts=lambda target: False)  # `terminal`, no target
     register("web", web, accepts=None)

@@ -209,11 +209,11 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
     zw, zc = _z(words), _z(cos)
     raw = {c: zw[c] + weight * zc[c] for c in candidates}
     if sessions is not None and SESSION_WEIGHT:
-        best: dict[object, float] = {}
+        session_best: dict[object, float] = {}
         for c, value in raw.items():
             key = sessions.get(c) or ("fact", c)
-            best[key] = max(best.get(key, value), value)
-        raw = {c: value + SESSION_WEIGHT * best[sessions.get(c) or ("fact", c)]
+            session_best[key] = max(session_best.get(key, value), value)
+        raw = {c: value + SESSION_WEIGHT * session_best[sessions.get(c) or ("fact", c)]
                for c, value in raw.items()}
     return {c: 1 / (1 + math.exp(-raw[c])) for c in candidates}
 
