@@ -32,12 +32,12 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory.basic import BasicMemory
+from hermes.memory.facts.ratings import ReplyRatings
 from hermes.memory.facts.store import FactStore
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message, SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
-from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,7 @@ class Agent:
         self.facts = FactStore.from_runtime(rt)
         self.basic = BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
         self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
+        self.ratings = ReplyRatings(rt.db, self.facts, rt.clock)
         self.compressor = Compressor(self.llm, self.background_llm,
                                      compress_at=rt.settings.agent.compress_at)
         # Every model call is counted (tokens, cached tokens, cost) for `hermes stats`.
@@ -326,14 +327,7 @@ class Turn:
         reply = agent.sessions.append(user, self.session_id, "assistant", text)
         ids = list(dict.fromkeys(shown))
         if ids:
-            marks = ",".join("?" * len(ids))
-            with write_transaction(agent.rt.db):
-                # Only this user's facts: a stray id never links to another user's fact.
-                agent.rt.db.execute(
-                    f"INSERT OR IGNORE INTO shown_facts (message_id, fact_id) "
-                    f"SELECT ?, id FROM facts WHERE user = ? AND id IN ({marks})",
-                    [reply.id, user, *ids],
-                )
+            agent.ratings.record_shown(user, reply.id, ids)
             agent.facts.mark_retrieved(user, ids)
         return reply.id
 

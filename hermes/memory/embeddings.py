@@ -212,7 +212,7 @@ def _recent_query(model: Any, text: str, compute: Callable[[], Any]) -> Any:
     return vector
 
 
-# sessions.embedding_model -> the class that runs it
+# The built-in models (registered by hermes.memory.embedding_models) -> the class that runs it
 MODELS: dict[str, Callable[[], Embedder]] = {"e5": E5, "minilm": MiniLM}
 DEFAULT_MODEL = "e5"
 
@@ -334,10 +334,14 @@ _vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, MessageVect
 def embedder_for(model: str = DEFAULT_MODEL) -> Embedder:
     """The embedding model named in the config (``sessions.embedding_model``), loaded once per
     process."""
-    if model not in MODELS:
-        raise HermesError(f"Unknown embedding model {model!r}: use one of {', '.join(MODELS)}.")
     if model not in _models:
-        _models[model] = MODELS[model]()
+        from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+
+        models = embedding_models()
+        if model not in models:
+            raise HermesError(f"Unknown embedding model {model!r}: use one of "
+                              f"{', '.join(models)}.")
+        _models[model] = models[model]()
     return _models[model]
 
 
