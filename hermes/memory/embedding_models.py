@@ -6,19 +6,23 @@ here: a model's engine loads when the model is first built."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
 from hermes.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import Embedder
 
-def _builtin(name: str) -> Any:
+
+def _builtin(name: str) -> Embedder:
     from hermes.memory import embeddings
 
     return embeddings.MODELS[name]()
 
 
 @hookimpl
-def register_embedding_models(register):  # type: ignore[no-untyped-def]
+def register_embedding_models(register: Callable[[str, Callable[[], Embedder]], None]) -> None:
     for name in BUILTIN:
         register(name, functools.partial(_builtin, name))

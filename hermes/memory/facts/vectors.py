@@ -103,8 +103,8 @@ class FactVectors:
                     "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
                     "vector, context_vector) VALUES (?, ?, ?, ?, ?, ?)",
                     [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
-                      of_context[contexts[i]].astype(half).tobytes() if contexts[i] else b"")
-                     for i, r in enumerate(chunk)],
+                      of_context[context].astype(half).tobytes() if context else b"")
+                     for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
                 )
             done += len(chunk)
             if progress is not None:
