@@ -162,9 +162,10 @@ def _model(settings: Settings, call: bool) -> Check:
                      "and the bot need model.name")
     missing = llm.missing_keys()
     if missing:
-        return Check("model", "fail", f"{llm.name}: {' and '.join(missing)} "
-                     f"{'is' if len(missing) == 1 else 'are'} not set; set "
-                     f"{'it' if len(missing) == 1 else 'them'} in the environment or in "
+        # litellm lists one key, or the several a provider reads (one of them, or all).
+        what = f"{missing[0]} is not set; set it" if len(missing) == 1 else \
+            f"its key is not set (litellm looks for {', '.join(missing)}); set it"
+        return Check("model", "fail", f"{llm.name}: {what} in the environment or in "
                      f"{settings.home_path / '.env'}")
     if not call:
         return Check("model", "ok", f"{llm.name} (not called; `hermes doctor --model` sends "

@@ -233,3 +233,22 @@ def test_doctor_names_the_missing_key_of_the_provider(cli, hermes_home: Path,
     assert model["status"] == "ok" and "not called" in model["detail"]
     assert "ANTHROPIC_API_KEY" not in os.environ
     assert "sk-ant" not in cli("doctor").stdout
+
+
+def test_doctor_asks_litellm_with_the_env_files_keys(cli, hermes_home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini takes GOOGLE_API_KEY or GEMINI_API_KEY: one of them in .env is enough."""
+    import os
+
+    monkeypatch.setenv("HERMES_MODEL__NAME", "gemini/gemini-2.0-flash")
+    for key in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    model = _checks(cli("doctor", "--json"), "model")[0]
+    assert model["status"] == "fail" and model["detail"].startswith(
+        "gemini/gemini-2.0-flash: its key is not set (litellm looks for GOOGLE_API_KEY, "
+        "GEMINI_API_KEY); set it in the environment or in ")
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / ".env").write_text("GEMINI_API_KEY=not-a-real-one\n")
+    model = _checks(cli("doctor", "--json"), "model")[0]
+    assert model["status"] == "ok", model
+    assert "GEMINI_API_KEY" not in os.environ

@@ -258,8 +258,10 @@ class LLM:
             if missing:
                 where = f" or in {self._env_file}" if self._env_file else ""
                 raise ModelNotConfigured(
-                    f"The model {self.name} needs {' and '.join(missing)}: set it in the "
-                    f"environment{where}."
+                    f"The model {self.name} needs "
+                    + (missing[0] if len(missing) == 1 else
+                       f"its key (litellm looks for {', '.join(missing)})")
+                    + f": set it in the environment{where}."
                 )
         self._ready = True
         return litellm
@@ -270,8 +272,16 @@ class LLM:
         changing the environment; none with ``model.api_base`` (a server of one's own)."""
         if not self.name or self.config.api_base:
             return []
+        from unittest import mock
+
+        litellm = load_litellm()
         in_file = read_env_file(self._env_file) if self._env_file is not None else {}
-        return [key for key in self._missing_keys(load_litellm()) if not in_file.get(key)]
+        # litellm reads os.environ, and a provider may take one of several keys (Gemini:
+        # GOOGLE_API_KEY or GEMINI_API_KEY) or need two (AWS): ask it with the .env's keys
+        # added for the call (variables already set win, as in load_env_file), then as before.
+        extra = {k: v for k, v in in_file.items() if v is not None and k not in os.environ}
+        with mock.patch.dict(os.environ, extra):
+            return self._missing_keys(litellm)
 
     def _missing_keys(self, litellm: Any) -> list[str]:
         try:
