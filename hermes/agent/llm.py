@@ -272,16 +272,18 @@ class LLM:
         changing the environment; none with ``model.api_base`` (a server of one's own)."""
         if not self.name or self.config.api_base:
             return []
-        from unittest import mock
-
         litellm = load_litellm()
         in_file = read_env_file(self._env_file) if self._env_file is not None else {}
         # litellm reads os.environ, and a provider may take one of several keys (Gemini:
         # GOOGLE_API_KEY or GEMINI_API_KEY) or need two (AWS): ask it with the .env's keys
         # added for the call (variables already set win, as in load_env_file), then as before.
         extra = {k: v for k, v in in_file.items() if v is not None and k not in os.environ}
-        with mock.patch.dict(os.environ, extra):
+        os.environ.update(extra)
+        try:
             return self._missing_keys(litellm)
+        finally:
+            for key in extra:
+                os.environ.pop(key, None)
 
     def _missing_keys(self, litellm: Any) -> list[str]:
         try:
