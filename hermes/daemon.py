@@ -401,16 +401,17 @@ class Daemon:
             return 0
         users = self._users()
         stopping = self._stop.is_set
+        memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.embeddings import MessageVectors, embedder_for
             from hermes.memory.facts.vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
-                embedder = embedder_for(settings.sessions.embedding_model)
-                vectors = MessageVectors(db, embedder)
-                facts = FactVectors(db, embedder)
+                # The home's memory on this thread's connection, with the loop's models.
+                vectors = memory.on(db).message_vectors
+                assert vectors is not None  # sessions.embeddings is on
+                facts = FactVectors(db, vectors.embedder)
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
                            for user in users)
             finally:
@@ -426,9 +427,7 @@ class Daemon:
         self.runner.schedule_all(self.scheduler)
 
     def _users(self) -> list[str]:
-        from hermes.memory.sessions.store import SessionStore
-
-        return SessionStore.from_runtime(self.rt).users()
+        return self.rt.memory.sessions.users()
 
     async def refresh_contexts(self, agent: Agent, *, only_stale: bool = False) -> list[str]:
         """Rewrite each user's context file (at start: only those older than the period)."""

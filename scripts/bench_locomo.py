@@ -308,9 +308,9 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import embedder_for
+    from hermes.memory.embeddings import Embedders
 
-    inner = embedder_for(model)
+    inner = Embedders().get(model)
     if not cache:
         return inner
     path = Path(cache) / f"{model}.json"

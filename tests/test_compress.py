@@ -8,8 +8,6 @@ from hermes.agent.compress import SUMMARY_PREFIX
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable, set_context_window
 
@@ -18,7 +16,7 @@ from tests.fakellm import service_unavailable, set_context_window
 def long_session(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     set_context_window(3000)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     for i in range(40):
         role = "user" if i % 2 == 0 else "assistant"
@@ -27,14 +25,14 @@ def long_session(fake_model, clock):
                      f"including VLAN layouts, switch models and firewall rules, point {i}; "
                      "we also weighed power draw, noise, rack space and the cost of spares")
     BasicMemory(rt.db, clock=clock).add("owner", "Runs a home lab with a Proxmox cluster")
-    FactStore.from_runtime(rt).add("owner", "The firewall is an OPNsense box")
+    rt.memory.facts.add("owner", "The firewall is an OPNsense box")
     yield rt, session.id
     rt.close()
 
 
 async def test_compression_keeps_memory_and_the_stored_transcript(long_session, fake_model):
     rt, session_id = long_session
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     before = [(m.id, m.content) for m in store.messages("owner", session_id)]
     fake_model.reply("The user compared home lab network designs (VLANs, switches, firewall).")
     fake_model.reply("Use VLAN 20 for the cameras.")
@@ -88,7 +86,7 @@ async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model)
 
 async def test_a_short_conversation_is_not_compressed(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    session = rt.memory.sessions.create("owner", "terminal")
     fake_model.reply("hi")
     result = await Agent(rt).turn("owner", session.id, "hello").run()
     assert not result.compressed and len(fake_model.requests) == 1

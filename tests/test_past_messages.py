@@ -8,7 +8,6 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.sessions.past_messages import recall_past_messages
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
@@ -21,7 +20,7 @@ def agent(fake_model, clock):
 
 @pytest.fixture
 def store(agent):
-    return SessionStore.from_runtime(agent.rt)
+    return agent.rt.memory.sessions
 
 
 def chat(store, clock, user, title, *pairs):

@@ -20,7 +20,6 @@ from hermes.config import load_settings
 from hermes.cron.store import CronStore
 from hermes.errors import HermesError
 from hermes.frontends import base
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process
 
@@ -70,7 +69,7 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
     rt = Runtime(load_settings(), clock=clock)
     try:
         agent = Agent(rt)
-        session_id = SessionStore.from_runtime(rt).create("owner", "terminal").id
+        session_id = rt.memory.sessions.create("owner", "terminal").id
         fake_model.tool_call(TOOL["tool"], TOOL["args"]).reply("Three words.")
         result = await agent.turn("owner", session_id, "count: one two three").run()
         assert result.text == "Three words." and result.tool_calls == 1

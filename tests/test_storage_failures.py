@@ -70,12 +70,11 @@ def healthy_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a database with a few hundred rows in every FTS-indexed table."""
     from hermes.clock import FakeClock
     from hermes.config import Settings
-    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     home = tmp_path_factory.mktemp("healthy")
     rt = Runtime(Settings(home=str(home)), clock=FakeClock("2026-11-29T12:00:00+00:00"))
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     for i in range(120):
         facts.add("owner", f"Alice deployed redis number {i} for Project Atlas")
     sessions = "\n".join(

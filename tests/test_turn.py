@@ -10,8 +10,6 @@ from hermes.agent.turn import MEMORY_FULL_NOTE, Agent, TurnResult
 from hermes.config import load_settings
 from hermes.memory import context as context_file
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import rate_limit, service_unavailable
 
@@ -26,12 +24,12 @@ def agent(fake_model, clock):
 @pytest.fixture
 def stores(agent):
     rt = agent.rt
-    return (BasicMemory(rt.db, clock=rt.clock), FactStore.from_runtime(rt),
-            SessionStore.from_runtime(rt))
+    return (BasicMemory(rt.db, clock=rt.clock), rt.memory.facts,
+            rt.memory.sessions)
 
 
 def new_session(agent, user="owner"):
-    return SessionStore.from_runtime(agent.rt).create(user, "terminal").id
+    return agent.rt.memory.sessions.create(user, "terminal").id
 
 
 async def ask(agent, text, *, user="owner", session_id=None) -> TurnResult:
@@ -143,7 +141,7 @@ async def test_two_users_never_see_each_others_memory(agent, fake_model, stores)
 
 def tool_results(agent, session_id, user="owner"):
     return [(m.tool_name, json.loads(m.tool_args or "{}"), json.loads(m.content))
-            for m in SessionStore.from_runtime(agent.rt).messages(user, session_id)
+            for m in agent.rt.memory.sessions.messages(user, session_id)
             if m.role == "tool"]
 
 
@@ -280,7 +278,7 @@ async def test_turn_streams_and_records_both_messages(agent, fake_model):
     turn = agent.turn("owner", session_id, "hi", speaker="alice")
     chunks = [chunk async for chunk in turn]
     assert len(chunks) > 1 and "".join(chunks) == "Hello there, friend"
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.rt.memory.sessions.messages("owner", session_id)
     assert [(m.role, m.content, m.speaker) for m in stored] == [
         ("user", "hi", "alice"), ("assistant", "Hello there, friend", None)]
     assert turn.result.assistant_message_id == stored[1].id
@@ -301,7 +299,7 @@ async def test_provider_down_records_the_message_and_gives_one_line(agent, fake_
     result = await ask(agent, "are you there?", session_id=session_id)
     assert result.error and "\n" not in result.error and "unavailable" in result.error
     assert result.assistant_message_id is None and fake_model.sleeps == [1.0, 2.0, 4.0]
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.rt.memory.sessions.messages("owner", session_id)
     assert [(m.role, m.content) for m in stored] == [("user", "are you there?")]
 
 
@@ -317,7 +315,7 @@ async def test_no_model_configured_still_records_and_says_what_to_set(clock, mon
     session_id = new_session(agent)
     result = await agent.turn("owner", session_id, "hello").run()
     assert "HERMES_MODEL__NAME" in result.error
-    assert [m.role for m in SessionStore.from_runtime(rt).messages("owner", session_id)] == [
+    assert [m.role for m in rt.memory.sessions.messages("owner", session_id)] == [
         "user"]
     rt.close()
 
@@ -390,7 +388,7 @@ async def test_a_stopped_reply_keeps_what_the_user_saw(agent, fake_model):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert turn.result.stopped and after == [turn.result]
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.rt.memory.sessions.messages("owner", session_id)
     assert [m.role for m in stored] == ["user"]  # nothing was shown, so no reply is stored
     gate.set()
 
@@ -403,7 +401,7 @@ async def test_breaking_out_of_the_stream_records_the_partial_reply(agent, fake_
     first = await stream.__anext__()
     await stream.aclose()
     assert turn.result.stopped and turn.result.text == first + " [stopped]"
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.rt.memory.sessions.messages("owner", session_id)
     assert stored[-1].role == "assistant" and stored[-1].content == first + " [stopped]"
 
 

@@ -11,7 +11,6 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.clock import to_ts
 from hermes.config import load_settings
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from tests.fakellm import FakeRequest, set_context_window
@@ -56,7 +55,7 @@ def test_since_limits_the_period(cli, rt):
 async def test_a_model_that_reports_no_usage_still_works(fake_model, rt):
     fake_model.usage_for = lambda request: None
     fake_model.reply("Fine.")
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    session = rt.memory.sessions.create("owner", "terminal")
     result = await Agent(rt).turn("owner", session.id, "hello").run()
     assert result.text == "Fine." and result.error is None
     totals = usage.totals(rt.db, "owner")
@@ -65,7 +64,7 @@ async def test_a_model_that_reports_no_usage_still_works(fake_model, rt):
 
 async def test_a_compression_is_counted_as_its_own_source(fake_model, rt):
     set_context_window(3000)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     for i in range(40):
         store.append("owner", session.id, "user" if i % 2 == 0 else "assistant",
@@ -160,7 +159,7 @@ async def _two_turns(model: str, clock, monkeypatch, cache: str = "auto") -> Run
     monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", cache)
     rt = Runtime(load_settings(), clock=clock)
     agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    session = rt.memory.sessions.create("owner", "terminal")
     for text in ("hello", "and again"):
         result = await agent.turn("owner", session.id, text).run()
         assert result.error is None and result.text == "Hi.", result.error
@@ -192,7 +191,7 @@ async def test_a_compression_summary_is_sent_without_marks(provider, clock, monk
     monkeypatch.setenv("HERMES_AGENT__COMPRESS_AT", "0.005")   # 1,000 of 200k tokens
     rt = Runtime(load_settings(), clock=clock)
     agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    session = rt.memory.sessions.create("owner", "terminal")
     # over the budget from the second turn on; the fifth is the first with older turns to fold
     results = [await agent.turn("owner", session.id, f"hello {n} " + "and more " * 60).run()
                for n in range(5)]
@@ -224,7 +223,7 @@ async def test_extraction_is_counted_for_its_user(fake_model, rt):
     from hermes.learn.worker import ExtractionWorker
 
     fake_model.usage_for = caching_usage
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     store.append("owner", session.id, "user", "I moved to Lisbon in March.")
     store.append("owner", session.id, "assistant", "Noted!")

@@ -35,7 +35,7 @@ def shown_fact_ids(rt: Runtime, user: str, message_id: int) -> list[int]:
 def rate_reply(rt: Runtime, user: str, message_id: int, helpful: bool) -> list[RateResult]:
     """Rate every fact shown for the reply ``message_id``. Empty when it used no facts."""
     _check_message(rt, user, message_id)
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     return [facts.rate(user, fact_id, helpful) for fact_id in shown_fact_ids(rt, user, message_id)]
 
 
@@ -49,7 +49,7 @@ def set_reply_rating(rt: Runtime, user: str, message_id: int, rater: str,
     so 👍 then 👎 ends exactly where a single 👎 would. Returns the trust changes made now.
     """
     _check_message(rt, user, message_id)
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     changes: list[RateResult] = []
     with write_transaction(rt.db):
         row = rt.db.execute(

@@ -153,11 +153,10 @@ class PromptBuilder:
                  basic: BasicMemory | None = None, sessions: SessionStore | None = None) -> None:
         self.rt = rt
         self.settings = rt.settings
-        self.facts = facts or FactStore.from_runtime(rt)
-        self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
-                                          clock=rt.clock)
+        self.facts = facts or rt.memory.facts
+        self.basic = basic or rt.memory.basic
         self.fact_recall = FactRecall(self.facts, rt.clock)
-        self.sessions = sessions or SessionStore.from_runtime(rt)
+        self.sessions = sessions or rt.memory.sessions
 
     # -- parts ------------------------------------------------------------------------------
 

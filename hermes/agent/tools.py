@@ -102,10 +102,9 @@ class ToolBox:
         self.tools = tools or default_registry()
         self.user = user
         self.session_id = session_id
-        self.facts = facts or FactStore.from_runtime(rt)
-        self.sessions = sessions or SessionStore.from_runtime(rt)
-        self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
-                                          clock=rt.clock)
+        self.facts = facts or rt.memory.facts
+        self.sessions = sessions or rt.memory.sessions
+        self.basic = basic or rt.memory.basic
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
         # so the note to the user says what failed, not that memory is full when it is not.

@@ -30,10 +30,8 @@ from hermes.agent.prompt import Prompt, PromptBuilder
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
-from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
 from hermes.memory.secrets import removed_note
-from hermes.memory.sessions.store import Message, SessionStore
+from hermes.memory.sessions.store import Message
 from hermes.runtime import Runtime
 from hermes.store import usage
 from hermes.store.db import write_transaction
@@ -77,9 +75,9 @@ class Agent:
         self.background_llm = background_llm or (
             LLM.from_settings(rt.settings, background=True)
             if rt.settings.model.background else self.llm)
-        self.sessions = SessionStore.from_runtime(rt)
-        self.facts = FactStore.from_runtime(rt)
-        self.basic = BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
+        self.sessions = rt.memory.sessions
+        self.facts = rt.memory.facts
+        self.basic = rt.memory.basic
         self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
         self.compressor = Compressor(self.llm, self.background_llm,
                                      compress_at=rt.settings.agent.compress_at)

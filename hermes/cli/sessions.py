@@ -44,7 +44,7 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def _store(ctx: typer.Context) -> SessionStore:
-    return SessionStore.from_runtime(runtime(ctx))
+    return runtime(ctx).memory.sessions
 
 
 def parse_since(text: str, now_ts: str) -> str:
@@ -196,14 +196,14 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.embeddings import vectors_for
     from hermes.memory.facts.vectors import FactVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
-    vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
+    vectors = rt.memory.message_vectors
+    assert vectors is not None  # sessions.embeddings is on
     who = rt.user(user)
     facts = FactVectors(rt.db, vectors.embedder).index(who)
     done = vectors.index(who)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.facts.store import Fact
 from hermes.memory.secrets import redact_text
-from hermes.memory.sessions.store import Session, SessionStore
+from hermes.memory.sessions.store import Session
 from hermes.store import usage
 from hermes.store.files import atomic_text_file
 
@@ -98,8 +98,8 @@ def _day(ts: str) -> str:
 def gather(rt: Runtime, user: str) -> tuple[list[Session], list[Fact]]:
     """Recent sessions (newest first) and recently changed facts for ``user``."""
     since = to_ts(rt.clock.now() - timedelta(days=rt.settings.context.days))
-    sessions = SessionStore.from_runtime(rt).list_sessions(user, since=since, limit=MAX_SESSIONS)
-    facts = FactStore.from_runtime(rt).recent(user, since, limit=MAX_FACTS)
+    sessions = rt.memory.sessions.list_sessions(user, since=since, limit=MAX_SESSIONS)
+    facts = rt.memory.facts.recent(user, since, limit=MAX_FACTS)
     return sessions, facts
 
 

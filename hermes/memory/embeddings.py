@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -292,25 +291,24 @@ class MessageVectors:
         return [(int(matrix.ids[i]), float(scores[i])) for i in top]
 
 
-_models: dict[str, Embedder] = {}
-_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, MessageVectors]] = (
-    weakref.WeakKeyDictionary())
+class Embedders:
+    """The embedding models one home's memory has loaded (``sessions.embedding_model``), each
+    loaded once: held by :class:`hermes.memory.Memory`, shared with its other connections."""
 
+    def __init__(self) -> None:
+        self._models: dict[str, Embedder] = {}
+        self._failed: set[str] = set()
 
-def embedder_for(model: str = DEFAULT_MODEL) -> Embedder:
-    """The embedding model named in the config (``sessions.embedding_model``), loaded once per
-    process."""
-    if model not in MODELS:
-        raise HermesError(f"Unknown embedding model {model!r}: use one of {', '.join(MODELS)}.")
-    if model not in _models:
-        _models[model] = MODELS[model]()
-    return _models[model]
+    def get(self, model: str = DEFAULT_MODEL) -> Embedder:
+        if model not in MODELS:
+            raise HermesError(f"Unknown embedding model {model!r}: use one of "
+                              f"{', '.join(MODELS)}.")
+        if model not in self._models:
+            self._models[model] = MODELS[model]()
+        return self._models[model]
 
-
-def vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL) -> MessageVectors:
-    """The MessageVectors of a database connection for one model, kept while the connection
-    lives (its in-memory matrix with it)."""
-    per_model = _vectors.setdefault(db, {})
-    if model not in per_model:
-        per_model[model] = MessageVectors(db, embedder_for(model))
-    return per_model[model]
+    def first_failure(self, model: str) -> bool:
+        """Whether this is the first time ``model`` failed to load here (to say it once)."""
+        first = model not in self._failed
+        self._failed.add(model)
+        return first

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import sqlite_utils
 
@@ -46,9 +46,6 @@ from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
-
-if TYPE_CHECKING:
-    from hermes.runtime import Runtime
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
 __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
@@ -95,15 +92,6 @@ class FactStore:
         self.vectors = vectors
         self.duplicates = Duplicates(db, config, self.entity_store)
         self.searcher = FactSearch(db, vectors)
-
-    @classmethod
-    def from_runtime(cls, rt: Runtime) -> FactStore:
-        vectors = None
-        if rt.settings.sessions.embeddings:
-            from hermes.memory.facts.vectors import fact_vectors_for
-
-            vectors = fact_vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, rt.settings.facts, rt.clock, vectors=vectors)
 
     # -- reading one ------------------------------------------------------------------------
 

@@ -57,16 +57,6 @@ class SessionStore:
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
 
-    @classmethod
-    def from_runtime(cls, rt: Any) -> SessionStore:
-        vectors = None
-        if rt.settings.sessions.embeddings:
-            from hermes.memory.embeddings import vectors_for
-
-            vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, clock=rt.clock, vectors=vectors,
-                   redact_secrets=rt.settings.sessions.redact_secrets)
-
     # -- writing ----------------------------------------------------------------------------
 
     def create(
