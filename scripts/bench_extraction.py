@@ -175,7 +175,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     latencies: list[float] = []
     loop_cpu: list[float] = []   # CPU time of the event loop's thread during each reply
     with context:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         worker = None
         if extraction:
             worker = ExtractionWorker(rt)

@@ -246,7 +246,7 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
         agent.recall_messages_char_budget = 0
     rt = Runtime(settings, clock=store.clock)
     rt.__dict__["db"] = db  # the bench's connection (Runtime.db is a cached property)
-    builder = PromptBuilder(rt, facts=facts, sessions=store)
+    builder = PromptBuilder(rt.memory, facts=facts, sessions=store)
     session = store.create(user, "terminal")
     persona = len(builder.persona())
 

@@ -223,10 +223,10 @@ class OldLayout:
 
         builder = self.prompts
         parts = [("persona", builder.persona()),
-                 ("current_time", format_time(builder.rt.clock.now())),
+                 ("current_time", format_time(builder.clock.now())),
                  ("basic_memory", defuse(builder.basic.render(user)))]
         if first_turn:
-            text = context_file.read(builder.rt, user)
+            text = context_file.read(builder.memory, user)
             if text and text.strip():
                 parts.append(("recent_context", OLD_CONTEXT_NOTE + "\n" + defuse(text)))
         recalled = builder.recall(user, query)
@@ -376,7 +376,7 @@ async def _converse() -> Run:
         facts = rt.memory.facts
         for i in range(60):
             facts.add("owner", f"Project Kestrel component {i} runs on host node{i}")
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         old = OldLayout(agent)
         store = rt.memory.sessions
         session = store.create("owner", "terminal").id

@@ -181,7 +181,7 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> di
     rng = random.Random(seed)
     vocab = vocabulary(random.Random(7))
     rt = Runtime(load_settings(home=home, environ={}))
-    builder = PromptBuilder(rt)
+    builder = PromptBuilder(rt.memory)
     store = rt.memory.sessions
     queries = [question(rng, vocab, rng.choice(TOPICS)) for _ in range(runs)]
     # The worst case: a long chatty message whose words hit a large share of the facts.

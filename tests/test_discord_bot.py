@@ -42,7 +42,7 @@ def ticks() -> Ticks:
 async def env(fake_model, rt, monkeypatch, ticks):
     from hermes.agent.turn import Agent
 
-    bot = HermesBot(rt, Agent(rt), monotonic=ticks)
+    bot = HermesBot(rt, Agent(rt.memory), monotonic=ticks)
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
     async with bot:

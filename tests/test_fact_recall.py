@@ -13,17 +13,17 @@ from hermes.runtime import Runtime
 @pytest.fixture
 def agent(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield Agent(rt.memory)
     rt.close()
 
 
 @pytest.fixture
 def facts(agent):
-    return agent.rt.memory.facts
+    return agent.memory.facts
 
 
 async def shown(agent, fake_model, text, user="owner") -> list[int]:
-    session_id = agent.rt.memory.sessions.create(user, "terminal").id
+    session_id = agent.memory.sessions.create(user, "terminal").id
     fake_model.reply("ok")
     result = await agent.turn(user, session_id, text).run()
     return result.shown_fact_ids

@@ -129,7 +129,7 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
     rt = Runtime(load_settings(), clock=clock)
     rt.settings.sessions.embeddings = True
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         worker = ExtractionWorker(rt)
         store = SessionStore(rt.db, clock=clock)
         session = store.create("owner", "terminal")
@@ -183,6 +183,6 @@ def test_small_talk_recalls_no_fact_by_meaning_alone(agent_with_toy):
 def agent_with_toy(fake_model, clock, toy, toy_model):
     rt = Runtime(load_settings(), clock=clock)
     rt.settings.sessions.embeddings = True
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     yield agent, agent.prompts.facts
     rt.close()

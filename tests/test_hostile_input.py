@@ -142,7 +142,7 @@ async def test_a_reply_with_half_an_emoji_is_recorded(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     sessions = rt.memory.sessions
     session = sessions.create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "hi").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "hi").run()
     stored = [m.content for m in sessions.messages("owner", session.id)]
     rt.close()
     assert result.error is None
@@ -272,7 +272,7 @@ def test_a_latin1_persona_or_context_file_never_fails_the_prompt(rt, tmp_path, c
 
     other = Runtime(load_settings())
     try:
-        assert PromptBuilder(other).persona() == "You are Herm\ufffds."
+        assert PromptBuilder(other.memory).persona() == "You are Herm\ufffds."
     finally:
         other.close()
 
@@ -308,7 +308,7 @@ async def test_a_tool_call_with_nested_arguments_goes_back_to_the_model(fake_mod
     fake_model.tool_call("facts", "[" * 50_000)
     fake_model.reply("Sorry, let me answer directly.")
     session = rt.memory.sessions.create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "what do you know?").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "what do you know?").run()
     sent = json.dumps(fake_model.requests[1].messages)
     rt.close()
     assert result.error is None and result.text == "Sorry, let me answer directly."

@@ -93,7 +93,7 @@ def test_cli_refuses_a_hostile_entity_or_tag_in_one_line(cli):
 
 
 def test_the_facts_tool_refuses_a_hostile_tag_and_says_why(rt):
-    box = ToolBox(rt, "owner")
+    box = ToolBox(rt.memory, "owner")
     from hermes.agent.llm import ToolCall
 
     outcome = box.run(ToolCall("1", "facts", json.dumps(
@@ -174,7 +174,7 @@ async def test_every_memory_block_in_the_prompt_is_labelled_as_data(fake_model, 
 
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         rt.memory.facts.add("owner", "The staging server is called Vega")
         # what a summariser may have repeated from a hostile message
         context_file.write_atomic(context_file.path_for(rt, "owner"),

@@ -14,13 +14,13 @@ from hermes.runtime import Runtime
 @pytest.fixture
 def agent(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield Agent(rt.memory)
     rt.close()
 
 
 @pytest.fixture
 def store(agent):
-    return agent.rt.memory.sessions
+    return agent.memory.sessions
 
 
 def chat(store, clock, user, title, *pairs):

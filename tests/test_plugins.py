@@ -68,7 +68,7 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
         installed_plugin, fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         session_id = rt.memory.sessions.create("owner", "terminal").id
         fake_model.tool_call(TOOL["tool"], TOOL["args"]).reply("Three words.")
         result = await agent.turn("owner", session_id, "count: one two three").run()
@@ -145,7 +145,7 @@ def test_a_plugin_tool_that_writes_counts_as_a_memory_write(rt):
     registry = ToolRegistry()
     registry.register(Tool("note", "Save a note.", {"type": "object", "properties": {}},
                            note, writes=True))
-    box = ToolBox(rt, "owner", tools=registry)
+    box = ToolBox(rt.memory, "owner", tools=registry)
     saved = box.run(ToolCall("1", "note", '{"text": "hi"}'))
     assert saved.ok and saved.wrote_memory and box.writes == 1
     outcomes = [box.run(ToolCall(str(i), "note", "{}")) for i in range(4)]

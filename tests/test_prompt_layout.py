@@ -24,7 +24,7 @@ def rt(fake_model, clock):
 
 @pytest.fixture
 def agent(rt):
-    return Agent(rt)
+    return Agent(rt.memory)
 
 
 def new_session(rt, user="owner") -> int:
@@ -207,7 +207,7 @@ async def test_a_conversation_rebuilt_from_the_store_is_valid(rt, fake_model):
     store.append("owner", session_id, "assistant", "An answer.")
     store.append("owner", session_id, "assistant", "And more.")
     fake_model.reply("fine")
-    await Agent(rt).turn("owner", session_id, "next").run()   # a new process: nothing held
+    await Agent(rt.memory).turn("owner", session_id, "next").run()   # a new process: nothing held
     assert_valid_shape(fake_model.last.messages)
 
 
@@ -219,7 +219,7 @@ async def test_after_compression_the_kept_part_starts_with_the_user(rt, fake_mod
         role = "user" if i % 2 == 0 else "assistant"
         store.append("owner", session_id, role, f"message {i}: " + "words about networks " * 12)
     fake_model.reply("Earlier: networks.").reply("ok")
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     result = await agent.turn("owner", session_id, "and now?").run()
     assert result.compressed
     assert_valid_shape(fake_model.last.messages)

@@ -67,7 +67,7 @@ async def repl(fake_model, rt, pipe, tmp_path):
     from hermes.agent.turn import Agent
 
     events: list[tuple[str, str]] = []
-    shell = Repl(rt, Agent(rt), emit=lambda kind, text: events.append((kind, text)),
+    shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: events.append((kind, text)),
                  history=FileHistory(str(tmp_path / "history")))
     session = Session(shell, events, pipe)
     yield session

@@ -202,7 +202,7 @@ async def test_rate_reply_reaches_exactly_the_facts_shown(model_rt, fake_model):
     other = facts.add("owner", "Coffee is best black").fact
     fake_model.reply("It is vault.")
     session = model_rt.memory.sessions.create("owner", "discord")
-    result = await Agent(model_rt).turn("owner", session.id, "backup server name?").run()
+    result = await Agent(model_rt.memory).turn("owner", session.id, "backup server name?").run()
     link_ref(model_rt, "owner", "discord:999", result.assistant_message_id)
     message_id = message_for_ref(model_rt, "owner", "discord:999")
     rated = rate_reply(model_rt, "owner", message_id, helpful=False)

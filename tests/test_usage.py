@@ -56,7 +56,7 @@ async def test_a_model_that_reports_no_usage_still_works(fake_model, rt):
     fake_model.usage_for = lambda request: None
     fake_model.reply("Fine.")
     session = rt.memory.sessions.create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "hello").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "hello").run()
     assert result.text == "Fine." and result.error is None
     totals = usage.totals(rt.db, "owner")
     assert [s.source for s in totals.sources] == ["chat"] and totals.total.calls == 1
@@ -70,7 +70,7 @@ async def test_a_compression_is_counted_as_its_own_source(fake_model, rt):
         store.append("owner", session.id, "user" if i % 2 == 0 else "assistant",
                      f"message {i}: " + "a long sentence about the home network " * 8)
     fake_model.reply("Earlier: networks.").reply("ok")
-    result = await Agent(rt).turn("owner", session.id, "and now?").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "and now?").run()
     assert result.compressed
     sources = {s.source: s.calls for s in usage.totals(rt.db, "owner").sources}
     assert sources == {"chat": 1, "compression": 1}
@@ -158,7 +158,7 @@ async def _two_turns(model: str, clock, monkeypatch, cache: str = "auto") -> Run
     monkeypatch.setenv("HERMES_MODEL__NAME", model)
     monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", cache)
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     session = rt.memory.sessions.create("owner", "terminal")
     for text in ("hello", "and again"):
         result = await agent.turn("owner", session.id, text).run()
@@ -190,7 +190,7 @@ async def test_a_compression_summary_is_sent_without_marks(provider, clock, monk
     monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
     monkeypatch.setenv("HERMES_AGENT__COMPRESS_AT", "0.005")   # 1,000 of 200k tokens
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     session = rt.memory.sessions.create("owner", "terminal")
     # over the budget from the second turn on; the fifth is the first with older turns to fold
     results = [await agent.turn("owner", session.id, f"hello {n} " + "and more " * 60).run()

@@ -6,7 +6,7 @@ memory, the model is called with the memory tools and streams its reply, every t
 reply are recorded, the facts the model was shown are noted against the reply, and the
 ``after_reply`` hooks run once the reply is complete.
 
-    agent = Agent(rt)
+    agent = Agent(rt.memory)      # the home's memory; the model from its settings
     turn = agent.turn("owner", session_id, "what database do we use?")
     async for text in turn:          # or: result = await turn.run()
         print(text, end="")
@@ -30,9 +30,9 @@ from hermes.agent.prompt import Prompt, PromptBuilder
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
+from hermes.memory import Memory
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
-from hermes.runtime import Runtime
 from hermes.store import usage
 from hermes.store.db import write_transaction
 
@@ -68,22 +68,24 @@ class TurnResult:
 class Agent:
     """Turns for every user and front-end; holds the models and the hooks."""
 
-    def __init__(self, rt: Runtime, *, llm: LLM | None = None,
+    def __init__(self, memory: Memory, llm: LLM | None = None, *,
                  background_llm: LLM | None = None) -> None:
-        self.rt = rt
-        self.llm = llm or LLM.from_settings(rt.settings)
+        settings = memory.settings
+        self.memory = memory
+        self.settings = settings.agent
+        self.llm = llm or LLM.from_settings(settings)
         self.background_llm = background_llm or (
-            LLM.from_settings(rt.settings, background=True)
-            if rt.settings.model.background else self.llm)
-        self.sessions = rt.memory.sessions
-        self.facts = rt.memory.facts
-        self.basic = rt.memory.basic
-        self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
+            LLM.from_settings(settings, background=True)
+            if settings.model.background else self.llm)
+        self.sessions = memory.sessions
+        self.facts = memory.facts
+        self.basic = memory.basic
+        self.prompts = PromptBuilder(memory)
         self.compressor = Compressor(self.llm, self.background_llm,
-                                     compress_at=rt.settings.agent.compress_at)
+                                     compress_at=self.settings.compress_at)
         # Every model call is counted (tokens, cached tokens, cost) for `hermes stats`.
-        self.llm.record_usage(rt.db, rt.clock)
-        self.background_llm.record_usage(rt.db, rt.clock)
+        self.llm.record_usage(memory.db, memory.clock)
+        self.background_llm.record_usage(memory.db, memory.clock)
         # What each session has sent so far: the next request extends it (a cached prefix).
         self.conversations = Conversations()
         # Fast lane: run before the model is called (e.g. "remember that ..." stored at once).
@@ -96,8 +98,7 @@ class Agent:
         return Turn(self, user, session_id, text, speaker=speaker)
 
     def toolbox(self, user: str, session_id: int) -> ToolBox:
-        return ToolBox(self.rt, user, session_id=session_id, facts=self.facts,
-                       sessions=self.sessions, basic=self.basic)
+        return ToolBox(self.memory, user, session_id=session_id)
 
 
 class Turn:
@@ -175,7 +176,7 @@ class Turn:
             shown.extend(prompt.shown_fact_ids)
             exchange = [prompt.history[-1]]
             messages = list(prompt.messages)
-            max_rounds = agent.rt.settings.agent.max_tool_rounds
+            max_rounds = agent.settings.max_tool_rounds
             round_no = 0
             shrunk = False
             while round_no <= max_rounds:
@@ -315,9 +316,9 @@ class Turn:
         ids = list(dict.fromkeys(shown))
         if ids:
             marks = ",".join("?" * len(ids))
-            with write_transaction(agent.rt.db):
+            with write_transaction(agent.memory.db):
                 # Only this user's facts: a stray id never links to another user's fact.
-                agent.rt.db.execute(
+                agent.memory.db.execute(
                     f"INSERT OR IGNORE INTO shown_facts (message_id, fact_id) "
                     f"SELECT ?, id FROM facts WHERE user = ? AND id IN ({marks})",
                     [reply.id, user, *ids],
