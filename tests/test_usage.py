@@ -176,12 +176,44 @@ async def test_claude_requests_carry_cache_marks(provider, clock, monkeypatch):
     persona, rest = first["system"]
     assert persona["text"].startswith("<persona>") and persona["text"].endswith("</persona>")
     assert rest["text"].startswith("\n\n<basic_memory>")
-    assert persona["cache_control"] == rest["cache_control"] == {"type": "ephemeral"}
+    # (the conversation's first request: entries of an hour; the next, right after: 5 minutes)
+    assert persona["cache_control"] == rest["cache_control"] == {"type": "ephemeral",
+                                                                 "ttl": "1h"}
     assert _marks(first["messages"][-1]) == 1
     assert _marks(second) == 4 and _marks(second["messages"][0]) == 1
-    assert second["system"] == first["system"]
+    assert [b["text"] for b in second["system"]] == [persona["text"], rest["text"]]
+    assert second["system"][0]["cache_control"] == {"type": "ephemeral"}
     calls = usage.totals(rt.db, "owner").sources[0]
     assert calls.cached_tokens == 6000 and calls.cache_write_tokens == 80
+    rt.close()
+
+
+def _ttls(value: Any) -> set[str]:
+    """The lifetimes of the cache marks in a request body (Anthropic's default: 5m)."""
+    if isinstance(value, dict):
+        own = {value["cache_control"].get("ttl", "5m")} if "cache_control" in value else set()
+        return own.union(*(_ttls(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_ttls(v) for v in value))
+    return set()
+
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("auto", ["1h", "5m", "1h", "5m"]), ("5m", ["5m"] * 4), ("1h", ["1h"] * 4)])
+async def test_cache_entries_live_an_hour_after_a_pause(provider, clock, monkeypatch, setting,
+                                                        expected):
+    # auto: a conversation's first request, and its first after a pause of five minutes or
+    # more, write entries of an hour (2x once, then read by every message within the hour);
+    # quick turns write five-minute ones (1.25x)
+    monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
+    monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", setting)
+    rt = Runtime(load_settings(), clock=clock)
+    agent = Agent(rt)
+    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    for minutes in (0, 2, 6, 4):   # the wait before each turn
+        clock.advance(minutes=minutes)
+        assert (await agent.turn("owner", session.id, "hello").run()).error is None
+    assert [_ttls(body) for body in provider] == [{ttl} for ttl in expected]
     rt.close()
 
 
@@ -201,6 +233,8 @@ async def test_a_compression_summary_is_sent_without_marks(provider, clock, monk
     assert summary and all("Condense" in str(b["system"]) for b in summary)
     assert _marks(summary) == 0
     assert _marks(provider[-1]) == 4   # the chat request after it is marked as always
+    # and goes on at the conversation's pace: turns a moment apart, five-minute entries
+    assert _ttls(provider[-1]) == {"5m"}
     rt.close()
 
 

@@ -55,12 +55,69 @@ async def test_a_pasted_token_logs_in_and_logout_ends_the_session(rt):
     p = Panel(WebContext(rt))
     try:
         token = p.ctx.tokens.create("owner")
-        response = await p.client.post("/login", data={"token": token})
+        form = await p.get("/login")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+        response = await p.client.post("/login", data={"token": token, "csrf": csrf})
         assert response.status_code == 303
+        assert "hermes_login=" in response.headers.get_list("set-cookie")[-1]  # deleted
         page = await p.get("/chat")
         p.csrf = re.search(r'name="csrf" content="([^"]+)"', page.text).group(1)
         assert (await p.post("/logout")).status_code == 303
         assert (await p.get("/chat")).status_code == 303      # back to the login page
+    finally:
+        await p.close()
+
+
+def _session_cookie(response) -> bool:
+    return any(c.startswith("hermes_session=") for c in response.headers.get_list("set-cookie"))
+
+
+async def test_the_login_form_needs_its_own_csrf_token(rt):
+    """Login CSRF: a page of another site must not log this browser in with a token of its
+    author's (bob's), so that what its owner then types becomes bob's memory."""
+    p, other = Panel(WebContext(rt)), None
+    try:
+        bob = p.ctx.tokens.create("bob")
+        form = await p.get("/login")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+        cookie = form.headers["set-cookie"]
+        assert "hermes_login=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        refused = [
+            await p.client.post("/login", data={"token": bob}),                    # no token
+            await p.client.post("/login", data={"token": bob, "csrf": "x" + csrf}),  # wrong
+            await p.client.post("/login", data={"token": bob, "csrf": csrf},          # foreign
+                                headers={"Origin": "http://evil.example"}),
+            await p.client.post("/login", data={"token": bob, "csrf": csrf},
+                                headers={"Sec-Fetch-Site": "cross-site"}),
+        ]
+        # A form on another site: the browser sends no SameSite=Strict cookie with it.
+        other = Panel(p.ctx)
+        refused.append(await other.client.post("/login", data={"token": bob, "csrf": csrf}))
+        for response in refused:
+            assert response.status_code == 403 and "CSRF" in response.text
+            assert not _session_cookie(response)
+        ok = await p.client.post("/login", data={"token": bob, "csrf": csrf},
+                                 headers={"Origin": "http://testserver",
+                                          "Sec-Fetch-Site": "same-origin"})
+        assert ok.status_code == 303 and _session_cookie(ok)
+    finally:
+        await p.close()
+        if other is not None:
+            await other.close()
+
+
+async def test_a_login_link_opened_from_another_site_is_refused(rt):
+    p = Panel(WebContext(rt))
+    try:
+        token = p.ctx.tokens.create("bob")
+        for site in ("cross-site", "same-site"):  # same-site: another port of this host
+            response = await p.get(f"/login?token={token}", headers={"Sec-Fetch-Site": site})
+            assert response.status_code == 403 and "another site" in response.text
+            assert not _session_cookie(response)
+            assert (await p.get("/chat")).status_code == 303
+        # Typed, pasted, or clicked in the terminal: the browser says "none".
+        ok = await p.get(f"/login?token={token}", headers={"Sec-Fetch-Site": "none"})
+        assert ok.status_code == 303 and _session_cookie(ok)
     finally:
         await p.close()
 

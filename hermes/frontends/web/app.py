@@ -28,10 +28,14 @@ from hermes.frontends.web.auth import (
     COOKIE,
     CSRF_FIELD,
     CSRF_HEADER,
+    LOGIN_COOKIE,
+    LOGIN_COOKIE_SECONDS,
     Sessions,
     TokenStore,
     WebSession,
     csrf_ok,
+    login_csrf_ok,
+    login_nonce,
 )
 from hermes.frontends.web.events import EventHub
 
@@ -84,10 +88,11 @@ class WebContext:
 
 
 def render(ctx: WebContext, request: Request, ws: WebSession | None, name: str,
-           status: int = 200, **values: Any) -> HTMLResponse:
+           status: int = 200, csrf: str | None = None, **values: Any) -> HTMLResponse:
     html = ctx.templates.get_template(name).render(
-        request=request, user=ws.user if ws else None, csrf=ws.csrf if ws else "",
-        path=request.url.path, **values)
+        request=request, user=ws.user if ws else None,
+        csrf=csrf if csrf is not None else ws.csrf if ws else "", path=request.url.path,
+        **values)
     return HTMLResponse(html, status_code=status)
 
 
@@ -116,6 +121,13 @@ def _same_origin(request: Request) -> bool:
     if origin is None:
         return True           # no Origin (an old browser, a test client): the token decides
     return urlsplit(origin).netloc == request.url.netloc
+
+
+def _from_another_site(request: Request) -> bool:
+    """A request a page of another site (another port of this host included) made the browser
+    send: Sec-Fetch-Site says so (what the person typed, clicked in a terminal or bookmarked is
+    ``none``)."""
+    return request.headers.get("sec-fetch-site") in ("cross-site", "same-site")
 
 
 def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -171,24 +183,47 @@ def error_page(ctx: WebContext, request: Request, ws: WebSession | None, status:
 
 
 # --------------------------------------------------------------------------- login
+def _login_page(ctx: WebContext, request: Request, status: int = 200,
+                error: str | None = None) -> Response:
+    """The login form with its pre-session CSRF token, in the form and in its cookie (the
+    browser's own again after a refusal, so that a page of another site cannot spoil it)."""
+    nonce = request.cookies.get(LOGIN_COOKIE) or login_nonce()
+    response = render(ctx, request, None, "login.html", status=status, csrf=nonce, error=error)
+    response.set_cookie(LOGIN_COOKIE, nonce, max_age=LOGIN_COOKIE_SECONDS, httponly=True,
+                        samesite="strict", path="/login", secure=request.url.scheme == "https")
+    return response
+
+
 async def login(request: Request) -> Response:
-    """GET /login?token=...: the link `hermes web token` prints. POST: the pasted token."""
+    """GET /login?token=...: the link `hermes web token` prints. POST: the pasted token, with
+    the login form's CSRF token, from this site."""
     ctx: WebContext = request.app.state.ctx
     if request.method == "POST":
-        token = (await form_data(request)).get("token", "").strip()
+        form = await form_data(request)
+        if not (_same_origin(request) and not _from_another_site(request)
+                and login_csrf_ok(request.cookies.get(LOGIN_COOKIE), form.get(CSRF_FIELD))):
+            return _login_page(ctx, request, 403, "Refused: the login form's CSRF token is "
+                               "missing or wrong (an old page, or a form of another site). "
+                               "Paste the token again here.")
+        token = form.get("token", "").strip()
     else:
         token = request.query_params.get("token", "")
+        if token and _from_another_site(request):
+            return _login_page(ctx, request, 403, "Refused: this login link was opened from "
+                               "another site. Open the link Hermes printed yourself, or paste "
+                               "its token here.")
     if not token:
-        return render(ctx, request, None, "login.html")
+        return _login_page(ctx, request)
     user = ctx.tokens.user_for(token)
     if user is None:
-        return render(ctx, request, None, "login.html", status=403,
-                      error="That login token is not valid. `hermes web token` makes a new one.")
+        return _login_page(ctx, request, 403, "That login token is not valid. "
+                           "`hermes web token` makes a new one.")
     ctx.sessions.end(request.cookies.get(COOKIE))
     ws = ctx.sessions.start(user)
     response = RedirectResponse("/chat", status_code=303)
     response.set_cookie(COOKIE, ws.id, httponly=True, samesite="strict", path="/",
                         secure=request.url.scheme == "https")
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
 
 

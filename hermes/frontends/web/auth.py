@@ -4,6 +4,9 @@ A login token is 32 random bytes (URL-safe), shown once; only its SHA-256 is kep
 ``<home>/web/tokens.json`` (mode 0600) with the user it logs in as. Logging in with it gives a
 session cookie (HttpOnly, SameSite=Strict) naming a server-side session that holds the user and
 that session's CSRF token. The user is fixed here, at login: no request parameter can change it.
+The login itself is guarded too (someone with a token of their own must not log another person's
+browser into their account, where that person's chat would become their memory): the login
+form carries a pre-session CSRF token, and a login link opened from another site is refused.
 Sessions live in memory, so a restart asks for the token again.
 """
 
@@ -22,6 +25,10 @@ from hermes.clock import Clock, to_ts
 COOKIE = "hermes_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
+# The login form's own CSRF token, before there is a session (OWASP's pre-session token, as a
+# double-submit cookie): the form carries it and a cookie only this site can set carries it.
+LOGIN_COOKIE = "hermes_login"
+LOGIN_COOKIE_SECONDS = 3600
 
 
 def _digest(token: str) -> str:
@@ -94,3 +101,13 @@ class Sessions:
 
 def csrf_ok(session: WebSession, given: str | None) -> bool:
     return bool(given) and hmac.compare_digest(session.csrf, given or "")
+
+
+def login_nonce() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def login_csrf_ok(cookie: str | None, given: str | None) -> bool:
+    """The login form's token matches the cookie set with the form (a cross-site form has
+    neither: the cookie is SameSite=Strict, and another site cannot read it)."""
+    return bool(cookie) and bool(given) and hmac.compare_digest(cookie or "", given or "")

@@ -58,9 +58,11 @@ class FactVectors:
     def model_id(self) -> str:
         return self.embedder.model_id
 
-    def index(self, user: str, *, stop: Callable[[], bool] | None = None) -> int:
+    def index(self, user: str, *, stop: Callable[[], bool] | None = None,
+              progress: Callable[[int, int], None] | None = None) -> int:
         """Embed ``user``'s active facts that have no vector for this model, or one computed
-        from older text. Returns how many. ``stop`` is asked between batches."""
+        from older text. Returns how many. ``stop`` is asked between batches;
+        ``progress(done, total)`` is told after each."""
         rows = self.db.execute(
             "SELECT f.id, f.content, f.content_key FROM facts f LEFT JOIN fact_vectors v "
             "ON v.fact_id = f.id AND v.model = ? "
@@ -69,6 +71,8 @@ class FactVectors:
             [self.model_id, user],
         ).fetchall()
         done = 0
+        if progress is not None:
+            progress(0, len(rows))
         for start in range(0, len(rows), INDEX_BATCH):
             if stop is not None and stop():
                 break
@@ -83,6 +87,8 @@ class FactVectors:
                      for i, r in enumerate(chunk)],
                 )
             done += len(chunk)
+            if progress is not None:
+                progress(done, len(rows))
         return done
 
     def _matrix(self, user: str) -> _Matrix:
