@@ -332,7 +332,6 @@ def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch,
         model_id = "toy-bar"
 
     monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
-    monkeypatch.delitem(embeddings._models, "e5", raising=False)
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     store = SessionStore(rt.db, clock=clock)
     say(store, clock, "owner", *(f"note {i} about a car" for i in range(40)))  # > one batch

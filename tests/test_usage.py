@@ -208,8 +208,8 @@ async def test_cache_entries_live_an_hour_after_a_pause(provider, clock, monkeyp
     monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
     monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", setting)
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    agent = Agent(rt.memory)
+    session = rt.memory.sessions.create("owner", "terminal")
     for minutes in (0, 2, 6, 4):   # the wait before each turn
         clock.advance(minutes=minutes)
         assert (await agent.turn("owner", session.id, "hello").run()).error is None

@@ -190,8 +190,8 @@ class Turn:
                 first_chunk = True
                 round_text = []
                 # How long this request's cache entries live: longer after a pause.
-                sent_at = agent.rt.clock.now().timestamp()
-                ttl = cache_ttl(agent.rt.settings.model.prompt_cache, conversation.last_sent,
+                sent_at = agent.memory.clock.now().timestamp()
+                ttl = cache_ttl(agent.memory.settings.model.prompt_cache, conversation.last_sent,
                                 sent_at)
                 try:
                     async for chunk in agent.llm.stream(request, tools, scope=counted,
