@@ -107,7 +107,7 @@ def _disk(home: Path, db_path: Path) -> Check:
 
 
 def _discord(settings: Settings) -> Check:
-    from hermes.daemon import discord_token
+    from hermes.frontends.discord_frontend import discord_token
 
     try:
         token = discord_token(settings)

@@ -19,6 +19,7 @@ from hermes.errors import HermesError
 ENTRY_POINT_GROUP = "hermes"
 DEFAULT_PLUGINS = (
     "hermes.agent.builtin_tools",
+    "hermes.frontends.builtin",
 )
 
 _manager: pluggy.PluginManager | None = None

@@ -18,13 +18,21 @@ import pytest
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
 from hermes.cron.store import CronStore
-from hermes.daemon import HomeLock, discord_token, read_dotenv
+from hermes.daemon import HomeLock
 from hermes.errors import HermesError
+from hermes.frontends.discord_frontend import discord_token
 from hermes.runtime import Runtime
 
 REPO = Path(__file__).resolve().parent.parent
 # Starting Python with litellm imported takes a while on a cold disk; nothing here sleeps.
 START_TIMEOUT = 180
+
+
+@pytest.fixture(autouse=True)
+def no_web_panel(monkeypatch):
+    """The daemons started in-process here leave the web panel out (test_web_chat serves it);
+    the subprocess ones serve it on a free port (daemon_env)."""
+    monkeypatch.setenv("HERMES_WEB__ENABLED", "false")
 
 
 class Process:
@@ -154,7 +162,6 @@ def test_the_discord_token_comes_from_config_env_or_dotenv(hermes_home, config_f
     assert discord_token(settings, environ={}) is None
     hermes_home.mkdir(parents=True, exist_ok=True)
     (hermes_home / ".env").write_text("# secrets\nexport DISCORD_TOKEN='from-dotenv'\n")
-    assert read_dotenv(hermes_home / ".env", "DISCORD_TOKEN") == "from-dotenv"
     assert discord_token(settings, environ={}) == "from-dotenv"
     assert discord_token(settings, environ={"DISCORD_TOKEN": "from-env"}) == "from-env"
     config_file.write_text("discord:\n  token: from-config\n")
@@ -215,7 +222,7 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
                         lambda self, **kw: caught_up.append(True) or [])
 
     caplog.set_level(logging.INFO)
-    daemon = Daemon(rt, repl=False)
+    daemon = Daemon(rt)
     running = asyncio.create_task(daemon.run())
     await until(lambda: stale.read_text().startswith("# Recent context") and caught_up)
     # The idle session was closed and summarised at start.
@@ -252,13 +259,14 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     store = rt.memory.sessions
     fake_model.reply("Hello from Hermes.")
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-        daemon = Daemon(rt, repl=True)
+        daemon = Daemon(rt, interactive=True)
         running = asyncio.create_task(daemon.run())
-        await until(lambda: daemon.repl is not None and daemon.repl.prompt.app.is_running)
+        await until(lambda: "terminal" in daemon.frontends
+                    and daemon.frontends["terminal"].repl.prompt.app.is_running)
         pipe.send_text("hi there\r")
         await until(lambda: [m for s in store.list_sessions("owner")
                              for m in store.messages("owner", s.id) if m.role == "assistant"])
-        await daemon.repl.wait_reply()
+        await daemon.frontends["terminal"].repl.wait_reply()
         daemon.request_stop("SIGTERM")
         await asyncio.wait_for(running, 30)
     rt2 = Runtime(load_settings())
@@ -273,12 +281,12 @@ async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, 
     from hermes.agent import llm
     from hermes.daemon import Daemon
 
-    daemon = Daemon(rt, repl=False)
+    daemon = Daemon(rt)
     calls: list[tuple[bool, object, object]] = []
 
     def fake_load():
         calls.append((threading.current_thread() is threading.main_thread(),
-                      daemon.runner, daemon.scheduler))
+                      daemon.ctx, daemon.scheduler))
 
     monkeypatch.setattr(llm, "load_litellm", fake_load)
     running = asyncio.create_task(daemon.run())
@@ -311,6 +319,7 @@ def discord_starts(monkeypatch):
     """HermesBot.start scripted: each entry is an exception to raise, or None to stay up."""
     from hermes.frontends.discord_bot import HermesBot
 
+    monkeypatch.setenv("DISCORD_TOKEN", "t")
     script: list[BaseException | None] = []
     bots: list[HermesBot] = []
     up = asyncio.Event()
@@ -337,12 +346,12 @@ async def test_a_failed_discord_start_is_retried_with_backoff(rt, no_preload, di
     async def fake_sleep(seconds: float) -> None:
         delays.append(seconds)
 
-    daemon = Daemon(rt, repl=False, token="t", sleep=fake_sleep)
+    daemon = Daemon(rt, sleep=fake_sleep)
     running = asyncio.create_task(daemon.run())
     await asyncio.wait_for(up.wait(), 30)
     assert delays == [5.0, 10.0]
     assert len(bots) == 3 and len(set(map(id, bots))) == 3     # a fresh client each time
-    assert daemon.bot is bots[-1]
+    assert daemon.frontends["discord"].bot is bots[-1]
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
     assert daemon.failure is None
@@ -366,7 +375,7 @@ async def test_a_rejected_discord_login_stops_hermes_with_an_error(rt, no_preloa
     async def no_sleep(seconds: float) -> None:
         raise AssertionError("a rejected login is not retried")
 
-    daemon = Daemon(rt, repl=False, token="t", sleep=no_sleep)
+    daemon = Daemon(rt, sleep=no_sleep)
     await asyncio.wait_for(daemon.run(), 30)          # stops by itself
     assert len(bots) == 1 and words in (daemon.failure or "")
 
@@ -449,7 +458,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
         session = store.create(user, "terminal")
         for i in range(40):  # more than one batch
             store.append(user, session.id, "user", f"{user} message {i}")
-    daemon = Daemon(rt, repl=False)
+    daemon = Daemon(rt)
     assert await daemon.index_vectors() == 80
     assert threading.main_thread().name not in Toy.threads  # never on the event loop's thread
     count = "SELECT count(*) FROM message_vectors WHERE model = 'toy-daemon'"
@@ -459,7 +468,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
     daemon.request_stop("test")
     assert await daemon.index_vectors() == 0                  # stopping: left for next time
     rt.settings.sessions.embeddings = False
-    assert await Daemon(rt, repl=False).index_vectors() == 0  # hybrid off: nothing to do
+    assert await Daemon(rt).index_vectors() == 0  # hybrid off: nothing to do
 
 
 @pytest.mark.parametrize("repl", [True, False])
@@ -494,7 +503,7 @@ async def test_without_a_model_the_daemon_says_so_in_one_line_at_start(rt, no_pr
     from hermes.daemon import Daemon
 
     caplog.set_level(logging.INFO)
-    daemon = Daemon(rt, repl=False)
+    daemon = Daemon(rt)
     running = asyncio.create_task(daemon.run())
     await until(lambda: any("chat and learning are off" in r.getMessage()
                             for r in caplog.records))
@@ -517,10 +526,44 @@ async def test_without_a_model_the_repl_shows_the_notice_once(rt, no_preload, mo
     # What the REPL prints, collected (the terminal sink is the REPL's only output).
     monkeypatch.setattr(repl, "TerminalSink", lambda: lambda kind, text: said.append((kind, text)))
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-        daemon = Daemon(rt, repl=True)
+        daemon = Daemon(rt, interactive=True)
         running = asyncio.create_task(daemon.run())
         await until(lambda: any("chat and learning are off" in text for _, text in said))
         daemon.request_stop("test")
         await asyncio.wait_for(running, 30)
     notices = [text for _, text in said if "chat and learning are off" in text]
     assert len(notices) == 1 and "HERMES_MODEL__NAME=" in notices[0]
+
+
+async def test_a_cron_job_for_the_terminal_is_shown_in_the_repl(fake_model, rt, clock,
+                                                                monkeypatch):
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.daemon import Daemon
+    from hermes.frontends import repl
+
+    # Due 5 minutes ago (every 30 minutes since 35 minutes ago): run by the catch-up at start.
+    CronStore(rt.db, home=rt.settings.home_path, clock=FakeClock(
+        clock.now() - timedelta(minutes=35))).add("digest", "owner", "every 30m",
+                                                  "Summarise my day", "terminal")
+    fake_model.reply("Digest: a quiet day.")
+    said: list[tuple[str, str]] = []
+    delivered = asyncio.Event()
+
+    def sink(kind: str, text: str) -> None:
+        said.append((kind, text))
+        if kind == "cron":
+            delivered.set()
+
+    monkeypatch.setattr(repl, "TerminalSink", lambda: sink)
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        daemon = Daemon(rt, interactive=True)
+        running = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(delivered.wait(), 60)
+        assert ("cron", "[cron digest]\nDigest: a quiet day.") in said
+        daemon.request_stop("test")
+        await asyncio.wait_for(running, 30)
+    # Routed by its prefix to the REPL, the front-end registered as `terminal`; not printed.
+    assert set(daemon.ctx.deliverers) == {"terminal"}

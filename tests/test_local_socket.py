@@ -23,7 +23,8 @@ async def until(condition, ticks: int = 20000) -> None:
 async def daemon(fake_model, rt, monkeypatch):
     from hermes.daemon import Daemon
 
-    running = Daemon(rt, repl=False)
+    rt.settings.web.enabled = False
+    running = Daemon(rt)
     task = asyncio.create_task(running.run())
     await until(lambda: running.socket is not None or task.done())
     # The daemon has its model; a command run in-process now would not (exit 2): whatever

@@ -61,7 +61,8 @@ def test_without_the_entry_point_there_is_no_plugin(monkeypatch):
     forget_loaded_plugins(monkeypatch)
     assert "postbox" not in plugins.plugin_names()
     assert tool_registry.default_registry().get("count_words") is None
-    assert base.registered_frontends() == {}
+    # Only Hermes's own front-ends, registered by its default plugin the same way.
+    assert list(base.registered_frontends()) == ["discord", "terminal", "web", "cron"]
 
 
 async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
@@ -170,10 +171,14 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
     assert by_name["postbox"] == {"name": "postbox", "default": False, "hooks": [
         "register_commands", "register_frontends", "register_tools"]}
     assert by_name["hermes.agent.builtin_tools"]["default"] is True
-    assert data["tools"][-1] == "count_words" and data["frontends"] == ["postbox"]
+    assert by_name["hermes.frontends.builtin"] == {"name": "hermes.frontends.builtin",
+                                                   "default": True,
+                                                   "hooks": ["register_frontends"]}
+    assert data["tools"][-1] == "count_words"
+    assert data["frontends"] == ["discord", "terminal", "web", "cron", "postbox"]
     text = cli("plugins").stdout
     assert "postbox: register_commands, register_frontends, register_tools" in text
-    assert "front-ends: postbox" in text
+    assert "front-ends: discord, terminal, web, cron, postbox" in text
 
 
 def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, cli):

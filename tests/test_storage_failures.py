@@ -200,7 +200,7 @@ def test_a_config_path_that_is_a_directory(cli, config_file: Path) -> None:
 
 def test_an_env_file_that_is_not_utf8(hermes_home: Path) -> None:
     from hermes.agent.llm import load_env_file
-    from hermes.daemon import discord_token
+    from hermes.frontends.discord_frontend import discord_token
 
     hermes_home.mkdir(parents=True)
     env = hermes_home / ".env"

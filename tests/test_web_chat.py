@@ -239,20 +239,20 @@ async def test_the_daemon_serves_the_panel_and_prints_the_first_login_once(web_r
 
     monkeypatch.setattr(llm, "load_litellm", lambda: None)
     web_rt.settings.web.port = 0
-    daemon = Daemon(web_rt, repl=False, web=True)
+    daemon = Daemon(web_rt)                            # web.enabled is on by default
     running = asyncio.create_task(daemon.run())
     for _ in range(20000):
-        if daemon.web is not None or running.done():
+        if "web" in daemon.frontends or running.done():
             break
         await asyncio.sleep(0)
-    assert daemon.web is not None
-    async with httpx.AsyncClient(base_url=daemon.web.url) as client:
+    web = daemon.frontends["web"].panel
+    async with httpx.AsyncClient(base_url=web.url) as client:
         link = capsys.readouterr().err.split("log in at ", 1)[1].split()[0]
-        assert (await client.get(link.replace(daemon.web.url, ""))).status_code == 303
+        assert (await client.get(link.replace(web.url, ""))).status_code == 303
         assert (await client.get("/memory")).status_code == 200
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
-    assert daemon.web.first_login() is None            # a token exists now: not printed again
+    assert web.first_login() is None            # a token exists now: not printed again
 
 
 async def test_a_fast_lane_fact_reaches_the_sidebar_with_its_reply(chat, web_rt, fake_model):

@@ -23,7 +23,7 @@ def run(
 
     rt = runtime(ctx)
     repl = not no_repl and sys.stdin.isatty() and sys.stdout.isatty()
-    run_daemon(rt, repl=repl)
+    run_daemon(rt, interactive=repl)
 
 
 def chat(ctx: typer.Context, user: str = UserOption) -> None:

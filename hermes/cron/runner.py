@@ -51,9 +51,10 @@ class CronRunner:
         self.store = store
         self.run_prompt = run_prompt
         self.grace = grace
-        self.deliverers: dict[str, Deliverer] = {"file": self._deliver_file,
-                                                 "terminal": _deliver_stdout}
-        self.deliverers.update(deliverers or {})
+        # Routes by prefix, looked up at each delivery: `hermes run` adds a front-end's as it
+        # starts (the dict is shared). The runner's own, file and terminal (stdout), come last.
+        self.deliverers: dict[str, Deliverer] = {} if deliverers is None else deliverers
+        self.own: dict[str, Deliverer] = {"file": self._deliver_file, "terminal": _deliver_stdout}
         self._running: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -164,7 +165,7 @@ class CronRunner:
 
     async def deliver(self, job: CronJob, text: str) -> None:
         kind, _, target = job.deliver.partition(":")
-        deliverer = self.deliverers.get(kind)
+        deliverer = self.deliverers.get(kind) or self.own.get(kind)
         if deliverer is None:
             raise ScheduleError(f"no {kind} delivery here (Discord delivery needs `hermes run` "
                                 "with a Discord token)")

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.base import BaseTrigger
@@ -22,9 +21,6 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from hermes.clock import SystemClock
 from hermes.errors import ConfigError, HermesError
-
-if TYPE_CHECKING:
-    from hermes.frontends.base import FrontendFactory
 
 # The live scheduler calls us a few milliseconds after a fire time; never call that "missed".
 MIN_GRACE = timedelta(minutes=1)
@@ -127,10 +123,10 @@ def file_target(home: Path, target: str) -> Path:
     return resolved
 
 
-def _plugin_targets() -> dict[str, FrontendFactory]:
-    from hermes.frontends.base import registered_frontends  # loads the plugins: only here
+def _front_end_takes(kind: str, target: str) -> bool:
+    from hermes.frontends.base import accepts_delivery  # loads the plugins: only here
 
-    return registered_frontends()
+    return accepts_delivery(kind, target)
 
 
 def check_deliver(deliver: str, home: Path) -> str:
@@ -144,7 +140,7 @@ def check_deliver(deliver: str, home: Path) -> str:
     if kind == "file" and rest:
         file_target(home, rest)
         return deliver
-    if rest and kind in _plugin_targets():
+    if rest and _front_end_takes(kind, rest):
         return deliver
     raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
                         "file:<path under the home's outbox/>")

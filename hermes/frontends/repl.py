@@ -27,13 +27,17 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from hermes.aio import finish_or_cancel
 from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
+from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
 from hermes.memory.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
+    from hermes.cron.store import CronJob
+    from hermes.frontends.base import FrontendContext
     from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
@@ -332,3 +336,64 @@ class Repl:
         self.last_reply_id = None
         return "Started a new conversation."
 
+
+
+class ReplFrontend:
+    """The REPL as a front-end of ``hermes run``: on when the daemon owns a terminal. Leaving
+    it stops Hermes; Hermes stopping ends its session (summarised in ``finish``)."""
+
+    source = "terminal"
+
+    def __init__(self, ctx: FrontendContext) -> None:
+        self.ctx = ctx
+        self.repl: Repl | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def status(self) -> str:
+        return "repl: on" if self.repl is not None else "repl: off"
+
+    async def start(self) -> bool:
+        if not self.ctx.interactive:
+            return False
+        self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        notice = no_model_notice(self.ctx.agent)
+        if notice:
+            self.repl.emit("error", notice)
+        self._task = asyncio.create_task(self._run(self.repl), name="hermes-repl")
+        return True
+
+    async def _run(self, repl: Repl) -> None:
+        try:
+            await repl.run()
+        finally:
+            if self.ctx.request_stop is not None:
+                self.ctx.request_stop("the REPL was closed")
+
+    async def stop(self) -> None:
+        """A reply being written may finish (the turn grace); then the person has left."""
+        repl = self.repl
+        if repl is None:
+            return
+        reply = repl._reply
+        if reply is not None and not reply.done():
+            _, late = await asyncio.wait({reply}, timeout=self.ctx.turn_grace)
+            if late:
+                repl.stop_reply()
+                await repl.wait_reply()
+        repl.leave()
+
+    async def finish(self, timeout: float) -> None:
+        """The session left is summarised (bounded: one cut short is written at next start)."""
+        if self.repl is None:
+            return
+        late = await finish_or_cancel(self.repl.background, timeout)
+        if late:
+            log.warning("summary of the terminal session cut short; written at next start")
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def deliver(self, job: CronJob, target: str, text: str) -> None:
+        assert self.repl is not None
+        self.repl.emit("cron", f"[cron {job.name}]\n{text}")

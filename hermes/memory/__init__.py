@@ -72,14 +72,14 @@ class Memory:
 
     @cached_property
     def message_vectors(self) -> MessageVectors | None:
-        """Message vectors for hybrid session recall, or None when ``sessions.embeddings`` is
-        off. A configured model whose extra is missing is an error (HermesError: how to
-        install it): the config asked for it."""
+        """Message vectors for hybrid session recall, or None (words only: off in the config,
+        or the model's extra is not installed)."""
         if not self.settings.sessions.embeddings:
             return None
-        from hermes.memory.embeddings import MessageVectors
+        from hermes.memory.embeddings import session_vectors_for
 
-        return MessageVectors(self.db, self.embedders.get(self.settings.sessions.embedding_model))
+        return session_vectors_for(self.db, self.embedders,
+                                   self.settings.sessions.embedding_model)
 
     @cached_property
     def fact_vectors(self) -> FactVectors | None:

@@ -26,6 +26,7 @@ memory per user while the process runs, so a query costs one matrix-vector produ
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -36,6 +37,8 @@ import sqlite_utils
 
 from hermes.errors import HermesError
 from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
 
 MINILM = "all-MiniLM-L6-v2-onnx-int8"
 # The engine and its 4-bit weights are part of the id: another quantisation is another model.
@@ -297,6 +300,12 @@ class MessageVectors:
             self._cache[user] = matrix
             return matrix
 
+    def matrix(self, user: str) -> _Matrix:
+        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages
+        (see :meth:`nearest`)."""
+        self.index(user, limit=INLINE_INDEX)
+        return self._matrix(user)
+
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
 
@@ -304,8 +313,7 @@ class MessageVectors:
         INLINE_INDEX new messages (the newest) are embedded here, so a search never stalls on a
         backlog: ``hermes run`` embeds the rest in the background, ``hermes sessions index``
         all at once."""
-        self.index(user, limit=INLINE_INDEX)
-        matrix = self._matrix(user)
+        matrix = self.matrix(user)
         if not len(matrix.ids):
             return []
         np = self._np
@@ -338,3 +346,18 @@ class Embedders:
         first = model not in self._failed
         self._failed.add(model)
         return first
+
+
+def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
+                        model: str = DEFAULT_MODEL) -> MessageVectors | None:
+    """The MessageVectors of a connection for one model, or None (session search by words only)
+    when the model's extra is not installed or its engine cannot load: said once in the log
+    (once per ``embedders``, the home's memory) with how to install it, never an error, since
+    messages are always found by their words. (``hermes sessions index``, which exists only to
+    embed, loads the model itself and says so as an error.)"""
+    try:
+        return MessageVectors(db, embedders.get(model))
+    except HermesError as exc:
+        if embedders.first_failure(f"sessions:{model}"):
+            log.warning("session search by meaning is off, words only: %s", exc)
+        return None

@@ -13,6 +13,7 @@ import contextlib
 import ipaddress
 import logging
 import socket
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from hermes.frontends.web.routes_chat import SOURCE, extraction_listener
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.runner import CronRunner
+    from hermes.frontends.base import FrontendContext
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 
@@ -135,4 +137,42 @@ class WebFrontend:
     async def deliver(self, job: Any, target: str, text: str) -> None:
         """Cron delivery to the panel: not a target yet (jobs deliver to discord, terminal,
         file); kept so the front-end has the shape the others have."""
+        raise NotImplementedError("the web panel is not a cron delivery target")
+
+
+class WebPanelFrontend:
+    """The web panel as a front-end of ``hermes run`` (``web.enabled``): the panel on the
+    daemon's loop, with the daemon's cron runner for "run now", and the first login link
+    printed once on the console (only its hash is kept, so never in the log)."""
+
+    source = SOURCE
+
+    def __init__(self, ctx: FrontendContext) -> None:
+        self.ctx = ctx
+        self.panel: WebFrontend | None = None
+
+    @property
+    def status(self) -> str:
+        return f"web: {self.panel.url}" if self.panel is not None else "web: off"
+
+    async def start(self) -> bool:
+        ctx = self.ctx
+        if not ctx.rt.settings.web.enabled:
+            return False
+        panel = WebFrontend(ctx.rt, ctx.agent, worker=ctx.worker, runner=ctx.runner)
+        if not await panel.start():
+            return False
+        self.panel = panel
+        link = panel.first_login()
+        if link:
+            print(f"Web panel: log in at {link}", file=sys.stderr, flush=True)
+        else:
+            log.info("web: log in with the link `hermes web token` prints")
+        return True
+
+    async def stop(self) -> None:
+        if self.panel is not None:
+            await self.panel.stop()
+
+    async def deliver(self, job: Any, target: str, text: str) -> None:
         raise NotImplementedError("the web panel is not a cron delivery target")

@@ -18,7 +18,7 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.sessions import rerank
+from hermes.memory.sessions import rerank, semantic
 from hermes.memory.sessions.bm25 import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -150,16 +150,24 @@ class SessionSearch:
                 assert expr is not None
             messages = self._fts_candidates(user, plan, mode, expr, source)
             sessions = self._session_scores(user, plan, mode, expr, source)
-        dense = None
+        sims, dense = None, None
+        # Meaning re-scores the any-word round (the one that always runs with embeddings): a
+        # query whose every word matches is answered by words alone, without the model.
         if self.vectors is not None and mode != "strict":
             text = rerank.plan_text(build_match(meaning) if meaning else plan)
-            dense = self.vectors.nearest(user, text,
-                                         rerank.DEFAULT_PARAMS.dense_candidates)
+            sims = semantic.similarities(self.vectors, user, text)
+            extra = sims.nearest(semantic.DEFAULT_SEMANTIC.extra)  # they need no word
+            dense = sorted(zip(extra, map(float, sims.of(extra)[0]), strict=True),
+                           key=lambda d: -d[1])
+        wanted = len(messages) * 3 + len(sessions) + 100
         ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
-                               limit=limit or len(messages) * 3 + len(sessions) + 100,
+                               limit=wanted if sims is not None else limit or wanted,
                                source=source, now=self.clock.now(), dense=dense,
                                exclude_session=exclude_session)
+        if sims is not None:
+            ranked = semantic.rerank_by_meaning(ranked, sims, extras=[m for m, _ in dense or []],
+                                                limit=limit or wanted)
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}

