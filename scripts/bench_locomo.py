@@ -589,6 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "hermes.memory.facts.vectors.FUSION)")
     parser.add_argument("--fusion-weight", type=float,
                         help="facts hybrid: the cosine's weight in the fusion")
+    parser.add_argument("--session-weight", type=float,
+                        help="facts hybrid: SESSION_WEIGHT, the share of the best fused score "
+                             "of a fact's source session that it gains (0 = off)")
     parser.add_argument("--vector-cache", metavar="DIR",
                         help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--compare", action="store_true",
@@ -653,6 +656,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fusion_weight is not None:
         fact_vectors.DENSE_WEIGHT = args.fusion_weight
         label += f" (fusion weight {args.fusion_weight})"
+    if args.session_weight is not None:
+        fact_vectors.SESSION_WEIGHT = args.session_weight
+        label += f" (session weight {args.session_weight})"
     with recall_params(**knobs):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))

@@ -1,6 +1,6 @@
 """Prompt caching (issue 14): what a conversation costs, the new layout beside the old one.
 
-    python scripts/bench_prompt_cache.py [--rows]
+    python scripts/bench_prompt_cache.py [--totals]
 
 A scripted 40-turn conversation through the real Agent, the model faked at litellm's boundary
 (tests/fakellm.py): tool calls in some turns, memory and fact writes mid-session, one
@@ -468,11 +468,22 @@ def report(run: Run, show_rows: bool) -> None:
     old = [s for s in run.sent if s.layout == "old"]
     new_rows, old_rows = prefix_rows(new), prefix_rows(old)
     if show_rows:
-        print(f"{'turn':>4} | {'new: input':>10} {'prefix':>7} {'share':>6} | "
-              f"{'old: input':>10} {'prefix':>7} {'share':>6}")
+        # per chat request: input tokens, tokens identical to the start of the previous request,
+        # and the session's running share (its prefix tokens over its input tokens so far)
+        print(f"{'':4} | {'new layout':^32} | {'old layout':^32}")
+        print(f"{'turn':>4} | " + " | ".join(
+            [f"{'input':>8} {'prefix':>8} {'share':>6} {'session':>7}"] * 2))
+        totals = {"new": [0, 0], "old": [0, 0]}
         for n, o in zip(new_rows, old_rows, strict=True):
-            print(f"{n.turn:>4} | {n.tokens:>10,} {n.prefix:>7,} {n.prefix / n.tokens:>6.0%} | "
-                  f"{o.tokens:>10,} {o.prefix:>7,} {o.prefix / o.tokens:>6.0%}"
+            cells = []
+            for name, row in (("new", n), ("old", o)):
+                if row.first:
+                    totals[name] = [0, 0]
+                totals[name][0] += row.prefix
+                totals[name][1] += row.tokens
+                cells.append(f"{row.tokens:>8,} {row.prefix:>8,} {row.prefix / row.tokens:>6.0%} "
+                             f"{totals[name][0] / totals[name][1]:>7.0%}")
+            print(f"{n.turn:>4} | " + " | ".join(cells)
                   + ("  (compressed)" if n.compressed else "")
                   + ("  (new session)" if n.first and n.turn > 1 else ""))
         print()
@@ -523,9 +534,10 @@ def report(run: Run, show_rows: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", action="store_true", help="print every chat request")
+    parser.add_argument("--totals", action="store_true",
+                        help="only the totals, not every chat request")
     args = parser.parse_args()
-    report(asyncio.run(converse()), args.rows)
+    report(asyncio.run(converse()), not args.totals)
 
 
 if __name__ == "__main__":

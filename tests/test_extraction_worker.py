@@ -294,3 +294,29 @@ async def test_the_extraction_prompt_names_the_person_never_the_identity(
     assert "terminal:root" not in request.system + str(request.messages)
     assert f"for its user, {expected}." in request.system
     assert f"user ({expected}): I moved to Lisbon" in request.messages[-1]["content"]
+
+
+def test_run_records_and_their_sums_are_this_users_only(env, store):
+    from hermes.learn import runs
+    from hermes.learn.consolidate import Consolidation
+
+    now = "2026-11-29T12:00:00.000000Z"
+    ids = {}
+    for user, status, reason, cost in (("owner", "done", None, 0.25),
+                                       ("owner", "skipped", "small talk", None),
+                                       ("owner", "retry", "provider down", None),
+                                       ("bob", "failed", "bob's reason", 9.0),
+                                       ("bob", "skipped", "bob's skip", None)):
+        session = store.create(user, "terminal")
+        ids[user, status] = runs.insert(env.db, user, session.id, 1, 2, status, now=now,
+                                        reason=reason, cost=cost, model_calls=int(bool(cost)),
+                                        changes=Consolidation(created=1))
+    assert runs.count_by_status(env.db, "owner") == {"done": 1, "retry": 1, "skipped": 1}
+    assert runs.skip_reasons(env.db, "owner") == {"small talk": 1}
+    assert runs.totals(env.db, "owner") == (1, 3, 0, 0, 0, 0.25, 0)
+    assert runs.last_failure(env.db, "owner") == "provider down"
+    assert runs.unanswered(env.db, "owner") == 1
+    assert runs.cost(env.db, "owner", ids["owner", "done"]) == 0.25
+    assert runs.cost(env.db, "owner", ids["bob", "failed"]) is None
+    assert runs.last_failure(env.db, "bob") == "bob's reason"
+    assert runs.count_by_status(env.db, "carol") == {} and runs.unanswered(env.db, "carol") == 0

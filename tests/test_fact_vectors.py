@@ -119,6 +119,30 @@ def test_fusion_methods_order_by_both_signals():
         assert all(0 < v <= 1 for v in fused.values()), method
 
 
+def test_a_fact_from_the_conversation_of_a_strong_match_ranks_above_its_equal():
+    # 2 and 3 score the same by words and meaning; 2 was learned in the session that also
+    # taught the best match (1), so it shares some of that match's relevance.
+    bm25 = {1: 5.0, 2: 0.0, 3: 0.0, 4: 0.0}
+    cosines = {1: 0.9, 2: 0.5, 3: 0.5, 4: 0.1}
+    plain = fuse(bm25, cosines, [1, 2, 3, 4], method="zscore")
+    assert plain[2] == plain[3]
+    fused = fuse(bm25, cosines, [1, 2, 3, 4], method="zscore",
+                 sessions={1: 10, 2: 10, 3: 11, 4: None})
+    assert fused[1] > fused[2] > fused[3] > fused[4]
+    assert all(0 < v <= 1 for v in fused.values())
+
+
+def test_search_passes_each_facts_source_session_to_the_fusion(facts, db, clock):
+    sessions = SessionStore(db, clock=clock)
+    talk, other = sessions.create("owner", "terminal"), sessions.create("owner", "terminal")
+    facts.add("owner", "The car is parked at the station", source_session_id=talk.id)
+    same = facts.add("owner", "The bank opens at nine", source_session_id=talk.id).fact
+    apart = facts.add("owner", "The bank closes at five", source_session_id=other.id).fact
+    facts.vectors.index("owner")
+    order = [f.id for f in facts.search("owner", "which car is at the station")]
+    assert order.index(same.id) < order.index(apart.id)
+
+
 @pytest.fixture
 def toy_model(monkeypatch, toy):
     monkeypatch.setitem(embeddings.MODELS, "e5", lambda: toy)

@@ -367,6 +367,19 @@ def test_withdrawing_a_rating_takes_back_exactly_what_it_applied(facts):
     assert facts.withdraw_rating("owner", fact_id, True, 0.05) is None
 
 
+def test_fact_counts_are_this_users_only(facts):
+    kept = facts.add("owner", "Lena bakes sourdough", tags=["fast-lane"]).id
+    gone = facts.add("owner", "Max sails on Sundays", tags=["fast-lane"]).id
+    facts.add("owner", "Nora studies Welsh")
+    facts.forget("owner", gone)
+    facts.add("bob", "Olga runs the ferry", tags=["fast-lane"])
+    assert facts.count_active("owner") == 2 and facts.count_active("bob") == 1
+    assert facts.count_tagged("owner", "fast-lane") == 2          # any state
+    assert facts.count_tagged("bob", "fast-lane") == 1
+    assert facts.count_active("carol") == facts.count_tagged("carol", "fast-lane") == 0
+    assert facts.get("owner", kept).tags == ["fast-lane"]
+
+
 def test_update_supersedes_and_links_the_new_version(facts, clock):
     old = facts.add("owner", "Frank lives in Porto", entities=["Frank"], tags=["home"]).id
     clock.advance(days=1)

@@ -108,6 +108,18 @@ def test_neighbours_stay_inside_their_session(store, clock):
         rerank.DEFAULT_PARAMS.neighbour_back * by_id[first[1]].parts["bm25"])
 
 
+def test_neighbours_stay_inside_their_session_looking_back(store, clock):
+    # The only match opens session two; the message before it by id ends session one, and gets
+    # no share of the match: looking back stops at the session's start too.
+    _, first = chat(store, clock, "owner", ["ana: ok", "ben: unrelated end"])
+    _, second = chat(store, clock, "owner", ["ben: the garden needs watering", "ana: tea later"])
+    hits = store.search_messages("owner", "garden", limit=10)
+    by_id = {h.message.id: h for h in hits}
+    assert first[1] not in by_id
+    assert by_id[second[1]].parts["neighbours"] == pytest.approx(
+        rerank.DEFAULT_PARAMS.neighbour * by_id[second[0]].parts["bm25"])
+
+
 def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):
     _, on_topic = chat(store, clock, "owner", [
         "ana: the sourdough starter is bubbling",

@@ -7,7 +7,9 @@ import pytest
 
 from hermes.agent import feedback
 from hermes.errors import NotFound
+from hermes.memory.facts.ratings import ReplyRatings
 from hermes.memory.facts.records import writes_from
+from hermes.memory.sessions.refs import MessageRefs
 
 
 def reply_with_facts(rt, user, *texts):
@@ -17,10 +19,7 @@ def reply_with_facts(rt, user, *texts):
     sessions.append(user, session.id, "user", "what do you know?")
     reply = sessions.append(user, session.id, "assistant", "This.")
     ids = [facts.add(user, text).id for text in texts]
-    with rt.db.conn:
-        for fact_id in ids:
-            rt.db.execute("INSERT INTO shown_facts (message_id, fact_id) VALUES (?, ?)",
-                          [reply.id, fact_id])
+    ReplyRatings(rt.db, facts, rt.clock).record_shown(user, reply.id, ids)
     return facts, reply.id, ids
 
 
@@ -54,3 +53,51 @@ def test_a_rating_of_another_users_reply_reaches_nothing(rt):
     assert feedback.shown_fact_ids(rt, "bob", reply) == []
     assert feedback.reply_rating(rt, "bob", reply, "discord:7") is None
     assert facts.get("owner", fact_id).trust == 0.5
+
+
+# -- the memory layer's records, one user at a time -----------------------------------------
+
+
+def test_shown_facts_link_only_this_users_facts_to_this_users_reply(rt):
+    facts, reply, (mine,) = reply_with_facts(rt, "owner", "Pia grows chillies")
+    _, bobs_reply, (bobs,) = reply_with_facts(rt, "bob", "Quin repairs clocks")
+    ratings = ReplyRatings(rt.db, facts, rt.clock)
+    ratings.record_shown("owner", reply, [bobs, mine, mine])       # bob's fact: not linked
+    ratings.record_shown("owner", bobs_reply, [mine])              # bob's reply: not linked
+    ratings.record_shown("bob", reply, [bobs])                     # owner's reply: not linked
+    assert ratings.shown_fact_ids("owner", reply) == [mine]
+    assert ratings.shown_fact_ids("bob", bobs_reply) == [bobs]
+    assert ratings.shown_fact_ids("bob", reply) == []
+    assert ratings.shown_fact_ids("owner", bobs_reply) == []
+    rows = rt.db.execute("SELECT message_id, fact_id FROM shown_facts ORDER BY 1, 2").fetchall()
+    assert [tuple(r) for r in rows] == [(reply, mine), (bobs_reply, bobs)]
+
+
+def test_ratings_reach_only_this_users_reply_and_facts(rt):
+    facts, reply, (mine,) = reply_with_facts(rt, "owner", "Rui speaks Basque")
+    _, bobs_reply, (bobs,) = reply_with_facts(rt, "bob", "Sam keeps goats")
+    ratings = ReplyRatings(rt.db, facts, rt.clock)
+    for call in (lambda: ratings.rate_reply("owner", bobs_reply, False),
+                 lambda: ratings.set_rating("owner", bobs_reply, "discord:1", False),
+                 lambda: ratings.check_message("owner", bobs_reply)):
+        with pytest.raises(NotFound):
+            call()
+    assert [r.id for r in ratings.rate_reply("owner", reply, False)] == [mine]
+    assert [r.id for r in ratings.set_rating("bob", bobs_reply, "discord:1", True)] == [bobs]
+    assert ratings.rating("bob", bobs_reply, "discord:1") is True
+    assert ratings.rating("owner", bobs_reply, "discord:1") is None
+    assert ratings.set_rating("owner", reply, "discord:1", None) == []   # nothing in effect
+    assert (facts.get("owner", mine).trust, facts.get("bob", bobs).trust) == (0.4, 0.55)
+
+
+def test_message_refs_never_cross_users(rt):
+    _, reply, _ = reply_with_facts(rt, "owner", "Tia rows at dawn")
+    _, bobs_reply, _ = reply_with_facts(rt, "bob", "Uma sings bass")
+    refs = MessageRefs(rt.db)
+    refs.link("owner", "discord:100", reply)
+    with pytest.raises(NotFound):
+        refs.link("owner", "discord:101", bobs_reply)
+    refs.link("bob", "discord:100", bobs_reply)          # owner's ref: bob cannot move it
+    assert refs.message_for("owner", "discord:100") == reply
+    assert refs.message_for("bob", "discord:100") is None
+    assert refs.message_for("owner", "discord:101") is None

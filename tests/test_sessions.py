@@ -114,6 +114,43 @@ def test_sessions_needing_a_summary_are_this_users_only(store, clock):
     assert ended.id not in store.needing_summary("owner", max_attempts=3)
 
 
+def test_extraction_watermarks_are_this_users_only(store, clock):
+    mine = conversation(store, clock, "owner", ["one", "reply one", "two", "reply two"])
+    theirs = conversation(store, clock, "bob", ["bob's", "bob's reply"])
+    first, reply, second, _ = [m.id for m in store.messages("owner", mine.id)]
+    assert store.extracted_through("owner", mine.id) == 0
+    store.advance_extracted("owner", mine.id, second)
+    store.advance_extracted("owner", mine.id, first)            # never back
+    assert store.extracted_through("owner", mine.id) == second
+    store.advance_extracted("bob", mine.id, 999)               # not bob's session: no change
+    assert store.extracted_through("owner", mine.id) == second
+    assert store.extracted_through("bob", mine.id) == 0
+    assert store.last_reply_before("owner", mine.id, second) == "reply one"
+    assert store.last_reply_before("owner", mine.id, first) is None
+    assert store.last_reply_before("bob", mine.id, second) is None
+    assert store.extracted_through("bob", theirs.id) == 0
+
+
+def test_the_learning_backlog_is_this_users_only(store, clock):
+    behind = conversation(store, clock, "owner", ["learn me"])
+    done = conversation(store, clock, "owner", ["learned", "ok"])
+    store.advance_extracted("owner", done.id, store.messages("owner", done.id)[-1].id)
+    imported = store.create("owner", "import", external_id="chatgpt:1")
+    store.append("owner", imported.id, "user", "imported line")
+    theirs = conversation(store, clock, "bob", ["bob's"])
+    assert [s.id for s in store.learning_backlog("owner")] == [behind.id, imported.id]
+    assert [s.id for s in store.learning_backlog("owner", also=[done.id])] == [
+        behind.id, done.id, imported.id]
+    assert [s.id for s in store.learning_backlog("owner", source="import")] == [imported.id]
+    assert [s.id for s in store.learning_backlog("owner", also=[theirs.id])] == [
+        behind.id, imported.id]                                 # bob's session stays out
+    assert [s.id for s in store.learning_backlog("bob")] == [theirs.id]
+    assert store.learning_backlog("carol", also=[behind.id]) == []
+    # The worker's catch-up is the one reader for everyone: live sessions, newest first.
+    assert store.live_behind_extraction(limit=10) == [("bob", theirs.id), ("owner", behind.id)]
+    assert store.live_behind_extraction(limit=1) == [("bob", theirs.id)]
+
+
 # -- browse ---------------------------------------------------------------------------------
 
 

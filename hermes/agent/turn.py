@@ -35,7 +35,6 @@ from hermes.memory import Memory
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
 from hermes.store import usage
-from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +81,7 @@ class Agent:
         self.facts = memory.facts
         self.basic = memory.basic
         self.prompts = PromptBuilder(memory)
+        self.ratings = memory.ratings
         self.compressor = Compressor(self.llm, self.background_llm,
                                      compress_at=self.settings.compress_at)
         # Every model call is counted (tokens, cached tokens, cost) for `hermes stats`.
@@ -325,14 +325,7 @@ class Turn:
         reply = agent.sessions.append(user, self.session_id, "assistant", text)
         ids = list(dict.fromkeys(shown))
         if ids:
-            marks = ",".join("?" * len(ids))
-            with write_transaction(agent.memory.db):
-                # Only this user's facts: a stray id never links to another user's fact.
-                agent.memory.db.execute(
-                    f"INSERT OR IGNORE INTO shown_facts (message_id, fact_id) "
-                    f"SELECT ?, id FROM facts WHERE user = ? AND id IN ({marks})",
-                    [reply.id, user, *ids],
-                )
+            agent.ratings.record_shown(user, reply.id, ids)
             agent.facts.mark_retrieved(user, ids)
         return reply.id
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from hermes.budget import Budget, Pacer
 from hermes.learn import gate
+from hermes.learn import runs as run_records
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.worker import (
     MAX_MESSAGES_PER_RUN,
@@ -98,25 +99,9 @@ def backlog(rt: Runtime, user: str, *, since: str | None = None,
             source: str | None = None) -> list[Session]:
     """``user``'s sessions with user messages past their extraction watermark, or with a run
     waiting for its retry, oldest first (``since``: active at or after it)."""
-    where = ["s.user = ?"]
-    params: list[Any] = [user]
-    if since:
-        where.append("s.last_active_at >= ?")
-        params.append(since)
-    if source:
-        where.append("s.source = ?")
-        params.append(source)
-    rows = rt.db.execute(
-        f"""SELECT s.id FROM sessions s WHERE {' AND '.join(where)} AND (
-              EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
-                      AND m.id > s.extracted_through)
-              OR EXISTS (SELECT 1 FROM extraction_runs r WHERE r.session_id = s.id
-                         AND r.user = s.user AND r.status = 'retry'))
-            ORDER BY s.started_at, s.id""",
-        params,
-    ).fetchall()
-    store = SessionStore(rt.db, clock=rt.clock)
-    return [store.get(user, int(row[0])) for row in rows]
+    retrying = {r.session_id for r in run_records.waiting_retry(rt.db, user)}
+    return SessionStore(rt.db, clock=rt.clock).learning_backlog(
+        user, since=since, source=source, also=retrying)
 
 
 def _chunks(rt: Runtime, session: Session, messages: list[Message], watermark: int
@@ -155,7 +140,7 @@ def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
                 result.retries += 1
                 result.model_calls += 1
                 prompts.append(_prompt(rt, facts, user, chunk))
-        watermark = _watermark(rt, user, session.id)
+        watermark = sessions.extracted_through(user, session.id)
         result.messages += sum(1 for m in messages if m.id > watermark)
         for chunk, decision in _chunks(rt, session, messages, watermark):
             if decision.run:
@@ -180,23 +165,13 @@ def _prompt(rt: Runtime, facts: FactStore, user: str, chunk: list[Message]
                         now=rt.clock.now(), categories=rt.settings.facts.categories).messages
 
 
-def _watermark(rt: Runtime, user: str, session_id: int) -> int:
-    row = rt.db.execute("SELECT extracted_through FROM sessions WHERE id = ? AND user = ?",
-                        [session_id, user]).fetchone()
-    return int(row[0]) if row else 0
-
-
 def _retry_ranges(rt: Runtime, user: str, session_id: int) -> list[tuple[int, int]]:
-    rows = rt.db.execute(
-        "SELECT first_message_id, last_message_id FROM extraction_runs WHERE user = ? "
-        "AND session_id = ? AND status = 'retry' ORDER BY id", [user, session_id]).fetchall()
-    return [(int(a), int(b)) for a, b in rows]
+    return [(r.first_message_id, r.last_message_id)
+            for r in run_records.waiting_retry(rt.db, user) if r.session_id == session_id]
 
 
 def _run_cost(rt: Runtime, user: str, run_id: int) -> float | None:
-    row = rt.db.execute("SELECT cost FROM extraction_runs WHERE id = ? AND user = ?",
-                        [run_id, user]).fetchone()
-    return None if row is None or row[0] is None else float(row[0])
+    return run_records.cost(rt.db, user, run_id)
 
 
 async def run(rt: Runtime, worker: ExtractionWorker, the_plan: Plan, *,
@@ -232,7 +207,8 @@ async def run(rt: Runtime, worker: ExtractionWorker, the_plan: Plan, *,
             break
         while True:
             messages = sessions.messages(user, session.id)
-            upcoming = _chunks(rt, session, messages, _watermark(rt, user, session.id))
+            upcoming = _chunks(rt, session, messages,
+                               sessions.extracted_through(user, session.id))
             if not upcoming:
                 report.sessions_done += 1
                 break

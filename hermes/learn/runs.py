@@ -63,6 +63,13 @@ def waiting_retry(db: Database, user: str | None) -> list[RunRecord]:
     return [RunRecord(*row) for row in rows]
 
 
+def cost(db: Database, user: str, run_id: int) -> float | None:
+    """What the run's model calls cost (USD), when litellm knew it."""
+    row = db.execute("SELECT cost FROM extraction_runs WHERE id = ? AND user = ?",
+                     [run_id, user]).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
 def find(db: Database, user: str, session_id: int, first: int, last: int) -> RunRecord | None:
     row = db.execute(
         f"SELECT {COLUMNS} FROM extraction_runs WHERE user = ? AND session_id = ? "
@@ -112,3 +119,52 @@ def record_retry(db: Database, user: str, run_id: int, *, status: str, reason: s
         "coalesce(?, 0), finished_at = ? WHERE id = ? AND user = ?",
         [status, reason, raw, attempts, int(raw is not None), cost, now, run_id, user],
     )
+
+
+# -- what learning did, in sums (``hermes stats``) -----------------------------------------------
+
+
+def count_by_status(db: Database, user: str) -> dict[str, int]:
+    """The user's runs per status (done | skipped | retry | failed)."""
+    return {status: int(count) for status, count in db.execute(
+        "SELECT status, count(*) FROM extraction_runs WHERE user = ? GROUP BY status", [user]
+    ).fetchall()}
+
+
+def skip_reasons(db: Database, user: str) -> dict[str, int]:
+    """The gate's reasons for the user's skipped runs, most frequent first."""
+    return {reason or "(none)": int(count) for reason, count in db.execute(
+        "SELECT reason, count(*) FROM extraction_runs WHERE user = ? AND status = 'skipped' "
+        "GROUP BY reason ORDER BY count(*) DESC, reason", [user]
+    ).fetchall()}
+
+
+def totals(db: Database, user: str) -> tuple[int, int, int, int, int, float | None, int]:
+    """Sums over the user's runs: model calls, facts created, merged, superseded and
+    forgotten, cost (None when no run knew it), and model-calling runs without a cost."""
+    calls, created, merged, superseded, forgotten, cost, without = db.execute(
+        "SELECT coalesce(sum(model_calls), 0), coalesce(sum(created), 0), "
+        "coalesce(sum(merged), 0), coalesce(sum(superseded), 0), coalesce(sum(forgotten), 0), "
+        "sum(cost), sum(CASE WHEN model_calls > 0 AND cost IS NULL THEN 1 ELSE 0 END) "
+        "FROM extraction_runs WHERE user = ?", [user]
+    ).fetchone()
+    return (int(calls), int(created), int(merged), int(superseded), int(forgotten),
+            None if cost is None else float(cost), int(without or 0))
+
+
+def last_failure(db: Database, user: str) -> str | None:
+    """Why the user's latest run waiting for a retry (or failed for good) did not finish."""
+    row = db.execute(
+        "SELECT reason FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
+        "ORDER BY id DESC LIMIT 1", [user]
+    ).fetchone()
+    return row[0] if row else None
+
+
+def unanswered(db: Database, user: str) -> int:
+    """The user's failed runs whose model call got no answer at all (provider down): not
+    counted in model_calls, and what they cost, if anything, is not known."""
+    return int(db.execute(
+        "SELECT count(*) FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
+        "AND raw_output IS NULL AND model_calls = 0", [user]
+    ).fetchone()[0])

@@ -7,7 +7,10 @@ from typing import Any
 
 import sqlite_utils
 
+from hermes.config import FactsConfig
+from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
+from hermes.memory.facts.store import FactStore
 
 
 @dataclass
@@ -41,45 +44,15 @@ class ExtractionStats:
 
 def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     stats = ExtractionStats(user)
-    for status, count in db.execute(
-        "SELECT status, count(*) FROM extraction_runs WHERE user = ? GROUP BY status", [user]
-    ).fetchall():
-        stats.by_status[status] = count
-        stats.runs += count
-    stats.skips = {
-        reason or "(none)": count
-        for reason, count in db.execute(
-            "SELECT reason, count(*) FROM extraction_runs WHERE user = ? AND status = 'skipped' "
-            "GROUP BY reason ORDER BY count(*) DESC, reason", [user]
-        ).fetchall()
-    }
-    row = db.execute(
-        "SELECT coalesce(sum(model_calls), 0), coalesce(sum(created), 0), "
-        "coalesce(sum(merged), 0), coalesce(sum(superseded), 0), coalesce(sum(forgotten), 0), "
-        "sum(cost), sum(CASE WHEN model_calls > 0 AND cost IS NULL THEN 1 ELSE 0 END) "
-        "FROM extraction_runs WHERE user = ?", [user]
-    ).fetchone()
+    stats.by_status = runs.count_by_status(db, user)
+    stats.runs = sum(stats.by_status.values())
+    stats.skips = runs.skip_reasons(db, user)
     (stats.model_calls, stats.created, stats.merged, stats.superseded, stats.forgotten,
-     stats.cost, runs_without_cost) = row
-    stats.runs_without_cost = int(runs_without_cost or 0)
+     stats.cost, stats.runs_without_cost) = runs.totals(db, user)
     stats.failures = stats.by_status.get("retry", 0) + stats.by_status.get("failed", 0)
-    last = db.execute(
-        "SELECT reason FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
-        "ORDER BY id DESC LIMIT 1", [user]
-    ).fetchone()
-    stats.last_failure = last[0] if last else None
-    # A model call that got no answer (provider down) is not counted in model_calls, and what
-    # it cost, if anything, is not known.
-    stats.unanswered = db.execute(
-        "SELECT count(*) FROM extraction_runs WHERE user = ? AND status IN ('retry', 'failed') "
-        "AND raw_output IS NULL AND model_calls = 0", [user]
-    ).fetchone()[0]
-    stats.fast_lane = db.execute(
-        "SELECT count(*) FROM facts WHERE user = ? AND EXISTS "
-        "(SELECT 1 FROM json_each(facts.tags) WHERE value = ?)", [user, FASTLANE_TAG]
-    ).fetchone()[0]
-    stats.active_facts = db.execute(
-        "SELECT count(*) FROM facts WHERE user = ? AND superseded_by IS NULL "
-        "AND forgotten_at IS NULL", [user]
-    ).fetchone()[0]
+    stats.last_failure = runs.last_failure(db, user)
+    stats.unanswered = runs.unanswered(db, user)
+    facts = FactStore(db, FactsConfig())
+    stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
+    stats.active_facts = facts.count_active(user)
     return stats

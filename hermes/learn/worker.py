@@ -267,7 +267,7 @@ class ExtractionWorker:
         """(in the worker thread) The new messages and the gate: ("none", None),
         ("existing", run), ("skipped", run) or ("extract", messages)."""
         session = s.sessions.get(user, session_id)
-        watermark = self._watermark(s, user, session_id)
+        watermark = s.sessions.extracted_through(user, session_id)
         messages = s.sessions.messages(user, session_id, after_id=watermark,
                                        limit=MAX_MESSAGES_PER_RUN)
         if through is not None:
@@ -279,7 +279,7 @@ class ExtractionWorker:
         if existing is not None:
             # Already recorded (a re-run): nothing changes but the watermark catching up.
             with write_transaction(s.db):
-                self._advance(s, user, session_id, last)
+                s.sessions.advance_extracted(user, session_id, last)
             return "existing", existing
         # Skip only when every new message belongs to a turn that wrote memory itself.
         written = bool(ranges) and all(
@@ -291,13 +291,13 @@ class ExtractionWorker:
             include_cron=self.config.include_cron,
             memory_written=written,
             min_chars=self.config.min_chars,
-            prior_assistant=self._prior_assistant(s, user, session_id, first),
+            prior_assistant=s.sessions.last_reply_before(user, session_id, first),
         )
         if not decision.run:
             with write_transaction(s.db):
                 run_id = self._insert_run(s, user, session_id, first, last, "skipped",
                                           reason=decision.reason)
-                self._advance(s, user, session_id, last)
+                s.sessions.advance_extracted(user, session_id, last)
             return "skipped", self._run(s, user, run_id)
         return "extract", messages
 
@@ -420,7 +420,7 @@ class ExtractionWorker:
                     run_id = self._finish_run(s, user, session_id, first, last, run_id, "done",
                                               reason=_summary(changes, parsed.skipped),
                                               cost=cost, changes=changes)
-                    self._advance(s, user, session_id, last)
+                    s.sessions.advance_extracted(user, session_id, last)
         if writes.longest > 0.2:
             log.info("extraction of session %s held the write lock %.0f ms at most",
                      session_id, writes.longest * 1000)
@@ -446,7 +446,7 @@ class ExtractionWorker:
                 run_records.record_retry(s.db, user, run_id, status=status, reason=reason,
                                          raw=raw, attempts=attempts, cost=cost,
                                          now=self._now())
-            self._advance(s, user, session_id, last)
+            s.sessions.advance_extracted(user, session_id, last)
         return self._run(s, user, run_id)
 
     # -- retries, catch-up, shutdown ----------------------------------------------------------
@@ -486,16 +486,7 @@ class ExtractionWorker:
         shutdown that could not wait). Imported sessions (source import, or any session with an
         importer's external id) are left alone: ``hermes learn backfill`` is how they are
         learned from, when asked."""
-        rows = self.rt.db.execute(
-            """
-            SELECT s.user, s.id FROM sessions s
-            WHERE s.source != 'import' AND s.external_id IS NULL AND EXISTS (
-              SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
-                AND m.id > s.extracted_through)
-            ORDER BY s.last_active_at DESC LIMIT ?
-            """,
-            [limit],
-        ).fetchall()
+        rows = self.sessions.live_behind_extraction(limit=limit)
         return [self.schedule(user, session_id) for user, session_id in rows]
 
     async def drain(self, timeout: float | None = None) -> int:
@@ -518,26 +509,6 @@ class ExtractionWorker:
 
     def _now(self) -> str:
         return to_ts(self.rt.clock.now())
-
-    def _watermark(self, s: _Stores, user: str, session_id: int) -> int:
-        row = s.db.execute(
-            "SELECT extracted_through FROM sessions WHERE id = ? AND user = ?", [session_id, user]
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _advance(self, s: _Stores, user: str, session_id: int, through: int) -> None:
-        s.db.execute(
-            "UPDATE sessions SET extracted_through = max(extracted_through, ?) "
-            "WHERE id = ? AND user = ?", [through, session_id, user],
-        )
-
-    def _prior_assistant(self, s: _Stores, user: str, session_id: int, before: int
-                         ) -> str | None:
-        row = s.db.execute(
-            "SELECT content FROM messages WHERE session_id = ? AND user = ? AND id < ? "
-            "AND role = 'assistant' ORDER BY id DESC LIMIT 1", [session_id, user, before],
-        ).fetchone()
-        return row[0] if row else None
 
     def _user_name(self, user: str, messages: Sequence[Any]) -> str:
         """The person's name (a Discord display name, users.<user>.name), else "the user";

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from hermes.config import Settings
     from hermes.memory.basic import BasicMemory
     from hermes.memory.embeddings import Embedders, MessageVectors
+    from hermes.memory.facts.ratings import ReplyRatings
     from hermes.memory.facts.store import FactStore
     from hermes.memory.facts.vectors import FactVectors
+    from hermes.memory.sessions.refs import MessageRefs
     from hermes.memory.sessions.store import SessionStore
 
 
@@ -69,6 +71,18 @@ class Memory:
 
         return SessionStore(self.db, clock=self.clock, vectors=self.message_vectors,
                             redact_secrets=self.settings.sessions.redact_secrets)
+
+    @cached_property
+    def ratings(self) -> ReplyRatings:
+        from hermes.memory.facts.ratings import ReplyRatings
+
+        return ReplyRatings(self.db, self.facts, self.clock)
+
+    @cached_property
+    def refs(self) -> MessageRefs:
+        from hermes.memory.sessions.refs import MessageRefs
+
+        return MessageRefs(self.db)
 
     @cached_property
     def message_vectors(self) -> MessageVectors | None:

@@ -119,7 +119,8 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
             facts[fact.id] = fact
     ids = list(facts)
     cosines = similarity.of(ids)
-    fused = fact_vectors.fuse(bm25, cosines, ids)
+    fused = fact_vectors.fuse(bm25, cosines, ids,
+                              sessions={f.id: f.source_session_id for f in facts.values()})
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
         if explain:

@@ -369,6 +369,17 @@ class FactStore:
         return self._fetch(user, where, [*params, int(limit)],
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
+    def count_active(self, user: str) -> int:
+        """How many of the user's facts are active."""
+        return int(self.db.execute(f"SELECT count(*) FROM facts f WHERE f.user = ? AND {ACTIVE}",
+                                   [user]).fetchone()[0])
+
+    def count_tagged(self, user: str, tag: str) -> int:
+        """How many of the user's facts carry ``tag``, in any state."""
+        return int(self.db.execute(
+            "SELECT count(*) FROM facts WHERE user = ? AND EXISTS "
+            "(SELECT 1 FROM json_each(facts.tags) WHERE value = ?)", [user, tag]).fetchone()[0])
+
     def entities(self, user: str) -> list[Entity]:
         return self.entity_store.list_entities(user)
 

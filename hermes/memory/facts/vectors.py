@@ -40,6 +40,11 @@ DENSE_WEIGHT = 2.0
 INDEX_BATCH = 8
 # The nearest facts by meaning that join the bm25 matches as candidates.
 DENSE_CANDIDATES = 50
+# A fact learned in the same conversation as a strong match shares some of its relevance: the
+# fused z of each candidate gains SESSION_WEIGHT x the best fused z among the candidates from
+# its source session (facts of one conversation answer the same questions). Chosen on LoCoMo's
+# tuning half (turn R@5 0.588 -> 0.610 at 0.5; 0.3: 0.601, 0.8: 0.602); held-out 0.607 -> 0.613.
+SESSION_WEIGHT = 0.5
 
 
 class FactVectors:
@@ -166,12 +171,15 @@ class Similarity:
 
 
 def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence[int], *,
-         method: str | None = None, weight: float | None = None) -> dict[int, float]:
+         method: str | None = None, weight: float | None = None,
+         sessions: dict[int, int | None] | None = None) -> dict[int, float]:
     """One relevance in (0, 1] per candidate from its bm25 (0 when its words do not match) and
     its cosine (missing: no vector yet, counted as the lowest cosine among the candidates).
 
-    * ``zscore``: z(bm25) + weight * z(cosine), each over the candidates, squashed by a
-      logistic so that trust can multiply it;
+    * ``zscore``: z(bm25) + weight * z(cosine), each over the candidates, plus SESSION_WEIGHT
+      x the best such sum among the candidates of its source session (``sessions``: fact id ->
+      session id; a fact without one counts as its own session), squashed by a logistic so
+      that trust can multiply it;
     * ``sum``: bm25 / best bm25 + weight * min-max(cosine);
     * ``rrf``: 1 / (60 + bm25 rank) + weight / (60 + cosine rank), reciprocal-rank fusion.
     """
@@ -198,7 +206,15 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
     if method != "zscore":
         raise ValueError(f"unknown fusion method {method!r}")
     zw, zc = _z(words), _z(cos)
-    return {c: 1 / (1 + math.exp(-(zw[c] + weight * zc[c]))) for c in candidates}
+    raw = {c: zw[c] + weight * zc[c] for c in candidates}
+    if sessions is not None and SESSION_WEIGHT:
+        best: dict[object, float] = {}
+        for c, value in raw.items():
+            key = sessions.get(c) or ("fact", c)
+            best[key] = max(best.get(key, value), value)
+        raw = {c: value + SESSION_WEIGHT * best[sessions.get(c) or ("fact", c)]
+               for c, value in raw.items()}
+    return {c: 1 / (1 + math.exp(-raw[c])) for c in candidates}
 
 
 def _z(values: dict[int, float]) -> dict[int, float]:

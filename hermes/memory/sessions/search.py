@@ -52,6 +52,10 @@ CJK_CANDIDATES = 2000
 
 SNIPPET_TOKENS = 24
 
+# A ranked session: (session id, score, its best message or None when only the title or
+# summary matched, the title/summary score)
+_Ranked = tuple[int, float, _Candidate | None, float]
+
 class SessionSearch:
     """Search over a user's sessions (the read side that ranks; see the module docstring)."""
 
@@ -60,6 +64,9 @@ class SessionSearch:
         self.clock = clock
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on, else None
         self.vectors = vectors
+
+        def window(self, user: str, session_id: int, around_message_id: int,
+                   context: int = 2) -> list[Message]: ...
 
     def search(
         self,
@@ -188,10 +195,10 @@ class SessionSearch:
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int,
-    ) -> list[tuple[int, float, _Candidate | None, float]]:
+    ) -> list[_Ranked]:
         """Sessions ranked by their best message: (session_id, score, best message or None
         when only the title or summary matched, title/summary score)."""
-        ranked: list[tuple[int, float, _Candidate | None, float]] = []
+        ranked: list[_Ranked] = []
         seen: set[int] = set()
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source)
         for r in messages:
@@ -205,12 +212,13 @@ class SessionSearch:
             ranked.sort(key=lambda r: -r[1])
         # Cron output is background noise next to a real conversation: demoted below them all.
         # Sources are looked up best first, only until `limit` conversations are found.
-        conversations, cron = [], []
+        conversations: list[_Ranked] = []
+        cron: list[_Ranked] = []
         for start in range(0, len(ranked), 100):
             chunk = ranked[start : start + 100]
-            sources = self._sources({r[0] for r in chunk})
-            for r in chunk:
-                (cron if sources[r[0]] == "cron" else conversations).append(r)
+            sources = self._sources({entry[0] for entry in chunk})
+            for entry in chunk:
+                (cron if sources[entry[0]] == "cron" else conversations).append(entry)
             if len(conversations) >= limit:
                 break
         return conversations + cron
@@ -383,12 +391,13 @@ class SessionSearch:
 
     def _hits(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None,
-        ranked: Sequence[tuple[int, float, _Candidate | None, float]], context: int,
+        ranked: Sequence[_Ranked], context: int,
     ) -> list[SearchHit]:
         hits = []
         for sid, score, cand, meta in ranked:
             session = read_session(self.db, user, sid)
             matched_in = []
+            match_id: int | None
             if cand is not None:
                 matched_in.append("messages")
                 match_id = cand.message_id

@@ -13,6 +13,7 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import sqlite_utils
@@ -31,6 +32,7 @@ from hermes.memory.sessions.records import (
     MessageHit,
     SearchHit,
     Session,
+    _storable,
     read_session,
     read_window,
 )
@@ -296,6 +298,75 @@ class SessionStore:
         rows = self.db.execute(f"SELECT id FROM sessions WHERE {' AND '.join(where)} "
                                "ORDER BY started_at, id", params).fetchall()
         return [int(row[0]) for row in rows]
+
+
+    # -- work left to do: learning ----------------------------------------------------------
+
+    def extracted_through(self, user: str, session_id: int) -> int:
+        """The session's extraction watermark: the last message learned from (0: none, also
+        for a session that is not this user's)."""
+        row = self.db.execute(
+            "SELECT extracted_through FROM sessions WHERE id = ? AND user = ?", [session_id, user]
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def advance_extracted(self, user: str, session_id: int, through: int) -> None:
+        """Move the watermark up to ``through`` (never down). Runs inside the caller's write
+        transaction, with the run record it belongs to."""
+        self.db.execute(
+            "UPDATE sessions SET extracted_through = max(extracted_through, ?) "
+            "WHERE id = ? AND user = ?", [through, session_id, user],
+        )
+
+    def last_reply_before(self, user: str, session_id: int, before: int) -> str | None:
+        """The text of the assistant's last message before message ``before``, if any."""
+        row = self.db.execute(
+            "SELECT content FROM messages WHERE session_id = ? AND user = ? AND id < ? "
+            "AND role = 'assistant' ORDER BY id DESC LIMIT 1", [session_id, user, before],
+        ).fetchone()
+        return row[0] if row else None
+
+    def learning_backlog(self, user: str, *, since: str | None = None,
+                         source: str | None = None, also: Collection[int] = ()) -> list[Session]:
+        """``user``'s sessions with user messages past their watermark, or among ``also``
+        (sessions with a run waiting for its retry), oldest first (``since``: active at or
+        after it; ``source``: from that source only)."""
+        where = ["s.user = ?"]
+        params: list[Any] = [user]
+        if since:
+            where.append("s.last_active_at >= ?")
+            params.append(since)
+        if source:
+            where.append("s.source = ?")
+            params.append(source)
+        retry = sorted({int(i) for i in also if _storable(i)})
+        marks = ",".join("?" * len(retry))
+        rows = self.db.execute(
+            f"""SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s
+                WHERE {' AND '.join(where)} AND (
+                  EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id
+                          AND m.role = 'user' AND m.id > s.extracted_through)
+                  OR s.id IN ({marks}))
+                ORDER BY s.started_at, s.id""",
+            [*params, *retry],
+        ).fetchall()
+        return [Session(*row) for row in rows]
+
+    def live_behind_extraction(self, *, limit: int) -> list[tuple[str, int]]:
+        """(user, session id) of every user's live sessions (not imported) with user messages
+        past their watermark, most recently active first: the worker's catch-up after a crash
+        is the one reader that is for everyone."""
+        rows = self.db.execute(
+            """
+            SELECT s.user, s.id FROM sessions s
+            WHERE s.source != 'import' AND s.external_id IS NULL AND EXISTS (
+              SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
+                AND m.id > s.extracted_through)
+            ORDER BY s.last_active_at DESC LIMIT ?
+            """,
+            [limit],
+        ).fetchall()
+        return [(str(user), int(session_id)) for user, session_id in rows]
 
 
 def _scrub(text: str | None) -> str | None:
