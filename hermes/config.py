@@ -136,14 +136,32 @@ class AgentConfig(Section):
     compress_at: float = Field(0.75, gt=0, le=1)
 
 
+# The embedding models Hermes has itself (hermes.memory.embedding_models registers them).
+BUILTIN_EMBEDDING_MODELS = ("e5", "minilm")
+
+
 class SessionsConfig(Section):
     idle_minutes: int = Field(120, gt=0)
     # Hybrid recall: a local embedding model next to bm25 (needs hermes[embeddings])
     embeddings: bool = False
-    # Which model (hermes.memory.embeddings.MODELS); vectors are stored per model
-    embedding_model: Literal["e5", "minilm"] = "e5"
+    # Which model: e5, minilm (hermes.memory.embeddings) or one a plugin registers
+    # (register_embedding_models); vectors are stored per model
+    embedding_model: str = "e5"
     # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
     redact_secrets: bool = True
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _registered_model(cls, value: str) -> str:
+        if value in BUILTIN_EMBEDDING_MODELS:
+            return value
+        from hermes.plugins import embedding_models  # another name: load the plugins
+
+        names = embedding_models()
+        if value not in names:
+            raise ValueError(f"unknown embedding model; use one of {', '.join(names)} (a "
+                             "plugin can register more)")
+        return value
 
 
 class ContextConfig(Section):

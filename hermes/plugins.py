@@ -10,6 +10,8 @@ more than they did without plugins.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 
@@ -20,9 +22,11 @@ ENTRY_POINT_GROUP = "hermes"
 DEFAULT_PLUGINS = (
     "hermes.agent.builtin_tools",
     "hermes.frontends.builtin",
+    "hermes.memory.embedding_models",
 )
 
 _manager: pluggy.PluginManager | None = None
+_embedding_models: dict[str, Callable[[], Any]] | None = None
 
 
 def manager() -> pluggy.PluginManager:
@@ -48,3 +52,22 @@ def plugin_names() -> list[str]:
     """The loaded plugins' names (entry-point names and the default plugins' modules)."""
     pm = manager()
     return sorted(name for name, _ in pm.list_name_plugin() if name)
+
+
+def embedding_models() -> dict[str, Callable[[], Any]]:
+    """Every registered embedding model's factory by name (the built-ins first), collected
+    once per process. ``factory()`` builds the model (see hermes.memory.embeddings.Embedder)."""
+    global _embedding_models
+    if _embedding_models is None:
+        found: dict[str, Callable[[], Any]] = {}
+
+        def register(name: str, factory: Callable[[], Any]) -> None:
+            if not isinstance(name, str) or not name.strip():
+                raise HermesError(f"register_embedding_models: {name!r} is not a model name")
+            if name in found:
+                raise HermesError(f"register_embedding_models: a model is already named {name!r}")
+            found[name] = factory
+
+        manager().hook.register_embedding_models(register=register)
+        _embedding_models = found
+    return _embedding_models

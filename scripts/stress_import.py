@@ -9,7 +9,8 @@ session ids and user fields rewritten to bob; ids duplicated; records dropped, r
 reordered; the end record recomputed (a crafter can) or left stale. Each variant is imported
 as its own user (``crafted<N>``), through the same function as `hermes import`.
 
-Counted: variants imported, refused with one line (HermesError), other exceptions (goal 0),
+Counted: variants imported whole, imported with some records refused by their line, refused
+as a whole with one line (HermesError), other exceptions (goal 0),
 and after all of them: bob's export byte for byte (goal: unchanged) and rows outside their
 importer: any row of a user table whose links join two users (goal 0).
 
@@ -162,8 +163,10 @@ def main() -> None:
             lines = mutate(rng, honest, bob_ids, n)
             done += 1
             try:
-                import_user(rt.db, lines, user=f"crafted{n}")
-                counts["imported"] += 1
+                report = import_user(rt.db, lines, user=f"crafted{n}")
+                counts["imported, some records refused" if report.errors else "imported"] += 1
+                for _, why in report.errors:
+                    reasons[why[:48]] += 1
             except HermesError as exc:
                 counts["refused (one line)"] += 1
                 text = str(exc).removeprefix("Refused: ")

@@ -143,6 +143,25 @@ def test_search_passes_each_facts_source_session_to_the_fusion(facts, db, clock)
     assert order.index(same.id) < order.index(apart.id)
 
 
+def test_a_fact_is_found_by_the_meaning_of_the_exchange_it_was_learned_from(facts, db, clock):
+    sessions = SessionStore(db, clock=clock)
+    talk = sessions.create("owner", "terminal")
+    said = sessions.append("owner", talk.id, "user", "I finally got my Tesla yesterday")
+    bobs = sessions.append("bob", sessions.create("bob", "terminal").id, "user", "my new puppy")
+    bought = facts.add("owner", "The user bought it last week", source_session_id=talk.id,
+                       source_message_ids=[said.id]).fact
+    other = facts.add("owner", "The user sold the old one", source_message_ids=[bobs.id]).fact
+    alone = facts.add("owner", "The user likes green").fact
+    assert facts.vectors.index("owner") == 3
+    assert facts.vectors.index("owner") == 0  # a fact without an exchange is not redone
+    # The fact's words say nothing of cars; the exchange it came from does.
+    assert facts.search("owner", "which automobile?")[0].id == bought.id
+    # Another user's message never becomes part of my fact's exchange.
+    assert other.id not in [f.id for f in facts.search("owner", "which pet?")[:1]]
+    rows = dict(db.execute("SELECT fact_id, length(context_vector) FROM fact_vectors"))
+    assert rows[bought.id] > 0 and rows[other.id] == 0 and rows[alone.id] == 0
+
+
 @pytest.fixture
 def toy_model(monkeypatch, toy):
     monkeypatch.setitem(embeddings.MODELS, "e5", lambda: toy)

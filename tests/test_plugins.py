@@ -20,6 +20,7 @@ from hermes.config import load_settings
 from hermes.cron.store import CronStore
 from hermes.errors import HermesError
 from hermes.frontends import base
+from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process
 
@@ -42,6 +43,7 @@ def forget_loaded_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugins, "_manager", None)
     monkeypatch.setattr(tool_registry, "_default", None)
     monkeypatch.setattr(base, "_registered", None)
+    monkeypatch.setattr(plugins, "_embedding_models", None)
 
 
 @pytest.fixture
@@ -169,7 +171,8 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
     data = json.loads(cli("plugins", "--json").stdout)
     by_name = {p["name"]: p for p in data["plugins"]}
     assert by_name["postbox"] == {"name": "postbox", "default": False, "hooks": [
-        "register_commands", "register_frontends", "register_tools"]}
+        "register_commands", "register_embedding_models", "register_frontends",
+        "register_tools"]}
     assert by_name["hermes.agent.builtin_tools"]["default"] is True
     assert by_name["hermes.frontends.builtin"] == {"name": "hermes.frontends.builtin",
                                                    "default": True,
@@ -177,7 +180,8 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
     assert data["tools"][-1] == "count_words"
     assert data["frontends"] == ["discord", "terminal", "web", "cron", "postbox"]
     text = cli("plugins").stdout
-    assert "postbox: register_commands, register_frontends, register_tools" in text
+    assert ("postbox: register_commands, register_embedding_models, register_frontends, "
+            "register_tools") in text
     assert "front-ends: discord, terminal, web, cron, postbox" in text
 
 
@@ -192,3 +196,58 @@ def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, 
     assert result.stderr.startswith("Error: A Hermes plugin (entry-point group 'hermes') "
                                     "failed to load: ModuleNotFoundError")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def postbox_transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "postbox.jsonl"
+    path.write_text(json.dumps({"source": "postbox", "started_at": "2026-11-29T10:00:00+00:00",
+                                "messages": [{"role": "user", "content": "A letter came"}]})
+                    + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_plugin_front_ends_name_is_a_session_source(installed_plugin, cli, tmp_path):
+    report = cli("sessions", "import", str(postbox_transcript(tmp_path)), "--json").json()
+    assert report["sessions_created"] == 1 and report["errors"] == []
+    (session,) = cli("sessions", "list", "--source", "postbox", "--json").json()
+    assert session["source"] == "postbox"
+
+
+def test_without_the_plugin_its_source_is_refused(monkeypatch, cli, tmp_path):
+    forget_loaded_plugins(monkeypatch)
+    report = cli("sessions", "import", str(postbox_transcript(tmp_path)), "--json").json()
+    assert report["sessions_created"] == 0
+    (error,) = report["errors"]
+    assert error["error"].startswith("'source' must be one of discord, terminal, cron, import, "
+                                     "web (got 'postbox')")
+
+
+def test_a_plugin_embedding_model_is_chosen_by_name_and_indexes(installed_plugin, cli,
+                                                                 config_file, clock):
+
+    config_file.write_text("sessions:\n  embeddings: true\n  embedding_model: toy\n",
+                           encoding="utf-8")
+    settings = load_settings()
+    assert settings.sessions.embedding_model == "toy"
+    rt = Runtime(settings, clock=clock)
+    try:
+        store = SessionStore(rt.db, clock=clock)
+        session = store.create("owner", "terminal")
+        store.append("owner", session.id, "user", "The parcel went to the neighbour")
+        store.append("owner", session.id, "assistant", "Noted.")
+        assert cli("sessions", "index").exit_code == 0
+        rows = rt.db.execute("SELECT user, model FROM message_vectors").fetchall()
+        assert [tuple(r) for r in rows] == [("owner", "postbox-toy-16")] * 2
+        assert type(rt.memory.embedders.get("toy")).__name__ == "ToyEmbedder"
+    finally:
+        rt.close()
+
+
+def test_an_unknown_embedding_model_is_one_config_line(monkeypatch, cli, config_file):
+    forget_loaded_plugins(monkeypatch)      # no postbox: `toy` is nobody's model
+    config_file.write_text("sessions:\n  embedding_model: toy\n", encoding="utf-8")
+    result = cli("memory", "show")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (f"Error: {config_file}: sessions.embedding_model: unknown "
+                             "embedding model; use one of e5, minilm (a plugin can register "
+                             "more) (got 'toy')\n")

@@ -18,6 +18,8 @@ from hermes.store.files import atomic_text_file
 from hermes.store.maintenance import backup as backup_db
 from hermes.store.maintenance import table_stats
 
+SHOWN_ERRORS = 10  # refused lines listed by `hermes import` (--json lists every one)
+
 app = typer.Typer(no_args_is_help=True, help="The database file: where it is, what it holds, "
                   "a consistent backup.")
 
@@ -135,28 +137,45 @@ def import_(
                                     "the user in the file).", show_default=False,
                                     callback=given_user),
     allow_incomplete: bool = typer.Option(
-        False, "--allow-incomplete", help="Import a file that lacks its end record (cut short, "
-        "or hand-made) instead of refusing it."),
+        False, "--allow-incomplete", help="Import what can be read of a file whose end record "
+        "is missing or does not match (cut short, changed, damaged) instead of refusing it."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check every record and say what "
+                                 "would be imported and refused; write nothing."),
     as_json: bool = JsonOption,
 ) -> None:
     """Restore a `hermes export` file into this home, for a user with no memory here yet.
 
-    All or nothing. Every row is written for the importing user; ids are kept where they are
-    free in this home and renumbered where not, references inside the file follow. A file
-    without its end record (cut short) is refused."""
+    Every row is written for the importing user; ids are kept where they are free in this home
+    and renumbered where not, references inside the file follow. A record that cannot be
+    restored (damaged, refused like a normal write, pointing outside the file or at a refused
+    record) is skipped and named by its line, the rest is imported, and the exit code is 1.
+    Rows are committed in batches, so a large import never holds the database for long. A file
+    that is cut short, changed or damaged (its end record is missing or does not match) is
+    refused as a whole unless --allow-incomplete."""
     rt = runtime(ctx)
-    report = import_user(rt.db, read_lines(file), user=user,
+    report = import_user(rt.db, lambda: read_lines(file), user=user,
                          basic_char_limit=rt.settings.memory.basic_char_limit,
                          allow_unsealed=allow_incomplete,
-                         redact_messages=rt.settings.sessions.redact_secrets)
+                         redact_messages=rt.settings.sessions.redact_secrets, dry_run=dry_run)
     for warning in report.warnings:
         echo(f"Warning: {warning}.", err=True)
     if as_json:
-        emit_json({"user": report.user, "counts": report.counts,
-                   "renumbered": report.renumbered, "warnings": report.warnings})
-        return
-    counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
-    echo(f"Imported for {report.user!r}: {counts}.")
-    if report.renumbered:
-        echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
-                   "home.")
+        emit_json({"user": report.user, "counts": report.counts, "dry_run": dry_run,
+                   "renumbered": report.renumbered, "warnings": report.warnings,
+                   "errors": [{"line": n, "error": why} for n, why in report.errors]})
+    else:
+        counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
+        done = "Would import (--dry-run: nothing was written)" if dry_run else "Imported"
+        echo(f"{done} for {report.user!r}: {counts}.")
+        if report.renumbered:
+            echo(f"{report.renumbered:,} row(s) got new ids: their ids were taken in this "
+                 "home.")
+        if report.errors:
+            echo(f"Refused {len(report.errors):,} line(s):", err=True)
+            for number, why in report.errors[:SHOWN_ERRORS]:
+                echo(f"  line {number}: {why}", err=True)
+            if len(report.errors) > SHOWN_ERRORS:
+                echo(f"  ... and {len(report.errors) - SHOWN_ERRORS:,} more (--json lists "
+                     "every one)", err=True)
+    if report.errors:
+        raise typer.Exit(1)

@@ -264,10 +264,19 @@ def import_(
         ) as progress:
             task = progress.add_task(f"importing {file.name}", total=size)
             lines = read_lines(file, on_bytes=lambda n: progress.advance(task, n))
-            report = import_sessions(store, rt.user(user), lines)
+            report = import_sessions(store, rt.user(user), lines, sources=_sources())
     else:
-        report = import_sessions(store, rt.user(user), read_lines(file))
+        report = import_sessions(store, rt.user(user), read_lines(file), sources=_sources())
     _finish_import(report, as_json)
+
+
+def _sources() -> tuple[str, ...]:
+    """The sources an imported session may have: the built-in ones and every registered
+    front-end's (a plugin's front-end records its sessions under its name)."""
+    from hermes.frontends.base import session_sources
+    from hermes.memory.sessions.store import SOURCES
+
+    return session_sources(SOURCES)
 
 
 def _looks_like_export(file: Path) -> bool:

@@ -211,7 +211,7 @@ def _recent_query(model: Any, text: str, compute: Callable[[], Any]) -> Any:
     return vector
 
 
-# sessions.embedding_model -> the class that runs it
+# The built-in models (registered by hermes.memory.embedding_models) -> the class that runs it
 MODELS: dict[str, Callable[[], Embedder]] = {"e5": E5, "minilm": MiniLM}
 DEFAULT_MODEL = "e5"
 
@@ -334,11 +334,14 @@ class Embedders:
         self._failed: set[str] = set()
 
     def get(self, model: str = DEFAULT_MODEL) -> Embedder:
-        if model not in MODELS:
-            raise HermesError(f"Unknown embedding model {model!r}: use one of "
-                              f"{', '.join(MODELS)}.")
         if model not in self._models:
-            self._models[model] = MODELS[model]()
+            from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+
+            models = embedding_models()
+            if model not in models:
+                raise HermesError(f"Unknown embedding model {model!r}: use one of "
+                                  f"{', '.join(models)}.")
+            self._models[model] = models[model]()
         return self._models[model]
 
     def first_failure(self, model: str) -> bool:

@@ -6,41 +6,46 @@ into an empty home gives back the same ids, and export -> import -> export is id
 gets a fresh one otherwise. Every reference (a message's session, a fact's entities, the facts
 shown with a reply, an extraction run's messages, a rating's facts) is remapped to the row the
 same file created; a reference to anything else (another user's session, an id the file never
-defined) refuses the file. Every record is checked as a normal write would be, and the trailer
-(counts and a checksum, written by :func:`hermes.memory.transfer.export_user`) must be there
-and match, so a file cut short is refused. All or nothing: one transaction.
+defined) refuses that record. Every record is checked as a normal write would be.
+
+Two passes. The first (:mod:`hermes.memory.export_file`) reads the whole file and writes
+nothing: the header, and the trailer (counts and a checksum), which must be there and match,
+so a file cut short, changed or damaged is refused as a whole unless asked (``allow_unsealed``).
+The second writes, record by record: a record that cannot be restored
+(not JSON, refused by the guard, pointing outside the file or at a refused record) is skipped
+and reported by its line, and the rest is kept; rows are committed in batches of about
+:data:`BATCH_ROWS`, so a large import holds the write lock for a moment at a time, never for
+minutes. ``dry_run`` does all of it in one transaction and rolls it back.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import sqlite_utils
 
 from hermes.errors import HermesError, RefusedWrite
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
+from hermes.memory.export_file import NOTHING, check_file, load_record
 from hermes.memory.guard import find_problem, shown
 from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.transfer import (
     _USER_TABLES,
     EXPORT_END,
-    EXPORT_FORMAT,
     EXPORT_VERSION,
-    READABLE_VERSIONS,
     TABLES,
     ExportReport,
 )
 from hermes.safe_text import scrub_value
-from hermes.store.db import write_transaction
+from hermes.store.db import begin_immediate
 from hermes.store.maintenance import table_columns
 
-NOTHING = "Nothing was imported."
-
-
+# Rows written per transaction (a session counts its messages): big enough that commits cost
+# nothing, small enough that another writer waits milliseconds, not minutes.
+BATCH_ROWS = 1000
 class _BadRecord(ValueError):
     """A record that is not what `hermes export` writes (the message says what is wrong)."""
 
@@ -50,144 +55,186 @@ class _RefusedRecord(ValueError):
 
 
 def import_user(
-    db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None,
-    basic_char_limit: int = DEFAULT_LIMIT, allow_unsealed: bool = False,
-    redact_messages: bool = True,
+    db: sqlite_utils.Database, lines: Iterable[str] | Callable[[], Iterable[str]], *,
+    user: str | None = None, basic_char_limit: int = DEFAULT_LIMIT,
+    allow_unsealed: bool = False, redact_messages: bool = True, dry_run: bool = False,
 ) -> ExportReport:
-    """Read an export back for ``user`` (default: the user named in the file), all or nothing.
+    """Read an export back for ``user`` (default: the user named in the file).
 
-    The user must have no memory in this home yet. ``allow_unsealed`` imports a file whose end
-    record is missing (cut short, or hand-made), with a warning, instead of refusing it.
+    ``lines``: the file's lines, or a function that reads them again (the file is read twice:
+    checked, then written). The user must have no memory in this home yet. ``allow_unsealed``
+    imports what can be read of a file whose end record is missing or does not match (cut
+    short, changed, damaged), with a warning, instead of refusing it. Records that cannot be
+    restored are in the report's ``errors`` (line number, reason); the rest is imported.
     """
-    iterator = iter(enumerate(lines, start=1))
-    digest = hashlib.sha256()
-    header: dict[str, Any] | None = None
-    for number, line in iterator:
-        if line.strip():
-            header = _load(number, line)
-            digest.update(_canonical(line))
-            break
-    if header is None or header.get("type") != EXPORT_FORMAT:
-        raise HermesError("Not a Hermes export: the first line must be the hermes-export "
-                          f"header (`hermes export` writes it). {NOTHING}")
-    version = header.get("version")
-    if version not in READABLE_VERSIONS:
-        raise HermesError(f"Unsupported export version {version!r} "
-                          f"(this Hermes reads versions {', '.join(map(str, READABLE_VERSIONS))}).")
+    read = lines if callable(lines) else _replayable(lines)
+    header, warnings = check_file(read(), allow_unsealed)
     target = user or str(header.get("user"))
-    restore = _Restore(db, target, redact_messages=redact_messages)
-    trailer: dict[str, Any] | None = None
-    read: dict[str, int] = {}
-    number = 1
-    with write_transaction(db):
-        # Facts point at later facts (superseded_by): check references at commit instead.
-        db.execute("PRAGMA defer_foreign_keys = ON")
+    restore = _Restore(db, target, redact_messages=redact_messages,
+                       basic_char_limit=basic_char_limit)
+    errors: list[tuple[int, str]] = []
+    batch = _Batches(db, dry_run)
+    try:
+        batch.begin()
         if _has_memory(db, target):
             raise RefusedWrite(f"Refused: user {target!r} already has memory in this home; "
                                f"`hermes import` restores into an empty one. {NOTHING}")
-        for number, line in iterator:
+        seen_header = False
+        for number, line in enumerate(read(), start=1):
             if not line.strip():
                 continue
-            if trailer is not None:
-                raise HermesError(f"line {number}: a record after the end record. {NOTHING}")
-            record = _load(number, line)
-            kind = record.get("type")
-            if kind == EXPORT_END:
-                trailer = record
+            if not seen_header:  # checked by check_file
+                seen_header = True
                 continue
-            digest.update(_canonical(line))
-            if kind not in TABLES or kind == "messages":
-                raise HermesError(f"line {number}: unknown record type {kind!r}. {NOTHING}")
-            try:
-                restore.record(kind, record)
-            except _BadRecord as exc:
-                raise HermesError(f"line {number}: {exc}. {NOTHING}") from None
-            except _RefusedRecord as exc:
-                raise RefusedWrite(f"Refused: line {number}: {exc}. {NOTHING}") from None
-            _count(read, record)
-        # A file cut short says so first: its dangling links are a symptom of that.
-        warnings = _check_trailer(version, trailer, read, digest.hexdigest(), number,
-                                  allow_unsealed)
-        try:
-            dropped = restore.finish(lenient=trailer is None and allow_unsealed)
-        except _RefusedRecord as exc:
-            raise RefusedWrite(f"Refused: {exc}. {NOTHING}") from None
-        if dropped:
-            warnings.append(f"{dropped} fact(s) pointed at a newer version the file does not "
-                            "hold; they were imported without that link")
-        used = usage_of(restore.basic)
-        if used > basic_char_limit:
-            raise RefusedWrite(f"Refused: basic memory would hold {used:,} characters, over its "
-                               f"{basic_char_limit:,}-character cap. {NOTHING}")
-    return ExportReport(target, restore.counts, warnings, restore.renumbered)
+            written = _restore_line(restore, number, line, errors)
+            if written is None:
+                break  # the end record
+            batch.wrote(written)
+        dropped, missing = restore.finish(lenient=allow_unsealed)
+        errors += dropped
+        warnings += [f"line {n}: {why}" for n, why in missing]
+        batch.end()
+    except BaseException:
+        batch.abort()
+        raise
+    return ExportReport(target, restore.counts, warnings, restore.renumbered, errors)
 
 
-def _canonical(line: str) -> bytes:
-    return line.rstrip("\r\n").encode("utf-8", "surrogatepass") + b"\n"
+def _replayable(lines: Iterable[str]) -> Callable[[], Iterable[str]]:
+    kept = lines if isinstance(lines, list | tuple) else list(lines)
+    return lambda: kept
 
 
-def _count(counts: dict[str, int], record: dict[str, Any]) -> None:
-    kind = str(record.get("type"))
-    counts[kind] = counts.get(kind, 0) + 1
-    if kind == "sessions" and isinstance(record.get("messages"), list):
-        counts["messages"] = counts.get("messages", 0) + len(record["messages"])
+def _restore_line(restore: _Restore, number: int, line: str,
+                  errors: list[tuple[int, str]]) -> int | None:
+    """One record: the rows it wrote (0 when it was refused, and why is in ``errors``), or
+    None for the end record."""
+    try:
+        record = load_record(number, line)
+    except HermesError as exc:
+        errors.append((number, str(exc).removeprefix(f"line {number}: ")
+                       .removesuffix(f". {NOTHING}")))
+        restore.unreadable = True
+        return 0
+    kind = record.get("type")
+    if kind == EXPORT_END:
+        return None
+    if kind not in TABLES or kind == "messages":
+        errors.append((number, f"unknown record type {kind!r}"))
+        return 0
+    try:
+        return restore.record(number, kind, record)
+    except (_BadRecord, _RefusedRecord) as exc:
+        errors.append((number, str(exc)))
+        return 0
 
 
-def _check_trailer(version: Any, trailer: dict[str, Any] | None, read: dict[str, int],
-                   checksum: str, last_line: int, allow_unsealed: bool) -> list[str]:
-    if version == 1:
-        return ["this is a version 1 export, written before exports had an end record: "
-                "whether it is complete cannot be checked"]
-    if trailer is None:
-        message = (f"the file ends at line {last_line} without its end record: it was cut short "
-                   "(or is not what `hermes export` wrote)")
-        if allow_unsealed:
-            return [message + "; imported anyway (--allow-incomplete)"]
-        raise HermesError(f"{message[0].upper()}{message[1:]}. {NOTHING} "
-                          "(`hermes import --allow-incomplete` imports what is there.)")
-    expected = trailer.get("counts")
-    if expected != read:
-        raise HermesError(f"The end record counts {expected!r}, but the file holds {read!r}: "
-                          f"records are missing or were added. {NOTHING}")
-    if trailer.get("sha256") != checksum:
-        raise HermesError("The file's checksum does not match its end record: it was changed "
-                          f"or damaged after it was exported. {NOTHING}")
-    return []
+class _Batches:
+    """Write transactions of about BATCH_ROWS rows each; a dry run is one, rolled back."""
+
+    def __init__(self, db: sqlite_utils.Database, dry_run: bool) -> None:
+        self.conn = db.conn
+        self.dry_run = dry_run
+        self.rows = 0
+
+    def begin(self) -> None:
+        begin_immediate(self.conn)
+
+    def wrote(self, rows: int) -> None:
+        self.rows += rows
+        if self.rows >= BATCH_ROWS and not self.dry_run:
+            self.conn.execute("COMMIT")
+            self.rows = 0
+            self.begin()
+
+    def end(self) -> None:
+        self.conn.execute("ROLLBACK" if self.dry_run else "COMMIT")
+
+    def abort(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
 
 
 class _Restore:
     """The rows of one file, written for one user, with the file's ids mapped to this home's."""
 
     def __init__(self, db: sqlite_utils.Database, user: str, *,
-                 redact_messages: bool = True) -> None:
+                 redact_messages: bool = True, basic_char_limit: int = DEFAULT_LIMIT) -> None:
         # sessions.redact_secrets: messages lose their secrets as when they were recorded here
         self.redact_messages = redact_messages
+        self.basic_char_limit = basic_char_limit
         self.db = db
         self.user = user
         self.ids: dict[str, dict[int, int]] = {}  # table -> {id in the file: id here}
+        self.refused: dict[str, dict[int, int]] = {}  # table -> {id in the file: its line}
         self.columns: dict[str, set[str]] = {}
         self.counts: dict[str, int] = {}
         self.basic: list[Entry] = []
         self.renumbered = 0
         # Facts point forward (at later facts, at sessions and messages exported after them):
-        # (id here, the file's superseded_by, source_session_id, source_message_ids).
-        self.fact_links: list[tuple[int, Any, Any, Any]] = []
+        # (line, id here, the file's superseded_by, source_session_id, source_message_ids).
+        self.fact_links: list[tuple[int, int, Any, Any, Any]] = []
         self.session_messages: dict[int, list[tuple[int, int]]] = {}  # session here -> ids
+        self.line = 0
+        self.unreadable = False  # a line that was not a record at all came before
+        self._added: list[tuple[str, int]] = []  # this record's (table, id in the file)
 
     # -- one record ---------------------------------------------------------------------------
 
-    def record(self, kind: str, record: dict[str, Any]) -> None:
+    def record(self, line: int, kind: str, record: dict[str, Any]) -> int:
+        """Restore one record, all of it or none of it (a savepoint); returns the rows
+        written. A refused record leaves nothing behind, and its ids are remembered so that
+        what points at them is refused by name."""
+        self.line, self._added = line, []
+        counts, basic, links, renumbered = dict(self.counts), len(self.basic), \
+            len(self.fact_links), self.renumbered
+        self.db.execute("SAVEPOINT restore_record")
+        try:
+            rows = self._record(kind, record)
+        except (_BadRecord, _RefusedRecord):
+            self.db.execute("ROLLBACK TO restore_record")
+            self.db.execute("RELEASE restore_record")
+            for table, old in self._added:
+                self.ids.get(table, {}).pop(old, None)
+            for session_id in [new for table, new in self._added if table == "sessions*"]:
+                self.session_messages.pop(session_id, None)
+            self.counts, self.renumbered = counts, renumbered
+            del self.basic[basic:], self.fact_links[links:]
+            self._remember_refused(kind, record)
+            raise
+        self.db.execute("RELEASE restore_record")
+        return rows
+
+    def _record(self, kind: str, record: dict[str, Any]) -> int:
         row = record.get("row")
         if not isinstance(row, dict):
             raise _BadRecord(f"a {kind} record without its row")
         row = scrub_value(row)
         _check_row(kind, row, self.basic)
+        if kind == "basic_memory":
+            used = usage_of(self.basic)
+            if used > self.basic_char_limit:
+                raise _RefusedRecord(f"basic memory would hold {used:,} characters, over its "
+                                     f"{self.basic_char_limit:,}-character cap")
+        before = self.counts.get("messages", 0)
         handler = getattr(self, f"_{kind}", None)
         if handler is not None:
             handler(row, record)
         else:
             self._insert(kind, self._remapped(kind, row))
         self.counts[kind] = self.counts.get(kind, 0) + 1
+        return 1 + self.counts.get("messages", 0) - before
+
+    def _remember_refused(self, kind: str, record: dict[str, Any]) -> None:
+        row = record.get("row")
+        old = row.get("id") if isinstance(row, dict) else None
+        if isinstance(old, int) and not isinstance(old, bool):
+            self.refused.setdefault(kind, {}).setdefault(old, self.line)
+        messages = record.get("messages") if kind == "sessions" else None
+        for message in messages if isinstance(messages, list) else []:
+            old = message.get("id") if isinstance(message, dict) else None
+            if isinstance(old, int) and not isinstance(old, bool):
+                self.refused.setdefault("messages", {}).setdefault(old, self.line)
 
     def _remapped(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
         """``row`` with every reference column mapped to this file's rows (or refused)."""
@@ -202,8 +249,14 @@ class _Restore:
         if isinstance(value, int) and not isinstance(value, bool):
             mapped = self.ids.get(target, {}).get(value)
         if mapped is None:
+            line = self.refused.get(target, {}).get(value) if isinstance(value, int) else None
+            if line is not None:
+                raise _RefusedRecord(f"{table}.{column} {value!r} is the {target} row of line "
+                                     f"{line}, which was refused")
+            maybe = "; a line that could not be read may have held it" if self.unreadable \
+                else ""
             raise _RefusedRecord(f"{table}.{column} {value!r} is not one of the {target} rows "
-                                 "of this file (an import only links rows it brings)")
+                                 f"of this file (an import only links rows it brings{maybe})")
         return mapped
 
     def _facts(self, row: dict[str, Any], record: dict[str, Any]) -> None:
@@ -211,7 +264,7 @@ class _Restore:
                  row.get("source_message_ids"))
         new_id = self._insert("facts", {**row, "superseded_by": None, "source_session_id": None,
                                         "source_message_ids": None})
-        self.fact_links.append((new_id, *links))
+        self.fact_links.append((self.line, new_id, *links))
 
     def _sessions(self, row: dict[str, Any], record: dict[str, Any]) -> None:
         missing = [k for k in ("id", "message_count", "last_active_at") if k not in row]
@@ -221,6 +274,7 @@ class _Restore:
         if not isinstance(messages, list):
             raise _BadRecord("'messages' must be a list")
         session_id = self._insert("sessions", {**row, "extracted_through": 0})
+        self._added.append(("sessions*", session_id))  # its messages' pairs, if refused
         pairs = self.session_messages.setdefault(session_id, [])
         for message in messages:
             if not isinstance(message, dict):
@@ -284,29 +338,39 @@ class _Restore:
 
     # -- after the last record ----------------------------------------------------------------
 
-    def finish(self, *, lenient: bool = False) -> int:
-        """The forward links of facts, now that every row of the file is here. ``lenient``
-        (a file imported without its end record) drops a link to a fact the file lacks instead
-        of refusing; returns how many were dropped."""
-        dropped = 0
-        for fact_id, superseded_by, session_id, message_ids in self.fact_links:
+    def finish(self, *, lenient: bool = False
+               ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+        """The forward links of facts, now that every row of the file is here. The facts are
+        imported already, so a link that cannot be made is dropped and said: as an error (a
+        link to a refused fact, or to anything outside the file), or as a warning (a fact
+        missing from a file imported without its end record, ``lenient``). Returns (errors,
+        warnings), each (line, what was dropped)."""
+        dropped: list[tuple[int, str]] = []
+        warnings: list[tuple[int, str]] = []
+        for line, fact_id, superseded_by, session_id, message_ids in self.fact_links:
             if superseded_by is not None:
-                if lenient and (not isinstance(superseded_by, int)
-                                or superseded_by not in self.ids.get("facts", {})):
-                    superseded_by = None
-                    dropped += 1
-                else:
+                try:
                     superseded_by = self._ref("facts", "superseded_by", superseded_by, "facts")
+                except _RefusedRecord as exc:
+                    superseded_by = None
+                    missing = lenient and "not one of" in str(exc)  # the file was cut short
+                    (warnings if missing else dropped).append(
+                        (line, "the fact points at a newer version that was not imported; it "
+                         "was imported without that link" + ("" if missing else f" ({exc})")))
             if session_id is not None:  # provenance: a session the file does not hold is lost
                 session_id = self.ids.get("sessions", {}).get(session_id) \
                     if isinstance(session_id, int) else None
-            message_ids = self._message_list(message_ids)
+            try:
+                message_ids = self._message_list(message_ids)
+            except _RefusedRecord as exc:
+                message_ids = None
+                dropped.append((line, f"its source messages were dropped ({exc})"))
             if (superseded_by, session_id, message_ids) != (None, None, None):
                 self.db.execute(
                     "UPDATE facts SET superseded_by = ?, source_session_id = ?, "
                     "source_message_ids = ? WHERE id = ?",
                     [superseded_by, session_id, message_ids, fact_id])
-        return dropped
+        return dropped, warnings
 
     def _message_list(self, text: Any) -> str | None:
         if text is None:
@@ -362,6 +426,7 @@ class _Restore:
         new = int(cursor.lastrowid or 0)
         if old is not None:
             self.ids[table][old] = new
+            self._added.append((table, old))
         return new
 
 
@@ -428,18 +493,6 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [v for v in value if isinstance(v, str)]
     return []
-
-
-def _load(number: int, line: str) -> dict[str, Any]:
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise HermesError(f"line {number}: not valid JSON ({exc.msg}). {NOTHING}") from None
-    except RecursionError:  # `[` x 50,000
-        raise HermesError(f"line {number}: JSON nested too deeply to read. {NOTHING}") from None
-    if not isinstance(value, dict):
-        raise HermesError(f"line {number}: expected a JSON object. {NOTHING}")
-    return value
 
 
 def _has_memory(db: sqlite_utils.Database, user: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,7 @@ class ExportReport:
     counts: dict[str, int]
     warnings: list[str] = field(default_factory=list)
     renumbered: int = 0  # rows whose id was taken in this home and that got a new one
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, why it was refused)
 
 
 def _rows(db: sqlite_utils.Database, sql: str, params: list[Any]) -> Iterator[dict[str, Any]]:
@@ -160,14 +161,16 @@ def sealed_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     yield _dump({"type": EXPORT_END, "counts": counts, "sha256": digest.hexdigest()})
 
 
-def import_user(db: sqlite_utils.Database, lines: Iterable[str], *, user: str | None = None,
-                basic_char_limit: int = DEFAULT_LIMIT, allow_unsealed: bool = False,
-                redact_messages: bool = True) -> ExportReport:
+def import_user(db: sqlite_utils.Database, lines: Iterable[str] | Callable[[], Iterable[str]],
+                *, user: str | None = None, basic_char_limit: int = DEFAULT_LIMIT,
+                allow_unsealed: bool = False, redact_messages: bool = True,
+                dry_run: bool = False) -> ExportReport:
     """Read an export back into this home (:func:`hermes.memory.restore.import_user`)."""
     from hermes.memory.restore import import_user as restore
 
     return restore(db, lines, user=user, basic_char_limit=basic_char_limit,
-                   allow_unsealed=allow_unsealed, redact_messages=redact_messages)
+                   allow_unsealed=allow_unsealed, redact_messages=redact_messages,
+                   dry_run=dry_run)
 
 
 def _dump(record: dict[str, Any]) -> str:

@@ -473,3 +473,15 @@ def m016_model_calls(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_model_calls_user ON model_calls(user, at);
         """
     )
+
+
+@migrations()
+def m017_fact_context_vectors(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- A second vector per fact (hermes.memory.facts.vectors): the exchange it was learned
+        -- from (its source messages), so that a question worded like the conversation finds
+        -- the fact too. NULL: no source messages, or embedded before this column existed.
+        ALTER TABLE fact_vectors ADD COLUMN context_vector BLOB;
+        """
+    )

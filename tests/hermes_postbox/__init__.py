@@ -1,9 +1,11 @@
 """A Hermes plugin for the tests, loaded through the ``hermes`` entry-point group (see
 tests/test_plugins.py, which writes its dist-info): a ``count_words`` tool, a ``postbox``
-front-end that writes what happens to it into ``<home>/postbox.txt``, and a command."""
+front-end that writes what happens to it into ``<home>/postbox.txt``, a command, and a toy
+embedding model ``toy`` (words hashed into 16 dimensions)."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +57,25 @@ def register_commands(cli):  # type: ignore[no-untyped-def]
     def hello() -> None:
         """Say hello from the test plugin."""
         print("hello from the postbox plugin")
+
+
+class ToyEmbedder:
+    model_id = "postbox-toy-16"
+    dims = 16
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        out = np.full((len(texts), self.dims), 0.01, dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in str(text).lower().split():
+                out[row, zlib.crc32(word.encode()) % self.dims] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed([text])[0]
+
+
+@hookimpl
+def register_embedding_models(register):  # type: ignore[no-untyped-def]
+    register("toy", ToyEmbedder)

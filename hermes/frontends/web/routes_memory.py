@@ -223,10 +223,11 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
             error = str(exc)
     else:
         listing = ctx.session_store.list_sessions(ws.user, source=source, limit=100)
+    from hermes.frontends.base import session_sources
     from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
-                  source=source or "", sources=SOURCES, error=error)
+                  source=source or "", sources=session_sources(SOURCES), error=error)
 
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:

@@ -14,6 +14,7 @@ changed (update, merge) is embedded again. Rows are scoped by user like every ot
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import threading
@@ -23,7 +24,7 @@ from typing import Any
 
 import sqlite_utils
 
-from hermes.memory.embeddings import Embedder, Embedders
+from hermes.memory.embeddings import Embedder, Embedders, message_text
 from hermes.memory.facts.records import ACTIVE
 from hermes.store.db import write_transaction
 
@@ -40,6 +41,14 @@ DENSE_WEIGHT = 2.0
 INDEX_BATCH = 8
 # The nearest facts by meaning that join the bm25 matches as candidates.
 DENSE_CANDIDATES = 50
+# Each fact has a second vector, of the exchange it was learned from (its source messages):
+# the similarity to a query is (1 - CONTEXT_WEIGHT) x cos(fact) + CONTEXT_WEIGHT x
+# cos(exchange), one precomputed matrix. A question is often worded like the conversation rather
+# than like the fact distilled from it. Chosen on LoCoMo's tuning half (turn R@5 with the
+# session share: 0.610 -> 0.618 at 0.4; 0.3: 0.614, 0.5: 0.618); held-out 0.613 -> 0.624.
+CONTEXT_WEIGHT = 0.4
+# The exchange is embedded from its first characters (a long paste is represented by its start).
+CONTEXT_CHARS = 2000
 # A fact learned in the same conversation as a strong match shares some of its relevance: the
 # fused z of each candidate gains SESSION_WEIGHT x the best fused z among the candidates from
 # its source session (facts of one conversation answer the same questions). Chosen on LoCoMo's
@@ -69,10 +78,10 @@ class FactVectors:
         from older text. Returns how many. ``stop`` is asked between batches;
         ``progress(done, total)`` is told after each."""
         rows = self.db.execute(
-            "SELECT f.id, f.content, f.content_key FROM facts f LEFT JOIN fact_vectors v "
-            "ON v.fact_id = f.id AND v.model = ? "
+            "SELECT f.id, f.content, f.content_key, f.source_message_ids FROM facts f "
+            "LEFT JOIN fact_vectors v ON v.fact_id = f.id AND v.model = ? "
             f"WHERE f.user = ? AND {ACTIVE} AND (v.fact_id IS NULL OR v.content_key != "
-            "f.content_key) ORDER BY f.id",
+            "f.content_key OR v.context_vector IS NULL) ORDER BY f.id",
             [self.model_id, user],
         ).fetchall()
         done = 0
@@ -82,19 +91,39 @@ class FactVectors:
             if stop is not None and stop():
                 break
             chunk = rows[start : start + INDEX_BATCH]
-            vectors = self.embedder.embed([r[1] for r in chunk])
+            contexts = self._contexts(user, [r[3] for r in chunk])
+            # One call for the facts and their exchanges (facts of one exchange share it).
+            unique = list(dict.fromkeys(c for c in contexts if c))
+            vectors = self.embedder.embed([*(r[1] for r in chunk), *unique])
+            of_context = {c: vectors[len(chunk) + i] for i, c in enumerate(unique)}
+            half = self._np.float16
             with write_transaction(self.db):
                 self.db.conn.executemany(
                     "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
-                    "vector) VALUES (?, ?, ?, ?, ?)",
-                    [(r[0], user, self.model_id, r[2],
-                      vectors[i].astype(self._np.float16).tobytes())
+                    "vector, context_vector) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
+                      of_context[contexts[i]].astype(half).tobytes() if contexts[i] else b"")
                      for i, r in enumerate(chunk)],
                 )
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
         return done
+
+    def _contexts(self, user: str, sources: Sequence[str | None]) -> list[str | None]:
+        """The text of each fact's source messages (the user's own, in order), or None."""
+        wanted = [_message_ids(raw) for raw in sources]
+        every = sorted({m for ids in wanted for m in ids})
+        text: dict[int, str] = {}
+        if every:
+            marks = ",".join("?" * len(every))
+            for mid, speaker, content in self.db.execute(
+                    f"SELECT id, speaker, content FROM messages WHERE user = ? AND id IN ({marks})",
+                    [user, *every]).fetchall():
+                text[mid] = message_text(speaker, content or "")
+        joined = ["\n".join(text[m] for m in sorted(ids) if m in text)[:CONTEXT_CHARS]
+                  for ids in wanted]
+        return [t or None for t in joined]
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors, read incrementally: a replaced vector (new text) gets a new
@@ -104,15 +133,18 @@ class FactVectors:
             cached = self._cache.get(user)
             through = cached.through if cached else 0
             rows = self.db.execute(
-                "SELECT rowid, fact_id, vector FROM fact_vectors WHERE user = ? AND model = ? "
-                "AND rowid > ? ORDER BY rowid",
+                "SELECT rowid, fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
+                "AND model = ? AND rowid > ? ORDER BY rowid",
                 [user, self.model_id, through],
             ).fetchall()
             if cached is not None and not rows:
                 return cached
             matrix = cached or _Matrix({}, [], 0, None)
-            for rowid, fact_id, blob in rows:
+            for rowid, fact_id, blob, context in rows:
                 vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+                if context:
+                    vector = ((1 - CONTEXT_WEIGHT) * vector + CONTEXT_WEIGHT
+                              * np.frombuffer(context, dtype=np.float16).astype(np.float32))
                 if fact_id in matrix.position:
                     matrix.rows[matrix.position[fact_id]] = vector
                 else:
@@ -128,12 +160,22 @@ class FactVectors:
             return matrix
 
     def similarity(self, user: str, query: str) -> Similarity | None:
-        """The cosine of ``query`` to each of ``user``'s embedded facts; None when the user has
-        none (then the query is not embedded at all)."""
+        """The similarity of ``query`` to each of ``user``'s embedded facts (its cosine to the
+        fact, blended with its cosine to the fact's exchange); None when the user has none
+        (then the query is not embedded at all)."""
         matrix = self._matrix(user)
         if matrix.stacked is None:
             return None
         return Similarity(self._np, matrix, matrix.stacked @ self.embedder.embed_query(query))
+
+
+def _message_ids(raw: str | None) -> list[int]:
+    """A fact's source_message_ids (a JSON list); anything else counts as none."""
+    try:
+        ids = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [int(m) for m in ids if isinstance(m, int)] if isinstance(ids, list) else []
 
 
 @dataclass

@@ -8,11 +8,12 @@ its number and skipped, the rest is imported.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,9 @@ def _timestamp(value: Any, name: str) -> str:
         raise ImportLineError(f"{name!r} is not an ISO 8601 time: {text!r}") from None
 
 
-def parse_session_line(line: str) -> _ParsedSession:
-    """Validate one import line completely before anything is written."""
+def parse_session_line(line: str, *, sources: Collection[str] = SOURCES) -> _ParsedSession:
+    """Validate one import line completely before anything is written. ``sources``: the
+    session sources known here (the built-in ones and the registered front-ends')."""
     try:
         data = json.loads(line.lstrip("\ufeff"))
     except json.JSONDecodeError as exc:
@@ -141,8 +143,8 @@ def parse_session_line(line: str) -> _ParsedSession:
     if not isinstance(data, dict):
         raise ImportLineError("expected a JSON object with source, started_at and messages")
     source = (_text(data.get("source"), "source", required=True) or "").strip().lower()
-    if source not in SOURCES:
-        raise ImportLineError(f"'source' must be one of {', '.join(SOURCES)} "
+    if source not in sources:
+        raise ImportLineError(f"'source' must be one of {', '.join(sources)} "
                               f"(got {data.get('source')!r})")
     started_at = _timestamp(data.get("started_at"), "started_at")
     raw_messages = data.get("messages")
@@ -202,8 +204,9 @@ def import_sessions(
     lines: Iterable[Any],
     *,
     progress: Callable[[int], None] | None = None,
-    parse: Callable[[Any], _ParsedSession | None] = parse_session_line,
+    parse: Callable[[Any], _ParsedSession | None] | None = None,
     unit: str = "line",
+    sources: Collection[str] = SOURCES,
 ) -> ImportReport:
     """Import transcripts (one JSON session per line) for ``user``. Idempotent.
 
@@ -217,6 +220,8 @@ def import_sessions(
     ``external_id`` is new, or, without one, when no message has its role, time and content.
     ``progress`` is called with the number of lines done after each batch.
     """
+    if parse is None:
+        parse = functools.partial(parse_session_line, sources=sources)
     db = store.db
     report = ImportReport(unit=unit)
     batch: list[tuple[int, Any]] = []

@@ -1,0 +1,24 @@
+"""Hermes's own embedding models, ``e5`` and ``minilm`` (:mod:`hermes.memory.embeddings`),
+registered as a default plugin through ``register_embedding_models``, the hook a plugin uses
+to add its own; ``sessions.embedding_model`` names any of them. Nothing heavy is imported
+here: a model's engine loads when the model is first built."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
+from hermes.hookspecs import hookimpl
+
+
+def _builtin(name: str) -> Any:
+    from hermes.memory import embeddings
+
+    return embeddings.MODELS[name]()
+
+
+@hookimpl
+def register_embedding_models(register):  # type: ignore[no-untyped-def]
+    for name in BUILTIN:
+        register(name, functools.partial(_builtin, name))
