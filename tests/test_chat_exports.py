@@ -196,10 +196,37 @@ def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, t
     export = write(tmp_path, claude_export(), "claude.json")
     result = cli("sessions", "import", str(export))  # --format forgotten
     assert result.exit_code == 1
-    assert "looks like a ChatGPT or Claude export, not JSON Lines: add --format" in result.stderr
+    assert "looks like a Claude export, not JSON Lines: add --format claude." in result.stderr
     result = cli("sessions", "import", str(bad_json), "--format", "gemini")
     assert "--format: expected jsonl, chatgpt, claude" in result.stderr
     assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_a_wrong_format_names_the_right_one_and_imports_nothing(cli, rt, tmp_path):
+    claude, chatgpt = write(tmp_path, claude_export(), "c.json"), \
+        write(tmp_path, chatgpt_export(), "g.json")
+    for path, given, right in ((claude, "chatgpt", "claude"), (chatgpt, "claude", "chatgpt")):
+        result = cli("sessions", "import", str(path), "--format", given)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1
+        assert f"use --format {right}. Nothing was imported." in result.stderr
+        result = cli("sessions", "import", str(path))  # --format forgotten
+        assert f"not JSON Lines: add --format {right}." in result.stderr
+    transcripts = tmp_path / "t.jsonl"
+    transcripts.write_text('{"source": "terminal", "started_at": "2026-11-01T00:00:00Z", '
+                           '"messages": []}\n' * 2, encoding="utf-8")
+    result = cli("sessions", "import", str(transcripts), "--format", "claude")
+    assert result.exit_code == 1
+    assert "it looks like JSON Lines (transcripts), not a Claude export: leave out --format" \
+        in result.stderr
+    cli("memory", "add", "Runs Debian 13")
+    export = tmp_path / "owner.jsonl"
+    assert cli("export", "-o", str(export)).exit_code == 0
+    for extra in ((), ("--format", "chatgpt")):
+        result = cli("sessions", "import", str(export), *extra)
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1
+        assert "is a `hermes export` file" in result.stderr
+        assert f"`hermes import {export}` restores it" in result.stderr
+    assert SessionStore.from_runtime(rt).list_sessions("owner") == []
 
 
 def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):

@@ -179,10 +179,12 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
                                                    "hooks": ["register_frontends"]}
     assert data["tools"][-1] == "count_words"
     assert data["frontends"] == ["discord", "terminal", "web", "cron", "postbox"]
+    assert data["embedding_models"] == ["e5", "minilm", "toy"]
     text = cli("plugins").stdout
     assert ("postbox: register_commands, register_embedding_models, register_frontends, "
             "register_tools") in text
     assert "front-ends: discord, terminal, web, cron, postbox" in text
+    assert "embedding models: e5, minilm, toy" in text
 
 
 def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, cli):

@@ -118,3 +118,31 @@ def test_past_messages_in_the_prompt_are_found_by_meaning_too(store, clock, db):
 
     assert recalled(SessionStore(db, clock=clock)) == [kennel]  # "car" is in no message
     assert set(recalled(store)) == {kennel, sold}
+
+
+def test_windows_follow_sessions_not_arrival_and_grow_with_new_turns(store, clock):
+    a = store.create("owner", "discord")
+    b = store.create("owner", "discord")
+    toy = store.vectors.embedder
+
+    def add(session, text):
+        clock.advance(minutes=1)
+        return store.append("owner", session.id, "user", text, speaker="someone").id
+
+    a1, b1, a2 = add(a, "rain"), add(b, "my dog"), add(a, "a car")
+    (q,) = toy.embed(["car"])
+
+    def window_of(mid, *texts):
+        sims = semantic.similarities(store.vectors, "owner", "car")
+        vectors = toy.embed([f"someone: {t}" for t in texts])
+        expected = float(vectors.sum(axis=0) @ q / np.linalg.norm(vectors.sum(axis=0)))
+        return float(sims.of([mid])[1][0]), expected
+
+    for mid, texts in ((a1, ("rain", "a car")), (b1, ("my dog",)), (a2, ("rain", "a car"))):
+        got, expected = window_of(mid, *texts)
+        assert got == pytest.approx(expected, abs=1e-3)
+    a3 = add(a, "a dog")  # a2's window now reaches a3, indexed by the next search
+    assert window_of(a2, "rain", "a car", "a dog")[0] == pytest.approx(
+        window_of(a2, "rain", "a car", "a dog")[1], abs=1e-3)
+    assert window_of(a3, "a car", "a dog")[0] == pytest.approx(
+        window_of(a3, "a car", "a dog")[1], abs=1e-3)

@@ -12,10 +12,10 @@ from hermes.cli.output import echo, emit_json
 
 def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     """The loaded plugins (entry points and the built-in default plugins), the hooks each
-    implements, and the tools and front-ends they register."""
+    implements, and the tools, front-ends and embedding models they register."""
     from hermes.agent.tool_registry import default_registry
     from hermes.frontends.base import registered_frontends
-    from hermes.plugins import DEFAULT_PLUGINS, manager
+    from hermes.plugins import DEFAULT_PLUGINS, embedding_models, manager
 
     pm = manager()
     found: list[dict[str, Any]] = []
@@ -24,11 +24,14 @@ def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
         found.append({"name": name, "default": name in DEFAULT_PLUGINS, "hooks": hooks})
     tools = list(default_registry().names())
     frontends = list(registered_frontends())
+    models = list(embedding_models())
     if as_json:
-        emit_json({"plugins": found, "tools": tools, "frontends": frontends})
+        emit_json({"plugins": found, "tools": tools, "frontends": frontends,
+                   "embedding_models": models})
         return
     for plugin in found:
         kind = " (built-in)" if plugin["default"] else ""
         echo(f"{plugin['name']}{kind}: {', '.join(plugin['hooks']) or 'no hooks'}")
     echo(f"tools: {', '.join(tools)}")
     echo(f"front-ends: {', '.join(frontends) or 'none'}")
+    echo(f"embedding models: {', '.join(models) or 'none'}")

@@ -254,8 +254,12 @@ def import_(
         _import_export(rt, store, file, fmt, rt.user(user), as_json)
         return
     if _looks_like_export(file):
-        raise HermesError(f"{file.name} looks like a ChatGPT or Claude export, not JSON Lines: "
-                          "add --format chatgpt or --format claude.")
+        which = _export_named_in(file)
+        raise HermesError(f"{file.name} looks like a {which or 'ChatGPT or Claude'} export, not "
+                          "JSON Lines: add " + (f"--format {which.lower()}." if which else
+                                                "--format chatgpt or --format claude."))
+    if _is_hermes_export(file):
+        raise _an_export_file(file, "transcripts")
     size = file.stat().st_size
     if size >= PROGRESS_BYTES:
         with Progress(
@@ -290,13 +294,66 @@ def _looks_like_export(file: Path) -> bool:
     return head.startswith(b"[")
 
 
+def _export_named_in(file: Path) -> str | None:
+    """ChatGPT or Claude, when the start of a (not zipped) export names only that one's key."""
+    import zipfile
+
+    if zipfile.is_zipfile(file):
+        return None
+    with file.open("rb") as handle:
+        head = handle.read(65536)
+    found = [name for name, key in (("ChatGPT", b'"mapping"'), ("Claude", b'"chat_messages"'))
+             if key in head]
+    return found[0] if len(found) == 1 else None
+
+
+def _an_export_file(file: Path, expected: str) -> HermesError:
+    return HermesError(f"{file.name} is a `hermes export` file (a user's whole memory), not "
+                       f"{expected}: `hermes import {file}` restores it. Nothing was imported.")
+
+
+def _is_hermes_export(file: Path) -> bool:
+    """Whether the file's first line is the header `hermes export` writes."""
+    import json
+
+    from hermes.memory.transfer import EXPORT_FORMAT
+
+    try:
+        with file.open("rb") as handle:
+            record = json.loads(handle.readline(4096).decode("utf-8-sig", errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and record.get("type") == EXPORT_FORMAT
+
+
 def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,
                    as_json: bool) -> None:
-    from hermes.memory.sessions.chat_exports import FORMATS, import_export, load_export
+    from hermes.memory.sessions.chat_exports import (
+        FORMATS,
+        NAMES,
+        ExportError,
+        detect_format,
+        import_export,
+        load_export,
+    )
 
     if fmt not in FORMATS:
         raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")
-    conversations = load_export(file)
+    try:
+        conversations = load_export(file)
+    except ExportError as exc:
+        if _looks_like_export(file):
+            raise
+        # One JSON object a line: transcripts (or a `hermes export`), not a data export.
+        if _is_hermes_export(file):
+            raise _an_export_file(file, f"a {NAMES[fmt]} export") from None
+        raise HermesError(f"{str(exc).rstrip('.')}; it looks like JSON Lines (transcripts), "
+                          f"not a {NAMES[fmt]} export: leave out --format (jsonl is the "
+                          "default).") from None
+    detected = detect_format(conversations)
+    if detected is not None and detected != fmt:
+        raise HermesError(f"{file.name} looks like a {NAMES[detected]} export, not a "
+                          f"{NAMES[fmt]} one: use --format {detected}. Nothing was imported.")
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeRemainingColumn(), console=err_console, transient=True,

@@ -6,6 +6,7 @@ here: a model's engine loads when the model is first built."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
@@ -19,6 +20,6 @@ def _builtin(name: str) -> Any:
 
 
 @hookimpl
-def register_embedding_models(register):  # type: ignore[no-untyped-def]
+def register_embedding_models(register: Callable[..., None]) -> None:
     for name in BUILTIN:
         register(name, functools.partial(_builtin, name))

@@ -242,16 +242,19 @@ class MessageVectors:
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> int:
+              progress: Callable[[int, int], None] | None = None, after: int = 0) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
         when it says so, what is done so far is kept. ``progress(done, total)`` is told after
-        each batch (``hermes sessions index`` draws its bar with it)."""
+        each batch (``hermes sessions index`` draws its bar with it). ``after``: only messages
+        with a larger id (a search looks only past the newest vector: a walk of the index from
+        there, where looking for gaps in a long history costs a scan of it)."""
         rows = self.db.execute(
-            "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND NOT EXISTS "
+            "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > ? "
+            "AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
-            [user, self.embedder.model_id, -1 if limit is None else limit],
+            [user, after, self.embedder.model_id, -1 if limit is None else limit],
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
@@ -301,9 +304,12 @@ class MessageVectors:
             return matrix
 
     def matrix(self, user: str) -> _Matrix:
-        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages
-        (see :meth:`nearest`)."""
-        self.index(user, limit=INLINE_INDEX)
+        """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
+        the newest since the last one with a vector (see :meth:`nearest`)."""
+        newest = self.db.execute(
+            "SELECT coalesce(max(message_id), 0) FROM message_vectors WHERE user = ? AND model = ?",
+            [user, self.embedder.model_id]).fetchone()[0]
+        self.index(user, limit=INLINE_INDEX, after=newest)
         return self._matrix(user)
 
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:

@@ -315,6 +315,20 @@ PARSERS: dict[str, Callable[[Any], _ParsedSession | None]] = {
 }
 
 
+# The key only that service's conversations have: how a file says which export it is.
+_MARKS = {"chatgpt": "mapping", "claude": "chat_messages"}
+NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
+
+
+def detect_format(conversations: list[Any]) -> str | None:
+    """``chatgpt`` or ``claude`` when most of the first conversations carry that service's
+    mark (ChatGPT's ``mapping`` tree, Claude's ``chat_messages``), else None."""
+    sample = [c for c in conversations[:20] if isinstance(c, dict)]
+    votes = {fmt: sum(mark in c for c in sample) for fmt, mark in _MARKS.items()}
+    best = max(votes, key=lambda fmt: votes[fmt])
+    return best if votes[best] * 2 > len(sample) and sample else None
+
+
 def import_export(
     store: SessionStore, user: str, conversations: list[Any], fmt: str, *,
     progress: Callable[[int], None] | None = None,

@@ -125,18 +125,31 @@ def _windows_of(vectors: Any, user: str, matrix: Any) -> _Windows:
             "SELECT id, session_id FROM messages WHERE user = ? AND id BETWEEN ? AND ?",
             [user, int(new_ids[0]), int(new_ids[-1])]).fetchall()) if len(new_ids) else {}
         last = dict(done.last_of_session)
-        touched = list(range(start, n))
-        for row in range(start, n):
-            session = session_of.get(int(matrix.ids[row]))
-            if session is None:  # deleted since it was indexed: no neighbours
-                continue
+        # New rows by session, then id: each follows the one before it in its session; the
+        # first of a session follows that session's newest older row. A message deleted since
+        # it was indexed gets a session of its own (no neighbours).
+        rows_new = np.arange(start, n, dtype=np.int64)
+        sessions = np.array([session_of.get(int(i), -1 - k) for k, i in enumerate(new_ids)],
+                            dtype=np.int64)
+        order = rows_new[np.lexsort((rows_new, sessions))]
+        ordered = sessions[order - start]
+        same = ordered[1:] == ordered[:-1]
+        prev[order[1:][same]] = order[:-1][same]
+        nxt[order[:-1][same]] = order[1:][same]
+        touched = [rows_new]
+        starts = np.flatnonzero(np.concatenate([[True], ~same])) if len(order) else []
+        for at in starts:
+            session, row = int(ordered[at]), int(order[at])
             before = last.get(session)
             if before is not None:
                 prev[row] = before
                 nxt[before] = row
-                touched.append(before)
-            last[session] = row
-        rows = np.array(sorted(set(touched)), dtype=np.int64)
+                touched.append(np.array([before], dtype=np.int64))
+        ends = np.flatnonzero(np.concatenate([~same, [True]])) if len(order) else []
+        for at in ends:
+            if ordered[at] >= 0:
+                last[int(ordered[at])] = int(order[at])
+        rows = np.unique(np.concatenate(touched)) if touched else rows_new
         if len(rows):
             v = matrix.vectors
             total = v[rows].copy()
@@ -160,11 +173,9 @@ def similarities(vectors: Any, user: str, text: str) -> Similarities:
         return Similarities(matrix.ids, empty, empty)
     cosines = (matrix.vectors @ vectors.embedder.embed_query(text)).astype(np.float32)
     win = _windows_of(vectors, user, matrix)
-    total = cosines.copy()
-    for side in (win.prev, win.next):
-        has = side >= 0
-        total[has] += cosines[side[has]]
-    return Similarities(matrix.ids, cosines, total / win.norm)
+    padded = np.append(cosines, np.float32(0))  # row -1 (no neighbour) reads the 0 at the end
+    return Similarities(matrix.ids, cosines,
+                        (cosines + padded[win.prev] + padded[win.next]) / win.norm)
 
 
 def _rescaled(values: Any) -> Any:

@@ -261,12 +261,20 @@ class SessionStore:
         ``cap`` matches of the index; and how many matches that scan saw (``cap`` at most).
 
         The second figure is the index's, whoever's messages they are: it knows no users, and
-        what a search for the word costs follows every match. Only the first is this user's."""
+        what a search for the word costs follows every match. Only the first is this user's,
+        and it is counted only when the scan stops short of ``cap`` (0 otherwise): a word that
+        common is not searched for whoever wrote it, and reading each match's row to see whose
+        it is cost the turn's prompt a third of its time (bench_turn: 7.4 -> 9.9 ms p50)."""
+        matches = int(self.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+            [expression, cap]).fetchone()[0])
+        if matches == 0 or matches >= cap:
+            return 0, matches
         row = self.db.execute(
-            "SELECT coalesce(sum(m.user = ?), 0), count(*) FROM (SELECT rowid FROM messages_fts "
-            "WHERE messages_fts MATCH ? LIMIT ?) f JOIN messages m ON m.id = f.rowid",
-            [user, expression, cap]).fetchone()
-        return int(row[0]), int(row[1])
+            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
+            "LIMIT ?) f JOIN messages m ON m.id = f.rowid WHERE m.user = ?",
+            [expression, cap, user]).fetchone()
+        return int(row[0]), matches
 
     # -- work left to do: summaries ---------------------------------------------------------
 
