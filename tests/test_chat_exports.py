@@ -226,7 +226,7 @@ def test_a_wrong_format_names_the_right_one_and_imports_nothing(cli, rt, tmp_pat
         assert result.exit_code == 1 and result.stderr.count("\n") == 1
         assert "is a `hermes export` file" in result.stderr
         assert f"`hermes import {export}` restores it" in result.stderr
-    assert SessionStore.from_runtime(rt).list_sessions("owner") == []
+    assert rt.memory.sessions.list_sessions("owner") == []
 
 
 def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
