@@ -8,7 +8,7 @@ arrive through the same hooks, from Hermes's own default plugins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pluggy import HookimplMarker, HookspecMarker
 
@@ -18,6 +18,12 @@ if TYPE_CHECKING:  # the records a hook registers; named for the type checker on
     from hermes.agent.tool_registry import Tool
     from hermes.frontends.base import FrontendFactory
     from hermes.memory.embeddings import Embedder
+
+    class RegisterFrontend(Protocol):
+        """What ``register_frontends`` is called with (``FrontendRegistry.register``)."""
+
+        def __call__(self, name: str, factory: FrontendFactory, *,
+                     accepts: Callable[[str], bool] | None = ...) -> None: ...
 
 hookspec = HookspecMarker("hermes")
 hookimpl = HookimplMarker("hermes")
@@ -29,7 +35,7 @@ def register_tools(register: Callable[[Tool], None]) -> None:
 
 
 @hookspec
-def register_frontends(register: Callable[[str, FrontendFactory], None]) -> None:
+def register_frontends(register: RegisterFrontend) -> None:
     """Register front-ends ``hermes run`` starts: ``register(name, factory)``, where
     ``factory(FrontendContext)`` returns a :class:`hermes.frontends.base.Frontend` (or None to
     stay off) and ``name`` is its cron delivery prefix (``name:target``)."""

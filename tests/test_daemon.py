@@ -567,3 +567,37 @@ async def test_a_cron_job_for_the_terminal_is_shown_in_the_repl(fake_model, rt, 
         await asyncio.wait_for(running, 30)
     # Routed by its prefix to the REPL, the front-end registered as `terminal`; not printed.
     assert set(daemon.ctx.deliverers) == {"terminal"}
+
+
+async def test_shutdown_waits_for_the_terminal_summary_within_the_background_grace(
+        fake_model, rt, caplog):
+    import logging
+
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.daemon import Daemon
+    from hermes.memory.sessions.store import SessionStore
+
+    rt.settings.extraction.enabled = False
+    store = SessionStore.from_runtime(rt)
+    fake_model.reply("Hello from Hermes.")
+    fake_model.block()                 # the summary's model call waits, never released
+    caplog.set_level(logging.WARNING)
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        # No grace for background work: the summary left in flight is cut at once (and
+        # written at the next start), never waited for without bound nor left running.
+        daemon = Daemon(rt, interactive=True, background_grace=0)
+        running = asyncio.create_task(daemon.run())
+        await until(lambda: "terminal" in daemon.frontends
+                    and daemon.frontends["terminal"].repl.prompt.app.is_running)
+        pipe.send_text("hi there\r")
+        await until(lambda: [m for s in store.list_sessions("owner")
+                             for m in store.messages("owner", s.id) if m.role == "assistant"])
+        await daemon.frontends["terminal"].repl.wait_reply()
+        daemon.request_stop("SIGTERM")
+        await asyncio.wait_for(running, 30)
+    repl = daemon.frontends["terminal"].repl
+    assert "summary of the terminal session cut short" in caplog.text
+    assert all(task.done() for task in repl.background)

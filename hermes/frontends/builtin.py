@@ -5,13 +5,13 @@ front-end is built (discord.py and prompt-toolkit are not loaded to list the plu
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from hermes.frontends.base import FrontendContext
+    from hermes.hookspecs import RegisterFrontend
 
 
 def discord(ctx: FrontendContext) -> Any:
@@ -43,7 +43,7 @@ def discord_channel(target: str) -> bool:
 
 
 @hookimpl
-def register_frontends(register: Callable[..., None]) -> None:
+def register_frontends(register: RegisterFrontend) -> None:
     register("discord", discord, accepts=discord_channel)
     register("terminal", terminal, accepts=lambda target: False)  # `terminal`, no target
     register("web", web, accepts=None)

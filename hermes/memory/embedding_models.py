@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
 from hermes.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import Embedder
 
-def _builtin(name: str) -> Any:
+
+def _builtin(name: str) -> Embedder:
     from hermes.memory import embeddings
 
     return embeddings.MODELS[name]()
 
 
 @hookimpl
-def register_embedding_models(register: Callable[..., None]) -> None:
+def register_embedding_models(register: Callable[[str, Callable[[], Embedder]], None]) -> None:
     for name in BUILTIN:
         register(name, functools.partial(_builtin, name))

@@ -102,8 +102,8 @@ class FactVectors:
                     "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
                     "vector, context_vector) VALUES (?, ?, ?, ?, ?, ?)",
                     [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
-                      of_context[contexts[i]].astype(half).tobytes() if contexts[i] else b"")
-                     for i, r in enumerate(chunk)],
+                      of_context[context].astype(half).tobytes() if context else b"")
+                     for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
                 )
             done += len(chunk)
             if progress is not None:
@@ -250,11 +250,11 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
     zw, zc = _z(words), _z(cos)
     raw = {c: zw[c] + weight * zc[c] for c in candidates}
     if sessions is not None and SESSION_WEIGHT:
-        best: dict[object, float] = {}
+        session_best: dict[object, float] = {}
         for c, value in raw.items():
             key = sessions.get(c) or ("fact", c)
-            best[key] = max(best.get(key, value), value)
-        raw = {c: value + SESSION_WEIGHT * best[sessions.get(c) or ("fact", c)]
+            session_best[key] = max(session_best.get(key, value), value)
+        raw = {c: value + SESSION_WEIGHT * session_best[sessions.get(c) or ("fact", c)]
                for c, value in raw.items()}
     return {c: 1 / (1 + math.exp(-raw[c])) for c in candidates}
 
