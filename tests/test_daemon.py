@@ -581,7 +581,7 @@ async def test_shutdown_waits_for_the_terminal_summary_within_the_background_gra
     from hermes.memory.sessions.store import SessionStore
 
     rt.settings.extraction.enabled = False
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     fake_model.reply("Hello from Hermes.")
     fake_model.block()                 # the summary's model call waits, never released
     caplog.set_level(logging.WARNING)

@@ -65,9 +65,6 @@ class SessionSearch:
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on, else None
         self.vectors = vectors
 
-        def window(self, user: str, session_id: int, around_message_id: int,
-                   context: int = 2) -> list[Message]: ...
-
     def search(
         self,
         user: str,
