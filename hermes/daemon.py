@@ -105,6 +105,9 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(logging.Formatter(logs.FORMAT))
+    # A line meant for hermes.log alone (the error that stops the daemon is also printed as
+    # `Error: ...`): once on the terminal, not twice.
+    console_handler.addFilter(lambda record: not getattr(record, "file_only", False))
     handlers = [logs.file_handler(settings), console_handler]
     for handler in handlers:
         handler.addFilter(RedactingFilter())  # no secret is ever written to a log
@@ -461,7 +464,7 @@ def _run_logged(rt: Runtime, daemon: Daemon) -> None:
     except Exception as exc:
         problem = exc if isinstance(exc, HermesError) else storage_problem(exc, rt.settings.db_path)
         if problem is not None:
-            log.error("hermes: stopped: %s", problem)
+            log.error("hermes: stopped: %s", problem, extra={"file_only": True})
         else:
             log.exception("hermes: stopped by an unexpected error")
         raise

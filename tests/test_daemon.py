@@ -105,7 +105,10 @@ def test_daemon_answers_a_cron_job_and_stops_cleanly_on_sigterm(daemon_env, herm
         # A second daemon on the same home refuses to start, and changes nothing.
         second = Process(["-m", "hermes", "run", "--no-repl"], daemon_env)
         assert second.finish() == 1
-        assert any("already running" in line for line in second.lines)
+        said = [line for line in second.lines if "already running" in line]  # one line
+        assert len(said) == 1 and said[0].startswith("Error: Another Hermes daemon (pid ")
+        log_file = (hermes_home / "hermes.log").read_text()
+        assert "hermes: stopped: Another Hermes daemon" in log_file  # and in the log
 
         first.proc.send_signal(signal.SIGTERM)
         first.wait_for("no longer taking messages")
