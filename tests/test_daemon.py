@@ -581,7 +581,6 @@ async def test_shutdown_waits_for_the_terminal_summary_within_the_background_gra
     from prompt_toolkit.output import DummyOutput
 
     from hermes.daemon import Daemon
-    from hermes.memory.sessions.store import SessionStore
 
     rt.settings.extraction.enabled = False
     store = rt.memory.sessions
