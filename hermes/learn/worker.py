@@ -27,7 +27,7 @@ import threading
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 
 from hermes.aio import finish_or_cancel
 from hermes.clock import to_ts
@@ -43,9 +43,21 @@ from hermes.store import usage
 from hermes.store.db import BoundedWrites, connect, write_transaction
 
 if TYPE_CHECKING:
+    import sqlite_utils
+
+    from hermes.agent.llm import LLM
+    from hermes.agent.turn import Agent, TurnResult
+    from hermes.config import Settings
+    from hermes.learn.extract import Prompt
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.sessions.records import Message
+    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 MAX_ATTEMPTS = 2   # the first try and one retry
 MAX_MESSAGES_PER_RUN = 40
@@ -57,16 +69,16 @@ YIELD_TO_REPLIES_SECONDS = 2.0
 class _Stores:
     """A connection and the stores built on it: the loop's, or the worker thread's own."""
 
-    db: Any
-    facts: Any
-    sessions: Any
+    db: sqlite_utils.Database
+    facts: FactStore
+    sessions: SessionStore
 
 
-def extraction_model_name(settings: Any) -> str | None:
+def extraction_model_name(settings: Settings) -> str | None:
     return settings.extraction.model or settings.model.background or settings.model.name
 
 
-def extraction_enabled(settings: Any) -> bool:
+def extraction_enabled(settings: Settings) -> bool:
     """``extraction.enabled``; unset means: on when a model is configured."""
     if settings.extraction.enabled is not None:
         return bool(settings.extraction.enabled)
@@ -74,8 +86,8 @@ def extraction_enabled(settings: Any) -> bool:
 
 
 class ExtractionWorker:
-    def __init__(self, rt: Runtime, *, llm: Any | None = None, facts: Any | None = None,
-                 sessions: Any | None = None,
+    def __init__(self, rt: Runtime, *, llm: LLM | None = None, facts: FactStore | None = None,
+                 sessions: SessionStore | None = None,
                  yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
         from hermes.memory.facts.store import FactStore
         from hermes.memory.sessions.store import SessionStore
@@ -94,7 +106,7 @@ class ExtractionWorker:
         self._thread_stores: _Stores | None = None   # touched only in the worker thread
         self._thread_lock = threading.Lock()
         self._llm = llm
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[RunRecord | None]] = set()
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._semaphore: asyncio.Semaphore | None = None
         # (user, session) -> message-id ranges of turns whose model wrote memory with tools
@@ -115,7 +127,7 @@ class ExtractionWorker:
         return extraction_enabled(self.rt.settings)
 
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM:
         if self._llm is None:
             from hermes.agent.llm import LLM
 
@@ -124,7 +136,7 @@ class ExtractionWorker:
                             env_file=settings.home_path / ".env")
         return self._llm
 
-    def attach(self, agent: Any) -> None:
+    def attach(self, agent: Agent) -> None:
         """Fast lane before each reply, extraction after it (on the agent's background model
         unless ``extraction.model`` names another)."""
         if self._llm is None and not self.config.model:
@@ -133,7 +145,7 @@ class ExtractionWorker:
         agent.before_reply.append(FastLane(self.rt, self.facts))
         agent.after_reply.append(self.after_reply)
 
-    def _reply_started(self, user: str, session_id: int, message: Any) -> None:
+    def _reply_started(self, user: str, session_id: int, message: Message) -> None:
         self._replying += 1
         if self._quiet is not None:
             self._quiet.clear()
@@ -153,7 +165,7 @@ class ExtractionWorker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._quiet.wait(), timeout=self.yield_to_replies)
 
-    def after_reply(self, result: Any) -> None:
+    def after_reply(self, result: TurnResult) -> None:
         """``Agent.after_reply`` hook: schedule extraction; returns at once."""
         self._reply_finished()
         if getattr(result, "memory_written", False):
@@ -165,7 +177,7 @@ class ExtractionWorker:
                       through=result.assistant_message_id or result.user_message_id)
 
     def schedule(self, user: str, session_id: int, *, through: int | None = None
-                 ) -> asyncio.Task[Any]:
+                 ) -> asyncio.Task[RunRecord | None]:
         """Start a tracked background extraction of the session's unseen messages (up to
         message ``through``, so that a run covers whole turns)."""
         task = asyncio.get_running_loop().create_task(
@@ -227,7 +239,7 @@ class ExtractionWorker:
             self._thread_stores.db.conn.close()
             self._thread_stores = None
 
-    async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _db(self, fn: Callable[[_Stores, *Ts], T], *args: *Ts) -> T:
         """``fn(stores, *args)`` in the worker thread (one thread: its connection is never used
         by two at once), or inline on the caller's stores when they were handed in.
 
@@ -312,7 +324,7 @@ class ExtractionWorker:
             return "skipped", self._run(s, user, run_id)
         return "extract", messages
 
-    async def _extract(self, user: str, session_id: int, messages: Sequence[Any],
+    async def _extract(self, user: str, session_id: int, messages: Sequence[Message],
                        run_id: int | None) -> RunRecord:
         """The model call and everything after it, for a new run or a retry of ``run_id``.
         Only the model call itself runs on the event loop."""
@@ -386,7 +398,7 @@ class ExtractionWorker:
         for call in calls:
             usage.record(s.db, call, to_ts(self.rt.clock.now()), where)
 
-    def _prompt(self, s: _Stores, user: str, messages: Sequence[Any]) -> Any:
+    def _prompt(self, s: _Stores, user: str, messages: Sequence[Message]) -> Prompt:
         """(in the worker thread) The related facts, numbered, and the prompt."""
         related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
         return build_prompt(
@@ -395,7 +407,7 @@ class ExtractionWorker:
         )
 
     def _consolidate_run(self, s: _Stores, user: str, session_id: int,
-                         messages: Sequence[Any], prompt: Any, raw: str, cost: float | None,
+                         messages: Sequence[Message], prompt: Prompt, raw: str, cost: float | None,
                          run_id: int | None) -> RunRecord:
         """(in the worker thread) Parse the output; apply it, the run row and the watermark in
         one transaction. ParseError when the output is unusable."""
@@ -487,12 +499,12 @@ class ExtractionWorker:
     def _waiting_retry(self, s: _Stores, user: str | None) -> list[RunRecord]:
         return run_records.waiting_retry(s.db, user)
 
-    def _run_messages(self, s: _Stores, record: RunRecord) -> list[Any]:
+    def _run_messages(self, s: _Stores, record: RunRecord) -> list[Message]:
         return [m for m in s.sessions.messages(record.user, record.session_id,
                                                after_id=record.first_message_id - 1)
                 if m.id <= record.last_message_id]
 
-    def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[Any]]:
+    def catch_up(self, *, limit: int = 50) -> list[asyncio.Task[RunRecord | None]]:
         """Schedule sessions with user messages past their watermark (after a crash or a
         shutdown that could not wait). Imported sessions (source import, or any session with an
         importer's external id) are left alone: ``hermes learn backfill`` is how they are
@@ -521,7 +533,7 @@ class ExtractionWorker:
     def _now(self) -> str:
         return to_ts(self.rt.clock.now())
 
-    def _user_name(self, user: str, messages: Sequence[Any]) -> str:
+    def _user_name(self, user: str, messages: Sequence[Message]) -> str:
         """The person's name (a Discord display name, users.<user>.name), else "the user";
         never an identity such as terminal:root."""
         speakers = [speaker_name(m.speaker) for m in messages if m.role == "user"]
