@@ -328,14 +328,17 @@ class Daemon:
             return 0
         users = self._users()
         stopping = self._stop.is_set
+        memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.embeddings import MessageVectors, embedder_for
+            from hermes.memory.embeddings import MessageVectors
             from hermes.memory.facts.vectors import FactVectors
 
             db = connect(settings.db_path)
             try:
-                embedder = embedder_for(settings.sessions.embedding_model)
+                # This thread's own connection, with the models the home's memory loaded (a
+                # missing extra is this job's error: it exists only to embed).
+                embedder = memory.embedders.get(settings.sessions.embedding_model)
                 vectors = MessageVectors(db, embedder)
                 facts = FactVectors(db, embedder)
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
@@ -349,9 +352,7 @@ class Daemon:
         return done
 
     def _users(self) -> list[str]:
-        from hermes.memory.sessions.store import SessionStore
-
-        return SessionStore.from_runtime(self.rt).users()
+        return self.rt.memory.sessions.users()
 
     async def refresh_contexts(self, agent: Agent, *, only_stale: bool = False) -> list[str]:
         """Rewrite each user's context file (at start: only those older than the period)."""

@@ -227,10 +227,9 @@ class SocketServer:
     async def _turn(self, writer: asyncio.StreamWriter, user: str,
                     request: dict[str, Any]) -> None:
         from hermes.errors import HermesError
-        from hermes.memory.sessions.store import SessionStore
 
         try:
-            session = SessionStore.from_runtime(self.rt).get(user, int(request["session_id"]))
+            session = self.rt.memory.sessions.get(user, int(request["session_id"]))
         except (HermesError, KeyError, TypeError, ValueError) as exc:
             # Another user's session is "no such session" for this one.
             await self._write(writer, {"error": str(exc), "exit_code": 1})

@@ -1,7 +1,8 @@
 """The composition root shared by the CLI, the daemon and the benchmarks.
 
-Holds the settings, the clock and one migrated database connection. It wires things together
-and holds no memory logic of its own.
+Holds the settings, the clock, one migrated database connection and the one :class:`Memory` of
+the home on it (one instance of each store). It wires things together and holds no memory logic
+of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock
 from hermes.config import Settings
 from hermes.errors import ConfigError
+from hermes.memory import Memory
 from hermes.store.db import connect
 
 
@@ -35,11 +37,17 @@ class Runtime:
                               "--home or the config's `home` at a directory.") from None
         return connect(self.settings.db_path)
 
+    @cached_property
+    def memory(self) -> Memory:
+        """The home's memory on :attr:`db`: built once, passed to whoever reads or writes it."""
+        return Memory(self.db, self.settings, self.clock)
+
     def user(self, given: str | None) -> str:
         """The user a command acts for: ``--user`` when given, else the configured default."""
         return given or self.settings.users.default
 
     def close(self) -> None:
+        self.__dict__.pop("memory", None)
         if "db" in self.__dict__:
             self.db.conn.close()
             del self.__dict__["db"]

@@ -158,8 +158,6 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     from hermes.agent.turn import Agent
     from hermes.learn.stats import extraction_stats
     from hermes.learn.worker import ExtractionWorker
-    from hermes.memory.facts.store import FactStore
-    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
     home.mkdir(parents=True, exist_ok=True)
@@ -177,13 +175,13 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     latencies: list[float] = []
     loop_cpu: list[float] = []   # CPU time of the event loop's thread during each reply
     with context:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         worker = None
         if extraction:
             worker = ExtractionWorker(rt)
             worker.attach(agent)
-        session = SessionStore.from_runtime(rt).create("owner", "terminal")
-        oracle = Oracle(FactStore.from_runtime(rt))
+        session = rt.memory.sessions.create("owner", "terminal")
+        oracle = Oracle(rt.memory.facts)
         for turn in turns:
             clock.advance(minutes=2)
             started, cpu_started = time.perf_counter(), time.thread_time()
@@ -202,7 +200,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
         if worker is not None:
             await worker.drain()
         drain_s = time.perf_counter() - drain_started
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     active = facts.list_facts("owner", limit=10_000)
     stats = extraction_stats(rt.db, "owner").to_json()
     rt.close()

@@ -248,7 +248,7 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
         agent.recall_messages_char_budget = 0
     rt = Runtime(settings, clock=store.clock)
     rt.__dict__["db"] = db  # the bench's connection (Runtime.db is a cached property)
-    builder = PromptBuilder(rt, facts=facts, sessions=store)
+    builder = PromptBuilder(rt.memory, facts=facts, sessions=store)
     session = store.create(user, "terminal")
     persona = len(builder.persona())
 
@@ -310,9 +310,9 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import embedder_for
+    from hermes.memory.embeddings import Embedders
 
-    inner = embedder_for(model)
+    inner = Embedders().get(model)
     if not cache:
         return inner
     path = Path(cache) / f"{model}.json"
@@ -519,13 +519,13 @@ def compare(convs: Sequence[data.Conversation], args) -> str:
     """Every COMPARE row on the same questions: turn and session R@5 per half, the gain over
     plain FTS5 (x, per half), per-query CPU and, without --vector-cache, indexing speed."""
     from hermes.errors import HermesError
-    from hermes.memory.embeddings import embedder_for
+    from hermes.memory.embeddings import Embedders
 
     results: list[tuple[str, dict[str, Summary], str]] = []
     for name, retriever, model in COMPARE:
         if model:
             try:
-                embedder_for(model)
+                Embedders().get(model)
             except HermesError as exc:
                 args.notes.append(f"{name}: skipped ({exc})")
                 continue

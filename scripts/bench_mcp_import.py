@@ -94,7 +94,6 @@ def claude_conversation(rng: random.Random, number: int, turns: int) -> dict:
 def bench_import(conversations: int) -> dict:
     from hermes.config import load_settings
     from hermes.memory.sessions.chat_exports import import_export
-    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
     rng = random.Random(15)
@@ -104,7 +103,7 @@ def bench_import(conversations: int) -> dict:
         with tempfile.TemporaryDirectory() as home:
             os.environ["HERMES_HOME"] = home
             rt = Runtime(load_settings())
-            store = SessionStore.from_runtime(rt)
+            store = rt.memory.sessions
             wall, cpu = time.perf_counter(), time.process_time()
             report = import_export(store, "owner", export, fmt)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -141,7 +140,6 @@ def _receive(proc: subprocess.Popen) -> dict:
 
 def bench_mcp(starts: int, calls: int) -> dict:
     from hermes.config import load_settings
-    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     rng = random.Random(7)
@@ -149,7 +147,7 @@ def bench_mcp(starts: int, calls: int) -> dict:
         env = {**os.environ, "HERMES_HOME": home}
         os.environ["HERMES_HOME"] = home
         rt = Runtime(load_settings())
-        facts = FactStore.from_runtime(rt)
+        facts = rt.memory.facts
         for n in range(300):
             facts.add("owner", f"{sentence(rng, 10)} number {n}")
         rt.close()

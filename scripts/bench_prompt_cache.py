@@ -231,10 +231,10 @@ class OldLayout:
 
         builder = self.prompts
         parts = [("persona", builder.persona()),
-                 ("current_time", format_time(builder.rt.clock.now())),
+                 ("current_time", format_time(builder.clock.now())),
                  ("basic_memory", defuse(builder.basic.render(user)))]
         if first_turn:
-            text = context_file.read(builder.rt, user)
+            text = context_file.read(builder.memory, user)
             if text and text.strip():
                 parts.append(("recent_context", OLD_CONTEXT_NOTE + "\n" + defuse(text)))
         recalled = builder.recall(user, query)
@@ -340,8 +340,6 @@ async def _converse() -> Run:
     from hermes.clock import FakeClock
     from hermes.config import load_settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts.store import FactStore
-    from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
     from tests.fakellm import Reply, ScriptedLLM, installed
 
@@ -383,12 +381,12 @@ async def _converse() -> Run:
         basic = BasicMemory(rt.db, clock=rt.clock)
         for i in range(40):
             basic.add("owner", f"Entry {i}: the user's home lab detail number {i}, kept dense")
-        facts = FactStore.from_runtime(rt)
+        facts = rt.memory.facts
         for i in range(60):
             facts.add("owner", f"Project Kestrel component {i} runs on host node{i}")
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         old = OldLayout(agent)
-        store = SessionStore.from_runtime(rt)
+        store = rt.memory.sessions
         session = store.create("owner", "terminal").id
         for turn in range(1, TURNS + 1):
             if turn == NEW_SESSION_AT:

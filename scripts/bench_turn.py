@@ -41,7 +41,7 @@ from hermes.config import load_settings  # noqa: E402
 from hermes.memory import context as context_file  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
 from hermes.memory.facts.store import content_key  # noqa: E402
-from hermes.memory.sessions.store import Message, SessionStore  # noqa: E402
+from hermes.memory.sessions.store import Message  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
@@ -148,7 +148,7 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7) -> 
                   sentence(rng, vocab, topic), to_ts(ts0 + timedelta(seconds=m)))
                  for m in range(per_session)])
     messages_s = time.perf_counter() - started
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     current = store.create(USER, "terminal", channel_key="bench:current")
     for m in range(20):
         store.append(USER, current.id, "user" if m % 2 == 0 else "assistant",
@@ -181,8 +181,8 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> di
     rng = random.Random(seed)
     vocab = vocabulary(random.Random(7))
     rt = Runtime(load_settings(home=home, environ={}))
-    builder = PromptBuilder(rt)
-    store = SessionStore.from_runtime(rt)
+    builder = PromptBuilder(rt.memory)
+    store = rt.memory.sessions
     queries = [question(rng, vocab, rng.choice(TOPICS)) for _ in range(runs)]
     # The worst case: a long chatty message whose words hit a large share of the facts.
     worst = [" ".join(rng.sample(TOPICS, 4)) + " " + sentence(rng, vocab, rng.choice(TOPICS))

@@ -35,7 +35,6 @@ async def main(n: int) -> None:
     from hermes.frontends.web.routes_chat import extraction_listener
     from hermes.frontends.web.server import WebFrontend
     from hermes.learn.consolidate import Consolidation, FactChange
-    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(home=Path(tempfile.mkdtemp(prefix="hermes-bench-web-")),
@@ -50,7 +49,7 @@ async def main(n: int) -> None:
         sizes = [len((await client.get(url)).content) for url in
                  (chat, f"{frontend.url}/static/app.css", f"{frontend.url}/static/app.js")]
     listener = extraction_listener(frontend.ctx)
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     delays = []
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path="/usr/bin/chromium",

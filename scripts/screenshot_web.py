@@ -26,11 +26,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 def seed(rt) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.facts.store import FactStore
-    from hermes.memory.sessions.store import SessionStore
     from hermes.store.db import write_transaction
 
-    facts, sessions = FactStore.from_runtime(rt), SessionStore.from_runtime(rt)
+    facts, sessions = rt.memory.facts, rt.memory.sessions
     BasicMemory(rt.db).add("owner", "Runs Debian 13 on the home server")
     old = facts.add("owner", "The user lives in Porto", entities=["Porto"]).id
     facts.add("owner", "The home server's backups go to the NAS in the hallway closet")
@@ -58,7 +56,6 @@ async def main(out: Path) -> None:
     from hermes.frontends.web.routes_chat import extraction_listener
     from hermes.frontends.web.server import WebFrontend
     from hermes.learn.consolidate import Consolidation, FactChange
-    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     home = Path(tempfile.mkdtemp(prefix="hermes-shot-"))
@@ -81,7 +78,7 @@ async def main(out: Path) -> None:
         await page.goto(link)
         await page.goto(f"{frontend.url}/chat?session={session_id}")
         await page.wait_for_timeout(300)          # the event stream connects
-        new = FactStore.from_runtime(rt).add("owner", "The user starts at Acme Corp on Monday",
+        new = rt.memory.facts.add("owner", "The user starts at Acme Corp on Monday",
                                              entities=["Acme Corp"],
                                              source_session_id=session_id,
                                              source_message_ids=[reply_id - 1])

@@ -83,7 +83,7 @@ def scenario(name: str, output: list[dict[str, Any]], *, caps: dict[str, int],
         settings = load_settings(home=home)
         settings.facts.max_entities_per_fact = caps.get("max_entities", 20)
         rt = Runtime(settings, clock=FakeClock("2026-11-29T12:00:00+00:00"))
-        facts = FactStore.from_runtime(rt)
+        facts = rt.memory.facts
         writer = Writer(home)
         writer.start()
         time.sleep(0.1)

@@ -39,8 +39,6 @@ from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.errors import HermesError  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
-from hermes.memory.facts.store import FactStore  # noqa: E402
-from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.transfer import (  # noqa: E402
     EXPORT_END,
     TABLES,
@@ -78,13 +76,13 @@ LINKS = {
 
 def seed(rt: Runtime, user: str) -> None:
     BasicMemory(rt.db, clock=rt.clock).add(user, f"{user} runs Debian 13")
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     old = facts.add(user, "The server runs PostgreSQL 15", entities=["PostgreSQL"]).id
     facts.update(user, old, "The server runs PostgreSQL 16")
     facts.add(user, "Alice Johnson maintains Project Atlas", entities=["Alice Johnson",
                                                                         "Project Atlas"])
     facts.entity_store.add_alias(user, "PostgreSQL", "pg")
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     for n in range(2):
         session = sessions.create(user, "discord")
         sessions.append(user, session.id, "user", f"which postgres do we run? ({n})")

@@ -38,8 +38,6 @@ sys.path.insert(0, str(ROOT))
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.errors import QueryError  # noqa: E402
-from hermes.memory.facts.store import FactStore  # noqa: E402
-from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 from hermes.store.fts import build_match  # noqa: E402
 
@@ -55,8 +53,8 @@ HOSTILE = ['"', "'", "(", ")", "*", "^", ":", "-", "+", "NEAR", "AND", "OR", "NO
 
 
 def seed_home(rt: Runtime) -> None:
-    facts = FactStore.from_runtime(rt)
-    sessions = SessionStore.from_runtime(rt)
+    facts = rt.memory.facts
+    sessions = rt.memory.sessions
     facts.add("owner", "Omar, Alice Johnson and Vaultwarden work on Project Atlas with "
               "Kubernetes", entities=ENTITIES)
     for i, word in enumerate(LATIN + CJK):
@@ -148,8 +146,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rt = Runtime(load_settings(home=Path(tmp)), clock=FakeClock("2026-11-29T12:00:00+00:00"))
         seed_home(rt)
-        facts = FactStore.from_runtime(rt)
-        sessions = SessionStore.from_runtime(rt)
+        facts = rt.memory.facts
+        sessions = rt.memory.sessions
         surfaces = {
             "facts.search": lambda q: facts.search("owner", q, limit=5),
             "sessions.search": lambda q: sessions.search("owner", q, limit=3),

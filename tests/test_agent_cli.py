@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hermes.config import load_settings
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
 
@@ -11,7 +10,7 @@ from tests.fakellm import service_unavailable
 def stored_sessions():
     rt = Runtime(load_settings())
     try:
-        store = SessionStore.from_runtime(rt)
+        store = rt.memory.sessions
         return [(s, store.messages("owner", s.id)) for s in store.list_sessions("owner")]
     finally:
         rt.close()
@@ -56,7 +55,7 @@ def test_ask_with_the_provider_down_is_one_line_and_keeps_the_question(cli, fake
 def test_context_refresh_and_show_without_a_model(cli):
     assert cli("context", "show").exit_code == 1
     rt = Runtime(load_settings())
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "discord")
     store.append("owner", session.id, "user", "plan the migration to postgres 17")
     store.set_summary("owner", session.id, title="Postgres 17 migration",
@@ -102,7 +101,7 @@ def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
 def test_leaving_a_piped_chat_ends_and_summarises_its_session(cli, fake_model):
     # A session an earlier process ended but exited before summarising: done at this start.
     rt = Runtime(load_settings())
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     earlier = store.create("owner", "terminal", channel_key="terminal:x:chat")
     store.append("owner", earlier.id, "user", "good morning")
     store.close("owner", earlier.id)

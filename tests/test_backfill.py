@@ -13,9 +13,7 @@ from hermes.budget import Budget
 from hermes.config import load_settings
 from hermes.learn import backfill as bf
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts.store import FactStore
 from hermes.memory.sessions.chat_exports import import_export
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
@@ -46,13 +44,13 @@ def actions(*contents):
 @pytest.fixture
 def env(fake_model, clock):
     runtime = Runtime(load_settings(), clock=clock)
-    import_export(SessionStore.from_runtime(runtime), "owner", EXPORT, "claude")
+    import_export(runtime.memory.sessions, "owner", EXPORT, "claude")
     yield runtime
     runtime.close()
 
 
 def session_ids(rt):
-    return {s.external_id: s.id for s in SessionStore.from_runtime(rt).list_sessions("owner")}
+    return {s.external_id: s.id for s in rt.memory.sessions.list_sessions("owner")}
 
 
 def test_dry_run_counts_sessions_messages_calls_and_cost_without_a_call(env, cli, fake_model):
@@ -89,7 +87,7 @@ def test_backfill_learns_oldest_first_with_source_sessions_and_is_idempotent(env
     assert "sister Ana is a nurse" in fake_model.requests[0].messages[-1]["content"]
     assert "Porto" in fake_model.requests[1].messages[-1]["content"]
     ids = session_ids(env)
-    facts = {f.content: f for f in FactStore.from_runtime(env).list_facts("owner")}
+    facts = {f.content: f for f in env.memory.facts.list_facts("owner")}
     ana = facts["Ana, the user's sister, is a nurse in Lisbon."]
     assert ana.source_session_id == ids["claude:a"] and len(ana.source_message_ids) == 4
     porto = facts["The user lives in Porto since September 2025."]
@@ -106,13 +104,13 @@ def test_a_budget_of_calls_stops_cleanly_and_the_next_run_continues(env, cli, fa
     first = cli("learn", "backfill", "--yes", "--budget", "1", "--rate", "0")
     assert "Stopped: budget of 1 model call(s) reached." in first.stdout
     assert len(fake_model.requests) == 1
-    assert len(FactStore.from_runtime(env).list_facts("owner")) == 1
+    assert len(env.memory.facts.list_facts("owner")) == 1
     plan = cli("learn", "backfill", "--dry-run", "--json").json()
     assert (plan["sessions"], plan["model_calls"]) == (1, 1)  # the small talk went free
     fake_model.reply(actions("The user lives in Porto since September 2025."))
     second = cli("learn", "backfill", "--yes", "--rate", "0")
     assert "1 model call(s)" in second.stdout
-    assert len(FactStore.from_runtime(env).list_facts("owner")) == 2
+    assert len(env.memory.facts.list_facts("owner")) == 2
     bad = cli("learn", "backfill", "--budget", "lots")
     assert bad.exit_code == 1 and "--budget: expected dollars" in bad.stderr
 
@@ -128,7 +126,7 @@ async def test_an_interrupted_backfill_resumes_with_the_run_it_was_in(env, fake_
         await task
     release.set()
     await worker.drain(1)
-    assert FactStore.from_runtime(env).list_facts("owner") == []
+    assert env.memory.facts.list_facts("owner") == []
     plan = bf.plan(env, "owner", llm)
     assert (plan.retries, plan.model_calls, len(plan.sessions)) == (1, 2, 3)
     fake_model.reply(actions("Ana, the user's sister, is a nurse in Lisbon."))
@@ -170,7 +168,7 @@ def test_summaries_of_imported_sessions_are_opt_in_planned_and_budgeted(env, cli
     fake_model.reply('{"title": "Family and hobbies", "summary": "Ana; the cello."}')
     first = cli("sessions", "summarize", "--yes", "--budget", "1", "--rate", "0")
     assert "Summarised 3 session(s) with 1 model call(s)." in first.stdout
-    store = SessionStore.from_runtime(env)
+    store = env.memory.sessions
     titles = {s.external_id: s.title for s in store.list_sessions("owner")}
     assert titles["claude:a"] == "Family and hobbies"
     assert titles["claude:b"] == "thanks"  # small talk: no model call

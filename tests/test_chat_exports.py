@@ -105,7 +105,7 @@ def test_chatgpt_export_follows_the_branch_the_user_last_saw(cli, rt, tmp_path):
     assert report["sessions_created"] == 2 and report["empty"] == 1
     assert report["errors"] == [{"conversation": 3,
                                  "error": "'mapping' must be an object of message nodes"}]
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     sessions = {s.title: s for s in store.list_sessions("owner")}
     ports = sessions["Ports"]
     assert ports.source == "import" and ports.external_id == "chatgpt:conv-1"
@@ -126,7 +126,7 @@ def test_chatgpt_export_follows_the_branch_the_user_last_saw(cli, rt, tmp_path):
 def test_a_chatgpt_export_without_current_node_takes_the_newest_leaf(rt):
     conversation = chatgpt_branching()
     del conversation["current_node"]
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     report = import_export(store, "owner", [conversation], "chatgpt")
     assert report.sessions_created == 1
     session = store.list_sessions("owner")[0]
@@ -141,7 +141,7 @@ def test_claude_export_keeps_blocks_attachments_and_reports_bad_conversations(cl
     assert "1 empty conversation(s)" in result.stdout
     assert "conversation 3: chat_messages[0].sender must be human or assistant" in result.stderr
     assert "conversation 4: 'created_at' is not an ISO 8601 time" in result.stderr
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     [session] = store.list_sessions("owner")
     assert (session.title, session.source, session.external_id) == (
         "Trip to Lisbon", "import", "claude:c-1")
@@ -153,7 +153,7 @@ def test_claude_export_keeps_blocks_attachments_and_reports_bad_conversations(cl
 
 
 def test_reimport_is_a_no_op_and_a_grown_conversation_adds_only_its_new_messages(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     export = claude_export()[:1]
     first = import_export(store, "owner", export, "claude")
     again = import_export(store, "owner", export, "claude")
@@ -175,7 +175,7 @@ def test_the_downloaded_zip_is_read_as_is(cli, rt, tmp_path):
     result = cli("sessions", "import", str(archive), "--format", "chatgpt", "--json")
     assert result.exit_code == 0, result.stderr
     assert result.json()["sessions_created"] == 1
-    assert SessionStore.from_runtime(rt).list_sessions("owner")[0].title == "Garden"
+    assert rt.memory.sessions.list_sessions("owner")[0].title == "Garden"
 
 
 def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, tmp_path):
@@ -199,7 +199,7 @@ def test_a_file_that_is_not_an_export_is_one_line_and_imports_nothing(cli, rt, t
     assert "looks like a Claude export, not JSON Lines: add --format claude." in result.stderr
     result = cli("sessions", "import", str(bad_json), "--format", "gemini")
     assert "--format: expected jsonl, chatgpt, claude" in result.stderr
-    assert SessionStore.from_runtime(rt).list_sessions("owner") == []
+    assert rt.memory.sessions.list_sessions("owner") == []
 
 
 def test_a_wrong_format_names_the_right_one_and_imports_nothing(cli, rt, tmp_path):
@@ -226,11 +226,11 @@ def test_a_wrong_format_names_the_right_one_and_imports_nothing(cli, rt, tmp_pat
         assert result.exit_code == 1 and result.stderr.count("\n") == 1
         assert "is a `hermes export` file" in result.stderr
         assert f"`hermes import {export}` restores it" in result.stderr
-    assert SessionStore.from_runtime(rt).list_sessions("owner") == []
+    assert rt.memory.sessions.list_sessions("owner") == []
 
 
 def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     import_export(store, "alice", load_export(write(tmp_path, claude_export()[:1])), "claude")
     # Bob importing the same export gets his own session; alice's is untouched.
     report = import_export(store, "bob", claude_export()[:1], "claude")
@@ -250,7 +250,7 @@ async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(), clock=clock)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     import_export(store, "owner", chatgpt_export(), "chatgpt")
     line = json.dumps({"source": "terminal", "started_at": "2026-11-01T00:00:00Z", "messages": [
         {"role": "user", "content": "I moved to Porto last spring and work at Acme.",
@@ -272,7 +272,7 @@ def test_a_secret_in_an_export_is_redacted_like_any_recorded_message(rt):
     key = "sk-proj-" + "Zq8vX2mN4pL7tR1wY6bC3dF9" * 2
     export = claude_export()[:1]
     export[0]["chat_messages"][0]["text"] = f"My OpenAI key is {key}, keep it safe."
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     import_export(store, "owner", export, "claude")
     [session] = store.list_sessions("owner")
     stored = store.messages("owner", session.id)[0].content

@@ -8,8 +8,6 @@ from hermes.agent.compress import SUMMARY_PREFIX
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable, set_context_window
 
@@ -18,7 +16,7 @@ from tests.fakellm import service_unavailable, set_context_window
 def long_session(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     set_context_window(3000)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     for i in range(40):
         role = "user" if i % 2 == 0 else "assistant"
@@ -27,18 +25,18 @@ def long_session(fake_model, clock):
                      f"including VLAN layouts, switch models and firewall rules, point {i}; "
                      "we also weighed power draw, noise, rack space and the cost of spares")
     BasicMemory(rt.db, clock=clock).add("owner", "Runs a home lab with a Proxmox cluster")
-    FactStore.from_runtime(rt).add("owner", "The firewall is an OPNsense box")
+    rt.memory.facts.add("owner", "The firewall is an OPNsense box")
     yield rt, session.id
     rt.close()
 
 
 async def test_compression_keeps_memory_and_the_stored_transcript(long_session, fake_model):
     rt, session_id = long_session
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     before = [(m.id, m.content) for m in store.messages("owner", session_id)]
     fake_model.reply("The user compared home lab network designs (VLANs, switches, firewall).")
     fake_model.reply("Use VLAN 20 for the cameras.")
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     result = await agent.turn("owner", session_id, "which firewall do I have?").run()
     assert result.compressed and result.text == "Use VLAN 20 for the cameras."
     summary_call, reply_call = fake_model.requests
@@ -61,7 +59,7 @@ async def test_compression_keeps_memory_and_the_stored_transcript(long_session, 
 
 async def test_the_summary_is_reused_on_the_next_turn(long_session, fake_model):
     rt, session_id = long_session
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     fake_model.reply("Earlier: home lab network comparison.").reply("first")
     await agent.turn("owner", session_id, "q1").run()
     first = fake_model.last
@@ -78,7 +76,7 @@ async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model)
     for _ in range(4):
         fake_model.error(service_unavailable())
     fake_model.reply("answer anyway")
-    result = await Agent(rt).turn("owner", session_id, "still works?").run()
+    result = await Agent(rt.memory).turn("owner", session_id, "still works?").run()
     assert result.text == "answer anyway" and result.error is None
     digest = fake_model.last.messages[1]["content"]
     # cut where a turn starts: the kept part opens with a user message
@@ -88,9 +86,9 @@ async def test_a_failed_summary_falls_back_to_a_digest(long_session, fake_model)
 
 async def test_a_short_conversation_is_not_compressed(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    session = rt.memory.sessions.create("owner", "terminal")
     fake_model.reply("hi")
-    result = await Agent(rt).turn("owner", session.id, "hello").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "hello").run()
     assert not result.compressed and len(fake_model.requests) == 1
     rt.close()
 
@@ -103,7 +101,7 @@ async def test_the_provider_saying_too_long_compresses_and_retries_once(long_ses
     set_context_window(200_000)  # our count says it fits; the provider disagrees
     fake_model.error(context_window_exceeded())
     fake_model.reply("Earlier: the home lab network.").reply("Answer after compressing.")
-    result = await Agent(rt).turn("owner", session_id, "and the firewall?").run()
+    result = await Agent(rt.memory).turn("owner", session_id, "and the firewall?").run()
     assert result.text == "Answer after compressing." and result.compressed
     first, summary, retry = fake_model.requests
     assert len(retry.messages) < len(first.messages)
@@ -117,5 +115,5 @@ async def test_too_long_twice_is_one_clear_error(long_session, fake_model):
     set_context_window(200_000)
     fake_model.error(context_window_exceeded()).reply("summary")
     fake_model.error(context_window_exceeded())
-    result = await Agent(rt).turn("owner", session_id, "again?").run()
+    result = await Agent(rt.memory).turn("owner", session_id, "again?").run()
     assert "too long" in result.error and result.assistant_message_id is None

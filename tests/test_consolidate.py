@@ -6,12 +6,11 @@ import pytest
 
 from hermes.learn.consolidate import consolidate, contradicts
 from hermes.learn.parse import CreateAction, DeleteAction, UpdateAction
-from hermes.memory.facts.store import FactStore
 
 
 @pytest.fixture
 def facts(rt):
-    return FactStore.from_runtime(rt)
+    return rt.memory.facts
 
 
 def active(facts, user="owner"):

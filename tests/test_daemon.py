@@ -229,7 +229,7 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     running = asyncio.create_task(daemon.run())
     await until(lambda: stale.read_text().startswith("# Recent context") and caught_up)
     # The idle session was closed and summarised at start.
-    closed = SessionStore.from_runtime(rt).get("alice", idle.id)
+    closed = rt.memory.sessions.get("alice", idle.id)
     assert closed.ended_at is not None and closed.title
     jobs = {job.id: job for job in daemon.scheduler.get_jobs()}
     assert jobs["builtin:context"].trigger.interval == timedelta(hours=6)
@@ -258,9 +258,8 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     from prompt_toolkit.output import DummyOutput
 
     from hermes.daemon import Daemon
-    from hermes.memory.sessions.store import SessionStore
 
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     fake_model.reply("Hello from Hermes.")
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
         daemon = Daemon(rt, interactive=True)
@@ -274,7 +273,7 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
         daemon.request_stop("SIGTERM")
         await asyncio.wait_for(running, 30)
     rt2 = Runtime(load_settings())
-    (session,) = SessionStore.from_runtime(rt2).list_sessions("owner")
+    (session,) = rt2.memory.sessions.list_sessions("owner")
     rt2.close()
     assert session.ended_at is not None and session.title == "hi there"
 
@@ -456,7 +455,6 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
             return self.embed([text])[0]
 
     monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
-    monkeypatch.delitem(embeddings._models, "e5", raising=False)
     rt.settings.sessions.embeddings = True
     store = SessionStore(rt.db, clock=clock)
     for user in ("alice", "bob"):
@@ -583,10 +581,9 @@ async def test_shutdown_waits_for_the_terminal_summary_within_the_background_gra
     from prompt_toolkit.output import DummyOutput
 
     from hermes.daemon import Daemon
-    from hermes.memory.sessions.store import SessionStore
 
     rt.settings.extraction.enabled = False
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     fake_model.reply("Hello from Hermes.")
     fake_model.block()                 # the summary's model call waits, never released
     caplog.set_level(logging.WARNING)

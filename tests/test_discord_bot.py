@@ -42,7 +42,7 @@ def ticks() -> Ticks:
 async def env(fake_model, rt, monkeypatch, ticks):
     from hermes.agent.turn import Agent
 
-    bot = HermesBot(rt, Agent(rt), monotonic=ticks)
+    bot = HermesBot(rt, Agent(rt.memory), monotonic=ticks)
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
     async with bot:
@@ -297,9 +297,7 @@ async def test_a_reply_cut_off_by_a_model_error_says_so(env, fake_model):
 
 # --------------------------------------------------------------------------- reactions
 async def _reply_with_facts(env, fake_model, rt):
-    from hermes.memory.facts.store import FactStore
-
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     alice = env.user_of("alice")
     ids = [facts.add(alice, text, entities=entities).id for text, entities in [
         ("Alice's cat is called Miso", ["Miso"]),
@@ -374,9 +372,7 @@ async def test_a_reaction_rates_once_per_person_and_removing_it_undoes_it(env, f
 
 
 async def test_a_reaction_on_any_piece_of_a_long_reply_rates_its_facts_once(env, fake_model, rt):
-    from hermes.memory.facts.store import FactStore
-
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     alice = env.user_of("alice")
     fact_id = facts.add(alice, "Alice's cat is called Miso", entities=["Miso"]).id
     fake_model.reply("Miso is your cat. " + "Purr. " * 700, chunk_size=500)

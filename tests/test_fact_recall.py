@@ -7,25 +7,23 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.facts import recall as fact_recall
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
 @pytest.fixture
 def agent(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield Agent(rt.memory)
     rt.close()
 
 
 @pytest.fixture
 def facts(agent):
-    return FactStore.from_runtime(agent.rt)
+    return agent.memory.facts
 
 
 async def shown(agent, fake_model, text, user="owner") -> list[int]:
-    session_id = SessionStore.from_runtime(agent.rt).create(user, "terminal").id
+    session_id = agent.memory.sessions.create(user, "terminal").id
     fake_model.reply("ok")
     result = await agent.turn(user, session_id, text).run()
     return result.shown_fact_ids

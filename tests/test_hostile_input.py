@@ -14,8 +14,6 @@ from typer.testing import CliRunner
 
 from hermes.agent.llm import ToolCall
 from hermes.learn.parse import ParseError, parse_actions
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.memory.sessions.transcripts import import_sessions
 from hermes.store import fts
 from hermes.store.fts import build_match
@@ -51,10 +49,10 @@ def test_content_words_are_kept_before_stopwords_when_cutting():
 
 
 def test_long_cjk_and_long_text_search_facts_and_sessions_without_error(rt):
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     facts.add("owner", "東京 is where the office is", entities=["Tokyo"])
     facts.add("owner", "word5 is a stored word")
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create("owner", "terminal")
     sessions.append("owner", session.id, "user", "東京 に 行きます word7")
     text = "東京、" + japanese(2200)
@@ -69,10 +67,10 @@ def test_long_cjk_and_long_text_search_facts_and_sessions_without_error(rt):
 def test_a_cjk_word_inside_a_clause_is_found(rt):
     """"東京タワーに行きたい" is one CJK run: its bigrams find "東京タワー" (it was a silent
     empty: LIKE '%東京タワーに行きたい%' matches nothing)."""
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     facts.add("owner", "東京タワー is 333 m tall", entities=["Tokyo Tower"])
     facts.add("owner", "大阪城 is in Osaka", entities=["Osaka"])
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create("owner", "terminal")
     sessions.append("owner", session.id, "user", "北京烤鸭 was great")
     assert [f.content for f in facts.search("owner", "東京タワーに行きたい", limit=3)][:1] == [
@@ -142,9 +140,9 @@ async def test_a_reply_with_half_an_emoji_is_recorded(fake_model, clock):
 
     fake_model.reply("Sure \ud83e thing", chunk_size=100)
     rt = Runtime(load_settings(), clock=clock)
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "hi").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "hi").run()
     stored = [m.content for m in sessions.messages("owner", session.id)]
     rt.close()
     assert result.error is None
@@ -154,18 +152,18 @@ async def test_a_reply_with_half_an_emoji_is_recorded(fake_model, clock):
 def test_search_probe_and_reason_take_lone_surrogates_from_any_caller(rt):
     """The CLI scrubs its arguments; the tools, the MCP server and the web panel call the
     stores directly with whatever JSON decoded to."""
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     facts.add("owner", "Atlas runs on kumquat hosts", entities=["Atlas", "Kumquat"])
     assert facts.probe("owner", "\ud800 Atlas") == []
     assert facts.reason("owner", ["Atlas\udfff", "Kumquat"]).unknown == ["Atlas\ufffd"]
     assert facts.search("owner", "\ud83e kumquat", limit=3)
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     assert sessions.search("owner", "\ud800 kumquat") == []
     assert sessions.search_messages("owner", "kumquat \udfff") == []
 
 
 def test_a_message_with_a_lone_surrogate_is_stored_with_the_rest(rt):
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create("owner", "terminal")
     message = sessions.append("owner", session.id, "user", "a \ud800 b", speaker="x\udfff")
     assert message.content == "a \ufffd b"
@@ -183,7 +181,7 @@ def test_an_extraction_output_with_a_surrogate_escape_keeps_its_actions():
 # -- deeply nested JSON -----------------------------------------------------------------------
 
 def test_nested_json_in_a_sessions_import_rejects_that_line_and_keeps_the_rest(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     good = [json.dumps({"source": "terminal", "started_at": "2026-11-01T00:00:00Z",
                         "external_id": f"s{i}", "messages": [
                             {"role": "user", "content": f"hello {i}",
@@ -274,7 +272,7 @@ def test_a_latin1_persona_or_context_file_never_fails_the_prompt(rt, tmp_path, c
 
     other = Runtime(load_settings())
     try:
-        assert PromptBuilder(other).persona() == "You are Herm\ufffds."
+        assert PromptBuilder(other.memory).persona() == "You are Herm\ufffds."
     finally:
         other.close()
 
@@ -285,7 +283,7 @@ async def test_an_extraction_run_whose_output_holds_a_lone_surrogate_is_kept(fak
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(), clock=clock)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     store.append("owner", session.id, "user", "My sister Ana Costa just moved to Lisbon.")
     store.append("owner", session.id, "assistant", "How exciting!")
@@ -294,7 +292,7 @@ async def test_an_extraction_run_whose_output_holds_a_lone_surrogate_is_kept(fak
                      '"entities": ["Ana Costa"]}, {"action": "create", "content": '
                      '"Ana Costa is the sister \\udfff of the user"}]')
     run = await ExtractionWorker(rt).run_session("owner", session.id)
-    contents = sorted(f.content for f in FactStore.from_runtime(rt).probe("owner", "Ana Costa"))
+    contents = sorted(f.content for f in rt.memory.facts.probe("owner", "Ana Costa"))
     rt.close()
     assert (run.status, run.created) == ("done", 2)
     assert contents == ["Ana Costa is the sister \ufffd of the user",
@@ -309,8 +307,8 @@ async def test_a_tool_call_with_nested_arguments_goes_back_to_the_model(fake_mod
     rt = Runtime(load_settings(), clock=clock)
     fake_model.tool_call("facts", "[" * 50_000)
     fake_model.reply("Sorry, let me answer directly.")
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "what do you know?").run()
+    session = rt.memory.sessions.create("owner", "terminal")
+    result = await Agent(rt.memory).turn("owner", session.id, "what do you know?").run()
     sent = json.dumps(fake_model.requests[1].messages)
     rt.close()
     assert result.error is None and result.text == "Sorry, let me answer directly."

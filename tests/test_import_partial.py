@@ -9,8 +9,6 @@ import pytest
 
 from hermes.memory import restore
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import EXPORT_END, export_user, import_user, sealed_lines
 from tests.test_transfer import write
 
@@ -19,11 +17,11 @@ from tests.test_transfer import write
 def exported(rt):
     """An honest export: a basic-memory entry, three facts, five sessions of four messages."""
     BasicMemory(rt.db, clock=rt.clock).add("owner", "Runs Debian 13 on the home server")
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     for text in ("The server runs PostgreSQL 16", "The user's cat is called Miso",
                  "The backup runs at 02:00"):
         facts.add("owner", text)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     for n in range(5):
         session = store.create("owner", "terminal")
         for m in range(4):

@@ -10,33 +10,36 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
 @pytest.fixture
-def agent(fake_model, clock):
+def env(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield rt
     rt.close()
 
 
 @pytest.fixture
-def worker(agent):
-    worker = ExtractionWorker(agent.rt)
+def agent(env):
+    return Agent(env.memory)
+
+
+@pytest.fixture
+def worker(env, agent):
+    worker = ExtractionWorker(env)
     worker.attach(agent)
     return worker
 
 
 @pytest.fixture
 def session_id(agent):
-    return SessionStore.from_runtime(agent.rt).create("owner", "terminal").id
+    return agent.memory.sessions.create("owner", "terminal").id
 
 
 @pytest.fixture
 def facts(agent):
-    return FactStore.from_runtime(agent.rt)
+    return agent.memory.facts
 
 
 def extraction(*contents):
@@ -74,7 +77,7 @@ async def test_reply_is_delivered_before_extraction_starts(
     assert "".join(chunks) == "Congratulations on the new job!"
     await fake_model.reached.wait()         # extraction has started, after the reply
     assert worker.pending == 1 and facts.list_facts("owner") == []
-    replies = [m for m in SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    replies = [m for m in agent.memory.sessions.messages("owner", session_id)
                if m.role == "assistant"]
     assert replies[0].content == "Congratulations on the new job!"
     release.set()
@@ -125,7 +128,7 @@ async def test_facts_history_shows_where_a_learned_fact_came_from(
 async def test_extraction_waits_while_another_reply_is_streaming(
         agent, worker, session_id, facts, fake_model):
     worker.yield_to_replies = 3600          # only a finished reply can let it through
-    sessions = SessionStore.from_runtime(agent.rt)
+    sessions = agent.memory.sessions
     sessions.append("owner", session_id, "user", "We adopted a cat named Miso.")
     sessions.append("owner", session_id, "assistant", "How nice!")
     release = fake_model.block()            # a reply in another channel is held mid-turn

@@ -10,8 +10,6 @@ import stat
 
 import pytest
 
-from hermes.memory.sessions.store import SessionStore
-
 
 async def until(condition, ticks: int = 20000) -> None:
     for _ in range(ticks):
@@ -47,7 +45,7 @@ async def test_ask_runs_its_turn_in_the_running_daemon(daemon, cli, fake_model, 
     # The daemon's agent answered: its model was called, and the turn is a closed terminal
     # session of the user the CLI acts for.
     assert fake_model.requests[0].messages[-1]["content"].endswith("capital of France?")
-    (session,) = SessionStore.from_runtime(daemon.rt).list_sessions("owner")
+    (session,) = daemon.rt.memory.sessions.list_sessions("owner")
     assert session.source == "terminal" and session.ended_at is not None
     fake_model.reply("Still Paris.")
     as_json = await asyncio.to_thread(cli, "ask", "again?", "--json")
@@ -62,9 +60,9 @@ async def test_piped_chat_talks_to_the_daemon_and_leaving_ends_the_session(daemo
     result = await asyncio.to_thread(cli, "chat", input="first\nsecond\n/exit\n")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.split() == ["one", "two"]
-    (session,) = SessionStore.from_runtime(daemon.rt).list_sessions("owner")
+    (session,) = daemon.rt.memory.sessions.list_sessions("owner")
     assert session.ended_at is not None and session.message_count == 4
-    await until(lambda: SessionStore.from_runtime(daemon.rt).get("owner", session.id).title)
+    await until(lambda: daemon.rt.memory.sessions.get("owner", session.id).title)
 
 
 def _request(path, request: dict) -> list[dict]:
@@ -76,7 +74,7 @@ def _request(path, request: dict) -> list[dict]:
 
 async def test_a_socket_client_cannot_reach_another_users_session(daemon, fake_model,
                                                                   hermes_home):
-    store = SessionStore.from_runtime(daemon.rt)
+    store = daemon.rt.memory.sessions
     alices = store.create("alice", "terminal", channel_key="terminal:alice:ask")
     answer = await asyncio.to_thread(
         _request, hermes_home / "hermes.sock",
@@ -124,6 +122,6 @@ async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
         await asyncio.wait_for(running, 10)
         await asyncio.gather(*repl.background)
     assert "".join(text for kind, text in events if kind == "chunk") == "Hello from the daemon."
-    (session,) = SessionStore.from_runtime(daemon.rt).list_sessions("owner")
+    (session,) = daemon.rt.memory.sessions.list_sessions("owner")
     assert session.ended_at is not None
-    await until(lambda: SessionStore.from_runtime(daemon.rt).get("owner", session.id).title)
+    await until(lambda: daemon.rt.memory.sessions.get("owner", session.id).title)

@@ -17,8 +17,6 @@ from mcp_types import Implementation
 
 from hermes.frontends import mcp_server
 from hermes.memory import context as context_file
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 
 WRITE_TOOLS = set(mcp_server.WRITE_TOOLS)
 READ_TOOLS = set(mcp_server.READ_TOOLS)
@@ -46,10 +44,10 @@ def data(result) -> dict:
 @pytest.fixture
 def seeded(rt):
     """alice and bob in one home, each with a fact and a session."""
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     facts.add("alice", "Alice keeps the Postgres backups on the NAS", entities=["Postgres", "NAS"])
     facts.add("bob", "Bob keeps his Postgres dumps on S3", entities=["Postgres"])
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     chat = sessions.create("alice", "terminal")
     sessions.append("alice", chat.id, "user", "How do I rotate the NAS backup disks?")
     sessions.append("alice", chat.id, "assistant", "Swap disk B in on Sundays.")
@@ -125,7 +123,7 @@ async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
         assert unknown.is_error and text(unknown) == "No fact with id 999 for user 'alice'."
 
         # -- no cross-user access: bob's ids and words are not alice's
-        bob_fact = FactStore.from_runtime(rt).search("bob", "dumps")[0]
+        bob_fact = rt.memory.facts.search("bob", "dumps")[0]
         stolen = await alice.call_tool("facts_forget", {"id": bob_fact.id})
         assert stolen.is_error and "No fact with id" in text(stolen)
         assert data(await alice.call_tool("facts_search", {"query": "S3 dumps"}))["facts"] == []
@@ -145,7 +143,7 @@ async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
         assert "Postgres backups on the NAS" in prompt.messages[0].content.text
 
     # The writes are in the history with where they came from; the refused one left nothing.
-    store = FactStore.from_runtime(rt)
+    store = rt.memory.facts
     history = store.history("alice", fact["id"])
     assert [(h["action"], h["origin"]) for h in history] == [
         ("add", "mcp:test-client"), ("rate", "mcp:test-client"), ("supersede", "mcp:test-client")]
@@ -156,7 +154,7 @@ async def test_facts_history_shows_the_mcp_client(rt, cli):
     from hermes.memory.facts.records import writes_from
 
     with writes_from("mcp:claude-code"):
-        added = FactStore.from_runtime(rt).add("owner", "The staging box is called lynx")
+        added = rt.memory.facts.add("owner", "The staging box is called lynx")
     out = cli("facts", "history", str(added.id)).stdout
     assert out.startswith("source: added by mcp:claude-code, not learned from a conversation")
     assert "  add  via mcp:claude-code" in out

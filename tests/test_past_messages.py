@@ -8,20 +8,19 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.sessions.past_messages import recall_past_messages
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 
 
 @pytest.fixture
 def agent(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield Agent(rt.memory)
     rt.close()
 
 
 @pytest.fixture
 def store(agent):
-    return SessionStore.from_runtime(agent.rt)
+    return agent.memory.sessions
 
 
 def chat(store, clock, user, title, *pairs):

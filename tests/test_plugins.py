@@ -71,8 +71,8 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
         installed_plugin, fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
-        session_id = SessionStore.from_runtime(rt).create("owner", "terminal").id
+        agent = Agent(rt.memory)
+        session_id = rt.memory.sessions.create("owner", "terminal").id
         fake_model.tool_call(TOOL["tool"], TOOL["args"]).reply("Three words.")
         result = await agent.turn("owner", session_id, "count: one two three").run()
         assert result.text == "Three words." and result.tool_calls == 1
@@ -148,7 +148,7 @@ def test_a_plugin_tool_that_writes_counts_as_a_memory_write(rt):
     registry = ToolRegistry()
     registry.register(Tool("note", "Save a note.", {"type": "object", "properties": {}},
                            note, writes=True))
-    box = ToolBox(rt, "owner", tools=registry)
+    box = ToolBox(rt.memory, "owner", tools=registry)
     saved = box.run(ToolCall("1", "note", '{"text": "hi"}'))
     assert saved.ok and saved.wrote_memory and box.writes == 1
     outcomes = [box.run(ToolCall(str(i), "note", "{}")) for i in range(4)]
@@ -226,7 +226,6 @@ def test_without_the_plugin_its_source_is_refused(monkeypatch, cli, tmp_path):
 
 def test_a_plugin_embedding_model_is_chosen_by_name_and_indexes(installed_plugin, cli,
                                                                  config_file, clock):
-    from hermes.memory import embeddings
 
     config_file.write_text("sessions:\n  embeddings: true\n  embedding_model: toy\n",
                            encoding="utf-8")
@@ -241,10 +240,9 @@ def test_a_plugin_embedding_model_is_chosen_by_name_and_indexes(installed_plugin
         assert cli("sessions", "index").exit_code == 0
         rows = rt.db.execute("SELECT user, model FROM message_vectors").fetchall()
         assert [tuple(r) for r in rows] == [("owner", "postbox-toy-16")] * 2
-        assert type(embeddings.embedder_for("toy")).__name__ == "ToyEmbedder"
+        assert type(rt.memory.embedders.get("toy")).__name__ == "ToyEmbedder"
     finally:
         rt.close()
-        embeddings._models.pop("toy", None)
 
 
 def test_an_unknown_embedding_model_is_one_config_line(monkeypatch, cli, config_file):

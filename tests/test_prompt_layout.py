@@ -11,8 +11,6 @@ from hermes.agent.conversation import NO_REPLY, shape
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable, set_context_window
 
@@ -26,11 +24,11 @@ def rt(fake_model, clock):
 
 @pytest.fixture
 def agent(rt):
-    return Agent(rt)
+    return Agent(rt.memory)
 
 
 def new_session(rt, user="owner") -> int:
-    return SessionStore.from_runtime(rt).create(user, "terminal").id
+    return rt.memory.sessions.create(user, "terminal").id
 
 
 def assert_valid_shape(messages: list[dict[str, Any]]) -> None:
@@ -82,7 +80,7 @@ async def test_each_request_extends_the_previous_one(agent, rt, fake_model):
 
 
 async def test_tool_calls_and_results_stay_in_the_conversation(agent, rt, fake_model):
-    FactStore.from_runtime(rt).add("owner", "The NAS runs TrueNAS")
+    rt.memory.facts.add("owner", "The NAS runs TrueNAS")
     session_id = new_session(rt)
     fake_model.tool_call("facts", {"action": "search", "query": "NAS"}, text="Looking.")
     fake_model.reply("It runs TrueNAS.")
@@ -144,7 +142,7 @@ async def test_a_facts_tool_write_is_seen_next_turn(agent, rt, fake_model):
 
 
 async def test_a_fact_forgotten_mid_session_is_announced(agent, rt, fake_model):
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     fact = facts.add("owner", "The car is a red Fiat").fact
     session_id = new_session(rt)
     fake_model.reply("ok").reply("ok")
@@ -170,11 +168,11 @@ async def test_another_users_writes_never_reach_the_tail(agent, rt, fake_model):
     session_id = new_session(rt)
     fake_model.reply("ok").reply("ok")
     await agent.turn("owner", session_id, "hi").run()
-    FactStore.from_runtime(rt).add("bob", "Bob's secret project is Falcon")
+    rt.memory.facts.add("bob", "Bob's secret project is Falcon")
     BasicMemory(rt.db, clock=rt.clock).add("bob", "Bob likes tea")
     await agent.turn("owner", session_id, "falcon project tea?").run()
     assert "Falcon" not in fake_model.last.tail and "Bob likes tea" not in fake_model.last.tail
-    assert FactStore.from_runtime(rt).changed_since("owner", 0) == []
+    assert rt.memory.facts.changed_since("owner", 0) == []
 
 
 # -- request shapes ---------------------------------------------------------------------------
@@ -199,7 +197,7 @@ async def test_after_a_failed_turn_roles_still_alternate(agent, rt, fake_model):
 
 
 async def test_a_conversation_rebuilt_from_the_store_is_valid(rt, fake_model):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session_id = new_session(rt)
     store.append("owner", session_id, "assistant", "Good morning! (a cron greeting)")
     store.append("owner", session_id, "user", "a question that failed")
@@ -209,19 +207,19 @@ async def test_a_conversation_rebuilt_from_the_store_is_valid(rt, fake_model):
     store.append("owner", session_id, "assistant", "An answer.")
     store.append("owner", session_id, "assistant", "And more.")
     fake_model.reply("fine")
-    await Agent(rt).turn("owner", session_id, "next").run()   # a new process: nothing held
+    await Agent(rt.memory).turn("owner", session_id, "next").run()   # a new process: nothing held
     assert_valid_shape(fake_model.last.messages)
 
 
 async def test_after_compression_the_kept_part_starts_with_the_user(rt, fake_model):
     set_context_window(3000)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session_id = new_session(rt)
     for i in range(41):   # an odd count: a plain cut would keep an assistant message first
         role = "user" if i % 2 == 0 else "assistant"
         store.append("owner", session_id, role, f"message {i}: " + "words about networks " * 12)
     fake_model.reply("Earlier: networks.").reply("ok")
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     result = await agent.turn("owner", session_id, "and now?").run()
     assert result.compressed
     assert_valid_shape(fake_model.last.messages)

@@ -53,7 +53,7 @@ def test_redact_rewrites_what_was_stored_and_its_index(rt, cli):
                                    ).fetchone()
     assert KEY not in title and "4821" not in summary
     assert KEY not in path.read_text(encoding="utf-8")
-    bob = SessionStore.from_runtime(rt).messages("bob", theirs)
+    bob = rt.memory.sessions.messages("bob", theirs)
     assert KEY in bob[0].content
     again = cli("sessions", "redact", "--json").json()
     assert (again["messages"], again["sessions"], again["context_file"]) == (0, 0, False)

@@ -67,7 +67,7 @@ async def repl(fake_model, rt, pipe, tmp_path):
     from hermes.agent.turn import Agent
 
     events: list[tuple[str, str]] = []
-    shell = Repl(rt, Agent(rt), emit=lambda kind, text: events.append((kind, text)),
+    shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: events.append((kind, text)),
                  history=FileHistory(str(tmp_path / "history")))
     session = Session(shell, events, pipe)
     yield session
@@ -187,9 +187,7 @@ async def test_sessions_search_and_new(repl, fake_model, rt):
 
 
 async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_model, rt):
-    from hermes.memory.facts.store import FactStore
-
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     user = repl.repl.user
     ids = [facts.add(user, "Miso is the cat of the owner", entities=["Miso"]).id,
            facts.add(user, "The owner cycles to work", entities=["bicycle"]).id]
@@ -280,9 +278,8 @@ async def test_the_terminal_identity_is_plumbing_never_a_name(fake_model, rt, pi
     await repl.reply_done()
     await repl.leave()
     await asyncio.gather(*repl.repl.background)
-    from hermes.memory.facts.store import FactStore
 
-    (fact,) = FactStore.from_runtime(rt).list_facts("owner")
+    (fact,) = rt.memory.facts.list_facts("owner")
     assert fact.content == "The user's flight to Oslo is at 9 on Friday"
     assert "Terminal" not in fact.entities
     sent = fake_model.requests[0].messages
@@ -313,7 +310,6 @@ async def test_the_user_is_called_by_the_name_set_in_config(fake_model, pipe, cl
 @pytest.mark.parametrize("leave", [CTRL_D, "/exit" + ENTER, "/quit" + ENTER])
 async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
         fake_model, rt, pipe, tmp_path, leave):
-    from hermes.memory.sessions.store import SessionStore
 
     repl = whole_repl(rt, pipe, tmp_path)
     fake_model.reply("Hello from Hermes.")
@@ -321,10 +317,10 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     await repl.reply_done()
     pipe.send_text(leave)
     await asyncio.wait_for(repl.task, 10)
-    (session,) = SessionStore.from_runtime(rt).list_sessions("owner")
+    (session,) = rt.memory.sessions.list_sessions("owner")
     assert session.ended_at is not None
     await asyncio.gather(*repl.repl.background)
-    assert SessionStore.from_runtime(rt).get("owner", session.id).title == "hi there"
+    assert rt.memory.sessions.get("owner", session.id).title == "hi there"
     # The next start begins a new session (which gets the context file on its first turn).
     again = whole_repl(rt, pipe, tmp_path)
     fake_model.reply("Welcome back.")
@@ -332,4 +328,4 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     await again.reply_done()
     await again.leave()
     await asyncio.gather(*again.repl.background)
-    assert len(SessionStore.from_runtime(rt).list_sessions("owner")) == 2
+    assert len(rt.memory.sessions.list_sessions("owner")) == 2

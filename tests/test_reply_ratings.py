@@ -9,14 +9,12 @@ from hermes.agent import feedback
 from hermes.errors import NotFound
 from hermes.memory.facts.ratings import ReplyRatings
 from hermes.memory.facts.records import writes_from
-from hermes.memory.facts.store import FactStore
 from hermes.memory.sessions.refs import MessageRefs
-from hermes.memory.sessions.store import SessionStore
 
 
 def reply_with_facts(rt, user, *texts):
-    facts = FactStore.from_runtime(rt)
-    sessions = SessionStore.from_runtime(rt)
+    facts = rt.memory.facts
+    sessions = rt.memory.sessions
     session = sessions.create(user, "discord")
     sessions.append(user, session.id, "user", "what do you know?")
     reply = sessions.append(user, session.id, "assistant", "This.")

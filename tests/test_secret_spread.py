@@ -78,7 +78,7 @@ def places(rt, fake_model, secret: str) -> dict[str, int]:
 async def plant_everything(rt, agent, fake_model, planted=SECRETS) -> None:
     worker = ExtractionWorker(rt)
     worker.attach(agent)
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     echoing_model(fake_model)
     for index, (text, _) in enumerate(planted):
         session = sessions.create("owner", "terminal")
@@ -111,7 +111,7 @@ def logged(settings):
 async def test_no_planted_secret_spreads_anywhere(fake_model, clock, logged):
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         await plant_everything(rt, agent, fake_model)
         leaks = {}
         for _text, secret in SECRETS:
@@ -136,7 +136,7 @@ async def test_the_harness_sees_spread_when_message_redaction_is_off(
     monkeypatch.setenv("HERMES_SESSIONS__REDACT_SECRETS", "false")
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
+        agent = Agent(rt.memory)
         await plant_everything(rt, agent, fake_model, [
             ("remember that my gitlab token is glpat-xY7zK2mN9pQ4rS6tU8vW",
              "glpat-xY7zK2mN9pQ4rS6tU8vW"),
@@ -152,8 +152,8 @@ async def test_the_harness_sees_spread_when_message_redaction_is_off(
 async def test_the_reply_says_once_that_a_secret_was_removed(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
-        session = SessionStore.from_runtime(rt).create("owner", "terminal")
+        agent = Agent(rt.memory)
+        session = rt.memory.sessions.create("owner", "terminal")
         fake_model.reply("Sure.")
         result = await agent.turn(
             "owner", session.id,
@@ -175,8 +175,8 @@ async def test_a_failed_turn_still_says_a_secret_was_removed(fake_model, clock, 
     monkeypatch.delenv("HERMES_MODEL__NAME")
     rt = Runtime(load_settings(), clock=clock)
     try:
-        agent = Agent(rt)
-        session = SessionStore.from_runtime(rt).create("owner", "terminal")
+        agent = Agent(rt.memory)
+        session = rt.memory.sessions.create("owner", "terminal")
         result = await agent.turn("owner", session.id, "my PIN is 4821").run()
         assert result.error and "removed from memory" in result.error
     finally:
@@ -191,8 +191,8 @@ async def test_a_tool_result_quoting_an_old_secret_reaches_the_model_redacted(
         earlier = old.create("owner", "terminal")
         old.append("owner", earlier.id, "user", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW today")
         old.close("owner", earlier.id)
-        agent = Agent(rt)
-        session = SessionStore.from_runtime(rt).create("owner", "terminal")
+        agent = Agent(rt.memory)
+        session = rt.memory.sessions.create("owner", "terminal")
         fake_model.tool_call("session_search", {"action": "search", "query": "deploy"})
         fake_model.reply("You deployed with a token.")
         await agent.turn("owner", session.id, "how did I deploy last time?").run()

@@ -17,7 +17,6 @@ from hermes.memory.secrets import (
     redact_json,
     removed_note,
 )
-from hermes.memory.sessions.store import SessionStore
 
 CORPUS = Path(__file__).parent / "data" / "secrets_corpus.tsv"
 
@@ -124,7 +123,7 @@ def test_log_filter_redacts_message_arguments_and_tracebacks():
 # -- recording ----------------------------------------------------------------------------------
 
 def test_a_message_is_redacted_when_recorded_and_so_in_its_search_index(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     message = store.append("owner", session.id, "user",
                            "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
@@ -146,7 +145,7 @@ def test_redaction_can_be_turned_off_for_messages_but_never_for_summaries(
     monkeypatch.setenv("HERMES_SESSIONS__REDACT_SECRETS", "false")
     rt = Runtime(load_settings(), clock=clock)
     try:
-        store = SessionStore.from_runtime(rt)
+        store = rt.memory.sessions
         session = store.create("owner", "terminal")
         assert store.append("owner", session.id, "user", "my PIN is 4821").content == \
             "my PIN is 4821"

@@ -7,7 +7,6 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import MessageVectors  # noqa: E402
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
@@ -94,13 +93,10 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", missing)
-    monkeypatch.setattr(embeddings, "_models", {})
-    monkeypatch.setattr(embeddings, "_vectors", type(embeddings._vectors)())
-    monkeypatch.setattr(embeddings, "_warned", set())
     rt.settings.sessions.embeddings = True
     with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
-        first = SessionStore.from_runtime(rt)
-        second = SessionStore.from_runtime(rt)
+        first = rt.memory.sessions
+        second = rt.memory.on(rt.db).sessions  # another connection, the same loaded models
     assert first.vectors is None and second.vectors is None
     lines = [r for r in caplog.records if r.name == "hermes.memory.embeddings"]
     assert len(lines) == 1 and "pip install 'hermes[embeddings]'" in lines[0].getMessage()

@@ -143,7 +143,7 @@ def test_import_is_idempotent_and_reports_malformed_lines(cli, tmp_path):
 
 
 def test_reimport_adds_only_new_messages(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     import_sessions(store, "owner", [DOCKER])
     longer = json.loads(DOCKER)
     longer["messages"].append(msg("assistant", "Glad it works.", "2026-11-20T18:06:00Z", "d-1:6"))
@@ -169,7 +169,7 @@ def test_db_path_stats_backup(cli, transcripts, tmp_path, hermes_home):
 
 
 def test_backup_is_consistent_while_another_connection_writes(rt, tmp_path):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     for i in range(200):
         store.append("owner", session.id, "user", f"seed message {i}")
@@ -234,7 +234,7 @@ def _seed_every_tier(rt: Runtime, user: str) -> None:
             db.execute("INSERT INTO fact_entities (fact_id, entity_id) VALUES (?, 1)", [fid])
             db.execute("INSERT INTO fact_history (fact_id, user, action, new, at) VALUES "
                        "(?, ?, 'add', ?, '2026-11-01T00:00:00.000000Z')", [fid, user, content])
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     import_sessions(store, user, [DOCKER, POSTGRES, CRON])
     store.set_summary(user, 1, title="Docker networking", summary="Fixed with a user network.")
     store.close(user, 1)
@@ -321,7 +321,7 @@ def test_large_import_shows_progress_and_imports_all(cli, tmp_path, monkeypatch)
 
 
 def test_import_normalises_times_and_rejects_impossible_dates(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     line = session_line("t-1", "terminal", "2026-11-20T20:00:00+02:00", [
         msg("user", "offset time", "2026-11-20T20:00:00.5+02:00"),
         msg("assistant", "utc time", "2026-11-20T18:00:01Z"),
@@ -336,7 +336,7 @@ def test_import_normalises_times_and_rejects_impossible_dates(rt):
 
 
 def test_search_shows_a_session_without_messages(cli, rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     empty = store.create("owner", "terminal")
     store.set_summary("owner", empty.id, title="Greenhouse plans",
                       summary="Planning the greenhouse heating.")

@@ -70,12 +70,11 @@ def healthy_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a database with a few hundred rows in every FTS-indexed table."""
     from hermes.clock import FakeClock
     from hermes.config import Settings
-    from hermes.memory.facts.store import FactStore
     from hermes.runtime import Runtime
 
     home = tmp_path_factory.mktemp("healthy")
     rt = Runtime(Settings(home=str(home)), clock=FakeClock("2026-11-29T12:00:00+00:00"))
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     for i in range(120):
         facts.add("owner", f"Alice deployed redis number {i} for Project Atlas")
     sessions = "\n".join(
@@ -123,10 +122,12 @@ def test_a_damaged_database_is_one_line_for_every_command(
 
 
 def _damage_fts(db_path: Path) -> None:
+    rng = random.Random(5)  # seeded: an unlucky randomblob() can read back as a valid index
     conn = sqlite3.connect(db_path)
+    conn.create_function("garbage", 1, lambda n: rng.randbytes(n))
     for (table,) in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%fts_data'"):
-        conn.execute(f"UPDATE {table} SET block = randomblob(length(block)) WHERE id > 10")
+        conn.execute(f"UPDATE {table} SET block = garbage(length(block)) WHERE id > 10")
     conn.commit()
     conn.close()
 
@@ -240,3 +241,4 @@ def test_the_daemon_logs_why_it_stopped_on_a_damaged_database(cli, hermes_home: 
                                                      "damaged")
     log = (hermes_home / "hermes.log").read_text(encoding="utf-8")
     assert "hermes: stopped: " in log and "is damaged (file is not a database)" in log
+

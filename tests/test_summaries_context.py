@@ -16,8 +16,6 @@ from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.errors import NotFound
 from hermes.memory import context as context_file
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
 
@@ -34,7 +32,7 @@ def llm_for(rt) -> LLM:
 
 
 def conversation(rt, user="owner", source="terminal", n=6, text="the nginx config breaks"):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create(user, source)
     for i in range(n):
         store.append(user, session.id, "user" if i % 2 == 0 else "assistant",
@@ -50,13 +48,13 @@ async def test_summary_from_the_model_is_stored(model_rt, fake_model):
                      '"summary": "Debugged TLS."}\n```')
     outcome = await summarize_session(model_rt, llm_for(model_rt), "owner", session.id)
     assert outcome.status == "done"
-    stored = SessionStore.from_runtime(model_rt).get("owner", session.id)
+    stored = model_rt.memory.sessions.get("owner", session.id)
     assert (stored.title, stored.summary) == ("Fixing the nginx proxy", "Debugged TLS.")
     assert "nginx config breaks" in fake_model.last.messages[1]["content"]
 
 
 async def test_small_talk_is_titled_without_a_model_call(model_rt, fake_model):
-    store = SessionStore.from_runtime(model_rt)
+    store = model_rt.memory.sessions
     session = store.create("owner", "discord")
     store.append("owner", session.id, "user", "hi there!")
     store.append("owner", session.id, "assistant", "Hello! How can I help?")
@@ -70,7 +68,7 @@ async def test_without_a_model_a_plain_title_and_digest(clock):
     session = conversation(rt)
     outcome = await summarize_session(rt, LLM.from_settings(rt.settings), "owner", session.id)
     assert outcome.status == "fallback"
-    stored = SessionStore.from_runtime(rt).get("owner", session.id)
+    stored = rt.memory.sessions.get("owner", session.id)
     assert stored.title.startswith("the nginx config breaks") and "6 messages" in stored.summary
     rt.close()
 
@@ -82,7 +80,7 @@ async def test_a_failed_summary_is_recorded_and_retried_by_close_idle(model_rt, 
     clock.advance(minutes=model_rt.settings.sessions.idle_minutes + 1)
     [first] = await close_idle(model_rt, llm_for(model_rt))
     assert first.status == "failed" and "unavailable" in first.error
-    store = SessionStore.from_runtime(model_rt)
+    store = model_rt.memory.sessions
     assert store.get("owner", session.id).ended_at is not None
     row = model_rt.db.execute("SELECT summary_status, summary_attempts FROM sessions WHERE id = ?",
                               [session.id]).fetchone()
@@ -95,7 +93,7 @@ async def test_a_failed_summary_is_recorded_and_retried_by_close_idle(model_rt, 
 
 async def test_retries_stop_after_max_attempts(model_rt, fake_model):
     session = conversation(model_rt)
-    SessionStore.from_runtime(model_rt).close("owner", session.id)
+    model_rt.memory.sessions.close("owner", session.id)
     model_rt.settings.model.retries = 0
     for _ in range(MAX_ATTEMPTS):
         fake_model.error(service_unavailable())
@@ -107,13 +105,13 @@ async def test_the_first_context_file_is_written_when_the_first_session_ends(mod
     assert await close_idle(model_rt, None) == []
     assert context_file.read(model_rt, "owner") is None             # nothing to say yet
     session = conversation(model_rt)
-    SessionStore.from_runtime(model_rt).close("owner", session.id)
+    model_rt.memory.sessions.close("owner", session.id)
     await close_idle(model_rt, None)
     first = context_file.read(model_rt, "owner")
     assert first is not None and "the nginx config breaks" in first
     # Later ones wait for the daemon's refresh (context.refresh_hours).
     later = conversation(model_rt, text="the backup cron job failed")
-    SessionStore.from_runtime(model_rt).close("owner", later.id)
+    model_rt.memory.sessions.close("owner", later.id)
     await close_idle(model_rt, None)
     assert context_file.read(model_rt, "owner") == first
 
@@ -122,7 +120,7 @@ async def test_close_idle_leaves_active_sessions_open(model_rt, clock):
     session = conversation(model_rt, n=1)
     clock.advance(minutes=5)
     assert await close_idle(model_rt, None) == []
-    assert SessionStore.from_runtime(model_rt).get("owner", session.id).ended_at is None
+    assert model_rt.memory.sessions.get("owner", session.id).ended_at is None
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -141,13 +139,13 @@ def test_parse_summary_is_defensive(raw, expected):
 # -- context file -----------------------------------------------------------------------------
 
 def seed_activity(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     done = conversation(rt, source="discord")
     store.set_summary("owner", done.id, title="Nginx TLS fix", summary="Renewed the certs.")
     store.close("owner", done.id)
     open_one = conversation(rt, source="terminal", text="planning the garden shed")
     store.set_summary("owner", open_one.id, title="Garden shed plans", summary="Wood chosen.")
-    FactStore.from_runtime(rt).add("owner", "The shed will be 3 by 2 metres")
+    rt.memory.facts.add("owner", "The shed will be 3 by 2 metres")
     conversation(rt, user="mallory", text="mallory secret plans")
 
 
@@ -182,7 +180,7 @@ async def test_context_file_falls_back_when_the_model_fails(model_rt, fake_model
 async def test_context_file_plain_version_respects_the_cap(model_rt):
     for n in range(30):
         session = conversation(model_rt, text=f"topic {n}")
-        SessionStore.from_runtime(model_rt).set_summary("owner", session.id, title=f"Topic {n}",
+        model_rt.memory.sessions.set_summary("owner", session.id, title=f"Topic {n}",
                                                         summary="s" * 150)
     model_rt.settings.context.max_chars = 1000
     text = await context_file.refresh(model_rt, "owner", None)
@@ -199,12 +197,12 @@ def test_context_paths_are_per_user_and_safe(model_rt):
 # -- rating a reply ---------------------------------------------------------------------------
 
 async def test_rate_reply_reaches_exactly_the_facts_shown(model_rt, fake_model):
-    facts = FactStore.from_runtime(model_rt)
+    facts = model_rt.memory.facts
     shown = facts.add("owner", "The backup server is named vault").fact
     other = facts.add("owner", "Coffee is best black").fact
     fake_model.reply("It is vault.")
-    session = SessionStore.from_runtime(model_rt).create("owner", "discord")
-    result = await Agent(model_rt).turn("owner", session.id, "backup server name?").run()
+    session = model_rt.memory.sessions.create("owner", "discord")
+    result = await Agent(model_rt.memory).turn("owner", session.id, "backup server name?").run()
     link_ref(model_rt, "owner", "discord:999", result.assistant_message_id)
     message_id = message_for_ref(model_rt, "owner", "discord:999")
     rated = rate_reply(model_rt, "owner", message_id, helpful=False)

@@ -2,7 +2,6 @@
 
 import json
 
-from hermes.memory.sessions.store import SessionStore
 from hermes.memory.sessions.transcripts import import_sessions
 
 
@@ -16,7 +15,7 @@ def msg(content, external_id=None, at="2026-11-01T00:00:01Z"):
 
 
 def test_sessions_without_external_id_are_never_merged_with_each_other(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     first = line([msg("about the garden")])
     second = line([msg("about the car")])
     report = import_sessions(store, "owner", [first, second])
@@ -30,7 +29,7 @@ def test_sessions_without_external_id_are_never_merged_with_each_other(rt):
 
 
 def test_duplicate_message_external_ids_in_one_line_are_a_line_error(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     bad = line([msg("one", "m-1"), msg("two", "m-1")], external_id="s-1")
     good = line([msg("fine", "m-1")], external_id="s-2")
     report = import_sessions(store, "owner", [bad, good])
@@ -50,7 +49,7 @@ def test_file_with_a_byte_order_mark_imports(cli, tmp_path):
 
 
 def test_source_is_validated_and_normalised(rt):
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     report = import_sessions(store, "owner", [
         line([msg("cron docker report")], source="CRON", external_id="c"),
         line([msg("docker chat")], source=" Discord ", external_id="d"),
@@ -66,7 +65,7 @@ def test_source_is_validated_and_normalised(rt):
 def test_a_line_refused_at_its_messages_counts_nothing(rt):
     """The session insert succeeds, a message insert fails: the line is rolled back, so it is
     reported as skipped and counted nowhere else (it was `sessions_created: 1`, 0 rows)."""
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     rt.db.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON messages WHEN NEW.content = "
                   "'boom' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
     good = line([msg("fine")], external_id="a")

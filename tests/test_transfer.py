@@ -5,8 +5,6 @@ import json
 import pytest
 
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import EXPORT_END, export_user, sealed_lines
 
 
@@ -14,8 +12,8 @@ from hermes.memory.transfer import EXPORT_END, export_user, sealed_lines
 def dump(rt, tmp_path):
     """A real export of one user with a basic-memory entry, a fact and a session."""
     BasicMemory(rt.db, clock=rt.clock).add("owner", "Runs Debian 13 on the home server")
-    FactStore.from_runtime(rt).add("owner", "The server runs PostgreSQL 16")
-    store = SessionStore.from_runtime(rt)
+    rt.memory.facts.add("owner", "The server runs PostgreSQL 16")
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     store.append("owner", session.id, "user", "hello there")
     lines = list(export_user(rt.db, "owner"))

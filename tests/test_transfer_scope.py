@@ -16,8 +16,6 @@ from hermes.agent.feedback import set_reply_rating
 from hermes.clock import FakeClock
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.memory.transfer import (
     EXPORT_END,
     EXPORTED_TABLES,
@@ -32,11 +30,11 @@ from hermes.store.db import connect
 def seed(rt: Runtime, user: str) -> None:
     """Every tier, written the way Hermes writes it, plus the rows that hang off messages."""
     BasicMemory(rt.db, clock=rt.clock).add(user, f"{user} runs Debian 13")
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     old = facts.add(user, "The server runs PostgreSQL 15", entities=["PostgreSQL"]).id
     facts.update(user, old, "The server runs PostgreSQL 16")
     facts.entity_store.add_alias(user, "PostgreSQL", "pg")
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create(user, "discord")
     sessions.append(user, session.id, "user", "which postgres do we run?")
     reply = sessions.append(user, session.id, "assistant", "PostgreSQL 16 on the server")
@@ -151,7 +149,7 @@ def test_an_honest_file_with_colliding_ids_lands_in_its_own_user_only(cli, tmp_p
     assert list(json.loads(rating["applied"])) == [str(shown["fact_id"])]
     # bob's search still works (it raised KeyError when a message of mallory sat in his session)
     rt = Runtime(load_settings(home=bob_home))
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     hits = store.search_messages("bob", "postgres")
     assert hits and {h.session.user for h in hits} == {"bob"}
     assert store.get("bob", 1).message_count == 3

@@ -9,9 +9,6 @@ import pytest
 from hermes.agent.turn import MEMORY_FULL_NOTE, Agent, TurnResult
 from hermes.config import load_settings
 from hermes.memory import context as context_file
-from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.fakellm import rate_limit, service_unavailable
 
@@ -19,19 +16,17 @@ from tests.fakellm import rate_limit, service_unavailable
 @pytest.fixture
 def agent(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    yield Agent(rt)
+    yield Agent(rt.memory)
     rt.close()
 
 
 @pytest.fixture
 def stores(agent):
-    rt = agent.rt
-    return (BasicMemory(rt.db, clock=rt.clock), FactStore.from_runtime(rt),
-            SessionStore.from_runtime(rt))
+    return agent.basic, agent.facts, agent.sessions
 
 
 def new_session(agent, user="owner"):
-    return SessionStore.from_runtime(agent.rt).create(user, "terminal").id
+    return agent.memory.sessions.create(user, "terminal").id
 
 
 async def ask(agent, text, *, user="owner", session_id=None) -> TurnResult:
@@ -45,7 +40,7 @@ async def test_prompt_parts_come_in_order_with_delimiters(agent, fake_model, sto
     basic, facts, _ = stores
     basic.add("owner", "Prefers answers in French")
     fact = facts.add("owner", "The Hermes database is PostgreSQL 16", entities=["Hermes"]).fact
-    context_file.write_atomic(context_file.path_for(agent.rt, "owner"), "Worked on the CI fix.")
+    context_file.write_atomic(context_file.path_for(agent.memory, "owner"), "Worked on the CI fix.")
     fake_model.reply("Bonjour")
     await ask(agent, "which database does Hermes use?")
     # The front: what stays the same for the whole session.
@@ -73,14 +68,14 @@ async def test_prompt_parts_come_in_order_with_delimiters(agent, fake_model, sto
 async def test_the_front_is_a_snapshot_held_for_the_session(agent, fake_model, stores):
     basic, _, _ = stores
     basic.add("owner", "Lives in Porto")
-    context_file.write_atomic(context_file.path_for(agent.rt, "owner"), "Recent: the CI fix.")
+    context_file.write_atomic(context_file.path_for(agent.memory, "owner"), "Recent: the CI fix.")
     fake_model.reply("one").reply("two")
     session_id = new_session(agent)
     await ask(agent, "hello", session_id=session_id)
     first = fake_model.last
     assert "Recent: the CI fix." in first.system
     basic.add("owner", "Moved to Lisbon")   # written during the session
-    context_file.write_atomic(context_file.path_for(agent.rt, "owner"), "Other news.")
+    context_file.write_atomic(context_file.path_for(agent.memory, "owner"), "Other news.")
     await ask(agent, "and again", session_id=session_id)
     second = fake_model.last
     # The same front, the first request as sent, then the new message with its tail.
@@ -96,7 +91,7 @@ async def test_recalled_facts_stay_within_the_budget(agent, fake_model, stores, 
     _, facts, _ = stores
     for n in range(8):
         facts.add("owner", f"Kubernetes cluster number {n} runs in zone {n} " + "x" * 60)
-    agent.rt.settings.agent.recall_char_budget = 300
+    agent.memory.settings.agent.recall_char_budget = 300
     fake_model.reply("ok")
     result = await ask(agent, "kubernetes cluster")
     recalled = fake_model.last.tail.split("<recalled_memory>")[1].split("</recalled_memory>")[0]
@@ -111,7 +106,7 @@ async def test_shown_facts_are_recorded_and_counted(agent, fake_model, stores):
     fact = facts.add("owner", "The staging server is called athena").fact
     fake_model.reply("It is athena.")
     result = await ask(agent, "what is the staging server called?")
-    rows = agent.rt.db.execute("SELECT fact_id FROM shown_facts WHERE message_id = ?",
+    rows = agent.memory.db.execute("SELECT fact_id FROM shown_facts WHERE message_id = ?",
                                [result.assistant_message_id]).fetchall()
     assert rows == [(fact.id,)] and result.shown_fact_ids == [fact.id]
     assert facts.get("owner", fact.id).retrieved_count == 1
@@ -130,7 +125,7 @@ async def test_two_users_never_see_each_others_memory(agent, fake_model, stores)
     basic, facts, _ = stores
     basic.add("alice", "Alice is allergic to peanuts")
     facts.add("alice", "Alice's project codename is Bluebird")
-    context_file.write_atomic(context_file.path_for(agent.rt, "alice"), "Alice context")
+    context_file.write_atomic(context_file.path_for(agent.memory, "alice"), "Alice context")
     basic.add("bob", "Bob likes tea")
     fake_model.reply("hi bob")
     await ask(agent, "what is the project codename bluebird?", user="bob")
@@ -143,7 +138,7 @@ async def test_two_users_never_see_each_others_memory(agent, fake_model, stores)
 
 def tool_results(agent, session_id, user="owner"):
     return [(m.tool_name, json.loads(m.tool_args or "{}"), json.loads(m.content))
-            for m in SessionStore.from_runtime(agent.rt).messages(user, session_id)
+            for m in agent.memory.sessions.messages(user, session_id)
             if m.role == "tool"]
 
 
@@ -261,7 +256,7 @@ async def test_three_failed_memory_writes_stop_the_model_and_tell_the_user(agent
 
 
 async def test_loop_guard_caps_tool_rounds(agent, fake_model):
-    agent.rt.settings.agent.max_tool_rounds = 2
+    agent.memory.settings.agent.max_tool_rounds = 2
     for _ in range(2):
         fake_model.tool_call("facts", {"action": "search", "query": "x"})
     fake_model.reply("Here is what I have.")
@@ -280,7 +275,7 @@ async def test_turn_streams_and_records_both_messages(agent, fake_model):
     turn = agent.turn("owner", session_id, "hi", speaker="alice")
     chunks = [chunk async for chunk in turn]
     assert len(chunks) > 1 and "".join(chunks) == "Hello there, friend"
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.memory.sessions.messages("owner", session_id)
     assert [(m.role, m.content, m.speaker) for m in stored] == [
         ("user", "hi", "alice"), ("assistant", "Hello there, friend", None)]
     assert turn.result.assistant_message_id == stored[1].id
@@ -301,7 +296,7 @@ async def test_provider_down_records_the_message_and_gives_one_line(agent, fake_
     result = await ask(agent, "are you there?", session_id=session_id)
     assert result.error and "\n" not in result.error and "unavailable" in result.error
     assert result.assistant_message_id is None and fake_model.sleeps == [1.0, 2.0, 4.0]
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.memory.sessions.messages("owner", session_id)
     assert [(m.role, m.content) for m in stored] == [("user", "are you there?")]
 
 
@@ -313,11 +308,11 @@ async def test_retry_then_success_inside_a_turn(agent, fake_model):
 
 async def test_no_model_configured_still_records_and_says_what_to_set(clock, monkeypatch):
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
+    agent = Agent(rt.memory)
     session_id = new_session(agent)
     result = await agent.turn("owner", session_id, "hello").run()
     assert "HERMES_MODEL__NAME" in result.error
-    assert [m.role for m in SessionStore.from_runtime(rt).messages("owner", session_id)] == [
+    assert [m.role for m in rt.memory.sessions.messages("owner", session_id)] == [
         "user"]
     rt.close()
 
@@ -390,7 +385,7 @@ async def test_a_stopped_reply_keeps_what_the_user_saw(agent, fake_model):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert turn.result.stopped and after == [turn.result]
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.memory.sessions.messages("owner", session_id)
     assert [m.role for m in stored] == ["user"]  # nothing was shown, so no reply is stored
     gate.set()
 
@@ -403,7 +398,7 @@ async def test_breaking_out_of_the_stream_records_the_partial_reply(agent, fake_
     first = await stream.__anext__()
     await stream.aclose()
     assert turn.result.stopped and turn.result.text == first + " [stopped]"
-    stored = SessionStore.from_runtime(agent.rt).messages("owner", session_id)
+    stored = agent.memory.sessions.messages("owner", session_id)
     assert stored[-1].role == "assistant" and stored[-1].content == first + " [stopped]"
 
 

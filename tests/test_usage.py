@@ -11,7 +11,6 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.clock import to_ts
 from hermes.config import load_settings
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import usage
 from tests.fakellm import FakeRequest, set_context_window
@@ -56,8 +55,8 @@ def test_since_limits_the_period(cli, rt):
 async def test_a_model_that_reports_no_usage_still_works(fake_model, rt):
     fake_model.usage_for = lambda request: None
     fake_model.reply("Fine.")
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
-    result = await Agent(rt).turn("owner", session.id, "hello").run()
+    session = rt.memory.sessions.create("owner", "terminal")
+    result = await Agent(rt.memory).turn("owner", session.id, "hello").run()
     assert result.text == "Fine." and result.error is None
     totals = usage.totals(rt.db, "owner")
     assert [s.source for s in totals.sources] == ["chat"] and totals.total.calls == 1
@@ -65,13 +64,13 @@ async def test_a_model_that_reports_no_usage_still_works(fake_model, rt):
 
 async def test_a_compression_is_counted_as_its_own_source(fake_model, rt):
     set_context_window(3000)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     for i in range(40):
         store.append("owner", session.id, "user" if i % 2 == 0 else "assistant",
                      f"message {i}: " + "a long sentence about the home network " * 8)
     fake_model.reply("Earlier: networks.").reply("ok")
-    result = await Agent(rt).turn("owner", session.id, "and now?").run()
+    result = await Agent(rt.memory).turn("owner", session.id, "and now?").run()
     assert result.compressed
     sources = {s.source: s.calls for s in usage.totals(rt.db, "owner").sources}
     assert sources == {"chat": 1, "compression": 1}
@@ -159,8 +158,8 @@ async def _two_turns(model: str, clock, monkeypatch, cache: str = "auto") -> Run
     monkeypatch.setenv("HERMES_MODEL__NAME", model)
     monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", cache)
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    agent = Agent(rt.memory)
+    session = rt.memory.sessions.create("owner", "terminal")
     for text in ("hello", "and again"):
         result = await agent.turn("owner", session.id, text).run()
         assert result.error is None and result.text == "Hi.", result.error
@@ -209,8 +208,8 @@ async def test_cache_entries_live_an_hour_after_a_pause(provider, clock, monkeyp
     monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
     monkeypatch.setenv("HERMES_MODEL__PROMPT_CACHE", setting)
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    agent = Agent(rt.memory)
+    session = rt.memory.sessions.create("owner", "terminal")
     for minutes in (0, 2, 6, 4):   # the wait before each turn
         clock.advance(minutes=minutes)
         assert (await agent.turn("owner", session.id, "hello").run()).error is None
@@ -223,8 +222,8 @@ async def test_a_compression_summary_is_sent_without_marks(provider, clock, monk
     monkeypatch.setenv("HERMES_MODEL__NAME", "anthropic/claude-sonnet-4-5")
     monkeypatch.setenv("HERMES_AGENT__COMPRESS_AT", "0.005")   # 1,000 of 200k tokens
     rt = Runtime(load_settings(), clock=clock)
-    agent = Agent(rt)
-    session = SessionStore.from_runtime(rt).create("owner", "terminal")
+    agent = Agent(rt.memory)
+    session = rt.memory.sessions.create("owner", "terminal")
     # over the budget from the second turn on; the fifth is the first with older turns to fold
     results = [await agent.turn("owner", session.id, f"hello {n} " + "and more " * 60).run()
                for n in range(5)]
@@ -258,7 +257,7 @@ async def test_extraction_is_counted_for_its_user(fake_model, rt):
     from hermes.learn.worker import ExtractionWorker
 
     fake_model.usage_for = caching_usage
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     store.append("owner", session.id, "user", "I moved to Lisbon in March.")
     store.append("owner", session.id, "assistant", "Noted!")

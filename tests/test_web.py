@@ -10,8 +10,6 @@ import pytest
 from hermes.cron.store import CronStore
 from hermes.frontends.web.app import WebContext
 from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from tests.web_client import Panel
 
 
@@ -24,7 +22,7 @@ async def panel(rt):
 
 @pytest.fixture
 def facts(rt):
-    return FactStore.from_runtime(rt)
+    return rt.memory.facts
 
 
 # --------------------------------------------------------------------------- who gets in
@@ -150,7 +148,7 @@ async def test_the_user_comes_from_the_login_never_from_the_request(panel, rt):
 
 async def test_another_users_ids_are_404(rt, facts):
     owner_fact = facts.add("owner", "The owner's NAS is in the hallway").id
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     owner_session = sessions.create("owner", "web").id
     message = sessions.append("owner", owner_session, "user", "hello").id
     CronStore.from_runtime(rt).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
@@ -267,7 +265,7 @@ async def test_purge_needs_confirmation(panel, facts):
 
 
 async def test_a_fact_shows_its_source_messages_with_links_into_the_session(panel, rt, facts):
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session_id = sessions.create("owner", "discord").id
     said = sessions.append("owner", session_id, "user", "I moved to Lisbon", speaker="ana").id
     fact_id = facts.add("owner", "The user lives in Lisbon", source_session_id=session_id,
@@ -290,7 +288,7 @@ async def test_aliases(panel, facts):
 
 # --------------------------------------------------------------------------- the rest
 async def test_sessions_browse_and_search_with_the_match_in_context(panel, rt):
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     sid = sessions.create("owner", "discord", title="Docker networking").id
     sessions.append("owner", sid, "user", "Containers can't resolve each other")
     sessions.append("owner", sid, "assistant", "Create a user-defined network: docker network "

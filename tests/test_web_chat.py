@@ -16,8 +16,6 @@ from hermes.config import load_settings
 from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.events import EventHub
 from hermes.frontends.web.server import WebFrontend
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.web_client import Panel
 
@@ -64,7 +62,7 @@ async def test_a_message_without_javascript_runs_a_web_turn(chat, web_rt, fake_m
     response = await chat.post("/chat/send", {"text": "Hi there, I am setting up my NAS."})
     assert response.status_code == 303
     session_id = int(response.headers["location"].split("session=")[1].split("#")[0])
-    session = SessionStore.from_runtime(web_rt).get("owner", session_id)
+    session = web_rt.memory.sessions.get("owner", session_id)
     assert session.source == "web"
     page = await chat.get(f"/chat?session={session_id}")
     assert "Hello! How can I help?" in page.text and "setting up my NAS" in page.text
@@ -73,7 +71,7 @@ async def test_a_message_without_javascript_runs_a_web_turn(chat, web_rt, fake_m
 
 async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web_rt,
                                                                        fake_model):
-    facts = FactStore.from_runtime(web_rt)
+    facts = web_rt.memory.facts
     fact_id = facts.add("owner", "The user's favourite editor is Helix").id
     fake_model.reply("Your favourite editor is Helix.", chunk_size=5)
     fake_model.reply("[]")
@@ -113,13 +111,13 @@ async def test_a_model_failure_is_one_line_and_the_message_is_kept(chat, web_rt,
         headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
     done = events_of(response.text)[-1][1]
     assert done["error"] and "Traceback" not in done["error"]
-    sessions = SessionStore.from_runtime(web_rt)
+    sessions = web_rt.memory.sessions
     (session,) = sessions.list_sessions("owner", source="web")
     assert [m.content for m in sessions.messages("owner", session.id)] == ["Are you there?"]
 
 
 async def test_sending_into_a_non_web_session_is_refused(chat, web_rt):
-    discord = SessionStore.from_runtime(web_rt).create("owner", "discord").id
+    discord = web_rt.memory.sessions.create("owner", "discord").id
     response = await chat.post("/chat/send", {"session": str(discord), "text": "hello"})
     assert response.status_code == 400 and "discord conversation" in response.text
     page = await chat.get(f"/chat?session={discord}")
@@ -129,7 +127,7 @@ async def test_sending_into_a_non_web_session_is_refused(chat, web_rt):
 
 
 async def test_sessions_on_the_left_browse_and_search(chat, web_rt):
-    sessions = SessionStore.from_runtime(web_rt)
+    sessions = web_rt.memory.sessions
     first = sessions.create("owner", "web", title="Postgres upgrade plan").id
     sessions.append("owner", first, "user", "pg_upgrade --link on Saturday")
     sessions.create("owner", "web", title="Holiday packing list")
@@ -192,7 +190,7 @@ async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt
             assert created["kind"] == "created" and created["session_id"] == session_id
             assert created["content"] == "The user works at Initech as an engineer."
             assert "learned from this reply" in created["html"] and created["old_id"] is None
-            reply = SessionStore.from_runtime(web_rt).messages("owner", session_id)[-1]
+            reply = web_rt.memory.sessions.messages("owner", session_id)[-1]
             assert created["reply_id"] == reply.id and reply.role == "assistant"
             # A new value for a single-valued relation: shown as an update of the old fact.
             fake_model.reply("Oh, a quick change!")
@@ -274,7 +272,7 @@ async def test_a_fast_lane_fact_reaches_the_sidebar_with_its_reply(chat, web_rt,
 
 async def test_a_fact_the_model_updates_with_its_tools_shows_as_an_update(chat, web_rt,
                                                                           fake_model, clock):
-    old = FactStore.from_runtime(web_rt).add("owner", "The user lives in Porto").id
+    old = web_rt.memory.facts.add("owner", "The user lives in Porto").id
     clock.advance(minutes=5)
     stream = chat.ctx.hub.stream("owner")
     assert (await stream.__anext__()).startswith(b": connected")

@@ -15,8 +15,6 @@ from hermes.config import load_settings
 from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import parse_actions
 from hermes.learn.worker import ExtractionWorker
-from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from hermes.store import db as store_db
 from hermes.store.db import BoundedWrites, DatabaseBusy, connect, write_transaction
@@ -55,7 +53,7 @@ def test_the_caps_come_from_the_config(config_file):
 
 async def test_a_runaway_extraction_output_writes_only_the_capped_run(fake_model, clock):
     rt = Runtime(load_settings(), clock=clock)
-    store = SessionStore.from_runtime(rt)
+    store = rt.memory.sessions
     session = store.create("owner", "terminal")
     store.append("owner", session.id, "user", "We run a lot of Debian servers at Acme Corp.")
     store.append("owner", session.id, "assistant", "Noted!")
@@ -65,7 +63,7 @@ async def test_a_runaway_extraction_output_writes_only_the_capped_run(fake_model
     run = await ExtractionWorker(rt).run_session("owner", session.id)
     assert (run.status, run.created) == ("done", 50)
     assert "1,950 action(s) past the cap" in (run.reason or "")
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     first = facts.search("owner", "Server number 0", limit=1)[0]
     assert len(first.entities) == 20
     rt.close()
@@ -97,7 +95,7 @@ class StepClock:
 
 
 def test_consolidation_commits_in_batches_within_the_budget(rt):
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     actions = parse_actions(json.dumps(creates(200)), max_actions=200).actions
     holds = []
     clock = StepClock()

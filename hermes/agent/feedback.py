@@ -9,14 +9,12 @@ The front-ends' entry points; the records and their rules are the memory layer's
 from __future__ import annotations
 
 from hermes.memory.facts.ratings import ReplyRatings
-from hermes.memory.facts.store import FactStore, RateResult
-from hermes.memory.sessions.refs import MessageRefs
+from hermes.memory.facts.store import RateResult
 from hermes.runtime import Runtime
 
 
 def _ratings(rt: Runtime) -> ReplyRatings:
-    # Rating needs no vectors: a store without them is enough (and cheap to build).
-    return ReplyRatings(rt.db, FactStore(rt.db, rt.settings.facts, rt.clock), rt.clock)
+    return rt.memory.ratings
 
 
 def shown_fact_ids(rt: Runtime, user: str, message_id: int) -> list[int]:
@@ -43,9 +41,9 @@ def reply_rating(rt: Runtime, user: str, message_id: int, rater: str) -> bool | 
 
 def link_ref(rt: Runtime, user: str, ref: str, message_id: int) -> None:
     """Remember that a front-end's ``ref`` (e.g. ``discord:<id>``) shows ``message_id``."""
-    MessageRefs(rt.db).link(user, ref, message_id)
+    rt.memory.refs.link(user, ref, message_id)
 
 
 def message_for_ref(rt: Runtime, user: str, ref: str) -> int | None:
     """The message behind a front-end's ``ref``, or None (also for another user's ref)."""
-    return MessageRefs(rt.db).message_for(user, ref)
+    return rt.memory.refs.message_for(user, ref)

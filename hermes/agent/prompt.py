@@ -31,15 +31,14 @@ from typing import Any
 
 from hermes.agent.conversation import Conversation, Snapshot, shape
 from hermes.errors import ConfigError
+from hermes.memory import Memory
 from hermes.memory import context as context_file
-from hermes.memory.basic import BasicMemory
 from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.past_messages import recall_past_messages
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
-from hermes.runtime import Runtime
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
              "memory_changes", "recalled_conversations")
@@ -149,15 +148,15 @@ def with_tail(text: str, tail: Sequence[tuple[str, str]]) -> str:
 
 
 class PromptBuilder:
-    def __init__(self, rt: Runtime, *, facts: FactStore | None = None,
-                 basic: BasicMemory | None = None, sessions: SessionStore | None = None) -> None:
-        self.rt = rt
-        self.settings = rt.settings
-        self.facts = facts or FactStore.from_runtime(rt)
-        self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
-                                          clock=rt.clock)
-        self.fact_recall = FactRecall(self.facts, rt.clock)
-        self.sessions = sessions or SessionStore.from_runtime(rt)
+    def __init__(self, memory: Memory, *, facts: FactStore | None = None,
+                 sessions: SessionStore | None = None) -> None:
+        self.memory = memory
+        self.settings = memory.settings
+        self.clock = memory.clock
+        self.facts = facts or memory.facts
+        self.basic = memory.basic
+        self.fact_recall = FactRecall(self.facts, memory.clock)
+        self.sessions = sessions or memory.sessions
 
     # -- parts ------------------------------------------------------------------------------
 
@@ -188,7 +187,7 @@ class PromptBuilder:
         entries = self.basic.entries(user)
         parts = [("persona", self.persona()), ("basic_memory", defuse(self.basic.render(user)))]
         if include_context:
-            text = context_file.read(self.rt, user)
+            text = context_file.read(self.memory, user)
             if text and text.strip():
                 parts.append(("recent_context", CONTEXT_NOTE + "\n" + defuse(text)))
         return Snapshot(system="\n\n".join(part(tag, body) for tag, body in parts),
@@ -246,7 +245,7 @@ class PromptBuilder:
         this conversation is recorded as shown again but not repeated: it is still there,
         earlier in the conversation.
         """
-        parts = [("current_time", format_time(self.rt.clock.now()))]
+        parts = [("current_time", format_time(self.clock.now()))]
         changes = self.memory_changes(user, conversation)
         recalled = self.recall(user, query)
         new = [f for f in recalled if f.id not in conversation.shown_facts]

@@ -130,7 +130,7 @@ def _clean_title(title: str) -> str:
 async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
                             session_id: int) -> SummaryOutcome:
     """Title and summarise one session and store the result on it."""
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     messages = sessions.messages(user, session_id)
     if not _spoken(messages):
         sessions.set_summary(user, session_id, title="Empty session", status="done")
@@ -208,7 +208,7 @@ async def close_idle(rt: Runtime, llm: LLM | None, now: datetime | None = None,
     """
     now = now or rt.clock.now()
     before = to_ts(now - timedelta(minutes=rt.settings.sessions.idle_minutes))
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     outcomes = []
     for who in [user] if user else sessions.users():
         for session in sessions.idle(who, before):

@@ -18,11 +18,11 @@ from typing import Any
 from hermes.agent.llm import ToolCall
 from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
 from hermes.errors import HermesError
-from hermes.memory.basic import BasicMemory, Op, OverCapError, usage_of
-from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory import Memory
+from hermes.memory.basic import Op, OverCapError, usage_of
+from hermes.memory.facts.store import Fact
 from hermes.memory.sessions.records import speaker_name
-from hermes.memory.sessions.store import Message, Session, SessionStore
-from hermes.runtime import Runtime
+from hermes.memory.sessions.store import Message, Session
 
 MAX_FAILED_WRITES = 3
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
@@ -95,17 +95,15 @@ class ToolOutcome:
 class ToolBox:
     """The tools of one turn, for one user."""
 
-    def __init__(self, rt: Runtime, user: str, *, session_id: int | None = None,
-                 facts: FactStore | None = None, sessions: SessionStore | None = None,
-                 basic: BasicMemory | None = None, tools: ToolRegistry | None = None) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
+                 tools: ToolRegistry | None = None) -> None:
+        self.memory = memory
         self.tools = tools or default_registry()
         self.user = user
         self.session_id = session_id
-        self.facts = facts or FactStore.from_runtime(rt)
-        self.sessions = sessions or SessionStore.from_runtime(rt)
-        self.basic = basic or BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit,
-                                          clock=rt.clock)
+        self.facts = memory.facts
+        self.sessions = memory.sessions
+        self.basic = memory.basic
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
         # so the note to the user says what failed, not that memory is full when it is not.

@@ -6,7 +6,7 @@ memory, the model is called with the memory tools and streams its reply, every t
 reply are recorded, the facts the model was shown are noted against the reply, and the
 ``after_reply`` hooks run once the reply is complete.
 
-    agent = Agent(rt)
+    agent = Agent(rt.memory)      # the home's memory; the model from its settings
     turn = agent.turn("owner", session_id, "what database do we use?")
     async for text in turn:          # or: result = await turn.run()
         print(text, end="")
@@ -31,12 +31,9 @@ from hermes.agent.prompt_cache import cache_ttl
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
-from hermes.memory.basic import BasicMemory
-from hermes.memory.facts.ratings import ReplyRatings
-from hermes.memory.facts.store import FactStore
+from hermes.memory import Memory
 from hermes.memory.secrets import removed_note
-from hermes.memory.sessions.store import Message, SessionStore
-from hermes.runtime import Runtime
+from hermes.memory.sessions.store import Message
 from hermes.store import usage
 
 log = logging.getLogger(__name__)
@@ -71,23 +68,25 @@ class TurnResult:
 class Agent:
     """Turns for every user and front-end; holds the models and the hooks."""
 
-    def __init__(self, rt: Runtime, *, llm: LLM | None = None,
+    def __init__(self, memory: Memory, llm: LLM | None = None, *,
                  background_llm: LLM | None = None) -> None:
-        self.rt = rt
-        self.llm = llm or LLM.from_settings(rt.settings)
+        settings = memory.settings
+        self.memory = memory
+        self.settings = settings.agent
+        self.llm = llm or LLM.from_settings(settings)
         self.background_llm = background_llm or (
-            LLM.from_settings(rt.settings, background=True)
-            if rt.settings.model.background else self.llm)
-        self.sessions = SessionStore.from_runtime(rt)
-        self.facts = FactStore.from_runtime(rt)
-        self.basic = BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
-        self.prompts = PromptBuilder(rt, facts=self.facts, basic=self.basic)
-        self.ratings = ReplyRatings(rt.db, self.facts, rt.clock)
+            LLM.from_settings(settings, background=True)
+            if settings.model.background else self.llm)
+        self.sessions = memory.sessions
+        self.facts = memory.facts
+        self.basic = memory.basic
+        self.prompts = PromptBuilder(memory)
+        self.ratings = memory.ratings
         self.compressor = Compressor(self.llm, self.background_llm,
-                                     compress_at=rt.settings.agent.compress_at)
+                                     compress_at=self.settings.compress_at)
         # Every model call is counted (tokens, cached tokens, cost) for `hermes stats`.
-        self.llm.record_usage(rt.db, rt.clock)
-        self.background_llm.record_usage(rt.db, rt.clock)
+        self.llm.record_usage(memory.db, memory.clock)
+        self.background_llm.record_usage(memory.db, memory.clock)
         # What each session has sent so far: the next request extends it (a cached prefix).
         self.conversations = Conversations()
         # Fast lane: run before the model is called (e.g. "remember that ..." stored at once).
@@ -100,8 +99,7 @@ class Agent:
         return Turn(self, user, session_id, text, speaker=speaker)
 
     def toolbox(self, user: str, session_id: int) -> ToolBox:
-        return ToolBox(self.rt, user, session_id=session_id, facts=self.facts,
-                       sessions=self.sessions, basic=self.basic)
+        return ToolBox(self.memory, user, session_id=session_id)
 
 
 class Turn:
@@ -179,7 +177,7 @@ class Turn:
             shown.extend(prompt.shown_fact_ids)
             exchange = [prompt.history[-1]]
             messages = list(prompt.messages)
-            max_rounds = agent.rt.settings.agent.max_tool_rounds
+            max_rounds = agent.settings.max_tool_rounds
             round_no = 0
             shrunk = False
             while round_no <= max_rounds:
@@ -192,8 +190,8 @@ class Turn:
                 first_chunk = True
                 round_text = []
                 # How long this request's cache entries live: longer after a pause.
-                sent_at = agent.rt.clock.now().timestamp()
-                ttl = cache_ttl(agent.rt.settings.model.prompt_cache, conversation.last_sent,
+                sent_at = agent.memory.clock.now().timestamp()
+                ttl = cache_ttl(agent.memory.settings.model.prompt_cache, conversation.last_sent,
                                 sent_at)
                 try:
                     async for chunk in agent.llm.stream(request, tools, scope=counted,

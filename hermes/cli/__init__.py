@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typer._click.exceptions import NoSuchOption
 
 from hermes.config import Settings, load_settings
-from hermes.errors import ConfigError, HermesError
+from hermes.errors import ConfigError, HermesError, StorageError
 from hermes.logs import log_to_file
 from hermes.memory.guard import printable
 from hermes.runtime import Runtime
@@ -93,6 +93,12 @@ class HermesGroup(TyperGroup):
                 raise
             log.debug("storage failure shown as one line", exc_info=exc)
             _fail(ctx, problem)
+        except MemoryError as exc:
+            # SQLite reports a garbled length in a damaged index as out of memory (SQLITE_NOMEM).
+            log.debug("out of memory shown as one line", exc_info=exc)
+            _fail(ctx, StorageError(
+                f"Ran out of memory reading {_db_path(ctx)}; a damaged full-text index does this: "
+                "`hermes db check --repair` rebuilds it (keep a copy first: `hermes db backup`)."))
         except Exception as exc:
             # `hermes facts search -x`: text that starts with "-" reads as an option. (Typer
             # vendors its own click, so the class is matched by name.)

@@ -61,9 +61,8 @@ def ask(
     rt = runtime(ctx)
     who = rt.user(user)
     agent, worker = agent_for(rt)
-    from hermes.memory.sessions.store import SessionStore
 
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
     turn = agent.turn(who, session.id, question, speaker=rt.settings.display_name(who))
 
@@ -98,9 +97,8 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     rt = runtime(ctx)
     who = rt.user(user)
     agent, worker = agent_for(rt)
-    from hermes.memory.sessions.store import SessionStore
 
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
     channel = f"{terminal_identity()}:chat"
     session = sessions.open_for(who, "terminal", channel)
     echo(CHAT_HELP, err=True)

@@ -27,7 +27,7 @@ class Rating(StrEnum):
 
 
 def _store(ctx: typer.Context) -> FactStore:
-    return FactStore.from_runtime(runtime(ctx))
+    return runtime(ctx).memory.facts
 
 
 def _who(ctx: typer.Context, user: str | None) -> str:
@@ -344,13 +344,12 @@ def _source_lines(ctx: typer.Context, user: str, fact: Fact,
     """The conversation a fact was learned from: its session and the user's words (or the
     client that added it, such as an MCP client)."""
     from hermes.errors import NotFound
-    from hermes.memory.sessions.store import SessionStore
 
     if fact.source_session_id is None:
         if origin:
             return [f"source: added by {origin}, not learned from a conversation"]
         return ["source: added directly, not learned from a conversation"]
-    sessions = SessionStore.from_runtime(runtime(ctx))
+    sessions = runtime(ctx).memory.sessions
     ids = fact.source_message_ids
     try:
         session = sessions.get(user, fact.source_session_id)

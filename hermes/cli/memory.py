@@ -20,7 +20,7 @@ app = typer.Typer(no_args_is_help=True, help="The basic-memory block injected in
 
 def _memory(ctx: typer.Context) -> BasicMemory:
     rt = runtime(ctx)
-    return BasicMemory(rt.db, limit=rt.settings.memory.basic_char_limit, clock=rt.clock)
+    return rt.memory.basic
 
 
 def _report(result: WriteResult, as_json: bool) -> None:

@@ -45,7 +45,7 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def _store(ctx: typer.Context) -> SessionStore:
-    return SessionStore.from_runtime(runtime(ctx))
+    return runtime(ctx).memory.sessions
 
 
 def parse_since(text: str, now_ts: str) -> str:
@@ -197,14 +197,15 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.embeddings import vectors_for
+    from hermes.memory.embeddings import MessageVectors
     from hermes.memory.facts.vectors import FactVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
-    vectors = vectors_for(rt.db, rt.settings.sessions.embedding_model)
+    # The model itself, not the search's words-only fallback: a missing extra is an error here.
+    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model))
     who = rt.user(user)
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(

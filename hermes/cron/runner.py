@@ -216,9 +216,8 @@ async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
 
 def agent_prompt_runner(rt: Runtime, agent: Agent) -> PromptRunner:
     """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
-    from hermes.memory.sessions.store import SessionStore
 
-    sessions = SessionStore.from_runtime(rt)
+    sessions = rt.memory.sessions
 
     async def run(job: CronJob) -> RunOutcome:
         session = sessions.create(job.user, "cron", channel_key=f"cron:{job.name}",

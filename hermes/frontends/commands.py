@@ -27,15 +27,11 @@ class MemoryCommands:
 
     @cached_property
     def facts(self) -> FactStore:
-        from hermes.memory.facts.store import FactStore
-
-        return FactStore.from_runtime(self.rt)
+        return self.rt.memory.facts
 
     @cached_property
     def sessions(self) -> SessionStore:
-        from hermes.memory.sessions.store import SessionStore
-
-        return SessionStore.from_runtime(self.rt)
+        return self.rt.memory.sessions
 
     def remember(self, user: str, text: str) -> str:
         text = text.strip()
@@ -74,10 +70,7 @@ class MemoryCommands:
                 f"{result.old_trust:.2f} -> {result.new_trust:.2f}")
 
     def memory(self, user: str) -> str:
-        from hermes.memory.basic import BasicMemory
-
-        basic = BasicMemory(self.rt.db, limit=self.rt.settings.memory.basic_char_limit,
-                            clock=self.rt.clock)
+        basic = self.rt.memory.basic
         return basic.render(user)
 
     def session_list(self, user: str, *, limit: int = 10) -> str:

@@ -205,11 +205,10 @@ class HermesBot(discord.Client):
 
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
         from hermes.agent import feedback
-        from hermes.memory.sessions.store import SessionStore
 
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
-        session = SessionStore.from_runtime(self.rt).open_for(user, "discord", key)
+        session = self.rt.memory.sessions.open_for(user, "discord", key)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
         sent: list[discord.Message] = []
         streamed = ""
@@ -383,9 +382,7 @@ class HermesBot(discord.Client):
             tree.add_command(group)
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
-        from hermes.memory.sessions.store import SessionStore
-
-        store = SessionStore.from_runtime(self.rt)
+        store = self.rt.memory.sessions
         current = store.open_for(user, "discord", channel_key_for_interaction(interaction))
         if current.message_count:
             store.close(user, current.id)

@@ -123,22 +123,15 @@ class MemoryTools:
 
     @functools.cached_property
     def basic(self) -> BasicMemory:
-        from hermes.memory.basic import BasicMemory
-
-        return BasicMemory(self.rt.db, limit=self.rt.settings.memory.basic_char_limit,
-                           clock=self.rt.clock)
+        return self.rt.memory.basic
 
     @functools.cached_property
     def facts(self) -> FactStore:
-        from hermes.memory.facts.store import FactStore
-
-        return FactStore.from_runtime(self.rt)
+        return self.rt.memory.facts
 
     @functools.cached_property
     def sessions(self) -> SessionStore:
-        from hermes.memory.sessions.store import SessionStore
-
-        return SessionStore.from_runtime(self.rt)
+        return self.rt.memory.sessions
 
     def context_text(self) -> str | None:
         from hermes.memory import context as context_file

@@ -128,7 +128,7 @@ def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
     """What a backfill would do, without calling the model. ``llm`` counts tokens and prices
     them (hermes.agent.llm.LLM)."""
     sessions = SessionStore(rt.db, clock=rt.clock)
-    facts = FactStore.from_runtime(rt)
+    facts = rt.memory.facts
     result = Plan(user=user, model=getattr(llm, "name", None))
     prompts: list[list[dict[str, Any]]] = []
     for session in backlog(rt, user, since=since, source=source):

@@ -172,9 +172,7 @@ class FastLane:
     @property
     def facts(self) -> Any:
         if self._facts is None:
-            from hermes.memory.facts.store import FactStore
-
-            self._facts = FactStore.from_runtime(self.rt)
+            self._facts = self.rt.memory.facts
         return self._facts
 
     def __call__(self, user: str, session_id: int, message: Any) -> None:

@@ -89,14 +89,12 @@ class ExtractionWorker:
     def __init__(self, rt: Runtime, *, llm: LLM | None = None, facts: FactStore | None = None,
                  sessions: SessionStore | None = None,
                  yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
-        from hermes.memory.facts.store import FactStore
-        from hermes.memory.sessions.store import SessionStore
 
         self.rt = rt
         self.config = rt.settings.extraction
         # On the loop's connection: the fast lane (on the reply path by design) and readers.
-        self.facts = facts or FactStore.from_runtime(rt)
-        self.sessions = sessions or SessionStore.from_runtime(rt)
+        self.facts = facts or rt.memory.facts
+        self.sessions = sessions or rt.memory.sessions
         # Extraction's own database work (gate bookkeeping, related facts, consolidation, run
         # records, watermark) runs in one worker thread on its own connection, so that it never
         # blocks the event loop a reply streams on. Stores handed in by a caller live on the
@@ -219,19 +217,10 @@ class ExtractionWorker:
         """The worker thread's own connection (WAL: it reads and writes beside the loop's;
         the busy timeout covers the moments both want the write lock)."""
         if self._thread_stores is None:
-            from hermes.memory.facts.store import FactStore
-            from hermes.memory.sessions.store import SessionStore
-
-            settings = self.rt.settings
-            db = connect(settings.db_path)
-            vectors = None
-            if settings.sessions.embeddings:
-                from hermes.memory.facts.vectors import fact_vectors_for
-
-                vectors = fact_vectors_for(db, settings.sessions.embedding_model)
-            self._thread_stores = _Stores(
-                db, FactStore(db, settings.facts, self.rt.clock, vectors=vectors),
-                SessionStore(db, clock=self.rt.clock))
+            db = connect(self.rt.settings.db_path)
+            # The home's memory on this connection; the embedding models are the loop's own.
+            memory = self.rt.memory.on(db)
+            self._thread_stores = _Stores(db, memory.facts, memory.sessions)
         return self._thread_stores
 
     def _close_in_thread(self) -> None:

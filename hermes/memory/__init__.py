@@ -1,4 +1,106 @@
 """Memory: the three tiers (basic block, fact store, sessions) and the context file.
 
 Every function here takes the user first: there is no way to read another user's rows.
+
+:class:`Memory` is one home's memory on one connection: one instance of each store, built once
+by the composition root (``Runtime.memory`` for the CLI, the daemon, the MCP server and the web
+panel) and passed to whoever reads or writes memory. The embedding models it loads and the
+vectors it holds in memory live on it (its :class:`~hermes.memory.embeddings.Embedders`), not in
+module globals. The tiers are imported when first used, so a command that only reads basic
+memory loads neither the fact store nor the session search.
 """
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from hermes.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from hermes.config import Settings
+    from hermes.memory.basic import BasicMemory
+    from hermes.memory.embeddings import Embedders, MessageVectors
+    from hermes.memory.facts.ratings import ReplyRatings
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.facts.vectors import FactVectors
+    from hermes.memory.sessions.refs import MessageRefs
+    from hermes.memory.sessions.store import SessionStore
+
+
+class Memory:
+    """One instance of each store for a home, on the connection ``db``."""
+
+    def __init__(self, db: sqlite_utils.Database, settings: Settings, clock: Clock | None = None,
+                 *, embedders: Embedders | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self._embedders = embedders
+
+    def on(self, db: sqlite_utils.Database) -> Memory:
+        """The same home's memory on another connection (a worker thread's own), sharing the
+        loaded embedding models."""
+        return Memory(db, self.settings, self.clock, embedders=self.embedders)
+
+    @cached_property
+    def embedders(self) -> Embedders:
+        if self._embedders is not None:
+            return self._embedders
+        from hermes.memory.embeddings import Embedders
+
+        return Embedders()
+
+    @cached_property
+    def basic(self) -> BasicMemory:
+        from hermes.memory.basic import BasicMemory
+
+        return BasicMemory(self.db, limit=self.settings.memory.basic_char_limit, clock=self.clock)
+
+    @cached_property
+    def facts(self) -> FactStore:
+        from hermes.memory.facts.store import FactStore
+
+        return FactStore(self.db, self.settings.facts, self.clock, vectors=self.fact_vectors)
+
+    @cached_property
+    def sessions(self) -> SessionStore:
+        from hermes.memory.sessions.store import SessionStore
+
+        return SessionStore(self.db, clock=self.clock, vectors=self.message_vectors,
+                            redact_secrets=self.settings.sessions.redact_secrets)
+
+    @cached_property
+    def ratings(self) -> ReplyRatings:
+        from hermes.memory.facts.ratings import ReplyRatings
+
+        return ReplyRatings(self.db, self.facts, self.clock)
+
+    @cached_property
+    def refs(self) -> MessageRefs:
+        from hermes.memory.sessions.refs import MessageRefs
+
+        return MessageRefs(self.db)
+
+    @cached_property
+    def message_vectors(self) -> MessageVectors | None:
+        """Message vectors for hybrid session recall, or None (words only: off in the config,
+        or the model's extra is not installed)."""
+        if not self.settings.sessions.embeddings:
+            return None
+        from hermes.memory.embeddings import session_vectors_for
+
+        return session_vectors_for(self.db, self.embedders,
+                                   self.settings.sessions.embedding_model)
+
+    @cached_property
+    def fact_vectors(self) -> FactVectors | None:
+        """Fact vectors for recall by meaning, or None (bm25 only: off in the config, or the
+        model's extra is not installed)."""
+        if not self.settings.sessions.embeddings:
+            return None
+        from hermes.memory.facts.vectors import fact_vectors_for
+
+        return fact_vectors_for(self.db, self.embedders, self.settings.sessions.embedding_model)

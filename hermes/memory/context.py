@@ -20,14 +20,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.facts.store import Fact
 from hermes.memory.secrets import redact_text
-from hermes.memory.sessions.store import Session, SessionStore
+from hermes.memory.sessions.store import Session
 from hermes.store import usage
 from hermes.store.files import atomic_text_file
 
 if TYPE_CHECKING:
+    from hermes.config import Settings
     from hermes.runtime import Runtime
+
+
+class Home(Protocol):
+    """Where the file is: the settings of a home (a Runtime, or its Memory)."""
+
+    @property
+    def settings(self) -> Settings: ...
 
 
 class Condenser(Protocol):
@@ -45,7 +53,7 @@ MAX_FACTS = 30
 MATERIAL_CHARS = 16_000
 
 
-def path_for(rt: Runtime, user: str) -> Path:
+def path_for(rt: Home, user: str) -> Path:
     """``<home>/context/<user>.md``; a user name unsafe as a file name gets a stable hash."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", user) or "_"
     if safe != user or safe.startswith("."):
@@ -53,7 +61,7 @@ def path_for(rt: Runtime, user: str) -> Path:
     return rt.settings.home_path / "context" / f"{safe}.md"
 
 
-def read(rt: Runtime, user: str) -> str | None:
+def read(rt: Home, user: str) -> str | None:
     """The user's context file, or None when none has been written yet.
 
     Redacted on the way in too: a file written before redaction existed, or edited by hand,
@@ -98,8 +106,8 @@ def _day(ts: str) -> str:
 def gather(rt: Runtime, user: str) -> tuple[list[Session], list[Fact]]:
     """Recent sessions (newest first) and recently changed facts for ``user``."""
     since = to_ts(rt.clock.now() - timedelta(days=rt.settings.context.days))
-    sessions = SessionStore.from_runtime(rt).list_sessions(user, since=since, limit=MAX_SESSIONS)
-    facts = FactStore.from_runtime(rt).recent(user, since, limit=MAX_FACTS)
+    sessions = rt.memory.sessions.list_sessions(user, since=since, limit=MAX_SESSIONS)
+    facts = rt.memory.facts.recent(user, since, limit=MAX_FACTS)
     return sessions, facts
 
 

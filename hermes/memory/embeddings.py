@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -335,47 +334,42 @@ class MessageVectors:
         return [(int(matrix.ids[i]), float(scores[i])) for i in top]
 
 
-_models: dict[str, Embedder] = {}
-_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, MessageVectors]] = (
-    weakref.WeakKeyDictionary())
+class Embedders:
+    """The embedding models one home's memory has loaded (``sessions.embedding_model``), each
+    loaded once: held by :class:`hermes.memory.Memory`, shared with its other connections."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, Embedder] = {}
+        self._failed: set[str] = set()
+
+    def get(self, model: str = DEFAULT_MODEL) -> Embedder:
+        if model not in self._models:
+            from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+
+            models = embedding_models()
+            if model not in models:
+                raise HermesError(f"Unknown embedding model {model!r}: use one of "
+                                  f"{', '.join(models)}.")
+            self._models[model] = models[model]()
+        return self._models[model]
+
+    def first_failure(self, model: str) -> bool:
+        """Whether this is the first time ``model`` failed to load here (to say it once)."""
+        first = model not in self._failed
+        self._failed.add(model)
+        return first
 
 
-def embedder_for(model: str = DEFAULT_MODEL) -> Embedder:
-    """The embedding model named in the config (``sessions.embedding_model``), loaded once per
-    process."""
-    if model not in _models:
-        from hermes.plugins import embedding_models  # the built-ins and the plugins' models
-
-        models = embedding_models()
-        if model not in models:
-            raise HermesError(f"Unknown embedding model {model!r}: use one of "
-                              f"{', '.join(models)}.")
-        _models[model] = models[model]()
-    return _models[model]
-
-
-def vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL) -> MessageVectors:
-    """The MessageVectors of a database connection for one model, kept while the connection
-    lives (its in-memory matrix with it)."""
-    per_model = _vectors.setdefault(db, {})
-    if model not in per_model:
-        per_model[model] = MessageVectors(db, embedder_for(model))
-    return per_model[model]
-
-
-_warned: set[str] = set()
-
-
-def session_vectors_for(db: sqlite_utils.Database, model: str = DEFAULT_MODEL
-                        ) -> MessageVectors | None:
-    """:func:`vectors_for`, or None (session search by words only) when the model's extra is
-    not installed or its engine cannot load: said once in the log with how to install it, never
-    an error, since messages are always found by their words. (``hermes sessions index``, which
-    exists only to embed, calls vectors_for and says so as an error.)"""
+def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
+                        model: str = DEFAULT_MODEL) -> MessageVectors | None:
+    """The MessageVectors of a connection for one model, or None (session search by words only)
+    when the model's extra is not installed or its engine cannot load: said once in the log
+    (once per ``embedders``, the home's memory) with how to install it, never an error, since
+    messages are always found by their words. (``hermes sessions index``, which exists only to
+    embed, loads the model itself and says so as an error.)"""
     try:
-        return vectors_for(db, model)
+        return MessageVectors(db, embedders.get(model))
     except HermesError as exc:
-        if model not in _warned:
-            _warned.add(model)
+        if embedders.first_failure(f"sessions:{model}"):
             log.warning("session search by meaning is off, words only: %s", exc)
         return None

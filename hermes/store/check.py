@@ -81,6 +81,10 @@ def _fts(conn: sqlite3.Connection, table: str, repair: bool, path: Path) -> Find
             conn.execute(f'INSERT INTO "{table}"("{table}") VALUES (\'integrity-check\')')
         except sqlite3.DatabaseError as exc:
             return str(exc)
+        except MemoryError:
+            # A garbled length in an index blob makes FTS5 ask for an absurd allocation
+            # (SQLITE_NOMEM): the index is damaged, not the machine out of memory.
+            return "reading it asked for more memory than it can hold"
         return None
 
     problem = check()

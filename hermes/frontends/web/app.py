@@ -69,22 +69,15 @@ class WebContext:
 
     @cached_property
     def facts(self) -> Any:
-        from hermes.memory.facts.store import FactStore
-
-        return self.agent.facts if self.agent else FactStore.from_runtime(self.rt)
+        return self.agent.facts if self.agent else self.rt.memory.facts
 
     @cached_property
     def session_store(self) -> Any:
-        from hermes.memory.sessions.store import SessionStore
-
-        return self.agent.sessions if self.agent else SessionStore.from_runtime(self.rt)
+        return self.agent.sessions if self.agent else self.rt.memory.sessions
 
     @cached_property
     def basic(self) -> Any:
-        from hermes.memory.basic import BasicMemory
-
-        return self.agent.basic if self.agent else BasicMemory(
-            self.rt.db, limit=self.rt.settings.memory.basic_char_limit, clock=self.rt.clock)
+        return self.agent.basic if self.agent else self.rt.memory.basic
 
     @cached_property
     def templates(self) -> jinja2.Environment:

@@ -1,4 +1,5 @@
-"""Near-duplicate detection and merging for ``FactStore.add``.
+"""Near-duplicate detection and merging for ``FactStore.add`` (:class:`Duplicates`, built by the
+store from the connection, the facts config and its entity store).
 
 A new fact merges into an existing active fact of the same user when rapidfuzz's
 ``token_set_ratio`` reaches ``facts.merge_threshold`` and nothing says they differ in meaning:
@@ -10,25 +11,25 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
 
+import sqlite_utils
 from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
+from hermes.config import FactsConfig
+from hermes.memory.facts.entities import EntityStore
 from hermes.memory.facts.records import (
     ACTIVE,
     Fact,
     clean_tags,
     content_key,
+    get_fact,
     link_entities,
     linked_entity_ids,
     record_history,
     snapshot,
 )
 from hermes.store.fts import STOPWORDS, build_match
-
-if TYPE_CHECKING:
-    from hermes.memory.facts.store import FactStore
 
 # Near-duplicate candidates compared with rapidfuzz per add, most recent first.
 MERGE_CANDIDATES = 50
@@ -68,93 +69,102 @@ def differs_in_meaning(a: str, b: str) -> bool:
     return any(max(fuzz.ratio(x, y) for y in only_b) < RESPELLING for x in only_a)
 
 
-def near_duplicate(
-    store: FactStore, user: str, text: str, entity_ids: list[int]
-) -> tuple[Fact, float] | None:
-    """The most similar active fact about one of the same entities, if similar enough.
+class Duplicates:
+    """Finds the active fact a new statement duplicates, and folds the statement into it."""
 
-    Candidates come from the FTS index, never from a scan of the user's facts: the facts
-    naming the new fact's most specific entity (the one in fewest facts) in their entity
-    column. When even that entity is in many facts, or there is none, only facts sharing
-    three of the text's four longest words qualify (a fact similar enough to merge shares
-    them). No bm25 here: computing it needs every term's document count, which is what
-    made this slow at 100k facts; rapidfuzz ranks the candidates instead.
-    """
-    plan = build_match(text)
-    words = sorted((t for t in plan.terms if not t.is_stopword),
-                   key=lambda t: -len(" ".join(t.tokens)))[:4]
-    if len(words) >= 3:
-        shared = " OR ".join(
-            "(" + " AND ".join(w.fts for w in words if w is not skip) + ")" for skip in words
-        ) if len(words) == 4 else " AND ".join(w.fts for w in words)
-    else:
-        shared = " AND ".join(w.fts for w in words) or plan.strict or ""
-    if not shared:
-        return None
-    expression = f"({shared})"
-    anchor: int | None = None
-    if entity_ids:
-        marks = ",".join("?" * len(entity_ids))
-        row = store.db.execute(
-            f"SELECT entity_id, count(*) AS n FROM fact_entities "
-            f"WHERE entity_id IN ({marks}) GROUP BY entity_id ORDER BY n LIMIT 1",
-            entity_ids,
-        ).fetchone()
-        if row is None:
-            return None  # no fact is about any of these entities yet
-        anchor = int(row[0])
-        name = store.entity_store.names_of(user, [anchor])[anchor]
-        phrase = build_match('"' + name.replace('"', " ") + '"').strict
-        if phrase:
-            column = f"entity_names : {phrase}"
-            expression = column if row[1] <= HUB_FACTS else f"{column} AND {expression}"
-    rows = store.db.execute(
-        f"""
-        SELECT f.id, f.content FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
-        WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
-        ORDER BY facts_fts.rowid DESC LIMIT {MERGE_CANDIDATES}
-        """,
-        [expression, user],
-    ).fetchall()
-    best: tuple[int, float] | None = None
-    for fact_id, content in rows:
-        similarity = float(fuzz.token_set_ratio(text, content, processor=default_process))
-        if similarity < store.config.merge_threshold or differs_in_meaning(text, content):
-            continue
-        if anchor is not None and anchor not in linked_entity_ids(store.db, fact_id):
-            continue  # the name is in its text, but the fact is not linked to the entity
-        if best is None or similarity > best[1]:
-            best = (int(fact_id), similarity)
-    return None if best is None else (store.get(user, best[0]), best[1])
+    def __init__(self, db: sqlite_utils.Database, config: FactsConfig,
+                 entities: EntityStore) -> None:
+        self.db = db
+        self.config = config
+        self.entities = entities
+
+    def near_duplicate(
+        self, user: str, text: str, entity_ids: list[int]
+    ) -> tuple[Fact, float] | None:
+        """The most similar active fact about one of the same entities, if similar enough.
+
+        Candidates come from the FTS index, never from a scan of the user's facts: the facts
+        naming the new fact's most specific entity (the one in fewest facts) in their entity
+        column. When even that entity is in many facts, or there is none, only facts sharing
+        three of the text's four longest words qualify (a fact similar enough to merge shares
+        them). No bm25 here: computing it needs every term's document count, which is what
+        made this slow at 100k facts; rapidfuzz ranks the candidates instead.
+        """
+        plan = build_match(text)
+        words = sorted((t for t in plan.terms if not t.is_stopword),
+                       key=lambda t: -len(" ".join(t.tokens)))[:4]
+        if len(words) >= 3:
+            shared = " OR ".join(
+                "(" + " AND ".join(w.fts for w in words if w is not skip) + ")" for skip in words
+            ) if len(words) == 4 else " AND ".join(w.fts for w in words)
+        else:
+            shared = " AND ".join(w.fts for w in words) or plan.strict or ""
+        if not shared:
+            return None
+        expression = f"({shared})"
+        anchor: int | None = None
+        if entity_ids:
+            marks = ",".join("?" * len(entity_ids))
+            row = self.db.execute(
+                f"SELECT entity_id, count(*) AS n FROM fact_entities "
+                f"WHERE entity_id IN ({marks}) GROUP BY entity_id ORDER BY n LIMIT 1",
+                entity_ids,
+            ).fetchone()
+            if row is None:
+                return None  # no fact is about any of these entities yet
+            anchor = int(row[0])
+            name = self.entities.names_of(user, [anchor])[anchor]
+            phrase = build_match('"' + name.replace('"', " ") + '"').strict
+            if phrase:
+                column = f"entity_names : {phrase}"
+                expression = column if row[1] <= HUB_FACTS else f"{column} AND {expression}"
+        rows = self.db.execute(
+            f"""
+            SELECT f.id, f.content FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
+            WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
+            ORDER BY facts_fts.rowid DESC LIMIT {MERGE_CANDIDATES}
+            """,
+            [expression, user],
+        ).fetchall()
+        best: tuple[int, float] | None = None
+        for fact_id, content in rows:
+            similarity = float(fuzz.token_set_ratio(text, content, processor=default_process))
+            if similarity < self.config.merge_threshold or differs_in_meaning(text, content):
+                continue
+            if anchor is not None and anchor not in linked_entity_ids(self.db, fact_id):
+                continue  # the name is in its text, but the fact is not linked to the entity
+            if best is None or similarity > best[1]:
+                best = (int(fact_id), similarity)
+        return None if best is None else (get_fact(self.db, user, best[0]), best[1])
 
 
-def merge(store: FactStore, existing: Fact, text: str, linked: list[tuple[int, str]],
-          tags: list[str], message_ids: list[int], now: str, note: str) -> Fact:
-    """Fold a new statement into an existing fact: keep the more complete wording, union
-    entities, tags and sources."""
-    old = snapshot(existing)
-    content = existing.content
-    covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
-    if len(text) > len(content) and covers and content_key(text) != content_key(content):
-        content = text  # the new wording says everything the old one did, and more
-    entity_names = list(existing.entities)
-    for _, name in linked:
-        if name not in entity_names:
-            entity_names.append(name)
-    merged_tags = clean_tags([*existing.tags, *tags])
-    sources = list(dict.fromkeys([*existing.source_message_ids, *message_ids]))
-    changed = (content != existing.content or entity_names != existing.entities
-               or merged_tags != existing.tags or sources != existing.source_message_ids)
-    if not changed:
-        return existing
-    store.db.execute(
-        "UPDATE facts SET content = ?, content_key = ?, entity_names = ?, tags = ?, "
-        "source_message_ids = ?, updated_at = ? WHERE id = ? AND user = ?",
-        [content, content_key(content), "\n".join(entity_names),
-         json.dumps(merged_tags, ensure_ascii=False), json.dumps(sources), now,
-         existing.id, existing.user],
-    )
-    link_entities(store.db, existing.id, [i for i, _ in linked])
-    fact = store.get(existing.user, existing.id)
-    record_history(store.db, fact, "merge", old, snapshot(fact), note=f"{note}: {text}", at=now)
-    return fact
+    def merge(self, existing: Fact, text: str, linked: list[tuple[int, str]],
+              tags: list[str], message_ids: list[int], now: str, note: str) -> Fact:
+        """Fold a new statement into an existing fact: keep the more complete wording, union
+        entities, tags and sources."""
+        old = snapshot(existing)
+        content = existing.content
+        covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
+        if len(text) > len(content) and covers and content_key(text) != content_key(content):
+            content = text  # the new wording says everything the old one did, and more
+        entity_names = list(existing.entities)
+        for _, name in linked:
+            if name not in entity_names:
+                entity_names.append(name)
+        merged_tags = clean_tags([*existing.tags, *tags])
+        sources = list(dict.fromkeys([*existing.source_message_ids, *message_ids]))
+        changed = (content != existing.content or entity_names != existing.entities
+                   or merged_tags != existing.tags or sources != existing.source_message_ids)
+        if not changed:
+            return existing
+        self.db.execute(
+            "UPDATE facts SET content = ?, content_key = ?, entity_names = ?, tags = ?, "
+            "source_message_ids = ?, updated_at = ? WHERE id = ? AND user = ?",
+            [content, content_key(content), "\n".join(entity_names),
+             json.dumps(merged_tags, ensure_ascii=False), json.dumps(sources), now,
+             existing.id, existing.user],
+        )
+        link_entities(self.db, existing.id, [i for i, _ in linked])
+        fact = get_fact(self.db, existing.user, existing.id)
+        record_history(self.db, fact, "merge", old, snapshot(fact), note=f"{note}: {text}", at=now)
+        return fact

@@ -2,7 +2,7 @@
 shares (the *active* condition, the selected columns, the bm25 weights) and the small writes
 used by the store, its search and its duplicate detection (insert, link, history).
 
-Imported by facts, fact_search, fact_dedup, fact_graph and entities; imports none of them.
+Imported by the store, search, dedup, graph and entities; imports none of them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import sqlite_utils
 
+from hermes.errors import NotFound
 from hermes.memory.guard import check_field
 
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
@@ -112,6 +113,26 @@ def row_to_fact(row: Sequence[Any]) -> Fact:
         source_message_ids=json.loads(row[17] or "[]"), retrieved_count=int(row[18]),
         helpful_count=int(row[19]), unhelpful_count=int(row[20]),
     )
+
+
+def fetch_facts(db: sqlite_utils.Database, user: str, where: str, params: Sequence[Any],
+                tail: str = "") -> list[Fact]:
+    """The user's facts matching ``where`` (over the ``f`` alias), in any state."""
+    rows = db.execute(
+        f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND ({where}) {tail}",
+        [user, *params],
+    ).fetchall()
+    return [row_to_fact(r) for r in rows]
+
+
+def get_fact(db: sqlite_utils.Database, user: str, fact_id: int) -> Fact:
+    """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
+    fact_id = int(fact_id)
+    # An id beyond SQLite's int64 would raise OverflowError in the driver: no such fact.
+    found = fetch_facts(db, user, "f.id = ?", [fact_id]) if in_sqlite_range(fact_id) else []
+    if not found:
+        raise NotFound(f"No fact with id {fact_id} for user {user!r}.")
+    return found[0]
 
 
 def snapshot(fact: Fact) -> dict:

@@ -14,39 +14,48 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import sqlite_utils
+
 from hermes.memory.facts import vectors as fact_vectors
 from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
-    from hermes.memory.facts.store import FactStore
     from hermes.memory.facts.vectors import Similarity
 
 
-def search_facts(store: FactStore, user: str, query: str, *, limit: int, category: str | None,
-                 floor: float, explain: bool, any_word: bool = False,
-                 meaning: str | None = None) -> list[Fact]:
-    """bm25 x trust; with fact vectors (``store.vectors``), bm25 fused with the cosine of the
-    query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.facts.vectors)."""
-    plan = build_match(query)
-    filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
-    params: list[Any] = [user, floor]
-    if category is not None:
-        filters += " AND f.category = ?"
-        params.append(category)
-    vectors = getattr(store, "vectors", None)
-    if vectors is not None and not plan.cjk:
-        similarity = vectors.similarity(user, meaning or query)
-        if similarity is not None:
-            return _hybrid(store, plan, filters, params, similarity, limit, explain)
-    if plan.empty:
-        return []
-    if plan.cjk:
-        return _search_like(store, plan, filters, params, limit, explain)
-    return [fact for fact, _ in _bm25(store, plan, filters, params, limit, explain, any_word)]
+class FactSearch:
+    """Search over the facts in ``db``: bm25 x trust; with fact vectors (``vectors``, a
+    :class:`~hermes.memory.facts.vectors.FactVectors` or None), bm25 fused with the cosine of
+    the query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.facts.vectors).
+    Built by ``FactStore`` from the connection and the vectors it was given."""
+
+    def __init__(self, db: sqlite_utils.Database, vectors: Any = None) -> None:
+        self.db = db
+        self.vectors = vectors
+
+    def search(self, user: str, query: str, *, limit: int, category: str | None,
+               floor: float, explain: bool, any_word: bool = False,
+               meaning: str | None = None) -> list[Fact]:
+        plan = build_match(query)
+        filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
+        params: list[Any] = [user, floor]
+        if category is not None:
+            filters += " AND f.category = ?"
+            params.append(category)
+        if self.vectors is not None and not plan.cjk:
+            similarity = self.vectors.similarity(user, meaning or query)
+            if similarity is not None:
+                return _hybrid(self.db, plan, filters, params, similarity, limit, explain)
+        if plan.empty:
+            return []
+        if plan.cjk:
+            return _search_like(self.db, plan, filters, params, limit, explain)
+        return [fact for fact, _ in _bm25(self.db, plan, filters, params, limit, explain,
+                                          any_word)]
 
 
-def _bm25(store: FactStore, plan: MatchPlan, filters: str, params: list[Any], limit: int,
+def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any], limit: int,
           explain: bool, any_word: bool) -> list[tuple[Fact, float]]:
     """(fact, bm25 relevance) of the best ``limit`` matches by bm25 x trust."""
     if plan.strict is None:
@@ -55,7 +64,7 @@ def _bm25(store: FactStore, plan: MatchPlan, filters: str, params: list[Any], li
     def run(expression: str) -> list[tuple]:
         # Every match is ranked; only the ids and sort keys pass through the sorter, then
         # the winners' rows are read.
-        return store.db.execute(
+        return db.execute(
             f"""
             SELECT {COLUMNS}, r.bm FROM (
               SELECT f.id AS id, {BM25} AS bm, f.trust AS trust, f.updated_at AS updated
@@ -91,11 +100,11 @@ def _bm25(store: FactStore, plan: MatchPlan, filters: str, params: list[Any], li
     return found
 
 
-def _hybrid(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
+def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
             similarity: Similarity, limit: int, explain: bool) -> list[Fact]:
     """The bm25 matches (any word) and the nearest facts by meaning, fused, x trust."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
-    by_words = _bm25(store, plan, filters, params, pool, False, True)
+    by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
     bm25 = {fact.id: relevance for fact, relevance in by_words}
     near = similarity.nearest(fact_vectors.DENSE_CANDIDATES)
@@ -103,7 +112,7 @@ def _hybrid(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
     if missing:
         # The nearest facts pass the same filters as matches: the user's, active, trusted.
         marks = ",".join("?" * len(missing))
-        for row in store.db.execute(
+        for row in db.execute(
                 f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND f.id IN ({marks})",
                 [*params, *missing]).fetchall():
             fact = row_to_fact(row)
@@ -125,7 +134,7 @@ def _hybrid(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
     return ranked[:limit]
 
 
-def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[Any],
+def _search_like(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
                  limit: int, explain: bool) -> list[Fact]:
     """CJK text has no word breaks for unicode61: match its runs with LIKE. Every run (and
     every other word) first, then every run, then any run or word (as session search does),
@@ -147,7 +156,7 @@ def _search_like(store: FactStore, plan: MatchPlan, filters: str, params: list[A
     rows: list[tuple] = []
     mode = "none"
     for tried, where, where_params in tries:
-        rows = store.db.execute(
+        rows = db.execute(
             f"SELECT {COLUMNS}, {hits} AS hits FROM facts f WHERE {filters} AND {where} {tail}",
             [*like_params, *params, *where_params, int(limit)],
         ).fetchall()

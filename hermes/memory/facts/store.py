@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.facts import dedup as fact_dedup
+from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
 from hermes.memory.facts.records import (
@@ -30,6 +30,8 @@ from hermes.memory.facts.records import (
     Fact,
     clean_tags,
     content_key,
+    fetch_facts,
+    get_fact,
     in_sqlite_range,
     insert_fact,
     link_entities,
@@ -39,14 +41,11 @@ from hermes.memory.facts.records import (
     row_to_fact,
     snapshot,
 )
-from hermes.memory.facts.search import search_facts
+from hermes.memory.facts.search import FactSearch
 from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
-
-if TYPE_CHECKING:
-    from hermes.runtime import Runtime
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
 __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
@@ -91,15 +90,8 @@ class FactStore:
         self.entity_store = EntityStore(db, config, self.clock)
         # hermes.memory.facts.vectors.FactVectors when recall by meaning is on
         self.vectors = vectors
-
-    @classmethod
-    def from_runtime(cls, rt: Runtime) -> FactStore:
-        vectors = None
-        if rt.settings.sessions.embeddings:
-            from hermes.memory.facts.vectors import fact_vectors_for
-
-            vectors = fact_vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, rt.settings.facts, rt.clock, vectors=vectors)
+        self.duplicates = Duplicates(db, config, self.entity_store)
+        self.searcher = FactSearch(db, vectors)
 
     # -- reading one ------------------------------------------------------------------------
 
@@ -107,20 +99,11 @@ class FactStore:
         return to_ts(self.clock.now())
 
     def _fetch(self, user: str, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
-        rows = self.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND ({where}) {tail}",
-            [user, *params],
-        ).fetchall()
-        return [row_to_fact(r) for r in rows]
+        return fetch_facts(self.db, user, where, params, tail)
 
     def get(self, user: str, fact_id: int) -> Fact:
         """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
-        fact_id = int(fact_id)
-        # An id beyond SQLite's int64 would raise OverflowError in the driver: no such fact.
-        found = self._fetch(user, "f.id = ?", [fact_id]) if in_sqlite_range(fact_id) else []
-        if not found:
-            raise NotFound(f"No fact with id {fact_id} for user {user!r}.")
-        return found[0]
+        return get_fact(self.db, user, fact_id)
 
     def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
                  at: str | None = None) -> None:
@@ -186,7 +169,7 @@ class FactStore:
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
-                fact = fact_dedup.merge(self, exact[0], text, [], tag_list, message_ids,
+                fact = self.duplicates.merge(exact[0], text, [], tag_list, message_ids,
                                         now, "exact duplicate")
                 return AddResult(fact.id, "merged", fact, "exact", 100.0)
             # Names found in the text are a guess: the first ones, up to the bound.
@@ -194,13 +177,13 @@ class FactStore:
                 : self.config.max_entities_per_fact]
             linked = self.entity_store.ensure_all(user, names)
             if exact:
-                fact = fact_dedup.merge(self, exact[0], text, linked, tag_list, message_ids,
+                fact = self.duplicates.merge(exact[0], text, linked, tag_list, message_ids,
                                         now, "exact duplicate")
                 return AddResult(fact.id, "merged", fact, "exact", 100.0)
-            near = fact_dedup.near_duplicate(self, user, text, [i for i, _ in linked])
+            near = self.duplicates.near_duplicate(user, text, [i for i, _ in linked])
             if near is not None:
                 existing, similarity = near
-                fact = fact_dedup.merge(self, existing, text, linked, tag_list, message_ids,
+                fact = self.duplicates.merge(existing, text, linked, tag_list, message_ids,
                                         now, f"near duplicate ({similarity:.0f})")
                 return AddResult(fact.id, "merged", fact, "near", similarity)
             fact_id = insert_fact(
@@ -237,7 +220,7 @@ class FactStore:
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
-        return search_facts(self, user, query, limit=limit, category=category, floor=floor,
+        return self.searcher.search(user, query, limit=limit, category=category, floor=floor,
                             explain=explain, any_word=any_word, meaning=meaning)
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:

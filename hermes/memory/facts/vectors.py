@@ -18,14 +18,13 @@ import json
 import logging
 import math
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
 
-from hermes.memory.embeddings import Embedder, message_text
+from hermes.memory.embeddings import Embedder, Embedders, message_text
 from hermes.memory.facts.records import ACTIVE
 from hermes.store.db import write_transaction
 
@@ -267,25 +266,16 @@ def _z(values: dict[int, float]) -> dict[int, float]:
     return {k: (v - mean) / spread for k, v in values.items()}
 
 
-_vectors: weakref.WeakKeyDictionary[sqlite_utils.Database, dict[str, FactVectors | None]] = (
-    weakref.WeakKeyDictionary())
-_warned: set[str] = set()
-
-
-def fact_vectors_for(db: sqlite_utils.Database, model: str) -> FactVectors | None:
+def fact_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
+                     model: str) -> FactVectors | None:
     """The FactVectors of a connection for the configured model, or None (bm25 only) when the
-    model's extra is not installed: said once in the log, never an error, since facts are
-    always found by their words."""
+    model's extra is not installed: said once in the log (once per ``embedders``, the home's
+    memory), never an error, since facts are always found by their words."""
     from hermes.errors import HermesError
-    from hermes.memory.embeddings import embedder_for
 
-    per_model = _vectors.setdefault(db, {})
-    if model not in per_model:
-        try:
-            per_model[model] = FactVectors(db, embedder_for(model))
-        except (HermesError, ImportError) as exc:
-            per_model[model] = None
-            if model not in _warned:
-                _warned.add(model)
-                log.warning("fact recall by meaning is off, bm25 only: %s", exc)
-    return per_model[model]
+    try:
+        return FactVectors(db, embedders.get(model))
+    except (HermesError, ImportError) as exc:
+        if embedders.first_failure(model):
+            log.warning("fact recall by meaning is off, bm25 only: %s", exc)
+        return None

@@ -1,10 +1,15 @@
-"""Tier 3 records: sessions, messages and search hits, and the SQL that reads them."""
+"""Tier 3 records: sessions, messages and search hits, and the SQL that reads them (one session,
+a window of messages: what the store and its search both read)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import sqlite_utils
+
+from hermes.errors import NotFound
 
 ROLES = ("user", "assistant", "tool", "system")
 SOURCES = ("discord", "terminal", "cron", "import", "web")
@@ -143,3 +148,40 @@ class _Candidate:
 def _storable(number: int) -> bool:
     """Whether an id fits SQLite's 64-bit integers (a bigger one cannot name a row)."""
     return -(2**63) <= number < 2**63
+
+
+def read_session(db: sqlite_utils.Database, user: str, session_id: int) -> Session:
+    """One session of this user. NotFound for unknown ids and other users' ids."""
+    if not _storable(session_id):
+        raise NotFound(f"No session {session_id} for user {user!r}.")
+    row = db.execute(
+        f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
+        [session_id, user],
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"No session {session_id} for user {user!r}.")
+    return Session(*row)
+
+
+def read_window(
+    db: sqlite_utils.Database, user: str, session_id: int, around_message_id: int,
+    context: int = 2,
+) -> list[Message]:
+    """The message ``around_message_id`` with up to ``context`` messages either side."""
+    # Both queries are scoped by user: another user's session has no such message.
+    context = max(0, context)
+    if not (_storable(session_id) and _storable(around_message_id)):
+        raise NotFound(f"No message {around_message_id} in session {session_id}.")
+    before = db.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
+        "AND m.id <= ? ORDER BY m.id DESC LIMIT ?",
+        [session_id, user, around_message_id, context + 1],
+    ).fetchall()
+    if not before or before[0][0] != around_message_id:
+        raise NotFound(f"No message {around_message_id} in session {session_id}.")
+    after = db.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
+        "AND m.id > ? ORDER BY m.id LIMIT ?",
+        [session_id, user, around_message_id, context],
+    ).fetchall()
+    return [Message(*row) for row in reversed(before)] + [Message(*row) for row in after]

@@ -3,15 +3,16 @@
 All terms first, then any non-stopword term (hermes.store.fts), candidates bounded by
 ``SCORE_CAP`` and scored by hermes.memory.sessions.bm25, re-ranked in their conversations by
 hermes.memory.sessions.rerank, grouped by session with cron below conversations. No model call.
-``SessionSearch`` is mixed into ``SessionStore``, which provides ``db``, ``clock``, ``vectors``
-and ``get``.
+``SessionSearch`` is built by ``SessionStore`` from the connection, the clock and the message
+vectors (or None); it reads sessions and windows through ``sessions.records``, never through the
+store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlite_utils
 
@@ -26,6 +27,8 @@ from hermes.memory.sessions.records import (
     SearchHit,
     Session,
     _Candidate,
+    read_session,
+    read_window,
 )
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
@@ -56,15 +59,11 @@ _Ranked = tuple[int, float, _Candidate | None, float]
 class SessionSearch:
     """Search over a user's sessions (the read side that ranks; see the module docstring)."""
 
-    db: sqlite_utils.Database
-    clock: Clock
-    vectors: Any
-
-    if TYPE_CHECKING:
-        def get(self, user: str, session_id: int) -> Session: ...
-
-        def window(self, user: str, session_id: int, around_message_id: int,
-                   context: int = 2) -> list[Message]: ...
+    def __init__(self, db: sqlite_utils.Database, clock: Clock, vectors: Any = None) -> None:
+        self.db = db
+        self.clock = clock
+        # hermes.memory.embeddings.MessageVectors when hybrid recall is on, else None
+        self.vectors = vectors
 
     def search(
         self,
@@ -121,7 +120,8 @@ class SessionSearch:
                     f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
                     f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
                 messages = {row[0]: Message(*row) for row in rows}
-                sessions = {sid: self.get(user, sid) for sid in {r.session_id for r in ranked}}
+                sessions = {sid: read_session(self.db, user, sid)
+                            for sid in {r.session_id for r in ranked}}
                 return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
                                    "like" if plan.cjk else mode, r.parts) for r in ranked]
         return []
@@ -392,7 +392,7 @@ class SessionSearch:
     ) -> list[SearchHit]:
         hits = []
         for sid, score, cand, meta in ranked:
-            session = self.get(user, sid)
+            session = read_session(self.db, user, sid)
             matched_in = []
             match_id: int | None
             if cand is not None:
@@ -412,7 +412,7 @@ class SessionSearch:
                 matched_in.append("title/summary")
             window, match = [], None
             if match_id is not None:
-                window = self.window(user, sid, match_id, context)
+                window = read_window(self.db, user, sid, match_id, context)
                 match = next(m for m in window if m.id == match_id)
             hits.append(SearchHit(session, score, match, snippet, window,
                                   "like" if plan.cjk else mode, matched_in))

@@ -19,7 +19,7 @@ from typing import Any
 import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
-from hermes.errors import NotFound, RefusedWrite
+from hermes.errors import RefusedWrite
 from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions.bm25 import HIGHLIGHT
 from hermes.memory.sessions.records import (
@@ -33,6 +33,8 @@ from hermes.memory.sessions.records import (
     SearchHit,
     Session,
     _storable,
+    read_session,
+    read_window,
 )
 from hermes.memory.sessions.search import SCORE_CAP, SessionSearch
 from hermes.safe_text import scrub
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 
-class SessionStore(SessionSearch):
+class SessionStore:
     def __init__(
         self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None,
         *, redact_secrets: bool = True,
@@ -53,18 +55,9 @@ class SessionStore(SessionSearch):
         self.clock = clock or SystemClock()
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
+        self.searcher = SessionSearch(db, self.clock, vectors)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
-
-    @classmethod
-    def from_runtime(cls, rt: Any) -> SessionStore:
-        vectors = None
-        if rt.settings.sessions.embeddings:
-            from hermes.memory.embeddings import session_vectors_for
-
-            vectors = session_vectors_for(rt.db, rt.settings.sessions.embedding_model)
-        return cls(rt.db, clock=rt.clock, vectors=vectors,
-                   redact_secrets=rt.settings.sessions.redact_secrets)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -189,16 +182,23 @@ class SessionStore(SessionSearch):
 
     # -- reading ----------------------------------------------------------------------------
 
+    def search(self, user: str, query: str, *, limit: int = 5, context: int = 2,
+               source: str | None = None) -> list[SearchHit]:
+        """Search every past conversation of ``user`` (:meth:`SessionSearch.search`)."""
+        return self.searcher.search(user, query, limit=limit, context=context, source=source)
+
+    def search_messages(
+        self, user: str, query: str, *, limit: int = 10, source: str | None = None,
+        exclude_session: int | None = None, any_word: bool = False,
+        meaning: str | None = None,
+    ) -> list[MessageHit]:
+        """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`)."""
+        return self.searcher.search_messages(
+            user, query, limit=limit, source=source, exclude_session=exclude_session,
+            any_word=any_word, meaning=meaning)
+
     def get(self, user: str, session_id: int) -> Session:
-        if not _storable(session_id):
-            raise NotFound(f"No session {session_id} for user {user!r}.")
-        row = self.db.execute(
-            f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.id = ? AND s.user = ?",
-            [session_id, user],
-        ).fetchone()
-        if row is None:
-            raise NotFound(f"No session {session_id} for user {user!r}.")
-        return Session(*row)
+        return read_session(self.db, user, session_id)
 
     def messages(
         self, user: str, session_id: int, *, after_id: int = 0, limit: int | None = None
@@ -216,23 +216,7 @@ class SessionStore(SessionSearch):
         self, user: str, session_id: int, around_message_id: int, context: int = 2
     ) -> list[Message]:
         """The message ``around_message_id`` with up to ``context`` messages either side."""
-        # Both queries are scoped by user: another user's session has no such message.
-        context = max(0, context)
-        if not (_storable(session_id) and _storable(around_message_id)):
-            raise NotFound(f"No message {around_message_id} in session {session_id}.")
-        before = self.db.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
-            "AND m.id <= ? ORDER BY m.id DESC LIMIT ?",
-            [session_id, user, around_message_id, context + 1],
-        ).fetchall()
-        if not before or before[0][0] != around_message_id:
-            raise NotFound(f"No message {around_message_id} in session {session_id}.")
-        after = self.db.execute(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
-            "AND m.id > ? ORDER BY m.id LIMIT ?",
-            [session_id, user, around_message_id, context],
-        ).fetchall()
-        return [Message(*row) for row in reversed(before)] + [Message(*row) for row in after]
+        return read_window(self.db, user, session_id, around_message_id, context)
 
     def list_sessions(
         self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
