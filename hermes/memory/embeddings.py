@@ -242,6 +242,9 @@ class MessageVectors:
         self.embedder = embedder
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
+        # Per user, the session windows that search by meaning derives from the matrix
+        # (sessions/semantic.py), kept with the vectors they were built from.
+        self.windows: dict[str, Any] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,

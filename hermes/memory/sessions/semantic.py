@@ -26,7 +26,6 @@ held-out half (``scripts/bench_locomo.py --embeddings``; figures in README).
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -99,7 +98,6 @@ def _np() -> Any:
     return np
 
 
-_windows: weakref.WeakKeyDictionary[Any, dict[str, _Windows]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -108,7 +106,7 @@ def _windows_of(vectors: Any, user: str, matrix: Any) -> _Windows:
     (new messages only ever come after the rows already there: ids grow)."""
     np = _np()
     with _lock:
-        per_user = _windows.setdefault(vectors, {})
+        per_user: dict[str, _Windows] = vectors.windows
         done = per_user.get(user)
         n = len(matrix.ids)
         if done is not None and done.rows == n:
