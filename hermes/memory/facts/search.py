@@ -21,7 +21,7 @@ from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
-    from hermes.memory.facts.vectors import Similarity
+    from hermes.memory.facts.vectors import FactVectors, Similarity
 
 
 class FactSearch:
@@ -30,7 +30,7 @@ class FactSearch:
     the query (``meaning``, else ``query``) to every fact, x trust (hermes.memory.facts.vectors).
     Built by ``FactStore`` from the connection and the vectors it was given."""
 
-    def __init__(self, db: sqlite_utils.Database, vectors: Any = None) -> None:
+    def __init__(self, db: sqlite_utils.Database, vectors: FactVectors | None = None) -> None:
         self.db = db
         self.vectors = vectors
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
 
@@ -46,6 +46,9 @@ from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
+
+if TYPE_CHECKING:
+    from hermes.memory.facts.vectors import FactVectors
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
 __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
@@ -82,7 +85,7 @@ class ReasonResult:
 class FactStore:
     def __init__(
         self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None,
-        vectors: Any = None,
+        vectors: FactVectors | None = None,
     ) -> None:
         self.db = db
         self.config = config

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlite_utils
 
@@ -32,6 +32,9 @@ from hermes.memory.sessions.records import (
 )
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
+
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import MessageVectors
 
 # bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
 # "alice" should prefer what was said about Alice over everything Alice said). Sessions: a title
@@ -59,7 +62,8 @@ _Ranked = tuple[int, float, _Candidate | None, float]
 class SessionSearch:
     """Search over a user's sessions (the read side that ranks; see the module docstring)."""
 
-    def __init__(self, db: sqlite_utils.Database, clock: Clock, vectors: Any = None) -> None:
+    def __init__(self, db: sqlite_utils.Database, clock: Clock,
+                 vectors: MessageVectors | None = None) -> None:
         self.db = db
         self.clock = clock
         # hermes.memory.embeddings.MessageVectors when hybrid recall is on, else None

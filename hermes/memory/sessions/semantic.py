@@ -28,9 +28,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.memory.sessions.rerank import RankedMessage
+
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import MessageVectors
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def _np() -> Any:
 _lock = threading.Lock()
 
 
-def _windows_of(vectors: Any, user: str, matrix: Any) -> _Windows:
+def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
     """The window structure of a user's matrix, extended for the rows added since last time
     (new messages only ever come after the rows already there: ids grow)."""
     np = _np()
@@ -160,7 +163,7 @@ def _windows_of(vectors: Any, user: str, matrix: Any) -> _Windows:
         return done
 
 
-def similarities(vectors: Any, user: str, text: str) -> Similarities:
+def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
     """Cosines of the user's message vectors (hermes.memory.embeddings.MessageVectors, only
     this user's) to ``text``, each message's and its window's. Embeds at most a few new
     messages first, as ``nearest`` does."""

@@ -14,7 +14,7 @@ Two ways to read it, neither calls a model:
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -40,6 +40,9 @@ from hermes.memory.sessions.search import SCORE_CAP, SessionSearch
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import MessageVectors
+
 __all__ = [
     "HIGHLIGHT", "ROLES", "SCORE_CAP", "SOURCES", "Message", "MessageHit", "SearchHit",
     "Session", "SessionStore",
@@ -48,7 +51,8 @@ __all__ = [
 
 class SessionStore:
     def __init__(
-        self, db: sqlite_utils.Database, clock: Clock | None = None, vectors: Any = None,
+        self, db: sqlite_utils.Database, clock: Clock | None = None,
+        vectors: MessageVectors | None = None,
         *, redact_secrets: bool = True,
     ) -> None:
         self.db = db
