@@ -226,14 +226,7 @@ class SessionStore:
         self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
     ) -> list[Session]:
         """Browse: the user's sessions, newest activity first. Zero model calls."""
-        where = ["s.user = ?"]
-        params: list[Any] = [user]
-        if source:
-            where.append("s.source = ?")
-            params.append(source)
-        if since:
-            where.append("s.last_active_at >= ?")
-            params.append(since)
+        where, params = _session_filter(user, source, since)
         rows = self.db.execute(
             f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} "
             f"FROM sessions s WHERE {' AND '.join(where)} "
@@ -343,14 +336,7 @@ class SessionStore:
         """``user``'s sessions with user messages past their watermark, or among ``also``
         (sessions with a run waiting for its retry), oldest first (``since``: active at or
         after it; ``source``: from that source only)."""
-        where = ["s.user = ?"]
-        params: list[Any] = [user]
-        if since:
-            where.append("s.last_active_at >= ?")
-            params.append(since)
-        if source:
-            where.append("s.source = ?")
-            params.append(source)
+        where, params = _session_filter(user, source, since)
         retry = sorted({int(i) for i in also if _storable(i)})
         marks = ",".join("?" * len(retry))
         rows = self.db.execute(
@@ -379,6 +365,21 @@ class SessionStore:
             [limit],
         ).fetchall()
         return [(str(user), int(session_id)) for user, session_id in rows]
+
+
+def _session_filter(user: str, source: str | None,
+                    since: str | None) -> tuple[list[str], list[Any]]:
+    """The WHERE terms and parameters of a user's sessions, of one source and active since a
+    time when given (sessions aliased ``s``)."""
+    where = ["s.user = ?"]
+    params: list[Any] = [user]
+    if source:
+        where.append("s.source = ?")
+        params.append(source)
+    if since:
+        where.append("s.last_active_at >= ?")
+        params.append(since)
+    return where, params
 
 
 def _scrub(text: str | None) -> str | None:
