@@ -132,13 +132,17 @@ def test_a_fact_already_shown_in_the_conversation_costs_nothing(rt, builder, clo
     assert {f.id for f in facts} == {first.id, second.id}
 
 
-def test_neighbours_are_cut_shorter_than_the_matched_line(rt, clock):
-    chat(rt, clock, "owner", "Trip", ("the Lisbon trip in April " + "a" * 300, "b" * 300))
+def test_an_excerpt_is_the_turn_before_and_the_two_after_each_line_cut_at_the_cap(rt, clock):
+    chat(rt, clock, "owner", "Trip", ("we talked about the weather", "Sunny."),
+         ("the Lisbon trip in April " + "a" * 500, "Sounds great."),
+         ("and the hotel?", "Booked near the river."))
     found = past_messages.recall_past_messages(rt.memory.sessions, "owner", "Lisbon trip",
                                                budget=2000)
     lines = found[0].text.splitlines()[1:]
-    assert len(lines[0]) == len("> the user: ") + past_messages.LINE_CHARS
-    assert len(lines[1]) == len("  Hermes: ") + past_messages.NEIGHBOUR_CHARS
+    assert [line[:12] for line in lines] == ["  Hermes: Su", "> the user: ", "  Hermes: So",
+                                             "  the user: "]
+    assert len(lines[1]) == len("> the user: ") + past_messages.LINE_CHARS
+    assert lines[1].endswith("…") and "Booked" not in found[0].text
 
 
 def test_another_users_facts_and_messages_never_share_my_budget(rt, builder, clock):
