@@ -155,3 +155,21 @@ def test_another_users_facts_and_messages_never_share_my_budget(rt, builder, clo
     assert all(f.user == "owner" for f in facts)
     assert all("PIN" not in e.text and e.session.user == "owner" for e in excerpts)
     assert all("falcon" not in f.content for f in facts)
+
+
+def test_a_message_mostly_about_something_never_said_recalls_no_past_messages(rt, clock):
+    """The gate: at least half of the message's words worth looking for were said before."""
+    chat(rt, clock, "owner", "Chat", ("you should give it a try", "I will."),
+         ("my grandmother's pancakes recipe uses buttermilk", "Sounds delicious."))
+    store = rt.memory.sessions
+
+    def recalled(text):
+        return past_messages.recall_past_messages(store, "owner", text, budget=2000)
+
+    # "give" was said, "summarise", "plot", "hamlet" never: nothing, though "give" matches
+    assert recalled("give me a summary of the plot of Hamlet") == []
+    found = recalled("give me the pancakes recipe again")  # 3 of 3 words said before
+    assert found and "buttermilk" in found[0].text
+    assert recalled("the pancakes recipe for a vegan crowd")  # 2 of 4: half is enough
+    assert past_messages.about_the_past([1, 2], 2) and not past_messages.about_the_past([1], 2)
+    assert not past_messages.about_the_past([], 0)
