@@ -127,11 +127,13 @@ class ModelConfig(Section):
 class AgentConfig(Section):
     persona_file: str | None = None
     max_tool_rounds: int = Field(6, ge=0)
+    # What each prompt recalls shares one budget, the sum of the two shares: recalled facts
+    # take theirs first, past messages (other sessions, hermes.memory.sessions.past_messages)
+    # what is left, then more facts what the messages left (hermes.agent.prompt.recalled).
     recall_char_budget: int = Field(2000, ge=0)
-    recall_max_facts: int = Field(8, ge=0)
-    # Past messages from other sessions put into each prompt (hermes.memory.sessions.past_messages)
+    recall_max_facts: int = Field(20, ge=0)
     recall_messages_char_budget: int = Field(2000, ge=0)
-    recall_max_messages: int = Field(3, ge=0)
+    recall_max_messages: int = Field(8, ge=0)
     # Fraction of the context window at which older turns are summarised
     compress_at: float = Field(0.75, gt=0, le=1)
 

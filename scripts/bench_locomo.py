@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import locomo_data as data  # noqa: E402
+import locomo_perturb  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.memory.embeddings import DEFAULT_MODEL, MODELS  # noqa: E402
@@ -310,12 +311,16 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings import E5_SMALL, MINILM, Embedders
 
     inner = Embedders().get(model)
     if not cache:
         return inner
-    path = Path(cache) / f"{model}.json"
+    # Per model id, not per name: a name whose model changed (minilm, now run as int8) never
+    # reads the vectors of the model it was before. The files written before were named after
+    # the model (e5.json, minilm.json) and still serve the model ids they were written with.
+    legacy = {E5_SMALL: "e5", MINILM: "minilm"}
+    path = Path(cache) / f"{legacy.get(inner.model_id, inner.model_id)}.json"
     if path not in _CACHED:
         _CACHED[path] = _CachedEmbedder(inner, path)
         atexit.register(_CACHED[path].save)
@@ -395,6 +400,8 @@ def score(evidence: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str,
             session = data.session_of(dia_id)
             if session not in session_order:
                 session_order.append(session)
+    # a message cut from a turn (--perturb sentences) is "D1:3#2": it stands for the turn
+    groups = [[d.split("#")[0] for d in group] for group in groups]
     shown = {d for group in groups for d in group}
     result = {"shown": len(wanted & shown) / len(wanted)}  # --mode prompt: evidence coverage
     for k in KS:
@@ -598,6 +605,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="sessions mode: plain FTS5, Porter FTS5, Hermes bm25 and Hermes "
                              "with each installed embedding model, side by side")
     parser.add_argument("--conversations", nargs="*", help="only these sample ids")
+    parser.add_argument("--perturb", action="append", default=[],
+                        choices=sorted(locomo_perturb.PERTURBATIONS),
+                        help="rewrite the data to look less like LoCoMo before every retriever "
+                             "sees it (repeatable; see scripts/locomo_perturb.py)")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
                         help="print N questions whose evidence missed the top 5")
@@ -614,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
+    convs = locomo_perturb.perturb(convs, args.perturb)
     make = {"facts": hermes_facts, "prompt": hermes_prompt}.get(args.mode) \
         or RETRIEVERS[args.retriever]
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
@@ -635,6 +647,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " (" + ", ".join(f"{k}={v}" for k, v in knobs.items()) + ")"
     if args.summaries:
         label += " + LoCoMo session summaries"
+    if args.perturb:
+        label += " (perturbed: " + ", ".join(args.perturb) + ")"
+        args.notes.append("perturbed: " + ", ".join(args.perturb))
 
     print(f"LoCoMo: {loaded.conversations} conversations, {loaded.sessions} sessions, "
           f"{loaded.turns} turns, {loaded.questions} questions in categories 1-4 "

@@ -46,6 +46,8 @@ class Turn:
     dia_id: str
     speaker: str
     text: str  # the turn's text, with the image caption when there is one
+    # its own time (perturbed data, see locomo_perturb.py); None: the session's start + spacing
+    created_at: datetime | None = None
 
 
 @dataclass
@@ -241,7 +243,8 @@ def to_import_lines(conv: Conversation, *, summaries: bool = False) -> list[str]
                     "role": "user",
                     "speaker": turn.speaker,
                     "content": turn.text,
-                    "created_at": (session.started_at + i * TURN_SPACING).isoformat(),
+                    "created_at": (turn.created_at
+                                   or session.started_at + i * TURN_SPACING).isoformat(),
                     "external_id": turn.dia_id,
                 }
                 for i, turn in enumerate(session.turns)

@@ -27,13 +27,14 @@ from tests.test_daemon import REPO, Process
 TOOL = {"tool": "count_words", "args": {"text": "one two three"}}
 
 
-def write_dist_info(site: Path) -> Path:
+def write_dist_info(site: Path, name: str = "postbox",
+                    module: str = "tests.hermes_postbox") -> Path:
     """What `pip install` of the plugin would leave: its metadata and its entry point."""
-    info = site / "hermes_postbox-0.1.dist-info"
+    info = site / f"hermes_{name}-0.1.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-postbox\n"
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: hermes-{name}\n"
                                    "Version: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[hermes]\npostbox = tests.hermes_postbox\n",
+    (info / "entry_points.txt").write_text(f"[hermes]\n{name} = {module}\n",
                                            encoding="utf-8")
     return site
 
@@ -106,7 +107,10 @@ def test_the_plugin_command_runs_and_the_built_ins_load_no_plugin(installed_plug
 
 
 def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
-        installed_plugin, hermes_home, tmp_path, rt):
+        broken_plugins, hermes_home, tmp_path, rt):
+    """Beside two broken plugins (one does not import, one's hooks raise): each failure is
+    one line, and the daemon, the built-ins and the working plugin are unaffected."""
+    installed_plugin = broken_plugins
     settings = load_settings()
     past = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
     CronStore.from_runtime(past).add("digest", "owner", "every 30m", "Count one two three",
@@ -126,6 +130,13 @@ def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
     finally:
         proc.kill()
     assert "Traceback" not in "\n".join(proc.lines)
+    assert [line.split(" (")[0] for line in warnings_in("\n".join(proc.lines))] == [
+        "Warning: Hermes plugin 'broken' failed to load",
+        "Warning: Hermes plugin 'faulty' failed in register_frontends",
+        "Warning: Hermes plugin 'faulty' failed in register_tools"]
+    assert sum("Hermes plugin" in line for line in proc.lines) == 3  # not again as a log line
+    log = (hermes_home / "hermes.log").read_text(encoding="utf-8")
+    assert "Hermes plugin 'faulty' failed in register_tools" in log and "Traceback" in log
     postbox = (hermes_home / "postbox.txt").read_text(encoding="utf-8").splitlines()
     assert postbox == ["started", "digest -> inbox: Three words.", "stopped"]
     tool_rows = rt.db.execute("SELECT tool_name, content FROM messages WHERE role = 'tool'"
@@ -187,17 +198,67 @@ def test_hermes_plugins_lists_the_plugins_and_what_they_add(installed_plugin, cl
     assert "embedding models: e5, minilm, toy" in text
 
 
-def test_a_plugin_that_does_not_import_is_one_clear_line(tmp_path, monkeypatch, cli):
-    site = write_dist_info(tmp_path / "site")
-    (site / "hermes_postbox-0.1.dist-info" / "entry_points.txt").write_text(
-        "[hermes]\nbroken = tests.no_such_plugin_module\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
-    forget_loaded_plugins(monkeypatch)
-    result = cli("plugins")
-    assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.startswith("Error: A Hermes plugin (entry-point group 'hermes') "
-                                    "failed to load: ModuleNotFoundError")
-    assert len(result.stderr.strip().splitlines()) == 1
+@pytest.fixture
+def broken_plugins(installed_plugin) -> Path:
+    """Beside the postbox plugin: one whose module does not import, one whose hooks raise."""
+    write_dist_info(installed_plugin, "broken", "tests.no_such_plugin_module")
+    write_dist_info(installed_plugin, "faulty", "tests.hermes_faulty")
+    return installed_plugin
+
+
+def warnings_in(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Warning: Hermes plugin")]
+
+
+def test_a_plugin_that_does_not_import_or_raises_is_named_and_the_rest_works(broken_plugins,
+                                                                             cli):
+    # A command that needs no plugin is untouched.
+    shown = cli("memory", "show")
+    assert shown.exit_code == 0 and shown.stderr == ""
+    # The others' command runs; the broken one is one line on stderr.
+    result = cli("postbox-hello")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "hello from the postbox plugin"
+    assert warnings_in(result.stderr) == [
+        "Warning: Hermes plugin 'broken' failed to load (ModuleNotFoundError: No module named "
+        "'tests.no_such_plugin_module'); it is skipped, the rest of Hermes works. Fix or "
+        "uninstall it (`hermes plugins` lists it).",
+        "Warning: Hermes plugin 'faulty' failed in register_commands (ImportError: No module "
+        "named 'faulty_dependency'); it is skipped, the rest of Hermes works. Fix or "
+        "uninstall it (`hermes plugins` lists it)."]
+    assert "faulty-hello" not in cli("--help").stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_hook_that_raises_registers_nothing_and_the_others_register(broken_plugins):
+    # Tools: the built-ins and postbox's, nothing of the hook that raised after registering.
+    assert tool_registry.default_registry().names() == (
+        "memory", "facts", "fact_feedback", "session_search", "count_words")
+    assert list(base.registered_frontends()) == ["discord", "terminal", "web", "cron",
+                                                 "postbox"]
+    assert list(plugins.embedding_models()) == ["e5", "minilm", "toy"]
+    assert [(f.name, f.stage) for f in plugins.failures()] == [
+        ("broken", "load"), ("faulty", "register_tools"), ("faulty", "register_frontends"),
+        ("faulty", "register_embedding_models")]
+    assert plugins.failures()[-1].error == ("HermesError: register_embedding_models: a model is "
+                                            "already named 'e5'")
+
+
+def test_hermes_plugins_lists_the_failed_plugins(broken_plugins, cli):
+    result = cli("plugins", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert {p["name"] for p in data["plugins"]} >= {"postbox", "faulty"}
+    assert "broken" not in {p["name"] for p in data["plugins"]}
+    assert [(f["name"], f["stage"]) for f in data["failed"]] == [
+        ("broken", "load"), ("faulty", "register_tools"), ("faulty", "register_frontends"),
+        ("faulty", "register_embedding_models"), ("faulty", "register_commands")]
+    assert data["frontends"][-1] == "postbox" and data["tools"][-1] == "count_words"
+    text = cli("plugins").stdout
+    assert ("broken: FAILED, did not load: ModuleNotFoundError: No module named "
+            "'tests.no_such_plugin_module'") in text
+    assert ("faulty: FAILED, raised in register_tools: RuntimeError: the faulty plugin's "
+            "tools are broken") in text
 
 
 def postbox_transcript(tmp_path: Path) -> Path:

@@ -92,6 +92,7 @@ async def test_recalled_facts_stay_within_the_budget(agent, fake_model, stores, 
     for n in range(8):
         facts.add("owner", f"Kubernetes cluster number {n} runs in zone {n} " + "x" * 60)
     agent.memory.settings.agent.recall_char_budget = 300
+    agent.memory.settings.agent.recall_messages_char_budget = 0  # no past messages: 300 in all
     fake_model.reply("ok")
     result = await ask(agent, "kubernetes cluster")
     recalled = fake_model.last.tail.split("<recalled_memory>")[1].split("</recalled_memory>")[0]

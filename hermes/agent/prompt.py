@@ -11,10 +11,12 @@ everything but the newest turn from its prompt cache (a prompt is a cache key):
    earlier tool calls, tool results and volatile tails included;
 3. the **volatile tail**, in front of the newest user message: ``<current_time>``,
    ``<recalled_memory>`` (the facts most relevant to the new message, ``memory.facts.recall``,
-   within a character budget, each with its id and trust, under a note that this is recalled
-   memory and not user input; a fact already shown earlier in the session is not repeated) and
-   ``<memory_changes>`` (basic-memory entries and facts written since the snapshot, each shown
-   once). :meth:`PromptBuilder.volatile_parts` is the list to extend with another part.
+   each with its id and trust, under a note that this is recalled memory and not user input; a
+   fact already shown earlier in the session is not repeated), ``<recalled_conversations>``
+   (past messages of other sessions, ``memory.sessions.past_messages``), both within one
+   character budget (:meth:`PromptBuilder.recalled`), and ``<memory_changes>`` (basic-memory
+   entries and facts written since the snapshot, each shown once).
+   :meth:`PromptBuilder.volatile_parts` is the list to extend with another part.
 
 Memory text can never close a tag early: tag names inside it are defused. Nothing here writes;
 the turn records which facts were shown.
@@ -23,7 +25,7 @@ the turn records which facts were shown.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +38,7 @@ from hermes.memory import context as context_file
 from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.secrets import redact_text
-from hermes.memory.sessions.past_messages import recall_past_messages
+from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
 
@@ -147,6 +149,20 @@ def with_tail(text: str, tail: Sequence[tuple[str, str]]) -> str:
     return "\n\n".join(part(tag, body) for tag, body in tail) + "\n\n" + text
 
 
+def fit_facts(facts: Sequence[Fact], budget: int, cost: Callable[[Fact], int]
+              ) -> tuple[list[Fact], int]:
+    """The facts, best first, whose ``cost`` fits ``budget`` in all (a fact that does not fit
+    is passed over: a shorter, lower-ranked one may still fit); and the characters they use."""
+    chosen: list[Fact] = []
+    used = 0
+    for fact in facts:
+        size = cost(fact)
+        if used + size <= budget:
+            chosen.append(fact)
+            used += size
+    return chosen, used
+
+
 class PromptBuilder:
     def __init__(self, memory: Memory, *, facts: FactStore | None = None,
                  sessions: SessionStore | None = None) -> None:
@@ -247,34 +263,61 @@ class PromptBuilder:
         """
         parts = [("current_time", format_time(self.clock.now()))]
         changes = self.memory_changes(user, conversation)
-        recalled = self.recall(user, query)
+        recalled, excerpts = self.recalled(user, query, conversation, session_id)
         new = [f for f in recalled if f.id not in conversation.shown_facts]
         if new:
             body = RECALL_NOTE + "\n" + "\n".join(defuse(fact_line(f)) for f in new)
             parts.append(("recalled_memory", body))
             conversation.shown_facts.update(f.id for f in new)
-        past, shown_messages = self.past_part(user, query, session_id,
-                                              conversation.shown_messages)
-        if past is not None:
-            parts.append(past)
+        shown_messages = [i for e in excerpts for i in e.message_ids]
+        if excerpts:
+            body = PAST_NOTE + "\n" + "\n\n".join(defuse(redact_text(e.text)) for e in excerpts)
+            parts.append(("recalled_conversations", body))
             conversation.shown_messages.update(shown_messages)
         if changes:
             parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
         return parts, recalled, shown_messages
 
-    def past_part(self, user: str, query: str, session_id: int | None,
-                  shown: Collection[int] = ()) -> tuple[tuple[str, str] | None, list[int]]:
-        """The volatile part with past messages from other sessions (hermes.memory.
-        past_messages), none of ``shown`` (already in the conversation), or None; and the ids
-        of the messages it shows."""
+    def recalled(self, user: str, query: str, conversation: Conversation,
+                 session_id: int | None = None) -> tuple[list[Fact], list[PastExcerpt]]:
+        """The facts and the past messages (of other sessions than ``session_id``) recalled for
+        ``query``, in ONE character budget: ``agent.recall_char_budget`` +
+        ``agent.recall_messages_char_budget``.
+
+        Facts take their share first (short, and each stands for the turns it came from), past
+        messages take what is left of the whole budget, then the facts next in rank fill what
+        the messages left. A share of 0 turns that side off. Nothing is paid twice: a fact
+        already shown in the conversation costs nothing (it is not repeated), a past message
+        that is the source of a recalled fact or was shown before is not shown again, and a
+        fact whose every source message is in a recalled excerpt is left out.
+        """
         agent = self.settings.agent
-        excerpts = recall_past_messages(
-            self.sessions, user, query, budget=agent.recall_messages_char_budget,
-            limit=agent.recall_max_messages, exclude_session=session_id, shown=shown)
-        if not excerpts:
-            return None, []
-        body = PAST_NOTE + "\n" + "\n\n".join(defuse(redact_text(e.text)) for e in excerpts)
-        return ("recalled_conversations", body), [i for e in excerpts for i in e.message_ids]
+        fact_share, message_share = agent.recall_char_budget, agent.recall_messages_char_budget
+        total = fact_share + message_share
+        ranked: list[Fact] = []
+        if fact_share > 0 and agent.recall_max_facts > 0 and query.strip():
+            ranked = self.fact_recall.ranked(user, query, limit=agent.recall_max_facts)
+
+        def cost(fact: Fact) -> int:
+            return 0 if fact.id in conversation.shown_facts else len(fact_line(fact)) + 1
+
+        chosen, used = fit_facts(ranked, fact_share, cost)
+        excerpts: list[PastExcerpt] = []
+        if message_share > 0:
+            known = set(conversation.shown_messages)
+            known.update(m for f in chosen for m in f.source_message_ids)
+            excerpts = recall_past_messages(
+                self.sessions, user, query, budget=total - used,
+                limit=agent.recall_max_messages, exclude_session=session_id, shown=known)
+            used += sum(len(e.text) + 1 for e in excerpts)
+        if fact_share > 0 and used < total:
+            in_excerpts = {i for e in excerpts for i in e.message_ids}
+            taken = {f.id for f in chosen}
+            rest = [f for f in ranked if f.id not in taken
+                    and not (f.source_message_ids and in_excerpts.issuperset(f.source_message_ids))]
+            more = {f.id for f in fit_facts(rest, total - used, cost)[0]}
+            chosen = [f for f in ranked if f.id in taken or f.id in more]  # in rank order
+        return chosen, excerpts
 
     # -- the prompt -------------------------------------------------------------------------
 

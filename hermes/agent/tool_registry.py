@@ -72,12 +72,12 @@ class ToolRegistry:
 
     @classmethod
     def from_plugins(cls) -> ToolRegistry:
-        from hermes.plugins import manager
+        from hermes.plugins import call_registering
 
         registry = cls()
         # pluggy calls the last registered plugin first: the default plugins (registered after
         # the entry points), so the built-in tools lead the list the model sees.
-        manager().hook.register_tools(register=registry.register)
+        call_registering("register_tools", registry.register)
         return registry
 
 

@@ -63,16 +63,19 @@ class HermesGroup(TyperGroup):
         if getattr(self, "_plugin_commands", False):
             return False
         self._plugin_commands = True
-        from hermes.plugins import manager
+        from hermes.plugins import guarded, hook_impls
 
-        # Plugins get a Typer app, the way Hermes's own commands are written (@cli.command(),
-        # cli.add_typer); what they add joins this group.
-        extra = typer.Typer()
-        manager().hook.register_commands(cli=extra)
-        if extra.registered_commands or extra.registered_groups:
-            for name, command in typer.main.get_group(extra).commands.items():
-                if name not in self.commands and name not in COMMANDS:  # built-ins keep theirs
-                    self.add_command(command, name)
+        # Each plugin gets a Typer app, the way Hermes's own commands are written
+        # (@cli.command(), cli.add_typer); what it adds joins this group. A plugin whose hook
+        # raises adds nothing and is named once on stderr; the other commands stay.
+        for plugin, register_commands in hook_impls("register_commands"):
+            with guarded(plugin, "register_commands"):
+                extra = typer.Typer()
+                register_commands(cli=extra)
+                if extra.registered_commands or extra.registered_groups:
+                    for name, command in typer.main.get_group(extra).commands.items():
+                        if name not in self.commands and name not in COMMANDS:
+                            self.add_command(command, name)  # the built-ins keep theirs
         return True
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -12,10 +12,11 @@ from hermes.cli.output import echo, emit_json
 
 def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     """The loaded plugins (entry points and the built-in default plugins), the hooks each
-    implements, and the tools, front-ends and embedding models they register."""
+    implements, and the tools, front-ends and embedding models they register; a plugin that
+    failed to load, or whose hook raised, is listed as failed with the error."""
     from hermes.agent.tool_registry import default_registry
     from hermes.frontends.base import registered_frontends
-    from hermes.plugins import DEFAULT_PLUGINS, embedding_models, manager
+    from hermes.plugins import DEFAULT_PLUGINS, embedding_models, failures, manager
 
     pm = manager()
     found: list[dict[str, Any]] = []
@@ -25,13 +26,21 @@ def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     tools = list(default_registry().names())
     frontends = list(registered_frontends())
     models = list(embedding_models())
+    group = ctx.find_root().command
+    load_commands = getattr(group, "_load_plugin_commands", None)
+    if load_commands is not None:  # every hook is called once, so each failure shows here
+        load_commands()
+    failed = [{"name": f.name, "stage": f.stage, "error": f.error} for f in failures()]
     if as_json:
         emit_json({"plugins": found, "tools": tools, "frontends": frontends,
-                   "embedding_models": models})
+                   "embedding_models": models, "failed": failed})
         return
     for plugin in found:
         kind = " (built-in)" if plugin["default"] else ""
         echo(f"{plugin['name']}{kind}: {', '.join(plugin['hooks']) or 'no hooks'}")
+    for failure in failed:
+        where = "did not load" if failure["stage"] == "load" else f"raised in {failure['stage']}"
+        echo(f"{failure['name']}: FAILED, {where}: {failure['error']}")
     echo(f"tools: {', '.join(tools)}")
     echo(f"front-ends: {', '.join(frontends) or 'none'}")
     echo(f"embedding models: {', '.join(models) or 'none'}")

@@ -139,10 +139,10 @@ def registered() -> dict[str, Registered]:
     """Every front-end registered (the built-ins first), collected once per process."""
     global _registered
     if _registered is None:
-        from hermes.plugins import manager
+        from hermes.plugins import call_registering
 
         registry = FrontendRegistry()
-        manager().hook.register_frontends(register=registry.register)
+        call_registering("register_frontends", registry.register)
         _registered = registry.frontends
     return _registered
 

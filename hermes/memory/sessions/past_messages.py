@@ -18,8 +18,12 @@ from hermes.memory.sessions.records import Message, Session, speaker_name
 from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, build_match
 
-# One message line is cut here: an excerpt is a pointer into the past, not a transcript.
-LINE_CHARS = 300
+# A message line is cut here: an excerpt is a pointer into the past, not a transcript. The
+# matched line keeps more than its neighbours, which are there to say what it answers or what
+# answered it (measured on LoCoMo's tuning half, bench_locomo --mode prompt: the shorter
+# neighbours leave room for more excerpts, from more sessions, in the same budget).
+LINE_CHARS = 200
+NEIGHBOUR_CHARS = 100
 # Matches asked of session search per excerpt wanted (some fall in the current session, some
 # overlap an excerpt already taken).
 SEARCH_FACTOR = 4
@@ -56,8 +60,9 @@ class PastExcerpt:
 def _line(message: Message, matched: bool) -> str:
     who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
     text = " ".join(message.content.split())
-    if len(text) > LINE_CHARS:
-        text = text[: LINE_CHARS - 1] + "…"
+    cap = LINE_CHARS if matched else NEIGHBOUR_CHARS
+    if len(text) > cap:
+        text = text[: cap - 1] + "…"
     return f"{'>' if matched else ' '} {who}: {text}"
 
 
@@ -107,7 +112,8 @@ def recall_past_messages(
     """The best ``limit`` past messages of ``user`` matching ``query``, outside
     ``exclude_session`` (the conversation in progress), each with ``context`` neighbours either
     side, whose rendered text fits ``budget`` characters in all. Best first. Messages in
-    ``shown`` (already shown earlier in the conversation, still there) are not shown again.
+    ``shown`` (already in the prompt: shown earlier in the conversation, or the source of a
+    fact recalled for this turn) are not shown again, neither as a match nor as a neighbour.
 
     A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing.
     """
