@@ -167,15 +167,17 @@ def _model(settings: Settings, call: bool) -> Check:
             f"its key is not set (litellm looks for {', '.join(missing)}); set it"
         return Check("model", "fail", f"{llm.name}: {what} in the environment or in "
                      f"{settings.home_path / '.env'}")
+    server = llm.server()
+    name = f"{llm.name} at {server[0]} ({server[1]})" if server else str(llm.name)
     if not call:
-        return Check("model", "ok", f"{llm.name} (not called; `hermes doctor --model` sends "
+        return Check("model", "ok", f"{name} (not called; `hermes doctor --model` sends "
                      "one tiny request)")
     started = time.perf_counter()
     try:
         asyncio.run(llm.complete([{"role": "user", "content": "Reply with: ok"}], max_tokens=1))
     except HermesError as exc:
         return Check("model", "fail", f"{llm.name}: {exc}")
-    return Check("model", "ok", f"{llm.name} answered in {time.perf_counter() - started:.1f} s")
+    return Check("model", "ok", f"{name} answered in {time.perf_counter() - started:.1f} s")
 
 
 def run_checks(settings: Settings, clock: Clock, *, config_problem: ConfigError | None = None,

@@ -319,12 +319,16 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings import E5_SMALL, MINILM, Embedders
 
     inner = Embedders().get(model)
     if not cache:
         return inner
-    path = Path(cache) / f"{model}.json"
+    # Per model id, not per name: a name whose model changed (minilm, now run as int8) never
+    # reads the vectors of the model it was before. The files written before were named after
+    # the model (e5.json, minilm.json) and still serve the model ids they were written with.
+    legacy = {E5_SMALL: "e5", MINILM: "minilm"}
+    path = Path(cache) / f"{legacy.get(inner.model_id, inner.model_id)}.json"
     if path not in _CACHED:
         _CACHED[path] = _CachedEmbedder(inner, path)
         atexit.register(_CACHED[path].save)

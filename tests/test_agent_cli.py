@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hermes.config import load_settings
 from hermes.runtime import Runtime
 from tests.fakellm import service_unavailable
@@ -179,3 +181,23 @@ def test_a_failed_background_extraction_is_recorded_not_printed(cli, fake_model)
     assert "1 run(s) got no answer" in text and "cost          unknown" in text
     # (the model-call table above it prices the answered chat call: $0.0000 for the fake)
     assert "$0" not in text.split("Extraction for")[1]
+
+
+def test_an_ollama_model_without_api_base_is_asked_at_litellms_default_address(
+        cli, monkeypatch):
+    """Not refused for a missing OLLAMA_API_BASE: litellm's own default is tried, and the
+    failure names it (nothing listens on port 11434 here; skipped if something does)."""
+    import socket
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 11434)) == 0:
+            pytest.skip("something listens on localhost:11434")
+    monkeypatch.setenv("HERMES_MODEL__NAME", "ollama/llama3.1")
+    monkeypatch.setenv("HERMES_MODEL__RETRIES", "0")
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    result = cli("ask", "anyone there?")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(
+        "Error: Cannot reach the model ollama/llama3.1 at http://localhost:11434 (litellm's "
+        "default, without model.api_base or OLLAMA_API_BASE) after 1 attempt: ")
+    assert result.stderr.endswith("is the server running, and is its address right?\n")

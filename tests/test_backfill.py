@@ -181,3 +181,32 @@ def test_a_summary_budget_stops_before_the_call(env, cli, fake_model):
     assert "Summarised 0 session(s) with 0 model call(s)." in result.stdout
     assert "Stopped: budget of 0 model call(s) reached." in result.stdout
     assert fake_model.requests == []
+
+
+def test_the_dry_runs_need_no_model_and_the_runs_still_ask_for_one(cli, clock, monkeypatch):
+    """Counting what would be done reads the database alone: no model, no key."""
+    monkeypatch.delenv("HERMES_MODEL__NAME", raising=False)
+    runtime = Runtime(load_settings(), clock=clock)
+    try:
+        assert not runtime.settings.model.name
+        import_export(runtime.memory.sessions, "owner", EXPORT, "claude")
+    finally:
+        runtime.close()
+    data = cli("learn", "backfill", "--dry-run", "--json").json()
+    assert (data["sessions"], data["messages"], data["model_calls"], data["cost"]) == (
+        3, 8, 2, None)
+    text = cli("learn", "backfill", "--dry-run")
+    assert text.exit_code == 0 and text.stderr == ""
+    assert "Backfill for owner: 3 session(s), 8 message(s) not learned from yet" in text.stdout
+    assert "tokens" not in text.stdout
+    assert ("cost          unknown: no model is set (the plan needs none; the run does)"
+            in text.stdout)
+    summaries = cli("sessions", "summarize", "--dry-run")
+    assert summaries.exit_code == 0, summaries.stderr
+    assert "Summaries for owner: 3 session(s), 1 model call(s)" in summaries.stdout
+    assert "cost          unknown: no model is set" in summaries.stdout
+    assert cli("sessions", "summarize", "--dry-run", "--json").json()["model_calls"] == 1
+    for command in (("learn", "backfill", "--yes"), ("sessions", "summarize", "--yes")):
+        refused = cli(*command)
+        assert refused.exit_code != 0 and refused.stderr.startswith(
+            "Error: No model is configured."), command

@@ -274,3 +274,27 @@ def test_doctor_asks_litellm_with_the_env_files_keys(cli, hermes_home: Path,
     model = _checks(cli("doctor", "--json"), "model")[0]
     assert model["status"] == "ok", model
     assert "GEMINI_API_KEY" not in os.environ
+
+
+def test_an_ollama_model_without_api_base_uses_litellms_default_address(
+        cli, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm sends ollama/ requests to OLLAMA_API_BASE, or http://localhost:11434 without it
+    (its validate_environment still reports the variable missing): the doctor names the
+    address instead of failing."""
+    import os
+
+    monkeypatch.setenv("HERMES_MODEL__NAME", "ollama/llama3.1")
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    model = _checks(cli("doctor", "--json"), "model")[0]
+    assert model == {**model, "status": "ok", "detail": (
+        "ollama/llama3.1 at http://localhost:11434 (litellm's default, without model.api_base "
+        "or OLLAMA_API_BASE) (not called; `hermes doctor --model` sends one tiny request)")}
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / ".env").write_text("OLLAMA_API_BASE=http://gpu-box:11434\n")
+    model = _checks(cli("doctor", "--json"), "model")[0]
+    assert model["status"] == "ok" and model["detail"].startswith(
+        "ollama/llama3.1 at http://gpu-box:11434 (OLLAMA_API_BASE) (not called")
+    assert "OLLAMA_API_BASE" not in os.environ
+    monkeypatch.setenv("HERMES_MODEL__API_BASE", "http://127.0.0.1:8080")
+    assert _checks(cli("doctor", "--json"), "model")[0]["detail"].startswith(
+        "ollama/llama3.1 at http://127.0.0.1:8080 (model.api_base) (not called")

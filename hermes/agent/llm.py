@@ -42,6 +42,11 @@ BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
 
 EXAMPLE_MODEL = "openai/gpt-4.1-mini"
+# Local servers litellm finds by a variable, or at a default address when it is unset (litellm
+# main.py's _complete_ollama and _complete_ollama_chat, llms/ollama/common_utils.get_api_base):
+# its validate_environment reports the variable missing all the same, so it is not a missing key.
+LOCAL_SERVERS = {"ollama": ("OLLAMA_API_BASE", "http://localhost:11434"),
+                 "ollama_chat": ("OLLAMA_API_BASE", "http://localhost:11434")}
 # Token counts remembered per LLM (one entry per distinct message); cleared when full.
 TOKEN_CACHE_SIZE = 4096
 
@@ -293,7 +298,24 @@ class LLM:
             return []
         if report.get("keys_in_environment"):
             return []
-        return [str(key) for key in report.get("missing_keys") or []]
+        defaulted = {variable for variable, _ in LOCAL_SERVERS.values()}
+        return [str(key) for key in report.get("missing_keys") or [] if key not in defaulted]
+
+    def server(self) -> tuple[str, str] | None:
+        """Where requests go when it is a server of one's own, and what says so: ``(address,
+        "model.api_base" | "OLLAMA_API_BASE" | "litellm's default, without model.api_base or
+        OLLAMA_API_BASE")``; None for a provider's own service (OpenAI, Anthropic, ...)."""
+        if self.config.api_base:
+            return self.config.api_base, "model.api_base"
+        local = LOCAL_SERVERS.get((self.name or "").partition("/")[0])
+        if local is None:
+            return None
+        variable, default = local
+        in_file = read_env_file(self._env_file) if self._env_file is not None else {}
+        value = os.environ.get(variable) or in_file.get(variable)
+        if value:
+            return value, variable
+        return default, f"litellm's default, without model.api_base or {variable}"
 
     def _params(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict] | None, *,
                 cache_ttl: str | None = "5m", **extra: Any) -> dict[str, Any]:
@@ -342,9 +364,9 @@ class LLM:
         tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
         unreachable = connection_failure(exc)
         if unreachable:
-            base = self.config.api_base
-            where = f" at {base}" if base else ""
-            check = ("is the server running, and is model.api_base right?" if base
+            server = self.server()
+            where = f" at {server[0]} ({server[1]})" if server else ""
+            check = ("is the server running, and is its address right?" if server
                      else "check the network connection.")
             return ModelUnavailable(f"Cannot reach the model {self.name}{where} {tries}: "
                                     f"{unreachable}; {check}", retryable=True, attempts=attempts)

@@ -28,6 +28,8 @@ YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation
 
 
 def cost_text(cost: float | None, model: str | None) -> str:
+    if model is None and cost != 0:
+        return "unknown: no model is set (the plan needs none; the run does)"
     if cost is None:
         return f"unknown (litellm has no price for {model})"
     return f"~${cost:.4f} with {model} (litellm's prices)"
@@ -50,13 +52,14 @@ def backfill(
     The same pipeline as after every reply (gate, one model call per run, consolidation), and
     the same run records, so a re-run changes nothing and an interrupted backfill (Ctrl-C)
     continues where it stopped. First it prints how many sessions, messages and model calls
-    it would take and the estimated cost (litellm's prices), and asks."""
+    it would take and the estimated cost (litellm's prices), and asks. ``--dry-run`` needs no
+    model: without one it counts and leaves the cost unknown."""
     from hermes.agent.llm import LLM, ModelNotConfigured
     from hermes.budget import Budget, Pacer
     from hermes.cli.sessions import parse_since
     from hermes.clock import to_ts
     from hermes.learn import backfill as bf
-    from hermes.learn.worker import ExtractionWorker, extraction_enabled, extraction_model_name
+    from hermes.learn.worker import ExtractionWorker, extraction_model_name
 
     rt = runtime(ctx)
     who = rt.user(user)
@@ -64,13 +67,14 @@ def backfill(
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
     llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
               env_file=rt.settings.home_path / ".env")
-    if not llm.configured:
+    if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    if not extraction_enabled(rt.settings):
+    # Turned off on purpose; unset is on with a model (the run has one; a dry run needs none).
+    if rt.settings.extraction.enabled is False:
         raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
                           "config.yaml to backfill.")
-    plan = bf.plan(rt, who, llm, since=since_ts, source=source)
+    plan = bf.plan(rt, who, llm if llm.configured else None, since=since_ts, source=source)
     if dry_run or not yes or not plan.model_calls:
         _print_plan(plan, as_json=as_json and dry_run)
     if dry_run or not plan.sessions:
@@ -118,7 +122,7 @@ def _print_plan(plan, *, as_json: bool) -> None:
     retries = f", {plan.retries} interrupted before" if plan.retries else ""
     typer.echo(f"  model calls   {plan.model_calls:,} ({plan.gate_skips:,} run(s) skipped by the "
                f"gate without a call{retries})")
-    if plan.model_calls:
+    if plan.model_calls and plan.model:
         typer.echo(f"  tokens        ~{plan.prompt_tokens:,} in, ~{plan.completion_tokens:,} "
                    "out (estimated)")
     typer.echo(f"  cost          {cost_text(plan.cost, plan.model)}")

@@ -406,7 +406,8 @@ def summarize(
 
     The daemon summarises the sessions it closes but never imported ones unasked: this is how
     an import gets its summaries. First it prints how many sessions and model calls it would
-    take (small talk and empty sessions take none) and the estimated cost, and asks."""
+    take (small talk and empty sessions take none) and the estimated cost, and asks.
+    ``--dry-run`` needs no model: without one it counts and leaves the cost unknown."""
     import asyncio
 
     from hermes.agent import summary_backlog as sb
@@ -419,10 +420,10 @@ def summarize(
     limit = Budget.parse(budget)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
     llm = LLM.from_settings(rt.settings, background=True)
-    if not llm.configured:
+    if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    plan = sb.plan(rt, who, llm, since=since_ts, source=source)
+    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts, source=source)
     if as_json and dry_run:
         emit_json(plan.to_json())
         return
@@ -433,7 +434,7 @@ def summarize(
         echo(f"Summaries for {who}: {len(plan.session_ids):,} session(s), "
                    f"{plan.model_calls:,} model call(s) ({plan.without_call:,} titled "
                    "without one).")
-        if plan.model_calls:
+        if plan.model_calls and plan.model:
             echo(f"  tokens        ~{plan.prompt_tokens:,} in, "
                        f"~{plan.completion_tokens:,} out (estimated)")
         echo(f"  cost          {cost_text(plan.cost, plan.model)}")

@@ -29,7 +29,6 @@ from hermes.learn.worker import (
     MAX_MESSAGES_PER_RUN,
     ExtractionWorker,
     RunRecord,
-    extraction_enabled,
 )
 from hermes.memory.facts.store import FactStore
 from hermes.memory.sessions.store import Message, Session, SessionStore
@@ -109,7 +108,8 @@ def _chunks(rt: Runtime, session: Session, messages: list[Message], watermark: i
     """The runs the worker will make over the messages past ``watermark``, with the gate's
     decision for each (the same inputs the worker gives it)."""
     config = rt.settings.extraction
-    enabled = extraction_enabled(rt.settings)
+    # As the run would decide: unset is on with a model, and a run has one (a plan needs none).
+    enabled = config.enabled is not False
     runs = []
     pending = [m for m in messages if m.id > watermark]
     for start in range(0, len(pending), MAX_MESSAGES_PER_RUN):

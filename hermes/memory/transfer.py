@@ -101,6 +101,9 @@ TABLES = {t.name: t for t in EXPORTED_TABLES}
 NOT_EXPORTED = {
     "message_vectors": "derived from the messages; `hermes sessions index` rebuilds it",
     "fact_vectors": "derived from the facts; the daemon embeds facts without one again",
+    "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
+    "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
+                      "import",
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
     "model_calls": "what this home's model calls cost (`hermes stats`), not memory",

@@ -485,3 +485,147 @@ def m017_fact_context_vectors(db: sqlite_utils.Database) -> None:
         ALTER TABLE fact_vectors ADD COLUMN context_vector BLOB;
         """
     )
+
+
+# A fact's exchange (m018): the text of its source messages, the same user's only, in message
+# order, each "speaker: content", at most 2,000 characters. ``fact`` is the row alias whose
+# ``user`` and ``source_message_ids`` are read (new / old in a trigger, f in a query). JSON that
+# is not a list of ids counts as no sources (json_each would raise on malformed text).
+def _ids_of(fact: str) -> str:
+    return (f"CASE WHEN json_valid({fact}.source_message_ids) AND "
+            f"json_type({fact}.source_message_ids) = 'array' THEN {fact}.source_message_ids "
+            f"ELSE '[]' END")
+
+
+def _exchange_of(fact: str) -> str:
+    ids = _ids_of(fact)
+    return f"""coalesce((SELECT substr(group_concat(line, char(10)), 1, 2000) FROM (
+      SELECT coalesce(m.speaker || ': ', '') || m.content AS line FROM messages m
+      WHERE m.user = {fact}.user AND m.id IN (
+        SELECT value FROM json_each({ids}) WHERE type = 'integer')
+      ORDER BY m.id)), '')"""
+
+
+def _sources_of(fact: str) -> str:
+    """The message ids a fact cites (a JSON list), as rows of (message_id, fact_id, user)."""
+    return (f"SELECT DISTINCT value, {fact}.id, {fact}.user FROM json_each({_ids_of(fact)}) "
+            f"WHERE type = 'integer'")
+
+
+@migrations()
+def m018_facts_fts_exchange(db: sqlite_utils.Database) -> None:
+    # Recall finds a fact by the words of the conversation it was learned from, not only by
+    # its own: "the user owns a Model 3" is found by "what car did I say I got?" when its
+    # exchange says "I finally got my Tesla". facts_fts gains a fourth column, exchange (its
+    # own bm25 weight, hermes.memory.facts.records.BM25). The exchange text lives in
+    # fact_exchanges (not in facts, so keeping it fresh never updates facts from inside a
+    # facts trigger, which recursive triggers would re-enter); facts_fts reads its content
+    # through the facts_fts_source view. Triggers keep all of it in step with every write of
+    # a fact (insert, update of text, tags, entities or sources, delete) and of a source
+    # message (edit, redaction, delete), whoever writes: FactStore, an import or raw SQL.
+    db.executescript(
+        """
+        DROP TRIGGER IF EXISTS facts_fts_ai;
+        DROP TRIGGER IF EXISTS facts_fts_ad;
+        DROP TRIGGER IF EXISTS facts_fts_au;
+        DROP TABLE facts_fts;
+
+        -- Which facts cite a message, so that a changed or deleted message reaches them.
+        -- Derived from facts.source_message_ids by the triggers below.
+        CREATE TABLE fact_sources (
+          message_id INTEGER NOT NULL,
+          fact_id INTEGER NOT NULL,
+          user TEXT NOT NULL,
+          PRIMARY KEY (message_id, fact_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_fact_sources_fact ON fact_sources(fact_id);
+
+        -- The exchange a fact was learned from, as indexed in facts_fts (no row: none).
+        CREATE TABLE fact_exchanges (
+          fact_id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          text TEXT NOT NULL
+        );
+
+        CREATE VIEW facts_fts_source AS
+          SELECT f.id AS id, f.content AS content, f.tags AS tags,
+                 f.entity_names AS entity_names, coalesce(x.text, '') AS exchange
+          FROM facts f LEFT JOIN fact_exchanges x ON x.fact_id = f.id;
+        """
+    )
+    db.execute("INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user) "
+               f"SELECT j.value, f.id, f.user FROM facts f, json_each({_ids_of('f')}) j "
+               "WHERE j.type = 'integer'")
+    db.execute(f"INSERT INTO fact_exchanges (fact_id, user, text) SELECT id, user, t FROM "
+               f"(SELECT f.id AS id, f.user AS user, {_exchange_of('f')} AS t FROM facts f "
+               f"WHERE f.id IN (SELECT fact_id FROM fact_sources)) WHERE t != ''")
+    exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
+    db.executescript(
+        f"""
+        CREATE VIRTUAL TABLE facts_fts USING fts5(
+          content, tags, entity_names, exchange, content='facts_fts_source', content_rowid='id',
+          tokenize='{TOKENIZE}'
+        );
+        INSERT INTO facts_fts(facts_fts) VALUES ('rebuild');
+
+        CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user) {_sources_of('new')};
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_exchange_of('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        CREATE TRIGGER facts_fts_ad AFTER DELETE ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+        END;
+        CREATE TRIGGER facts_fts_au AFTER UPDATE OF content, tags, entity_names,
+            source_message_ids, user ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user) {_sources_of('new')};
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_exchange_of('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        """
+    )
+    # A source message edited (redaction), or deleted: each fact citing it is re-indexed with
+    # its exchange as it now reads. fact_sources.user = the message's user: a message never
+    # reaches another user's fact, even one that names its id.
+    citing = ("SELECT s.fact_id FROM fact_sources s WHERE s.message_id = old.id "
+              "AND s.user = old.user")
+    reindex = f"""
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            SELECT 'delete', f.id, f.content, f.tags, f.entity_names, {exchange_now.format('f')}
+            FROM facts f WHERE f.id IN ({citing});
+          DELETE FROM fact_exchanges WHERE fact_id IN ({citing});
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT id, user, t FROM (SELECT f.id AS id, f.user AS user, {_exchange_of('f')} AS t
+                                     FROM facts f WHERE f.id IN ({citing})) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            SELECT f.id, f.content, f.tags, f.entity_names, {exchange_now.format('f')}
+            FROM facts f WHERE f.id IN ({citing});
+    """
+    db.executescript(
+        f"""
+        CREATE TRIGGER messages_exchange_au AFTER UPDATE OF content, speaker ON messages
+        WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          {reindex}
+        END;
+        CREATE TRIGGER messages_exchange_ad AFTER DELETE ON messages
+        WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          {reindex}
+          DELETE FROM fact_sources WHERE message_id = old.id AND user = old.user;
+        END;
+        """
+    )

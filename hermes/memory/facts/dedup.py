@@ -20,6 +20,7 @@ from hermes.config import FactsConfig
 from hermes.memory.facts.entities import EntityStore
 from hermes.memory.facts.records import (
     ACTIVE,
+    OWN_COLUMNS,
     Fact,
     clean_tags,
     content_key,
@@ -101,7 +102,8 @@ class Duplicates:
             shared = " AND ".join(w.fts for w in words) or plan.strict or ""
         if not shared:
             return None
-        expression = f"({shared})"
+        # Only the facts' own words: a fact whose exchange shares them is no duplicate.
+        expression = f"{OWN_COLUMNS} : ({shared})"
         anchor: int | None = None
         if entity_ids:
             marks = ",".join("?" * len(entity_ids))

@@ -22,8 +22,12 @@ from hermes.memory.guard import check_field
 
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
-# bm25 column weights: content, tags, entity_names
-BM25 = "bm25(facts_fts, 1.0, 0.6, 0.8)"
+# bm25 column weights: content, tags, entity_names, exchange (the text of the fact's source
+# messages, m018: a question is often worded like the conversation the fact was learned from)
+EXCHANGE_WEIGHT = 0.5
+BM25 = f"bm25(facts_fts, 1.0, 0.6, 0.8, {EXCHANGE_WEIGHT})"
+# The fact's own columns, for a match that must not be decided by its exchange (duplicates).
+OWN_COLUMNS = "{content tags entity_names}"
 COLUMNS = (
     "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
     " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"
