@@ -264,7 +264,15 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
         groups = [[dia_of[m] for m in f.source_message_ids if m in dia_of]
                   for f in prompt.shown_facts]
         groups += [[dia_of[m]] for m in prompt.shown_messages if m in dia_of]
+        # "full": a past message counts only if its whole text is in the prompt (a line cut
+        # short shows the turn but maybe not the answer); a fact for its turns, as in "shown"
+        text = " ".join(" ".join(str(m.get("content") or "") for m in prompt.messages).split())
+        search.full = {d for g in groups[:len(prompt.shown_facts)] for d in g} | {
+            dia_of[m] for m in prompt.shown_messages
+            if m in dia_of and " ".join(content_of[m].split()) in text}
         return groups
+
+    content_of = dict(db.execute("SELECT id, content FROM messages WHERE user = ?", [user]))
 
     return search
 
@@ -421,8 +429,12 @@ def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], arg
             start, cpu = time.perf_counter(), time.process_time()
             groups = search(q.question)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            metrics = score(q.evidence, groups)
+            full = getattr(search, "full", None)
+            if full is not None:  # --mode prompt: evidence turns shown in full
+                metrics["full"] = len(set(q.evidence) & full) / len(set(q.evidence))
             scored.append(Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
-                                 score(q.evidence, groups), seconds, cpu))
+                                 metrics, seconds, cpu))
         return scored
 
 
@@ -599,6 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--session-weight", type=float,
                         help="facts hybrid: SESSION_WEIGHT, the share of the best fused score "
                              "of a fact's source session that it gains (0 = off)")
+    parser.add_argument("--exchange-weight", type=float,
+                        help="facts: the bm25 weight of a fact's exchange column "
+                             "(hermes.memory.facts.records.EXCHANGE_WEIGHT)")
     parser.add_argument("--vector-cache", metavar="DIR",
                         help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--compare", action="store_true",
@@ -618,6 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     PROMPT_SIZES.clear()
     if args.mode == "prompt" and "shown" not in METRICS:
         METRICS.insert(0, "shown")  # the headline: evidence turns anywhere in the prompt
+        METRICS.insert(1, "full")  # the same, a past message counting only if not cut short
     try:
         convs, loaded = data.load(args.data)
     except data.DataMissing as exc:
@@ -674,6 +690,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.session_weight is not None:
         fact_vectors.SESSION_WEIGHT = args.session_weight
         label += f" (session weight {args.session_weight})"
+    if args.exchange_weight is not None:
+        from hermes.memory.facts import records as fact_records
+        from hermes.memory.facts import search as fact_search
+
+        fact_search.BM25 = fact_records.BM25.replace(
+            f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
+        label += f" (exchange weight {args.exchange_weight})"
     with recall_params(**knobs):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))
