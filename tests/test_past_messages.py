@@ -136,3 +136,16 @@ def test_a_term_count_counts_only_this_users_messages(store, clock):
     assert store.term_count("owner", '"kestrel"', cap=2) == (0, 2)
     assert store.term_count("owner", '"kestrel"', cap=3) == (0, 3)
     assert store.term_count("owner", '"kestrel"', cap=4) == (1, 3)
+
+
+def test_a_secret_cut_by_the_line_cap_is_redacted_whole_not_shown_in_part(store, clock):
+    # A message stored before redaction existed (or with sessions.redact_secrets off) holds a
+    # secret where the line cap would cut it: the part left must not escape the redaction.
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    store.redact_secrets = False
+    chat(store, clock, "owner", "Deploy", ("x" * 160 + " the kestrel deploy token is " + token,
+                                           "Noted."))
+    store.redact_secrets = True
+    (excerpt,) = recall_past_messages(store, "owner", "kestrel deploy?", budget=2000)
+    assert "[redacted" in excerpt.text
+    assert token[:12] not in excerpt.text

@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
+from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, Session, speaker_name
 from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, build_match
@@ -59,7 +60,8 @@ class PastExcerpt:
 
 def _line(message: Message, matched: bool) -> str:
     who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
-    text = " ".join(message.content.split())
+    # Redacted before the cut: a secret cut in two is no longer found by its pattern.
+    text = " ".join(redact_text(message.content).split())
     cap = LINE_CHARS if matched else NEIGHBOUR_CHARS
     if len(text) > cap:
         text = text[: cap - 1] + "…"
