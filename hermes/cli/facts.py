@@ -34,6 +34,13 @@ def _who(ctx: typer.Context, user: str | None) -> str:
     return runtime(ctx).user(user)
 
 
+def _embed(store: FactStore, user: str) -> None:
+    """With recall by meaning on, the fact just written gets its vector now: no daemon job
+    runs for a command (a failure is one log line; the fact is saved)."""
+    if store.vectors is not None:
+        store.vectors.catch_up(user)
+
+
 def _line(fact: Fact, *, show_score: bool = False) -> str:
     parts = [f"[{fact.id}]", fact.content]
     meta = [f"trust {fact.trust:.2f}", fact.category]
@@ -78,9 +85,10 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a fact. An exact or near duplicate merges into the existing fact instead."""
-    store = _store(ctx)
-    result = store.add(_who(ctx, user), text, entities=entity or None, category=category,
+    store, who = _store(ctx), _who(ctx, user)
+    result = store.add(who, text, entities=entity or None, category=category,
                        tags=tag, kind=kind, importance=importance)
+    _embed(store, who)
     if as_json:
         emit_json({"id": result.id, "status": result.status})
         return
@@ -202,8 +210,9 @@ def update(
     as_json: bool = JsonOption,
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
-    store = _store(ctx)
-    new = store.update(_who(ctx, user), fact_id, text, note=note, entities=entity or None)
+    store, who = _store(ctx), _who(ctx, user)
+    new = store.update(who, fact_id, text, note=note, entities=entity or None)
+    _embed(store, who)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return

@@ -758,3 +758,30 @@ def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m020_fact_context_follows_its_messages(db: sqlite_utils.Database) -> None:
+    # A fact's context vector (m017) is the meaning of its exchange, its source messages as
+    # they read when it was embedded. A source message edited (a redaction) or deleted left it
+    # as it was: the fact was still found by the meaning of what the message no longer says.
+    # Its context vector is now dropped, and the next vector pass (the daemon's, or `hermes
+    # sessions index`) embeds the exchange as it now reads (FactVectors.index takes every fact
+    # whose context_vector is NULL); until then the fact is found by its own meaning. BEFORE
+    # triggers: the AFTER DELETE trigger of m018/m019 removes the message's fact_sources rows,
+    # and the order of two AFTER triggers is not defined. Only the message's own user's facts.
+    citing = ("SELECT s.fact_id FROM fact_sources s WHERE s.message_id = old.id "
+              "AND s.user = old.user")
+    db.executescript(
+        f"""
+        CREATE TRIGGER messages_context_vector_bu BEFORE UPDATE OF content, speaker ON messages
+        WHEN (new.content IS NOT old.content OR new.speaker IS NOT old.speaker)
+          AND EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          UPDATE fact_vectors SET context_vector = NULL WHERE fact_id IN ({citing});
+        END;
+        CREATE TRIGGER messages_context_vector_bd BEFORE DELETE ON messages
+        WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          UPDATE fact_vectors SET context_vector = NULL WHERE fact_id IN ({citing});
+        END;
+        """
+    )
