@@ -667,6 +667,14 @@ def _m019_exchange(fact: str) -> str:
       ORDER BY s.answered, m.id)), '')"""
 
 
+# Each fact's own sources, in bulk. CROSS JOIN fixes the order (facts, their ids, each message by
+# its id): left to itself, SQLite 3.40 scanned every message and, for each, every fact of its
+# user (over 20 minutes at 1M messages / 100k facts, with the write lock held; now 7 s).
+M019_OWN_SOURCES = ("SELECT m.id, f.id, f.user, 0 FROM facts f "
+                    f"CROSS JOIN json_each({_ids_of('f')}) j CROSS JOIN messages m "
+                    "ON m.id = j.value WHERE j.type = 'integer' AND m.user = f.user")
+
+
 @migrations()
 def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
     # fact_sources now lists every message of a fact's exchange (its sources and the message
@@ -698,8 +706,7 @@ def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
     )
     # Every fact's exchange anew, in bulk, then the index rebuilt from it.
     db.execute("INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered) "
-               f"SELECT m.id, f.id, f.user, 0 FROM facts f, json_each({_ids_of('f')}) j "
-               "JOIN messages m ON m.id = j.value WHERE j.type = 'integer' AND m.user = f.user")
+               + M019_OWN_SOURCES)
     before = ("(SELECT max(p.id) FROM messages p WHERE p.user = f.user AND p.role IN "
               "('user', 'assistant') AND p.session_id = fm.session_id AND p.id < fm.id)")
     db.execute("INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered) "
