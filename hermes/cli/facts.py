@@ -9,7 +9,7 @@ import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
-from hermes.errors import QueryError
+from hermes.errors import HermesError, QueryError
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.store.fts import brief, build_match
 
@@ -32,6 +32,13 @@ def _store(ctx: typer.Context) -> FactStore:
 
 def _who(ctx: typer.Context, user: str | None) -> str:
     return runtime(ctx).user(user)
+
+
+def _embed(store: FactStore, user: str) -> None:
+    """With recall by meaning on, the fact just written gets its vector now: no daemon job
+    runs for a command (a failure is one log line; the fact is saved)."""
+    if store.vectors is not None:
+        store.vectors.catch_up(user)
 
 
 def _line(fact: Fact, *, show_score: bool = False) -> str:
@@ -78,9 +85,10 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a fact. An exact or near duplicate merges into the existing fact instead."""
-    store = _store(ctx)
-    result = store.add(_who(ctx, user), text, entities=entity or None, category=category,
+    store, who = _store(ctx), _who(ctx, user)
+    result = store.add(who, text, entities=entity or None, category=category,
                        tags=tag, kind=kind, importance=importance)
+    _embed(store, who)
     if as_json:
         emit_json({"id": result.id, "status": result.status})
         return
@@ -125,6 +133,8 @@ def probe(
     as_json: bool = JsonOption,
 ) -> None:
     """Every fact about an entity (or its aliases), by trust then recency."""
+    if not entity.strip():  # an unset shell variable: a mistake, not "no facts about ''"
+        raise HermesError("Nothing to probe: give an entity name (`hermes facts probe NAS`).")
     store = _store(ctx)
     facts = store.probe(_who(ctx, user), entity, limit=limit)
     _print_facts(facts, as_json, empty=f"No facts about {entity!r}.")
@@ -200,8 +210,9 @@ def update(
     as_json: bool = JsonOption,
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
-    store = _store(ctx)
-    new = store.update(_who(ctx, user), fact_id, text, note=note, entities=entity or None)
+    store, who = _store(ctx), _who(ctx, user)
+    new = store.update(who, fact_id, text, note=note, entities=entity or None)
+    _embed(store, who)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return

@@ -71,7 +71,9 @@ def _write(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
 Limit = Annotated[int, Field(ge=1, le=50, description="At most this many results.")]
 Target = Annotated[int | str, Field(description="An entry id, or a unique part of its text.")]
 FactId = Annotated[int, Field(description="A fact id (from search, probe or reason).")]
-SourceName = Literal["discord", "terminal", "cron", "import"]
+# The built-in session sources (hermes.memory.sessions.records.SOURCES; a test keeps them
+# equal): a Literal, so the schema the client sees lists them without loading plugins.
+SourceName = Literal["discord", "terminal", "cron", "import", "web"]
 
 
 # -- records as the client sees them ----------------------------------------------------------
@@ -132,6 +134,12 @@ class MemoryTools:
     @functools.cached_property
     def sessions(self) -> SessionStore:
         return self.rt.memory.sessions
+
+    def _embed(self) -> None:
+        """With recall by meaning on, a fact just written gets its vector now (this server
+        runs no vector job; a failure is one log line, the fact is saved)."""
+        if self.facts.vectors is not None:
+            self.facts.vectors.catch_up(self.user)
 
     def context_text(self) -> str | None:
         from hermes.memory import context as context_file
@@ -207,6 +215,7 @@ class MemoryTools:
         duplicate is merged into the existing fact (status merged). Never store secrets."""
         added = self.facts.add(self.user, content, entities=entities or None,
                                category=category, tags=tags or ())
+        self._embed()
         return {"status": added.status, "fact": fact_json(added.fact)}
 
     def facts_update(self, id: FactId,
@@ -216,6 +225,7 @@ class MemoryTools:
                      ) -> dict[str, Any]:
         """Correct a fact: the new version replaces it and the old one is kept as history."""
         new = self.facts.update(self.user, id, content, note=note, entities=entities or None)
+        self._embed()
         return {"status": "updated", "fact": fact_json(new), "supersedes": id}
 
     def facts_forget(self, id: FactId,

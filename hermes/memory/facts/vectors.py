@@ -7,8 +7,10 @@ cosines are fused with bm25 by :func:`fuse`.
 
 Vectors are written off the reply path: by the extraction worker after it changes facts (its own
 thread and connection), by the daemon's periodic vector job, and by ``hermes sessions index``.
-A search never embeds a fact itself: a fact written a moment ago is found by its words until its
-vector exists. Each row keeps the ``content_key`` it was computed from, so a fact whose text
+Commands that write facts outside the daemon (``hermes facts add``/``update``, the MCP server's
+facts_add/facts_update) embed them right after writing (:meth:`FactVectors.catch_up`). A search
+never embeds a fact itself: a fact written a moment ago is found by its words until its vector
+exists. Each row keeps the ``content_key`` it was computed from, so a fact whose text
 changed (update, merge) is embedded again. Rows are scoped by user like every other read.
 """
 
@@ -109,6 +111,19 @@ class FactVectors:
             if progress is not None:
                 progress(done, len(rows))
         return done
+
+    def catch_up(self, user: str) -> int:
+        """Embed ``user``'s facts that have no vector yet, for a command that wrote facts outside
+        the daemon (``hermes facts add``, the MCP server's facts_add): no vector job runs there,
+        so without this a fact added by hand would be found only by its words until the next
+        ``hermes run`` or ``hermes sessions index``. Never on the reply path. A failure is one
+        log line: the fact is saved and found by its words meanwhile."""
+        try:
+            return self.index(user)
+        except Exception as exc:  # noqa: BLE001 - logged; the fact itself is saved
+            log.warning("fact vectors for %s: %s (embedded later by hermes run or "
+                        "hermes sessions index)", user, exc)
+            return 0
 
     def _contexts(self, user: str, sources: Sequence[str | None]) -> list[str | None]:
         """The text of each fact's source messages (the user's own, in order), or None."""

@@ -15,6 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
+from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, Session, speaker_name
 from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, Term, build_match
@@ -69,7 +70,8 @@ class PastExcerpt:
 
 def _line(message: Message, matched: bool) -> str:
     who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
-    text = " ".join(message.content.split())
+    # Redacted before the cut: a secret cut in two is no longer found by its pattern.
+    text = " ".join(redact_text(message.content).split())
     if len(text) > LINE_CHARS:
         text = text[: LINE_CHARS - 1] + "…"
     return f"{'>' if matched else ' '} {who}: {text}"
