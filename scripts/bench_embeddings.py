@@ -18,8 +18,9 @@ process's, so models are never measured side by side):
   whole session-search query (bm25 + the re-scoring + this embedding) is measured by
   ``bench_locomo.py --embeddings MODEL``;
 * RSS: before the model, once loaded, after indexing (VmRSS, VmHWM the peak);
-* install: the model extra's packages that the base install does not already bring, summed from
-  their installed files (``importlib.metadata``).
+* install: the packages of the model's extra that the rest of the install would not bring
+  anyway (MiniLM's are default dependencies: still counted), summed from their installed files
+  (``importlib.metadata``).
 
 LoCoMo is CC BY-NC 4.0 and stays outside the repository (see ``locomo_data.py``).
 """
@@ -80,11 +81,13 @@ def _closure(names: set[str]) -> set[str]:
 
 
 def install_size(extra: str) -> tuple[int, list[tuple[str, int]]]:
-    """MB the extra adds to ``pip install hermes`` (its packages' installed files), and the
-    packages with their MB, largest first."""
+    """MB the extra's packages take beyond what the rest of ``pip install hermes`` brings
+    (their installed files), and the packages with their MB, largest first."""
     requires = metadata.distribution("hermes").requires or []
-    base = _closure({_name(r) for r in requires if "extra ==" not in r})
     wanted = {_name(r) for r in requires if re.search(rf"extra == ['\"]{extra}['\"]", r)}
+    # The base install without the model's own packages (MiniLM's are default dependencies:
+    # what they bring is still the model's cost)
+    base = _closure({_name(r) for r in requires if "extra ==" not in r} - wanted)
     added = sorted(_closure(wanted) - base)
     sizes = []
     for name in added:
