@@ -220,6 +220,21 @@ def test_a_named_person_prefers_what_they_said(store, clock):
     assert "speaker" not in store.search_messages("owner", "which cat", limit=1)[0].parts
 
 
+def test_a_named_person_is_a_hint_not_a_trump(store, clock):
+    # The question names Ana, but Ben said the answer: his clearly better match must stay first
+    # (a boost as large as LoCoMo's fit, 0.5, put Ana's weaker match above it).
+    _, answer = chat(store, clock, "owner", [
+        "ben: I booked the flights to Lisbon for our holiday", "ben: it was cheap too",
+        "ana: nice one"])
+    _, weaker = chat(store, clock, "owner", [
+        "ana: holiday flights are so expensive now", "ben: true", "ana: the trains are too"])
+    chat(store, clock, "owner", ["ana: my sister called", "ben: how is she",
+                                 "ana: fine, the kids are loud"])
+    hits = store.search_messages("owner", "Where did Ana book holiday flights to?", limit=3)
+    assert [h.message.id for h in hits[:2]] == [answer[0], weaker[0]]
+    assert hits[1].parts["speaker"] > 0  # Ana's own words still get the hint
+
+
 def test_another_name_of_an_entity_finds_the_message(store, clock, db, settings):
     from hermes.memory.facts.entities import EntityStore
 
