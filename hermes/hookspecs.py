@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # the records a hook registers; named for the type checker on
         """What ``register_frontends`` is called with (``FrontendRegistry.register``)."""
 
         def __call__(self, name: str, factory: FrontendFactory, *,
-                     accepts: Callable[[str], bool] | None = ...) -> None: ...
+                     accepts: Callable[[str], bool] | None = ...,
+                     deliver_form: str | None = ...) -> None: ...
 
 hookspec = HookspecMarker("hermes")
 hookimpl = HookimplMarker("hermes")
@@ -38,7 +39,8 @@ def register_tools(register: Callable[[Tool], None]) -> None:
 def register_frontends(register: RegisterFrontend) -> None:
     """Register front-ends ``hermes run`` starts: ``register(name, factory)``, where
     ``factory(FrontendContext)`` returns a :class:`hermes.frontends.base.Frontend` (or None to
-    stay off) and ``name`` is its cron delivery prefix (``name:target``)."""
+    stay off) and ``name`` is its cron delivery prefix (``name:target``): ``accepts(target)``
+    judges a job's target for it, and ``deliver_form`` is how one is written in errors."""
 
 
 @hookspec

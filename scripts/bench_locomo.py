@@ -264,7 +264,15 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
         groups = [[dia_of[m] for m in f.source_message_ids if m in dia_of]
                   for f in prompt.shown_facts]
         groups += [[dia_of[m]] for m in prompt.shown_messages if m in dia_of]
+        # "full": a past message counts only if its whole text is in the prompt (a line cut
+        # short shows the turn but maybe not the answer); a fact for its turns, as in "shown"
+        text = " ".join(" ".join(str(m.get("content") or "") for m in prompt.messages).split())
+        search.full = {d for g in groups[:len(prompt.shown_facts)] for d in g} | {
+            dia_of[m] for m in prompt.shown_messages
+            if m in dia_of and " ".join(content_of[m].split()) in text}
         return groups
+
+    content_of = dict(db.execute("SELECT id, content FROM messages WHERE user = ?", [user]))
 
     return search
 
@@ -311,12 +319,16 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings import E5_SMALL, MINILM, Embedders
 
     inner = Embedders().get(model)
     if not cache:
         return inner
-    path = Path(cache) / f"{model}.json"
+    # Per model id, not per name: a name whose model changed (minilm, now run as int8) never
+    # reads the vectors of the model it was before. The files written before were named after
+    # the model (e5.json, minilm.json) and still serve the model ids they were written with.
+    legacy = {E5_SMALL: "e5", MINILM: "minilm"}
+    path = Path(cache) / f"{legacy.get(inner.model_id, inner.model_id)}.json"
     if path not in _CACHED:
         _CACHED[path] = _CachedEmbedder(inner, path)
         atexit.register(_CACHED[path].save)
@@ -417,8 +429,12 @@ def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], arg
             start, cpu = time.perf_counter(), time.process_time()
             groups = search(q.question)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            metrics = score(q.evidence, groups)
+            full = getattr(search, "full", None)
+            if full is not None:  # --mode prompt: evidence turns shown in full
+                metrics["full"] = len(set(q.evidence) & full) / len(set(q.evidence))
             scored.append(Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
-                                 score(q.evidence, groups), seconds, cpu))
+                                 metrics, seconds, cpu))
         return scored
 
 
@@ -614,6 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     PROMPT_SIZES.clear()
     if args.mode == "prompt" and "shown" not in METRICS:
         METRICS.insert(0, "shown")  # the headline: evidence turns anywhere in the prompt
+        METRICS.insert(1, "full")  # the same, a past message counting only if not cut short
     try:
         convs, loaded = data.load(args.data)
     except data.DataMissing as exc:

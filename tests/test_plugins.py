@@ -98,6 +98,23 @@ def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):
         CronStore.from_runtime(rt).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
 
 
+def test_each_front_end_judges_its_own_delivery_targets(installed_plugin, cli):
+    """The built-ins' rules and the plugin's come from their registrations, and the refusal
+    lists every front-end's form."""
+    def add(name: str, deliver: str):
+        return cli("cron", "add", name, "every 30m", "Hi", "--deliver", deliver)
+
+    for number, deliver in enumerate(["postbox:inbox", "discord:1234", "terminal",
+                                      "file:digest.md"]):
+        assert add(f"ok{number}", deliver).exit_code == 0, deliver
+    for deliver in ["postbox:two words", "postbox", "discord:general", "terminal:tty1",
+                    "web:chat", "cron:again", "file:"]:
+        refused = add("bad", deliver)
+        assert refused.exit_code == 1 and refused.stderr == (
+            f"Error: deliver {deliver!r}: use discord:<channel id>, terminal, "
+            "postbox:<box name> or file:<path under the home's outbox/>\n"), deliver
+
+
 def test_the_plugin_command_runs_and_the_built_ins_load_no_plugin(installed_plugin, cli,
                                                                    monkeypatch):
     assert cli("postbox-hello").stdout.strip() == "hello from the postbox plugin"

@@ -132,13 +132,17 @@ def test_a_fact_already_shown_in_the_conversation_costs_nothing(rt, builder, clo
     assert {f.id for f in facts} == {first.id, second.id}
 
 
-def test_neighbours_are_cut_shorter_than_the_matched_line(rt, clock):
-    chat(rt, clock, "owner", "Trip", ("the Lisbon trip in April " + "a" * 300, "b" * 300))
+def test_an_excerpt_is_the_turn_before_and_the_two_after_each_line_cut_at_the_cap(rt, clock):
+    chat(rt, clock, "owner", "Trip", ("we talked about the weather", "Sunny."),
+         ("the Lisbon trip in April " + "a" * 500, "Sounds great."),
+         ("and the hotel?", "Booked near the river."))
     found = past_messages.recall_past_messages(rt.memory.sessions, "owner", "Lisbon trip",
                                                budget=2000)
     lines = found[0].text.splitlines()[1:]
-    assert len(lines[0]) == len("> the user: ") + past_messages.LINE_CHARS
-    assert len(lines[1]) == len("  Hermes: ") + past_messages.NEIGHBOUR_CHARS
+    assert [line[:12] for line in lines] == ["  Hermes: Su", "> the user: ", "  Hermes: So",
+                                             "  the user: "]
+    assert len(lines[1]) == len("> the user: ") + past_messages.LINE_CHARS
+    assert lines[1].endswith("…") and "Booked" not in found[0].text
 
 
 def test_another_users_facts_and_messages_never_share_my_budget(rt, builder, clock):
@@ -151,3 +155,21 @@ def test_another_users_facts_and_messages_never_share_my_budget(rt, builder, clo
     assert all(f.user == "owner" for f in facts)
     assert all("PIN" not in e.text and e.session.user == "owner" for e in excerpts)
     assert all("falcon" not in f.content for f in facts)
+
+
+def test_a_message_mostly_about_something_never_said_recalls_no_past_messages(rt, clock):
+    """The gate: at least half of the message's words worth looking for were said before."""
+    chat(rt, clock, "owner", "Chat", ("you should give it a try", "I will."),
+         ("my grandmother's pancakes recipe uses buttermilk", "Sounds delicious."))
+    store = rt.memory.sessions
+
+    def recalled(text):
+        return past_messages.recall_past_messages(store, "owner", text, budget=2000)
+
+    # "give" was said, "summarise", "plot", "hamlet" never: nothing, though "give" matches
+    assert recalled("give me a summary of the plot of Hamlet") == []
+    found = recalled("give me the pancakes recipe again")  # 3 of 3 words said before
+    assert found and "buttermilk" in found[0].text
+    assert recalled("the pancakes recipe for a vegan crowd")  # 2 of 4: half is enough
+    assert past_messages.about_the_past([1, 2], 2) and not past_messages.about_the_past([1], 2)
+    assert not past_messages.about_the_past([], 0)

@@ -116,7 +116,9 @@ def test_past_messages_in_the_prompt_are_found_by_meaning_too(store, clock, db):
         return [e.match_id for e in recall_past_messages(searcher, "owner", message,
                                                          budget=2000, exclude_session=now.id)]
 
-    assert recalled(SessionStore(db, clock=clock)) == [kennel]  # "car" is in no message
+    # By words alone: "car" and "go" are in no message, "inspection" is: one word of three is
+    # under past_messages.PAST_SHARE, so nothing (the gate); by meaning, both
+    assert recalled(SessionStore(db, clock=clock)) == []
     assert set(recalled(store)) == {kennel, sold}
 
 
@@ -146,3 +148,41 @@ def test_windows_follow_sessions_not_arrival_and_grow_with_new_turns(store, cloc
         window_of(a2, "rain", "a car", "a dog")[1], abs=1e-3)
     assert window_of(a3, "a car", "a dog")[0] == pytest.approx(
         window_of(a3, "a car", "a dog")[1], abs=1e-3)
+
+
+class RecordingEmbedder(ToyEmbedder):
+    """The toy embedder, keeping the texts it embeds as queries."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text):
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_the_meaning_query_leaves_out_the_names_of_speakers(db, clock):
+    embedder = RecordingEmbedder()
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, embedder))
+    session = store.create("owner", "discord")
+    store.append("owner", session.id, "user", "my automobile broke down", speaker="Ana Lima")
+    store.append("owner", session.id, "user", "rain all day", speaker="Bo")
+    store.search_messages("owner", "what did Ana say about the umbrella?")
+    # "Ana" names a speaker of the matching messages: who, for the words; not what it means
+    words = embedder.queries[-1].casefold().split()
+    assert "umbrella" in words and "ana" not in words
+
+
+def test_a_query_of_names_only_keeps_its_names(store, clock, db):
+    (mine,) = say(store, clock, "owner", "my automobile broke down")
+    assert semantic.meaning_text(db, "owner", "someone", [mine]) == "someone"
+    assert semantic.meaning_text(db, "owner", "someone car", [mine]) == "car"
+
+
+def test_another_users_speakers_never_shape_the_meaning_query(store, clock, db):
+    session = store.create("bob", "discord")
+    bobs = store.append("bob", session.id, "user", "my car", speaker="Carla").id
+    # bob's message among the ids (a caller's mistake): its speaker is not read for owner
+    assert semantic.meaning_text(db, "owner", "Carla car", [bobs]) == "Carla car"
+    assert semantic.meaning_text(db, "bob", "Carla car", [bobs]) == "car"

@@ -56,7 +56,8 @@ def add(
                                    "('every 30m', 'every 6h'), in cron.timezone."),
     prompt: str = typer.Argument(..., help="What to ask Hermes at each run."),
     deliver: str = typer.Option("terminal", "--deliver", "-d",
-                                help="discord:<channel id> | terminal | file:<path under home>"),
+                                help="discord:<channel id> | terminal | file:<path under home> | "
+                                "<plugin front-end>:<target>"),
     paused: bool = typer.Option(False, "--paused", help="Add it paused."),
     user: str = UserOption,
     as_json: bool = JsonOption,

@@ -246,7 +246,17 @@ def import_(
     the zip as downloaded): each conversation becomes a session with source import, its title,
     times and messages (ChatGPT: the branch you last saw). Re-importing adds nothing. A malformed
     line or conversation is reported by its position and skipped, the rest is imported, and
-    the exit code is 1."""
+    the exit code is 1. An interrupted import keeps what it committed (batches of whole
+    sessions); the same command again imports the rest, skipping what is there."""
+    try:
+        _import(ctx, file, fmt, user, as_json)
+    except KeyboardInterrupt:
+        echo("\nInterrupted: what was imported before is kept; run the same command again to "
+             "import the rest (what is there is skipped).", err=True)
+        raise typer.Exit(130) from None
+
+
+def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) -> None:
     rt = runtime(ctx)
     store = _store(ctx)
     fmt = fmt.strip().lower()

@@ -123,27 +123,21 @@ def file_target(home: Path, target: str) -> Path:
     return resolved
 
 
-def _front_end_takes(kind: str, target: str) -> bool:
-    from hermes.frontends.base import accepts_delivery  # loads the plugins: only here
-
-    return accepts_delivery(kind, target)
-
-
 def check_deliver(deliver: str, home: Path) -> str:
-    """Validate a delivery target: ``discord:<channel id>``, ``terminal``, ``file:<path>`` or
-    ``<front-end>:<target>`` for a front-end a plugin registered."""
+    """Validate a delivery target: ``file:<path>`` (the runner's own), or one a registered
+    front-end accepts, judged by that front-end (``discord:<channel id>``, ``terminal``, a
+    plugin's ``<name>:<target>``)."""
+    # The registry loads the plugins: only here, when a job is added or synced.
+    from hermes.frontends.base import accepts_delivery, delivery_forms
+
     kind, _, rest = deliver.partition(":")
-    if deliver == "terminal":
-        return deliver
-    if kind == "discord" and rest.isdigit():
-        return deliver
     if kind == "file" and rest:
         file_target(home, rest)
         return deliver
-    if rest and _front_end_takes(kind, rest):
+    if kind != "file" and accepts_delivery(kind, rest):
         return deliver
-    raise ScheduleError(f"deliver {deliver!r}: use discord:<channel id>, terminal or "
-                        "file:<path under the home's outbox/>")
+    forms = [*delivery_forms(), "file:<path under the home's outbox/>"]
+    raise ScheduleError(f"deliver {deliver!r}: use {', '.join(forms[:-1])} or {forms[-1]}")
 
 
 @dataclass

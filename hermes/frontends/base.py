@@ -109,8 +109,11 @@ def takes_any_target(target: str) -> bool:
 @dataclass
 class Registered:
     factory: FrontendFactory
-    # Which ``<name>:<target>`` a cron job may deliver to; None: not a delivery target.
+    # Which ``<name>:<target>`` a cron job may deliver to (``accepts("")`` for a bare
+    # ``<name>``); None: not a delivery target.
     accepts: Callable[[str], bool] | None = takes_any_target
+    # How a delivery to it is written, for the error that lists them (``discord:<channel id>``).
+    deliver_form: str = ""
 
 
 class FrontendRegistry:
@@ -118,15 +121,17 @@ class FrontendRegistry:
         self.frontends: dict[str, Registered] = {}
 
     def register(self, name: str, factory: FrontendFactory, *,
-                 accepts: Callable[[str], bool] | None = takes_any_target) -> None:
+                 accepts: Callable[[str], bool] | None = takes_any_target,
+                 deliver_form: str | None = None) -> None:
         """``name`` is the front-end's delivery prefix and its sessions' source; ``accepts``
-        says which targets after ``name:`` a cron job may use (None: the front-end takes no
-        deliveries)."""
+        says which targets after ``name:`` a cron job may use (``""`` for ``name`` alone;
+        None: the front-end takes no deliveries); ``deliver_form`` is how one is written in
+        the error that lists them (default ``name:<target>``)."""
         if not name or ":" in name or not name.isidentifier():
             raise ValueError(f"register_frontends: {name!r} is not a usable delivery prefix")
         if name in self.frontends or name in RESERVED_TARGETS:
             raise ValueError(f"register_frontends: a front-end is already named {name!r}")
-        self.frontends[name] = Registered(factory, accepts)
+        self.frontends[name] = Registered(factory, accepts, deliver_form or f"{name}:<target>")
 
 
 # Delivery prefixes the cron runner owns itself.
@@ -153,9 +158,15 @@ def registered_frontends() -> dict[str, FrontendFactory]:
 
 
 def accepts_delivery(kind: str, target: str) -> bool:
-    """Does the front-end registered as ``kind`` take cron deliveries to ``kind:target``?"""
+    """Does the front-end registered as ``kind`` take cron deliveries to ``kind:target``
+    (``target`` "" for ``kind`` alone)? Each front-end judges its own targets."""
     entry = registered().get(kind)
-    return entry is not None and entry.accepts is not None and entry.accepts(target)
+    return entry is not None and entry.accepts is not None and bool(entry.accepts(target))
+
+
+def delivery_forms() -> list[str]:
+    """How each front-end that takes deliveries is written (``discord:<channel id>``)."""
+    return [entry.deliver_form for entry in registered().values() if entry.accepts is not None]
 
 
 def session_sources(builtin: tuple[str, ...]) -> tuple[str, ...]:

@@ -44,7 +44,8 @@ def discord_channel(target: str) -> bool:
 
 @hookimpl
 def register_frontends(register: RegisterFrontend) -> None:
-    register("discord", discord, accepts=discord_channel)
-    register("terminal", terminal, accepts=lambda target: False)  # `terminal`, no target
+    register("discord", discord, accepts=discord_channel, deliver_form="discord:<channel id>")
+    register("terminal", terminal, accepts=lambda target: target == "",  # `terminal` alone
+             deliver_form="terminal")
     register("web", web, accepts=None)
     register("cron", cron, accepts=None)

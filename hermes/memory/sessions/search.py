@@ -162,7 +162,9 @@ class SessionSearch:
         # Meaning re-scores the any-word round (the one that always runs with embeddings): a
         # query whose every word matches is answered by words alone, without the model.
         if self.vectors is not None and mode != "strict":
-            text = rerank.plan_text(build_match(meaning) if meaning else plan)
+            text = semantic.meaning_text(
+                self.db, user, rerank.plan_text(build_match(meaning) if meaning else plan),
+                [c.message_id for c in messages])
             sims = semantic.similarities(self.vectors, user, text)
             extra = sims.nearest(semantic.DEFAULT_SEMANTIC.extra)  # they need no word
             dense = sorted(zip(extra, map(float, sims.of(extra)[0]), strict=True),

@@ -15,16 +15,19 @@ then :func:`rerank_by_meaning` re-scores its best ``pool`` messages:
 * the nearest ``extra`` messages and the nearest ``extra`` windows join the candidates even when
   they share no word with the query (placed by the word ranking first, so their neighbours,
   session and date count too);
-* a conversation is about something: each message gets part of its session's best score.
+* a conversation is about something: each message gets part of its session's best score;
+* the query is embedded without the names of the candidates' speakers (:func:`meaning_text`):
+  who is asked about is the word ranking's part, the meaning part is about what.
 
 Cosines are rescaled over the candidates (min 0, max 1), so the weights do not depend on the
 model's range of cosines (e5's are all between 0.7 and 0.9). The weights were chosen on the
-tuning half of LoCoMo, all within 0.002 turn R@5 of each other there, and checked on the
-held-out half (``scripts/bench_locomo.py --embeddings``; figures in README).
+tuning half of LoCoMo (a flat optimum: the best of a 48-point grid are within 0.003 there) and
+checked on the held-out half (``scripts/bench_locomo.py --embeddings``; figures in README).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -38,8 +41,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SemanticParams:
-    message: float = 0.3  # weight of the message's own cosine (rescaled over the pool)
-    window: float = 0.3  # weight of its window's cosine (previous + this + next turn)
+    message: float = 0.4  # weight of the message's own cosine (rescaled over the pool)
+    window: float = 0.5  # weight of its window's cosine (previous + this + next turn)
     session: float = 0.1  # weight of the best score in its session (rescaled)
     extra: int = 20  # nearest messages, and nearest windows, joining the candidates
     pool: int = 100  # the word ranking's best this-many messages are re-scored
@@ -161,6 +164,29 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
         return done
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def meaning_text(db: Any, user: str, text: str, candidate_ids: Sequence[int]) -> str:
+    """``text`` without the words that name a speaker of the candidate messages (``user``'s
+    only): "what did Ana paint?" is embedded as "what did paint?". Every message is embedded
+    with its speaker's name, so a name in the query pulls toward whatever that person said;
+    who is asked about is the word ranking's part (its speaker boost), the meaning part is
+    about what. The whole text when nothing else is left."""
+    ids = list(dict.fromkeys(candidate_ids))
+    if not ids or not text:
+        return text
+    names: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        rows = db.execute(
+            f"SELECT DISTINCT speaker FROM messages WHERE user = ? AND speaker IS NOT NULL "
+            f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall()
+        names.update(w.casefold() for (speaker,) in rows for w in _WORD.findall(speaker))
+    kept = [w for w in text.split() if w.casefold() not in names]
+    return " ".join(kept) if kept else text
 
 
 def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:

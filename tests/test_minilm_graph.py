@@ -1,0 +1,112 @@
+"""MiniLM's graph rewritten to multiply by its int8 weights (hermes.memory.minilm_graph).
+
+A small graph of the shipped model's shape (an int8 embedding table and an int8 weight, each
+turned back into float32 by Cast and Mul) is built here byte by byte, rewritten, and run by
+onnxruntime both ways; the real model is checked only where its packages are installed."""
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory import minilm_graph as graph  # noqa: E402
+from hermes.memory.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
+
+_b, _i, _node = graph._bytes, graph._int, graph._node
+
+
+def _tensor(name, array, data_type):
+    return _b(5, b"".join(_i(1, d) for d in array.shape) + _i(2, data_type)
+              + _b(8, name.encode()) + _b(9, array.tobytes()))
+
+
+def _value(name, elem_type, dims):
+    shape = b"".join(_b(1, _i(1, d) if isinstance(d, int) else _b(2, d.encode())) for d in dims)
+    return _b(1, name.encode()) + _b(2, _b(1, _i(1, elem_type) + _b(2, shape)))
+
+
+def toy_model(table, weight, table_scale, weight_scale):
+    """ids -> Gather(Mul(Cast(table), table_scale)) -> MatMul(Mul(Cast(weight), weight_scale))"""
+    nodes = [
+        _node("Cast", ["table_q"], ["table_f"], "c1", to=1),
+        _node("Mul", ["table_f", "table_scale"], ["table"], "m1"),
+        _node("Gather", ["table", "ids"], ["rows"], "g", axis=0),
+        _node("Cast", ["weight_q"], ["weight_f"], "c2", to=1),
+        _node("Mul", ["weight_f", "weight_scale"], ["weight"], "m2"),
+        _node("MatMul", ["rows", "weight"], ["out"], "mm"),
+    ]
+    body = b"".join(_b(1, n.raw) for n in nodes) + _b(2, b"toy")
+    body += _tensor("table_q", table, 3) + _tensor("table_scale", table_scale, 1)
+    body += _tensor("weight_q", weight, 3) + _tensor("weight_scale", weight_scale, 1)
+    body += _b(11, _value("ids", 7, ["n"])) + _b(12, _value("out", 1, ["n", weight.shape[1]]))
+    return _i(1, 8) + _b(8, _b(1, b"") + _i(2, 17)) + _b(7, body)
+
+
+@pytest.fixture
+def toy():
+    rng = np.random.default_rng(0)
+    table = rng.integers(-127, 128, (6, 8), dtype=np.int8)
+    weight = rng.integers(-127, 128, (8, 5), dtype=np.int8)
+    table_scale = rng.uniform(0.01, 0.02, (6, 1)).astype(np.float32)
+    weight_scale = rng.uniform(0.01, 0.02, (1, 5)).astype(np.float32)
+    return toy_model(table, weight, table_scale, weight_scale)
+
+
+def _ops(model: bytes) -> list[str]:
+    top = graph._fields(memoryview(model))
+    body = next(f.value for f in top if f.number == 7)
+    return [graph._Node.parse(f.value).op_type for f in graph._fields(body) if f.number == 1]
+
+
+def _run(model: bytes, ids):
+    ort = pytest.importorskip("onnxruntime")
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return session.run(None, {"ids": np.array(ids, dtype=np.int64)})[0]
+
+
+def test_the_rewrite_multiplies_by_the_int8_weight_and_keeps_the_result(toy):
+    rewritten = int8_graph(toy)
+    # the float32 copies of the weights are gone; the int8 ones are multiplied as they are
+    assert _ops(toy) == ["Cast", "Mul", "Gather", "Cast", "Mul", "MatMul"]
+    assert _ops(rewritten) == ["Gather", "Cast", "Gather", "Mul", "DynamicQuantizeMatMul"]
+    ids = [0, 3, 5, 3]
+    before, after = _run(toy, ids), _run(rewritten, ids)
+    assert before.shape == after.shape == (4, 5)
+    # activations quantised to 8 bits: within a percent or two of the float32 product
+    assert np.abs(after - before).max() < 0.03 * np.abs(before).max()
+    assert np.array_equal(after[1], after[3])  # the same id, the same row
+
+
+def test_the_embedding_lookup_gives_the_same_values():
+    # Gather after the rewrite: int8 row, then its scale; equal to the float table's row
+    rng = np.random.default_rng(0)
+    table = rng.integers(-127, 128, (6, 8), dtype=np.int8)
+    scale = rng.uniform(0.01, 0.02, (6, 1)).astype(np.float32)
+    identity = np.eye(8, dtype=np.int8)
+    model = toy_model(table, identity, scale, np.ones((1, 8), dtype=np.float32))
+    # DynamicQuantizeMatMul by the identity only requantises the rows: compare to the table
+    out = _run(int8_graph(model), [2, 4])
+    expected = table[[2, 4]].astype(np.float32) * scale[[2, 4]]
+    assert np.allclose(out, expected, atol=np.abs(expected).max() / 100)
+
+
+def test_unchanged_fields_are_copied_byte_for_byte(toy):
+    rewritten = int8_graph(toy)
+    top = [f for f in graph._fields(memoryview(rewritten)) if f.number != 7]
+    assert [bytes(f.raw) for f in top[:2]] == [bytes(f.raw) for f in
+                                              graph._fields(memoryview(toy)) if f.number != 7]
+    assert graph.MS_DOMAIN.encode() in bytes(top[2].raw)  # the contrib ops' domain, added
+    # the int8 tensors, their scales, the graph's name, inputs and outputs, as they were
+    body = next(f.value for f in graph._fields(memoryview(toy)) if f.number == 7)
+    kept = [bytes(f.raw) for f in graph._fields(body) if f.number != 1]
+    assert len(kept) == 7 and all(raw in rewritten for raw in kept)
+
+
+@pytest.mark.parametrize("broken", [b"", b"\x0a\x03abc", b"\xff\xff"])
+def test_a_file_that_is_not_such_a_graph_is_refused(broken):
+    with pytest.raises(GraphMismatch):
+        int8_graph(broken)
+
+
+def test_a_graph_already_rewritten_is_refused(toy):
+    with pytest.raises(GraphMismatch, match="no MatMul by an int8 weight"):
+        int8_graph(int8_graph(toy))
