@@ -6,11 +6,12 @@ scores them by BM25 (``hermes.memory.sessions.bm25``); :func:`rerank` then reads
 conversation. Zero model calls, two small SQLite queries. Each signal is general, none fitted
 to any one benchmark question:
 
-1. **Neighbours**: part of a neighbour's score (the turn before and the turn after, same
-   session) is added to each message, so an answer ("Lisbon! The tiles were beautiful") is found
-   through the question it answers, and a question through its answer. Asking is not telling:
-   a message that ends in a question mark keeps only part of its own score and passes a larger
-   share to the turn after it, its answer.
+1. **Neighbours**: a question passes part of its score to the turn after it (same session),
+   its answer ("Lisbon! The tiles were beautiful"), and every message passes part of its score
+   to the turn before it, the question it may answer. Asking is not telling: a message that ends
+   in a question mark keeps only part of its own score. A statement passes nothing forward: the
+   turn after it is no more likely to hold the answer (measured: no gain on LoCoMo, a loss on
+   every reshaped variant of it, see ``scripts/locomo_perturb.py``).
 2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said, as
    a tie-breaker among matches of about the same strength (the question may be about what Ana
    was told).
@@ -48,7 +49,11 @@ from hermes.store.fts import MatchPlan
 class RecallParams:
     """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
 
-    neighbour: float = 0.3  # share of the previous turn's score a message receives
+    # Share of the previous turn's score a message receives when that turn is not a question
+    # (a question's next turn receives ``answer``). 0.3 measured -0.002 / +0.002 turn R@5 on
+    # LoCoMo's halves against 0, and 0 was better on both halves under all eight perturbed
+    # variants (bench_locomo --perturb; README, "Generalisation"): off.
+    neighbour: float = 0.0
     neighbour_back: float = 0.3  # share of the next turn's score a message receives
     # Added to messages spoken by someone the query names: a hint, not a trump. LoCoMo's
     # questions name the person who said the answer (96 % of the evidence turns of a question
