@@ -144,11 +144,12 @@ BUILTIN_EMBEDDING_MODELS = ("e5", "minilm")
 
 class SessionsConfig(Section):
     idle_minutes: int = Field(120, gt=0)
-    # Hybrid recall: a local embedding model next to bm25 (needs hermes[embeddings])
-    embeddings: bool = False
-    # Which model: e5, minilm (hermes.memory.embeddings) or one a plugin registers
-    # (register_embedding_models); vectors are stored per model
-    embedding_model: str = "e5"
+    # Hybrid recall: a local embedding model next to bm25. On by default: MiniLM (a default
+    # dependency) meets the budget of issue 13 on one core (README: "Which embedding model")
+    embeddings: bool = True
+    # Which model: minilm, e5 (hermes[embeddings]; hermes.memory.embeddings) or one a plugin
+    # registers (register_embedding_models); vectors are stored per model
+    embedding_model: str = "minilm"
     # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
     redact_secrets: bool = True
 

@@ -1,9 +1,12 @@
-"""Shared fixtures: every test gets its own HERMES_HOME, an empty config and a fake clock."""
+"""Shared fixtures: every test gets its own HERMES_HOME, a config with hybrid recall off (words
+only, as most tests assert) and a fake clock; the default embedding model is a toy."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,10 +26,42 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(key, raising=False)
     home = tmp_path / "home"
     config = tmp_path / "config.yaml"
-    config.write_text("", encoding="utf-8")
+    # Hybrid recall is on by default; a test searches by words only unless it turns it on
+    # (or writes its own config: then the toy model below stands in for MiniLM)
+    config.write_text("sessions:\n  embeddings: false\n", encoding="utf-8")
     monkeypatch.setenv("HERMES_HOME", str(home))
     monkeypatch.setenv("HERMES_CONFIG", str(config))
     return home
+
+
+class WordsEmbedder:
+    """A toy embedding model: each word hashed to one of 64 axes. It stands in for MiniLM,
+    the default model of hybrid recall (on by default), so that tests never load the real one
+    (0.5 s and 120 MB a time) unless they build ``MiniLM()`` themselves."""
+
+    model_id = "toy-words"
+
+    def embed(self, texts):
+        import numpy as np
+
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        out[:, 63] = 0.01  # never a zero vector
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, zlib.crc32(word.encode()) % 63] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def embed_query(self, text):
+        return self.embed([text])[0]
+
+
+@pytest.fixture(autouse=True)
+def toy_default_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default model, as every Memory builds it (hermes.memory.embeddings.MODELS, the
+    factories the built-in plugin registers), is the toy above."""
+    from hermes.memory import embeddings
+
+    monkeypatch.setitem(embeddings.MODELS, "minilm", WordsEmbedder)
 
 
 @pytest.fixture

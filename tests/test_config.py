@@ -78,7 +78,7 @@ def test_cli_home_flag_relocates_state(cli, tmp_path):
 
 
 def test_embedding_model_is_chosen_by_name(config_file):
-    assert load_settings().sessions.embedding_model == "e5"
+    assert load_settings().sessions.embedding_model == "minilm"  # the default (issue 13)
     config_file.write_text("sessions:\n  embeddings: true\n  embedding_model: minilm\n")
     assert load_settings().sessions.embedding_model == "minilm"
     config_file.write_text("sessions:\n  embedding_model: bert\n")

