@@ -611,6 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--session-weight", type=float,
                         help="facts hybrid: SESSION_WEIGHT, the share of the best fused score "
                              "of a fact's source session that it gains (0 = off)")
+    parser.add_argument("--exchange-weight", type=float,
+                        help="facts: the bm25 weight of a fact's exchange column "
+                             "(hermes.memory.facts.records.EXCHANGE_WEIGHT)")
     parser.add_argument("--vector-cache", metavar="DIR",
                         help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--compare", action="store_true",
@@ -687,6 +690,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.session_weight is not None:
         fact_vectors.SESSION_WEIGHT = args.session_weight
         label += f" (session weight {args.session_weight})"
+    if args.exchange_weight is not None:
+        from hermes.memory.facts import records as fact_records
+        from hermes.memory.facts import search as fact_search
+
+        fact_search.BM25 = fact_records.BM25.replace(
+            f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
+        label += f" (exchange weight {args.exchange_weight})"
     with recall_params(**knobs):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))

@@ -44,9 +44,7 @@ def test_a_fact_is_found_by_the_words_of_its_exchange(db, clock):
                     source_message_ids=[said.id]).fact
     plain = facts.add("owner", "The user likes Tesla coils").fact
     assert set(found(facts, "owner", "tesla")) == {car.id, plain.id}
-    # The fact's own words weigh more than its exchange's.
-    assert found(facts, "owner", "tesla")[0] == plain.id
-    assert 0 < EXCHANGE_WEIGHT < 1
+    assert EXCHANGE_WEIGHT > 0
     assert exchange(db, car.id) == "I finally got my Tesla yesterday"
     check_index(db)
 
@@ -79,13 +77,59 @@ def test_merge_and_update_bring_their_new_sources_into_the_exchange(db, clock):
     merged = facts.add("owner", "The user has a dog.", source_message_ids=[again.id])
     assert merged.status == "merged" and merged.id == fact.id
     assert found(facts, "owner", "shelter") == [fact.id]
-    later = sessions.append("owner", talk.id, "user", "she is called Biscuit")
+    later = sessions.append("owner", sessions.create("owner", "terminal").id, "user",
+                            "she is called Biscuit")
     new = facts.update("owner", fact.id, "The user has a dog named Biscuit",
                        source_message_ids=[later.id])
     assert found(facts, "owner", "called") == [new.id]  # the new exchange's word
     assert found(facts, "owner", "shelter") == []  # only the superseded version had it
     assert exchange(db, new.id) == "she is called Biscuit"
     check_index(db)
+
+
+def test_the_exchange_holds_the_end_of_the_message_its_first_source_answered(db, clock):
+    facts, sessions = stores(db, clock)
+    talk = sessions.create("owner", "terminal")
+    sessions.append("owner", talk.id, "user", "an opening about marmalade")
+    asked = sessions.append("owner", talk.id, "assistant",
+                            "x " * 400 + "which car did you go for in the end?")
+    sessions.append("owner", talk.id, "tool", "a tool result about kumquats")
+    said = sessions.append("owner", talk.id, "user", "A Tesla, finally.")
+    fact = facts.add("owner", "The user bought one", source_message_ids=[said.id]).fact
+    # The question it answered finds it; the tool output between does not count.
+    assert found(facts, "owner", "car") == [fact.id]
+    assert found(facts, "owner", "kumquats") == []
+    # Only the end of a long message answered, after the sources.
+    text = exchange(db, fact.id)
+    assert text.startswith("A Tesla, finally.\n") and text.endswith("in the end?")
+    assert len(text) < len("A Tesla, finally.") + 602
+    # Editing the message answered reaches the fact; deleting it brings in the one before.
+    db.execute("UPDATE messages SET content = 'which bicycle?' WHERE id = ?", [asked.id])
+    assert found(facts, "owner", "car") == [] and found(facts, "owner", "bicycle") == [fact.id]
+    db.execute("DELETE FROM messages WHERE id = ?", [asked.id])
+    assert found(facts, "owner", "bicycle") == []
+    assert found(facts, "owner", "marmalade") == [fact.id]
+    check_index(db)
+
+
+def test_the_message_answered_is_the_users_own(db, clock):
+    facts, sessions = stores(db, clock)
+    bob_talk = sessions.create("bob", "terminal")
+    sessions.append("bob", bob_talk.id, "user", "bob asks about the zeppelin")
+    bobs = sessions.append("bob", bob_talk.id, "user", "bob answers")
+    # My fact names only bob's message: no exchange at all, and nothing before it.
+    fact = facts.add("owner", "The user answered", source_message_ids=[bobs.id]).fact
+    assert exchange(db, fact.id) == "" and found(facts, "owner", "zeppelin") == []
+    assert db.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
+    # A row of bob's inside my session (damage) is never the message my fact answered.
+    talk = sessions.create("owner", "terminal")
+    db.execute("INSERT INTO messages (session_id, user, role, content, created_at) "
+               "VALUES (?, 'bob', 'user', 'bob mentions a zeppelin', 't')", [talk.id])
+    said = sessions.append("owner", talk.id, "user", "mine")
+    fact = facts.add("owner", "The user said mine", source_message_ids=[said.id]).fact
+    assert exchange(db, fact.id) == "mine" and found(facts, "owner", "zeppelin") == []
+    assert db.execute("SELECT message_id FROM fact_sources WHERE fact_id = ?",
+                      [fact.id]).fetchall() == [(said.id,)]
 
 
 def test_forget_restore_and_purge_keep_the_exchange_in_step(db, clock):
@@ -100,6 +144,15 @@ def test_forget_restore_and_purge_keep_the_exchange_in_step(db, clock):
     facts.purge("owner", fact.id)
     assert db.execute("SELECT count(*) FROM fact_exchanges").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM fact_sources").fetchone()[0] == 0
+    # A row of bob's inside my session (damage) is never the message my fact answered.
+    talk = sessions.create("owner", "terminal")
+    db.execute("INSERT INTO messages (session_id, user, role, content, created_at) "
+               "VALUES (?, 'bob', 'user', 'bob mentions a zeppelin', 't')", [talk.id])
+    said = sessions.append("owner", talk.id, "user", "mine")
+    fact = facts.add("owner", "The user said mine", source_message_ids=[said.id]).fact
+    assert exchange(db, fact.id) == "mine" and found(facts, "owner", "zeppelin") == []
+    assert db.execute("SELECT message_id FROM fact_sources WHERE fact_id = ?",
+                      [fact.id]).fetchall() == [(said.id,)]
     check_index(db)
 
 
@@ -180,3 +233,29 @@ def test_a_duplicate_is_decided_by_the_facts_own_words_not_its_exchange(db, cloc
                   source_message_ids=[said.id])
     merged = facts.add("owner", "The user drinks oat milk flat white coffee daily")
     assert merged.status == "merged" and merged.id == original.id
+
+
+def test_m019_adds_the_message_answered_to_facts_indexed_by_m018(tmp_path):
+    db = sqlite_utils.Database(tmp_path / "m018.db")
+    db.execute("PRAGMA foreign_keys=ON")
+    before = Migrations("hermes")
+    names = [m.name for m in migrations._migrations]
+    before._migrations = migrations._migrations[:names.index(
+        "m019_exchange_with_the_message_answered")]
+    before.apply(db)
+    db.execute("INSERT INTO sessions (user, source, started_at, last_active_at) "
+               "VALUES ('owner', 'terminal', 't', 't')")
+    db.execute("INSERT INTO messages (id, session_id, user, role, content, created_at) VALUES "
+               "(1, 1, 'owner', 'assistant', 'what instrument do you play?', 't'), "
+               "(2, 1, 'owner', 'user', 'the cello, badly', 't')")
+    db.execute("INSERT INTO facts (user, content, content_key, created_at, updated_at, "
+               "source_message_ids) VALUES ('owner', 'The user plays music', 'k', 't', 't', "
+               "'[2]')")
+    assert exchange(db, 1) == "the cello, badly"  # m018: the sources only
+    db.conn.commit()
+    migrate(db)
+    assert exchange(db, 1) == "the cello, badly\nwhat instrument do you play?"
+    assert found(FactStore(db, FactsConfig()), "owner", "instrument") == [1]
+    assert db.execute("SELECT message_id, answered FROM fact_sources").fetchall() == [
+        (1, 1), (2, 0)]
+    check_index(db)

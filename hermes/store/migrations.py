@@ -629,3 +629,132 @@ def m018_facts_fts_exchange(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+# m019: a fact's exchange also holds the message its first source answered (the message before
+# it in its session, the user's own sessions only): "A Tesla, finally." says what was bought only
+# after "What car did you go for?". Of that message only the end counts (ANSWERED_CHARS: where
+# the question is), after the sources, so a long reply before never pushes the sources out.
+ANSWERED_CHARS = 600
+
+
+def _m019_sources(fact: str) -> str:
+    """Rows (message_id, fact_id, user, answered) of the messages ``fact``'s exchange is made
+    of: its sources that are the user's own messages (answered 0), and the message before the
+    first of them in its session, from the user or the assistant (answered 1)."""
+    own = f"SELECT value FROM json_each({_ids_of(fact)}) WHERE type = 'integer'"
+    first = f"(SELECT min(s.id) FROM messages s WHERE s.user = {fact}.user AND s.id IN ({own}))"
+    return f"""
+      SELECT m.id, {fact}.id, {fact}.user, 0 FROM messages m
+      WHERE m.user = {fact}.user AND m.id IN ({own})
+      UNION ALL
+      SELECT max(p.id), {fact}.id, {fact}.user, 1 FROM messages p
+      WHERE p.user = {fact}.user AND p.role IN ('user', 'assistant')
+        AND p.session_id = (SELECT session_id FROM messages WHERE id = {first})
+        AND p.id < {first}
+      HAVING max(p.id) IS NOT NULL"""
+
+
+def _m019_exchange(fact: str) -> str:
+    """The exchange text of ``fact`` from its fact_sources rows: the sources in order, then the
+    end of the message answered; at most 2,000 characters."""
+    return f"""coalesce((SELECT substr(group_concat(line, char(10)), 1, 2000) FROM (
+      SELECT CASE WHEN s.answered THEN substr(coalesce(m.speaker || ': ', '') || m.content,
+                                              -{ANSWERED_CHARS})
+             ELSE coalesce(m.speaker || ': ', '') || m.content END AS line
+      FROM fact_sources s JOIN messages m ON m.id = s.message_id
+      WHERE s.fact_id = {fact}.id AND m.user = {fact}.user
+      ORDER BY s.answered, m.id)), '')"""
+
+
+@migrations()
+def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
+    # fact_sources now lists every message of a fact's exchange (its sources and the message
+    # answered), so an edit or delete of either reaches the fact; such a write re-indexes the
+    # citing facts by touching their source_message_ids (facts_fts_au recomputes everything:
+    # one place, and no facts trigger ever updates facts).
+    exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
+    db.executescript(
+        """
+        DROP TRIGGER facts_fts_ai;
+        DROP TRIGGER facts_fts_ad;
+        DROP TRIGGER facts_fts_au;
+        DROP TRIGGER messages_exchange_au;
+        DROP TRIGGER messages_exchange_ad;
+        DROP TABLE fact_sources;
+        -- The messages a fact's exchange is made of (derived from facts.source_message_ids and
+        -- the messages, by the triggers below), so that a changed or deleted message reaches
+        -- the facts whose exchange holds it.
+        CREATE TABLE fact_sources (
+          message_id INTEGER NOT NULL,
+          fact_id INTEGER NOT NULL,
+          user TEXT NOT NULL,
+          answered INTEGER NOT NULL DEFAULT 0,  -- 1: not a source, the message it answered
+          PRIMARY KEY (message_id, fact_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_fact_sources_fact ON fact_sources(fact_id);
+        DELETE FROM fact_exchanges;
+        """
+    )
+    # Every fact's exchange anew, in bulk, then the index rebuilt from it.
+    db.execute("INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered) "
+               f"SELECT m.id, f.id, f.user, 0 FROM facts f, json_each({_ids_of('f')}) j "
+               "JOIN messages m ON m.id = j.value WHERE j.type = 'integer' AND m.user = f.user")
+    before = ("(SELECT max(p.id) FROM messages p WHERE p.user = f.user AND p.role IN "
+              "('user', 'assistant') AND p.session_id = fm.session_id AND p.id < fm.id)")
+    db.execute("INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered) "
+               f"SELECT {before}, f.id, f.user, 1 FROM facts f JOIN (SELECT fact_id, "
+               "min(message_id) AS first FROM fact_sources GROUP BY fact_id) s ON s.fact_id = f.id "
+               f"JOIN messages fm ON fm.id = s.first WHERE {before} IS NOT NULL")
+    db.execute("INSERT INTO fact_exchanges (fact_id, user, text) SELECT id, user, t FROM "
+               f"(SELECT f.id AS id, f.user AS user, {_m019_exchange('f')} AS t FROM facts f "
+               "WHERE f.id IN (SELECT fact_id FROM fact_sources)) WHERE t != ''")
+    db.execute("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
+    db.executescript(
+        f"""
+        CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m019_sources('new')};
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        CREATE TRIGGER facts_fts_ad AFTER DELETE ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+        END;
+        CREATE TRIGGER facts_fts_au AFTER UPDATE OF content, tags, entity_names,
+            source_message_ids, user ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m019_sources('new')};
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        CREATE TRIGGER messages_exchange_au AFTER UPDATE OF content, speaker, role, session_id
+            ON messages WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          UPDATE facts SET source_message_ids = source_message_ids WHERE user = old.user
+            AND id IN (SELECT fact_id FROM fact_sources WHERE message_id = old.id
+                       AND user = old.user);
+        END;
+        CREATE TRIGGER messages_exchange_ad AFTER DELETE ON messages
+            WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
+          UPDATE facts SET source_message_ids = source_message_ids WHERE user = old.user
+            AND id IN (SELECT fact_id FROM fact_sources WHERE message_id = old.id
+                       AND user = old.user);
+          DELETE FROM fact_sources WHERE message_id = old.id AND user = old.user;
+        END;
+        """
+    )

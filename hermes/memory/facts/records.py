@@ -23,8 +23,13 @@ from hermes.memory.guard import check_field
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
 # bm25 column weights: content, tags, entity_names, exchange (the text of the fact's source
-# messages, m018: a question is often worded like the conversation the fact was learned from)
-EXCHANGE_WEIGHT = 0.5
+# messages and the end of the message they answered, m018/m019: a question is often worded like
+# the conversation the fact was learned from). Chosen on LoCoMo's tuning half (scripts/
+# bench_locomo.py --mode facts --exchange-weight W), turn R@5 bm25 / hybrid e5 at 0.5, 0.7, 1.0,
+# 1.5, 2.0: 0.594 / 0.639, 0.596 / 0.642, 0.602 / 0.644, 0.602 / 0.647, 0.599 / 0.645. 1.0, the
+# fact's own weight: bm25's best, and within two questions of e5's best (1.5), with less trust in
+# words of a long reply, which LoCoMo's one-turn exchanges do not have.
+EXCHANGE_WEIGHT = 1.0
 BM25 = f"bm25(facts_fts, 1.0, 0.6, 0.8, {EXCHANGE_WEIGHT})"
 # The fact's own columns, for a match that must not be decided by its exchange (duplicates).
 OWN_COLUMNS = "{content tags entity_names}"
