@@ -190,8 +190,12 @@ def test_the_dry_runs_need_no_model_and_the_runs_still_ask_for_one(cli, clock, m
     try:
         assert not runtime.settings.model.name
         import_export(runtime.memory.sessions, "owner", EXPORT, "claude")
+        import_export(runtime.memory.sessions, "carol", EXPORT[1:2], "claude")  # small talk
     finally:
         runtime.close()
+    free = cli("learn", "backfill", "--dry-run", "--user", "carol").stdout
+    assert "model calls   0 (1 run(s) skipped" in free and "cost          none (no model call)" \
+        in free
     data = cli("learn", "backfill", "--dry-run", "--json").json()
     assert (data["sessions"], data["messages"], data["model_calls"], data["cost"]) == (
         3, 8, 2, None)

@@ -35,6 +35,11 @@ def test_search_probe_reason_print_fact_objects(cli):
     assert {f["id"] for f in cli("facts", "probe", "Alice", "--json").json()} == {1, 2}
     reasoned = cli("facts", "reason", "Alice", "Bob", "Project Atlas", "--json").json()
     assert [f["id"] for f in reasoned] == [2, 1]
+    for blank in ("", "   "):          # an unset shell variable: one line, not "no facts"
+        refused = cli("facts", "probe", blank)
+        assert (refused.exit_code, refused.stdout) == (1, "")
+        assert refused.stderr == ("Error: Nothing to probe: give an entity name "
+                                  "(`hermes facts probe NAS`).\n")
 
 
 def test_search_explain_shows_score_parts(cli):

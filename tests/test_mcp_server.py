@@ -17,6 +17,7 @@ from mcp_types import Implementation
 
 from hermes.frontends import mcp_server
 from hermes.memory import context as context_file
+from hermes.memory.sessions.records import SOURCES
 
 WRITE_TOOLS = set(mcp_server.WRITE_TOOLS)
 READ_TOOLS = set(mcp_server.READ_TOOLS)
@@ -87,6 +88,11 @@ async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
         assert reason["facts"][0]["id"] == found["facts"][0]["id"]
         listing = data(await alice.call_tool("sessions_list", {}))
         assert [s["id"] for s in listing["sessions"]] == [seeded["session"]]
+        # Every built-in source can be asked for, the web panel's included.
+        schema = listed["sessions_list"].input_schema["properties"]["source"]
+        assert schema["anyOf"][0]["enum"] == list(SOURCES)
+        web = await alice.call_tool("sessions_list", {"source": "web"})
+        assert not web.is_error and data(web)["sessions"] == []
         hits = data(await alice.call_tool("sessions_search", {"query": "rotate backup disks"}))
         assert hits["results"][0]["session"]["id"] == seeded["session"]
         shown = data(await alice.call_tool("sessions_show", {"session_id": seeded["session"]}))

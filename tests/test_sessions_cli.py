@@ -64,6 +64,15 @@ def test_import_list_search_show(cli, transcripts):
     assert [s["source"] for s in cli("sessions", "list", "--source", "cron", "--json").json()] \
         == ["cron"]
     assert len(cli("sessions", "list", "--limit", "1", "--json").json()) == 1
+    assert [s["source"] for s in cli("sessions", "list", "--source", "Cron", "--json").json()] \
+        == ["cron"]
+    # A misspelt source is a mistake, not "no sessions": for every command that filters by it.
+    for command in (("sessions", "list"), ("sessions", "search", "docker"),
+                    ("sessions", "summarize", "--dry-run"), ("learn", "backfill", "--dry-run")):
+        wrong = cli(*command, "--source", "discrod")
+        assert (wrong.exit_code, wrong.stdout) == (1, ""), command
+        assert wrong.stderr == ("Error: --source 'discrod': use one of discord, terminal, cron, "
+                                "import, web.\n"), command
     since = cli("sessions", "list", "--since", "2026-11-24", "--json").json()
     assert [s["source"] for s in since] == ["cron", "terminal"]
 

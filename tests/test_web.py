@@ -402,3 +402,31 @@ def test_web_open_makes_a_token_for_the_user_and_hands_its_link_to_the_server(cl
     (link,) = served
     assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
     assert cli("web").exit_code == 0 and served[1] is None     # no --open: no new token
+
+
+def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
+    """`hermes web` alone stops with one `Error:` line (the log line goes to hermes.log only);
+    in `hermes run` the panel's log line is the notice and the rest keeps running."""
+    import logging
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("HERMES_WEB__PORT", str(port))
+        root = logging.getLogger()
+        before = list(root.handlers), root.level
+        try:
+            result = cli("web")
+        finally:
+            for handler in list(root.handlers):
+                if handler not in before[0]:
+                    root.removeHandler(handler)
+                    handler.close()
+            root.handlers[:], root.level = before
+    assert result.exit_code == 1 and result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if "cannot listen" in line]
+    assert errors == [f"Error: The web panel cannot listen on 127.0.0.1:{port} (Address already "
+                      "in use); set web.port to a free port (HERMES_WEB__PORT=8766 hermes web)."]
+    assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()

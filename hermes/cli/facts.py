@@ -9,7 +9,7 @@ import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
-from hermes.errors import QueryError
+from hermes.errors import HermesError, QueryError
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.store.fts import brief, build_match
 
@@ -125,6 +125,8 @@ def probe(
     as_json: bool = JsonOption,
 ) -> None:
     """Every fact about an entity (or its aliases), by trust then recency."""
+    if not entity.strip():  # an unset shell variable: a mistake, not "no facts about ''"
+        raise HermesError("Nothing to probe: give an entity name (`hermes facts probe NAS`).")
     store = _store(ctx)
     facts = store.probe(_who(ctx, user), entity, limit=limit)
     _print_facts(facts, as_json, empty=f"No facts about {entity!r}.")

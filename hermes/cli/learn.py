@@ -28,7 +28,9 @@ YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation
 
 
 def cost_text(cost: float | None, model: str | None) -> str:
-    if model is None and cost != 0:
+    if cost == 0 and not model:
+        return "none (no model call)"
+    if not model:
         return "unknown: no model is set (the plan needs none; the run does)"
     if cost is None:
         return f"unknown (litellm has no price for {model})"
@@ -56,7 +58,7 @@ def backfill(
     model: without one it counts and leaves the cost unknown."""
     from hermes.agent.llm import LLM, ModelNotConfigured
     from hermes.budget import Budget, Pacer
-    from hermes.cli.sessions import parse_since
+    from hermes.cli.sessions import known_source, parse_since
     from hermes.clock import to_ts
     from hermes.learn import backfill as bf
     from hermes.learn.worker import ExtractionWorker, extraction_model_name
@@ -74,7 +76,8 @@ def backfill(
     if rt.settings.extraction.enabled is False:
         raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
                           "config.yaml to backfill.")
-    plan = bf.plan(rt, who, llm if llm.configured else None, since=since_ts, source=source)
+    plan = bf.plan(rt, who, llm if llm.configured else None, since=since_ts,
+                   source=known_source(source))
     if dry_run or not yes or not plan.model_calls:
         _print_plan(plan, as_json=as_json and dry_run)
     if dry_run or not plan.sessions:

@@ -96,7 +96,8 @@ def list_(
     """Recent sessions, newest activity first (no model call)."""
     rt = runtime(ctx)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
-    sessions = _store(ctx).list_sessions(rt.user(user), source=source, since=since_ts, limit=limit)
+    sessions = _store(ctx).list_sessions(rt.user(user), source=known_source(source),
+                                         since=since_ts, limit=limit)
     if as_json:
         emit_json([s.to_json() for s in sessions])
         return
@@ -127,7 +128,8 @@ def search(
     Best session first, with its summary and the matching message in context. All words
     first, any word when that finds nothing; cron sessions rank below conversations."""
     rt = runtime(ctx)
-    hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context, source=source)
+    hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context,
+                              source=known_source(source))
     for note in build_match(query).notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     if as_json:
@@ -293,6 +295,19 @@ def _sources() -> tuple[str, ...]:
     return session_sources(SOURCES)
 
 
+def known_source(source: str | None) -> str | None:
+    """``--source`` as stored (lower case), or one line naming the sources: a misspelt one is
+    a mistake, not "no sessions". The plugins are loaded only for a name not built in."""
+    from hermes.memory.sessions.store import SOURCES
+
+    if source is None:
+        return None
+    name = source.strip().lower()
+    if name in SOURCES or name in _sources():
+        return name
+    raise HermesError(f"--source {source!r}: use one of {', '.join(_sources())}.")
+
+
 def _looks_like_export(file: Path) -> bool:
     """A zip, or a file whose JSON starts with a list (JSON Lines holds one object a line)."""
     import zipfile
@@ -433,7 +448,8 @@ def summarize(
     if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts, source=source)
+    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts,
+                   source=known_source(source))
     if as_json and dry_run:
         emit_json(plan.to_json())
         return

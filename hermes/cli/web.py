@@ -56,7 +56,7 @@ async def _serve(rt: Runtime, link: str | None) -> None:
 
     agent, worker = build_agent(rt)
     runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
-    frontend = WebFrontend(rt, agent, worker=worker, runner=runner)
+    frontend = WebFrontend(rt, agent, worker=worker, runner=runner, alone=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -64,7 +64,8 @@ async def _serve(rt: Runtime, link: str | None) -> None:
     if not await frontend.start():
         from hermes.errors import HermesError
 
-        raise HermesError(f"The web panel cannot listen on {frontend.host}:{frontend.port}.")
+        raise HermesError(f"The web panel {frontend.failure}; set web.port to a free port "
+                          "(HERMES_WEB__PORT=8766 hermes web).")
     first = frontend.first_login()
     if link:
         link = link.replace(f":{rt.settings.web.port}/", f":{frontend.port}/", 1)

@@ -71,7 +71,9 @@ def _write(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
 Limit = Annotated[int, Field(ge=1, le=50, description="At most this many results.")]
 Target = Annotated[int | str, Field(description="An entry id, or a unique part of its text.")]
 FactId = Annotated[int, Field(description="A fact id (from search, probe or reason).")]
-SourceName = Literal["discord", "terminal", "cron", "import"]
+# The built-in session sources (hermes.memory.sessions.records.SOURCES; a test keeps them
+# equal): a Literal, so the schema the client sees lists them without loading plugins.
+SourceName = Literal["discord", "terminal", "cron", "import", "web"]
 
 
 # -- records as the client sees them ----------------------------------------------------------

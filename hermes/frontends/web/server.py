@@ -60,8 +60,12 @@ class WebFrontend:
 
     def __init__(self, rt: Runtime, agent: Agent | None, *,
                  worker: ExtractionWorker | None = None, runner: CronRunner | None = None,
-                 host: str | None = None, port: int | None = None) -> None:
+                 host: str | None = None, port: int | None = None, alone: bool = False) -> None:
         config = rt.settings.web
+        # `hermes web` (alone): a failure to listen stops it with the `Error:` line, so the
+        # log line is for hermes.log only; in `hermes run` it is the one console line.
+        self.alone = alone
+        self.failure: str | None = None
         self.rt = rt
         self.host = host or config.host or LOOPBACK
         self.port = config.port if port is None else port
@@ -102,9 +106,9 @@ class WebFrontend:
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
-            log.error("web: cannot listen on %s:%s (%s); the web panel is off. Set web.port "
-                      "to a free port, or web.enabled: false.", self.host, self.port,
-                      exc.strerror or exc)
+            self.failure = f"cannot listen on {self.host}:{self.port} ({exc.strerror or exc})"
+            log.error("web: %s; the web panel is off. Set web.port to a free port, or "
+                      "web.enabled: false.", self.failure, extra={"file_only": self.alone})
             return False
         sock.listen(64)
         sock.setblocking(False)
