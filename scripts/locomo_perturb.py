@@ -55,6 +55,21 @@ def no_names(conv: data.Conversation) -> data.Conversation:
         dataclasses.replace(q, question=strip(q.question)) for q in conv.questions])
 
 
+def swap_names(conv: data.Conversation) -> data.Conversation:
+    """The two speakers' names swapped in the questions: a measuring device, not a plausible
+    chat. LoCoMo's questions name the person who said the answer (96 % of the evidence turns of a
+    question naming one speaker are that speaker's); here they name the other one, so a signal
+    that trusts the name is measured where the name points the wrong way."""
+    first = [s.split()[0] for s in conv.speakers]
+    swap = {first[0]: first[1], first[1]: first[0],
+            first[0][:3]: first[1], first[1][:3]: first[0]}
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, swap), key=len, reverse=True))
+                         + r")\b")
+    return dataclasses.replace(conv, questions=[
+        dataclasses.replace(q, question=pattern.sub(lambda m: swap[m.group(1)], q.question))
+        for q in conv.questions])
+
+
 def handles(conv: data.Conversation) -> data.Conversation:
     """Speakers known by a handle (a phone number, as in a chat export of unsaved contacts),
     not by the name the questions use; names said inside the turns stay."""
@@ -132,6 +147,7 @@ def no_dates(conv: data.Conversation) -> data.Conversation:
 PERTURBATIONS: dict[str, Callable[[data.Conversation], data.Conversation]] = {
     "no-captions": no_captions,
     "no-names": no_names,
+    "swap-names": swap_names,
     "handles": handles,
     "merge-sessions": merge_sessions,
     "split-sessions": split_sessions,

@@ -56,6 +56,12 @@ def test_no_names_takes_the_speakers_out_of_the_questions(tmp_path):
         "What cat did they adopt in May 2023?", "What is their dog called, they?"]
 
 
+def test_swap_names_points_the_questions_at_the_other_speaker(tmp_path):
+    conv, _ = conversation(tmp_path)
+    assert [q.question for q in lp.swap_names(conv).questions] == [
+        "What cat did Ben adopt in May 2023?", "What is Ben's dog called, Melanie?"]
+
+
 def test_handles_rename_the_speakers_not_the_questions(tmp_path):
     conv, _ = conversation(tmp_path)
     out = lp.handles(conv)

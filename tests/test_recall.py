@@ -112,12 +112,25 @@ def test_neighbours_stay_inside_their_session_looking_back(store, clock):
     # The only match opens session two; the message before it by id ends session one, and gets
     # no share of the match: looking back stops at the session's start too.
     _, first = chat(store, clock, "owner", ["ana: ok", "ben: unrelated end"])
-    _, second = chat(store, clock, "owner", ["ben: the garden needs watering", "ana: tea later"])
+    _, second = chat(store, clock, "owner", ["ben: does the garden need watering?",
+                                             "ana: tea later"])
     hits = store.search_messages("owner", "garden", limit=10)
     by_id = {h.message.id: h for h in hits}
     assert first[1] not in by_id
+    # the question's answer gets its share (of the question's score before demotion)
+    p = rerank.DEFAULT_PARAMS
     assert by_id[second[1]].parts["neighbours"] == pytest.approx(
-        rerank.DEFAULT_PARAMS.neighbour * by_id[second[0]].parts["bm25"])
+        p.answer * by_id[second[0]].parts["bm25"] / p.question)
+
+
+def test_a_statement_passes_nothing_to_the_turn_after_it(store, clock):
+    # "tea later" follows a statement that matches: it is no answer, and gets no share of it
+    # (the turn before a match, which the match may answer, still does).
+    _, ids = chat(store, clock, "owner", ["ana: any news?", "ben: the garden needs watering",
+                                          "ana: tea later"])
+    by_id = {h.message.id: h for h in store.search_messages("owner", "garden", limit=10)}
+    assert ids[2] not in by_id
+    assert by_id[ids[0]].parts["neighbours"] > 0
 
 
 def test_a_message_in_a_session_about_the_topic_ranks_higher(store, clock):
@@ -210,7 +223,7 @@ def test_operators_are_only_ever_literal(store, clock):
 
 def test_a_named_person_prefers_what_they_said(store, clock):
     _, ids = chat(store, clock, "owner", [
-        "ben: Ana, my new cat keeps me up at night",
+        "ben: my new cat keeps me up at night",
         "ana: I adopted a cat called Bailey last month",
         "ben: cats are great",
     ])
@@ -218,6 +231,21 @@ def test_a_named_person_prefers_what_they_said(store, clock):
     assert hits[0].message.id == ids[1] and hits[0].parts["speaker"] > 0
     # Without the name, the message with the most matching words wins as before.
     assert "speaker" not in store.search_messages("owner", "which cat", limit=1)[0].parts
+
+
+def test_a_named_person_is_a_hint_not_a_trump(store, clock):
+    # The question names Ana, but Ben said the answer: his clearly better match must stay first
+    # (a boost as large as LoCoMo's fit, 0.5, put Ana's weaker match above it).
+    _, answer = chat(store, clock, "owner", [
+        "ben: I booked the flights to Lisbon for our holiday", "ben: it was cheap too",
+        "ana: nice one"])
+    _, weaker = chat(store, clock, "owner", [
+        "ana: holiday flights are so expensive now", "ben: true", "ana: the trains are too"])
+    chat(store, clock, "owner", ["ana: my sister called", "ben: how is she",
+                                 "ana: fine, the kids are loud"])
+    hits = store.search_messages("owner", "Where did Ana book holiday flights to?", limit=3)
+    assert [h.message.id for h in hits[:2]] == [answer[0], weaker[0]]
+    assert hits[1].parts["speaker"] > 0  # Ana's own words still get the hint
 
 
 def test_another_name_of_an_entity_finds_the_message(store, clock, db, settings):

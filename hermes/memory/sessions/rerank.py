@@ -6,12 +6,15 @@ scores them by BM25 (``hermes.memory.sessions.bm25``); :func:`rerank` then reads
 conversation. Zero model calls, two small SQLite queries. Each signal is general, none fitted
 to any one benchmark question:
 
-1. **Neighbours**: part of a neighbour's score (the turn before and the turn after, same
-   session) is added to each message, so an answer ("Lisbon! The tiles were beautiful") is found
-   through the question it answers, and a question through its answer. Asking is not telling:
-   a message that ends in a question mark keeps only part of its own score and passes a larger
-   share to the turn after it, its answer.
-2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said.
+1. **Neighbours**: a question passes part of its score to the turn after it (same session),
+   its answer ("Lisbon! The tiles were beautiful"), and every message passes part of its score
+   to the turn before it, the question it may answer. Asking is not telling: a message that ends
+   in a question mark keeps only part of its own score. A statement passes nothing forward: the
+   turn after it is no more likely to hold the answer (measured: no gain on LoCoMo, a loss on
+   every reshaped variant of it, see ``scripts/locomo_perturb.py``).
+2. **Speakers**: a query that names someone ("what does Ana like?") prefers what Ana said, as
+   a tie-breaker among matches of about the same strength (the question may be about what Ana
+   was told).
 3. **Session**: conversations are about something. A message in a session where many turns
    match gets a share of the session's score (the sum of its best turns' scores, plus any hit on
    the session's title or summary).
@@ -46,9 +49,19 @@ from hermes.store.fts import MatchPlan
 class RecallParams:
     """The ranking's knobs. Defaults chosen on the tuning half of LoCoMo (see module doc)."""
 
-    neighbour: float = 0.3  # share of the previous turn's score a message receives
+    # Share of the previous turn's score a message receives when that turn is not a question
+    # (a question's next turn receives ``answer``). 0.3 measured -0.002 / +0.002 turn R@5 on
+    # LoCoMo's halves against 0, and 0 was better on both halves under all eight perturbed
+    # variants (bench_locomo --perturb; README, "Generalisation"): off.
+    neighbour: float = 0.0
     neighbour_back: float = 0.3  # share of the next turn's score a message receives
-    speaker_boost: float = 0.5  # added to messages spoken by someone the query names
+    # Added to messages spoken by someone the query names: a hint, not a trump. LoCoMo's
+    # questions name the person who said the answer (96 % of the evidence turns of a question
+    # naming one speaker); there 0.5 measured best (+0.044 turn R@5), but with the names pointing
+    # at the other speaker it cost 0.215 (0.2: 0.107 less), so 0.5 pays only where more than
+    # ~78 % of answers are the named person's own words. 0.2 had the least regret on the tuning
+    # half for any such share from 60 % to 90 % (README, "Generalisation").
+    speaker_boost: float = 0.2
     session: float = 0.5  # weight of the (normalised) session score
     candidates: int = 100  # best BM25 matches read in their conversation
     match_floor: float = 0.2  # least score of a matching message, relative to the best
