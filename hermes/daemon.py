@@ -331,8 +331,8 @@ class Daemon:
         memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.embeddings import MessageVectors
             from hermes.memory.facts.vectors import FactVectors
+            from hermes.memory.sessions.vectors import MessageVectors
 
             db = connect(settings.db_path)
             try:

@@ -110,7 +110,7 @@ def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings:
     db = connect(home / "hermes.db")
     vectors = None
     if embeddings:
-        from hermes.memory.embeddings import MessageVectors
+        from hermes.memory.sessions.vectors import MessageVectors
 
         vectors = MessageVectors(db, cached_embedder(embeddings, cache))
     # Questions are asked the day after the conversation's last session.

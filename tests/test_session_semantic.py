@@ -7,9 +7,9 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory.embeddings import MessageVectors  # noqa: E402
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
 from tests.test_embeddings import ToyEmbedder  # noqa: E402
 
 
@@ -95,11 +95,11 @@ def test_a_missing_model_extra_means_words_only_and_one_log_line(rt, monkeypatch
     monkeypatch.setattr(builtins, "__import__", missing)
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = "e5"  # an extra (the default model always installs)
-    with caplog.at_level(logging.WARNING, logger="hermes.memory.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="hermes.memory.sessions.vectors"):
         first = rt.memory.sessions
         second = rt.memory.on(rt.db).sessions  # another connection, the same loaded models
     assert first.vectors is None and second.vectors is None
-    lines = [r for r in caplog.records if r.name == "hermes.memory.embeddings"]
+    lines = [r for r in caplog.records if r.name == "hermes.memory.sessions.vectors"]
     assert len(lines) == 1 and "pip install 'hermes[embeddings]'" in lines[0].getMessage()
     say(first, rt.clock, "owner", "the car inspection passed")
     assert first.search_messages("owner", "car")[0].message.content == "the car inspection passed"

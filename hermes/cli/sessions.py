@@ -199,8 +199,8 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.embeddings import MessageVectors
     from hermes.memory.facts.vectors import FactVectors
+    from hermes.memory.sessions.vectors import MessageVectors
 
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
 
     from hermes.config import Settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.embeddings import Embedders, MessageVectors
+    from hermes.memory.embeddings import Embedders
     from hermes.memory.facts.ratings import ReplyRatings
     from hermes.memory.facts.store import FactStore
     from hermes.memory.facts.vectors import FactVectors
     from hermes.memory.sessions.refs import MessageRefs
     from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.vectors import MessageVectors
 
 
 class Memory:
@@ -90,7 +91,7 @@ class Memory:
         or the model's extra is not installed)."""
         if not self.settings.sessions.embeddings:
             return None
-        from hermes.memory.embeddings import session_vectors_for
+        from hermes.memory.sessions.vectors import session_vectors_for
 
         return session_vectors_for(self.db, self.embedders,
                                    self.settings.sessions.embedding_model)

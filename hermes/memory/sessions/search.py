@@ -34,7 +34,7 @@ from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
 
 if TYPE_CHECKING:
-    from hermes.memory.embeddings import MessageVectors
+    from hermes.memory.sessions.vectors import MessageVectors
 
 # bm25 column weights. Messages: content counts fully, the speaker's name a little (a query
 # "alice" should prefer what was said about Alice over everything Alice said). Sessions: a title
@@ -66,7 +66,7 @@ class SessionSearch:
                  vectors: MessageVectors | None = None) -> None:
         self.db = db
         self.clock = clock
-        # hermes.memory.embeddings.MessageVectors when hybrid recall is on, else None
+        # hermes.memory.sessions.vectors.MessageVectors when hybrid recall is on, else None
         self.vectors = vectors
 
     def search(

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.memory.sessions.rerank import RankedMessage
 
 if TYPE_CHECKING:
-    from hermes.memory.embeddings import MessageVectors
+    from hermes.memory.sessions.vectors import MessageVectors
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def meaning_text(db: Any, user: str, text: str, candidate_ids: Sequence[int]) ->
 
 
 def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
-    """Cosines of the user's message vectors (hermes.memory.embeddings.MessageVectors, only
+    """Cosines of the user's message vectors (hermes.memory.sessions.vectors.MessageVectors, only
     this user's) to ``text``, each message's and its window's. Embeds at most a few new
     messages first, as ``nearest`` does."""
     np = _np()

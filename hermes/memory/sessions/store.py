@@ -41,7 +41,7 @@ from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
-    from hermes.memory.embeddings import MessageVectors
+    from hermes.memory.sessions.vectors import MessageVectors
 
 __all__ = [
     "HIGHLIGHT", "ROLES", "SCORE_CAP", "SOURCES", "Message", "MessageHit", "SearchHit",
@@ -57,7 +57,7 @@ class SessionStore:
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
-        # hermes.memory.embeddings.MessageVectors when hybrid recall is on (sessions.embeddings)
+        # sessions.vectors.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
         self.searcher = SessionSearch(db, self.clock, vectors)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
