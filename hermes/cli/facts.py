@@ -41,6 +41,15 @@ def _embed(store: FactStore, user: str) -> None:
         store.vectors.catch_up(user)
 
 
+def _check_category(store: FactStore, category: str | None, found: list[Fact]) -> None:
+    """A category that is not in facts.categories and matched nothing is most likely misspelt:
+    say which there are instead of "No facts found." (a fact kept under a category since
+    removed from the config is still listed)."""
+    if category is not None and not found and category not in store.config.categories:
+        raise QueryError(f"Unknown category {category!r}: the categories are "
+                         f"{', '.join(store.config.categories)} (facts.categories).")
+
+
 def _line(fact: Fact, *, show_score: bool = False) -> str:
     parts = [f"[{fact.id}]", fact.content]
     meta = [f"trust {fact.trust:.2f}", fact.category]
@@ -121,6 +130,7 @@ def search(
     store = _store(ctx)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=explain)
+    _check_category(store, category, facts)
     _print_facts(facts, as_json, show_score=True)
 
 
@@ -286,6 +296,7 @@ def list_facts(
     store = _store(ctx)
     facts = store.list_facts(_who(ctx, user), category=category, include_inactive=include_all,
                        limit=limit)
+    _check_category(store, category, facts)
     _print_facts(facts, as_json)
 
 
