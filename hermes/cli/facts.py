@@ -34,11 +34,11 @@ def _who(ctx: typer.Context, user: str | None) -> str:
     return runtime(ctx).user(user)
 
 
-def _embed(store: FactStore, user: str) -> None:
+def _embed(store: FactStore, user: str, fact_id: int) -> None:
     """With recall by meaning on, the fact just written gets its vector now: no daemon job
     runs for a command (a failure is one log line; the fact is saved)."""
     if store.vectors is not None:
-        store.vectors.catch_up(user)
+        store.vectors.catch_up(user, [fact_id])
 
 
 def _check_category(store: FactStore, category: str | None, found: list[Fact]) -> None:
@@ -97,7 +97,7 @@ def add(
     store, who = _store(ctx), _who(ctx, user)
     result = store.add(who, text, entities=entity or None, category=category,
                        tags=tag, kind=kind, importance=importance)
-    _embed(store, who)
+    _embed(store, who, result.id)
     if as_json:
         emit_json({"id": result.id, "status": result.status})
         return
@@ -222,7 +222,7 @@ def update(
     """Replace a fact with a new version; the old one is kept as superseded."""
     store, who = _store(ctx), _who(ctx, user)
     new = store.update(who, fact_id, text, note=note, entities=entity or None)
-    _embed(store, who)
+    _embed(store, who, new.id)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return
