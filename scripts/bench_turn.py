@@ -369,8 +369,9 @@ class StageTimer:
 FACTS, PAST = "hermes.memory.facts", "hermes.memory.sessions"
 STAGE_ORDER = [
     (f"{PAST}.store:SessionStore", "messages", "session read (conversation so far)"),
-    (f"{FACTS}.recall:FactRecall", "selective_query", "facts: selective words (doc counts)"),
+    (f"{FACTS}.recall:FactRecall", "_selective", "facts: selective words (doc counts)"),
     (f"{FACTS}.search:FactSearch", "search", "facts: search"),
+    (f"{FACTS}.search:FactSearch", "newest", "facts: newest holding common words"),
     (f"{FACTS}.search", "_bm25", "  facts: bm25 (FTS5)"),
     (f"{FACTS}.vectors:FactVectors", "similarity", "  facts: cosine to every fact"),
     (f"{FACTS}.vectors", "fuse", "  facts: fusion"),
