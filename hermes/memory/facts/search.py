@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.memory.facts import vectors as fact_vectors
-from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
+from hermes.memory.facts.records import (
+    ACTIVE,
+    BM25,
+    COLUMNS,
+    Fact,
+    own_words_first,
+    row_to_fact,
+)
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
@@ -86,6 +93,9 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
         mode = "any"
         rows = run(expression) if expression else []
     else:
+        # All words in the fact itself (not some only in its exchange: "all words" would then
+        # find a fact holding none of them); else any word, the exchange's too.
+        plan = own_words_first(plan)
         rows, mode = search_with_fallback(plan, run)
         expression = plan.strict if mode == "strict" else plan.loose
     found = []
