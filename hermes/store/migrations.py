@@ -792,3 +792,66 @@ def m020_fact_context_follows_its_messages(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m021_vector_changes(db: sqlite_utils.Database) -> None:
+    # A process holds each user's vectors in memory (hermes.memory.vector_matrix) and read only
+    # rows past the highest message id it had: an edited or redacted message kept its old
+    # vector, and a running process never saw a vector deleted, replaced, or written for an
+    # older message (a backlog is embedded newest first). Now an edit of a message's text or
+    # speaker, and its deletion, delete its vectors (the next vector pass embeds it as it now
+    # reads; meanwhile it is found by its words), and every write of a message or fact vector is
+    # logged in vector_changes, in order: each process reads the changes past the last one it
+    # saw and re-reads those rows (the user's own). The log is pruned to its newest rows
+    # (MessageVectors.index); a process that finds a gap past what it saw reloads the user.
+    db.executescript(
+        """
+        CREATE TABLE vector_changes (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          kind TEXT NOT NULL,            -- message | fact
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,
+          item_id INTEGER NOT NULL       -- the message id or fact id whose vector changed
+        );
+        -- (user, model, kind, seq): the rowid ends every index entry, so "seq > ?" is a range
+        CREATE INDEX idx_vector_changes_user ON vector_changes(user, model, kind);
+        -- The newest seq pruned from the log (one row, once the log was first pruned).
+        CREATE TABLE vector_changes_pruned (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          through INTEGER NOT NULL
+        );
+        CREATE TRIGGER message_vectors_changes_ai AFTER INSERT ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        CREATE TRIGGER message_vectors_changes_au AFTER UPDATE ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        CREATE TRIGGER message_vectors_changes_ad AFTER DELETE ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', old.user, old.model, old.message_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_ai AFTER INSERT ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_au AFTER UPDATE ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_ad AFTER DELETE ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', old.user, old.model, old.fact_id);
+        END;
+        CREATE TRIGGER messages_vector_au AFTER UPDATE OF content, speaker ON messages
+        WHEN new.content IS NOT old.content OR new.speaker IS NOT old.speaker BEGIN
+          DELETE FROM message_vectors WHERE message_id = old.id;
+        END;
+        -- Also when foreign keys are off on a connection (ON DELETE CASCADE would not run).
+        CREATE TRIGGER messages_vector_bd BEFORE DELETE ON messages BEGIN
+          DELETE FROM message_vectors WHERE message_id = old.id;
+        END;
+        """
+    )

@@ -28,6 +28,7 @@ import sqlite_utils
 
 from hermes.memory.embeddings import Embedder, Embedders, message_text
 from hermes.memory.facts.records import ACTIVE
+from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class FactVectors:
                       of_context[context].astype(half).tobytes() if context else b"")
                      for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
                 )
+                prune_changes(self.db)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
@@ -141,47 +143,63 @@ class FactVectors:
         return [t or None for t in joined]
 
     def _matrix(self, user: str) -> _Matrix:
-        """The user's vectors, read incrementally: a replaced vector (new text) gets a new
-        rowid, so reading past the highest rowid seen picks up new and changed facts alike."""
+        """The user's vectors (the fact's blended with its exchange's), loaded once, then kept
+        in step with every change logged since (hermes.memory.vector_matrix): new and
+        re-embedded facts, a context vector dropped because a source message was edited, a
+        vector deleted with its fact, by this process or another."""
         np = self._np
         with self._lock:
             cached = self._cache.get(user)
-            through = cached.through if cached else 0
-            rows = self.db.execute(
-                "SELECT rowid, fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
-                "AND model = ? AND rowid > ? ORDER BY rowid",
-                [user, self.model_id, through],
-            ).fetchall()
-            if cached is not None and not rows:
-                return cached
-            matrix = cached or _Matrix({}, [], 0, None)
-            for rowid, fact_id, blob, context in rows:
-                vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
-                if context:
-                    vector = ((1 - CONTEXT_WEIGHT) * vector + CONTEXT_WEIGHT
-                              * np.frombuffer(context, dtype=np.float16).astype(np.float32))
-                if fact_id in matrix.position:
-                    matrix.rows[matrix.position[fact_id]] = vector
-                else:
-                    matrix.position[fact_id] = len(matrix.rows)
-                    matrix.rows.append(vector)
-                matrix.through = max(matrix.through, rowid)
-            matrix.stacked = np.vstack(matrix.rows) if matrix.rows else None
-            ids = np.empty(len(matrix.rows), dtype=np.int64)
-            for fact_id, row in matrix.position.items():
-                ids[row] = fact_id
-            matrix.ids = ids
+            changes = (changes_since(self.db, "fact", user, self.model_id, cached.seq)
+                       if cached is not None else None)
+            if cached is not None and changes is not None and not changes.gap:
+                if not changes.ids:
+                    return cached
+                fresh = self._rows(user, changes.ids)
+                keep = ~np.isin(cached.ids, np.array(changes.ids, dtype=np.int64))
+                ids = np.concatenate([cached.ids[keep], fresh[0]])
+                rows = Int8Rows.concatenated([cached.rows.take(keep), fresh[1]])
+                seq = changes.through
+            else:
+                seq = last_change(self.db, "fact", user, self.model_id)
+                ids, rows = self._rows(user, None)
+            matrix = _Matrix({int(f): i for i, f in enumerate(ids.tolist())}, ids, rows, seq)
             self._cache[user] = matrix
             return matrix
+
+    def _rows(self, user: str, fact_ids: list[int] | None) -> tuple[Any, Int8Rows]:
+        """(fact ids, their blended vectors as int8 rows): ``user``'s, all or these."""
+        np = self._np
+        sql = ("SELECT fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
+               "AND model = ?")
+        if fact_ids is None:
+            found = self.db.execute(sql, [user, self.model_id]).fetchall()
+        else:
+            found = []
+            for start in range(0, len(fact_ids), 500):
+                chunk = fact_ids[start : start + 500]
+                found += self.db.execute(f"{sql} AND fact_id IN ({','.join('?' * len(chunk))})",
+                                         [user, self.model_id, *chunk]).fetchall()
+        parts = []
+        for begin in range(0, len(found), 8192):  # blended in chunks: no float32 copy of all
+            chunk = found[begin : begin + 8192]
+            vectors = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in chunk]
+                               ).astype(np.float32)
+            for i, r in enumerate(chunk):
+                if r[2]:
+                    vectors[i] = ((1 - CONTEXT_WEIGHT) * vectors[i] + CONTEXT_WEIGHT
+                                  * np.frombuffer(r[2], dtype=np.float16).astype(np.float32))
+            parts.append(Int8Rows.quantized(vectors))
+        return np.array([r[0] for r in found], dtype=np.int64), Int8Rows.concatenated(parts)
 
     def similarity(self, user: str, query: str) -> Similarity | None:
         """The similarity of ``query`` to each of ``user``'s embedded facts (its cosine to the
         fact, blended with its cosine to the fact's exchange); None when the user has none
         (then the query is not embedded at all)."""
         matrix = self._matrix(user)
-        if matrix.stacked is None:
+        if not len(matrix.ids):
             return None
-        return Similarity(self._np, matrix, matrix.stacked @ self.embedder.embed_query(query))
+        return Similarity(self._np, matrix, matrix.rows.cosines(self.embedder.embed_query(query)))
 
 
 def _message_ids(raw: str | None) -> list[int]:
@@ -196,10 +214,9 @@ def _message_ids(raw: str | None) -> list[int]:
 @dataclass
 class _Matrix:
     position: dict[int, int]  # fact id -> row
-    rows: list[Any]  # numpy float32 vectors
-    through: int  # highest fact_vectors rowid read
-    stacked: Any  # numpy matrix of rows, or None
-    ids: Any = None  # numpy int64 fact id of each row
+    ids: Any  # numpy int64 fact id of each row
+    rows: Int8Rows  # the blended vectors
+    seq: int  # the newest vector_changes entry applied
 
 
 class Similarity:

@@ -155,11 +155,10 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
                 last[int(ordered[at])] = int(order[at])
         rows = np.unique(np.concatenate(touched)) if touched else rows_new
         if len(rows):
-            v = matrix.vectors
-            total = v[rows].copy()
+            total = matrix.dequantized(rows)
             for side in (prev, nxt):
                 has = side[rows] >= 0
-                total[has] += v[side[rows][has]]
+                total[has] += matrix.dequantized(side[rows][has])
             norm[rows] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
@@ -198,7 +197,7 @@ def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
     if not len(matrix.ids):
         empty = np.zeros(0, np.float32)
         return Similarities(matrix.ids, empty, empty)
-    cosines = (matrix.vectors @ vectors.embedder.embed_query(text)).astype(np.float32)
+    cosines = matrix.cosines(vectors.embedder.embed_query(text))
     win = _windows_of(vectors, user, matrix)
     padded = np.append(cosines, np.float32(0))  # row -1 (no neighbour) reads the 0 at the end
     return Similarities(matrix.ids, cosines,

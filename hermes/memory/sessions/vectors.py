@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import sqlite_utils
 
 from hermes.errors import HermesError
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,19 @@ INLINE_INDEX = 32
 
 @dataclass
 class _Matrix:
-    ids: Any  # numpy int64 array of message ids
-    vectors: Any  # numpy float32 matrix, one row per id
-    through: int  # highest message id covered
+    """One user's message vectors as this process holds them."""
+
+    ids: Any  # numpy int64 array of message ids, ascending
+    rows: Int8Rows  # one row per id
+    seq: int  # the newest vector_changes entry applied
+
+    def cosines(self, query: Any) -> Any:
+        """float32 cosine of ``query`` to every row."""
+        return self.rows.cosines(query)
+
+    def dequantized(self, rows: Any) -> Any:
+        """The float32 vectors of these rows."""
+        return self.rows.dequantized(rows)
 
 
 class MessageVectors:
@@ -49,22 +60,29 @@ class MessageVectors:
         # Per user, the session windows that search by meaning derives from the matrix
         # (sessions/semantic.py), kept with the vectors they were built from.
         self.windows: dict[str, Any] = {}
+        # Per user, messages whose vectors another write dropped (an edit, a redaction, a
+        # deletion): the next search re-embeds those that still exist (a few at a time).
+        self._dropped: dict[str, set[int]] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
-              progress: Callable[[int, int], None] | None = None, after: int = 0) -> int:
+              progress: Callable[[int, int], None] | None = None, after: int = 0,
+              only: Sequence[int] | None = None) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
         when it says so, what is done so far is kept. ``progress(done, total)`` is told after
         each batch (``hermes sessions index`` draws its bar with it). ``after``: only messages
         with a larger id (a search looks only past the newest vector: a walk of the index from
-        there, where looking for gaps in a long history costs a scan of it)."""
+        there, where looking for gaps in a long history costs a scan of it). ``only``: only
+        these messages (a search re-embeds the few whose vectors an edit dropped)."""
+        among = f"AND m.id IN ({','.join('?' * len(only))}) " if only else ""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > ? "
-            "AND NOT EXISTS "
+            f"{among}AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
-            [user, after, self.embedder.model_id, -1 if limit is None else limit],
+            [user, after, *(only or ()), self.embedder.model_id,
+             -1 if limit is None else limit],
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
@@ -84,34 +102,67 @@ class MessageVectors:
                       vectors[i].astype(self._np.float16).tobytes())
                      for i, r in enumerate(chunk)],
                 )
+                prune_changes(self.db)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
         return done
 
     def _matrix(self, user: str) -> _Matrix:
+        """The user's vectors: loaded once, then kept in step with every change logged since
+        (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
+        process (an edited, redacted or deleted message)."""
         np = self._np
+        model = self.embedder.model_id
         with self._lock:
             cached = self._cache.get(user)
-            through = cached.through if cached else 0
-            rows = self.db.execute(
-                "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
-                "AND message_id > ? ORDER BY message_id",
-                [user, self.embedder.model_id, through],
-            ).fetchall()
-            if cached is not None and not rows:
-                return cached
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            vectors = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
-                       .reshape(len(rows), -1).astype(np.float32)) if rows else None
-            if cached is not None and vectors is not None:
-                ids = np.concatenate([cached.ids, ids])
-                vectors = np.vstack([cached.vectors, vectors])
-            elif vectors is None:
-                vectors = np.zeros((0, 1), dtype=np.float32)
-            matrix = _Matrix(ids, vectors, int(ids[-1]) if len(ids) else 0)
+            changes = (changes_since(self.db, "message", user, model, cached.seq)
+                       if cached is not None else None)
+            if cached is not None and changes is not None and not changes.gap:
+                if not changes.ids:
+                    return cached
+                matrix = self._updated(user, cached, changes.ids, changes.through)
+            else:
+                seq = last_change(self.db, "message", user, model)
+                found = self.db.execute(
+                    "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
+                    "ORDER BY message_id", [user, model]).fetchall()
+                matrix = _Matrix(np.array([r[0] for r in found], dtype=np.int64),
+                                 Int8Rows.from_float16([r[1] for r in found]), seq)
+                self.windows.pop(user, None)
             self._cache[user] = matrix
             return matrix
+
+    def _updated(self, user: str, cached: _Matrix, changed: list[int], seq: int) -> _Matrix:
+        """``cached`` with the rows of ``changed`` messages read again (the user's own): new
+        messages past the last row are appended (session windows extend); anything else (a
+        vector replaced or dropped, one written for an older message) rebuilds the matrix in id
+        order and its windows."""
+        np = self._np
+        found: dict[int, bytes] = {}
+        for start in range(0, len(changed), 500):
+            chunk = changed[start : start + 500]
+            found.update(self.db.execute(
+                "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
+                f"AND message_id IN ({','.join('?' * len(chunk))})",
+                [user, self.embedder.model_id, *chunk]).fetchall())
+        gone = [m for m in changed if m not in found]
+        if gone:
+            self._dropped.setdefault(user, set()).update(gone)
+        last = int(cached.ids[-1]) if len(cached.ids) else 0
+        new_ids = sorted(found)
+        if all(m > last for m in changed) and len(found) == len(changed):
+            ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
+            rows = Int8Rows.concatenated([cached.rows,
+                                          Int8Rows.from_float16([found[m] for m in new_ids])])
+            return _Matrix(ids, rows, seq)
+        keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
+        ids = np.concatenate([cached.ids[keep], np.array(new_ids, dtype=np.int64)])
+        rows = Int8Rows.concatenated([cached.rows.take(keep),
+                                      Int8Rows.from_float16([found[m] for m in new_ids])])
+        order = np.argsort(ids, kind="stable")
+        self.windows.pop(user, None)
+        return _Matrix(ids[order], rows.take(order), seq)
 
     def matrix(self, user: str) -> _Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
@@ -120,7 +171,11 @@ class MessageVectors:
             "SELECT coalesce(max(message_id), 0) FROM message_vectors WHERE user = ? AND model = ?",
             [user, self.embedder.model_id]).fetchone()[0]
         self.index(user, limit=INLINE_INDEX, after=newest)
-        return self._matrix(user)
+        matrix = self._matrix(user)
+        dropped = self._dropped.pop(user, None)
+        if dropped and self.index(user, only=sorted(dropped)[-INLINE_INDEX:]):
+            matrix = self._matrix(user)  # edited since they were embedded: as they now read
+        return matrix
 
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
@@ -133,8 +188,7 @@ class MessageVectors:
         if not len(matrix.ids):
             return []
         np = self._np
-        query_vector = self.embedder.embed_query(query)
-        scores = matrix.vectors @ query_vector
+        scores = matrix.cosines(self.embedder.embed_query(query))
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top])]
