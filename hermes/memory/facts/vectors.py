@@ -182,10 +182,10 @@ class FactVectors:
                                          [user, self.model_id, *chunk]).fetchall()
         parts = []
         for begin in range(0, len(found), 8192):  # blended in chunks: no float32 copy of all
-            chunk = found[begin : begin + 8192]
-            vectors = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in chunk]
+            batch = found[begin : begin + 8192]
+            vectors = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in batch]
                                ).astype(np.float32)
-            for i, r in enumerate(chunk):
+            for i, r in enumerate(batch):
                 if r[2]:
                     vectors[i] = ((1 - CONTEXT_WEIGHT) * vectors[i] + CONTEXT_WEIGHT
                                   * np.frombuffer(r[2], dtype=np.float16).astype(np.float32))

@@ -154,12 +154,13 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             if ordered[at] >= 0:
                 last[int(ordered[at])] = int(order[at])
         rows = np.unique(np.concatenate(touched)) if touched else rows_new
-        if len(rows):
-            total = matrix.dequantized(rows)
+        for begin in range(0, len(rows), 32768):  # never a float32 copy of every row at once
+            part = rows[begin : begin + 32768]
+            total = matrix.dequantized(part)
             for side in (prev, nxt):
-                has = side[rows] >= 0
-                total[has] += matrix.dequantized(side[rows][has])
-            norm[rows] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+                has = side[part] >= 0
+                total[has] += matrix.dequantized(side[part][has])
+            norm[part] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
         return done
