@@ -13,7 +13,15 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from hermes.errors import ConfigError
 
@@ -32,6 +40,10 @@ class Section(BaseModel):
         field = cls.model_fields.get(info.field_name or "")
         if isinstance(value, bool) and field is not None and field.annotation in (int, float):
             raise ValueError(f"expected a number, not {str(value).lower()}")
+        # `model:` with every key under it commented out is YAML null: the section's defaults,
+        # as when the line is not there (likewise an empty list or mapping: `jobs:`).
+        if value is None and field is not None and field.default_factory is not None:
+            return field.default_factory()  # type: ignore[call-arg]
         return value
 
 
@@ -251,8 +263,14 @@ class Settings(Section):
     web: WebConfig = Field(default_factory=WebConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
-    # Where the settings came from; not a config key.
     model_config = ConfigDict(extra="forbid")
+    # Where the settings came from (the config file, "+ environment"); not a config key. Errors
+    # found after loading (a cron job's delivery, checked against the front-ends) start with it.
+    _source: str = PrivateAttr("defaults")
+
+    @property
+    def source(self) -> str:
+        return self._source
 
     @property
     def home_path(self) -> Path:
@@ -321,6 +339,8 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
     first = error.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
     problem = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "model_type":  # pydantic: "Input should be a valid dictionary or ..."
+        problem = "expected a section (its keys indented under it)"
     if first["type"] == "extra_forbidden":
         problem = "unknown key"
     elif "input" in first and not isinstance(first["input"], dict | list):
@@ -414,6 +434,8 @@ def load_settings(
     elif environ.get("HERMES_HOME"):
         data["home"] = environ["HERMES_HOME"]
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
+    settings._source = source
+    return settings

@@ -124,16 +124,32 @@ def test_an_invalid_timezone_fails_cron_list_too(cli, config_file):
 
 @pytest.mark.parametrize("job,message", [
     ('{name: digest, schedule: "every fortnight", prompt: hi}',
-     "Error: cron.jobs.1.schedule ('digest'): schedule 'every fortnight'"),
+     "cron.jobs.1.schedule ('digest'): schedule 'every fortnight'"),
     ('{name: digest, schedule: "every 1d", prompt: hi, deliver: "email:me"}',
-     "Error: cron.jobs.1.deliver ('digest'): deliver 'email:me'"),
+     "cron.jobs.1.deliver ('digest'): deliver 'email:me'"),
 ])
 def test_a_bad_cron_job_in_the_config_names_its_key(cli, config_file, job, message):
     config_file.write_text("cron:\n  jobs:\n    - {name: ok, schedule: every 1h, prompt: x}\n"
                            f"    - {job}\n")
     result = cli("cron", "list")
     assert result.exit_code == 2
-    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+    # The file first, as every other config error says it (the key alone was a riddle).
+    assert result.stderr.startswith(f"Error: {config_file}: {message}")
+    assert result.stderr.count("\n") == 1
+
+
+def test_an_empty_section_is_its_defaults_and_a_scalar_one_is_named(cli, config_file):
+    # Every key under `model:` commented out is YAML null: the defaults, as with no line.
+    config_file.write_text("model:\n#  name: openai/gpt-4.1-mini\ncron:\n  jobs:\n")
+    settings = load_settings()
+    assert settings.model.name is None and settings.model.retries == 3
+    assert settings.cron.jobs == []
+    assert cli("memory", "show").exit_code == 0
+    config_file.write_text("memory: 3\n")
+    result = cli("memory", "show")
+    assert result.exit_code == 2 and result.stderr == (
+        f"Error: {config_file}: memory: expected a section (its keys indented under it) "
+        "(got 3)\n")
 
 
 def test_home_flag_reads_that_homes_config_not_hermes_home(cli, hermes_home, tmp_path,

@@ -203,3 +203,20 @@ def test_a_query_with_no_words_is_a_clear_error_like_session_search(cli):
         sessions = cli("sessions", "search", query)
         assert facts.exit_code == sessions.exit_code == 1
         assert "Nothing to search for" in facts.stderr and "Traceback" not in facts.stderr
+
+
+def test_an_unknown_category_names_the_known_ones(cli, config_file):
+    config_file.write_text("facts:\n  categories: [general, project, hobby]\n")
+    add(cli, "Dana climbs on Sundays", "--category", "hobby")
+    for command in (("list",), ("search", "climbs")):
+        for args in ((), ("--json",)):
+            result = cli("facts", *command, "--category", "nope", *args)
+            assert (result.exit_code, result.stdout) == (1, "")
+            assert result.stderr == ("Error: Unknown category 'nope': the categories are "
+                                     "general, project, hobby (facts.categories).\n")
+        # A known category with nothing in it is simply empty.
+        assert cli("facts", *command, "--category", "project").stdout == "No facts found.\n"
+    # A category since removed from the config still lists what was kept under it.
+    config_file.write_text("facts:\n  categories: [general, project]\n")
+    kept = cli("facts", "list", "--category", "hobby", "--json")
+    assert [f["content"] for f in kept.json()] == ["Dana climbs on Sundays"]

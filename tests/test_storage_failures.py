@@ -242,3 +242,35 @@ def test_the_daemon_logs_why_it_stopped_on_a_damaged_database(cli, hermes_home: 
     log = (hermes_home / "hermes.log").read_text(encoding="utf-8")
     assert "hermes: stopped: " in log and "is damaged (file is not a database)" in log
 
+
+
+def test_an_empty_database_file_that_is_not_new_is_refused(cli, hermes_home: Path) -> None:
+    """A hermes.db cut to 0 bytes would open as a new, empty memory (SQLite's reading): every
+    command refuses it in one line instead; one being created right now still opens."""
+    import os
+    import time
+
+    from hermes.store.db import NEW_FILE_SECONDS, connect
+
+    db_path = hermes_home / "hermes.db"
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    db_path.write_bytes(b"")
+    an_hour_ago = time.time() - 3600
+    os.utime(db_path, (an_hour_ago, an_hour_ago))
+    for command in COMMANDS:
+        result = cli(*command)
+        lines = result.stderr.splitlines()
+        assert (result.exit_code, len(lines)) == (2, 1), result.stderr
+        assert lines[0].startswith(f"Error: {db_path} is empty (0 bytes, last changed ")
+        assert "delete the empty file to start with no memory" in lines[0]
+        assert db_path.stat().st_size == 0  # nothing was written into it
+    for command, code in ((("db", "check"), 2), (("doctor",), 2)):
+        result = cli(*command)
+        assert result.exit_code == code and f"{db_path} is empty (0 bytes" in result.stdout
+    # The file another process created a moment ago (its header not yet written) is new.
+    connect(db_path, now=lambda: an_hour_ago + NEW_FILE_SECONDS / 2).close()
+    assert db_path.stat().st_size > 0
+    assert cli("memory", "show").exit_code == 0
+    # Deleting it, as the line says, starts a new memory.
+    db_path.unlink()
+    assert cli("memory", "add", "Starts afresh").exit_code == 0

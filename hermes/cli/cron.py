@@ -20,7 +20,7 @@ app = typer.Typer(no_args_is_help=True, help="Scheduled prompts: add, list, run,
 def _store(ctx: typer.Context) -> CronStore:
     rt = runtime(ctx)
     store = CronStore.from_runtime(rt)
-    store.sync_config(rt.settings.cron.jobs)
+    store.sync_config(rt.settings.cron.jobs, rt.settings.source)
     return store
 
 

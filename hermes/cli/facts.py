@@ -34,11 +34,20 @@ def _who(ctx: typer.Context, user: str | None) -> str:
     return runtime(ctx).user(user)
 
 
-def _embed(store: FactStore, user: str) -> None:
+def _embed(store: FactStore, user: str, fact_id: int) -> None:
     """With recall by meaning on, the fact just written gets its vector now: no daemon job
     runs for a command (a failure is one log line; the fact is saved)."""
     if store.vectors is not None:
-        store.vectors.catch_up(user)
+        store.vectors.catch_up(user, [fact_id])
+
+
+def _check_category(store: FactStore, category: str | None, found: list[Fact]) -> None:
+    """A category that is not in facts.categories and matched nothing is most likely misspelt:
+    say which there are instead of "No facts found." (a fact kept under a category since
+    removed from the config is still listed)."""
+    if category is not None and not found and category not in store.config.categories:
+        raise QueryError(f"Unknown category {category!r}: the categories are "
+                         f"{', '.join(store.config.categories)} (facts.categories).")
 
 
 def _line(fact: Fact, *, show_score: bool = False) -> str:
@@ -88,7 +97,7 @@ def add(
     store, who = _store(ctx), _who(ctx, user)
     result = store.add(who, text, entities=entity or None, category=category,
                        tags=tag, kind=kind, importance=importance)
-    _embed(store, who)
+    _embed(store, who, result.id)
     if as_json:
         emit_json({"id": result.id, "status": result.status})
         return
@@ -121,6 +130,7 @@ def search(
     store = _store(ctx)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=explain)
+    _check_category(store, category, facts)
     _print_facts(facts, as_json, show_score=True)
 
 
@@ -212,7 +222,7 @@ def update(
     """Replace a fact with a new version; the old one is kept as superseded."""
     store, who = _store(ctx), _who(ctx, user)
     new = store.update(who, fact_id, text, note=note, entities=entity or None)
-    _embed(store, who)
+    _embed(store, who, new.id)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return
@@ -286,6 +296,7 @@ def list_facts(
     store = _store(ctx)
     facts = store.list_facts(_who(ctx, user), category=category, include_inactive=include_all,
                        limit=limit)
+    _check_category(store, category, facts)
     _print_facts(facts, as_json)
 
 

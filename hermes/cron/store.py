@@ -205,16 +205,17 @@ class CronStore:
         for when in skipped:      # the latest ones: the newest bounds what a resume may run
             self.record_missed(job.id, when, "skipped: the job was paused")
 
-    def sync_config(self, jobs: list[CronJobConfig]) -> None:
+    def sync_config(self, jobs: list[CronJobConfig], source: str = "config") -> None:
         """Make the database's config jobs match ``cron.jobs``.
 
         Schedule, prompt, user (default: ``users.default``) and delivery follow the config.
         ``enabled`` follows the config whenever the config's value changed since the last sync;
         otherwise a pause or resume from the command line stands (``enabled: false`` in the
-        config still always pauses).
+        config still always pauses). A bad job is a ConfigError that starts with ``source``
+        (the config file, ``Settings.source``), as the errors found at load do.
         """
         for number, job in enumerate(jobs):
-            key = f"cron.jobs.{number}"
+            key = f"{source}: cron.jobs.{number}"
             try:
                 parse_schedule(job.schedule, self.timezone)
             except ScheduleError as exc:
@@ -229,7 +230,7 @@ class CronStore:
         # Names are unique per user: two users may each have a "digest".
         keys = [(job.user or self.default_user, job.name) for job in jobs]
         if len(set(keys)) != len(keys):
-            raise ConfigError("cron.jobs: two jobs of the same user have the same name")
+            raise ConfigError(f"{source}: cron.jobs: two jobs of the same user have the same name")
         with write_transaction(self.db):
             existing = {(r["user"], r["name"]): r for r in self._rows("SELECT * FROM cron_jobs")}
             for job in jobs:
@@ -244,8 +245,8 @@ class CronStore:
                          int(job.enabled), int(job.enabled), to_ts(self.clock.now())),
                     )
                 elif row["origin"] != "config":
-                    raise ConfigError(f"cron.jobs: {job.name!r} of {user} is also a job added "
-                                      "with `hermes cron add`; rename one of them")
+                    raise ConfigError(f"{source}: cron.jobs: {job.name!r} of {user} is also a "
+                                      "job added with `hermes cron add`; rename one of them")
                 else:
                     if row["config_enabled"] is None or bool(row["config_enabled"]) != job.enabled:
                         enabled = job.enabled

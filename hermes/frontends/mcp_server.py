@@ -135,11 +135,11 @@ class MemoryTools:
     def sessions(self) -> SessionStore:
         return self.rt.memory.sessions
 
-    def _embed(self) -> None:
+    def _embed(self, fact_id: int) -> None:
         """With recall by meaning on, a fact just written gets its vector now (this server
         runs no vector job; a failure is one log line, the fact is saved)."""
         if self.facts.vectors is not None:
-            self.facts.vectors.catch_up(self.user)
+            self.facts.vectors.catch_up(self.user, [fact_id])
 
     def context_text(self) -> str | None:
         from hermes.memory import context as context_file
@@ -215,7 +215,7 @@ class MemoryTools:
         duplicate is merged into the existing fact (status merged). Never store secrets."""
         added = self.facts.add(self.user, content, entities=entities or None,
                                category=category, tags=tags or ())
-        self._embed()
+        self._embed(added.id)
         return {"status": added.status, "fact": fact_json(added.fact)}
 
     def facts_update(self, id: FactId,
@@ -225,7 +225,7 @@ class MemoryTools:
                      ) -> dict[str, Any]:
         """Correct a fact: the new version replaces it and the old one is kept as history."""
         new = self.facts.update(self.user, id, content, note=note, entities=entities or None)
-        self._embed()
+        self._embed(new.id)
         return {"status": "updated", "fact": fact_json(new), "supersedes": id}
 
     def facts_forget(self, id: FactId,

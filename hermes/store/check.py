@@ -11,11 +11,14 @@ from a backup.
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlite_utils
 
+from hermes.store.db import empty_file_problem
 from hermes.store.migrations import migrations
 
 MAX_PROBLEMS = 5  # integrity_check lines shown (it can list thousands)
@@ -122,13 +125,18 @@ def _migrations(conn: sqlite3.Connection) -> Finding:
     return Finding("migrations", True, f"all {len(known)} applied")
 
 
-def check_database(path: Path, *, repair_fts: bool = False) -> list[Finding]:
-    """Every check of the file at ``path``. Only ``repair_fts`` writes (it rebuilds indexes)."""
+def check_database(path: Path, *, repair_fts: bool = False,
+                   now: Callable[[], float] = time.time) -> list[Finding]:
+    """Every check of the file at ``path``. Only ``repair_fts`` writes (it rebuilds indexes).
+    ``now``: the wall clock an empty file's age is measured by."""
     if path.is_dir():
         return [Finding("file", False, f"{path} is a directory, not a database file; move it "
                         "away (a new database is created) or put back a backup")]
     if not path.exists():
         return [Finding("file", True, f"{path} does not exist yet (created on first use)")]
+    empty = empty_file_problem(path, now())
+    if empty is not None:
+        return [Finding("file", False, empty)]
     try:
         conn = sqlite3.connect(str(path), timeout=10)
     except sqlite3.DatabaseError as exc:

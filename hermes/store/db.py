@@ -20,6 +20,10 @@ BUSY_TIMEOUT_MS = 10_000
 LOCK_RETRIES = 2
 # How long one batch of BoundedWrites may hold the write lock before it commits.
 WRITE_BUDGET_SECONDS = 0.05
+# A database file of 0 bytes younger than this is one being created right now (by this
+# process or another one opening the same new home: SQLite creates the file, then writes its
+# header a moment later); an older one is a database that was lost or cut short.
+NEW_FILE_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +37,12 @@ def connect(
     *,
     busy_timeout_ms: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], float] = time.time,
 ) -> sqlite_utils.Database:
     """Open (creating if needed) the database at ``path`` and apply pending migrations.
-    ``busy_timeout_ms`` defaults to :data:`BUSY_TIMEOUT_MS` (read at each call)."""
+    ``busy_timeout_ms`` defaults to :data:`BUSY_TIMEOUT_MS` (read at each call). An empty
+    file that is not new is refused (:func:`empty_file_problem`); ``now`` is the wall clock
+    its age is measured by."""
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS
     path = Path(path)
@@ -43,6 +50,9 @@ def connect(
     if path.is_dir():
         raise StorageError(f"{path} is a directory, not the database file; move it away (a new "
                            "database is created) or put back a copy made with `hermes db backup`.")
+    empty = empty_file_problem(path, now())
+    if empty is not None:
+        raise StorageError(empty)
     # check_same_thread=False: the daemon hands a connection to worker threads, one at a time.
     # The timeout installs the busy handler before any statement runs.
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
@@ -61,6 +71,27 @@ def connect(
             raise
         raise problem from exc
     return db
+
+
+def empty_file_problem(path: Path, now: float) -> str | None:
+    """Why the database file at ``path`` must not be opened, when it is empty (0 bytes) and
+    older than :data:`NEW_FILE_SECONDS`; else None.
+
+    SQLite takes an empty file for a new database, so a database lost or cut to nothing (a
+    full disk, a copy that failed, a sync tool) would open as an empty memory, `hermes
+    doctor` would say ok, and new memory would pile up beside the lost one. Hermes creates
+    the file and writes its header in the same moment, so an older empty file is not one it
+    is creating."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None  # not there: a new database (or a problem the open itself will name)
+    if stat.st_size or now - stat.st_mtime < NEW_FILE_SECONDS:
+        return None
+    changed = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stat.st_mtime))
+    return (f"{path} is empty (0 bytes, last changed {changed}): the database was lost or cut "
+            "short, so it is not opened as a new, empty memory. Put back a copy made with "
+            "`hermes db backup`, or delete the empty file to start with no memory.")
 
 
 def _enable_wal(

@@ -76,15 +76,19 @@ class FactVectors:
         return self.embedder.model_id
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> int:
+              progress: Callable[[int, int], None] | None = None,
+              only: Sequence[int] | None = None) -> int:
         """Embed ``user``'s active facts that have no vector for this model, or one computed
-        from older text. Returns how many. ``stop`` is asked between batches;
-        ``progress(done, total)`` is told after each."""
+        from older text (of those, only the ids in ``only`` when given). Returns how many.
+        ``stop`` is asked between batches; ``progress(done, total)`` is told after each."""
+        among = ""
+        if only is not None:
+            among = f" AND f.id IN ({','.join(str(int(i)) for i in only) or 'NULL'})"
         rows = self.db.execute(
             "SELECT f.id, f.content, f.content_key, f.source_message_ids FROM facts f "
             "LEFT JOIN fact_vectors v ON v.fact_id = f.id AND v.model = ? "
             f"WHERE f.user = ? AND {ACTIVE} AND (v.fact_id IS NULL OR v.content_key != "
-            "f.content_key OR v.context_vector IS NULL) ORDER BY f.id",
+            f"f.content_key OR v.context_vector IS NULL){among} ORDER BY f.id",
             [self.model_id, user],
         ).fetchall()
         done = 0
@@ -114,14 +118,16 @@ class FactVectors:
                 progress(done, len(rows))
         return done
 
-    def catch_up(self, user: str) -> int:
-        """Embed ``user``'s facts that have no vector yet, for a command that wrote facts outside
-        the daemon (``hermes facts add``, the MCP server's facts_add): no vector job runs there,
-        so without this a fact added by hand would be found only by its words until the next
-        ``hermes run`` or ``hermes sessions index``. Never on the reply path. A failure is one
-        log line: the fact is saved and found by its words meanwhile."""
+    def catch_up(self, user: str, fact_ids: Sequence[int]) -> int:
+        """Embed the facts ``fact_ids`` of ``user`` just written by a command outside the daemon
+        (``hermes facts add``, the MCP server's facts_add): no vector job runs there, so without
+        this a fact added by hand would be found only by its words until the next ``hermes run``
+        or ``hermes sessions index``. Only those facts: a backlog (an upgrade, an import, a new
+        model: thousands of facts, minutes of CPU) is the vector job's and ``hermes sessions
+        index``'s, with its progress bar, not a one-line command's. Never on the reply path. A
+        failure is one log line: the fact is saved and found by its words meanwhile."""
         try:
-            return self.index(user)
+            return self.index(user, only=fact_ids)
         except Exception as exc:  # noqa: BLE001 - logged; the fact itself is saved
             log.warning("fact vectors for %s: %s (embedded later by hermes run or "
                         "hermes sessions index)", user, exc)
