@@ -101,6 +101,7 @@ TABLES = {t.name: t for t in EXPORTED_TABLES}
 NOT_EXPORTED = {
     "message_vectors": "derived from the messages; `hermes sessions index` rebuilds it",
     "fact_vectors": "derived from the facts; the daemon embeds facts without one again",
+    "vector_changes": "this home's log of vector writes, read by its running processes (m021)",
     "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
     "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
                       "import",
