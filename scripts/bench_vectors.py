@@ -23,7 +23,9 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 # One core, as the budget is stated (OpenBLAS would otherwise spin a thread per core, and its
 # spinning counts as CPU time under load).
@@ -33,8 +35,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from hermes.memory.vector_matrix import Int8Rows  # noqa: E402
 
 CACHE = "/tmp/lead-vec/all-MiniLM-L6-v2-onnx-int8-dq.json"
 
@@ -94,7 +94,7 @@ def overlap(found: list, exact: list, k: int) -> float:
 class IVF:
     """Spherical k-means cells over int8 rows; a query scans the ``nprobe`` nearest cells."""
 
-    def __init__(self, x: np.ndarray, rows: Int8Rows, cells: int, seed: int = 0) -> None:
+    def __init__(self, x: np.ndarray, rows: Any, cells: int, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
         t = time.process_time()
         sample = x[rng.choice(len(x), min(len(x), 40 * cells), replace=False)]
@@ -180,6 +180,8 @@ def load_only(path: str, layout: str) -> None:
 
 
 def report(name: str, x: np.ndarray, qs: np.ndarray, with_load: bool, cells: int) -> None:
+    from hermes.memory.vector_matrix import Int8Rows
+
     print(f"\n## {name}: {len(x):,} vectors x {x.shape[1]}, {len(qs)} queries "
           f"(load average {os.getloadavg()[0]:.1f})")
     top(x @ qs[0], 100)  # first touch of every page, outside the timing
@@ -211,6 +213,124 @@ def report(name: str, x: np.ndarray, qs: np.ndarray, with_load: bool, cells: int
               f"+{cost['new'][1]:,.0f} MB RSS")
 
 
+def end_to_end(x: np.ndarray, qs: np.ndarray, modes: Sequence[str],
+               ivf_min: int | None = None) -> None:
+    """The shipped path on a home of len(x) messages (sessions of 20) with these vectors:
+    clustering (vector_cells.maybe_cluster, as the background pass runs it), then, in a fresh
+    process per mode, the first search (load + session windows: a CLI's start) and each
+    search's vector part (semantic.similarities, its nearest 20 messages and windows, the exact
+    cosines of a 100-message word pool), exact scan vs cells."""
+    import subprocess
+
+    from hermes.memory import vector_cells
+    from hermes.memory.sessions.vectors import _float32_of
+    from hermes.store.db import connect
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        path = Path(tmp) / "e2e.db"
+        db = connect(path)
+        for trigger in ("messages_fts_ai", "messages_count_ai"):  # words are not measured here
+            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        n = len(x)
+        half = x.astype(np.float16)
+        with db.conn:
+            db.conn.executemany(
+                "INSERT INTO sessions (id, user, source, started_at, last_active_at) "
+                "VALUES (?, 'u', 'import', '2026-01-01', '2026-01-01')",
+                [(s + 1,) for s in range((n + 19) // 20)])
+            for s in range(0, n, 50_000):
+                part = range(s, min(n, s + 50_000))
+                db.conn.executemany(
+                    "INSERT INTO messages (id, session_id, user, role, speaker, content, "
+                    "created_at) VALUES (?, ?, 'u', 'user', 'u', ?, '2026-01-01')",
+                    [(i + 1, i // 20 + 1, f"m{i}") for i in part])
+                db.conn.executemany(
+                    "INSERT INTO message_vectors (message_id, user, model, vector) "
+                    "VALUES (?, 'u', 'bench', ?)", [(i + 1, half[i].tobytes()) for i in part])
+        del half
+        t = time.process_time()
+        if ivf_min is not None:  # a small set clustered all the same, to measure its recall
+            vector_cells.IVF_MIN = ivf_min
+        vector_cells.maybe_cluster(db, "message", "u", "bench", _float32_of)
+        build = time.process_time() - t
+        db.conn.close()
+        np.save(Path(tmp) / "q.npy", qs)
+        print(f"\n## The shipped path: {n:,} messages, {len(qs)} queries (load average "
+              f"{os.getloadavg()[0]:.1f}); clustering as the background pass does it: "
+              f"{build:.1f} s CPU")
+        print("| mode | first search (CPU, RSS after) | vector part p50 / p99 (CPU) | "
+              "nearest-20 messages + windows of exact |")
+        print("|---|---|---|---|")
+        for mode in modes:
+            done = subprocess.run([sys.executable, __file__, "--e2e-only", tmp, mode],
+                                  capture_output=True, text=True)
+            if done.returncode:
+                print(done.stderr[-2000:])
+                continue
+            r = json.loads(done.stdout.splitlines()[-1])
+            print(f"| {mode} | {r['first']:.2f} s, {r['rss']:,.0f} MB | {r['p50']:.1f} / "
+                  f"{r['p99']:.1f} ms | {r['recall']:.3f} |")
+
+
+def e2e_only(tmp: str, mode: str) -> None:
+    if mode == "old":  # the code before int8 rows and cells (a checkout named by BENCH_OLD_CODE)
+        sys.path.insert(0, os.environ["BENCH_OLD_CODE"])
+    from hermes.memory.sessions import semantic
+    from hermes.memory.sessions.vectors import MessageVectors
+    from hermes.store.db import connect
+
+    qs = np.load(Path(tmp) / "q.npy")
+
+    class Queries:
+        model_id = "bench"
+
+        def embed(self, texts):  # every message has its vector: never called
+            raise AssertionError(texts)
+
+        def embed_query(self, text):
+            return qs[int(text)]
+
+    if mode != "old":
+        from hermes.memory import vector_cells
+
+        if mode == "exact":
+            vector_cells.load = lambda *a: None  # type: ignore[assignment]  # as unclustered
+            vector_cells.version = lambda *a: 0  # type: ignore[assignment]
+        if mode.startswith("cells:"):  # another scan size: cells:8192
+            vector_cells.SCAN_ROWS = int(mode.split(":")[1])
+    db = connect(Path(tmp) / "e2e.db")
+    vectors = MessageVectors(db, Queries())
+    t = time.process_time()
+    semantic.similarities(vectors, "u", "0")
+    first, rss = time.process_time() - t, rss_mb()
+    rng = np.random.default_rng(5)
+    times, found = [], []
+    n = len(vectors.matrix("u").ids)
+    for i in range(len(qs)):
+        pool = rng.integers(1, n + 1, 100).tolist()
+        t = time.process_time()
+        sims = semantic.similarities(vectors, "u", str(i))
+        near = sims.nearest(20)
+        sims.of(pool)
+        times.append(time.process_time() - t)
+        found.append(set(near))
+    recall = 1.0
+    if mode.startswith("cells"):  # the exact answer, by the full scan, outside the timing
+        matrix = vectors.matrix("u")
+        win = semantic._windows_of(vectors, "u", matrix)
+        exact = []
+        for q in qs:
+            cos = matrix.cosines(q)  # every row (the full scan)
+            padded = np.append(cos, np.float32(0))
+            exact.append(set(semantic.Similarities(
+                matrix.ids, cos, (cos + padded[win.prev] + padded[win.next]) / win.norm
+            ).nearest(20)))
+        recall = float(np.mean([len(f & e) / len(e) for f, e in zip(found, exact, strict=True)]))
+    ms = np.array(times) * 1000
+    print(json.dumps({"first": first, "rss": rss, "p50": float(np.percentile(ms, 50)),
+                      "p99": float(np.percentile(ms, 99)), "recall": recall}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vectors", default=CACHE, help="a bench_locomo vector-cache file")
@@ -218,15 +338,29 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--no-load", action="store_true", help="skip the SQLite load cost")
     parser.add_argument("--load-only", nargs=2, metavar=("DB", "LAYOUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--e2e-only", nargs=2, metavar=("DIR", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--no-e2e", action="store_true", help="skip the shipped path")
+    parser.add_argument("--e2e-alone", action="store_true", help="only the shipped path")
+    parser.add_argument("--modes", nargs="*", default=["exact", "cells"],
+                        help="shipped path: exact, cells, cells:SCAN_ROWS, old (the code in "
+                             "the checkout named by BENCH_OLD_CODE)")
     args = parser.parse_args()
     if args.load_only:
         return load_only(*args.load_only)
+    if args.e2e_only:
+        return e2e_only(*args.e2e_only)
     real = real_vectors(args.vectors)
     qs = queries(real, args.queries)
-    report("LoCoMo's real vectors", real, qs, False, 64)
+    if not args.e2e_alone:
+        report("LoCoMo's real vectors", real, qs, False, 64)
+    if not args.no_e2e:  # LoCoMo's real vectors as one long history, clustered all the same
+        end_to_end(real, qs, ["exact", "cells:512", "cells:1024"], ivf_min=1024)
     for n in args.sizes:
         x = synthetic(real, n)
-        report("synthetic", x, qs, not args.no_load, max(64, int(np.sqrt(n))))
+        if not args.e2e_alone:
+            report("synthetic", x, qs, not args.no_load, max(64, int(np.sqrt(n))))
+        if not args.no_e2e:
+            end_to_end(x, qs, args.modes)
         del x
         gc.collect()
 

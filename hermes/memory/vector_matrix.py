@@ -14,8 +14,9 @@ process never serves a vector another process has replaced or dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlite_utils
@@ -40,6 +41,31 @@ class Int8Rows:
 
     codes: Any  # numpy int8 (n, dim)
     scale: Any  # numpy float32 (n,)
+    # Room to grow (appended): the arrays codes and scale are the start of, and how many rows
+    # of them are taken (shared by every view of the same buffer).
+    _room: tuple[Any, Any, list[int]] | None = field(default=None, repr=False, compare=False)
+
+    def appended(self, other: Int8Rows) -> Int8Rows:
+        """These rows, then ``other``'s: written into spare room at the end of this object's
+        buffer when it has some (this object never reads past its own rows, so it stays
+        valid), else into a new buffer with room for an eighth more. A new message costs a
+        copy of its own row, not of the whole matrix."""
+        np = _np()
+        n, m = len(self), len(other)
+        if not m:
+            return self
+        room = self._room
+        if room is None or room[2][0] != n or len(room[1]) < n + m or (
+                n and room[0].shape[1] != other.codes.shape[1]):
+            size = n + max(m, n // 8, 1024)
+            dim = other.codes.shape[1]
+            codes, scale = np.empty((size, dim), np.int8), np.empty(size, np.float32)
+            codes[:n], scale[:n] = self.codes, self.scale
+            room = (codes, scale, [n])
+        codes, scale, taken = room
+        codes[n : n + m], scale[n : n + m] = other.codes, other.scale
+        taken[0] = n + m
+        return Int8Rows(codes[: n + m], scale[: n + m], room)
 
     @classmethod
     def quantized(cls, vectors: Any) -> Int8Rows:
@@ -65,6 +91,17 @@ class Int8Rows:
             parts.append(cls.quantized(np.frombuffer(b"".join(chunk), dtype=np.float16)
                                        .reshape(len(chunk), dim)))
         return cls.concatenated(parts)
+
+    @classmethod
+    def allocated(cls, n: int, dim: int) -> Int8Rows:
+        """``n`` rows to fill with :meth:`put`."""
+        np = _np()
+        return cls(np.zeros((n, dim), np.int8), np.zeros(n, np.float32))
+
+    def put(self, at: Any, rows: Int8Rows) -> None:
+        """Write ``rows`` at these positions (an index array or slice)."""
+        self.codes[at] = rows.codes
+        self.scale[at] = rows.scale
 
     @classmethod
     def empty(cls, dim: int = 1) -> Int8Rows:
@@ -112,6 +149,22 @@ class Int8Rows:
             out[start:end] = (np.einsum("ij,j->i", self.codes[start:end], query,
                                         dtype=np.float32) * self.scale[start:end])
         return out
+
+
+@contextmanager
+def read_snapshot(db: sqlite_utils.Database) -> Iterator[None]:
+    """Reads that must see one state of the database (WAL: a read transaction), e.g. a
+    long history read in two passes. Inside an open transaction, that one."""
+    conn = db.conn
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def last_change(db: sqlite_utils.Database, kind: str, user: str, model: str) -> int:

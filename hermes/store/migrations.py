@@ -855,3 +855,41 @@ def m021_vector_changes(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m022_vector_cells(db: sqlite_utils.Database) -> None:
+    # A coarse index (IVF) over a long history's vectors (hermes.memory.vector_cells): a
+    # search scans the vectors of the cells nearest the query instead of every vector. The
+    # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
+    # is not a change of the vector: the change log (m021) now follows the vector columns only.
+    db.executescript(
+        """
+        CREATE TABLE vector_cells (
+          kind TEXT NOT NULL,            -- message | fact
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,
+          version INTEGER NOT NULL,      -- 1, 2, ...: each clustering of these vectors
+          dim INTEGER NOT NULL,
+          trained_on INTEGER NOT NULL,   -- how many vectors there were when clustered
+          centroids BLOB NOT NULL,       -- float32, one unit vector per cell
+          PRIMARY KEY (kind, user, model)
+        );
+        -- version * 2^20 + cell; NULL: written before its user's vectors were clustered
+        -- (facts are few: a process computes their cells when it loads them)
+        ALTER TABLE message_vectors ADD COLUMN cell INTEGER;
+        DROP TRIGGER message_vectors_changes_au;
+        CREATE TRIGGER message_vectors_changes_au
+            AFTER UPDATE OF message_id, user, model, vector ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        DROP TRIGGER fact_vectors_changes_au;
+        CREATE TRIGGER fact_vectors_changes_au
+            AFTER UPDATE OF fact_id, user, model, content_key, vector, context_vector
+            ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        """
+    )

@@ -198,8 +198,11 @@ def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
     if not len(matrix.ids):
         empty = np.zeros(0, np.float32)
         return Similarities(matrix.ids, empty, empty)
-    cosines = matrix.cosines(vectors.embedder.embed_query(text))
+    query = vectors.embedder.embed_query(text)
     win = _windows_of(vectors, user, matrix)
+    if matrix.cells is not None:  # a long history: only the cells nearest the query are read
+        return matrix.probed(query, win.prev, win.next, win.norm)
+    cosines = matrix.cosines(query)
     padded = np.append(cosines, np.float32(0))  # row -1 (no neighbour) reads the 0 at the end
     return Similarities(matrix.ids, cosines,
                         (cosines + padded[win.prev] + padded[win.next]) / win.norm)

@@ -18,8 +18,18 @@ from typing import Any
 import sqlite_utils
 
 from hermes.errors import HermesError
+from hermes.memory import vector_cells
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
-from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
+from hermes.memory.sessions.semantic import Similarities
+from hermes.memory.vector_cells import CellIndex
+from hermes.memory.vector_matrix import (
+    SCAN_CHUNK,
+    Int8Rows,
+    changes_since,
+    last_change,
+    prune_changes,
+    read_snapshot,
+)
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -31,19 +41,126 @@ INLINE_INDEX = 32
 
 @dataclass
 class _Matrix:
-    """One user's message vectors as this process holds them."""
+    """One user's message vectors as this process holds them: int8 rows in id order, or,
+    once the user's vectors are clustered, stored cell by cell (``cells``)."""
 
     ids: Any  # numpy int64 array of message ids, ascending
-    rows: Int8Rows  # one row per id
+    rows: Int8Rows | None  # one row per id (None: held by ``cells``)
     seq: int  # the newest vector_changes entry applied
+    cells: CellIndex | None = None  # the coarse index, once the user's vectors are clustered
 
     def cosines(self, query: Any) -> Any:
         """float32 cosine of ``query`` to every row."""
-        return self.rows.cosines(query)
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.cosines(query)
+        out = _np().empty(len(self.ids), _np().float32)
+        out[self.cells.row_of] = self.cells.storage.cosines(query)
+        return out
+
+    def cosines_at(self, query: Any, rows: Any) -> Any:
+        """float32 cosines of ``query`` to these rows."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.cosines(query, rows)
+        return self.cells.cosines(query, rows)
 
     def dequantized(self, rows: Any) -> Any:
         """The float32 vectors of these rows."""
-        return self.rows.dequantized(rows)
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.dequantized(rows)
+        return self.cells.dequantized(rows)
+
+    def id_rows(self) -> Int8Rows:
+        """Every row in id order."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows
+        return self.cells.owner_rows()
+
+    def probed(self, query: Any, prev: Any, nxt: Any, norm: Any) -> ProbedSimilarities:
+        """A search's similarities when the vectors have cells: only the nearest cells'
+        vectors are scanned (``prev``/``nxt``/``norm``: the session windows of the rows, as
+        hermes.memory.sessions.semantic derives them)."""
+        return ProbedSimilarities(self, query, prev, nxt, norm)
+
+
+class ProbedSimilarities(Similarities):
+    """The cosines of one query to a user's messages and their windows, computed only where
+    needed: the nearest messages and windows among the vectors of the cells nearest the query,
+    and exact cosines of any message asked for by id (``message`` and ``window``, every
+    row's cosines in the full scan, stay empty: use :meth:`nearest` and :meth:`of`)."""
+
+    def __init__(self, matrix: _Matrix, query: Any, prev: Any, nxt: Any, norm: Any) -> None:
+        assert matrix.cells is not None
+        empty = _np().zeros(0, _np().float32)
+        super().__init__(matrix.ids, empty, empty)
+        self._matrix, self._query = matrix, query
+        self._prev, self._next, self._norm = prev, nxt, norm
+        self._scanned, self._cosines = matrix.cells.scan(query)
+
+    def _cos(self, rows: Any) -> Any:
+        """Exact cosines of these rows; 0 for -1 (no neighbour)."""
+        np = _np()
+        out = np.zeros(len(rows), np.float32)
+        real = rows >= 0
+        if real.any():
+            out[real] = self._matrix.cosines_at(self._query, rows[real])
+        return out
+
+    def _window(self, rows: Any) -> Any:
+        return ((self._cos(rows) + self._cos(self._prev[rows]) + self._cos(self._next[rows]))
+                / self._norm[rows])
+
+    def nearest(self, k: int) -> list[int]:
+        """The ``k`` nearest messages and the ``k`` nearest windows among the scanned cells
+        (a window is a candidate when one of its three messages is among the nearest 4k)."""
+        np = _np()
+        if k <= 0 or not len(self._scanned):
+            return []
+        found: dict[int, None] = {}
+        best = _top(self._cosines, max(4 * k, 64))
+        for row in self._scanned[best[:k]]:
+            found[int(self.ids[row])] = None
+        near = self._scanned[best]
+        centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
+        centres = centres[centres >= 0]
+        windows = self._window(centres)
+        for row in centres[_top(windows, k)]:
+            found[int(self.ids[row])] = None
+        return list(found)
+
+    def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
+        """(message cosines, window cosines) of these messages, exact; NaN for one without a
+        vector."""
+        np = _np()
+        wanted = np.asarray(message_ids, dtype=np.int64)
+        at = np.clip(np.searchsorted(self.ids, wanted), 0, max(len(self.ids) - 1, 0))
+        present = self.ids[at] == wanted if len(self.ids) else np.zeros(len(wanted), bool)
+        message = np.full(len(wanted), np.nan, np.float32)
+        window = np.full(len(wanted), np.nan, np.float32)
+        rows = at[present]
+        if len(rows):
+            message[present] = self._cos(rows)
+            window[present] = self._window(rows)
+        return message, window
+
+
+def _top(values: Any, k: int) -> Any:
+    """Indices of the ``k`` largest values, largest first."""
+    np = _np()
+    k = min(k, len(values))
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    best = np.argpartition(-values, k - 1)[:k]
+    return best[np.argsort(-values[best], kind="stable")]
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
 
 
 class MessageVectors:
@@ -94,44 +211,84 @@ class MessageVectors:
                 break
             chunk = rows[start : start + INDEX_BATCH]
             vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
+            centroids = vector_cells.load(self.db, "message", user, self.embedder.model_id)
+            cells: list[int | None] = ([int(c) for c in centroids.assign(vectors)]
+                                       if centroids else [None] * len(chunk))
             with write_transaction(self.db):
                 self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, "
+                    "cell) VALUES (?, ?, ?, ?, ?)",
                     [(r[0], user, self.embedder.model_id,
-                      vectors[i].astype(self._np.float16).tobytes())
+                      vectors[i].astype(self._np.float16).tobytes(),
+                      cells[i])
                      for i, r in enumerate(chunk)],
                 )
                 prune_changes(self.db)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
+        if limit is None and only is None and not after and not (stop is not None and stop()):
+            # The background passes (never a search): cluster a long history (vector_cells)
+            vector_cells.maybe_cluster(self.db, "message", user, self.embedder.model_id,
+                                       _float32_of)
         return done
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
         (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
         process (an edited, redacted or deleted message)."""
-        np = self._np
         model = self.embedder.model_id
         with self._lock:
             cached = self._cache.get(user)
             changes = (changes_since(self.db, "message", user, model, cached.seq)
                        if cached is not None else None)
-            if cached is not None and changes is not None and not changes.gap:
+            if (cached is not None and changes is not None and not changes.gap
+                    and _version(cached) == vector_cells.version(self.db, "message", user,
+                                                                 model)):
                 if not changes.ids:
                     return cached
                 matrix = self._updated(user, cached, changes.ids, changes.through)
             else:
-                seq = last_change(self.db, "message", user, model)
-                found = self.db.execute(
-                    "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
-                    "ORDER BY message_id", [user, model]).fetchall()
-                matrix = _Matrix(np.array([r[0] for r in found], dtype=np.int64),
-                                 Int8Rows.from_float16([r[1] for r in found]), seq)
+                matrix = self._load(user)
                 self.windows.pop(user, None)
             self._cache[user] = matrix
             return matrix
+
+    def _load(self, user: str) -> _Matrix:
+        """Every vector of ``user`` for this model, with their cells when the user's vectors
+        are clustered, in one read snapshot and two passes: the ids (and cells) first, then
+        the vectors, in chunks, each written straight into its place (never all the blobs, nor
+        a second copy of the matrix, at once)."""
+        np = self._np
+        model = self.embedder.model_id
+        with read_snapshot(self.db):
+            seq = last_change(self.db, "message", user, model)
+            centroids = vector_cells.load(self.db, "message", user, model)
+            listed = self.db.execute(
+                "SELECT message_id, cell FROM message_vectors WHERE user = ? AND model = ? "
+                "ORDER BY message_id", [user, model]).fetchall()
+            ids = np.array([r[0] for r in listed], dtype=np.int64)
+            if not len(ids):
+                return _Matrix(ids, Int8Rows.empty(), seq)
+            dim = len(self.db.execute(
+                "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
+                [int(ids[0]), model]).fetchone()[0]) // 2
+            index = (CellIndex.empty(centroids, centroids.decode([r[1] for r in listed]), dim)
+                     if centroids is not None else None)
+            del listed
+            held = index.storage if index is not None else Int8Rows.allocated(len(ids), dim)
+            cursor = self.db.execute(
+                "SELECT vector FROM message_vectors WHERE user = ? AND model = ? "
+                "ORDER BY message_id", [user, model])
+            done = 0
+            while batch := cursor.fetchmany(SCAN_CHUNK):
+                at = slice(done, done + len(batch))
+                held.put(index.pos[at] if index is not None else at,
+                         Int8Rows.from_float16([r[0] for r in batch], dim))
+                done += len(batch)
+        if index is not None:
+            return _Matrix(ids, None, seq, index)
+        return _Matrix(ids, held, seq)
 
     def _updated(self, user: str, cached: _Matrix, changed: list[int], seq: int) -> _Matrix:
         """``cached`` with the rows of ``changed`` messages read again (the user's own): new
@@ -140,29 +297,39 @@ class MessageVectors:
         order and its windows."""
         np = self._np
         found: dict[int, bytes] = {}
+        stored_cell: dict[int, int | None] = {}
         for start in range(0, len(changed), 500):
             chunk = changed[start : start + 500]
-            found.update(self.db.execute(
-                "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
-                f"AND message_id IN ({','.join('?' * len(chunk))})",
-                [user, self.embedder.model_id, *chunk]).fetchall())
+            for mid, blob, cell in self.db.execute(
+                    "SELECT message_id, vector, cell FROM message_vectors WHERE user = ? "
+                    f"AND model = ? AND message_id IN ({','.join('?' * len(chunk))})",
+                    [user, self.embedder.model_id, *chunk]).fetchall():
+                found[mid], stored_cell[mid] = blob, cell
+        index = cached.cells
+        new_ids = sorted(found)
+        new_rows = Int8Rows.from_float16([found[m] for m in new_ids])
+        new_cells = (index.centroids.decode([stored_cell[m] for m in new_ids])
+                     if index is not None else None)
         gone = [m for m in changed if m not in found]
         if gone:
             self._dropped.setdefault(user, set()).update(gone)
         last = int(cached.ids[-1]) if len(cached.ids) else 0
-        new_ids = sorted(found)
-        if all(m > last for m in changed) and len(found) == len(changed):
-            ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
-            rows = Int8Rows.concatenated([cached.rows,
-                                          Int8Rows.from_float16([found[m] for m in new_ids])])
-            return _Matrix(ids, rows, seq)
+        ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
+        if all(m > last for m in changed) and not gone:  # new messages: appended
+            if index is not None:
+                return _Matrix(ids, None, seq, index.appended(new_rows, new_cells))
+            assert cached.rows is not None
+            return _Matrix(ids, cached.rows.appended(new_rows), seq)
         keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
         ids = np.concatenate([cached.ids[keep], np.array(new_ids, dtype=np.int64)])
-        rows = Int8Rows.concatenated([cached.rows.take(keep),
-                                      Int8Rows.from_float16([found[m] for m in new_ids])])
+        rows = Int8Rows.concatenated([cached.id_rows().take(keep), new_rows])
         order = np.argsort(ids, kind="stable")
         self.windows.pop(user, None)
-        return _Matrix(ids[order], rows.take(order), seq)
+        if index is None:
+            return _Matrix(ids[order], rows.take(order), seq)
+        cells = np.concatenate([index.cell[keep], new_cells])[order]
+        return _Matrix(ids[order], None, seq,
+                       CellIndex(index.centroids, rows.take(order), cells))
 
     def matrix(self, user: str) -> _Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
@@ -187,12 +354,25 @@ class MessageVectors:
         matrix = self.matrix(user)
         if not len(matrix.ids):
             return []
-        np = self._np
-        scores = matrix.cosines(self.embedder.embed_query(query))
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top])]
-        return [(int(matrix.ids[i]), float(scores[i])) for i in top]
+        query_vector = self.embedder.embed_query(query)
+        if matrix.cells is not None:  # the nearest cells' vectors only
+            rows, scores = matrix.cells.scan(query_vector)
+        else:
+            rows, scores = None, matrix.cosines(query_vector)
+        top = _top(scores, k)
+        at = top if rows is None else rows[top]
+        return [(int(matrix.ids[i]), float(scores[j])) for i, j in zip(at, top, strict=True)]
+
+
+def _version(matrix: _Matrix) -> int:
+    return matrix.cells.centroids.version if matrix.cells is not None else 0
+
+
+def _float32_of(rows: list[Any]) -> Any:
+    """float32 vectors of (message_id, float16 blob) rows."""
+    np = _np()
+    return (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            .reshape(len(rows), -1).astype(np.float32))
 
 
 def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
