@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
+# With cells, the windows nearest a query are looked for around its nearest this-many messages.
+WINDOW_SEEDS = 400
 
 
 @dataclass
@@ -115,21 +117,26 @@ class ProbedSimilarities(Similarities):
 
     def nearest(self, k: int) -> list[int]:
         """The ``k`` nearest messages and the ``k`` nearest windows among the scanned cells
-        (a window is a candidate when one of its three messages is among the nearest 4k)."""
+        (message ids, messages first)."""
+        found = dict.fromkeys(self.nearest_messages(k))
+        found.update(dict.fromkeys(self.nearest_windows(k)))
+        return list(found)
+
+    def nearest_messages(self, k: int) -> list[int]:
+        if k <= 0 or not len(self._scanned):
+            return []
+        return [int(self.ids[row]) for row in self._scanned[_top(self._cosines, k)]]
+
+    def nearest_windows(self, k: int) -> list[int]:
+        """A window is a candidate when one of its three messages is among the nearest
+        WINDOW_SEEDS scanned messages (a strong window holds at least one strong message)."""
         np = _np()
         if k <= 0 or not len(self._scanned):
             return []
-        found: dict[int, None] = {}
-        best = _top(self._cosines, max(4 * k, 64))
-        for row in self._scanned[best[:k]]:
-            found[int(self.ids[row])] = None
-        near = self._scanned[best]
+        near = self._scanned[_top(self._cosines, max(WINDOW_SEEDS, k))]
         centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
         centres = centres[centres >= 0]
-        windows = self._window(centres)
-        for row in centres[_top(windows, k)]:
-            found[int(self.ids[row])] = None
-        return list(found)
+        return [int(self.ids[row]) for row in centres[_top(self._window(centres), k)]]
 
     def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
         """(message cosines, window cosines) of these messages, exact; NaN for one without a
