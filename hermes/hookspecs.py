@@ -52,4 +52,6 @@ def register_commands(cli: typer.Typer) -> None:
 @hookspec
 def register_embedding_models(register: Callable[[str, Callable[[], Embedder]], None]) -> None:
     """Register embedding models: ``register(name, factory)``, ``factory()`` returning an
-    embedder with the interface of hermes.memory.embeddings' built-in ones."""
+    embedder with the interface of hermes.memory.embeddings' built-in ones. A factory with a
+    ``cache_dir`` parameter is given the home's cache directory (``<home>/cache``), where it
+    may keep what it builds once (Hermes's MiniLM keeps its optimised graph there)."""

@@ -1,6 +1,6 @@
 """Vectors that stay true: an edited, redacted or deleted message loses its vector, and every
 process that holds vectors in memory sees each change (hermes.memory.vector_matrix, migration
-m021), whoever made it. The model is the toy embedder of tests/test_embeddings.py."""
+m022), whoever made it. The model is the toy embedder of tests/test_embeddings.py."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class Memory:
             return self._embedders
         from hermes.memory.embeddings import Embedders
 
-        return Embedders()
+        return Embedders(cache_dir=self.settings.home_path / "cache")
 
     @cached_property
     def basic(self) -> BasicMemory:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
@@ -16,10 +17,10 @@ if TYPE_CHECKING:
     from hermes.memory.embeddings import Embedder
 
 
-def _builtin(name: str) -> Embedder:
+def _builtin(name: str, cache_dir: Path | None = None) -> Embedder:
     from hermes.memory import embeddings
 
-    return embeddings.MODELS[name]()
+    return embeddings.build_model(embeddings.MODELS[name], cache_dir)
 
 
 @hookimpl

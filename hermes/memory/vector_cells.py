@@ -4,7 +4,7 @@ per cent of the vectors instead of all of them.
 Once a user has IVF_MIN vectors of one kind (message or fact) and model, the vector writer
 (``MessageVectors.index``, ``FactVectors.index``: the daemon's vector job, ``hermes sessions
 index``) clusters them (spherical k-means on a sample, about sqrt(n) cells) and stores the
-centroids in ``vector_cells`` and each vector's cell in its row (``cell``, migration m022);
+centroids in ``vector_cells`` and each vector's cell in its row (``cell``, migration m023);
 vectors written afterwards get their cell when written. It clusters again when the count has
 grown GROWTH-fold. A search scores the cells' centroids, then only the vectors of the nearest
 cells (about SCAN_ROWS of them) and the few vectors without a cell yet. The candidates it finds

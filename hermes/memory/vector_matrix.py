@@ -7,7 +7,7 @@ that searches holds each user's vectors in memory as int8 rows with one float32 
 row's largest component).
 
 Every write of a vector (a new one, a re-embedded one, one dropped because its message was
-edited, redacted or deleted) is logged in ``vector_changes`` by triggers (migration m021):
+edited, redacted or deleted) is logged in ``vector_changes`` by triggers (migration m022):
 :func:`changes_since` tells a process which of a user's rows changed since it last looked, so a
 process never serves a vector another process has replaced or dropped.
 """

@@ -795,7 +795,37 @@ def m020_fact_context_follows_its_messages(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
-def m021_vector_changes(db: sqlite_utils.Database) -> None:
+def m021_restores(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- `hermes import` of one file for one user, so that the same command run again after
+        -- an interruption or a crash resumes it instead of refusing a home that now has memory
+        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        CREATE TABLE restores (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          file_sha256 TEXT NOT NULL,      -- of every line of the file, as read
+          through_line INTEGER NOT NULL DEFAULT 0,  -- the file's lines up to here are committed
+          started_at TEXT NOT NULL,
+          finished_at TEXT,               -- NULL: stopped part-way (the same file resumes)
+          UNIQUE (user, file_sha256)
+        );
+        -- What the committed part wrote: each id the file names and the row it became here
+        -- (renumbered when the id was taken), so a resumed run links to the same rows. Emptied
+        -- when the import finishes.
+        CREATE TABLE restore_ids (
+          restore_id INTEGER NOT NULL REFERENCES restores(id) ON DELETE CASCADE,
+          tbl TEXT NOT NULL,
+          old_id INTEGER NOT NULL,
+          new_id INTEGER NOT NULL,
+          PRIMARY KEY (restore_id, tbl, old_id)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@migrations()
+def m022_vector_changes(db: sqlite_utils.Database) -> None:
     # A process holds each user's vectors in memory (hermes.memory.vector_matrix) and read only
     # rows past the highest message id it had: an edited or redacted message kept its old
     # vector, and a running process never saw a vector deleted, replaced, or written for an
@@ -858,11 +888,11 @@ def m021_vector_changes(db: sqlite_utils.Database) -> None:
 
 
 @migrations()
-def m022_vector_cells(db: sqlite_utils.Database) -> None:
+def m023_vector_cells(db: sqlite_utils.Database) -> None:
     # A coarse index (IVF) over a long history's vectors (hermes.memory.vector_cells): a
     # search scans the vectors of the cells nearest the query instead of every vector. The
     # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
-    # is not a change of the vector: the change log (m021) now follows the vector columns only.
+    # is not a change of the vector: the change log (m022) now follows the vector columns only.
     db.executescript(
         """
         CREATE TABLE vector_cells (
