@@ -14,6 +14,7 @@ from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
@@ -99,6 +100,29 @@ def test_another_users_facts_are_never_embedded_for_me_nor_found(facts, toy, db)
     rows = db.execute("SELECT user, count(*) FROM fact_vectors GROUP BY user").fetchall()
     assert sorted(rows) == [("bob", 1), ("owner", 1)]
     assert all(f.user == "owner" for f in facts.search("owner", "automobile"))
+
+
+def test_a_fact_sharing_no_word_needs_the_models_floor_of_meaning(facts, monkeypatch):
+    from hermes.memory.facts import vectors
+
+    tesla = facts.add("owner", "The Tesla is in the garage").fact
+    rainy = facts.add("owner", "An umbrella hangs by the door").fact
+    shared = facts.add("owner", "The garage door is green").fact
+    bobs = facts.add("bob", "Bob bought an automobile").fact
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    ask = "which automobile?"  # no word in common with any of the owner's facts
+    assert {f.id for f in facts.search("owner", ask)} == {tesla.id, rainy.id, shared.id}
+    monkeypatch.setitem(vectors.MEANING_FLOOR, "toy", 0.5)
+    assert [f.id for f in facts.search("owner", ask)] == [tesla.id]
+    # A word in common keeps a fact a result however far its meaning.
+    assert {f.id for f in facts.search("owner", "automobile door")} == {
+        tesla.id, rainy.id, shared.id}
+    assert bobs.id not in {f.id for f in facts.search("owner", "automobile")}
+    # Per-turn recall reads the same search: the unrelated fact is not shown to the model.
+    recall = FactRecall(facts, facts.clock)
+    assert [f.id for f in recall.ranked("owner", "my automobile broke down", limit=8)] == [
+        tesla.id]
 
 
 def test_a_fact_whose_text_changes_is_embedded_again(facts, toy):

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.memory.facts import vectors as fact_vectors
-from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
+from hermes.memory.facts.records import (
+    ACTIVE,
+    BM25,
+    COLUMNS,
+    Fact,
+    own_words_first,
+    row_to_fact,
+)
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
@@ -47,7 +54,8 @@ class FactSearch:
         if self.vectors is not None and not plan.cjk:
             similarity = self.vectors.similarity(user, meaning or query)
             if similarity is not None:
-                return _hybrid(self.db, plan, filters, params, similarity, limit, explain)
+                return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
+                               self.vectors.meaning_floor)
         if plan.empty:
             return []
         if plan.cjk:
@@ -86,6 +94,9 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
         mode = "any"
         rows = run(expression) if expression else []
     else:
+        # All words in the fact itself (not some only in its exchange: "all words" would then
+        # find a fact holding none of them); else any word, the exchange's too.
+        plan = own_words_first(plan)
         rows, mode = search_with_fallback(plan, run)
         expression = plan.strict if mode == "strict" else plan.loose
     found = []
@@ -102,13 +113,17 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
-            similarity: Similarity, limit: int, explain: bool) -> list[Fact]:
-    """The bm25 matches (any word) and the nearest facts by meaning, fused, x trust."""
+            similarity: Similarity, limit: int, explain: bool,
+            meaning_floor: float) -> list[Fact]:
+    """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
+    floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused, x trust."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
     bm25 = {fact.id: relevance for fact, relevance in by_words}
-    near = similarity.nearest(fact_vectors.DENSE_CANDIDATES)
+    near = {fact_id: cosine for fact_id, cosine
+            in similarity.nearest(fact_vectors.DENSE_CANDIDATES).items()
+            if cosine >= meaning_floor}
     missing = [i for i in near if i not in facts]
     if missing:
         # The nearest facts pass the same filters as matches: the user's, active, trusted.
