@@ -291,3 +291,25 @@ def test_an_edited_or_deleted_source_message_no_longer_gives_the_fact_its_meanin
     assert closeness(facts.vectors, "which pet?") < 0.01
     db.execute("DELETE FROM messages WHERE id = ?", [bobs.id])  # bob's again: nothing to redo
     assert facts.vectors.index("owner") == 0
+
+
+def test_a_message_of_only_common_words_is_recalled_by_meaning(facts, clock, monkeypatch):
+    """Every word of the message is common in the user's facts: no bm25 over them (it would
+    score most of the facts); the nearest facts by meaning, or before any fact has a vector,
+    the newest holding the words. Another user's facts are never found either way."""
+    from hermes.memory.facts import recall as fact_recall
+
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 2)
+    walks = [facts.add("owner", f"Dog walk number {n} in the park").fact for n in range(3)]
+    tesla = facts.add("owner", "The user drives a tesla").fact
+    facts.add("bob", "Bob's car and automobile walk")
+    recall = fact_recall.FactRecall(facts, clock)
+    query = "automobile car dog walk?"
+    assert recall._selective("owner", query)[1]  # only common words left
+    # No vectors yet: the newest facts holding both words
+    assert [f.id for f in recall.ranked("owner", query, limit=2)] == [walks[2].id, walks[1].id]
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    found = recall.ranked("owner", query, limit=2)
+    assert found[0].id == tesla.id  # by meaning: it shares no word with the message
+    assert all(f.user == "owner" for f in recall.ranked("owner", query, limit=10))

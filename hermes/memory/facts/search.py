@@ -63,6 +63,27 @@ class FactSearch:
         return [fact for fact, _ in _bm25(self.db, plan, filters, params, limit, explain,
                                           any_word)]
 
+    def newest(self, user: str, query: str, *, limit: int, floor: float) -> list[Fact]:
+        """The newest ``limit`` of ``user``'s active facts at or above ``floor`` trust holding
+        every word of ``query``, else any of them, most trusted first (score: trust). Costs
+        what it returns, however many facts hold the words: FTS5 yields matches newest first
+        without scoring them (per-turn recall of only common words: facts.recall)."""
+        plan = build_match(query)
+        for expression in (plan.strict, plan.loose):
+            if not expression:
+                continue
+            rows = self.db.execute(
+                f"SELECT {COLUMNS} FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} AND f.trust >= ? "
+                "ORDER BY facts_fts.rowid DESC LIMIT ?",
+                [expression, user, floor, int(limit)]).fetchall()
+            if rows:
+                facts = [row_to_fact(row) for row in rows]
+                for fact in facts:
+                    fact.score = fact.trust
+                return sorted(facts, key=lambda f: (f.trust, f.id), reverse=True)
+        return []
+
 
 def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any], limit: int,
           explain: bool, any_word: bool) -> list[tuple[Fact, float]]:
