@@ -31,6 +31,13 @@ def require_model(rt: Runtime) -> None:
         raise ModelNotConfigured(llm.not_configured_message())
 
 
+def preload_embeddings(rt: Runtime) -> None:
+    """Load the embedding model in the background while the agent's modules import and the
+    session is read: a turn needs it only when it searches (hermes.memory.embeddings)."""
+    if rt.settings.sessions.embeddings:
+        rt.memory.embedders.preload(rt.settings.sessions.embedding_model)
+
+
 def agent_for(rt: Runtime) -> tuple[Any, Any]:
     """The daemon's agent over its socket when a daemon runs on this home (it has the model
     loaded and learns after we have gone: no worker here), else an in-process one."""
@@ -38,6 +45,7 @@ def agent_for(rt: Runtime) -> tuple[Any, Any]:
 
     if daemon_running(rt.settings):
         return RemoteAgent(rt.settings), None
+    preload_embeddings(rt)
     require_model(rt)
     from hermes.assembly import build_agent
 
