@@ -118,9 +118,11 @@ class Ready(WordsEmbedder):
 
     model_id = "toy-ready"
     built = 0
+    done = threading.Event()
 
     def __init__(self, cache_dir=None):
         Ready.built += 1
+        Ready.done.set()
 
     @staticmethod
     def ready(cache_dir):
@@ -129,7 +131,7 @@ class Ready(WordsEmbedder):
 
 @pytest.fixture
 def ready(monkeypatch, rt):
-    Ready.built = 0
+    Ready.built, Ready.done = 0, threading.Event()
     monkeypatch.setitem(embeddings.MODELS, "minilm", Ready)
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     cache = rt.settings.home_path / "cache"
@@ -179,3 +181,25 @@ def test_a_deferred_load_that_fails_is_one_error_not_a_retry_per_call(monkeypatc
         with pytest.raises(HermesError, match="could not load"):
             model.embed(["a"])
     assert calls == [1] and model.model_id == "toy-x"
+
+
+def test_a_preload_loads_a_model_that_could_wait_too(ready):
+    models = Embedders(ready)
+    models.preload("minilm")
+    assert Ready.done.wait(10)  # loaded in the background, before anything embeds
+    model = models.get("minilm")
+    assert isinstance(model, embeddings.Deferred) and model.loaded and Ready.built == 1
+
+
+async def test_the_daemon_loads_the_model_at_start_not_on_the_first_reply(rt, gated,
+                                                                          monkeypatch):
+    from hermes.agent import llm
+    from hermes.daemon import Daemon
+
+    monkeypatch.setattr(llm, "load_litellm", lambda: None)
+    gated.release.set()
+    await Daemon(rt)._preload()  # words only (the tests' config): no model
+    assert gated.built == []
+    rt.settings.sessions.embeddings = True
+    await Daemon(rt)._preload()
+    assert gated.started.wait(10) and gated.built == ["hermes-load-minilm"]
