@@ -10,7 +10,9 @@ Cases, each a fresh `python -m hermes` process on the same home:
 * *MiniLM* (the default): the model loaded as every later process does, its optimised graph
   read from ``<home>/cache`` (hermes.memory.graph_cache);
 * *MiniLM, first load*: the cache removed before each run, so the graph is rewritten,
-  optimised by onnxruntime and saved (what the first command in a new home pays).
+  optimised by onnxruntime and saved (what the first command in a new home pays);
+* *MiniLM, a new user*: `hermes ask` for a user with nothing embedded: words only until the
+  reply is out (hermes.cli.ask.plan_embeddings).
 
 `hermes ask` stops where litellm starts to load (scripts/bench_turn.py's driver): wall time
 from process start, CPU (user + system) and resident memory then (and its peak). The search
@@ -41,7 +43,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench_turn  # noqa: E402
 
 CASES = {"words only": {"HERMES_SESSIONS__EMBEDDINGS": "false"},
-         "MiniLM": {}, "MiniLM, first load": {}}
+         "MiniLM": {}, "MiniLM, first load": {},
+         # a user with nothing embedded (the driver stops before the reply, so it stays so)
+         "MiniLM, a new user": {"HERMES_USERS__DEFAULT": "newcomer"}}
 
 
 def _env(home: Path, extra: dict[str, str], bytecode: bool) -> dict[str, str]:

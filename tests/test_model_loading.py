@@ -96,14 +96,28 @@ def test_a_model_is_given_the_homes_cache_directory_when_it_takes_one(tmp_path, 
     assert isinstance(Embedders(tmp_path).get("minilm"), WordsEmbedder)
 
 
-def test_hermes_ask_loads_the_model_in_the_background(cli, fake_model, gated, monkeypatch):
+def test_a_new_users_hermes_ask_answers_before_loading_the_model(cli, fake_model, gated,
+                                                                 monkeypatch, rt):
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     gated.release.set()
+    replies_at_load = []
+    monkeypatch.setattr(Gated, "__init__", lambda self: (
+        Gated.built.append(threading.current_thread().name),
+        replies_at_load.append(len(fake_model.requests))) and None)
     fake_model.reply("Paris.")
     result = cli("ask", "capital of France?")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Paris.\n"
-    assert gated.built == ["hermes-load-minilm"]  # not in the command's own thread
+    # nothing of theirs embedded yet: the reply came first, then the model, in this thread
+    assert replies_at_load[0] >= 1 and gated.built == ["MainThread"]
+    embedded = rt.db.execute("SELECT count(*) FROM message_vectors WHERE user = 'owner' "
+                             "AND model = 'toy-gated'").fetchone()[0]
+    assert embedded == 2  # the question and the answer: the next turn has them
+    # the next ask: this user has vectors, so the model loads in the background at once
+    gated.built.clear()
+    fake_model.reply("Still Paris.")
+    assert cli("ask", "and now?").exit_code == 0
+    assert gated.built == ["hermes-load-minilm"]
 
 
 def test_hermes_ask_with_words_only_loads_no_model(cli, fake_model, gated):
@@ -203,3 +217,36 @@ async def test_the_daemon_loads_the_model_at_start_not_on_the_first_reply(rt, ga
     rt.settings.sessions.embeddings = True
     await Daemon(rt)._preload()
     assert gated.started.wait(10) and gated.built == ["hermes-load-minilm"]
+
+
+def test_has_vectors_counts_only_the_users_own(db, clock):
+    from hermes.memory.embeddings import has_vectors
+    from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.vectors import MessageVectors
+
+    store = SessionStore(db, clock=clock)
+    for user in ("alice", "bob"):
+        store.append(user, store.create(user, "terminal").id, "user", f"{user} says hello")
+    assert not has_vectors(db, "alice") and not has_vectors(db, "bob")
+    MessageVectors(db, WordsEmbedder()).index("bob")
+    assert has_vectors(db, "bob") and not has_vectors(db, "alice")  # bob's are not alice's
+    from hermes.config import FactsConfig
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.facts.vectors import FactVectors
+
+    FactStore(db, FactsConfig(), clock).add("alice", "Alice owns a bike")
+    FactVectors(db, WordsEmbedder()).index("alice")
+    assert has_vectors(db, "alice")
+
+
+def test_a_model_that_cannot_load_after_the_reply_is_one_line(cli, fake_model, gated,
+                                                              monkeypatch, caplog):
+    monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
+    gated.fail = True
+    gated.release.set()
+    fake_model.reply("Paris.")
+    with caplog.at_level(logging.WARNING):
+        result = cli("ask", "capital of France?")
+    assert result.exit_code == 0 and result.stdout == "Paris.\n"
+    said = [r.getMessage() for r in caplog.records if "words only" in r.getMessage()]
+    assert len(said) == 1 and "the model file is damaged" in said[0]

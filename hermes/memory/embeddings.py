@@ -316,6 +316,14 @@ MODELS: dict[str, Callable[[], Embedder]] = {"e5": E5, "minilm": MiniLM}
 DEFAULT_MODEL = "minilm"
 
 
+def has_vectors(db: Any, user: str) -> bool:
+    """Whether anything of ``user``'s was ever embedded, by any model (their messages or facts):
+    a new user, or a history never indexed, has none (see hermes.cli.ask.plan_embeddings)."""
+    return bool(db.execute(
+        "SELECT EXISTS (SELECT 1 FROM message_vectors WHERE user = ?) "
+        "OR EXISTS (SELECT 1 FROM fact_vectors WHERE user = ?)", [user, user]).fetchone()[0])
+
+
 def message_text(speaker: str | None, content: str) -> str:
     """What is embedded for a message: who said it, then what was said."""
     return f"{speaker}: {content}" if speaker else content
