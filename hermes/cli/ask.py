@@ -81,8 +81,8 @@ def agent_for(rt: Runtime, user: str | None = None) -> tuple[Any, Any, bool]:
 
     if daemon_running(rt.settings):
         return RemoteAgent(rt.settings), None, False
+    require_model(rt)  # first: without a model, nothing is loaded only to stop
     later = plan_embeddings(rt, user)
-    require_model(rt)
     from hermes.assembly import build_agent
 
     agent, worker = build_agent(rt, exits_after=True)
