@@ -2,11 +2,17 @@
 
     python scripts/bench_turn.py            # 100k facts, 1M messages (a few minutes to build)
     python scripts/bench_turn.py --quick    # 10k facts, 100k messages
+    python scripts/bench_turn.py --home DIR --no-startup --stages   # + CPU per stage
 
 1. **Prompt assembly**: everything a turn does before the model call, on a database holding
    N facts and M messages for the user (plus another user's rows): read the session so far,
    search the fact store for the new message, render basic memory, read the context file, build
-   the messages. p50/p99 over varied messages. Goal: p50 <= 10 ms.
+   the messages. p50/p99 over varied messages. Goal: p50 <= 10 ms. Measured in two
+   configurations: the default (``hybrid``: sessions.embeddings on, MiniLM; the new message is
+   embedded by the real model once per turn, and facts and past messages are re-scored by
+   meaning against every vector of the user) and ``words`` (sessions.embeddings: false).
+   ``--stages`` adds a table of CPU time per stage (inclusive: a stage's sub-stages are part
+   of it), measured by wrapping the functions of each stage with a CPU-time counter.
 2. **`hermes ask` start-up**: a fresh `python -m hermes ask "..."` process on that home, stopped
    at the moment litellm starts to load (the first thing the model call needs): wall time from
    process start, CPU time, and resident memory. Goal: <= 1.5 s and <= 150 MB. Also shown: the
@@ -18,6 +24,16 @@ Each fact cites two messages of one of its user's sessions, as a learned fact do
 search pays for the exchange text m018 indexes with it; ``--facts-without-sources`` builds the
 facts of before (no exchange), on the same texts.
 
+Vectors: every message and fact gets a synthetic unit vector of the model's size, written
+straight into ``message_vectors`` / ``fact_vectors`` under the configured model's id (embedding
+1M messages with the real model would take hours): a topic direction plus noise, so that
+messages and facts of one topic lie near each other as real ones do. The scan and re-scoring
+cost is the same as with real vectors; the query is embedded by the real model (its cost is
+the "query embedding" stage), so its cosines to these vectors mean nothing and the candidates
+found by meaning are arbitrary ones: a cost measure, not a recall measure (recall by meaning is
+measured on LoCoMo by bench_locomo). ``--no-vectors`` leaves them out (the bench of before:
+the model embedded the query, but scanned only the few messages it embedded itself).
+
 The text is synthetic (a Zipf-distributed vocabulary and topic sentences, fixed seed). Results
 are printed as tables and written to bench-results/bench_turn.json.
 """
@@ -25,6 +41,7 @@ are printed as tables and written to bench-results/bench_turn.json.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -191,6 +208,88 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7, *,
             "db_mb": round((home / "hermes.db").stat().st_size / 1e6, 1)}
 
 
+def _topic_of(text: str) -> int:
+    """The index of the topic whose words a synthetic message or fact holds (-1: none)."""
+    words = set(text.lower().replace(".", " ").replace(":", " ").split())
+    for index, topic in enumerate(TOPICS):
+        if words.issuperset(topic.split()):
+            return index
+    return -1
+
+
+def add_vectors(home: Path, seed: int = 5, chunk: int = 20_000) -> dict:
+    """Synthetic unit vectors for every message and fact of the home (see the module
+    docstring), under the id of the configured model: a topic's direction plus as much noise
+    again (cosine ~0.7 to the topic, ~0.5 between two messages of one topic, ~0 otherwise)."""
+    import numpy as np
+
+    settings = load_settings(home=home, environ={})
+    rt = Runtime(settings, clock=FakeClock("2026-11-29T12:00:00+00:00"))
+    embedder = rt.memory.embedders.get(settings.sessions.embedding_model)
+    model, dim = embedder.model_id, int(embedder.embed(["dimension"]).shape[1])
+    rng = np.random.default_rng(seed)
+    centroids = rng.standard_normal((len(TOPICS) + 1, dim)).astype(np.float32)
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+
+    def unit(topics: list[int]) -> np.ndarray:
+        noise = rng.standard_normal((len(topics), dim)).astype(np.float32)
+        noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+        vectors = centroids[topics] + noise
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    db = rt.db
+    started = time.perf_counter()
+    db.execute("DELETE FROM message_vectors WHERE model = ?", [model])
+    db.execute("DELETE FROM fact_vectors WHERE model = ?", [model])
+    last = 0
+    vector_of: dict[int, np.ndarray] = {}  # messages cited by facts: their exchange's vector
+    cited = {int(m) for (raw,) in db.execute("SELECT source_message_ids FROM facts")
+             for m in json.loads(raw or "[]")}
+    n_messages = 0
+    while True:
+        rows = db.execute(
+            "SELECT id, user, content FROM messages WHERE id > ? AND role IN ('user', "
+            "'assistant') ORDER BY id LIMIT ?", [last, chunk]).fetchall()
+        if not rows:
+            break
+        vectors = unit([_topic_of(r[2]) for r in rows])
+        with db.conn:
+            db.conn.executemany(
+                "INSERT INTO message_vectors (message_id, user, model, vector) "
+                "VALUES (?, ?, ?, ?)",
+                [(r[0], r[1], model, v.astype(np.float16).tobytes())
+                 for r, v in zip(rows, vectors, strict=True)])
+        for r, v in zip(rows, vectors, strict=True):
+            if r[0] in cited:
+                vector_of[r[0]] = v
+        last = rows[-1][0]
+        n_messages += len(rows)
+    facts = db.execute(
+        "SELECT id, user, content, content_key, source_message_ids FROM facts").fetchall()
+    n_facts = 0
+    for start in range(0, len(facts), chunk):
+        rows = facts[start : start + chunk]
+        vectors = unit([_topic_of(r[2]) for r in rows])
+        out = []
+        for r, v in zip(rows, vectors, strict=True):
+            sources = [vector_of[m] for m in json.loads(r[4] or "[]") if m in vector_of]
+            context = b""
+            if sources:
+                mean = np.mean(sources, axis=0)
+                context = (mean / np.linalg.norm(mean)).astype(np.float16).tobytes()
+            out.append((r[0], r[1], model, r[3], v.astype(np.float16).tobytes(), context))
+        with db.conn:
+            db.conn.executemany(
+                "INSERT INTO fact_vectors (fact_id, user, model, content_key, vector, "
+                "context_vector) VALUES (?, ?, ?, ?, ?, ?)", out)
+        n_facts += len(rows)
+    db.execute("ANALYZE")
+    rt.close()
+    return {"model": model, "dim": dim, "message_vectors": n_messages, "fact_vectors": n_facts,
+            "build_vectors_s": round(time.perf_counter() - started, 1),
+            "db_mb": round((home / "hermes.db").stat().st_size / 1e6, 1)}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -201,10 +300,105 @@ def as_message(text: str) -> Message:
                    created_at="2026-11-29T12:00:00.000000Z")
 
 
-def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> dict:
+class StageTimer:
+    """CPU time per stage of one turn: each stage's functions wrapped with a counter
+    (inclusive: a stage's sub-stages are part of it; a function reached twice in a turn counts
+    both times). Installed only for the ``--stages`` pass, removed after it."""
+
+    def __init__(self) -> None:
+        self.turn: dict[str, float] = {}
+        self.turns: list[dict[str, float]] = []
+        self._undo: list[tuple[object, str, object]] = []
+
+    def wrap(self, owner: object, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        turn = self.turn
+
+        def timed(*args: object, **kwargs: object) -> object:
+            started = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                turn[label] = turn.get(label, 0.0) + (time.process_time() - started) * 1000
+
+        # Undone by setattr of what was there (a class's function, a module's, an instance's).
+        self._undo.append((owner, name, owner.__dict__.get(name, original)
+                           if isinstance(owner, type) else original))
+        setattr(owner, name, timed)
+
+    def install(self, rt: Runtime) -> None:
+        for where, name, label in STAGE_ORDER:
+            if where:
+                module, _, attr = where.partition(":")
+                owner: object = importlib.import_module(module)
+                if attr:
+                    owner = getattr(owner, attr)
+                self.wrap(owner, name, label)
+        if rt.memory.message_vectors is not None:  # the model, where it computes a vector
+            self.wrap(rt.memory.message_vectors.embedder, "embed", "query embedding (model)")
+
+    def next_turn(self, total_ms: float) -> None:
+        self.turn["total"] = total_ms
+        self.turns.append(dict(self.turn))
+        self.turn.clear()
+
+    def uninstall(self) -> None:
+        for owner, name, original in reversed(self._undo):
+            if isinstance(owner, type) or not hasattr(type(owner), name):
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)  # an instance attribute over the class's method
+        self._undo.clear()
+
+    def table(self) -> dict[str, dict[str, float]]:
+        labels = ["total", *(label for *_, label in STAGE_ORDER)]
+        n = len(self.turns)
+        out = {}
+        for label in labels:
+            values = [t.get(label, 0.0) for t in self.turns]
+            if any(values):
+                out[label] = {"mean_ms": round(statistics.mean(values), 2),
+                              "p50_ms": round(statistics.median(values), 2),
+                              "turns_with": sum(1 for v in values if v), "turns": n}
+        return out
+
+
+# (module[:class], function, label), in the order of a turn; an indented label is part of
+# the stage above it. The query embedding is counted where the model computes it (the first
+# stage to ask for it; the vector is then reused for the turn).
+FACTS, PAST = "hermes.memory.facts", "hermes.memory.sessions"
+STAGE_ORDER = [
+    (f"{PAST}.store:SessionStore", "messages", "session read (conversation so far)"),
+    (f"{FACTS}.recall:FactRecall", "selective_query", "facts: selective words (doc counts)"),
+    (f"{FACTS}.search:FactSearch", "search", "facts: search"),
+    (f"{FACTS}.search", "_bm25", "  facts: bm25 (FTS5)"),
+    (f"{FACTS}.vectors:FactVectors", "similarity", "  facts: cosine to every fact"),
+    (f"{FACTS}.vectors", "fuse", "  facts: fusion"),
+    (f"{PAST}.past_messages", "counted_terms", "past: gate (word counts)"),
+    (f"{PAST}.store:SessionStore", "search_messages", "past: search"),
+    (f"{PAST}.search:SessionSearch", "_fts_candidates", "  past: bm25 candidates"),
+    (f"{PAST}.search:SessionSearch", "_session_scores", "  past: title/summary scores"),
+    (f"{PAST}.rerank", "rerank", "  past: word re-rank"),
+    (f"{PAST}.semantic", "similarities", "  past: cosine to every message + windows"),
+    (f"{PAST}.semantic", "rerank_by_meaning", "  past: re-score by meaning"),
+    (f"{PAST}.store:SessionStore", "window", "past: excerpt windows"),
+    (f"{PAST}.past_messages", "render", "past: render excerpts"),
+    ("", "", "query embedding (model)"),
+]
+
+
+CONFIGS = {"hybrid": {}, "words": {"HERMES_SESSIONS__EMBEDDINGS": "false"}}
+CONFIG_NAMES = {"hybrid": "the default: MiniLM, facts and past messages by meaning too",
+                "words": "sessions.embeddings: false"}
+
+
+def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
+                   config: str = "hybrid", stages: bool = False) -> dict:
     rng = random.Random(seed)
     vocab = vocabulary(random.Random(7))
-    rt = Runtime(load_settings(home=home, environ={}))
+    rt = Runtime(load_settings(home=home, environ=CONFIGS[config]))
+    if config == "hybrid" and rt.memory.message_vectors is None:
+        raise SystemExit("hybrid: the embedding model did not load (pip install -e '.[test]')")
     builder = PromptBuilder(rt.memory)
     store = rt.memory.sessions
     queries = [question(rng, vocab, rng.choice(TOPICS)) for _ in range(runs)]
@@ -215,14 +409,15 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> di
                                        "worst case: 5 topics at once": []}
     # CPU time as well: on a shared, loaded machine the wall time inflates, the CPU time less.
     cpu: dict[str, list[float]] = {label: [] for label in results}
-    shown = []
+    shown, excerpts = [], []
     cases = (("later turn", False, queries), ("first turn (+ context file)", True, queries),
              ("worst case: 5 topics at once", False, worst))
+    timer = StageTimer() if stages else None
     for label, first, texts in cases:
         # A later turn extends the session's conversation (its snapshot taken once, at the
         # start); a first turn takes the snapshot (persona, basic memory, context file).
         conversation = builder.start(USER, store.messages(USER, session_id))
-        for query in texts[:5]:  # warm the page cache
+        for query in texts[:5]:  # warm the page cache (and load the vectors, once)
             builder.build(USER, query, [*store.messages(USER, session_id), as_message(query)],
                           first_turn=first)
         for query in texts:
@@ -237,16 +432,35 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11) -> di
             results[label].append((time.perf_counter() - started) * 1000)
             cpu[label].append((time.process_time() - cpu_started) * 1000)
             shown.append(len(prompt.shown_facts))
+            excerpts.append(len({m for m in prompt.shown_messages}))
             # Each query is a new message on the same conversation; recalled facts are not
             # repeated within a conversation, so start clean for the next measurement.
             conversation.shown_facts.clear()
+            conversation.shown_messages.clear()
             assert all(f.user == USER for f in prompt.shown_facts)
+        if timer is not None and label == "later turn":
+            # A pass of its own, so that the wrappers cost nothing in the figures above.
+            timer.install(rt)
+            try:
+                for query in texts[: max(50, len(texts) // 2)]:
+                    cpu_started = time.process_time()
+                    unsent = store.messages(USER, session_id, after_id=conversation.through)
+                    builder.compose(USER, query, conversation, [*unsent, as_message(query)])
+                    timer.next_turn((time.process_time() - cpu_started) * 1000)
+                    conversation.shown_facts.clear()
+                    conversation.shown_messages.clear()
+            finally:
+                timer.uninstall()
     rt.close()
-    table = {label: {"p50_ms": round(statistics.median(v), 2),
-                     "p99_ms": round(percentile(v, 0.99), 2),
-                     "cpu_p50_ms": round(statistics.median(cpu[label]), 2), "runs": len(v)}
-             for label, v in results.items()}
+    table: dict = {label: {"p50_ms": round(statistics.median(v), 2),
+                           "p99_ms": round(percentile(v, 0.99), 2),
+                           "cpu_p50_ms": round(statistics.median(cpu[label]), 2),
+                           "runs": len(v)}
+                   for label, v in results.items()}
     table["mean_facts_shown"] = round(statistics.mean(shown), 1)
+    table["mean_past_messages_shown"] = round(statistics.mean(excerpts), 1)
+    if timer is not None:
+        table["stages"] = timer.table()
     return table
 
 
@@ -319,6 +533,14 @@ def main() -> None:
     parser.add_argument("--facts-without-sources", action="store_true",
                         help="facts that cite no messages (no exchange text, as before m018)")
     parser.add_argument("--no-startup", action="store_true", help="skip the process start-up part")
+    parser.add_argument("--configs", type=lambda v: v.split(","), default=list(CONFIGS),
+                        help="comma-separated, of: hybrid (the default config), words "
+                             "(sessions.embeddings: false); default both")
+    parser.add_argument("--no-vectors", action="store_true",
+                        help="write no synthetic vectors (hybrid then scans only the few "
+                             "messages the model embeds itself, as the bench did before)")
+    parser.add_argument("--stages", action="store_true", help="also: CPU time per stage")
+    parser.add_argument("--runs", type=int, help="messages per case (default 500, quick 200)")
     args = parser.parse_args()
     n_facts, n_messages = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
     n_facts = args.facts or n_facts
@@ -339,15 +561,37 @@ def main() -> None:
               f"{meta['sessions']:,} sessions, {meta['db_mb']} MB (built in "
               f"{meta['build_facts_s']} + {meta['build_messages_s']} s; facts cite "
               f"messages: {meta.get('facts_cite_messages', False)})\n")
-        assembly = bench_assembly(home, meta["current_session"], runs)
-        print("prompt assembly (session read + recall + basic memory + context + messages)")
-        print(f"{'case':32} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8} {'runs':>6}")
-        for label, row in assembly.items():
-            if isinstance(row, dict):
-                print(f"{label:32} {row['p50_ms']:>8} {row['p99_ms']:>8} "
-                      f"{row['cpu_p50_ms']:>8} {row['runs']:>6}")
-        print(f"(facts shown per prompt, mean: {assembly['mean_facts_shown']}; "
-              "goal p50 <= 10 ms)\n")
+        if "hybrid" in args.configs and not args.no_vectors and "vectors" not in meta:
+            print("writing synthetic vectors for every message and fact ...", flush=True)
+            meta["vectors"] = add_vectors(home)
+            meta_file.write_text(json.dumps(meta))
+        if "vectors" in meta:
+            v = meta["vectors"]
+            print(f"vectors ({v['model']}, {v['dim']} dimensions, synthetic): "
+                  f"{v['message_vectors']:,} messages, {v['fact_vectors']:,} facts; "
+                  f"database {v['db_mb']} MB\n")
+        assembly = {}
+        for config in args.configs:
+            assembly[config] = table = bench_assembly(
+                home, meta["current_session"], args.runs or runs, config=config,
+                stages=args.stages)
+            print(f"prompt assembly, {config} "
+                  f"({CONFIG_NAMES[config]}): session read + recall + basic memory + "
+                  "context + messages")
+            print(f"{'case':32} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8} {'runs':>6}")
+            for label, row in table.items():
+                if isinstance(row, dict) and "runs" in row:
+                    print(f"{label:32} {row['p50_ms']:>8} {row['p99_ms']:>8} "
+                          f"{row['cpu_p50_ms']:>8} {row['runs']:>6}")
+            print(f"(per prompt, mean: {table['mean_facts_shown']} facts, "
+                  f"{table['mean_past_messages_shown']} past messages; goal p50 <= 10 ms)\n")
+            if "stages" in table:
+                print(f"CPU per stage, later turn, {config} (inclusive; ms per turn)")
+                print(f"{'stage':52} {'mean':>7} {'p50':>7} {'turns':>7}")
+                for label, row in table["stages"].items():
+                    print(f"{label:52} {row['mean_ms']:>7} {row['p50_ms']:>7} "
+                          f"{row['turns_with']:>4}/{row['turns']}")
+                print()
         startup = {} if args.no_startup else bench_startup(home, repeats=3 if args.quick else 5)
         print("`hermes ask` process, from exec to the model call")
         print(f"{'stopped at':40} {'wall s':>7} {'max s':>7} {'CPU s':>7} {'RSS MB':>7}")

@@ -151,3 +151,42 @@ def test_a_secret_cut_by_the_line_cap_is_redacted_whole_not_shown_in_part(store,
     (excerpt,) = recall_past_messages(store, "owner", "kestrel deploy?", budget=2000)
     assert "[redacted" in excerpt.text
     assert token[:12] not in excerpt.text
+
+
+def test_a_secret_in_a_session_title_is_redacted_in_the_excerpt(store, clock):
+    # Titles come from summaries and importers; an excerpt shows its session's title.
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    chat(store, clock, "owner", f"token {token}", ("the kestrel deploy is friday", "Noted."))
+    (excerpt,) = recall_past_messages(store, "owner", "kestrel deploy?", budget=2000)
+    assert "[redacted" in excerpt.text.splitlines()[0]
+    assert token[:12] not in excerpt.text
+
+
+def test_a_failing_search_recalls_nothing_and_says_so_once_in_the_log(store, clock, caplog):
+    chat(store, clock, "owner", "Birds", ("a kestrel on the fence", "Lovely."))
+    assert recall_past_messages(store, "owner", "the kestrel?", budget=2000)
+    past_messages._reported.clear()
+    store.db.execute("DROP TABLE messages_fts")  # a broken index: every search fails the same
+    with caplog.at_level("WARNING", logger="hermes.memory.sessions.past_messages"):
+        assert recall_past_messages(store, "owner", "the kestrel?", budget=2000) == []
+        assert recall_past_messages(store, "owner", "the kestrel again?", budget=2000) == []
+    lines = [r.getMessage() for r in caplog.records if r.name.endswith("past_messages")]
+    assert len(lines) == 1 and "OperationalError" in lines[0], lines
+    assert "\n" not in lines[0] and not caplog.records[0].exc_info
+
+
+def test_a_match_too_long_for_what_is_left_is_passed_over_for_one_that_fits(store, clock):
+    # Three matches; the budget holds the first with its neighbours and the third alone: the
+    # second, longer even alone, is passed over (its neighbours never read) for the third.
+    chat(store, clock, "owner", "A", ("before", "ok"),
+         ("kestrel kestrel nest " + "y " * 40, "yes"), ("after", "fine"))
+    chat(store, clock, "owner", "B", ("kestrel, kestrel! " * 12 + "long " * 40, "hm"))
+    chat(store, clock, "owner", "C", ("one kestrel " + "x " * 20, "cool"))
+    full = recall_past_messages(store, "owner", "kestrel?", budget=4000, limit=3)
+    assert [e.session.title for e in full] == ["B", "A", "C"]
+    first = len(full[0].text) + 1
+    alone = len(past_messages.render(full[2].session, full[2].messages[:1], full[2].match_id)) + 1
+    found = recall_past_messages(store, "owner", "kestrel?", budget=first + alone, limit=3)
+    assert [e.session.title for e in found] == ["B", "C"]
+    assert found[1].text.endswith("> the user: one kestrel" + " x" * 20)  # without its answer
+    assert sum(len(e.text) + 1 for e in found) <= first + alone

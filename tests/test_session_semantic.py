@@ -187,3 +187,45 @@ def test_another_users_speakers_never_shape_the_meaning_query(store, clock, db):
     # bob's message among the ids (a caller's mistake): its speaker is not read for owner
     assert semantic.meaning_text(db, "owner", "Carla car", [bobs]) == "Carla car"
     assert semantic.meaning_text(db, "bob", "Carla car", [bobs]) == "car"
+
+
+def test_close_in_meaning_passes_a_weak_word_match():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # 1 holds the query's words and means it; 2 holds one common word of it; 3 no word at all
+    # (found by meaning), close to the query
+    ranked = [RankedMessage(1, 10, 1.0, {"bm25": 1.0}), RankedMessage(2, 20, 0.5, {"bm25": 0.5}),
+              RankedMessage(3, 30, 0.0, {"neighbours": 0.0})]
+    sims = semantic.Similarities(np.array([1, 2, 3]), np.array([0.5, 0.1, 0.35], np.float32),
+                                 np.array([0.5, 0.1, 0.35], np.float32))
+    out = semantic.rerank_by_meaning(ranked, sims, limit=3)
+    assert [r.message_id for r in out] == [1, 3, 2]
+    assert out[1].parts["meaning only"] > 0 and "meaning only" not in out[0].parts
+    # the same cosines without the part for a wordless candidate: the word match stays ahead
+    plain = semantic.rerank_by_meaning(ranked, sims, limit=3,
+                                       params=semantic.SemanticParams(meaning_only=0.0))
+    assert [r.message_id for r in plain] == [1, 2, 3]
+
+
+def test_a_message_that_says_more_comes_before_a_short_one_alike():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    ranked = [RankedMessage(2, 20, 1.0, {"bm25": 1.0}), RankedMessage(1, 10, 1.0, {"bm25": 1.0})]
+    sims = semantic.Similarities(np.array([1, 2]), np.array([0.5, 0.5], np.float32),
+                                 np.array([0.5, 0.5], np.float32))
+    lengths = {1: 180, 2: 12}  # "ok, the car." against the story of the car
+    assert [r.message_id for r in semantic.rerank_by_meaning(
+        ranked, sims, limit=2, lengths=lengths)] == [1, 2]
+    assert [r.message_id for r in semantic.rerank_by_meaning(
+        ranked, sims, limit=2, lengths=lengths,
+        params=semantic.SemanticParams(length=0.0))] == [2, 1]  # a tie: the newer first
+
+
+def test_search_reads_the_lengths_of_the_users_own_messages_only(store, clock, db):
+    (short,) = say(store, clock, "owner", "car ok")
+    (long,) = say(store, clock, "owner", "the car passed: new brakes, new tyres, fine for winter")
+    hits = {h.message.id: h for h in store.search_messages("owner", "car trouble")}
+    assert hits[long].parts["length"] > hits[short].parts["length"] > 0
+    bobs = say(store, clock, "bob", "my car broke down on the motorway again")
+    assert semantic.message_lengths(db, "owner", [short, *bobs]) == {short: 6}
+    assert set(semantic.message_lengths(db, "bob", [short, *bobs])) == set(bobs)

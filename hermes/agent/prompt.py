@@ -37,7 +37,6 @@ from hermes.memory import Memory
 from hermes.memory import context as context_file
 from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
@@ -271,7 +270,8 @@ class PromptBuilder:
             conversation.shown_facts.update(f.id for f in new)
         shown_messages = [i for e in excerpts for i in e.message_ids]
         if excerpts:
-            body = PAST_NOTE + "\n" + "\n\n".join(defuse(redact_text(e.text)) for e in excerpts)
+            # Excerpts come redacted (each line before its cut, the title too).
+            body = PAST_NOTE + "\n" + "\n\n".join(defuse(e.text) for e in excerpts)
             parts.append(("recalled_conversations", body))
             conversation.shown_messages.update(shown_messages)
         if changes:

@@ -145,6 +145,10 @@ def import_(
 ) -> None:
     """Restore a `hermes export` file into this home, for a user with no memory here yet.
 
+    An import that stopped part-way (Ctrl-C, a crash) resumes when the same command is run
+    again: what it committed is kept and the rest is added; once the file is in, running it
+    again changes nothing.
+
     Every row is written for the importing user; ids are kept where they are free in this home
     and renumbered where not, references inside the file follow. A record that cannot be
     restored (damaged, refused like a normal write, pointing outside the file or at a refused
@@ -153,17 +157,38 @@ def import_(
     that is cut short, changed or damaged (its end record is missing or does not match) is
     refused as a whole unless --allow-incomplete."""
     rt = runtime(ctx)
-    report = import_user(rt.db, lambda: read_lines(file), user=user,
-                         basic_char_limit=rt.settings.memory.basic_char_limit,
-                         allow_unsealed=allow_incomplete,
-                         redact_messages=rt.settings.sessions.redact_secrets, dry_run=dry_run)
+    try:
+        report = import_user(rt.db, lambda: read_lines(file), user=user,
+                             basic_char_limit=rt.settings.memory.basic_char_limit,
+                             allow_unsealed=allow_incomplete,
+                             redact_messages=rt.settings.sessions.redact_secrets,
+                             dry_run=dry_run, clock=rt.clock)
+    except KeyboardInterrupt:
+        echo("\nInterrupted: what was imported before is kept; run the same command again to "
+             "import the rest.", err=True)
+        raise typer.Exit(130) from None
     for warning in report.warnings:
         echo(f"Warning: {warning}.", err=True)
+    started = f"{report.started_at[:10]} {report.started_at[11:16]} UTC" \
+        if report.started_at else ""
+    if report.already_imported is not None:
+        done = report.already_imported
+        if as_json:
+            emit_json({"user": report.user, "already_imported": done, "counts": {}})
+        else:
+            echo(f"Already imported: this file was restored for {report.user!r} on "
+                 f"{done[:10]} {done[11:16]} UTC; nothing was changed.")
+        return
     if as_json:
         emit_json({"user": report.user, "counts": report.counts, "dry_run": dry_run,
                    "renumbered": report.renumbered, "warnings": report.warnings,
+                   "resumed_from_line": report.resumed_from,
                    "errors": [{"line": n, "error": why} for n, why in report.errors]})
     else:
+        if report.resumed_from:
+            echo(f"Resuming the import of this file for {report.user!r} begun {started}, which "
+                 f"stopped after line {report.resumed_from:,}: that part is kept, the rest is "
+                 "added.")
         counts = ", ".join(f"{n:,} {kind}" for kind, n in report.counts.items()) or "nothing"
         done = "Would import (--dry-run: nothing was written)" if dry_run else "Imported"
         echo(f"{done} for {report.user!r}: {counts}.")

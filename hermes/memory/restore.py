@@ -16,10 +16,17 @@ The second writes, record by record: a record that cannot be restored
 and reported by its line, and the rest is kept; rows are committed in batches of about
 :data:`BATCH_ROWS`, so a large import holds the write lock for a moment at a time, never for
 minutes. ``dry_run`` does all of it in one transaction and rolls it back.
+
+Resuming: each batch commits with a note of the last line it holds and of the id each row of
+the file got (:mod:`hermes.memory.restore_ledger`). The same file for the same user again, after
+an import that stopped part-way, replays the committed lines without writing them (so every
+reference, count and check is as in one run) and writes the rest; once finished, the same file
+again is "already imported" and changes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -27,10 +34,12 @@ from typing import Any
 
 import sqlite_utils
 
-from hermes.errors import HermesError, RefusedWrite
+from hermes.clock import Clock, SystemClock
+from hermes.errors import HermesError
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
 from hermes.memory.export_file import NOTHING, check_file, load_record
 from hermes.memory.guard import find_problem, shown
+from hermes.memory.restore_ledger import RestoreLedger, TakenOver
 from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.transfer import (
     _USER_TABLES,
@@ -54,31 +63,47 @@ class _RefusedRecord(ValueError):
     """A well-formed record that must not become memory (the message says why)."""
 
 
+class _NotImportedThen(Exception):
+    """Resuming: the run this one resumes did not write this record's row (it was refused as
+    it was written)."""
+
+
 def import_user(
     db: sqlite_utils.Database, lines: Iterable[str] | Callable[[], Iterable[str]], *,
     user: str | None = None, basic_char_limit: int = DEFAULT_LIMIT,
     allow_unsealed: bool = False, redact_messages: bool = True, dry_run: bool = False,
+    clock: Clock | None = None,
 ) -> ExportReport:
     """Read an export back for ``user`` (default: the user named in the file).
 
     ``lines``: the file's lines, or a function that reads them again (the file is read twice:
-    checked, then written). The user must have no memory in this home yet. ``allow_unsealed``
-    imports what can be read of a file whose end record is missing or does not match (cut
-    short, changed, damaged), with a warning, instead of refusing it. Records that cannot be
-    restored are in the report's ``errors`` (line number, reason); the rest is imported.
+    checked, then written). The user must have no memory in this home yet, unless this file's
+    import for them stopped part-way: then it resumes after the last committed line (when it
+    finished, nothing is written and the report's ``already_imported`` says when).
+    ``allow_unsealed`` imports what can be read of a file whose end record is missing or does
+    not match (cut short, changed, damaged), with a warning, instead of refusing it. Records
+    that cannot be restored are in the report's ``errors`` (line number, reason); the rest is
+    imported.
     """
     read = lines if callable(lines) else _replayable(lines)
-    header, warnings = check_file(read(), allow_unsealed)
+    digest = hashlib.sha256()
+    header, warnings = check_file(_hashed(read(), digest), allow_unsealed)
     target = user or str(header.get("user"))
+    clock = clock or SystemClock()
     restore = _Restore(db, target, redact_messages=redact_messages,
                        basic_char_limit=basic_char_limit)
     errors: list[tuple[int, str]] = []
     batch = _Batches(db, dry_run)
+    number = 0
     try:
         batch.begin()
-        if _has_memory(db, target):
-            raise RefusedWrite(f"Refused: user {target!r} already has memory in this home; "
-                               f"`hermes import` restores into an empty one. {NOTHING}")
+        ledger = RestoreLedger.open(db, target, digest.hexdigest(), clock)
+        if ledger.finished_at is not None:
+            batch.end()
+            return ExportReport(target, {}, warnings, already_imported=ledger.finished_at)
+        restore.resume(ledger)
+        batch.ledger = ledger
+        resumed_from = ledger.through_line if ledger.resumed else 0
         seen_header = False
         for number, line in enumerate(read(), start=1):
             if not line.strip():
@@ -86,18 +111,39 @@ def import_user(
             if not seen_header:  # checked by check_file
                 seen_header = True
                 continue
+            restore.replaying = number <= resumed_from
+            if not restore.replaying:
+                batch.ensure()
             written = _restore_line(restore, number, line, errors)
             if written is None:
                 break  # the end record
-            batch.wrote(written)
+            if not restore.replaying:
+                batch.wrote(written, number)
+        restore.replaying = False
+        batch.ensure()
         dropped, missing = restore.finish(lenient=allow_unsealed)
         errors += dropped
         warnings += [f"line {n}: {why}" for n, why in missing]
+        ledger.finish(number, clock)
         batch.end()
+    except TakenOver:
+        batch.abort()
+        raise HermesError(f"Stopped at line {number:,}: another `hermes import` of this file "
+                          f"for {target!r} committed in the meantime and goes on from there; "
+                          "what was imported is kept.") from None
     except BaseException:
         batch.abort()
         raise
-    return ExportReport(target, restore.counts, warnings, restore.renumbered, errors)
+    return ExportReport(target, restore.counts, warnings, restore.renumbered, errors,
+                        resumed_from=resumed_from,
+                        started_at=ledger.started_at)
+
+
+def _hashed(lines: Iterable[str], digest: Any) -> Iterable[str]:
+    """``lines``, each added to ``digest`` as it goes by: the file's identity for resuming."""
+    for line in lines:
+        digest.update(line.rstrip("\r\n").encode("utf-8", "surrogatepass") + b"\n")
+        yield line
 
 
 def _replayable(lines: Iterable[str]) -> Callable[[], Iterable[str]]:
@@ -130,22 +176,33 @@ def _restore_line(restore: _Restore, number: int, line: str,
 
 
 class _Batches:
-    """Write transactions of about BATCH_ROWS rows each; a dry run is one, rolled back."""
+    """Write transactions of about BATCH_ROWS rows each; a dry run is one, rolled back. Each
+    commit notes its last line in the ledger; the next batch begins only when there is more
+    to write (no lock is held while the file is read), and first checks that no other import
+    of the file committed in between."""
 
     def __init__(self, db: sqlite_utils.Database, dry_run: bool) -> None:
         self.conn = db.conn
         self.dry_run = dry_run
         self.rows = 0
+        self.ledger: RestoreLedger | None = None
 
     def begin(self) -> None:
         begin_immediate(self.conn)
 
-    def wrote(self, rows: int) -> None:
+    def ensure(self) -> None:
+        if not self.conn.in_transaction:
+            self.begin()
+            if self.ledger is not None:
+                self.ledger.check_still_mine()
+
+    def wrote(self, rows: int, line: int) -> None:
         self.rows += rows
         if self.rows >= BATCH_ROWS and not self.dry_run:
+            if self.ledger is not None:
+                self.ledger.reached(line)
             self.conn.execute("COMMIT")
             self.rows = 0
-            self.begin()
 
     def end(self) -> None:
         self.conn.execute("ROLLBACK" if self.dry_run else "COMMIT")
@@ -178,6 +235,15 @@ class _Restore:
         self.line = 0
         self.unreadable = False  # a line that was not a record at all came before
         self._added: list[tuple[str, int]] = []  # this record's (table, id in the file)
+        self.ledger: RestoreLedger | None = None
+        # Resuming: the lines an earlier run committed are read again, not written; each id
+        # they name is the row it became then.
+        self.replaying = False
+        self.resumed: dict[str, dict[int, int]] = {}
+
+    def resume(self, ledger: RestoreLedger) -> None:
+        self.ledger = ledger
+        self.resumed = ledger.ids() if ledger.through_line else {}
 
     # -- one record ---------------------------------------------------------------------------
 
@@ -188,10 +254,11 @@ class _Restore:
         self.line, self._added = line, []
         counts, basic, links, renumbered = dict(self.counts), len(self.basic), \
             len(self.fact_links), self.renumbered
+        mapped = len(self.ledger.pending) if self.ledger is not None else 0
         self.db.execute("SAVEPOINT restore_record")
         try:
             rows = self._record(kind, record)
-        except (_BadRecord, _RefusedRecord):
+        except (_BadRecord, _RefusedRecord, _NotImportedThen) as exc:
             self.db.execute("ROLLBACK TO restore_record")
             self.db.execute("RELEASE restore_record")
             for table, old in self._added:
@@ -199,7 +266,17 @@ class _Restore:
             for session_id in [new for table, new in self._added if table == "sessions*"]:
                 self.session_messages.pop(session_id, None)
             self.counts, self.renumbered = counts, renumbered
+            if self.ledger is not None:
+                self.ledger.forget_since(mapped)
             del self.basic[basic:], self.fact_links[links:]
+            if isinstance(exc, _NotImportedThen):
+                # Refused by the run this one resumes, as it wrote it: try it as that run did,
+                # so it is refused again for the same reason (or, if it fits now, written).
+                self.replaying = False
+                try:
+                    return self.record(line, kind, record)
+                finally:
+                    self.replaying = True
             self._remember_refused(kind, record)
             raise
         self.db.execute("RELEASE restore_record")
@@ -288,13 +365,15 @@ class _Restore:
             if isinstance(old, int):
                 pairs.append((old, new))
         watermark = row.get("extracted_through") or 0
+        self.counts["messages"] = self.counts.get("messages", 0) + len(messages)
+        if self.replaying:
+            return
         # The message trigger counts and times the session: reset to the exported values.
         self.db.execute(
             "UPDATE sessions SET message_count = ?, last_active_at = ?, extracted_through = ? "
             "WHERE id = ?",
             [row["message_count"], row["last_active_at"],
              self._watermark(session_id, watermark, last=True) if watermark else 0, session_id])
-        self.counts["messages"] = self.counts.get("messages", 0) + len(messages)
 
     def _watermark(self, session_id: int, value: Any, *, last: bool) -> int:
         """A message id that marks a place in a session (an extraction watermark, a run's first
@@ -406,10 +485,14 @@ class _Restore:
             seen = self.ids.setdefault(table, {})
             if old in seen:
                 raise _BadRecord(f"{table} id {old} is used twice in this file")
+            if self.replaying:
+                return self._replayed(table, old)
             if self.db.execute(f"SELECT 1 FROM {table} WHERE id = ?", [old]).fetchone() is None:
                 row["id"] = old  # free here: kept, so a restore gives back the same ids
             else:
                 self.renumbered += 1  # taken (by another user's row): a fresh id instead
+        elif self.replaying:
+            return 0  # a row without an id of its own (a link, an alias): nothing to map
         names = list(row)
         try:
             cursor = self.db.execute(
@@ -427,6 +510,19 @@ class _Restore:
         if old is not None:
             self.ids[table][old] = new
             self._added.append((table, old))
+            if self.ledger is not None:
+                self.ledger.wrote(table, old, new)
+        return new
+
+    def _replayed(self, table: str, old: int) -> int:
+        """The row that id ``old`` of the file became in the run this one resumes."""
+        new = self.resumed.get(table, {}).get(old)
+        if new is None:
+            raise _NotImportedThen
+        if new != old:
+            self.renumbered += 1
+        self.ids[table][old] = new
+        self._added.append((table, old))
         return new
 
 
@@ -493,13 +589,6 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [v for v in value if isinstance(v, str)]
     return []
-
-
-def _has_memory(db: sqlite_utils.Database, user: str) -> bool:
-    for table in ("basic_memory", "facts", "sessions"):
-        if db.execute(f"SELECT 1 FROM {table} WHERE user = ? LIMIT 1", [user]).fetchone():
-            return True
-    return False
 
 
 __all__ = ["EXPORT_VERSION", "import_user"]

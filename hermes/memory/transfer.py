@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlite_utils
 
+from hermes.clock import Clock
 from hermes.memory.basic import DEFAULT_LIMIT
 from hermes.memory.sessions.transcripts import (
     IMPORT_BATCH,
@@ -107,6 +108,9 @@ NOT_EXPORTED = {
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
     "model_calls": "what this home's model calls cost (`hermes stats`), not memory",
+    "restores": "this home's record of `hermes import` runs (what the same command resumes), "
+                "not memory",
+    "restore_ids": "follows restores: the ids an unfinished import gave the file's rows",
 }
 # Tables whose rows carry the user (rewritten to the importing user).
 _USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",
@@ -120,6 +124,10 @@ class ExportReport:
     warnings: list[str] = field(default_factory=list)
     renumbered: int = 0  # rows whose id was taken in this home and that got a new one
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, why it was refused)
+    # Resuming an import of the same file that stopped part-way: the lines it had committed
+    resumed_from: int = 0
+    started_at: str | None = None  # when this file's import began (by this run or that one)
+    already_imported: str | None = None  # the same file, finished then: nothing was written
 
 
 def _rows(db: sqlite_utils.Database, sql: str, params: list[Any]) -> Iterator[dict[str, Any]]:
@@ -167,13 +175,13 @@ def sealed_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 def import_user(db: sqlite_utils.Database, lines: Iterable[str] | Callable[[], Iterable[str]],
                 *, user: str | None = None, basic_char_limit: int = DEFAULT_LIMIT,
                 allow_unsealed: bool = False, redact_messages: bool = True,
-                dry_run: bool = False) -> ExportReport:
+                dry_run: bool = False, clock: Clock | None = None) -> ExportReport:
     """Read an export back into this home (:func:`hermes.memory.restore.import_user`)."""
     from hermes.memory.restore import import_user as restore
 
     return restore(db, lines, user=user, basic_char_limit=basic_char_limit,
                    allow_unsealed=allow_unsealed, redact_messages=redact_messages,
-                   dry_run=dry_run)
+                   dry_run=dry_run, clock=clock)
 
 
 def _dump(record: dict[str, Any]) -> str:

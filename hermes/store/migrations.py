@@ -792,3 +792,33 @@ def m020_fact_context_follows_its_messages(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+@migrations()
+def m021_restores(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- `hermes import` of one file for one user, so that the same command run again after
+        -- an interruption or a crash resumes it instead of refusing a home that now has memory
+        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        CREATE TABLE restores (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          file_sha256 TEXT NOT NULL,      -- of every line of the file, as read
+          through_line INTEGER NOT NULL DEFAULT 0,  -- the file's lines up to here are committed
+          started_at TEXT NOT NULL,
+          finished_at TEXT,               -- NULL: stopped part-way (the same file resumes)
+          UNIQUE (user, file_sha256)
+        );
+        -- What the committed part wrote: each id the file names and the row it became here
+        -- (renumbered when the id was taken), so a resumed run links to the same rows. Emptied
+        -- when the import finishes.
+        CREATE TABLE restore_ids (
+          restore_id INTEGER NOT NULL REFERENCES restores(id) ON DELETE CASCADE,
+          tbl TEXT NOT NULL,
+          old_id INTEGER NOT NULL,
+          new_id INTEGER NOT NULL,
+          PRIMARY KEY (restore_id, tbl, old_id)
+        ) WITHOUT ROWID;
+        """
+    )

@@ -11,14 +11,18 @@ by the user.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import logging
+import sqlite3
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes.errors import QueryError
 from hermes.memory.secrets import redact_text
-from hermes.memory.sessions.records import Message, Session, speaker_name
+from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
 from hermes.memory.sessions.store import SessionStore
 from hermes.store.fts import MatchPlan, Term, build_match
+
+log = logging.getLogger(__name__)
 
 # A message line is cut here: an excerpt is a pointer into the past, not a transcript. Most
 # turns are shorter (LoCoMo: p50 132, p90 269 characters), and a line cut short may lose the
@@ -68,21 +72,26 @@ class PastExcerpt:
         return [m.id for m in self.messages]
 
 
-def _line(message: Message, matched: bool) -> str:
+def _said(message: Message) -> str:
+    """A message as an excerpt line shows it, without the mark: who, then the text, redacted
+    and cut at LINE_CHARS."""
     who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
     # Redacted before the cut: a secret cut in two is no longer found by its pattern.
     text = " ".join(redact_text(message.content).split())
     if len(text) > LINE_CHARS:
         text = text[: LINE_CHARS - 1] + "…"
-    return f"{'>' if matched else ' '} {who}: {text}"
+    return f"{who}: {text}"
 
 
-def render(session: Session, messages: Sequence[Message], match_id: int) -> str:
-    """An excerpt as shown: date and title, then its lines, the matched one marked ``>``."""
+def render(session: Session, messages: Sequence[Message], match_id: int,
+           said: Callable[[Message], str] = _said) -> str:
+    """An excerpt as shown: date and title, then its lines, the matched one marked ``>``.
+    Everything in it is redacted (``said``: a message's line, e.g. remembered per message)."""
     day = (messages[0].created_at if messages else session.started_at)[:10]
-    title = " ".join((session.title or "untitled conversation").split())[:80]
+    title = redact_text(" ".join((session.title or "untitled conversation").split())[:80])
     head = f"[{day} · {title}]"
-    return "\n".join([head, *(_line(m, m.id == match_id) for m in messages)])
+    return "\n".join([head, *(f"{'>' if m.id == match_id else ' '} {said(m)}"
+                              for m in messages)])
 
 
 def has_substance(text: str) -> bool:
@@ -150,10 +159,62 @@ def recall_past_messages(
     conversation, or the source of a fact recalled for this turn) are not shown again, neither
     as a match nor as a neighbour.
 
-    A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing.
+    A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing. A search
+    that fails (a damaged index) recalls nothing too, and says so in one log line, once.
     """
     if budget <= 0 or limit <= 0 or not query.strip():
         return []
+    try:
+        hits = _search(store, user, query, limit * SEARCH_FACTOR, exclude_session)
+    except (QueryError, sqlite3.Error) as exc:
+        # Recall is an aid: the turn goes on without it. Never silent: one line in the log,
+        # once per kind of failure (a broken index fails the same way every turn).
+        _say_once(f"past messages not recalled: {type(exc).__name__}: {exc}")
+        return []
+    lines: dict[int, str] = {}
+
+    def said(message: Message) -> str:  # each message redacted once per call
+        line = lines.get(message.id)
+        if line is None:
+            line = lines[message.id] = _said(message)
+        return line
+
+    chosen: list[PastExcerpt] = []
+    covered: set[int] = set(shown)
+    used = 0
+    for hit in hits:
+        if len(chosen) >= limit:
+            break
+        match = hit.message
+        if hit.session.id == exclude_session or match.id in covered:
+            continue
+        if match.role not in ("user", "assistant") or not match.content.strip():
+            continue  # the match itself is not a conversation line (a tool row)
+        # The matched line alone first: an excerpt that cannot fit even that is passed over
+        # before its neighbours are read (late hits, once the budget is nearly spent).
+        alone = render(hit.session, [match], match.id, said)
+        if used + len(alone) + 1 > budget:
+            continue
+        window = store.window(user, hit.session.id, match.id, max(before, after))
+        window = [m for m in window if m.role in ("user", "assistant") and m.content.strip()]
+        at = next((i for i, m in enumerate(window) if m.id == match.id), None)
+        if at is None:
+            continue  # deleted since it was found
+        window = window[max(0, at - before): at + after + 1]
+        fresh = [m for m in window if m.id not in covered]
+        text = render(hit.session, fresh, match.id, said)
+        if used + len(text) + 1 > budget:
+            fresh, text = [m for m in fresh if m.id == match.id], alone
+        covered.update(m.id for m in fresh)
+        chosen.append(PastExcerpt(hit.session, match.id, fresh, hit.score, text))
+        used += len(text) + 1
+    return chosen
+
+
+def _search(store: SessionStore, user: str, query: str, limit: int,
+            exclude_session: int | None) -> list[MessageHit]:
+    """Session search's best ``limit`` matches for ``query`` (the gate first: [] when the
+    message is not about something said before)."""
     original = query
     plan = build_match(query)
     if not plan.cjk:
@@ -163,38 +224,16 @@ def recall_past_messages(
         if not about_the_past(counted, 0 if store.vectors is not None else missing):
             return []
         query = _rarest(counted)
-    try:
-        hits = store.search_messages(user, query, limit=limit * SEARCH_FACTOR,
-                                     exclude_session=exclude_session, any_word=ANY_WORD,
-                                     meaning=original)
-    except QueryError:
-        return []
-    chosen: list[PastExcerpt] = []
-    covered: set[int] = set(shown)
-    used = 0
-    for hit in hits:
-        if len(chosen) >= limit:
-            break
-        if hit.session.id == exclude_session or hit.message.id in covered:
-            continue
-        window = store.window(user, hit.session.id, hit.message.id, max(before, after))
-        window = [m for m in window if m.role in ("user", "assistant") and m.content.strip()]
-        at = next((i for i, m in enumerate(window) if m.id == hit.message.id), None)
-        if at is None:
-            continue  # the match itself is not a conversation line (a tool row)
-        window = window[max(0, at - before): at + after + 1]
-        fresh = [m for m in window if m.id not in covered]
-        if not fresh:
-            continue
-        text = render(hit.session, fresh, hit.message.id)
-        if used + len(text) + 1 > budget:
-            # The matched line alone may still fit.
-            alone = [m for m in fresh if m.id == hit.message.id]
-            text = render(hit.session, alone, hit.message.id)
-            if not alone or used + len(text) + 1 > budget:
-                continue
-            fresh = alone
-        covered.update(m.id for m in fresh)
-        chosen.append(PastExcerpt(hit.session, hit.message.id, fresh, hit.score, text))
-        used += len(text) + 1
-    return chosen
+    return store.search_messages(user, query, limit=limit, exclude_session=exclude_session,
+                                 any_word=ANY_WORD, meaning=original)
+
+
+_reported: set[str] = set()
+
+
+def _say_once(problem: str) -> None:
+    if problem in _reported:
+        return
+    if len(_reported) < 100:
+        _reported.add(problem)
+    log.warning("%s", problem)

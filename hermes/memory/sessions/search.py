@@ -176,8 +176,11 @@ class SessionSearch:
                                source=source, now=self.clock.now(), dense=dense,
                                exclude_session=exclude_session)
         if sims is not None:
-            ranked = semantic.rerank_by_meaning(ranked, sims, extras=[m for m, _ in dense or []],
-                                                limit=limit or wanted)
+            extras = [m for m, _ in dense or []]
+            pool = [r.message_id for r in ranked[: semantic.DEFAULT_SEMANTIC.pool]] + extras
+            ranked = semantic.rerank_by_meaning(
+                ranked, sims, extras=extras, limit=limit or wanted,
+                lengths=semantic.message_lengths(self.db, user, pool))
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}
