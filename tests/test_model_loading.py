@@ -101,9 +101,12 @@ def test_a_new_users_hermes_ask_answers_before_loading_the_model(cli, fake_model
     monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
     gated.release.set()
     replies_at_load = []
-    monkeypatch.setattr(Gated, "__init__", lambda self: (
-        Gated.built.append(threading.current_thread().name),
-        replies_at_load.append(len(fake_model.requests))) and None)
+
+    def recording(self):
+        Gated.built.append(threading.current_thread().name)
+        replies_at_load.append(len(fake_model.requests))
+
+    monkeypatch.setattr(Gated, "__init__", recording)
     fake_model.reply("Paris.")
     result = cli("ask", "capital of France?")
     assert result.exit_code == 0, result.stderr
