@@ -103,7 +103,7 @@ def test_another_users_facts_are_never_embedded_for_me_nor_found(facts, toy, db)
 
 
 def test_a_fact_sharing_no_word_needs_the_models_floor_of_meaning(facts, monkeypatch):
-    from hermes.memory.facts import vectors
+    from hermes.memory import embeddings
 
     tesla = facts.add("owner", "The Tesla is in the garage").fact
     rainy = facts.add("owner", "An umbrella hangs by the door").fact
@@ -113,7 +113,7 @@ def test_a_fact_sharing_no_word_needs_the_models_floor_of_meaning(facts, monkeyp
     facts.vectors.index("bob")
     ask = "which automobile?"  # no word in common with any of the owner's facts
     assert {f.id for f in facts.search("owner", ask)} == {tesla.id, rainy.id, shared.id}
-    monkeypatch.setitem(vectors.MEANING_FLOOR, "toy", 0.5)
+    monkeypatch.setitem(embeddings.MEANING_FLOOR, "toy", 0.5)
     assert [f.id for f in facts.search("owner", ask)] == [tesla.id]
     # A word in common keeps a fact a result however far its meaning.
     assert {f.id for f in facts.search("owner", "automobile door")} == {

@@ -231,3 +231,21 @@ def test_search_reads_the_lengths_of_the_users_own_messages_only(store, clock, d
     bobs = say(store, clock, "bob", "my car broke down on the motorway again")
     assert semantic.message_lengths(db, "owner", [short, *bobs]) == {short: 6}
     assert set(semantic.message_lengths(db, "bob", [short, *bobs])) == set(bobs)
+
+
+def test_a_message_sharing_no_word_needs_the_models_floor_of_meaning(store, clock, db,
+                                                                       monkeypatch):
+    from hermes.memory import embeddings
+
+    (car,) = say(store, clock, "owner", "my car is blue")
+    (rain,) = say(store, clock, "owner", "rain all day")
+    (dog,) = say(store, clock, "owner", "the dog barked at the postman")
+    say(store, clock, "bob", "my automobile is red")
+    # A short history: the nearest messages are all of them, however far their meaning.
+    assert {h.message.id for h in store.search_messages("owner", "automobile?")} == {
+        car, rain, dog}
+    monkeypatch.setitem(embeddings.MEANING_FLOOR, "toy", 0.5)
+    assert [h.message.id for h in store.search_messages("owner", "automobile?")] == [car]
+    # A word in common keeps a message a result however far its meaning.
+    assert {h.message.id for h in store.search_messages("owner", "automobile rain")} == {
+        car, rain}

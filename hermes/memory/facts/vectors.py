@@ -27,7 +27,7 @@ from typing import Any
 import sqlite_utils
 
 from hermes.memory import vector_cells
-from hermes.memory.embeddings import MINILM, MINILM_INT8, Embedder, Embedders, message_text
+from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message_text
 from hermes.memory.facts.records import ACTIVE
 from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
 from hermes.store.db import write_transaction
@@ -50,15 +50,7 @@ DENSE_WEIGHT = 1.5
 INDEX_BATCH = 8
 # The nearest facts by meaning that join the bm25 matches as candidates.
 DENSE_CANDIDATES = 50
-# ... if their similarity reaches the model's floor: the nearest facts are found whatever they
-# say, so with few facts "tesla" listed "Alice likes green tea" (MiniLM 0.10) and per-turn
-# recall showed the model facts unrelated to the message. MiniLM: unrelated pairs 0.02-0.10,
-# related 0.35-0.67 ("what car do I drive?" / "The user owns a Tesla Model 3": 0.35); on LoCoMo
-# 0.5 % of the meaning-only results (no word in common) are below 0.2 and no evidence fact in
-# a top 5 is (lowest 0.249, tuning and held-out alike), so turn R@5 is unchanged. e5's cosines
-# crowd 0.72-0.85 for unrelated and related pairs alike (0.767 for "favourite food" / a NAS,
-# 0.768 for the car question / the Tesla): no floor, every nearest fact stays a candidate.
-MEANING_FLOOR = {MINILM_INT8: 0.2, MINILM: 0.2}
+# ... if their similarity reaches the model's floor (hermes.memory.embeddings.MEANING_FLOOR).
 # Each fact has a second vector, of the exchange it was learned from (its source messages):
 # the similarity to a query is (1 - CONTEXT_WEIGHT) x cos(fact) + CONTEXT_WEIGHT x
 # cos(exchange), one precomputed matrix. A question is often worded like the conversation rather
@@ -235,7 +227,7 @@ class FactVectors:
     @property
     def meaning_floor(self) -> float:
         """The similarity a fact sharing no word with the query needs to be a result."""
-        return MEANING_FLOOR.get(self.model_id, -1.0)
+        return meaning_floor(self.model_id)
 
     def similarity(self, user: str, query: str) -> Similarity | None:
         """The similarity of ``query`` to each of ``user``'s embedded facts (its cosine to the

@@ -166,9 +166,15 @@ class SessionSearch:
                 self.db, user, rerank.plan_text(build_match(meaning) if meaning else plan),
                 [c.message_id for c in messages])
             sims = semantic.similarities(self.vectors, user, text)
-            extra = sims.nearest(semantic.DEFAULT_SEMANTIC.extra)  # they need no word
-            dense = sorted(zip(extra, map(float, sims.of(extra)[0]), strict=True),
-                           key=lambda d: -d[1])
+            # The nearest messages need no word, only the model's floor of meaning (its
+            # message's or its window's): with a short history the nearest are everything.
+            from hermes.memory.embeddings import meaning_floor
+
+            extra = sims.nearest(semantic.DEFAULT_SEMANTIC.extra)
+            floor = meaning_floor(self.vectors.embedder.model_id)
+            near, around = sims.of(extra)
+            dense = sorted(((m, float(c)) for m, c, w in zip(extra, near, around, strict=True)
+                            if max(c, w) >= floor), key=lambda d: -d[1])
         wanted = len(messages) * 3 + len(sessions) + 100
         ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
