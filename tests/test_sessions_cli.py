@@ -4,6 +4,7 @@ import io
 import json
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -392,3 +393,22 @@ def test_db_path_and_backup_take_no_user(cli, tmp_path):
     assert cli("db", "backup", str(tmp_path / "b.db"), "--user", "bob").exit_code == 2
     assert not (tmp_path / "b.db").exists()
     assert cli("db", "backup", str(tmp_path / "b.db")).exit_code == 0
+
+
+def test_the_readmes_example_file_gives_the_readmes_lines(cli):
+    example = Path(__file__).parent.parent / "scripts" / "example_transcripts.jsonl"
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "$ hermes sessions import scripts/example_transcripts.jsonl" in readme
+    result = cli("sessions", "import", str(example))
+    assert result.exit_code == 1  # its fourth line is malformed on purpose
+    assert result.stdout.strip() in readme
+    assert "line 4: 'started_at' is not an ISO 8601 time: 'not a date'" in result.stderr
+    for line in cli("sessions", "list").stdout.splitlines():
+        assert line.rstrip() in readme
+    found = cli("sessions", "search", "how did we fix the docker networking issue?").stdout
+    assert [ln.split("  (")[0] for ln in found.splitlines() if ln.startswith("#")] == [
+        "#1 discord · 2026-11-20 18:02 · Docker networking on the home server",
+        "#3 cron · 2026-11-28 03:00 · Nightly backup report"]
+    for line in found.splitlines():
+        if line.startswith(("  Match:", "    [", "  > [")):
+            assert line in readme
