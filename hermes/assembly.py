@@ -1,7 +1,9 @@
-"""The agent as every entry point needs it: the turn engine with the extraction worker attached.
+"""The agent as every entry point needs it: the turn engine with the extraction worker attached,
+and the cron store and runner of a home.
 
 `hermes ask`, `hermes chat`, `hermes cron run` and the daemon all build their agent here, so a
-fact said in any of them is learned the same way.
+fact said in any of them is learned the same way; the cron parts are built from the settings
+here, so that hermes.cron knows nothing of the Runtime.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
+    from hermes.cron.runner import CronRunner, Deliverer
+    from hermes.cron.store import CronStore
     from hermes.learn.worker import ExtractionWorker
     from hermes.runtime import Runtime
 
@@ -45,3 +49,25 @@ def build_agent(rt: Runtime, *, exits_after: bool = False
         return agent, None
     worker.attach(agent)
     return agent, worker
+
+
+def cron_store(rt: Runtime) -> CronStore:
+    """The home's cron jobs and runs, in its time zone, with its default user."""
+    from hermes.cron.store import CronStore
+
+    return CronStore(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
+                     clock=rt.clock, default_user=rt.settings.users.default)
+
+
+def cron_runner(rt: Runtime, agent: Agent,
+                deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
+    """The cron runner of the home: each job's prompt through ``agent``, in a new ``cron``
+    session of the job's user; replies go to ``deliverers`` (shared, filled as front-ends
+    start) and the runner's own (file, terminal)."""
+    from datetime import timedelta
+
+    from hermes.cron.runner import CronRunner, agent_prompt_runner
+
+    return CronRunner(cron_store(rt), agent_prompt_runner(rt.memory.sessions, agent),
+                      grace=timedelta(minutes=rt.settings.cron.grace_minutes),
+                      deliverers=deliverers)

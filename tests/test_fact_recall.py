@@ -64,3 +64,34 @@ def test_a_word_is_counted_in_the_users_active_facts_only(agent, facts):
     facts.forget("owner", gone.id)
     assert recall.doc_count("owner", term) == 0
     assert recall.doc_count("bob", term) == 1
+
+
+async def test_a_message_of_only_common_words_recalls_the_newest_facts_holding_them(
+        agent, fake_model, facts, monkeypatch):
+    # Every word of the message is in COMMON_TERM_DOCS or more of the user's facts: bm25 would
+    # score all of them (100 ms at 100k facts); the newest holding both words are shown.
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 3)
+    old = facts.add("owner", "Garden tomato").fact  # the best bm25 match: short, both words
+    newer = [facts.add("owner", f"Garden tomato batch {n} was sown in the north bed").fact
+             for n in range(4)]
+    facts.add("owner", "Garden shed roof leaks")  # one word only
+    facts.add("bob", "Garden tomato for bob")  # newest of all, another user's
+    recall = agent.prompts.fact_recall
+    ranked = recall.ranked("owner", "the garden tomato?", limit=2)
+    assert [f.id for f in ranked] == [newer[3].id, newer[2].id]
+    assert old.id not in [f.id for f in recall.ranked("owner", "the garden tomato?", limit=4)]
+    assert [f.id for f in recall.ranked("bob", "garden tomato", limit=5)] == [
+        f.id for f in facts.search("bob", "garden tomato")]  # bob's one fact: not common
+    found = await shown(agent, fake_model, "what about the garden tomato?")
+    assert found and all(facts.get("owner", fid).user == "owner" for fid in found)
+    assert set(found) <= {f.id for f in newer} | {old.id}
+
+
+def test_common_words_with_no_fact_holding_both_recall_the_newest_holding_either(agent, facts,
+                                                                                monkeypatch):
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 2)
+    for n in range(3):
+        facts.add("owner", f"Garden note {n}")
+        facts.add("owner", f"Tomato note {n}")
+    ranked = agent.prompts.fact_recall.ranked("owner", "garden tomato", limit=3)
+    assert [f.content for f in ranked] == ["Tomato note 2", "Garden note 2", "Tomato note 1"]

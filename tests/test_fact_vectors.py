@@ -14,6 +14,7 @@ from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
@@ -99,6 +100,29 @@ def test_another_users_facts_are_never_embedded_for_me_nor_found(facts, toy, db)
     rows = db.execute("SELECT user, count(*) FROM fact_vectors GROUP BY user").fetchall()
     assert sorted(rows) == [("bob", 1), ("owner", 1)]
     assert all(f.user == "owner" for f in facts.search("owner", "automobile"))
+
+
+def test_a_fact_sharing_no_word_needs_the_models_floor_of_meaning(facts, monkeypatch):
+    from hermes.memory.facts import vectors
+
+    tesla = facts.add("owner", "The Tesla is in the garage").fact
+    rainy = facts.add("owner", "An umbrella hangs by the door").fact
+    shared = facts.add("owner", "The garage door is green").fact
+    bobs = facts.add("bob", "Bob bought an automobile").fact
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    ask = "which automobile?"  # no word in common with any of the owner's facts
+    assert {f.id for f in facts.search("owner", ask)} == {tesla.id, rainy.id, shared.id}
+    monkeypatch.setitem(vectors.MEANING_FLOOR, "toy", 0.5)
+    assert [f.id for f in facts.search("owner", ask)] == [tesla.id]
+    # A word in common keeps a fact a result however far its meaning.
+    assert {f.id for f in facts.search("owner", "automobile door")} == {
+        tesla.id, rainy.id, shared.id}
+    assert bobs.id not in {f.id for f in facts.search("owner", "automobile")}
+    # Per-turn recall reads the same search: the unrelated fact is not shown to the model.
+    recall = FactRecall(facts, facts.clock)
+    assert [f.id for f in recall.ranked("owner", "my automobile broke down", limit=8)] == [
+        tesla.id]
 
 
 def test_a_fact_whose_text_changes_is_embedded_again(facts, toy):
@@ -267,3 +291,25 @@ def test_an_edited_or_deleted_source_message_no_longer_gives_the_fact_its_meanin
     assert closeness(facts.vectors, "which pet?") < 0.01
     db.execute("DELETE FROM messages WHERE id = ?", [bobs.id])  # bob's again: nothing to redo
     assert facts.vectors.index("owner") == 0
+
+
+def test_a_message_of_only_common_words_is_recalled_by_meaning(facts, clock, monkeypatch):
+    """Every word of the message is common in the user's facts: no bm25 over them (it would
+    score most of the facts); the nearest facts by meaning, or before any fact has a vector,
+    the newest holding the words. Another user's facts are never found either way."""
+    from hermes.memory.facts import recall as fact_recall
+
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 2)
+    walks = [facts.add("owner", f"Dog walk number {n} in the park").fact for n in range(3)]
+    tesla = facts.add("owner", "The user drives a tesla").fact
+    facts.add("bob", "Bob's car and automobile walk")
+    recall = fact_recall.FactRecall(facts, clock)
+    query = "automobile car dog walk?"
+    assert recall._selective("owner", query)[1]  # only common words left
+    # No vectors yet: the newest facts holding both words
+    assert [f.id for f in recall.ranked("owner", query, limit=2)] == [walks[2].id, walks[1].id]
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    found = recall.ranked("owner", query, limit=2)
+    assert found[0].id == tesla.id  # by meaning: it shares no word with the message
+    assert all(f.user == "owner" for f in recall.ranked("owner", query, limit=10))

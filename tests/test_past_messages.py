@@ -190,3 +190,35 @@ def test_a_match_too_long_for_what_is_left_is_passed_over_for_one_that_fits(stor
     assert [e.session.title for e in found] == ["B", "C"]
     assert found[1].text.endswith("> the user: one kestrel" + " x" * 20)  # without its answer
     assert sum(len(e.text) + 1 for e in found) <= first + alone
+
+
+def test_a_users_count_of_a_word_stops_at_its_cap_and_past_it_the_index_orders(
+        store, clock, monkeypatch):
+    from hermes.memory.sessions.past_messages import selective_query
+    from hermes.store.fts import build_match
+
+    chat(store, clock, "bob", None, ("kestrel kestrel", "ok"), ("another kestrel", "ok"))
+    assert store.term_count("bob", '"kestrel"', cap=1000, mine_cap=1) == (1, 2)
+    monkeypatch.setattr(past_messages, "MINE_CAP", 2)
+    chat(store, clock, "owner", None, *[(f"alpha note {n}", "ok") for n in range(3)],
+         *[(f"beta note {n}", "ok") for n in range(4)], ("gamma once", "ok"))
+    # gamma is rarest (1); alpha and beta both reach the cap (2): the index's count decides
+    assert selective_query(store, "owner", build_match("beta alpha gamma")) == (
+        '"gamma" "alpha" "beta"')
+
+
+def test_a_word_found_common_stays_common_for_a_while_then_is_counted_again(
+        store, clock, monkeypatch):
+    from hermes.memory.sessions.past_messages import selective_query
+    from hermes.store.fts import build_match
+
+    monkeypatch.setattr(past_messages, "COMMON_MESSAGES", 3)
+    session = chat(store, clock, "owner", None, *[(f"kestrel sighting {n}", "ok")
+                                                   for n in range(3)])
+    plan = build_match("kestrel")
+    assert selective_query(store, "owner", plan) == ""  # in 3 messages: too common to search
+    gone = [m.id for m in store.messages("owner", session.id) if "kestrel" in m.content][:2]
+    store.db.execute(f"DELETE FROM messages WHERE id IN ({gone[0]}, {gone[1]})")
+    assert selective_query(store, "owner", plan) == ""  # remembered, not recounted
+    clock.advance(seconds=past_messages.COMMON_SECONDS + 1)
+    assert selective_query(store, "owner", plan) == '"kestrel"'

@@ -272,3 +272,4 @@ def test_an_import_stopped_after_its_entities_only_resumes(cli, tmp_path, dump, 
     again = cli("--home", str(home), "import", str(no_basic), "--allow-incomplete", "--json")
     assert again.json()["resumed_from_line"] == first_fact - 1 and again.json()["errors"] == []
     assert export_of(cli, home) == export_of(cli, whole)
+

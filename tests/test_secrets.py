@@ -154,3 +154,25 @@ def test_redaction_can_be_turned_off_for_messages_but_never_for_summaries(
         assert "4821" not in (stored.title or "") and "4821" not in (stored.summary or "")
     finally:
         rt.close()
+
+
+def test_the_fast_screen_says_what_the_screen_pattern_says():
+    """secrets._screened (substring tests on ASCII text) must pass every text _SCREEN passes:
+    a text it wrongly screened out would keep its secret."""
+    import random
+
+    from hermes.memory import secrets
+
+    rng = random.Random(13)
+    pieces = ["pass", "PWD", "Key", "toKen", "secret", "Bearer", "sk-", "SK_", "rk_", "hf_",
+              "npm_", "xoxb", "github_pat", "glpat", "AKIA", "asia", "a3t", "abia", "acca",
+              "eyJ", "BEGIN", "putty", "://", "AIza", "sg.", "sq0", "AccountKey", "-us1", "7",
+              "ghp_", "GHO_", "gl-", "glab-", "gl9-", " ac" + "a" * 32, "sk" + "B" * 32,
+              " m" + "x" * 24 + ".", "N" + "a_-" * 8 + ".", "s", "k", "g", "h", "a", "-", "_",
+              ".", " ", "x", "é", "ſ", "K"]
+    texts = ["", "hello there", "the tiles in Porto were blue", "ſecret", "paſs", "KEY"]
+    for _ in range(20_000):
+        texts.append("".join(rng.choice(pieces) if rng.random() < 0.3 else rng.choice(
+            "abcdeghklmnoprstuxyz -_.:/") for _ in range(rng.randint(1, 40))))
+    for text in texts:
+        assert secrets._screened(text) == bool(secrets._SCREEN.search(text)), text

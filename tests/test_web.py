@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from hermes.cron.store import CronStore
+from hermes.assembly import cron_store
 from hermes.frontends.web.app import WebContext
 from hermes.memory.basic import BasicMemory
 from tests.web_client import Panel
@@ -151,7 +151,7 @@ async def test_another_users_ids_are_404(rt, facts):
     sessions = rt.memory.sessions
     owner_session = sessions.create("owner", "web").id
     message = sessions.append("owner", owner_session, "user", "hello").id
-    CronStore.from_runtime(rt).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
+    cron_store(rt).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
     alice = await Panel(WebContext(rt)).login("alice")
     try:
         for url in (f"/facts/{owner_fact}", f"/sessions/{owner_session}",
@@ -168,7 +168,7 @@ async def test_another_users_ids_are_404(rt, facts):
         listing = await alice.get("/facts")
         assert "hallway" not in listing.text
         assert facts.get("owner", owner_fact).active
-        assert CronStore.from_runtime(rt).get("owner-digest").enabled
+        assert cron_store(rt).get("owner-digest").enabled
         assert "owner-digest" not in (await alice.get("/cron")).text
     finally:
         await alice.close()
@@ -311,7 +311,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
 
 
 async def test_cron_pause_resume(panel, rt):
-    store = CronStore.from_runtime(rt)
+    store = cron_store(rt)
     store.add("digest", "owner", "every 1d", "Summarise my day", "terminal")
     page = await panel.post("/cron/digest/pause")
     assert "Paused digest" in page.text and not store.get("digest").enabled

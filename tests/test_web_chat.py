@@ -290,14 +290,13 @@ async def test_a_fact_the_model_updates_with_its_tools_shows_as_an_update(chat, 
 
 
 async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake_model):
-    from hermes.cron.runner import CronRunner, agent_prompt_runner
-    from hermes.cron.store import CronStore
+    from hermes.assembly import cron_runner, cron_store
 
     agent, worker = build_agent(web_rt)
-    runner = CronRunner.from_runtime(web_rt, agent_prompt_runner(web_rt, agent))
-    CronStore.from_runtime(web_rt).add("digest", "owner", "every 1d", "Summarise my day",
+    runner = cron_runner(web_rt, agent)
+    cron_store(web_rt).add("digest", "owner", "every 1d", "Summarise my day",
                                        "file:digests/today.md")
-    CronStore.from_runtime(web_rt).add("alices", "alice", "every 1d", "Hers", "terminal")
+    cron_store(web_rt).add("alices", "alice", "every 1d", "Hers", "terminal")
     panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
     try:
         fake_model.reply("Digest: a quiet day.")

@@ -7,10 +7,10 @@ from typing import Any
 
 import typer
 
+from hermes.assembly import cron_store
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.clock import to_ts
-from hermes.cron.runner import CronRunner
 from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
 from hermes.runtime import Runtime
 
@@ -19,7 +19,7 @@ app = typer.Typer(no_args_is_help=True, help="Scheduled prompts: add, list, run,
 
 def _store(ctx: typer.Context) -> CronStore:
     rt = runtime(ctx)
-    store = CronStore.from_runtime(rt)
+    store = cron_store(rt)
     store.sync_config(rt.settings.cron.jobs, rt.settings.source)
     return store
 
@@ -142,11 +142,10 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
 
 
 async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
-    from hermes.assembly import build_agent
-    from hermes.cron.runner import agent_prompt_runner
+    from hermes.assembly import build_agent, cron_runner
 
     agent, worker = build_agent(rt)
-    runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
+    runner = cron_runner(rt, agent)
     try:
         return await runner.run_now(name, user=user)
     finally:

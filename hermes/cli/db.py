@@ -113,20 +113,29 @@ def export(
     Basic memory, entities, facts with their history, sessions with their messages; `hermes
     import` reads it back."""
     rt = runtime(ctx)
-    lines = export_user(rt.db, rt.user(user))
+    who = rt.user(user)
+    lines = export_user(rt.db, who)
+    count = 0
     if output is None:
         for line in lines:
             sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        return
-    # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
-    with atomic_text_file(output) as handle:
-        count = 0
-        for line in lines:
-            handle.write(line + "\n")
             count += 1
-    # The header and the end record are not records of memory.
-    echo(f"Exported {count - 2:,} records of {rt.user(user)!r} to {output}.", err=True)
+        sys.stdout.flush()
+    else:
+        # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
+        with atomic_text_file(output) as handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+        # The header and the end record are not records of memory.
+        echo(f"Exported {count - 2:,} records of {who!r} to {output}.", err=True)
+    if count <= 2:  # a misspelt --user would make a backup of nothing, and say it worked
+        from hermes.memory.sessions.store import SessionStore
+
+        others = [u for u in SessionStore(rt.db, rt.clock).users() if u != who]
+        known = f" (users with memory here: {', '.join(others)})" if others else ""
+        echo(f"Warning: {who!r} has no memory in this home{known}; the export holds no "
+             "records.", err=True)
 
 
 def import_(

@@ -10,6 +10,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError, QueryError
+from hermes.memory.facts.matched import why_found
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.store.fts import brief, build_match
 
@@ -53,7 +54,10 @@ def _check_category(store: FactStore, category: str | None, found: list[Fact]) -
 def _line(fact: Fact, *, show_score: bool = False) -> str:
     parts = [f"[{fact.id}]", fact.content]
     meta = [f"trust {fact.trust:.2f}", fact.category]
-    if show_score and fact.score is not None:
+    why = why_found(fact) if show_score else None
+    if why is not None:  # the fused score is relative to the other results: say why instead
+        meta.insert(0, why)
+    elif show_score and fact.score is not None:
         meta.insert(0, f"score {fact.score:.4g}")
     if fact.status != "active":
         meta.append(fact.status)
@@ -65,15 +69,18 @@ def _line(fact: Fact, *, show_score: bool = False) -> str:
 
 
 def _print_facts(facts: list[Fact], as_json: bool, *, show_score: bool = False,
-                 empty: str = "No facts found.") -> None:
+                 explain: bool = False, empty: str = "No facts found.") -> None:
     if as_json:
-        emit_json([f.to_json() for f in facts])
+        rows = [f.to_json() for f in facts]
+        for row in rows if not explain else ():
+            row.pop("explain", None)
+        emit_json(rows)
         return
     if not facts:
         echo(empty)
     for fact in facts:
         echo(_line(fact, show_score=show_score))
-        if fact.explain and show_score:
+        if fact.explain and explain:
             parts = ", ".join(f"{k}={v}" for k, v in fact.explain.items())
             echo(f"      {parts}")
 
@@ -121,17 +128,21 @@ def search(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Full-text search, ranked by bm25 x trust. All words first, then any of them."""
+    """Search by words and by meaning, best first, trust multiplying. Each result says why it
+    was found: the query's words it holds, those found only in the conversation it was learned
+    from, and its closeness in meaning (0-1); --explain adds the parts of the score. Without
+    the embedding model: all words first (in the fact itself), then any of them."""
     plan = build_match(query)
     if plan.empty:  # the same answer as `hermes sessions search`
         raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
     for note in plan.notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     store = _store(ctx)
+    # explain=True always: the reasons shown come from it (cheap: the results' words only)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
-                         min_trust=min_trust, explain=explain)
+                         min_trust=min_trust, explain=True)
     _check_category(store, category, facts)
-    _print_facts(facts, as_json, show_score=True)
+    _print_facts(facts, as_json, show_score=True, explain=explain)
 
 
 @app.command()

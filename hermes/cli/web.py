@@ -50,12 +50,11 @@ def web(
 
 
 async def _serve(rt: Runtime, link: str | None) -> None:
-    from hermes.assembly import build_agent
-    from hermes.cron.runner import CronRunner, agent_prompt_runner
+    from hermes.assembly import build_agent, cron_runner
     from hermes.frontends.web import WebFrontend
 
     agent, worker = build_agent(rt)
-    runner = CronRunner.from_runtime(rt, agent_prompt_runner(rt, agent))
+    runner = cron_runner(rt, agent)
     frontend = WebFrontend(rt, agent, worker=worker, runner=runner, alone=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

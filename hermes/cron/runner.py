@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
 
     from hermes.agent.turn import Agent
-    from hermes.runtime import Runtime
+    from hermes.memory.sessions.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,6 @@ class CronRunner:
         self.deliverers: dict[str, Deliverer] = {} if deliverers is None else deliverers
         self.own: dict[str, Deliverer] = {"file": self._deliver_file, "terminal": _deliver_stdout}
         self._running: set[asyncio.Task[Any]] = set()
-
-    @classmethod
-    def from_runtime(cls, rt: Runtime, run_prompt: PromptRunner,
-                     deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
-        return cls(CronStore.from_runtime(rt), run_prompt,
-                   grace=timedelta(minutes=rt.settings.cron.grace_minutes), deliverers=deliverers)
 
     @property
     def clock(self) -> Clock:
@@ -214,10 +208,8 @@ async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
     print(f"[cron {job.name}]\n{text}", flush=True)
 
 
-def agent_prompt_runner(rt: Runtime, agent: Agent) -> PromptRunner:
+def agent_prompt_runner(sessions: SessionStore, agent: Agent) -> PromptRunner:
     """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
-
-    sessions = rt.memory.sessions
 
     async def run(job: CronJob) -> RunOutcome:
         session = sessions.create(job.user, "cron", channel_key=f"cron:{job.name}",

@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import sqlite_utils
 from apscheduler.triggers.base import BaseTrigger
@@ -35,9 +35,6 @@ from hermes.cron.schedule import (
 from hermes.errors import ConfigError, NotFound
 from hermes.memory.guard import check_field, find_problem
 from hermes.store.db import write_transaction
-
-if TYPE_CHECKING:
-    from hermes.runtime import Runtime
 
 # How far a resume looks for fire times that passed while the job was paused.
 MAX_SKIP_SCAN = 100_000
@@ -107,11 +104,6 @@ class CronStore:
         self.default_user = default_user  # for config jobs without `user:`
         self.home = home
         self.clock = clock or SystemClock()
-
-    @classmethod
-    def from_runtime(cls, rt: Runtime) -> CronStore:
-        return cls(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
-                   clock=rt.clock, default_user=rt.settings.users.default)
 
     def _rows(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
         cursor = self.db.execute(sql, params)

@@ -84,10 +84,9 @@ class FrontendContext:
     def runner(self) -> CronRunner:
         """The one cron runner of this process (its jobs deliver through ``deliverers``):
         built on first use, by the cron front-end or a front-end that runs jobs by hand."""
-        from hermes.cron.runner import CronRunner, agent_prompt_runner
+        from hermes.assembly import cron_runner
 
-        return CronRunner.from_runtime(self.rt, agent_prompt_runner(self.rt, self.agent),
-                                       self.deliverers)
+        return cron_runner(self.rt, self.agent, self.deliverers)
 
 
 FrontendFactory = Callable[[FrontendContext], Any]

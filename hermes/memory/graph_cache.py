@@ -25,6 +25,7 @@ time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -144,9 +145,17 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
     try:
         session = ort.InferenceSession(model, sess_options=options,
                                        providers=["CPUExecutionProvider"])
-    except BaseException:  # onnxruntime refused the graph: the caller's fallback
-        temp.unlink(missing_ok=True)
-        raise
+    except Exception as exc:
+        # Either onnxruntime refused the graph (the caller's fallback) or it could not write
+        # the optimised file (a full disk: "Protobuf serialization failed"), which must not
+        # pass for a refusal: MiniLM would switch to its float32 graph, another model id, and
+        # every stored vector would go unused. Without the file: a refusal raises again.
+        _remove(temp)
+        options.optimized_model_filepath = ""
+        session = ort.InferenceSession(model, sess_options=options,
+                                       providers=["CPUExecutionProvider"])
+        _cannot_keep(name, cache, exc)
+        return session
     try:
         cache.save(key, temp)
     except OSError as exc:  # a full disk: this process runs on, later ones optimise again
@@ -159,6 +168,12 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
     return session
 
 
-def _cannot_keep(name: str, cache: GraphCache, exc: OSError) -> None:
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not a file (or already gone): nothing of ours
+        path.unlink(missing_ok=True)
+
+
+def _cannot_keep(name: str, cache: GraphCache, exc: Exception) -> None:
+    why = (str(exc).splitlines() or [""])[0][:200]
     log.warning("%s: cannot keep its optimised graph in %s (%s); it is optimised at each load",
-                name, cache.directory, exc)
+                name, cache.directory, why)

@@ -310,11 +310,31 @@ _SCREEN = re.compile(
     r"|gl[a-z]+-|akia|asia|a3t|abia|acca|eyj|begin|putty|://|aiza|sg\.|sq0|accountkey|-us\d"
     r"|\bac[a-z0-9]{32}|\bsk[a-z0-9]{32}|\b[mno][a-z\d_-]{23,25}\."
 )
+# The same screen, about four times faster on ASCII text (nearly every message; the excerpts of
+# past conversations in each turn's prompt are screened line by line): its literal alternatives
+# as substring tests of the lowered text, the others as patterns over it. Other text is screened
+# by _SCREEN itself: re's case folding differs from str.lower there ("ſ" matches "s").
+_SCREEN_DIGIT = re.compile(r"\d")
+_SCREEN_WORDS = ("pass", "pwd", "key", "token", "secret", "bearer", "sk-", "sk_", "rk_", "hf_",
+                 "npm_", "xox", "github_pat", "glpat", "akia", "asia", "a3t", "abia", "acca",
+                 "eyj", "begin", "putty", "://", "aiza", "sg.", "sq0", "accountkey")
+_SCREEN_LOWERED = re.compile(
+    r"gh[pousr]_|gl[a-z]+-|\b(?:ac|sk)[a-z0-9]{32}|\b[mno][a-z\d_-]{23,25}\.")
+
+
+def _screened(text: str) -> bool:
+    """Whether ``text`` may hold a secret: ``_SCREEN.search(text)``, faster."""
+    if not text.isascii():
+        return _SCREEN.search(text) is not None
+    if _SCREEN_DIGIT.search(text):
+        return True
+    low = text.lower()
+    return any(word in low for word in _SCREEN_WORDS) or bool(_SCREEN_LOWERED.search(low))
 
 
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in ``text``, in order, without overlaps (the earliest, then longest, wins)."""
-    if not text or not _SCREEN.search(text):
+    if not text or not _screened(text):
         return []
     found: list[Finding] = []
     for rule in _rules():
@@ -385,7 +405,7 @@ def redact_text(text: str) -> str:
 def redact_json(raw: str) -> str:
     """Redact the strings inside a JSON document (tool-call arguments), keeping it valid JSON;
     text that is not JSON is redacted as text."""
-    if not _SCREEN.search(raw):
+    if not _screened(raw):
         return raw
     try:
         value = json.loads(raw)

@@ -260,9 +260,9 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 
 # --------------------------------------------------------------------------- cron
 def _cron_store(ctx: WebContext) -> Any:
-    from hermes.cron.store import CronStore
+    from hermes.assembly import cron_store
 
-    return ctx.runner.store if ctx.runner else CronStore.from_runtime(ctx.rt)
+    return ctx.runner.store if ctx.runner else cron_store(ctx.rt)
 
 
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:

@@ -5,7 +5,9 @@ facts* (another user's facts never decide which of my words are searched), and t
 ranked by bm25 over any of those words: a fact holding two of three words is found, and one
 holding all three ranks above it by bm25's own sum, without an all-words round first that
 would return a single weak match and stop. Trust multiplies; facts below the trust threshold
-stay hidden (``FactStore.search``). The chosen facts are then fitted into a character budget.
+stay hidden (``FactStore.search``). A message whose every word is common among the user's facts
+is not ranked by bm25 (see :meth:`FactRecall._by_common_words`). The chosen facts are then
+fitted into a character budget.
 """
 
 from __future__ import annotations
@@ -80,9 +82,14 @@ class FactRecall:
         Words that occur in none of the user's facts are dropped, then the rarest are kept;
         common words are only used when nothing rarer is left. Quoted, so phrases stay phrases.
         """
+        return self._selective(user, query)[0]
+
+    def _selective(self, user: str, query: str) -> tuple[str, bool]:
+        """:meth:`selective_query`, and whether only common words were left (each in
+        COMMON_TERM_DOCS or more of the user's facts)."""
         plan = build_match(query)
         if plan.cjk or not plan.terms:
-            return query
+            return query, False
         counted = []
         for index, term in enumerate(t for t in plan.terms if not t.is_stopword):
             count = self.doc_count(user, term)
@@ -90,23 +97,42 @@ class FactRecall:
                 counted.append((count, index, term))
         counted.sort(key=lambda item: (item[0], item[1]))
         chosen = [t for count, _, t in counted if count < COMMON_TERM_DOCS][:RECALL_TERMS]
+        common = not chosen and bool(counted)
         chosen = chosen or [t for _, _, t in counted][:2]
-        return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen)
+        return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen), common
 
     def ranked(self, user: str, query: str, *, limit: int) -> list[Fact]:
-        """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust."""
-        selective = self.selective_query(user, query)
+        """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust
+        (fused with meaning when fact vectors are on). When every word is common, the nearest
+        facts by meaning, or without vectors the newest facts holding those words."""
+        selective, common = self._selective(user, query)
         if not selective.strip() and (self.facts.vectors is None or not has_substance(query)):
             return []  # by meaning alone, "thanks!" would recall the nearest facts anyway
+        # Words: the selective ones; meaning: all of the message's words (the same text
+        # session search embeds, so one embedding serves both)
+        meaning = plan_text(build_match(query)) or query
         try:
-            # Words: the selective ones; meaning: all of the message's words (the same text
-            # session search embeds, so one embedding serves both)
-            meaning = plan_text(build_match(query))
+            if common:
+                return self._by_common_words(user, selective, limit, meaning)
             return self.facts.search(user, selective, limit=limit, any_word=True,
-                                     meaning=meaning or query)
+                                     meaning=meaning)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
+
+    def _by_common_words(self, user: str, words: str, limit: int, meaning: str) -> list[Fact]:
+        """Facts for a message whose every word is in COMMON_TERM_DOCS or more of the user's
+        facts: not ranked by bm25, which would score every fact holding any of them (and FTS5
+        reads each word's whole list to weigh it): ~1 µs a match, 110-160 ms a turn at 100k
+        facts (scripts/bench_turn.py), to rank facts that share only a common word. By meaning
+        when fact vectors are on (then no word decides); else, or when no fact has a vector
+        yet, the newest facts holding both of the two least common words, or either."""
+        if self.facts.vectors is not None:
+            found = self.facts.search(user, "", limit=limit, any_word=True, meaning=meaning)
+            if found:
+                return found
+        return self.facts.searcher.newest(user, words, limit=limit,
+                                          floor=self.facts.config.search_min_trust)
 
     def recall(self, user: str, query: str, *, limit: int, budget: int,
                line: Callable[[Fact], str]) -> list[Fact]:

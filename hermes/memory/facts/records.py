@@ -7,6 +7,7 @@ Imported by the store, search, dedup, graph and entities; imports none of them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ import sqlite_utils
 
 from hermes.errors import NotFound
 from hermes.memory.guard import check_field
+from hermes.store.fts import MatchPlan
 
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"
@@ -33,6 +35,16 @@ EXCHANGE_WEIGHT = 1.0
 BM25 = f"bm25(facts_fts, 1.0, 0.6, 0.8, {EXCHANGE_WEIGHT})"
 # The fact's own columns, for a match that must not be decided by its exchange (duplicates).
 OWN_COLUMNS = "{content tags entity_names}"
+
+
+def own_words_first(plan: MatchPlan) -> MatchPlan:
+    """``plan`` for an all-words search: its strict round over the fact's own columns only (a
+    fact must hold every word itself), its fallback any word over every column, the exchange's
+    too (a one-word query's fallback is that word)."""
+    if plan.strict is None:
+        return plan
+    return dataclasses.replace(plan, strict=f"{OWN_COLUMNS} : ({plan.strict})",
+                               loose=plan.loose or plan.strict)
 COLUMNS = (
     "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
     " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.memory.facts import vectors as fact_vectors
-from hermes.memory.facts.records import ACTIVE, BM25, COLUMNS, Fact, row_to_fact
+from hermes.memory.facts.records import (
+    ACTIVE,
+    BM25,
+    COLUMNS,
+    Fact,
+    own_words_first,
+    row_to_fact,
+)
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
 
 if TYPE_CHECKING:
@@ -47,13 +54,35 @@ class FactSearch:
         if self.vectors is not None and not plan.cjk:
             similarity = self.vectors.similarity(user, meaning or query)
             if similarity is not None:
-                return _hybrid(self.db, plan, filters, params, similarity, limit, explain)
+                return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
+                               self.vectors.meaning_floor)
         if plan.empty:
             return []
         if plan.cjk:
             return _search_like(self.db, plan, filters, params, limit, explain)
         return [fact for fact, _ in _bm25(self.db, plan, filters, params, limit, explain,
                                           any_word)]
+
+    def newest(self, user: str, query: str, *, limit: int, floor: float) -> list[Fact]:
+        """The newest ``limit`` of ``user``'s active facts at or above ``floor`` trust holding
+        every word of ``query``, else any of them, most trusted first (score: trust). Costs
+        what it returns, however many facts hold the words: FTS5 yields matches newest first
+        without scoring them (per-turn recall of only common words: facts.recall)."""
+        plan = build_match(query)
+        for expression in (plan.strict, plan.loose):
+            if not expression:
+                continue
+            rows = self.db.execute(
+                f"SELECT {COLUMNS} FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} AND f.trust >= ? "
+                "ORDER BY facts_fts.rowid DESC LIMIT ?",
+                [expression, user, floor, int(limit)]).fetchall()
+            if rows:
+                facts = [row_to_fact(row) for row in rows]
+                for fact in facts:
+                    fact.score = fact.trust
+                return sorted(facts, key=lambda f: (f.trust, f.id), reverse=True)
+        return []
 
 
 def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any], limit: int,
@@ -86,6 +115,9 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
         mode = "any"
         rows = run(expression) if expression else []
     else:
+        # All words in the fact itself (not some only in its exchange: "all words" would then
+        # find a fact holding none of them); else any word, the exchange's too.
+        plan = own_words_first(plan)
         rows, mode = search_with_fallback(plan, run)
         expression = plan.strict if mode == "strict" else plan.loose
     found = []
@@ -102,13 +134,17 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
-            similarity: Similarity, limit: int, explain: bool) -> list[Fact]:
-    """The bm25 matches (any word) and the nearest facts by meaning, fused, x trust."""
+            similarity: Similarity, limit: int, explain: bool,
+            meaning_floor: float) -> list[Fact]:
+    """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
+    floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused, x trust."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
     bm25 = {fact.id: relevance for fact, relevance in by_words}
-    near = similarity.nearest(fact_vectors.DENSE_CANDIDATES)
+    near = {fact_id: cosine for fact_id, cosine
+            in similarity.nearest(fact_vectors.DENSE_CANDIDATES).items()
+            if cosine >= meaning_floor}
     missing = [i for i in near if i not in facts]
     if missing:
         # The nearest facts pass the same filters as matches: the user's, active, trusted.

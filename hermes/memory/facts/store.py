@@ -23,6 +23,7 @@ from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
+from hermes.memory.facts.matched import annotate
 from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
@@ -223,8 +224,11 @@ class FactStore:
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
-        return self.searcher.search(user, query, limit=limit, category=category, floor=floor,
-                            explain=explain, any_word=any_word, meaning=meaning)
+        found = self.searcher.search(user, query, limit=limit, category=category, floor=floor,
+                                     explain=explain, any_word=any_word, meaning=meaning)
+        if explain:  # which words matched where: for a person reading, never per turn
+            annotate(self.db, user, query, found)
+        return found
 
     def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then

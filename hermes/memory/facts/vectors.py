@@ -26,7 +26,7 @@ from typing import Any
 
 import sqlite_utils
 
-from hermes.memory.embeddings import Embedder, Embedders, message_text
+from hermes.memory.embeddings import MINILM, MINILM_INT8, Embedder, Embedders, message_text
 from hermes.memory.facts.records import ACTIVE
 from hermes.store.db import write_transaction
 
@@ -35,14 +35,28 @@ log = logging.getLogger(__name__)
 # How dense and bm25 scores are fused, chosen on LoCoMo's tuning half (scripts/bench_locomo.py
 # --mode facts --embeddings e5 --fusion F --fusion-weight W): z-score fusion, the cosine's z
 # weighted by DENSE_WEIGHT (turn R@5 0.584-0.587 for weights 1-3; score sum 0.562-0.586;
-# reciprocal-rank fusion 0.555-0.563).
+# reciprocal-rank fusion 0.555-0.563). Chosen again with the exchange column (m018/m019) for
+# each model, tuning half turn R@5 at weights 1.0 / 1.25 / 1.5 / 1.75 / 2.0 / 2.5 / 3.0:
+# MiniLM (the default) 0.639 / 0.643 / 0.643 / 0.641 / 0.636 / 0.638 / 0.634, e5 at 1.5 /
+# 1.75 / 2.0: 0.645 / 0.644 / 0.644, so one weight serves both; held-out MiniLM 0.654 -> 0.658,
+# e5 0.665 -> 0.666. Min-max score sum for MiniLM: 0.640 tuning but 0.633 held-out (0.5:
+# 0.622 / 0.634): z-score kept.
 FUSION = "zscore"
-DENSE_WEIGHT = 2.0
+DENSE_WEIGHT = 1.5
 # Facts embedded at once. Small: the model serves one text at a time, and a reply's query
 # embedding waits for the batch in progress (about 0.1 s for 8 facts with e5 on one core).
 INDEX_BATCH = 8
 # The nearest facts by meaning that join the bm25 matches as candidates.
 DENSE_CANDIDATES = 50
+# ... if their similarity reaches the model's floor: the nearest facts are found whatever they
+# say, so with few facts "tesla" listed "Alice likes green tea" (MiniLM 0.10) and per-turn
+# recall showed the model facts unrelated to the message. MiniLM: unrelated pairs 0.02-0.10,
+# related 0.35-0.67 ("what car do I drive?" / "The user owns a Tesla Model 3": 0.35); on LoCoMo
+# 0.5 % of the meaning-only results (no word in common) are below 0.2 and no evidence fact in
+# a top 5 is (lowest 0.249, tuning and held-out alike), so turn R@5 is unchanged. e5's cosines
+# crowd 0.72-0.85 for unrelated and related pairs alike (0.767 for "favourite food" / a NAS,
+# 0.768 for the car question / the Tesla): no floor, every nearest fact stays a candidate.
+MEANING_FLOOR = {MINILM_INT8: 0.2, MINILM: 0.2}
 # Each fact has a second vector, of the exchange it was learned from (its source messages):
 # the similarity to a query is (1 - CONTEXT_WEIGHT) x cos(fact) + CONTEXT_WEIGHT x
 # cos(exchange), one precomputed matrix. A question is often worded like the conversation rather
@@ -179,6 +193,11 @@ class FactVectors:
             matrix.ids = ids
             self._cache[user] = matrix
             return matrix
+
+    @property
+    def meaning_floor(self) -> float:
+        """The similarity a fact sharing no word with the query needs to be a result."""
+        return MEANING_FLOOR.get(self.model_id, -1.0)
 
     def similarity(self, user: str, query: str) -> Similarity | None:
         """The similarity of ``query`` to each of ``user``'s embedded facts (its cosine to the

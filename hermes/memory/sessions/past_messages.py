@@ -15,6 +15,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from hermes.errors import QueryError
 from hermes.memory.secrets import redact_text
@@ -46,6 +47,15 @@ CHATTER = frozenset("""
 # word costs (hermes.memory.sessions.search's bounded path): left out of the turn's search.
 COMMON_MESSAGES = 1000
 SELECTIVE_TERMS = 4
+# A word found in COMMON_MESSAGES messages or more stays common this long without a recount
+# (messages are rarely deleted; counting to the cap cost the gate ~0.9 ms a turn at 1M
+# messages, scripts/bench_turn.py --stages), remembered per store.
+COMMON_SECONDS = 600
+_common_words: WeakKeyDictionary[SessionStore, dict[str, float]] = WeakKeyDictionary()
+# A user's messages holding a word are counted up to this many: each is a row read (~2.5 µs at
+# 1M messages; a word in 900 of them cost the gate 2.3 ms), and the count only orders the words
+# by rarity and tells whether the user wrote it at all.
+MINE_CAP = 50
 # The share of a message's words worth looking for that must occur in the user's past messages
 # for any to be recalled (the gate: a message about something never said costs nothing).
 # LoCoMo, bm25, tuning half: 0.5 keeps recall for 99 % of the questions (shown -0.002) and
@@ -103,26 +113,39 @@ def has_substance(text: str) -> bool:
 
 
 def counted_terms(store: SessionStore, user: str, plan: MatchPlan
-                  ) -> tuple[list[tuple[int, int, Term]], int]:
+                  ) -> tuple[list[tuple[int, int, int, Term]], int]:
     """The message's words worth looking for that ``user`` wrote before, each as (how many of
-    their messages hold it, position, term); and how many such words they never wrote. Not
-    counted either way: stopwords, chatter, and words in COMMON_MESSAGES messages or more of
-    the index (anyone's: the cost of the search follows how many messages match)."""
+    their messages hold it, up to MINE_CAP; how many messages of the index hold it; position;
+    term); and how many such words they never wrote. Not counted either way: stopwords,
+    chatter, and words in COMMON_MESSAGES messages or more of the index (anyone's: the cost of
+    the search follows how many messages match), remembered as common for COMMON_SECONDS."""
     counted, missing = [], 0
+    now = store.clock.now().timestamp()
+    common = _common_words.setdefault(store, {})
     for index, term in enumerate(plan.terms):
         if term.is_stopword or " ".join(term.tokens).lower() in CHATTER:
             continue
-        mine, matches = store.term_count(user, term.fts, cap=COMMON_MESSAGES)
-        if mine and matches < COMMON_MESSAGES:
-            counted.append((mine, index, term))
-        elif matches < COMMON_MESSAGES:
+        key = term.fts.lower()
+        if common.get(key, 0.0) > now:
+            continue
+        mine, matches = store.term_count(user, term.fts, cap=COMMON_MESSAGES,
+                                         mine_cap=MINE_CAP)
+        if matches >= COMMON_MESSAGES:
+            if len(common) > 20_000:
+                common.clear()
+            common[key] = now + COMMON_SECONDS
+        elif mine:
+            counted.append((mine, matches, index, term))
+        else:
             missing += 1
     return counted, missing
 
 
-def _rarest(counted: list[tuple[int, int, Term]]) -> str:
-    ordered = sorted(counted, key=lambda c: (c[0], c[1]))
-    return " ".join(term.fts for _, _, term in ordered[:SELECTIVE_TERMS])
+def _rarest(counted: list[tuple[int, int, int, Term]]) -> str:
+    # Rarest in the user's messages first, then in order. Past MINE_CAP (a count that stopped
+    # there), by the index's count: for a home with one user, the user's own count.
+    ordered = sorted(counted, key=lambda c: (c[0], c[1] if c[0] >= MINE_CAP else 0, c[2]))
+    return " ".join(term.fts for *_, term in ordered[:SELECTIVE_TERMS])
 
 
 def selective_query(store: SessionStore, user: str, plan: MatchPlan) -> str:

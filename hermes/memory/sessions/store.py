@@ -253,9 +253,11 @@ class SessionStore:
         ).fetchall()
         return [row[0] for row in rows]
 
-    def term_count(self, user: str, expression: str, *, cap: int) -> tuple[int, int]:
+    def term_count(self, user: str, expression: str, *, cap: int,
+                   mine_cap: int | None = None) -> tuple[int, int]:
         """How many of ``user``'s messages match the FTS ``expression``, among the first
-        ``cap`` matches of the index; and how many matches that scan saw (``cap`` at most).
+        ``cap`` matches of the index (and at most ``mine_cap``); and how many matches that
+        scan saw (``cap`` at most).
 
         The second figure is the index's, whoever's messages they are: it knows no users, and
         what a search for the word costs follows every match. Only the first is this user's,
@@ -268,9 +270,9 @@ class SessionStore:
         if matches == 0 or matches >= cap:
             return 0, matches
         row = self.db.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
-            "LIMIT ?) f JOIN messages m ON m.id = f.rowid WHERE m.user = ?",
-            [expression, cap, user]).fetchone()
+            "SELECT count(*) FROM (SELECT 1 FROM messages_fts CROSS JOIN messages m "
+            "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.user = ? LIMIT ?)",
+            [expression, user, cap if mine_cap is None else mine_cap]).fetchone()
         return int(row[0]), matches
 
     # -- work left to do: summaries ---------------------------------------------------------

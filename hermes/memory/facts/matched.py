@@ -1,0 +1,91 @@
+"""Why a fact was found, in words a person can check: which of the query's words the fact holds
+in its own text, which only in the exchange it was learned from (m018/m019: bm25 also reads
+the conversation, so "car" can find "The user owns a Tesla Model 3" when the user said "my
+new car"), and how close it is in meaning.
+
+The fused score that orders the results is relative to the other candidates (a z-score squashed
+to (0, 1), then x trust): 0.25 for the only fact, 6.6e-07 for a bm25 match over a handful of
+facts. It ranks well and reads as nothing, so ``hermes facts search`` shows these reasons
+instead and keeps the parts of the score for ``--explain``. Only for a search a person reads:
+per-turn recall never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sqlite_utils
+
+from hermes.memory.facts.records import OWN_COLUMNS, Fact
+from hermes.store.fts import build_match
+
+# The fact's exchange column in facts_fts (hermes.store.migrations m018).
+EXCHANGE_COLUMN = "{exchange}"
+
+
+@dataclass
+class Matched:
+    """The query's words a fact holds: in its own text (content, tags, entities), and only in
+    its exchange."""
+
+    words: list[str] = field(default_factory=list)
+    exchange_words: list[str] = field(default_factory=list)
+
+
+def matched_words(db: sqlite_utils.Database, user: str, query: str,
+                  facts: Sequence[Fact]) -> dict[int, Matched]:
+    """For each of ``user``'s ``facts``, the query's words (stopwords left out, each as the
+    user wrote it) it holds itself and those found only in its exchange, matched as the search
+    matches them (FTS5, Porter stems). Another user's fact ids find nothing: every lookup is
+    joined to the user's own rows."""
+    found = {f.id: Matched() for f in facts}
+    plan = build_match(query)
+    terms = [t for t in plan.terms if not t.is_stopword] or list(plan.terms)
+    if not found or not terms or plan.cjk:
+        return {}  # CJK runs are matched with LIKE over the fact's own text
+    ids = json.dumps(list(found))  # one parameter however many facts were asked for
+
+    def holding(expression: str) -> set[int]:
+        return {int(r[0]) for r in db.execute(
+            "SELECT f.id FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid "
+            "WHERE facts_fts MATCH ? AND f.user = ? "
+            "AND f.id IN (SELECT value FROM json_each(?))",
+            [expression, user, ids]).fetchall()}
+
+    for term in terms:
+        word = " ".join(term.tokens)
+        own = holding(f"{OWN_COLUMNS} : {term.fts}")
+        for fact_id in own:
+            found[fact_id].words.append(word)
+        for fact_id in holding(f"{EXCHANGE_COLUMN} : {term.fts}") - own:
+            found[fact_id].exchange_words.append(word)
+    return found
+
+
+def annotate(db: sqlite_utils.Database, user: str, query: str, facts: Sequence[Fact]) -> None:
+    """Add the matched words to each fact's ``explain`` (``words``, ``exchange_words``)."""
+    matched = matched_words(db, user, query, facts)
+    for fact in facts:
+        if fact.id not in matched:
+            continue
+        fact.explain = {**(fact.explain or {}), "words": matched[fact.id].words,
+                        "exchange_words": matched[fact.id].exchange_words}
+
+
+def why_found(fact: Fact) -> str | None:
+    """One short phrase of why ``fact`` was found, from its ``explain`` (None without one):
+    ``words tesla; from its conversation: car; meaning 0.61``."""
+    explain = fact.explain
+    if not explain or "words" not in explain:
+        return None
+    parts = []
+    if explain["words"]:
+        parts.append("words " + ", ".join(explain["words"]))
+    if explain.get("exchange_words"):
+        parts.append("from its conversation: " + ", ".join(explain["exchange_words"]))
+    cosine = explain.get("cosine")
+    if isinstance(cosine, float) and cosine == cosine:  # NaN: no vector yet
+        parts.append(f"meaning {cosine:.2f}")
+    return "; ".join(parts) or "no word in common"
