@@ -222,3 +222,16 @@ def test_a_word_found_common_stays_common_for_a_while_then_is_counted_again(
     assert selective_query(store, "owner", plan) == ""  # remembered, not recounted
     clock.advance(seconds=past_messages.COMMON_SECONDS + 1)
     assert selective_query(store, "owner", plan) == '"kestrel"'
+
+
+def test_a_secret_across_the_title_cut_or_in_a_speaker_never_reaches_the_excerpt(store, clock):
+    # A title as an importer stored it (unredacted), with a token where the cut at 80 falls;
+    # a speaker name as an importer stored it (speakers are not redacted on the way in).
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    chat(store, clock, "owner", "x" * 70 + " " + token, ("the kestrel deploy is friday", "Ok."))
+    other = store.create("owner", "discord", title="Birds")
+    store.append("owner", other.id, "user", "a kestrel deploy again", speaker=f"sk-{token}")
+    excerpts = recall_past_messages(store, "owner", "kestrel deploy?", budget=4000)
+    shown = "\n".join(e.text for e in excerpts)
+    assert len(excerpts) == 2 and shown.count("[redacted") == 2, shown
+    assert token[:8] not in shown and "ghp_" not in shown

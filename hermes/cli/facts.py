@@ -138,7 +138,7 @@ def search(
     for note in plan.notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     store = _store(ctx)
-    # explain=True always: the reasons shown come from it (cheap: the results' words only)
+    # explain=True always: the reasons shown come from it (the results only: ~1 ms)
     facts = store.search(_who(ctx, user), query, limit=limit, category=category,
                          min_trust=min_trust, explain=True)
     _check_category(store, category, facts)

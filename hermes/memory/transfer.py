@@ -102,6 +102,8 @@ TABLES = {t.name: t for t in EXPORTED_TABLES}
 NOT_EXPORTED = {
     "message_vectors": "derived from the messages; `hermes sessions index` rebuilds it",
     "fact_vectors": "derived from the facts; the daemon embeds facts without one again",
+    "vector_changes": "this home's log of vector writes, read by its running processes (m022)",
+    "vector_cells": "derived from the vectors (m023); the next vector pass clusters them again",
     "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
     "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
                       "import",

@@ -26,8 +26,10 @@ from typing import Any
 
 import sqlite_utils
 
+from hermes.memory import vector_cells
 from hermes.memory.embeddings import MINILM, MINILM_INT8, Embedder, Embedders, message_text
 from hermes.memory.facts.records import ACTIVE
+from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -125,9 +127,12 @@ class FactVectors:
                       of_context[context].astype(half).tobytes() if context else b"")
                      for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
                 )
+                prune_changes(self.db)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
+        vector_cells.maybe_cluster(self.db, "fact", user, self.model_id, self._blended,
+                                   store_cells=False)
         return done
 
     def catch_up(self, user: str, fact_ids: Sequence[int]) -> int:
@@ -161,38 +166,71 @@ class FactVectors:
         return [t or None for t in joined]
 
     def _matrix(self, user: str) -> _Matrix:
-        """The user's vectors, read incrementally: a replaced vector (new text) gets a new
-        rowid, so reading past the highest rowid seen picks up new and changed facts alike."""
+        """The user's vectors (the fact's blended with its exchange's), loaded once, then kept
+        in step with every change logged since (hermes.memory.vector_matrix): new and
+        re-embedded facts, a context vector dropped because a source message was edited, a
+        vector deleted with its fact, by this process or another."""
         np = self._np
         with self._lock:
             cached = self._cache.get(user)
-            through = cached.through if cached else 0
-            rows = self.db.execute(
-                "SELECT rowid, fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
-                "AND model = ? AND rowid > ? ORDER BY rowid",
-                [user, self.model_id, through],
-            ).fetchall()
-            if cached is not None and not rows:
-                return cached
-            matrix = cached or _Matrix({}, [], 0, None)
-            for rowid, fact_id, blob, context in rows:
-                vector = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
-                if context:
-                    vector = ((1 - CONTEXT_WEIGHT) * vector + CONTEXT_WEIGHT
-                              * np.frombuffer(context, dtype=np.float16).astype(np.float32))
-                if fact_id in matrix.position:
-                    matrix.rows[matrix.position[fact_id]] = vector
-                else:
-                    matrix.position[fact_id] = len(matrix.rows)
-                    matrix.rows.append(vector)
-                matrix.through = max(matrix.through, rowid)
-            matrix.stacked = np.vstack(matrix.rows) if matrix.rows else None
-            ids = np.empty(len(matrix.rows), dtype=np.int64)
-            for fact_id, row in matrix.position.items():
-                ids[row] = fact_id
-            matrix.ids = ids
+            changes = (changes_since(self.db, "fact", user, self.model_id, cached.seq)
+                       if cached is not None else None)
+            version = vector_cells.version(self.db, "fact", user, self.model_id)
+            held = cached.cells.centroids.version if cached and cached.cells else 0
+            if (cached is not None and changes is not None and not changes.gap
+                    and held == version):
+                if not changes.ids:
+                    return cached
+                fresh = self._rows(user, changes.ids)
+                keep = ~np.isin(cached.ids, np.array(changes.ids, dtype=np.int64))
+                ids = np.concatenate([cached.ids[keep], fresh[0]])
+                rows = Int8Rows.concatenated([cached.id_rows().take(keep), fresh[1]])
+                seq = changes.through
+                centroids = cached.cells.centroids if cached.cells is not None else None
+                cell = (np.concatenate([cached.cells.cell[keep], _cells_of(fresh[1], centroids)])
+                        if cached.cells is not None and centroids is not None else None)
+            else:
+                seq = last_change(self.db, "fact", user, self.model_id)
+                centroids = vector_cells.load(self.db, "fact", user, self.model_id)
+                ids, rows = self._rows(user, None)
+                cell = _cells_of(rows, centroids) if centroids is not None else None
+            position = {int(f): i for i, f in enumerate(ids.tolist())}
+            if centroids is not None and cell is not None and len(ids):
+                matrix = _Matrix(position, ids, None, seq,
+                                 vector_cells.CellIndex(centroids, rows, cell))
+            else:
+                matrix = _Matrix(position, ids, rows, seq)
             self._cache[user] = matrix
             return matrix
+
+    def _rows(self, user: str, fact_ids: list[int] | None) -> tuple[Any, Int8Rows]:
+        """(fact ids, their blended vectors as int8 rows): ``user``'s, all or these."""
+        np = self._np
+        sql = ("SELECT fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
+               "AND model = ?")
+        if fact_ids is None:
+            found = self.db.execute(sql, [user, self.model_id]).fetchall()
+        else:
+            found = []
+            for start in range(0, len(fact_ids), 500):
+                chunk = fact_ids[start : start + 500]
+                found += self.db.execute(f"{sql} AND fact_id IN ({','.join('?' * len(chunk))})",
+                                         [user, self.model_id, *chunk]).fetchall()
+        parts = [Int8Rows.quantized(self._blended(found[begin : begin + 8192]))
+                 for begin in range(0, len(found), 8192)]  # no float32 copy of all at once
+        return np.array([r[0] for r in found], dtype=np.int64), Int8Rows.concatenated(parts)
+
+    def _blended(self, rows: list[Any]) -> Any:
+        """float32 vectors a search scores for (fact_id, vector, context_vector) rows: the
+        fact's blended with its exchange's."""
+        np = self._np
+        vectors = np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]
+                           ).astype(np.float32)
+        for i, r in enumerate(rows):
+            if r[2]:
+                vectors[i] = ((1 - CONTEXT_WEIGHT) * vectors[i] + CONTEXT_WEIGHT
+                              * np.frombuffer(r[2], dtype=np.float16).astype(np.float32))
+        return vectors
 
     @property
     def meaning_floor(self) -> float:
@@ -204,9 +242,19 @@ class FactVectors:
         fact, blended with its cosine to the fact's exchange); None when the user has none
         (then the query is not embedded at all)."""
         matrix = self._matrix(user)
-        if matrix.stacked is None:
+        if not len(matrix.ids):
             return None
-        return Similarity(self._np, matrix, matrix.stacked @ self.embedder.embed_query(query))
+        return Similarity(self._np, matrix, self.embedder.embed_query(query))
+
+
+def _cells_of(rows: Int8Rows, centroids: vector_cells.Centroids) -> Any:
+    """Each fact's cell, from its blended vector as held: computed at load, not stored (facts
+    are few: 100,000 facts x 316 cells is about 0.3 s of one core, once per process)."""
+    import numpy as np
+
+    return np.concatenate([np.zeros(0, np.int32), *(
+        np.argmax(rows.dequantized(slice(b, b + 8192)) @ centroids.vectors.T, axis=1)
+        .astype(np.int32) for b in range(0, len(rows), 8192))])
 
 
 def _message_ids(raw: str | None) -> list[int]:
@@ -221,35 +269,61 @@ def _message_ids(raw: str | None) -> list[int]:
 @dataclass
 class _Matrix:
     position: dict[int, int]  # fact id -> row
-    rows: list[Any]  # numpy float32 vectors
-    through: int  # highest fact_vectors rowid read
-    stacked: Any  # numpy matrix of rows, or None
-    ids: Any = None  # numpy int64 fact id of each row
+    ids: Any  # numpy int64 fact id of each row
+    rows: Int8Rows | None  # the blended vectors (None: held by ``cells``, cell by cell)
+    seq: int  # the newest vector_changes entry applied
+    cells: vector_cells.CellIndex | None = None  # once the user's facts are clustered
+
+    def id_rows(self) -> Int8Rows:
+        if self.cells is not None:
+            return self.cells.owner_rows()
+        assert self.rows is not None
+        return self.rows
+
+    def cosines_at(self, query: Any, rows: Any) -> Any:
+        if self.cells is not None:
+            return self.cells.cosines(query, rows)
+        assert self.rows is not None
+        return self.rows.cosines(query, rows)
 
 
 class Similarity:
-    """One query's cosines to a user's facts (a numpy vector, read without copying)."""
+    """One query's cosines to a user's facts: to every fact, or, once the user's facts are
+    clustered (hermes.memory.vector_cells), to those of the cells nearest the query; the
+    cosines of facts asked for by id are exact either way."""
 
-    def __init__(self, np: Any, matrix: _Matrix, scores: Any) -> None:
+    def __init__(self, np: Any, matrix: _Matrix, query: Any) -> None:
         self._np = np
         self._matrix = matrix
-        self._scores = scores
+        self._query = query
+        self._rows: Any = None
+        if matrix.cells is not None:
+            self._rows, self._scores = matrix.cells.scan(query)
+        else:
+            assert matrix.rows is not None
+            self._scores = matrix.rows.cosines(query)
 
     def nearest(self, k: int) -> dict[int, float]:
-        """The ``k`` most similar facts: fact id -> cosine."""
+        """The ``k`` most similar facts (among those scanned): fact id -> cosine."""
         np = self._np
         scores = self._scores
         k = min(k, len(scores))
         if k <= 0:
             return {}
         top = np.argpartition(-scores, k - 1)[:k]
+        rows = top if self._rows is None else self._rows[top]
         ids = self._matrix.ids
-        return {int(ids[i]): float(scores[i]) for i in top}
+        return {int(ids[r]): float(scores[i]) for r, i in zip(rows, top, strict=True)}
 
     def of(self, fact_ids: Sequence[int]) -> dict[int, float]:
         """The cosines of these facts (those without a vector are left out)."""
         position = self._matrix.position
-        return {f: float(self._scores[position[f]]) for f in fact_ids if f in position}
+        known = [f for f in fact_ids if f in position]
+        if not known:
+            return {}
+        rows = self._np.array([position[f] for f in known], dtype=self._np.int64)
+        cosines = self._matrix.cosines_at(self._query, rows)
+        return {f: float(c) for f, c in zip(known, cosines, strict=True)}
 
 
 def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence[int], *,

@@ -85,7 +85,10 @@ class PastExcerpt:
 def _said(message: Message) -> str:
     """A message as an excerpt line shows it, without the mark: who, then the text, redacted
     and cut at LINE_CHARS."""
-    who = speaker_name(message.speaker) or ("the user" if message.role == "user" else "Hermes")
+    # A speaker is stored as given (an importer's author field): redacted like the text.
+    name = speaker_name(message.speaker)
+    who = (redact_text(" ".join(name.split())) if name else
+           "the user" if message.role == "user" else "Hermes")
     # Redacted before the cut: a secret cut in two is no longer found by its pattern.
     text = " ".join(redact_text(message.content).split())
     if len(text) > LINE_CHARS:
@@ -98,7 +101,8 @@ def render(session: Session, messages: Sequence[Message], match_id: int,
     """An excerpt as shown: date and title, then its lines, the matched one marked ``>``.
     Everything in it is redacted (``said``: a message's line, e.g. remembered per message)."""
     day = (messages[0].created_at if messages else session.started_at)[:10]
-    title = redact_text(" ".join((session.title or "untitled conversation").split())[:80])
+    # Redacted before the cut, as a line is (an importer stores a title as it came).
+    title = redact_text(" ".join((session.title or "untitled conversation").split()))[:80]
     head = f"[{day} · {title}]"
     return "\n".join([head, *(f"{'>' if m.id == match_id else ' '} {said(m)}"
                               for m in messages)])

@@ -169,13 +169,13 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             if ordered[at] >= 0:
                 last[int(ordered[at])] = int(order[at])
         rows = np.unique(np.concatenate(touched)) if touched else rows_new
-        if len(rows):
-            v = matrix.vectors
-            total = v[rows].copy()
+        for begin in range(0, len(rows), 32768):  # never a float32 copy of every row at once
+            part = rows[begin : begin + 32768]
+            total = matrix.dequantized(part)
             for side in (prev, nxt):
-                has = side[rows] >= 0
-                total[has] += v[side[rows][has]]
-            norm[rows] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+                has = side[part] >= 0
+                total[has] += matrix.dequantized(side[part][has])
+            norm[part] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
         return done
@@ -213,8 +213,11 @@ def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
     if not len(matrix.ids):
         empty = np.zeros(0, np.float32)
         return Similarities(matrix.ids, empty, empty)
-    cosines = (matrix.vectors @ vectors.embedder.embed_query(text)).astype(np.float32)
+    query = vectors.embedder.embed_query(text)
     win = _windows_of(vectors, user, matrix)
+    if matrix.cells is not None:  # a long history: only the cells nearest the query are read
+        return matrix.probed(query, win.prev, win.next, win.norm)
+    cosines = matrix.cosines(query)
     padded = np.append(cosines, np.float32(0))  # row -1 (no neighbour) reads the 0 at the end
     return Similarities(matrix.ids, cosines,
                         (cosines + padded[win.prev] + padded[win.next]) / win.norm)

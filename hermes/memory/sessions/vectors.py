@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
 
 from hermes.errors import HermesError
+from hermes.memory import vector_cells
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.sessions.semantic import Similarities
+from hermes.memory.vector_cells import CellIndex
+from hermes.memory.vector_matrix import (
+    SCAN_CHUNK,
+    Int8Rows,
+    changes_since,
+    last_change,
+    prune_changes,
+    read_snapshot,
+)
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -26,13 +37,137 @@ log = logging.getLogger(__name__)
 INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
+# With cells, the windows nearest a query are looked for around its nearest this-many messages.
+WINDOW_SEEDS = 400
 
 
 @dataclass
 class _Matrix:
-    ids: Any  # numpy int64 array of message ids
-    vectors: Any  # numpy float32 matrix, one row per id
-    through: int  # highest message id covered
+    """One user's message vectors as this process holds them: int8 rows in id order, or,
+    once the user's vectors are clustered, stored cell by cell (``cells``)."""
+
+    ids: Any  # numpy int64 array of message ids, ascending
+    rows: Int8Rows | None  # one row per id (None: held by ``cells``)
+    seq: int  # the newest vector_changes entry applied
+    cells: CellIndex | None = None  # the coarse index, once the user's vectors are clustered
+
+    def cosines(self, query: Any) -> Any:
+        """float32 cosine of ``query`` to every row."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.cosines(query)
+        out = _np().empty(len(self.ids), _np().float32)
+        out[self.cells.row_of] = self.cells.storage.cosines(query)
+        return out
+
+    def cosines_at(self, query: Any, rows: Any) -> Any:
+        """float32 cosines of ``query`` to these rows."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.cosines(query, rows)
+        return self.cells.cosines(query, rows)
+
+    def dequantized(self, rows: Any) -> Any:
+        """The float32 vectors of these rows."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows.dequantized(rows)
+        return self.cells.dequantized(rows)
+
+    def id_rows(self) -> Int8Rows:
+        """Every row in id order."""
+        if self.cells is None:
+            assert self.rows is not None
+            return self.rows
+        return self.cells.owner_rows()
+
+    def probed(self, query: Any, prev: Any, nxt: Any, norm: Any) -> ProbedSimilarities:
+        """A search's similarities when the vectors have cells: only the nearest cells'
+        vectors are scanned (``prev``/``nxt``/``norm``: the session windows of the rows, as
+        hermes.memory.sessions.semantic derives them)."""
+        return ProbedSimilarities(self, query, prev, nxt, norm)
+
+
+class ProbedSimilarities(Similarities):
+    """The cosines of one query to a user's messages and their windows, computed only where
+    needed: the nearest messages and windows among the vectors of the cells nearest the query,
+    and exact cosines of any message asked for by id (``message`` and ``window``, every
+    row's cosines in the full scan, stay empty: use :meth:`nearest` and :meth:`of`)."""
+
+    def __init__(self, matrix: _Matrix, query: Any, prev: Any, nxt: Any, norm: Any) -> None:
+        assert matrix.cells is not None
+        empty = _np().zeros(0, _np().float32)
+        super().__init__(matrix.ids, empty, empty)
+        self._matrix, self._query = matrix, query
+        self._prev, self._next, self._norm = prev, nxt, norm
+        self._scanned, self._cosines = matrix.cells.scan(query)
+
+    def _cos(self, rows: Any) -> Any:
+        """Exact cosines of these rows; 0 for -1 (no neighbour)."""
+        np = _np()
+        out = np.zeros(len(rows), np.float32)
+        real = rows >= 0
+        if real.any():
+            out[real] = self._matrix.cosines_at(self._query, rows[real])
+        return out
+
+    def _window(self, rows: Any) -> Any:
+        return ((self._cos(rows) + self._cos(self._prev[rows]) + self._cos(self._next[rows]))
+                / self._norm[rows])
+
+    def nearest(self, k: int) -> list[int]:
+        """The ``k`` nearest messages and the ``k`` nearest windows among the scanned cells
+        (message ids, messages first)."""
+        found = dict.fromkeys(self.nearest_messages(k))
+        found.update(dict.fromkeys(self.nearest_windows(k)))
+        return list(found)
+
+    def nearest_messages(self, k: int) -> list[int]:
+        if k <= 0 or not len(self._scanned):
+            return []
+        return [int(self.ids[row]) for row in self._scanned[_top(self._cosines, k)]]
+
+    def nearest_windows(self, k: int) -> list[int]:
+        """A window is a candidate when one of its three messages is among the nearest
+        WINDOW_SEEDS scanned messages (a strong window holds at least one strong message)."""
+        np = _np()
+        if k <= 0 or not len(self._scanned):
+            return []
+        near = self._scanned[_top(self._cosines, max(WINDOW_SEEDS, k))]
+        centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
+        centres = centres[centres >= 0]
+        return [int(self.ids[row]) for row in centres[_top(self._window(centres), k)]]
+
+    def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
+        """(message cosines, window cosines) of these messages, exact; NaN for one without a
+        vector."""
+        np = _np()
+        wanted = np.asarray(message_ids, dtype=np.int64)
+        at = np.clip(np.searchsorted(self.ids, wanted), 0, max(len(self.ids) - 1, 0))
+        present = self.ids[at] == wanted if len(self.ids) else np.zeros(len(wanted), bool)
+        message = np.full(len(wanted), np.nan, np.float32)
+        window = np.full(len(wanted), np.nan, np.float32)
+        rows = at[present]
+        if len(rows):
+            message[present] = self._cos(rows)
+            window[present] = self._window(rows)
+        return message, window
+
+
+def _top(values: Any, k: int) -> Any:
+    """Indices of the ``k`` largest values, largest first."""
+    np = _np()
+    k = min(k, len(values))
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    best = np.argpartition(-values, k - 1)[:k]
+    return best[np.argsort(-values[best], kind="stable")]
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
 
 
 class MessageVectors:
@@ -49,22 +184,29 @@ class MessageVectors:
         # Per user, the session windows that search by meaning derives from the matrix
         # (sessions/semantic.py), kept with the vectors they were built from.
         self.windows: dict[str, Any] = {}
+        # Per user, messages whose vectors another write dropped (an edit, a redaction, a
+        # deletion): the next search re-embeds those that still exist (a few at a time).
+        self._dropped: dict[str, set[int]] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
-              progress: Callable[[int, int], None] | None = None, after: int = 0) -> int:
+              progress: Callable[[int, int], None] | None = None, after: int = 0,
+              only: Sequence[int] | None = None) -> int:
         """Embed the user's messages that have no vector for this model yet (the newest
         ``limit`` of them when given). Returns how many. ``stop`` is asked between batches:
         when it says so, what is done so far is kept. ``progress(done, total)`` is told after
         each batch (``hermes sessions index`` draws its bar with it). ``after``: only messages
         with a larger id (a search looks only past the newest vector: a walk of the index from
-        there, where looking for gaps in a long history costs a scan of it)."""
+        there, where looking for gaps in a long history costs a scan of it). ``only``: only
+        these messages (a search re-embeds the few whose vectors an edit dropped)."""
+        among = f"AND m.id IN ({','.join('?' * len(only))}) " if only else ""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > ? "
-            "AND NOT EXISTS "
+            f"{among}AND NOT EXISTS "
             "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
-            [user, after, self.embedder.model_id, -1 if limit is None else limit],
+            [user, after, *(only or ()), self.embedder.model_id,
+             -1 if limit is None else limit],
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
@@ -76,42 +218,125 @@ class MessageVectors:
                 break
             chunk = rows[start : start + INDEX_BATCH]
             vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
+            centroids = vector_cells.load(self.db, "message", user, self.embedder.model_id)
+            cells: list[int | None] = ([int(c) for c in centroids.assign(vectors)]
+                                       if centroids else [None] * len(chunk))
             with write_transaction(self.db):
                 self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, "
+                    "cell) VALUES (?, ?, ?, ?, ?)",
                     [(r[0], user, self.embedder.model_id,
-                      vectors[i].astype(self._np.float16).tobytes())
+                      vectors[i].astype(self._np.float16).tobytes(),
+                      cells[i])
                      for i, r in enumerate(chunk)],
                 )
+                prune_changes(self.db)
             done += len(chunk)
             if progress is not None:
                 progress(done, len(rows))
+        if limit is None and only is None and not after and not (stop is not None and stop()):
+            # The background passes (never a search): cluster a long history (vector_cells)
+            vector_cells.maybe_cluster(self.db, "message", user, self.embedder.model_id,
+                                       _float32_of)
         return done
 
     def _matrix(self, user: str) -> _Matrix:
-        np = self._np
+        """The user's vectors: loaded once, then kept in step with every change logged since
+        (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
+        process (an edited, redacted or deleted message)."""
+        model = self.embedder.model_id
         with self._lock:
             cached = self._cache.get(user)
-            through = cached.through if cached else 0
-            rows = self.db.execute(
-                "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
-                "AND message_id > ? ORDER BY message_id",
-                [user, self.embedder.model_id, through],
-            ).fetchall()
-            if cached is not None and not rows:
-                return cached
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            vectors = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
-                       .reshape(len(rows), -1).astype(np.float32)) if rows else None
-            if cached is not None and vectors is not None:
-                ids = np.concatenate([cached.ids, ids])
-                vectors = np.vstack([cached.vectors, vectors])
-            elif vectors is None:
-                vectors = np.zeros((0, 1), dtype=np.float32)
-            matrix = _Matrix(ids, vectors, int(ids[-1]) if len(ids) else 0)
+            changes = (changes_since(self.db, "message", user, model, cached.seq)
+                       if cached is not None else None)
+            if (cached is not None and changes is not None and not changes.gap
+                    and _version(cached) == vector_cells.version(self.db, "message", user,
+                                                                 model)):
+                if not changes.ids:
+                    return cached
+                matrix = self._updated(user, cached, changes.ids, changes.through)
+            else:
+                matrix = self._load(user)
+                self.windows.pop(user, None)
             self._cache[user] = matrix
             return matrix
+
+    def _load(self, user: str) -> _Matrix:
+        """Every vector of ``user`` for this model, with their cells when the user's vectors
+        are clustered, in one read snapshot and two passes: the ids (and cells) first, then
+        the vectors, in chunks, each written straight into its place (never all the blobs, nor
+        a second copy of the matrix, at once)."""
+        np = self._np
+        model = self.embedder.model_id
+        with read_snapshot(self.db):
+            seq = last_change(self.db, "message", user, model)
+            centroids = vector_cells.load(self.db, "message", user, model)
+            listed = self.db.execute(
+                "SELECT message_id, cell FROM message_vectors WHERE user = ? AND model = ? "
+                "ORDER BY message_id", [user, model]).fetchall()
+            ids = np.array([r[0] for r in listed], dtype=np.int64)
+            if not len(ids):
+                return _Matrix(ids, Int8Rows.empty(), seq)
+            dim = len(self.db.execute(
+                "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
+                [int(ids[0]), model]).fetchone()[0]) // 2
+            index = (CellIndex.empty(centroids, centroids.decode([r[1] for r in listed]), dim)
+                     if centroids is not None else None)
+            del listed
+            held = index.storage if index is not None else Int8Rows.allocated(len(ids), dim)
+            cursor = self.db.execute(
+                "SELECT vector FROM message_vectors WHERE user = ? AND model = ? "
+                "ORDER BY message_id", [user, model])
+            done = 0
+            while batch := cursor.fetchmany(SCAN_CHUNK):
+                at = slice(done, done + len(batch))
+                held.put(index.pos[at] if index is not None else at,
+                         Int8Rows.from_float16([r[0] for r in batch], dim))
+                done += len(batch)
+        if index is not None:
+            return _Matrix(ids, None, seq, index)
+        return _Matrix(ids, held, seq)
+
+    def _updated(self, user: str, cached: _Matrix, changed: list[int], seq: int) -> _Matrix:
+        """``cached`` with the rows of ``changed`` messages read again (the user's own): new
+        messages past the last row are appended (session windows extend); anything else (a
+        vector replaced or dropped, one written for an older message) rebuilds the matrix in id
+        order and its windows."""
+        np = self._np
+        found: dict[int, bytes] = {}
+        stored_cell: dict[int, int | None] = {}
+        for start in range(0, len(changed), 500):
+            chunk = changed[start : start + 500]
+            for mid, blob, cell in self.db.execute(
+                    "SELECT message_id, vector, cell FROM message_vectors WHERE user = ? "
+                    f"AND model = ? AND message_id IN ({','.join('?' * len(chunk))})",
+                    [user, self.embedder.model_id, *chunk]).fetchall():
+                found[mid], stored_cell[mid] = blob, cell
+        index = cached.cells
+        new_ids = sorted(found)
+        new_rows = Int8Rows.from_float16([found[m] for m in new_ids])
+        new_cells = (index.centroids.decode([stored_cell[m] for m in new_ids])
+                     if index is not None else None)
+        gone = [m for m in changed if m not in found]
+        if gone:
+            self._dropped.setdefault(user, set()).update(gone)
+        last = int(cached.ids[-1]) if len(cached.ids) else 0
+        ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
+        if all(m > last for m in changed) and not gone:  # new messages: appended
+            if index is not None:
+                return _Matrix(ids, None, seq, index.appended(new_rows, new_cells))
+            assert cached.rows is not None
+            return _Matrix(ids, cached.rows.appended(new_rows), seq)
+        keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
+        ids = np.concatenate([cached.ids[keep], np.array(new_ids, dtype=np.int64)])
+        rows = Int8Rows.concatenated([cached.id_rows().take(keep), new_rows])
+        order = np.argsort(ids, kind="stable")
+        self.windows.pop(user, None)
+        if index is None:
+            return _Matrix(ids[order], rows.take(order), seq)
+        cells = np.concatenate([index.cell[keep], new_cells])[order]
+        return _Matrix(ids[order], None, seq,
+                       CellIndex(index.centroids, rows.take(order), cells))
 
     def matrix(self, user: str) -> _Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
@@ -120,7 +345,11 @@ class MessageVectors:
             "SELECT coalesce(max(message_id), 0) FROM message_vectors WHERE user = ? AND model = ?",
             [user, self.embedder.model_id]).fetchone()[0]
         self.index(user, limit=INLINE_INDEX, after=newest)
-        return self._matrix(user)
+        matrix = self._matrix(user)
+        dropped = self._dropped.pop(user, None)
+        if dropped and self.index(user, only=sorted(dropped)[-INLINE_INDEX:]):
+            matrix = self._matrix(user)  # edited since they were embedded: as they now read
+        return matrix
 
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query``: (message id, cosine), best first.
@@ -132,13 +361,25 @@ class MessageVectors:
         matrix = self.matrix(user)
         if not len(matrix.ids):
             return []
-        np = self._np
         query_vector = self.embedder.embed_query(query)
-        scores = matrix.vectors @ query_vector
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top])]
-        return [(int(matrix.ids[i]), float(scores[i])) for i in top]
+        if matrix.cells is not None:  # the nearest cells' vectors only
+            rows, scores = matrix.cells.scan(query_vector)
+        else:
+            rows, scores = None, matrix.cosines(query_vector)
+        top = _top(scores, k)
+        at = top if rows is None else rows[top]
+        return [(int(matrix.ids[i]), float(scores[j])) for i, j in zip(at, top, strict=True)]
+
+
+def _version(matrix: _Matrix) -> int:
+    return matrix.cells.centroids.version if matrix.cells is not None else 0
+
+
+def _float32_of(rows: list[Any]) -> Any:
+    """float32 vectors of (message_id, float16 blob) rows."""
+    np = _np()
+    return (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+            .reshape(len(rows), -1).astype(np.float32))
 
 
 def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,

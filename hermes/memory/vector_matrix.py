@@ -1,0 +1,211 @@
+"""Vectors held in memory for search by meaning, and the change log that keeps them true.
+
+Message and fact vectors are stored in SQLite as float16 blobs (the source of truth). A process
+that searches holds each user's vectors in memory as int8 rows with one float32 scale each
+(:class:`Int8Rows`): 388 bytes a MiniLM vector where float32 took 1,536, and a cosine within
+~0.002 of the float32 one (the rows are L2-normalised, so an int8 step is at most 1/127 of the
+row's largest component).
+
+Every write of a vector (a new one, a re-embedded one, one dropped because its message was
+edited, redacted or deleted) is logged in ``vector_changes`` by triggers (migration m022):
+:func:`changes_since` tells a process which of a user's rows changed since it last looked, so a
+process never serves a vector another process has replaced or dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlite_utils
+
+# The log keeps about this many of its newest rows (pruned by the vector writers); a process
+# whose last look is older than the pruned part reloads the user's vectors from their table.
+KEEP_CHANGES = 100_000
+# Rows scored at once by a full scan (bounds the int32 temporary: 32k x 384 x 4 bytes = 48 MB
+# would be the float32 copy; the int8 one is a quarter of that).
+SCAN_CHUNK = 32_768
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+@dataclass
+class Int8Rows:
+    """Unit vectors as int8 codes times a per-row scale (``vector ~= codes[i] * scale[i]``)."""
+
+    codes: Any  # numpy int8 (n, dim)
+    scale: Any  # numpy float32 (n,)
+    # Room to grow (appended): the arrays codes and scale are the start of, and how many rows
+    # of them are taken (shared by every view of the same buffer).
+    _room: tuple[Any, Any, list[int]] | None = field(default=None, repr=False, compare=False)
+
+    def appended(self, other: Int8Rows) -> Int8Rows:
+        """These rows, then ``other``'s: written into spare room at the end of this object's
+        buffer when it has some (this object never reads past its own rows, so it stays
+        valid), else into a new buffer with room for an eighth more. A new message costs a
+        copy of its own row, not of the whole matrix."""
+        np = _np()
+        n, m = len(self), len(other)
+        if not m:
+            return self
+        room = self._room
+        if room is None or room[2][0] != n or len(room[1]) < n + m or (
+                n and room[0].shape[1] != other.codes.shape[1]):
+            size = n + max(m, n // 8, 1024)
+            dim = other.codes.shape[1]
+            codes, scale = np.empty((size, dim), np.int8), np.empty(size, np.float32)
+            codes[:n], scale[:n] = self.codes, self.scale
+            room = (codes, scale, [n])
+        codes, scale, taken = room
+        codes[n : n + m], scale[n : n + m] = other.codes, other.scale
+        taken[0] = n + m
+        return Int8Rows(codes[: n + m], scale[: n + m], room)
+
+    @classmethod
+    def quantized(cls, vectors: Any) -> Int8Rows:
+        np = _np()
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2:
+            vectors = vectors.reshape(len(vectors), -1)
+        scale = np.abs(vectors).max(axis=1) / 127.0 if len(vectors) else np.zeros(0)
+        scale = np.maximum(scale, 1e-12).astype(np.float32)
+        codes = np.rint(vectors / scale[:, None]).astype(np.int8)
+        return cls(codes, scale)
+
+    @classmethod
+    def from_float16(cls, blobs: Sequence[bytes], dim: int | None = None) -> Int8Rows:
+        """Rows from stored float16 blobs, converted in chunks (never a float32 copy of all)."""
+        np = _np()
+        if not blobs:
+            return cls.empty(dim or 1)
+        dim = dim or len(blobs[0]) // 2
+        parts = []
+        for start in range(0, len(blobs), SCAN_CHUNK):
+            chunk = blobs[start : start + SCAN_CHUNK]
+            parts.append(cls.quantized(np.frombuffer(b"".join(chunk), dtype=np.float16)
+                                       .reshape(len(chunk), dim)))
+        return cls.concatenated(parts)
+
+    @classmethod
+    def allocated(cls, n: int, dim: int) -> Int8Rows:
+        """``n`` rows to fill with :meth:`put`."""
+        np = _np()
+        return cls(np.zeros((n, dim), np.int8), np.zeros(n, np.float32))
+
+    def put(self, at: Any, rows: Int8Rows) -> None:
+        """Write ``rows`` at these positions (an index array or slice)."""
+        self.codes[at] = rows.codes
+        self.scale[at] = rows.scale
+
+    @classmethod
+    def empty(cls, dim: int = 1) -> Int8Rows:
+        np = _np()
+        return cls(np.zeros((0, dim), np.int8), np.zeros(0, np.float32))
+
+    @classmethod
+    def concatenated(cls, parts: Sequence[Int8Rows]) -> Int8Rows:
+        np = _np()
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        return cls(np.concatenate([p.codes for p in parts]),
+                   np.concatenate([p.scale for p in parts]))
+
+    def __len__(self) -> int:
+        return len(self.scale)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.codes.nbytes + self.scale.nbytes)
+
+    def take(self, rows: Any) -> Int8Rows:
+        return Int8Rows(self.codes[rows], self.scale[rows])
+
+    def dequantized(self, rows: Any) -> Any:
+        """The float32 vectors of these rows (an index array or slice)."""
+        np = _np()
+        return self.codes[rows].astype(np.float32) * self.scale[rows][:, None]
+
+    def cosines(self, query: Any, rows: Any = None) -> Any:
+        """float32 cosines of ``query`` (a unit vector) to every row, or to ``rows``. einsum
+        reads the int8 codes as they are (numpy's ``@`` would first copy them to float32: ~3x
+        slower; numpy has no fast float16 product at all)."""
+        np = _np()
+        query = np.asarray(query, dtype=np.float32)
+        if rows is not None:
+            return (np.einsum("ij,j->i", self.codes[rows], query, dtype=np.float32)
+                    * self.scale[rows])
+        out = np.empty(len(self), np.float32)
+        for start in range(0, len(self), SCAN_CHUNK):
+            end = start + SCAN_CHUNK
+            out[start:end] = (np.einsum("ij,j->i", self.codes[start:end], query,
+                                        dtype=np.float32) * self.scale[start:end])
+        return out
+
+
+@contextmanager
+def read_snapshot(db: sqlite_utils.Database) -> Iterator[None]:
+    """Reads that must see one state of the database (WAL: a read transaction), e.g. a
+    long history read in two passes. Inside an open transaction, that one."""
+    conn = db.conn
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def last_change(db: sqlite_utils.Database, kind: str, user: str, model: str) -> int:
+    """The newest change logged for ``user``'s vectors of this kind and model (0: none), read
+    before the rows themselves: a change made in between is read again, never missed."""
+    row = db.execute(
+        "SELECT coalesce(max(seq), 0) FROM vector_changes WHERE user = ? AND model = ? "
+        "AND kind = ?", [user, model, kind]).fetchone()
+    return int(row[0])
+
+
+@dataclass
+class Changes:
+    through: int  # the newest change read
+    ids: list[int]  # the item ids whose vectors changed (each once)
+    gap: bool  # part of the log past ``since`` was pruned: reload everything
+
+
+def changes_since(db: sqlite_utils.Database, kind: str, user: str, model: str,
+                  since: int) -> Changes:
+    """The ids of ``user``'s items (``kind``: message | fact) whose vector for ``model`` was
+    written, replaced or deleted after change ``since`` (``user``'s rows only)."""
+    rows = db.execute(
+        "SELECT seq, item_id FROM vector_changes WHERE user = ? AND model = ? AND kind = ? "
+        "AND seq > ? ORDER BY seq", [user, model, kind, since]).fetchall()
+    pruned = db.execute("SELECT coalesce(max(through), 0) FROM vector_changes_pruned"
+                        ).fetchone()[0]
+    through = int(rows[-1][0]) if rows else since
+    return Changes(through, list(dict.fromkeys(int(r[1]) for r in rows)), int(pruned) > since)
+
+
+def prune_changes(db: sqlite_utils.Database, keep: int = KEEP_CHANGES) -> int:
+    """Drop the log's oldest rows, keeping about ``keep`` (called by the vector writers inside
+    their write transaction, in steps of a tenth of ``keep`` so that most writes delete
+    nothing). Returns the rows dropped."""
+    newest = db.execute("SELECT coalesce(max(seq), 0) FROM vector_changes").fetchone()[0]
+    pruned = db.execute("SELECT coalesce(max(through), 0) FROM vector_changes_pruned"
+                        ).fetchone()[0]
+    cut = int(newest) - keep
+    if cut - int(pruned) < max(keep // 10, 1):
+        return 0
+    dropped = db.execute("DELETE FROM vector_changes WHERE seq <= ?", [cut]).rowcount
+    db.execute("INSERT OR REPLACE INTO vector_changes_pruned (id, through) VALUES (1, ?)", [cut])
+    return int(dropped)

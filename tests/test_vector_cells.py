@@ -1,0 +1,149 @@
+"""The coarse index over a long history (hermes.memory.vector_cells): clustered by the
+background vector pass, scanned cell by cell by a search, scoped by user, and true to edits.
+Thresholds are shrunk so that a few toy messages make a "long" history."""
+
+from __future__ import annotations
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.config import FactsConfig  # noqa: E402
+from hermes.memory import vector_cells  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
+from hermes.memory.facts.vectors import FactVectors  # noqa: E402
+from hermes.memory.sessions import semantic  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
+
+TOPICS = ["my automobile", "the car again", "a puppy", "my dog", "rain all day",
+          "an umbrella", "the bank", "bank fees"]
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch):
+    monkeypatch.setattr(vector_cells, "IVF_MIN", 8)
+    monkeypatch.setattr(vector_cells, "SCAN_ROWS", 4)
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()),
+                        redact_secrets=False)
+
+
+def history(store, user, copies=2):
+    return say(store, store.clock, user, *(TOPICS * copies))
+
+
+def test_the_background_pass_clusters_and_a_search_scans_only_the_nearest_cells(store, db):
+    ids = history(store, "owner")
+    few = MessageVectors(db, store.vectors.embedder)
+    assert few.nearest("owner", "car", 2) and few.matrix("owner").cells is None  # inline only
+    store.vectors.index("owner")  # the background pass: 16 vectors >= IVF_MIN
+    assert vector_cells.version(db, "message", "owner", "toy") == 1
+    cells = db.execute("SELECT cell FROM message_vectors WHERE user = 'owner'").fetchall()
+    assert all(c is not None for (c,) in cells)
+    matrix = store.vectors.matrix("owner")  # this process reloads: the centroids are new
+    assert matrix.cells is not None
+    scanned, _ = matrix.cells.scan(store.vectors.embedder.embed_query("car"))
+    assert 0 < len(scanned) < len(ids)
+    cars = {ids[0], ids[1], ids[8], ids[9]}
+    assert {m for m, _ in store.vectors.nearest("owner", "car", 4)} == cars
+    sims = semantic.similarities(store.vectors, "owner", "car")
+    assert set(sims.nearest(4)) >= cars
+    message, window = sims.of([ids[0], ids[2], 10**9])
+    exact = matrix.id_rows().cosines(store.vectors.embedder.embed_query("car"),
+                                     np.searchsorted(matrix.ids, [ids[0], ids[2]]))
+    assert np.allclose(message[:2], exact) and np.isnan(message[2]) and np.isnan(window[2])
+    assert store.search_messages("owner", "what about the vehicle?")[0].message.id in cars
+
+
+def test_cells_never_reach_another_users_vectors(store, db):
+    mine = history(store, "owner")
+    bobs = say(store, store.clock, "bob", *(["car car"] * 10))
+    store.vectors.index("owner")
+    store.vectors.index("bob")
+    assert vector_cells.version(db, "message", "bob", "toy") == 1
+    matrix = store.vectors.matrix("owner")
+    assert set(matrix.ids.tolist()) == set(mine)
+    found = [m for m, _ in store.vectors.nearest("owner", "car", 10)]
+    assert found and not set(found) & set(bobs)
+    assert not set(semantic.similarities(store.vectors, "owner", "car").nearest(10)) & set(bobs)
+
+
+def test_an_edit_reaches_a_clustered_history_and_new_vectors_get_their_cell(store, db):
+    ids = history(store, "owner")
+    store.vectors.index("owner")
+    held = MessageVectors(db, store.vectors.embedder)
+    assert ids[0] in [m for m, _ in held.nearest("owner", "car", 4)]
+    db.execute("UPDATE messages SET content = 'bank fees' WHERE id = ?", [ids[0]])
+    assert ids[0] not in [m for m, c in held.nearest("owner", "car", 4) if c > 0.5]
+    (cell,) = db.execute("SELECT cell FROM message_vectors WHERE message_id = ?",
+                         [ids[0]]).fetchone()  # re-embedded by that search, with its cell
+    assert cell is not None
+    (late,) = say(store, store.clock, "owner", "a new automobile")
+    assert late in [m for m, _ in held.nearest("owner", "car", 5)]
+
+
+def test_vectors_of_older_centroids_are_scanned_until_clustered_again(store, db, monkeypatch):
+    ids = history(store, "owner")
+    store.vectors.index("owner")
+    db.execute("UPDATE message_vectors SET cell = NULL WHERE message_id = ?", [ids[1]])
+    fresh = MessageVectors(db, store.vectors.embedder)
+    matrix = fresh.matrix("owner")
+    row = int(np.searchsorted(matrix.ids, ids[1]))
+    assert matrix.cells.cell[row] == -1 and matrix.cells.pos[row] < matrix.cells.first
+    assert ids[1] in [m for m, _ in fresh.nearest("owner", "car", 4)]
+    monkeypatch.setattr(vector_cells, "GROWTH", 1)
+    assert vector_cells.maybe_cluster(db, "message", "owner", "toy",
+                                      lambda rows: np.stack([np.frombuffer(
+                                          r[1], np.float16).astype(np.float32) for r in rows]))
+    assert vector_cells.version(db, "message", "owner", "toy") == 2
+    assert fresh.matrix("owner").cells.centroids.version == 2  # reloaded
+
+
+def test_fact_cells_find_by_meaning_and_stay_in_their_users_facts(db, clock):
+    toy = ToyEmbedder()
+    facts = FactStore(db, FactsConfig(), clock, vectors=FactVectors(db, toy))
+    mine = [facts.add("owner", f"The user mentioned {t} ({i})").fact.id
+            for i, t in enumerate(TOPICS * 2)]
+    bobs = [facts.add("bob", f"Bob said car {i}").fact.id for i in range(10)]
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    assert vector_cells.version(db, "fact", "owner", "toy") == 1
+    similarity = facts.vectors.similarity("owner", "which vehicle?")
+    assert similarity._rows is not None and len(similarity._rows) < len(mine)
+    near = similarity.nearest(4)
+    assert set(near) == {mine[0], mine[1], mine[8], mine[9]}
+    assert not set(similarity.nearest(20)) & set(bobs)
+    assert set(similarity.of([mine[2], bobs[0]])) == {mine[2]}
+    assert facts.search("owner", "which vehicle?")[0].id in near
+
+
+def test_appending_rows_keeps_every_older_view_and_the_cell_index_rebuilds_past_its_tail():
+    from hermes.memory.vector_matrix import Int8Rows
+
+    rng = np.random.default_rng(0)
+    unit = rng.standard_normal((40, 8)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    first = Int8Rows.quantized(unit[:10])
+    second = first.appended(Int8Rows.quantized(unit[10:20]))
+    third = second.appended(Int8Rows.quantized(unit[20:30]))  # into second's spare room
+    fork = second.appended(Int8Rows.quantized(unit[30:40]))  # second's room is taken: a copy
+    assert (len(first), len(second), len(third), len(fork)) == (10, 20, 30, 30)
+    assert np.allclose(third.dequantized(slice(20, 30)), unit[20:30], atol=0.02)
+    assert np.allclose(fork.dequantized(slice(20, 30)), unit[30:40], atol=0.02)
+    assert np.allclose(third.dequantized(slice(0, 20)), fork.dequantized(slice(0, 20)))
+    centroids = vector_cells.Centroids(1, unit[:4].copy())
+    index = vector_cells.CellIndex(centroids, first, np.arange(10) % 4)
+    grown = index.appended(Int8Rows.quantized(unit[10:11]), [2])  # 1 added: kept as the tail
+    assert grown.built == 10 and len(grown) == 11
+    rows, cosines = grown.scan(unit[10], scan=1)
+    assert 10 in rows.tolist()  # the added row is always scanned
+    assert np.allclose(cosines, grown.cosines(unit[10], rows))
+    rebuilt = index.appended(Int8Rows.quantized(unit[10:30]), np.arange(20) % 4)  # > SCAN_ROWS // 4
+    assert rebuilt.built == 30
+    assert np.allclose(rebuilt.owner_rows().dequantized(slice(0, 30)),
+                       third.dequantized(slice(0, 30)))
