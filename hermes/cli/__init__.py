@@ -222,9 +222,21 @@ def load_command(name: str) -> click.Command:
     holder = typer.Typer(add_completion=False)
     if isinstance(target, typer.Typer):
         holder.add_typer(target, name=name)
-        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
-    holder.command(name)(target)
-    return typer.main.get_command(holder)
+        command = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    else:
+        holder.command(name)(target)
+        command = typer.main.get_command(holder)
+    return one_line_summaries(command)
+
+
+def one_line_summaries(command: click.Command) -> click.Command:
+    """Each command's summary in a command list is its help's first paragraph on one line:
+    typer keeps the docstring's line breaks there, so a wrapped sentence broke mid-line."""
+    if command.short_help is None and command.help:
+        command.short_help = " ".join(command.help.split("\n\n")[0].split())
+    for sub in getattr(command, "commands", {}).values():
+        one_line_summaries(sub)
+    return command
 
 
 def main() -> None:

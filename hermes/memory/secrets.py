@@ -95,9 +95,40 @@ def _jwt_has_json(token: str) -> bool:
     return True
 
 
+def _lazy_requests() -> None:
+    """Let detect-secrets ``import requests`` without running it: its plugins use requests only
+    in their verifiers (which call the internet; Hermes never calls them), and running it was 80
+    of the 100 ms of CPU that loading the plugins cost each `hermes ask` or search that redacts
+    (the past messages a turn recalls are redacted again). Until then ``requests`` is a stand-in
+    module: the first attribute anything reads from it imports the real one, which from then on
+    is the module everyone gets. (importlib's LazyLoader cannot do this: the next ``import
+    requests`` reads ``__spec__`` and so runs the module at once.)"""
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    if "requests" in sys.modules:
+        return
+    spec = importlib.util.find_spec("requests")
+    if spec is None:
+        return  # detect-secrets will say so itself
+    stand_in = types.ModuleType("requests")
+    stand_in.__spec__ = spec
+
+    def real(name: str) -> object:
+        if sys.modules.get("requests") is stand_in:
+            del sys.modules["requests"]
+        return getattr(importlib.import_module("requests"), name)
+
+    stand_in.__getattr__ = real  # type: ignore[method-assign]  # PEP 562
+    sys.modules["requests"] = stand_in
+
+
 def _plugin_rules() -> list[_Rule]:
-    # Imported on first use: detect-secrets (and the requests it imports) costs about 0.1 s,
-    # which a command that never looks at a secret should not pay at start.
+    # Imported on first use: detect-secrets costs about 20 ms (with requests not run, see
+    # _lazy_requests), which a command that never looks at a secret should not pay at start.
+    _lazy_requests()
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
     from detect_secrets.plugins.basic_auth import BasicAuthDetector

@@ -168,17 +168,19 @@ def read_snapshot(db: sqlite_utils.Database) -> Iterator[None]:
 
 
 def last_change(db: sqlite_utils.Database, kind: str, user: str, model: str) -> int:
-    """The newest change logged for ``user``'s vectors of this kind and model (0: none), read
-    before the rows themselves: a change made in between is read again, never missed."""
-    row = db.execute(
-        "SELECT coalesce(max(seq), 0) FROM vector_changes WHERE user = ? AND model = ? "
-        "AND kind = ?", [user, model, kind]).fetchone()
+    """The newest change logged (0: none), read before the rows themselves: a change made in
+    between is read again, never missed. The log's newest entry, whoever it is for: a user's
+    own newest entry may lie before the part of the log since pruned (their vectors have not
+    changed for a while), and a process holding that would find a gap, and reload all of the
+    user's vectors, on every search. ``kind``, ``user`` and ``model`` say whose vectors the
+    caller is about to read."""
+    row = db.execute("SELECT coalesce(max(seq), 0) FROM vector_changes").fetchone()
     return int(row[0])
 
 
 @dataclass
 class Changes:
-    through: int  # the newest change read
+    through: int  # the newest change read (the log's newest then, whoever it was for)
     ids: list[int]  # the item ids whose vectors changed (each once)
     gap: bool  # part of the log past ``since`` was pruned: reload everything
 
@@ -187,13 +189,14 @@ def changes_since(db: sqlite_utils.Database, kind: str, user: str, model: str,
                   since: int) -> Changes:
     """The ids of ``user``'s items (``kind``: message | fact) whose vector for ``model`` was
     written, replaced or deleted after change ``since`` (``user``'s rows only)."""
+    through = last_change(db, kind, user, model)
     rows = db.execute(
-        "SELECT seq, item_id FROM vector_changes WHERE user = ? AND model = ? AND kind = ? "
-        "AND seq > ? ORDER BY seq", [user, model, kind, since]).fetchall()
+        "SELECT item_id FROM vector_changes WHERE user = ? AND model = ? AND kind = ? "
+        "AND seq > ? AND seq <= ? ORDER BY seq", [user, model, kind, since, through]).fetchall()
     pruned = db.execute("SELECT coalesce(max(through), 0) FROM vector_changes_pruned"
                         ).fetchone()[0]
-    through = int(rows[-1][0]) if rows else since
-    return Changes(through, list(dict.fromkeys(int(r[1]) for r in rows)), int(pruned) > since)
+    return Changes(max(through, since), list(dict.fromkeys(int(r[0]) for r in rows)),
+                   int(pruned) > since)
 
 
 def prune_changes(db: sqlite_utils.Database, keep: int = KEEP_CHANGES) -> int:

@@ -180,6 +180,7 @@ class FactVectors:
             if (cached is not None and changes is not None and not changes.gap
                     and held == version):
                 if not changes.ids:
+                    cached.seq = changes.through  # seen: pruning past it is no gap
                     return cached
                 fresh = self._rows(user, changes.ids)
                 keep = ~np.isin(cached.ids, np.array(changes.ids, dtype=np.int64))

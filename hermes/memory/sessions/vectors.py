@@ -253,6 +253,7 @@ class MessageVectors:
                     and _version(cached) == vector_cells.version(self.db, "message", user,
                                                                  model)):
                 if not changes.ids:
+                    cached.seq = changes.through  # seen: pruning past it is no gap
                     return cached
                 matrix = self._updated(user, cached, changes.ids, changes.through)
             else:
