@@ -1,0 +1,32 @@
+"""The schema, as named, append-only migrations (sqlite-utils ``Migrations``).
+
+Each migration runs in its own transaction together with the record that it ran. Never edit a
+migration that has shipped: add a new one, at the end of the last module below. Every memory
+table carries ``user`` so that every query can be scoped to the person the memory belongs to.
+Timestamps are ISO 8601 UTC text (``hermes.clock.to_ts``), so text order is time order.
+
+The history, in the order it runs (each module registers its migrations when imported):
+
+* :mod:`.schema`: m001-m017, the three tiers' tables, cron, extraction, vectors, model calls;
+* :mod:`.exchanges`: m018-m020, a fact found by the conversation it was learned from;
+* :mod:`.bookkeeping`: m021-, this home's own state beside the memory (import resumes, the
+  vector change log, vector cells).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("hermes")
+
+# One tokenizer for English-language recall: Porter stemming ("deploy" finds "deployed"),
+# diacritics folded ("cafe" finds "café"). CJK has no word breaks for unicode61, so queries with
+# CJK text fall back to LIKE (see hermes.store.fts).
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+# Imported for their registrations, in the history's order (once ``migrations`` exists): the
+# order they register in is the order they run in.
+for _module in ("schema", "exchanges", "bookkeeping"):
+    importlib.import_module(f"{__name__}.{_module}")

@@ -1,0 +1,139 @@
+"""m021 on: this home's own state beside the memory (import resumes, the vector change log,
+vector cells). Not exported."""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from hermes.store.migrations import migrations
+
+
+@migrations()
+def m021_restores(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        -- `hermes import` of one file for one user, so that the same command run again after
+        -- an interruption or a crash resumes it instead of refusing a home that now has memory
+        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        CREATE TABLE restores (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          file_sha256 TEXT NOT NULL,      -- of every line of the file, as read
+          through_line INTEGER NOT NULL DEFAULT 0,  -- the file's lines up to here are committed
+          started_at TEXT NOT NULL,
+          finished_at TEXT,               -- NULL: stopped part-way (the same file resumes)
+          UNIQUE (user, file_sha256)
+        );
+        -- What the committed part wrote: each id the file names and the row it became here
+        -- (renumbered when the id was taken), so a resumed run links to the same rows. Emptied
+        -- when the import finishes.
+        CREATE TABLE restore_ids (
+          restore_id INTEGER NOT NULL REFERENCES restores(id) ON DELETE CASCADE,
+          tbl TEXT NOT NULL,
+          old_id INTEGER NOT NULL,
+          new_id INTEGER NOT NULL,
+          PRIMARY KEY (restore_id, tbl, old_id)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@migrations()
+def m022_vector_changes(db: sqlite_utils.Database) -> None:
+    # A process holds each user's vectors in memory (hermes.memory.vector_matrix) and read only
+    # rows past the highest message id it had: an edited or redacted message kept its old
+    # vector, and a running process never saw a vector deleted, replaced, or written for an
+    # older message (a backlog is embedded newest first). Now an edit of a message's text or
+    # speaker, and its deletion, delete its vectors (the next vector pass embeds it as it now
+    # reads; meanwhile it is found by its words), and every write of a message or fact vector is
+    # logged in vector_changes, in order: each process reads the changes past the last one it
+    # saw and re-reads those rows (the user's own). The log is pruned to its newest rows
+    # (MessageVectors.index); a process that finds a gap past what it saw reloads the user.
+    db.executescript(
+        """
+        CREATE TABLE vector_changes (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          kind TEXT NOT NULL,            -- message | fact
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,
+          item_id INTEGER NOT NULL       -- the message id or fact id whose vector changed
+        );
+        -- (user, model, kind, seq): the rowid ends every index entry, so "seq > ?" is a range
+        CREATE INDEX idx_vector_changes_user ON vector_changes(user, model, kind);
+        -- The newest seq pruned from the log (one row, once the log was first pruned).
+        CREATE TABLE vector_changes_pruned (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          through INTEGER NOT NULL
+        );
+        CREATE TRIGGER message_vectors_changes_ai AFTER INSERT ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        CREATE TRIGGER message_vectors_changes_au AFTER UPDATE ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        CREATE TRIGGER message_vectors_changes_ad AFTER DELETE ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', old.user, old.model, old.message_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_ai AFTER INSERT ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_au AFTER UPDATE ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        CREATE TRIGGER fact_vectors_changes_ad AFTER DELETE ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', old.user, old.model, old.fact_id);
+        END;
+        CREATE TRIGGER messages_vector_au AFTER UPDATE OF content, speaker ON messages
+        WHEN new.content IS NOT old.content OR new.speaker IS NOT old.speaker BEGIN
+          DELETE FROM message_vectors WHERE message_id = old.id;
+        END;
+        -- Also when foreign keys are off on a connection (ON DELETE CASCADE would not run).
+        CREATE TRIGGER messages_vector_bd BEFORE DELETE ON messages BEGIN
+          DELETE FROM message_vectors WHERE message_id = old.id;
+        END;
+        """
+    )
+
+
+@migrations()
+def m023_vector_cells(db: sqlite_utils.Database) -> None:
+    # A coarse index (IVF) over a long history's vectors (hermes.memory.vector_cells): a
+    # search scans the vectors of the cells nearest the query instead of every vector. The
+    # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
+    # is not a change of the vector: the change log (m022) now follows the vector columns only.
+    db.executescript(
+        """
+        CREATE TABLE vector_cells (
+          kind TEXT NOT NULL,            -- message | fact
+          user TEXT NOT NULL,
+          model TEXT NOT NULL,
+          version INTEGER NOT NULL,      -- 1, 2, ...: each clustering of these vectors
+          dim INTEGER NOT NULL,
+          trained_on INTEGER NOT NULL,   -- how many vectors there were when clustered
+          centroids BLOB NOT NULL,       -- float32, one unit vector per cell
+          PRIMARY KEY (kind, user, model)
+        );
+        -- version * 2^20 + cell; NULL: written before its user's vectors were clustered
+        -- (facts are few: a process computes their cells when it loads them)
+        ALTER TABLE message_vectors ADD COLUMN cell INTEGER;
+        DROP TRIGGER message_vectors_changes_au;
+        CREATE TRIGGER message_vectors_changes_au
+            AFTER UPDATE OF message_id, user, model, vector ON message_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('message', new.user, new.model, new.message_id);
+        END;
+        DROP TRIGGER fact_vectors_changes_au;
+        CREATE TRIGGER fact_vectors_changes_au
+            AFTER UPDATE OF fact_id, user, model, content_key, vector, context_vector
+            ON fact_vectors BEGIN
+          INSERT INTO vector_changes (kind, user, model, item_id)
+            VALUES ('fact', new.user, new.model, new.fact_id);
+        END;
+        """
+    )
