@@ -42,6 +42,15 @@ class Runtime:
         """The home's memory on :attr:`db`: built once, passed to whoever reads or writes it."""
         return Memory(self.db, self.settings, self.clock)
 
+    def preload_embeddings(self) -> None:
+        """With recall by meaning on, start loading the embedding model in the background (see
+        :meth:`hermes.memory.embeddings.Embedders.preload`): for a server that starts once and
+        then searches on requests (the MCP server, the web panel), so that its first search
+        does not pay for the load."""
+        sessions = self.settings.sessions
+        if sessions.embeddings:
+            self.memory.embedders.preload(sessions.embedding_model)
+
     def user(self, given: str | None) -> str:
         """The user a command acts for: ``--user`` when given, else the configured default."""
         return given or self.settings.users.default

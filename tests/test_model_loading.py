@@ -253,3 +253,62 @@ def test_a_model_that_cannot_load_after_the_reply_is_one_line(cli, fake_model, g
     assert result.exit_code == 0 and result.stdout == "Paris.\n"
     said = [r.getMessage() for r in caplog.records if "words only" in r.getMessage()]
     assert len(said) == 1 and "the model file is damaged" in said[0]
+
+
+def seed(rt, user: str, fact: str) -> None:
+    """A fact written without a model (a store of the home's memory would load one at once),
+    then recall by meaning on."""
+    from hermes.memory.facts.store import FactStore
+
+    FactStore(rt.db, rt.settings.facts, rt.clock).add(user, fact)
+    rt.settings.sessions.embeddings = True
+
+
+async def test_the_mcp_server_loads_the_model_at_start_not_on_the_first_search(rt, gated):
+    """Through the SDK's own client (streamable HTTP on the ASGI app; stdio builds the same
+    server): the model is loading before any request, and the first search does not load it."""
+    from tests.test_mcp_server import client, data, http_client, http_server
+
+    seed(rt, "alice", "Alice drives a blue Tesla")
+    async with http_server(rt, "alice") as (app, token):
+        assert gated.started.wait(10)          # loading at start, before any client asked
+        assert gated.built == ["hermes-load-minilm"]
+        gated.release.set()
+        async with http_client(app, token) as http:
+            from mcp.client.streamable_http import streamable_http_client
+
+            transport = streamable_http_client("http://127.0.0.1:8765/mcp", http_client=http)
+            async with client(transport) as mcp:
+                found = data(await mcp.call_tool("facts_search", {"query": "Tesla"}))
+    assert found["facts"][0]["content"] == "Alice drives a blue Tesla"
+    assert gated.built == ["hermes-load-minilm"]   # the search used the preloaded one
+
+
+async def test_the_web_panel_loads_the_model_at_start_not_on_the_first_search(rt, gated):
+    """Through the ASGI app (`hermes web` and `hermes run` both build it)."""
+    from hermes.frontends.web.app import WebContext
+    from tests.web_client import Panel
+
+    seed(rt, "owner", "The user drives a blue Tesla")
+    panel = Panel(WebContext(rt))
+    try:
+        assert gated.started.wait(10)          # loading once the app is built
+        assert gated.built == ["hermes-load-minilm"]
+        gated.release.set()
+        await panel.login()
+        page = await panel.get("/facts?q=Tesla")
+        assert page.status_code == 200 and "drives a blue Tesla" in page.text
+    finally:
+        await panel.close()
+    assert gated.built == ["hermes-load-minilm"]
+
+
+async def test_words_only_servers_load_no_model(rt, gated):
+    from hermes.frontends import mcp_server
+    from hermes.frontends.web.app import WebContext
+    from tests.web_client import Panel
+
+    gated.release.set()
+    mcp_server.build_server(rt, "alice")
+    await Panel(WebContext(rt)).close()
+    assert not gated.started.wait(0.2) and gated.built == []

@@ -165,6 +165,9 @@ def test_basic_memory_past_the_cap_is_refused_inline(logged_in):
 
 
 def test_reading_works_without_javascript_and_at_phone_width(browser, daemon, logged_in):
+    # Its own fact (words only: no model load), so it passes alone and in any order.
+    daemon[0].cli("facts", "add", "The user keeps bees on the roof of the flat.",
+                  HERMES_SESSIONS__EMBEDDINGS="false")
     cookies = logged_in.cookies()
     context = browser.new_context(java_script_enabled=False,
                                   viewport={"width": 390, "height": 844})
@@ -178,7 +181,7 @@ def test_reading_works_without_javascript_and_at_phone_width(browser, daemon, lo
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= 390, (path, width)               # no sideways scrolling
         page.goto(base + "/facts")
-        page.get_by_text("The user works at Initech as an engineer.").wait_for()
+        page.get_by_text("The user keeps bees on the roof of the flat.").wait_for()
         page.goto(base + "/chat")
         assert page.locator("#facts li").count() >= 1
     context.close()

@@ -68,6 +68,7 @@ class HermesProcess:
     HERMES_TEST_REPLIES) in a subprocess; its output lines in a queue."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.daemon_harness", *args], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -91,6 +92,15 @@ class HermesProcess:
             found = re.search(pattern, line)
             if found:
                 return found
+
+    def cli(self, *args: str, **env: str) -> str:
+        """Another `hermes ARGS` on the same home (no chat model), e.g. to add a fact a test
+        reads, with these settings on top; its output (a failure raises with it)."""
+        done = subprocess.run([sys.executable, "-m", "hermes", *args], env={**self.env, **env},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
 
     def stop(self) -> int:
         """SIGTERM, then the exit code (killed after 60 s)."""

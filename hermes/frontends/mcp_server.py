@@ -367,6 +367,7 @@ def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
     """The MCP server for ``user``'s memory in ``rt``'s home (write tools only with
     ``write``)."""
     ops = MemoryTools(rt, user)
+    rt.preload_embeddings()  # while the client connects: its first search does not wait
     mode = "read and write" if write else "read-only"
     server = MCPServer(
         "hermes", title="Hermes memory", version="0.1.0",

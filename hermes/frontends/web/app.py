@@ -252,4 +252,7 @@ def build_app(ctx: WebContext) -> Starlette:
     ]
     app = Starlette(routes=routes)
     app.state.ctx = ctx
+    # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
+    # panel's first search does not wait for it.
+    ctx.rt.preload_embeddings()
     return app

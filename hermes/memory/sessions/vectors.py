@@ -23,7 +23,11 @@ import sqlite_utils
 from hermes.errors import HermesError
 from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
-from hermes.memory.sessions.semantic import Similarities, _Windows
+from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
+    Similarities,
+    _np,
+    _Windows,
+)
 from hermes.memory.vector_cells import CellIndex
 from hermes.memory.vector_matrix import (
     SCAN_CHUNK,
@@ -170,12 +174,6 @@ def _top(values: Any, k: int) -> Any:
         return np.zeros(0, np.int64)
     best = np.argpartition(-values, k - 1)[:k]
     return best[np.argsort(-values[best], kind="stable")]
-
-
-def _np() -> Any:
-    import numpy as np
-
-    return np
 
 
 class MessageVectors:
