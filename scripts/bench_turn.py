@@ -350,7 +350,11 @@ class StageTimer:
                     owner = getattr(owner, attr)
                 self.wrap(owner, name, label)
         if rt.memory.message_vectors is not None:  # the model, where it computes a vector
-            self.wrap(rt.memory.message_vectors.embedder, "embed", "query embedding (model)")
+            embedder = rt.memory.message_vectors.embedder
+            # A model loaded on first use (embeddings.Deferred) embeds a query through the
+            # loaded model's own embed_query: wrap that model, not the wrapper around it.
+            model = embedder.load() if hasattr(embedder, "load") else embedder
+            self.wrap(model, "embed", "query embedding (model)")
 
     def next_turn(self, total_ms: float) -> None:
         self.turn["total"] = total_ms

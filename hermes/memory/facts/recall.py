@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.facts.records import ACTIVE, Fact
+from hermes.memory.facts.search import SCOPE_INDEX
 from hermes.memory.sessions.past_messages import has_substance
 from hermes.memory.sessions.rerank import plan_text
 from hermes.store.fts import Term, build_match
@@ -64,7 +65,7 @@ class FactRecall:
             if cached is not None and now - cached[1] < DF_CACHE_SECONDS:
                 return cached[0]
         row = self.db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f "
+            f"SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f {SCOPE_INDEX} "
             f"ON f.id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} "
             "LIMIT ?)",
             [term.fts, user, COMMON_TERM_DOCS],

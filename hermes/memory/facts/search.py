@@ -31,6 +31,11 @@ from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_f
 if TYPE_CHECKING:
     from hermes.memory.facts.vectors import FactVectors, Similarity
 
+# A word's matches are kept to the user's active, trusted facts through this narrow index
+# (migration m024) rather than the wide table rows: ~0.35 instead of ~1.3 us a match. SQLite
+# looks a rowid up in the table unless told.
+SCOPE_INDEX = "INDEXED BY idx_facts_scope"
+
 
 class FactSearch:
     """Search over the facts in ``db``: bm25 x trust; with fact vectors (``vectors``, a
@@ -73,7 +78,8 @@ class FactSearch:
             if not expression:
                 continue
             rows = self.db.execute(
-                f"SELECT {COLUMNS} FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid "
+                f"SELECT {COLUMNS} FROM facts_fts CROSS JOIN facts f {SCOPE_INDEX} "
+                "ON f.id = facts_fts.rowid "
                 f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} AND f.trust >= ? "
                 "ORDER BY facts_fts.rowid DESC LIMIT ?",
                 [expression, user, floor, int(limit)]).fetchall()
@@ -90,6 +96,7 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
     """(fact, bm25 relevance) of the best ``limit`` matches by bm25 x trust."""
     if plan.strict is None:
         return []
+    scope = SCOPE_INDEX if "f.category" not in filters else ""  # a category is in the row
 
     def run(expression: str) -> list[tuple]:
         # Every match is ranked; only the ids and sort keys pass through the sorter, then
@@ -98,7 +105,7 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
             f"""
             SELECT {COLUMNS}, r.bm FROM (
               SELECT f.id AS id, {BM25} AS bm, f.trust AS trust, f.updated_at AS updated
-              FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
+              FROM facts_fts CROSS JOIN facts f {scope} ON f.id = facts_fts.rowid
               WHERE facts_fts MATCH ? AND {filters}
               ORDER BY bm * trust, trust DESC, updated DESC, id DESC LIMIT ?
             ) r CROSS JOIN facts f ON f.id = r.id

@@ -1,0 +1,112 @@
+"""What a turn's fact recall costs at scale, and that it stays true and scoped: the narrow index
+that keeps a word's matches to the user's active facts (m024), and the scan of a clustered
+user's fact vectors (hermes.memory.facts.vectors.FACT_SCAN_ROWS): approximate candidates,
+exact cosines by id, another user's vectors never scanned. Toy sizes: thresholds shrunk."""
+
+from __future__ import annotations
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.config import FactsConfig  # noqa: E402
+from hermes.memory import vector_cells  # noqa: E402
+from hermes.memory.facts import vectors as fact_vectors  # noqa: E402
+from hermes.memory.facts.recall import FactRecall  # noqa: E402
+from hermes.memory.facts.store import FactStore  # noqa: E402
+from hermes.memory.facts.vectors import FactVectors  # noqa: E402
+from tests.test_fact_vectors import ToyEmbedder  # noqa: E402
+
+TOPICS = ["my car", "the automobile", "a tesla", "the puppy", "my dog", "a pet", "the rain",
+          "an umbrella", "the bank", "some money"]
+
+
+def statements_of(db, action):
+    """The SQL statements ``action`` runs on ``db`` (parameters bound)."""
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    try:
+        result = action()
+    finally:
+        db.conn.set_trace_callback(None)
+    return result, seen
+
+
+def test_recall_keeps_a_words_matches_to_the_users_active_facts_through_the_narrow_index(
+        db, clock):
+    facts = FactStore(db, FactsConfig(), clock)
+    mine = facts.add("owner", "A kestrel nests on the old water tower").fact
+    gone = facts.add("owner", "A kestrel once nested in the barn").fact
+    facts.forget("owner", gone.id)
+    facts.add("bob", "Bob watches a kestrel from the tower")
+    recall = FactRecall(facts, clock)
+    found, seen = statements_of(
+        db, lambda: recall.ranked("owner", "where does the kestrel nest?", limit=5))
+    assert [f.id for f in found] == [mine.id]  # not bob's, not the forgotten one
+    joined = [sql for sql in seen if "facts_fts CROSS JOIN facts f" in sql]
+    assert len(joined) >= 2  # the word's count among my facts, and the ranking
+    for sql in joined:
+        plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "COVERING INDEX idx_facts_scope" in plan, (sql, plan)
+
+
+def test_the_newest_facts_holding_common_words_are_scoped_through_the_same_index(db, clock):
+    facts = FactStore(db, FactsConfig(), clock)
+    mine = facts.add("owner", "The kestrel tower was repainted").fact
+    facts.add("bob", "Bob's kestrel tower is taller")
+    found, seen = statements_of(db, lambda: facts.searcher.newest("owner", "kestrel tower",
+                                                                  limit=5, floor=0.0))
+    assert [f.id for f in found] == [mine.id]
+    sql = next(s for s in seen if "facts_fts CROSS JOIN facts f" in s)
+    plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "idx_facts_scope" in plan
+
+
+@pytest.fixture
+def clustered(db, clock, monkeypatch):
+    """Owner's facts clustered into cells (a 'long' history at toy size), bob's too."""
+    monkeypatch.setattr(vector_cells, "IVF_MIN", 8)
+    monkeypatch.setattr(vector_cells, "SCAN_ROWS", 100)
+    facts = FactStore(db, FactsConfig(), clock, vectors=FactVectors(db, ToyEmbedder()))
+    mine = {t: [facts.add("owner", f"Note {i}: {t} ({i})").fact.id for i in range(3)]
+            for t in TOPICS}
+    bobs = [facts.add("bob", f"Bob's note {i} about the car and the dog").fact.id
+            for i in range(12)]
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    assert vector_cells.version(db, "fact", "owner", "toy") == 1
+    return facts, mine, bobs
+
+
+def scanned_ids(similarity) -> set[int]:
+    return set(similarity._matrix.ids[similarity._rows].tolist())
+
+
+def test_facts_scan_their_own_budget_of_rows_in_the_nearest_cells(clustered, monkeypatch):
+    facts, mine, bobs = clustered
+    everything = {f for ids in mine.values() for f in ids}
+    monkeypatch.setattr(fact_vectors, "FACT_SCAN_ROWS", 4)
+    narrow = scanned_ids(facts.vectors.similarity("owner", "which car?"))
+    # the nearest cells only (the car's), not all of them
+    assert narrow == {*mine["my car"], *mine["the automobile"], *mine["a tesla"]}
+    monkeypatch.setattr(fact_vectors, "FACT_SCAN_ROWS", 1000)
+    assert scanned_ids(facts.vectors.similarity("owner", "which car?")) == everything
+    assert not narrow & set(bobs)
+
+
+def test_a_fact_found_by_words_outside_the_scanned_cells_gets_its_exact_cosine(
+        clustered, monkeypatch):
+    facts, mine, bobs = clustered
+    monkeypatch.setattr(fact_vectors, "FACT_SCAN_ROWS", 4)
+    umbrella = facts.add("owner", "Ziggurat is the name of my umbrella").fact
+    facts.vectors.index("owner")
+    query = "which car is called ziggurat?"
+    similarity = facts.vectors.similarity("owner", query)
+    assert umbrella.id not in scanned_ids(similarity)  # by meaning it is far from the query
+    found = facts.search("owner", query, explain=True, limit=40)
+    by_id = {f.id: f for f in found}
+    assert umbrella.id in by_id  # found by its word
+    toy = ToyEmbedder()
+    exact = float(toy.embed_query(query) @ toy._vectors([umbrella.content])[0])
+    assert by_id[umbrella.id].explain["cosine"] == pytest.approx(exact, abs=0.01)
+    assert not set(by_id) & set(bobs)
