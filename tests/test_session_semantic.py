@@ -229,8 +229,8 @@ def test_search_reads_the_lengths_of_the_users_own_messages_only(store, clock, d
     hits = {h.message.id: h for h in store.search_messages("owner", "car trouble")}
     assert hits[long].parts["length"] > hits[short].parts["length"] > 0
     bobs = say(store, clock, "bob", "my car broke down on the motorway again")
-    assert semantic.message_lengths(db, "owner", [short, *bobs]) == {short: 6}
-    assert set(semantic.message_lengths(db, "bob", [short, *bobs])) == set(bobs)
+    assert semantic.message_texts(db, "owner", [short, *bobs]) == {short: "car ok"}
+    assert set(semantic.message_texts(db, "bob", [short, *bobs])) == set(bobs)
 
 
 def test_a_message_sharing_no_word_needs_the_models_floor_of_meaning(store, clock, db,
@@ -249,3 +249,43 @@ def test_a_message_sharing_no_word_needs_the_models_floor_of_meaning(store, cloc
     # A word in common keeps a message a result however far its meaning.
     assert {h.message.id for h in store.search_messages("owner", "automobile rain")} == {
         car, rain}
+
+
+def test_a_question_asking_when_prefers_the_message_that_names_a_time():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # Same words, same meaning, same length: 1 says when ("yesterday"), 2 does not (and is newer)
+    ranked = [RankedMessage(2, 20, 1.0, {"bm25": 1.0}), RankedMessage(1, 10, 1.0, {"bm25": 1.0})]
+    sims = semantic.Similarities(np.array([1, 2]), np.array([0.5, 0.5], np.float32),
+                                 np.array([0.5, 0.5], np.float32))
+    out = semantic.rerank_by_meaning(ranked, sims, limit=2, timed={1})
+    assert [r.message_id for r in out] == [1, 2] and out[0].parts["temporal"] > 0
+    assert [r.message_id for r in semantic.rerank_by_meaning(
+        ranked, sims, limit=2, timed={1}, params=semantic.SemanticParams(temporal=0.0))] == [2, 1]
+
+
+def test_search_gives_the_temporal_part_only_when_the_question_asks_when(store, clock, db):
+    (dated,) = say(store, clock, "owner", "we went to the dentist yesterday")
+    (undated,) = say(store, clock, "owner", "we went to the dentist, all fine")
+    say(store, clock, "bob", "the dentist on Monday, last week")
+    hits = store.search_messages("owner", "when did we go to the dentist?")
+    assert [h.message.id for h in hits][:2] == [dated, undated]
+    assert hits[0].parts["temporal"] > 0 and "temporal" not in hits[1].parts
+    assert all("temporal" not in h.parts
+               for h in store.search_messages("owner", "did we go to the dentist?"))
+    # another user's messages never become candidates, temporal or not
+    assert {h.message.id for h in store.search_messages("owner", "when was the dentist?")} <= {
+        dated, undated}
+    assert semantic.message_texts(db, "owner", [dated, undated, dated + 2]) == {
+        dated: "we went to the dentist yesterday", undated: "we went to the dentist, all fine"}
+
+
+def test_timewords_what_asks_when_and_what_names_a_time():
+    from hermes.memory.sessions.timewords import asks_when, names_a_time
+
+    assert asks_when("When did Ana move?") and asks_when("what year was that")
+    assert asks_when("how long ago did we meet") and not asks_when("where did Ana move?")
+    for said in ("yesterday we met", "last week", "back in May", "next Tuesday", "in 2019",
+                 "on 5/12", "three days ago", "a few weeks back"):
+        assert names_a_time(said), said
+    assert not names_a_time("we met at the cafe") and not names_a_time("the lastweekend")

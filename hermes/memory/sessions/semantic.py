@@ -8,7 +8,7 @@ messages and windows by one linear score over generic features of each candidate
 
     own   = words / best words + message * minmax(cos(message, query))
             + window * minmax(cos(window, query)) + meaning_only * [no word of the query]
-            + length * log(1 + characters)
+            + length * log(1 + characters) + temporal * [asks when, names a time]
     total = own + session * minmax(best own score in the message's session)
 
 * the **window** is the message with the turns before and after it in its session (the mean of
@@ -21,6 +21,9 @@ messages and windows by one linear score over generic features of each candidate
   else): without it, a message that shares no word with the query could never come first;
 * a longer message says more (**length**): "ok, sounds good" matches a word as well as the
   message that tells the story, and holds the answer less often;
+* a question that asks *when* is answered by a message that places something in time
+  ("yesterday", "last week", "in May": hermes.memory.sessions.timewords), a word the question
+  cannot hold (**temporal**);
 * a conversation is about something: each message gets part of its session's best score;
 * the query is embedded without the names of the candidates' speakers (:func:`meaning_text`):
   who is asked about is the word ranking's part, the meaning part is about what.
@@ -29,8 +32,9 @@ Cosines are rescaled over the candidates (min 0, max 1), so the weights do not d
 model's range of cosines (e5's are all between 0.7 and 0.9). The weights were fitted, not
 guessed: a softmax over each question's candidates (the evidence turns as the targets), trained
 with numpy on the tuning half of LoCoMo only with MiniLM (the default model), then scaled so the
-word part weighs 1. The word part enters whole, its speaker and date boosts inside it at the
-word ranking's own ratio: fitted apart, the speaker boost came out 5 times stronger, which
+word part weighs 1 (refitted with the temporal part, all weights together, tuning half only).
+The word part enters whole, its speaker and date boosts inside it at the word ranking's own
+ratio: fitted apart, the speaker boost came out 5 times stronger, which
 LoCoMo rewards (its questions name the person who said the answer) and a question naming the
 other person punishes (``bench_locomo --perturb swap-names``: 0.500 instead of 0.658 turn R@5).
 Checked on the held-out half and on reshaped variants of the data (README, "Session search").
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,11 +58,12 @@ if TYPE_CHECKING:
 class SemanticParams:
     """The re-scoring's weights (see the module doc for how they were fitted)."""
 
-    message: float = 0.44  # the message's own cosine (rescaled over the candidates)
-    window: float = 0.19  # its window's cosine (previous + this + next turn)
-    meaning_only: float = 0.165  # a candidate without a word of the query (found by meaning)
-    length: float = 0.12  # per log(1 + characters) of the message
-    session: float = 0.275  # the best own score in its session (rescaled)
+    message: float = 0.428  # the message's own cosine (rescaled over the candidates)
+    window: float = 0.208  # its window's cosine (previous + this + next turn)
+    meaning_only: float = 0.169  # a candidate without a word of the query (found by meaning)
+    length: float = 0.112  # per log(1 + characters) of the message
+    temporal: float = 0.344  # the question asks when and the message names a time
+    session: float = 0.297  # the best own score in its session (rescaled)
     extra: int = 20  # nearest messages, and nearest windows, joining the candidates
     pool: int = 100  # the word ranking's best this-many messages are re-scored
 
@@ -233,27 +238,29 @@ def _rescaled(values: Any) -> Any:
     return np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0)
 
 
-def message_lengths(db: Any, user: str, message_ids: Sequence[int]) -> dict[int, int]:
-    """Characters of each of ``user``'s messages among ``message_ids`` (another user's: none)."""
+def message_texts(db: Any, user: str, message_ids: Sequence[int]) -> dict[int, str]:
+    """The content of each of ``user``'s messages among ``message_ids`` (another user's:
+    none), for the length and temporal parts."""
     ids = list(dict.fromkeys(message_ids))
-    lengths: dict[int, int] = {}
+    texts: dict[int, str] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        lengths.update(db.execute(
-            f"SELECT id, length(content) FROM messages WHERE user = ? "
+        texts.update(db.execute(
+            f"SELECT id, content FROM messages WHERE user = ? "
             f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall())
-    return lengths
+    return texts
 
 
 def rerank_by_meaning(
     ranked: Sequence[RankedMessage], sims: Similarities, *, extras: Sequence[int] = (),
     limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
-    lengths: Mapping[int, int] | None = None,
+    lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
     order (on the same scale, without a meaning part); at most ``limit``. ``lengths``: the
-    characters of the candidates (:func:`message_lengths`; none known: no length part)."""
+    characters of the candidates (:func:`message_texts`; none known: no length part);
+    ``timed``: the candidates that name a time, when the question asks when (else none)."""
     if not ranked:
         return []
     np = _np()
@@ -271,8 +278,9 @@ def rerank_by_meaning(
                          for r in pool], dtype=np.float64)
     size = np.log1p(np.array([(lengths or {}).get(r.message_id) or 0 for r in pool],
                              dtype=np.float64))
+    when = np.array([r.message_id in timed for r in pool], dtype=np.float64)
     own = (words / top + params.message * near + params.window * around
-           + params.meaning_only * wordless + params.length * size)
+           + params.meaning_only * wordless + params.length * size + params.temporal * when)
     best: dict[int, float] = {}
     for r, value in zip(pool, own, strict=True):
         best[r.session_id] = max(best.get(r.session_id, -1e9), float(value))
@@ -287,6 +295,7 @@ def rerank_by_meaning(
                       "window": params.window * float(around[i]),
                       "meaning only": params.meaning_only * float(wordless[i]),
                       "length": params.length * float(size[i]),
+                      "temporal": params.temporal * float(when[i]),
                       "session best": params.session * float(of_session[i])})
         out.append(replace(r, score=float(total[i]),
                            parts={k: v for k, v in parts.items() if v}))

@@ -1,0 +1,46 @@
+"""Questions that ask *when*, and messages that say when something happened.
+
+"When did I go to the dentist?" is answered by the message that places the visit in time ("I
+went to the dentist yesterday", "my appointment is next Tuesday", "back in May"), not by the
+one that only names the dentist: a message holding an expression of time, which the words of
+the question cannot ask for (bm25 has no word in common with "yesterday"). Session search by
+meaning gives such a message a part of its score when the question asks when
+(hermes.memory.sessions.semantic, ``SemanticParams.temporal``).
+
+English only, like the stopword list; a question in another language simply gets no such part.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
+           "december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend"
+_SPANS = ("day|days|week|weeks|month|months|year|years|night|morning|evening|afternoon|"
+          "summer|winter|spring|fall|autumn|weekend")
+
+# A question about the time of something: "when", "what date/day/year/month/time", "how long
+# ago", "since when", "which year/month/day".
+_ASKS_WHEN = re.compile(
+    r"\b(when|what (date|day|year|month|time)|how long ago|since when|which (year|month|day))\b",
+    re.IGNORECASE)
+
+# An expression that places something in time: a relative day ("yesterday", "tonight"), a
+# named span ("last week", "next summer", "this Friday"), "ago", a month or weekday, a year
+# (1900-2099), a short date (5/12), "recently", "the other day", "a few days".
+_NAMES_A_TIME = re.compile(
+    rf"\b(yesterday|today|tonight|tomorrow|recently|lately|ago|the other day"
+    rf"|(last|next|this|past|previous|coming)\s+({_SPANS}|{_DAYS})"
+    rf"|({_MONTHS})|({_DAYS})|(19|20)\d\d|\d{{1,2}}/\d{{1,2}}|few ({_SPANS}))\b",
+    re.IGNORECASE)
+
+
+def asks_when(text: str) -> bool:
+    """Whether ``text`` asks about the time of something ("When did we ...?")."""
+    return bool(_ASKS_WHEN.search(text))
+
+
+def names_a_time(text: str) -> bool:
+    """Whether ``text`` places something in time ("yesterday", "last week", "in May")."""
+    return bool(_NAMES_A_TIME.search(text))
