@@ -294,3 +294,13 @@ def test_timewords_what_asks_when_and_what_names_a_time():
         assert names_a_time(said), said
     for said in ("I may be late", "May I ask?", "Jan said hi", "don't mar the table"):
         assert not names_a_time(said), said
+
+
+def test_only_the_start_of_a_long_message_is_looked_at_for_a_time():
+    """Every candidate of a when-question is looked at on the reply path: a pasted log is not
+    read whole (100 of 50,000 characters cost ~0.9 s of CPU a search)."""
+    from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, names_a_time
+
+    log = "worker retry timeout " * (TIME_SCAN_CHARS // 20)
+    assert names_a_time("YESTERDAY the deploy failed: " + log)
+    assert not names_a_time(log + "and it failed yesterday")

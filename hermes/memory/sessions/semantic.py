@@ -183,6 +183,7 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             norm[part] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
+        vectors.windows_built(user, matrix, done)  # a long history: saved for the next process
         return done
 
 
