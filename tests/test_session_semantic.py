@@ -289,3 +289,18 @@ def test_timewords_what_asks_when_and_what_names_a_time():
                  "on 5/12", "three days ago", "a few weeks back"):
         assert names_a_time(said), said
     assert not names_a_time("we met at the cafe") and not names_a_time("the lastweekend")
+
+
+def test_search_uses_the_weights_fitted_for_its_model(store, clock, monkeypatch):
+    from hermes.memory import embeddings
+
+    assert semantic.params_for(embeddings.E5_SMALL) == semantic.E5_SEMANTIC
+    assert semantic.params_for(embeddings.MINILM_INT8) == semantic.DEFAULT_SEMANTIC
+    assert semantic.params_for("toy") == semantic.DEFAULT_SEMANTIC
+    say(store, clock, "owner", "we went to the dentist yesterday")
+    assert store.search_messages("owner", "when was the dentist?")[0].parts["temporal"] > 0
+    # the toy model given e5's weights: the search reads them (no temporal part when it is 0)
+    monkeypatch.setattr(semantic, "E5_SEMANTIC",
+                        semantic.SemanticParams(temporal=0.0, pool=100, extra=20))
+    monkeypatch.setattr(embeddings, "E5_SMALL", "toy")
+    assert "temporal" not in store.search_messages("owner", "when was the dentist?")[0].parts

@@ -191,6 +191,7 @@ class SessionSearch:
                 if asks_when(rerank.plan_text(plan)) else set()
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=limit or wanted,
+                params=semantic.params_for(self.vectors.embedder.model_id),
                 lengths={mid: len(text) for mid, text in texts.items()}, timed=timed)
         empty: list[tuple[int, float]] = []
         if sessions:
