@@ -217,7 +217,34 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
         found = facts.search(user, question, limit=RANKED, min_trust=0.0)
         return [[dia_of[m] for m in f.source_message_ids if m in dia_of] for f in found]
 
+    # The turns some fact holds (for the misses by kind): the others no search can bring back.
+    search.held = {dia_of[m].split("#")[0] for (raw,) in db.execute(
+        "SELECT source_message_ids FROM facts f WHERE f.user = ? AND f.forgotten_at IS NULL "
+        "AND f.superseded_by IS NULL", [user]) for m in json.loads(raw or "[]") if m in dia_of}
     return search
+
+
+# Where each evidence turn of --mode facts ended up (the best rank of a fact holding it, among
+# the RANKED asked for), as a share of the question's evidence: what a change moved.
+MISS_KINDS = ("top 5", "ranked 6-10", f"ranked 11-{RANKED}", f"not in the top {RANKED}",
+              "no fact holds it")
+
+
+def miss_kinds(evidence: Sequence[str], groups: Sequence[Sequence[str]],
+               held: set[str]) -> dict[str, float]:
+    """Each evidence turn's share of the question under the kind of its best rank."""
+    wanted = set(evidence)
+    kinds = dict.fromkeys(MISS_KINDS, 0.0)
+    best: dict[str, int] = {}
+    for rank, group in enumerate(groups):
+        for dia_id in group:
+            best.setdefault(dia_id.split("#")[0], rank)
+    for dia_id in wanted:
+        rank = best.get(dia_id)
+        kind = (MISS_KINDS[4] if dia_id not in held else MISS_KINDS[3] if rank is None
+                else MISS_KINDS[0] if rank < 5 else MISS_KINDS[1] if rank < 10 else MISS_KINDS[2])
+        kinds[kind] += 1 / len(wanted)
+    return kinds
 
 
 # (prompt chars, recalled chars) of each question's prompt in --mode prompt
@@ -433,6 +460,9 @@ def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], arg
             full = getattr(search, "full", None)
             if full is not None:  # --mode prompt: evidence turns shown in full
                 metrics["full"] = len(set(q.evidence) & full) / len(set(q.evidence))
+            held = getattr(search, "held", None)
+            if held is not None:  # --mode facts: where the evidence turns ended up
+                metrics.update(miss_kinds(q.evidence, groups, held))
             scored.append(Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
                                  metrics, seconds, cpu))
         return scored
@@ -509,6 +539,23 @@ def report(label: str, halves: dict[str, Summary]) -> str:
     parts.append(f"Latency per query (all): p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms wall "
                  f"clock; p50 {s.cpu_p50_ms:.2f} ms, p99 {s.cpu_p99_ms:.2f} ms CPU")
     return "\n\n".join(parts)
+
+
+def misses_table(label: str, rows: Sequence[Scored]) -> str:
+    """--mode facts: the share of evidence turns of each kind (MISS_KINDS), per category and
+    half: a drop in the top 5 says whether the fact fell to a lower rank or out of the list."""
+    head = ["", "n", *MISS_KINDS]
+    lines = [f"### {label}: where the evidence turns ended up", "",
+             "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    groups = [(f"{c} {name}", [r for r in rows if r.category == c])
+              for c, name in data.CATEGORIES.items()]
+    groups += [("tuning half", [r for r in rows if r.sample_id in data.TUNING_HALF]),
+               ("held-out half", [r for r in rows if r.sample_id not in data.TUNING_HALF]),
+               ("**all**", list(rows))]
+    for name, subset in groups:
+        lines.append("| " + " | ".join([name, str(len(subset)),
+                                        *(_fmt(_mean(subset, k)) for k in MISS_KINDS)]) + " |")
+    return "\n".join(lines)
 
 
 def halves_of(rows: Sequence[Scored]) -> dict[str, Summary]:
@@ -704,6 +751,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "questions", file=sys.stderr)
     halves = halves_of(rows)
     print(report(label, halves))
+    if rows and MISS_KINDS[0] in rows[0].metrics:
+        print("\n\n" + misses_table(label, rows))
     if PROMPT_SIZES:
         sizes = [p[0] for p in PROMPT_SIZES]
         recalled = [p[1] for p in PROMPT_SIZES]
@@ -741,6 +790,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "cpu_p50_ms": round(s.cpu_p50_ms, 3),
                            "by_category": s.by_category} for name, s in halves.items()},
         "baselines": dict(BASELINES), "notes": args.notes,
+        "misses": {name: {k: round(_mean(subset, k), 4) for k in MISS_KINDS} for name, subset in (
+            ("tuning half", [r for r in rows if r.sample_id in data.TUNING_HALF]),
+            ("held-out half", [r for r in rows if r.sample_id not in data.TUNING_HALF]),
+            ("all", rows))} if rows and MISS_KINDS[0] in rows[0].metrics else None,
         # per question, in the data's order (no text: the data stays outside the repository),
         # for paired comparisons between runs
         "questions": [{"sample_id": r.sample_id, "category": r.category,

@@ -117,3 +117,23 @@ def test_compare_shows_each_retriever_beside_plain_fts5(tmp_path, capsys, monkey
     # empty tuning half)
     assert " | - / - | " in rows[1]
     assert bench_locomo._ratio(0.6, 0.4) == "x1.50" and bench_locomo._ratio(0.5, 0.0) == "-"
+
+
+def test_facts_misses_say_where_each_evidence_turn_ended_up(tmp_path, capsys):
+    kinds = bench_locomo.miss_kinds(
+        ["D1:1", "D1:2", "D2:1", "D3:1"],
+        [["D9:1"]] * 5 + [["D1:2#2"]] + [["D9:2"]] * 5 + [["D2:1"]],
+        held={"D1:1", "D1:2", "D2:1"})
+    assert kinds == {"top 5": 0.0, "ranked 6-10": 0.25, "ranked 11-50": 0.25,
+                     "not in the top 50": 0.25, "no fact holds it": 0.25}
+    assert bench_locomo.miss_kinds(["D1:1"], [["D1:1"]], {"D1:1"})["top 5"] == 1.0
+    out = tmp_path / "r.json"
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--mode", "facts",
+                              "--json-out", str(out)]) == 0
+    assert "where the evidence turns ended up" in capsys.readouterr().out
+    result = json.loads(out.read_text())
+    # q1's evidence D1:1 is held by Ana's fact ("q1" shares no word with it), D2:1 by none;
+    # q2's D1:2 and D2:1 by none
+    misses = result["misses"]["all"]
+    assert misses["no fact holds it"] == 0.75 and misses["not in the top 50"] == 0.25
+    assert misses["top 5"] == result["results"]["all"]["turn@5"]
