@@ -181,6 +181,26 @@ class CellIndex:
         index.storage = Int8Rows.allocated(len(index.row_of), dim)
         return index
 
+    @classmethod
+    def restored(cls, centroids: Centroids, storage: Int8Rows, row_of: Any, cell: Any,
+                 first: int, bounds: Any, built: int) -> CellIndex:
+        """An index as :meth:`layout` described it (hermes.memory.vector_file: a process maps
+        what another saved), rows appended since its build included."""
+        np = _np()
+        index = object.__new__(cls)
+        index.centroids, index.storage = centroids, storage
+        index.row_of, index.cell = row_of, cell
+        index.pos = np.empty(len(row_of), np.int64)
+        index.pos[row_of] = np.arange(len(row_of), dtype=np.int64)
+        index.first, index.bounds, index.built = int(first), bounds, int(built)
+        return index
+
+    def layout(self) -> tuple[dict[str, Any], dict[str, int]]:
+        """(arrays, numbers) that :meth:`restored` builds this index again from, storage
+        aside."""
+        return ({"row_of": self.row_of, "cell": self.cell, "bounds": self.bounds},
+                {"first": self.first, "built": self.built})
+
     def _lay_out(self, centroids: Centroids, cell: Any) -> None:
         np = _np()
         self.centroids = centroids

@@ -70,20 +70,6 @@ class SemanticParams:
 
 DEFAULT_SEMANTIC = SemanticParams()
 
-# The same features fitted the same way (softmax, numpy, LoCoMo tuning half only) on
-# multilingual-e5-small's cosines: its meaning parts weigh more beside the words. With MiniLM's
-# weights e5 gets turn / session R@5 0.735 / 0.890 tuning, 0.729 / 0.874 held-out; with these
-# 0.739 / 0.897 and 0.730 / 0.881 (screened on the dumped candidates).
-E5_SEMANTIC = replace(DEFAULT_SEMANTIC, message=0.644, window=0.433, meaning_only=0.196,
-                      length=0.106, temporal=0.34, session=0.32)
-
-
-def params_for(model_id: str) -> SemanticParams:
-    """The weights fitted for this embedding model (MiniLM's, the default, for any other)."""
-    from hermes.memory.embeddings import E5_SMALL
-
-    return {E5_SMALL: E5_SEMANTIC}.get(model_id, DEFAULT_SEMANTIC)
-
 
 @dataclass
 class _Windows:
@@ -197,6 +183,7 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             norm[part] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
+        vectors.windows_built(user, matrix, done)  # a long history: saved for the next process
         return done
 
 
@@ -251,16 +238,18 @@ def _rescaled(values: Any) -> Any:
     return np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0)
 
 
-def message_texts(db: Any, user: str, message_ids: Sequence[int]) -> dict[int, str]:
-    """The content of each of ``user``'s messages among ``message_ids`` (another user's:
-    none), for the length and temporal parts."""
+def message_texts(db: Any, user: str, message_ids: Sequence[int],
+                  head: int = 1000) -> dict[int, tuple[int, str]]:
+    """(characters, the first ``head`` characters) of each of ``user``'s messages among
+    ``message_ids`` (another user's: none), for the length and temporal parts: a pasted log of
+    50,000 characters is measured in SQLite, not copied out whole for each search."""
     ids = list(dict.fromkeys(message_ids))
-    texts: dict[int, str] = {}
+    texts: dict[int, tuple[int, str]] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        texts.update(db.execute(
-            f"SELECT id, content FROM messages WHERE user = ? "
-            f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall())
+        texts.update((mid, (length, text)) for mid, length, text in db.execute(
+            f"SELECT id, length(content), substr(content, 1, ?) FROM messages WHERE user = ? "
+            f"AND id IN ({','.join('?' * len(chunk))})", [head, user, *chunk]).fetchall())
     return texts
 
 

@@ -4,7 +4,9 @@ the models; hermes.memory.sessions.semantic re-scores session search with these 
 
 Vectors are stored as float16 blobs (768 bytes a message with MiniLM). Messages are embedded
 lazily: in the background by ``hermes run``, all at once by ``hermes sessions index``, and the
-newest few (INLINE_INDEX) before a search.
+newest few (INLINE_INDEX) before a search. A long history is also kept, as this process holds
+it, in a file under ``<home>/cache/vectors/`` that the next process maps instead of reading
+SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from hermes.errors import HermesError
-from hermes.memory import vector_cells
+from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
-from hermes.memory.sessions.semantic import Similarities, _np  # numpy, imported when used
+from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
+    Similarities,
+    _np,
+    _Windows,
+)
 from hermes.memory.vector_cells import CellIndex
 from hermes.memory.vector_matrix import (
     SCAN_CHUNK,
@@ -39,6 +46,11 @@ INDEX_BATCH = 32
 INLINE_INDEX = 32
 # With cells, the windows nearest a query are looked for around its nearest this-many messages.
 WINDOW_SEEDS = 400
+# A user's vectors are kept in a file under <home>/cache/vectors from this many (fewer are read
+# out of SQLite in a few tens of ms); written again once this many of their rows changed since.
+CACHE_MIN = 20_000
+REFRESH = 4_096
+SAMPLES = 16  # rows of a mapped file compared with the database (a file of another database)
 
 
 @dataclass
@@ -167,12 +179,18 @@ def _top(values: Any, k: int) -> Any:
 class MessageVectors:
     """Message vectors of one database, indexed lazily and searched by cosine similarity."""
 
-    def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
+    def __init__(self, db: sqlite_utils.Database, embedder: Embedder,
+                 cache_dir: Path | None = None) -> None:
         import numpy as np
 
         self._np = np
         self.db = db
         self.embedder = embedder
+        # <home>/cache: long histories are kept there between processes (None: never)
+        self.cache_dir = cache_dir
+        # Per user, how many rows changed since the file this process holds (or mapped) was
+        # written; no entry: this process's state is not in a file yet.
+        self._behind: dict[str, int] = {}
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
         # Per user, the session windows that search by meaning derives from the matrix
@@ -241,6 +259,8 @@ class MessageVectors:
         model = self.embedder.model_id
         with self._lock:
             cached = self._cache.get(user)
+            if cached is None and self.cache_dir is not None:
+                cached = self._mapped(user)
             changes = (changes_since(self.db, "message", user, model, cached.seq)
                        if cached is not None else None)
             if (cached is not None and changes is not None and not changes.gap
@@ -248,13 +268,142 @@ class MessageVectors:
                                                                  model)):
                 if not changes.ids:
                     cached.seq = changes.through  # seen: pruning past it is no gap
+                    self._cache[user] = cached
                     return cached
                 matrix = self._updated(user, cached, changes.ids, changes.through)
+                if user not in self.windows:  # rebuilt, not appended to: save it whole
+                    self._behind.pop(user, None)
+                elif user in self._behind:
+                    self._behind[user] += len(changes.ids)
             else:
                 matrix = self._load(user)
                 self.windows.pop(user, None)
+                self._behind.pop(user, None)
             self._cache[user] = matrix
             return matrix
+
+    def _file(self, user: str) -> Path:
+        assert self.cache_dir is not None
+        return vector_file.path_for(self.cache_dir, "message", user, self.embedder.model_id)
+
+    def _mapped(self, user: str) -> _Matrix | None:
+        """The user's vectors as the last process that saved them held them, mapped from their
+        file, with their session windows (None: no usable file; a damaged, stale or foreign
+        one is said in one log line, and replaced once the windows are built again)."""
+        path = self._file(user)
+        try:
+            found = vector_file.load(path, "message", user, self.embedder.model_id)
+            if found is None:
+                return None
+            matrix, windows = self._restored(found)
+            self._check(user, matrix)
+        except vector_file.Unusable as exc:
+            log.warning("vector cache %s not used (%s): reading the vectors from the database",
+                        path, exc)
+            return None
+        self.windows[user] = windows
+        self._behind[user] = 0
+        return matrix
+
+    def _restored(self, found: vector_file.Mapped) -> tuple[_Matrix, _Windows]:
+        meta, a = found.meta, found.arrays
+        n = len(a["ids"])
+        storage = Int8Rows(a["codes"], a["scale"], (found.room["codes"], found.room["scale"], [n]))
+        version = int(meta.get("version", 0))
+        centroids = vector_cells.load(self.db, "message", meta["user"], meta["model"])
+        if (centroids.version if centroids is not None else 0) != version:
+            raise vector_file.Unusable("clustered again since")
+        if len(a["scale"]) != n or len(a["prev"]) != n or (
+                version and len(a["row_of"]) != n):
+            raise vector_file.Unusable("layout damaged")
+        windows = _Windows(n, a["prev"], a["next"], a["norm"],
+                           dict(zip(a["sessions"].tolist(), a["last"].tolist(), strict=True)))
+        if not version:
+            return _Matrix(a["ids"], storage, int(meta["seq"])), windows
+        assert centroids is not None
+        if centroids.vectors.shape[1] != a["codes"].shape[1]:
+            raise vector_file.Unusable("another dimension")
+        index = vector_cells.CellIndex.restored(centroids, storage, a["row_of"], a["cell"],
+                                                meta["first"], a["bounds"], meta["built"])
+        return _Matrix(a["ids"], None, int(meta["seq"]), index), windows
+
+    def _check(self, user: str, matrix: _Matrix) -> None:
+        """A file of this user's current history: the change log still reaches back to it, and
+        sampled rows the log says are unchanged hold the database's vectors (a home restored
+        from a backup, another database copied in: not used)."""
+        np = self._np
+        model = self.embedder.model_id
+        if matrix.seq > last_change(self.db, "message", user, model):
+            raise vector_file.Unusable("newer than the database")
+        changes = changes_since(self.db, "message", user, model, matrix.seq)
+        if changes.gap:
+            raise vector_file.Unusable("older than the change log")
+        n = len(matrix.ids)
+        rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLES)).astype(np.int64)) if n else []
+        changed = set(changes.ids)
+        rows = np.array([r for r in rows if int(matrix.ids[r]) not in changed], np.int64)
+        if not len(rows):
+            return
+        wanted = [int(matrix.ids[r]) for r in rows]
+        stored = dict(self.db.execute(
+            "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
+            f"AND message_id IN ({','.join('?' * len(wanted))})",
+            [user, model, *wanted]).fetchall())
+        if set(stored) != set(wanted):
+            raise vector_file.Unusable("rows the database does not have")
+        truth = _float32_of([(m, stored[m]) for m in wanted])
+        if not np.allclose(matrix.dequantized(rows), truth, atol=0.02):
+            raise vector_file.Unusable("rows that differ from the database's")
+
+    def windows_built(self, user: str, matrix: _Matrix, windows: _Windows) -> None:
+        """Told by hermes.memory.sessions.semantic when it has built or extended ``matrix``'s
+        session windows: a long history whose file is missing or REFRESH rows behind is saved
+        (rows, cells, windows) and mapped back, so that this process holds it as the next one
+        will, in pages the kernel can share and drop. A full disk: one log line, and the
+        vectors stay in memory (tried again REFRESH changes later)."""
+        if self.cache_dir is None or len(matrix.ids) < CACHE_MIN:
+            return
+        with self._lock:
+            if (self._cache.get(user) is not matrix or windows.rows != len(matrix.ids)
+                    or self._behind.get(user, REFRESH + 1) <= REFRESH):
+                return
+            path = self._file(user)
+            arrays, meta = self._layout(user, matrix, windows)
+            room = max(len(matrix.ids) // 8, 1024)
+            try:
+                vector_file.save(path, meta, arrays, {"codes": room, "scale": room})
+                found = vector_file.load(path, "message", user, self.embedder.model_id)
+                assert found is not None
+                mapped, mapped_windows = self._restored(found)
+            except (OSError, vector_file.Unusable) as exc:
+                log.warning("could not keep the vectors in %s (%s): they stay in memory", path,
+                            exc)
+                self._behind[user] = 0
+                return
+            mapped.seq = matrix.seq
+            self._cache[user] = mapped
+            self.windows[user] = mapped_windows
+            self._behind[user] = 0
+
+    def _layout(self, user: str, matrix: _Matrix,
+                windows: _Windows) -> tuple[dict[str, Any], dict[str, Any]]:
+        np = self._np
+        storage = matrix.cells.storage if matrix.cells is not None else matrix.rows
+        assert storage is not None
+        last = sorted(windows.last_of_session.items())
+        arrays = {"ids": matrix.ids, "codes": storage.codes, "scale": storage.scale,
+                  "prev": windows.prev, "next": windows.next, "norm": windows.norm,
+                  "sessions": np.array([s for s, _ in last], np.int64),
+                  "last": np.array([r for _, r in last], np.int64)}
+        meta: dict[str, Any] = {"kind": "message", "user": user,
+                                "model": self.embedder.model_id, "seq": matrix.seq,
+                                "version": _version(matrix)}
+        if matrix.cells is not None:
+            cell_arrays, numbers = matrix.cells.layout()
+            arrays.update(cell_arrays)
+            meta.update(numbers)
+        meta["checked"] = sorted(set(arrays) - {"codes", "scale"})
+        return arrays, meta
 
     def _load(self, user: str) -> _Matrix:
         """Every vector of ``user`` for this model, with their cells when the user's vectors
@@ -385,7 +534,7 @@ def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
     messages are always found by their words. (``hermes sessions index``, which exists only to
     embed, loads the model itself and says so as an error.)"""
     try:
-        return MessageVectors(db, embedders.get(model))
+        return MessageVectors(db, embedders.get(model), cache_dir=embedders.cache_dir)
     except HermesError as exc:
         if embedders.first_failure(f"sessions:{model}"):
             log.warning("session search by meaning is off, words only: %s", exc)
