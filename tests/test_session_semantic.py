@@ -289,6 +289,11 @@ def test_timewords_what_asks_when_and_what_names_a_time():
                  "on 5/12", "three days ago", "a few weeks back"):
         assert names_a_time(said), said
     assert not names_a_time("we met at the cafe") and not names_a_time("the lastweekend")
+    # "may" is a month only as a date, the short forms only beside a day: not the verb or a name
+    for said in ("on May 3rd", "the 5th of May", "Jan 5", "Dec. 24", "since May"):
+        assert names_a_time(said), said
+    for said in ("I may be late", "May I ask?", "Jan said hi", "don't mar the table"):
+        assert not names_a_time(said), said
 
 
 def test_only_the_start_of_a_long_message_is_looked_at_for_a_time():
