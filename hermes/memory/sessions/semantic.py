@@ -249,16 +249,18 @@ def _rescaled(values: Any) -> Any:
     return np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0)
 
 
-def message_texts(db: Any, user: str, message_ids: Sequence[int]) -> dict[int, str]:
-    """The content of each of ``user``'s messages among ``message_ids`` (another user's:
-    none), for the length and temporal parts."""
+def message_texts(db: Any, user: str, message_ids: Sequence[int],
+                  head: int = 1000) -> dict[int, tuple[int, str]]:
+    """(characters, the first ``head`` characters) of each of ``user``'s messages among
+    ``message_ids`` (another user's: none), for the length and temporal parts: a pasted log of
+    50,000 characters is measured in SQLite, not copied out whole for each search."""
     ids = list(dict.fromkeys(message_ids))
-    texts: dict[int, str] = {}
+    texts: dict[int, tuple[int, str]] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        texts.update(db.execute(
-            f"SELECT id, content FROM messages WHERE user = ? "
-            f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall())
+        texts.update((mid, (length, text)) for mid, length, text in db.execute(
+            f"SELECT id, length(content), substr(content, 1, ?) FROM messages WHERE user = ? "
+            f"AND id IN ({','.join('?' * len(chunk))})", [head, user, *chunk]).fetchall())
     return texts
 
 
