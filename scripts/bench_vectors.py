@@ -39,9 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 CACHE = "/tmp/lead-vec/all-MiniLM-L6-v2-onnx-int8-dq.json"
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """RSS in MB; ``field`` RssAnon: private memory only, RssFile: pages of mapped files
+    (shared with other processes, dropped by the kernel when memory is short)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -268,23 +270,50 @@ def run_modes(tmp: str, qs: np.ndarray, modes: Sequence[str], spec: dict) -> Non
 
     np.save(Path(tmp) / "q.npy", qs)
     (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-    print("| mode | first search of a new process (CPU, RSS after) | vector part p50 / p99 "
-          "(CPU) | nearest 20 messages / 20 windows: share of the exact |")
-    print("|---|---|---|---|")
+    print("| mode | first search of a new process: CPU, RSS after (of it private) | RSS after "
+          "every query (private) | vector part p50 / p99 (CPU) | nearest 20 messages / 20 "
+          "windows: share of the exact |")
+    print("|---|---|---|---|---|")
     for mode in modes:
         shutil.rmtree(Path(tmp) / "cache", ignore_errors=True)
+        edits = mode.endswith("+edits")
+        mode = mode.removesuffix("+edits")
         runs = ([f"{mode} (saves the file)", f"{mode} (maps it)"] if mode.endswith("+file")
                 else [mode])
+        if edits:  # then EDITS messages edited (their vectors dropped), and a new process
+            runs.append(f"{mode} (maps it after {EDITS} edits)")
         for label in runs:
+            if "edits)" in label:
+                edit_some(spec)
             done = subprocess.run([sys.executable, __file__, "--e2e-only", tmp, mode],
                                   capture_output=True, text=True)
             if done.returncode:
                 print(done.stderr[-2000:])
                 break
             r = json.loads(done.stdout.splitlines()[-1])
-            print(f"| {label} | {r['first']:.2f} s, {r['rss']:,.0f} MB | {r['p50']:.1f} / "
+            print(f"| {label} | {r['first']:.2f} s, {r['rss']:,.0f} MB ({r['anon']:,.0f}) | "
+                  f"{r['rss_end']:,.0f} MB ({r['anon_end']:,.0f}) | {r['p50']:.1f} / "
                   f"{r['p99']:.1f} ms | {r['recall'][0]:.3f} / {r['recall'][1]:.3f} |",
                   flush=True)
+
+
+EDITS = 100
+
+
+def edit_some(spec: dict) -> None:
+    """EDITS of the user's messages edited, spread over the history, as another process
+    would (each edit drops the message's vector: the next search re-embeds a few)."""
+    from hermes.store.db import connect
+
+    db = connect(Path(spec["db"]))
+    ids = [r[0] for r in db.execute("SELECT message_id FROM message_vectors WHERE user = ? "
+                                    "AND model = ? ORDER BY message_id",
+                                    [spec["user"], spec["model"]]).fetchall()]
+    chosen = [ids[i] for i in np.random.default_rng(9).choice(len(ids), EDITS, replace=False)]
+    with db.conn:
+        db.conn.executemany("UPDATE messages SET content = content || ' (edited)' WHERE id = ?",
+                            [(i,) for i in chosen])
+    db.conn.close()
 
 
 def on_home(home: str, user: str, qs: np.ndarray, modes: Sequence[str]) -> None:
@@ -345,7 +374,7 @@ def e2e_only(tmp: str, mode: str) -> None:
         vectors = MessageVectors(db, Queries())
     t = time.process_time()
     semantic.similarities(vectors, user, "0")
-    first, rss = time.process_time() - t, rss_mb()
+    first, rss, anon = time.process_time() - t, rss_mb(), rss_mb("RssAnon")
     rng = np.random.default_rng(5)
     times, found = [], []
     ids = np.asarray(vectors.matrix(user).ids)
@@ -358,6 +387,7 @@ def e2e_only(tmp: str, mode: str) -> None:
         times.append(time.process_time() - t)
         if mode.startswith("cells"):
             found.append((set(sims.nearest_messages(20)), set(sims.nearest_windows(20))))
+    rss_end, anon_end = rss_mb(), rss_mb("RssAnon")
     recall = [1.0, 1.0]
     if mode.startswith("cells"):  # the exact answer, by the full scan, outside the timing
         matrix = vectors.matrix(user)
@@ -372,7 +402,8 @@ def e2e_only(tmp: str, mode: str) -> None:
         recall = [float(np.mean([len(f[part] & e[part]) / 20
                                  for f, e in zip(found, exact, strict=True)])) for part in (0, 1)]
     ms = np.array(times) * 1000
-    print(json.dumps({"first": first, "rss": rss, "p50": float(np.percentile(ms, 50)),
+    print(json.dumps({"first": first, "rss": rss, "anon": anon, "rss_end": rss_end,
+                      "anon_end": anon_end, "p50": float(np.percentile(ms, 50)),
                       "p99": float(np.percentile(ms, 99)), "recall": recall}))
 
 
@@ -389,7 +420,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="*", default=["exact", "cells", "cells+file"],
                         help="shipped path: exact, cells, cells:SCAN_ROWS[:SEEDS], old (the "
                              "code in the checkout named by BENCH_OLD_CODE); +file after any "
-                             "but old: the vectors kept in a file (run twice: saving, mapping)")
+                             "but old: the vectors kept in a file (run twice: saving, mapping); "
+                             "+file+edits: then a third run after 100 edits")
     parser.add_argument("--home", help="run the modes on this home's database instead (a "
                                        "copy: a few messages may be embedded)")
     parser.add_argument("--user", default="owner", help="with --home: whose vectors")

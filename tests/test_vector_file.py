@@ -204,6 +204,37 @@ def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
     assert not owners.exists() and bobs.exists()
 
 
+def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, cache, small):
+    if small != "cells":
+        pytest.skip("a history without cells is read again whole (a few thousand rows)")
+    ids = history(store)
+    searched(store.vectors, "owner")  # saved, mapped back
+    other = new_process(rt, cache)
+    searched(other, "owner")
+    links = other.windows["owner"].prev
+    rt.db.execute("UPDATE messages SET content = 'bank fees' WHERE id = ?", [ids[0]])
+    rt.db.execute("DELETE FROM messages WHERE id = ?", [ids[3]])
+    sims, matrix = searched(other, "owner")  # re-embeds ids[0]; ids[3] has no vector now
+    assert other.windows["owner"].prev is links  # the windows were not built again
+    assert mapped(matrix) and matrix.cells.holes  # nor the rows read again
+    message, window = sims.of([ids[3]])
+    assert np.isnan(message[0]) and np.isnan(window[0]) and ids[3] not in sims.nearest(16)
+    truth = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # read whole, no file
+    alive = [m for m in ids if m != ids[3]]
+    assert np.allclose(sims.of(alive)[0], truth.of(alive)[0], atol=1e-6)
+    assert sims.nearest_messages(2) == truth.nearest_messages(2)  # (cars: ids[1], ids[9])
+    # the windows around the edited message are measured again (it kept its neighbours); the
+    # deleted one's neighbours keep a window of two (read whole: they are joined)
+    away = [m for m in alive if abs(m - ids[3]) > 1]
+    assert np.allclose(sims.of(away)[1], truth.of(away)[1], atol=1e-6)
+    assert not np.allclose(sims.of([ids[2]])[1], truth.of([ids[2]])[1], atol=1e-3)
+    third = new_process(rt, cache)  # the file the second process saved holds all of it
+    again = searched(third, "owner")[0]
+    assert np.allclose(again.of(alive)[0], sims.of(alive)[0], atol=1e-6)
+    assert np.allclose(again.of(alive)[1], sims.of(alive)[1], atol=1e-6)
+    assert np.isnan(again.of([ids[3]])[0][0])
+
+
 def abandoned(path):
     """A temporary file as a write killed midway leaves it (its process gone)."""
     gone = subprocess.Popen([sys.executable, "-c", ""])

@@ -23,6 +23,7 @@ import sqlite_utils
 from hermes.errors import HermesError
 from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
     Similarities,
     _np,
@@ -50,7 +51,6 @@ WINDOW_SEEDS = 400
 # out of SQLite in a few tens of ms); written again once this many of their rows changed since.
 CACHE_MIN = 20_000
 REFRESH = 4_096
-SAMPLES = 16  # rows of a mapped file compared with the database (a file of another database)
 
 
 @dataclass
@@ -68,9 +68,20 @@ class _Matrix:
         if self.cells is None:
             assert self.rows is not None
             return self.rows.cosines(query)
-        out = _np().empty(len(self.ids), _np().float32)
-        out[self.cells.row_of] = self.cells.storage.cosines(query)
+        np = _np()
+        cosines, rows = self.cells.storage.cosines(query), self.cells.row_of
+        if not self.cells.holes:
+            out = np.empty(len(self.ids), np.float32)
+            out[rows] = cosines
+            return out
+        out = np.zeros(len(self.ids), np.float32)  # a row without a vector: 0
+        kept = rows >= 0
+        out[rows[kept]] = cosines[kept]
         return out
+
+    def gone(self) -> Any:
+        """Which rows have lost their vector since the layout was built (None: none can)."""
+        return self.cells.gone if self.cells is not None else None
 
     def cosines_at(self, query: Any, rows: Any) -> Any:
         """float32 cosines of ``query`` to these rows."""
@@ -113,6 +124,7 @@ class ProbedSimilarities(Similarities):
         self._matrix, self._query = matrix, query
         self._prev, self._next, self._norm = prev, nxt, norm
         self._scanned, self._cosines = matrix.cells.scan(query)
+        self._gone = matrix.cells.gone  # rows whose vector was dropped since the build
 
     def _cos(self, rows: Any) -> Any:
         """Exact cosines of these rows; 0 for -1 (no neighbour)."""
@@ -148,6 +160,7 @@ class ProbedSimilarities(Similarities):
         near = self._scanned[_top(self._cosines, max(WINDOW_SEEDS, k))]
         centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
         centres = centres[centres >= 0]
+        centres = centres[~self._gone[centres]]
         return [int(self.ids[row]) for row in centres[_top(self._window(centres), k)]]
 
     def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
@@ -157,6 +170,7 @@ class ProbedSimilarities(Similarities):
         wanted = np.asarray(message_ids, dtype=np.int64)
         at = np.clip(np.searchsorted(self.ids, wanted), 0, max(len(self.ids) - 1, 0))
         present = self.ids[at] == wanted if len(self.ids) else np.zeros(len(wanted), bool)
+        present &= ~self._gone[at]  # its vector dropped: as none yet
         message = np.full(len(wanted), np.nan, np.float32)
         window = np.full(len(wanted), np.nan, np.float32)
         rows = at[present]
@@ -295,8 +309,8 @@ class MessageVectors:
             found = vector_file.load(path, "message", user, self.embedder.model_id)
             if found is None:
                 return None
-            matrix, windows = self._restored(found)
-            self._check(user, matrix)
+            matrix, windows = vector_cache.restored(self.db, found)
+            vector_cache.check(self.db, self.embedder.model_id, user, matrix)
         except vector_file.Unusable as exc:
             log.warning("vector cache %s not used (%s): reading the vectors from the database",
                         path, exc)
@@ -304,56 +318,6 @@ class MessageVectors:
         self.windows[user] = windows
         self._behind[user] = 0
         return matrix
-
-    def _restored(self, found: vector_file.Mapped) -> tuple[_Matrix, _Windows]:
-        meta, a = found.meta, found.arrays
-        n = len(a["ids"])
-        storage = Int8Rows(a["codes"], a["scale"], (found.room["codes"], found.room["scale"], [n]))
-        version = int(meta.get("version", 0))
-        centroids = vector_cells.load(self.db, "message", meta["user"], meta["model"])
-        if (centroids.version if centroids is not None else 0) != version:
-            raise vector_file.Unusable("clustered again since")
-        if len(a["scale"]) != n or len(a["prev"]) != n or (
-                version and len(a["row_of"]) != n):
-            raise vector_file.Unusable("layout damaged")
-        windows = _Windows(n, a["prev"], a["next"], a["norm"],
-                           dict(zip(a["sessions"].tolist(), a["last"].tolist(), strict=True)))
-        if not version:
-            return _Matrix(a["ids"], storage, int(meta["seq"])), windows
-        assert centroids is not None
-        if centroids.vectors.shape[1] != a["codes"].shape[1]:
-            raise vector_file.Unusable("another dimension")
-        index = vector_cells.CellIndex.restored(centroids, storage, a["row_of"], a["cell"],
-                                                meta["first"], a["bounds"], meta["built"])
-        return _Matrix(a["ids"], None, int(meta["seq"]), index), windows
-
-    def _check(self, user: str, matrix: _Matrix) -> None:
-        """A file of this user's current history: the change log still reaches back to it, and
-        sampled rows the log says are unchanged hold the database's vectors (a home restored
-        from a backup, another database copied in: not used)."""
-        np = self._np
-        model = self.embedder.model_id
-        if matrix.seq > last_change(self.db, "message", user, model):
-            raise vector_file.Unusable("newer than the database")
-        changes = changes_since(self.db, "message", user, model, matrix.seq)
-        if changes.gap:
-            raise vector_file.Unusable("older than the change log")
-        n = len(matrix.ids)
-        rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLES)).astype(np.int64)) if n else []
-        changed = set(changes.ids)
-        rows = np.array([r for r in rows if int(matrix.ids[r]) not in changed], np.int64)
-        if not len(rows):
-            return
-        wanted = [int(matrix.ids[r]) for r in rows]
-        stored = dict(self.db.execute(
-            "SELECT message_id, vector FROM message_vectors WHERE user = ? AND model = ? "
-            f"AND message_id IN ({','.join('?' * len(wanted))})",
-            [user, model, *wanted]).fetchall())
-        if set(stored) != set(wanted):
-            raise vector_file.Unusable("rows the database does not have")
-        truth = _float32_of([(m, stored[m]) for m in wanted])
-        if not np.allclose(matrix.dequantized(rows), truth, atol=0.02):
-            raise vector_file.Unusable("rows that differ from the database's")
 
     def windows_built(self, user: str, matrix: _Matrix, windows: _Windows) -> None:
         """Told by hermes.memory.sessions.semantic when it has built or extended ``matrix``'s
@@ -368,13 +332,13 @@ class MessageVectors:
                     or self._behind.get(user, REFRESH + 1) <= REFRESH):
                 return
             path = self._file(user)
-            arrays, meta = self._layout(user, matrix, windows)
+            arrays, meta = vector_cache.layout(user, self.embedder.model_id, matrix, windows)
             room = max(len(matrix.ids) // 8, 1024)
             try:
                 vector_file.save(path, meta, arrays, {"codes": room, "scale": room})
                 found = vector_file.load(path, "message", user, self.embedder.model_id)
                 assert found is not None
-                mapped, mapped_windows = self._restored(found)
+                mapped, mapped_windows = vector_cache.restored(self.db, found)
             except (OSError, vector_file.Unusable) as exc:
                 log.warning("could not keep the vectors in %s (%s): they stay in memory", path,
                             exc)
@@ -384,26 +348,6 @@ class MessageVectors:
             self._cache[user] = mapped
             self.windows[user] = mapped_windows
             self._behind[user] = 0
-
-    def _layout(self, user: str, matrix: _Matrix,
-                windows: _Windows) -> tuple[dict[str, Any], dict[str, Any]]:
-        np = self._np
-        storage = matrix.cells.storage if matrix.cells is not None else matrix.rows
-        assert storage is not None
-        last = sorted(windows.last_of_session.items())
-        arrays = {"ids": matrix.ids, "codes": storage.codes, "scale": storage.scale,
-                  "prev": windows.prev, "next": windows.next, "norm": windows.norm,
-                  "sessions": np.array([s for s, _ in last], np.int64),
-                  "last": np.array([r for _, r in last], np.int64)}
-        meta: dict[str, Any] = {"kind": "message", "user": user,
-                                "model": self.embedder.model_id, "seq": matrix.seq,
-                                "version": _version(matrix)}
-        if matrix.cells is not None:
-            cell_arrays, numbers = matrix.cells.layout()
-            arrays.update(cell_arrays)
-            meta.update(numbers)
-        meta["checked"] = sorted(set(arrays) - {"codes", "scale"})
-        return arrays, meta
 
     def _load(self, user: str) -> _Matrix:
         """Every vector of ``user`` for this model, with their cells when the user's vectors
@@ -465,6 +409,9 @@ class MessageVectors:
         if gone:
             self._dropped.setdefault(user, set()).update(gone)
         last = int(cached.ids[-1]) if len(cached.ids) else 0
+        held = _held(cached.ids, changed)
+        if index is not None and held and not [m for m in new_ids if m < last and m not in held]:
+            return self._changed_in_place(user, cached, found, stored_cell, held, seq)
         ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
         if all(m > last for m in changed) and not gone:  # new messages: appended
             if index is not None:
@@ -472,6 +419,8 @@ class MessageVectors:
             assert cached.rows is not None
             return _Matrix(ids, cached.rows.appended(new_rows), seq)
         keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
+        if index is not None:
+            keep &= ~index.gone
         ids = np.concatenate([cached.ids[keep], np.array(new_ids, dtype=np.int64)])
         rows = Int8Rows.concatenated([cached.id_rows().take(keep), new_rows])
         order = np.argsort(ids, kind="stable")
@@ -481,6 +430,46 @@ class MessageVectors:
         cells = np.concatenate([index.cell[keep], new_cells])[order]
         return _Matrix(ids[order], None, seq,
                        CellIndex(index.centroids, rows.take(order), cells))
+
+    def _changed_in_place(self, user: str, cached: _Matrix, found: dict[int, bytes],
+                          stored_cell: dict[int, int | None], held: dict[int, int],
+                          seq: int) -> _Matrix:
+        """A clustered history whose changed vectors all belong to messages it holds (an
+        edit, a redaction, a deletion, a re-embedding) or come after them (new messages):
+        changed in place (vector_cells.CellIndex.changed), the windows around them measured
+        again, instead of a rebuild of every row and window (seconds at 1M). A message whose
+        vector was dropped keeps its row, without a vector, until it is embedded again."""
+        np = self._np
+        index = cached.cells
+        assert index is not None
+        replaced = np.array(sorted(r for m, r in held.items() if m in found), np.int64)
+        dropped = np.array(sorted(r for m, r in held.items() if m not in found), np.int64)
+        ids = cached.ids
+        blobs = [found[int(ids[r])] for r in replaced]
+        rows = (Int8Rows.from_float16(blobs) if blobs
+                else Int8Rows.empty(index.storage.codes.shape[1]))
+        cells = index.centroids.decode([stored_cell[int(ids[r])] for r in replaced])
+        matrix = _Matrix(ids, None, seq, index.changed(replaced, rows, cells, dropped))
+        windows = self.windows.get(user)
+        if windows is not None and windows.rows == len(ids):
+            touched = np.concatenate([replaced, dropped])
+            around = np.unique(np.concatenate([touched, windows.prev[touched],
+                                               windows.next[touched]]))
+            around = around[around >= 0]
+            norm = windows.norm.copy()
+            norm[around] = semantic._window_norms(matrix, windows.prev, windows.next, around)
+            self.windows[user] = _Windows(windows.rows, windows.prev, windows.next, norm,
+                                          windows.last_of_session)
+        else:
+            self.windows.pop(user, None)
+        later = sorted(m for m in found if m > int(ids[-1]))
+        if later:
+            assert matrix.cells is not None
+            matrix = _Matrix(np.concatenate([ids, np.array(later, np.int64)]), None, seq,
+                             matrix.cells.appended(
+                                 Int8Rows.from_float16([found[m] for m in later]),
+                                 index.centroids.decode([stored_cell[m] for m in later])))
+        return matrix
 
     def matrix(self, user: str) -> _Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
@@ -513,6 +502,17 @@ class MessageVectors:
         top = _top(scores, k)
         at = top if rows is None else rows[top]
         return [(int(matrix.ids[i]), float(scores[j])) for i, j in zip(at, top, strict=True)]
+
+
+def _held(ids: Any, wanted: Sequence[int]) -> dict[int, int]:
+    """Which of ``wanted`` are among ``ids`` (ascending), with their rows."""
+    np = _np()
+    if not len(ids) or not wanted:
+        return {}
+    asked = np.asarray(wanted, dtype=np.int64)
+    at = np.clip(np.searchsorted(ids, asked), 0, len(ids) - 1)
+    hit = ids[at] == asked
+    return {int(m): int(r) for m, r in zip(asked[hit], at[hit], strict=True)}
 
 
 def _version(matrix: _Matrix) -> int:
