@@ -558,6 +558,15 @@ def misses_table(label: str, rows: Sequence[Scored]) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def _restored(cells_module, vectors_module, values: tuple[int, int]) -> Iterator[None]:
+    """IVF_MIN and FACT_SCAN_ROWS as they were, once the run is over (--fact-cells)."""
+    try:
+        yield
+    finally:
+        cells_module.IVF_MIN, vectors_module.FACT_SCAN_ROWS = values
+
+
 def halves_of(rows: Sequence[Scored]) -> dict[str, Summary]:
     return {
         "tuning half": summarise([r for r in rows if r.sample_id in data.TUNING_HALF]),
@@ -661,6 +670,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exchange-weight", type=float,
                         help="facts: the bm25 weight of a fact's exchange column "
                              "(hermes.memory.facts.records.EXCHANGE_WEIGHT)")
+    parser.add_argument("--fact-cells", type=int, metavar="ROWS",
+                        help="facts mode: cluster each conversation's fact vectors into cells "
+                             "(as a user's are from 32,768 facts on) and scan about ROWS of them "
+                             "per query (FACT_SCAN_ROWS), to measure what the cells' scan loses")
     parser.add_argument("--vector-cache", metavar="DIR",
                         help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--compare", action="store_true",
@@ -744,7 +757,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         fact_search.BM25 = fact_records.BM25.replace(
             f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
         label += f" (exchange weight {args.exchange_weight})"
-    with recall_params(**knobs):
+    from hermes.memory import vector_cells
+
+    scan_before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
+    if args.fact_cells:
+        vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS = 1, args.fact_cells
+        label += f" (fact cells, ~{args.fact_cells} rows scanned)"
+    with recall_params(**knobs), _restored(vector_cells, fact_vectors, scan_before):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))
             print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} "
