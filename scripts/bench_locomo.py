@@ -185,14 +185,20 @@ def _load_facts(conv: data.Conversation, db, args):
         from hermes.memory.facts.vectors import FactVectors
 
         vectors = FactVectors(db, cached_embedder(args.embeddings, args.vector_cache))
-    facts = FactStore(db, FactsConfig(), clock=FakeClock(), vectors=vectors)
+    # Asked the day after the last session, as session search is; each fact dated when it was
+    # said, as the extraction worker dates it (valid_from: the last message of its exchange).
+    facts = FactStore(db, FactsConfig(), vectors=vectors,
+                      clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)))
+    said = dict(db.execute("SELECT id, created_at FROM messages WHERE user = ?", [user]))
     refused = 0
     for obs in conv.observations:
+        sources = [by_dia[d] for d in obs.dia_ids]
         try:
             facts.add(
                 user, obs.text, category="general", kind="episodic",
                 source_session_id=sessions.get(f"{conv.sample_id}:session_{obs.session}"),
-                source_message_ids=[by_dia[d] for d in obs.dia_ids],
+                source_message_ids=sources,
+                valid_from=max((said[m] for m in sources), default=None),
             )
         except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
             refused += 1
