@@ -14,6 +14,7 @@ from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.facts.matched import why_found  # noqa: E402
 from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
@@ -176,6 +177,10 @@ def test_a_fact_said_when_the_question_names_ranks_first_by_the_stores_clock(fac
     assert order[0] == hall.id and order.index(later.id) < order.index(before.id)
     assert {f.id: f.explain["date"] for f in found} == {
         hall.id: 1.0, later.id: 0.5, before.id: 0.0, loved.id: 0.0}
+    reasons = {f.id: why_found(f) for f in found}
+    assert reasons[hall.id].endswith("said 2024-01-12, the time asked")
+    assert reasons[later.id].endswith("said 2024-02-05, soon after the time asked")
+    assert "said" not in reasons[loved.id]
     # Bob's fact said in January is never mine
     assert bobs.fact.id not in order and all(f.user == "owner" for f in found)
     # "last week" is read by the store's clock (2026-11-29): a fact said three days before
