@@ -39,9 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 CACHE = "/tmp/lead-vec/all-MiniLM-L6-v2-onnx-int8-dq.json"
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """RSS in MB; ``field`` RssAnon: private memory only, RssFile: pages of mapped files
+    (shared with other processes, dropped by the kernel when memory is short)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -220,7 +222,6 @@ def end_to_end(x: np.ndarray, qs: np.ndarray, modes: Sequence[str],
     process per mode, the first search (load + session windows: a CLI's start) and each
     search's vector part (semantic.similarities, its nearest 20 messages and windows, the exact
     cosines of a 100-message word pool), exact scan vs cells."""
-    import subprocess
 
     from hermes.memory import vector_cells
     from hermes.memory.sessions.vectors import _float32_of
@@ -254,22 +255,83 @@ def end_to_end(x: np.ndarray, qs: np.ndarray, modes: Sequence[str],
         vector_cells.maybe_cluster(db, "message", "u", "bench", _float32_of)
         build = time.process_time() - t
         db.conn.close()
-        np.save(Path(tmp) / "q.npy", qs)
         print(f"\n## The shipped path: {n:,} messages, {len(qs)} queries (load average "
               f"{os.getloadavg()[0]:.1f}); clustering as the background pass does it: "
               f"{build:.1f} s CPU")
-        print("| mode | first search (CPU, RSS after) | vector part p50 / p99 (CPU) | "
-              "nearest 20 messages / 20 windows: share of the exact |")
-        print("|---|---|---|---|")
-        for mode in modes:
+        run_modes(tmp, qs, modes, {"db": str(path), "user": "u", "model": "bench"})
+
+
+def run_modes(tmp: str, qs: np.ndarray, modes: Sequence[str], spec: dict) -> None:
+    """Each mode in a fresh process on the database of ``spec`` (db, user, model). A mode
+    ending in ``+file`` keeps the user's vectors in a file (<tmp>/cache: none at first): it
+    runs twice, the first process building and saving the file, the second mapping it."""
+    import shutil
+    import subprocess
+
+    np.save(Path(tmp) / "q.npy", qs)
+    (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+    print("| mode | first search of a new process: CPU, RSS after (of it private) | RSS after "
+          "every query (private) | vector part p50 / p99 (CPU) | nearest 20 messages / 20 "
+          "windows: share of the exact |")
+    print("|---|---|---|---|---|")
+    for mode in modes:
+        shutil.rmtree(Path(tmp) / "cache", ignore_errors=True)
+        edits = mode.endswith("+edits")
+        mode = mode.removesuffix("+edits")
+        runs = ([f"{mode} (saves the file)", f"{mode} (maps it)"] if mode.endswith("+file")
+                else [mode])
+        if edits:  # then EDITS messages edited (their vectors dropped), and a new process
+            runs.append(f"{mode} (maps it after {EDITS} edits)")
+        for label in runs:
+            if "edits)" in label:
+                edit_some(spec)
             done = subprocess.run([sys.executable, __file__, "--e2e-only", tmp, mode],
                                   capture_output=True, text=True)
             if done.returncode:
                 print(done.stderr[-2000:])
-                continue
+                break
             r = json.loads(done.stdout.splitlines()[-1])
-            print(f"| {mode} | {r['first']:.2f} s, {r['rss']:,.0f} MB | {r['p50']:.1f} / "
-                  f"{r['p99']:.1f} ms | {r['recall'][0]:.3f} / {r['recall'][1]:.3f} |")
+            print(f"| {label} | {r['first']:.2f} s, {r['rss']:,.0f} MB ({r['anon']:,.0f}) | "
+                  f"{r['rss_end']:,.0f} MB ({r['anon_end']:,.0f}) | {r['p50']:.1f} / "
+                  f"{r['p99']:.1f} ms | {r['recall'][0]:.3f} / {r['recall'][1]:.3f} |",
+                  flush=True)
+
+
+EDITS = 100
+
+
+def edit_some(spec: dict) -> None:
+    """EDITS of the user's messages edited, spread over the history, as another process
+    would (each edit drops the message's vector: the next search re-embeds a few)."""
+    from hermes.store.db import connect
+
+    db = connect(Path(spec["db"]))
+    ids = [r[0] for r in db.execute("SELECT message_id FROM message_vectors WHERE user = ? "
+                                    "AND model = ? ORDER BY message_id",
+                                    [spec["user"], spec["model"]]).fetchall()]
+    chosen = [ids[i] for i in np.random.default_rng(9).choice(len(ids), EDITS, replace=False)]
+    with db.conn:
+        db.conn.executemany("UPDATE messages SET content = content || ' (edited)' WHERE id = ?",
+                            [(i,) for i in chosen])
+    db.conn.close()
+
+
+def on_home(home: str, user: str, qs: np.ndarray, modes: Sequence[str]) -> None:
+    """The modes on an existing home (e.g. bench_turn's 1M messages: a COPY, the bench may
+    embed a few messages without a vector), its user's vectors of their commonest model."""
+    from hermes.store.db import connect
+
+    db_path = Path(home) / "hermes.db"
+    db = connect(db_path)
+    model, n = db.execute("SELECT model, count(*) FROM message_vectors WHERE user = ? "
+                          "GROUP BY model ORDER BY 2 DESC LIMIT 1", [user]).fetchone()
+    sessions = db.execute("SELECT count(DISTINCT session_id) FROM messages WHERE user = ?",
+                          [user]).fetchone()[0]
+    db.conn.close()
+    print(f"\n## {home}: user {user}, {n:,} message vectors ({model}) in {sessions:,} sessions, "
+          f"{len(qs)} queries (load average {os.getloadavg()[0]:.1f})")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        run_modes(tmp, qs, modes, {"db": str(db_path), "user": user, "model": model})
 
 
 def e2e_only(tmp: str, mode: str) -> None:
@@ -280,12 +342,15 @@ def e2e_only(tmp: str, mode: str) -> None:
     from hermes.store.db import connect
 
     qs = np.load(Path(tmp) / "q.npy")
+    spec = json.loads((Path(tmp) / "spec.json").read_text())
+    user = spec["user"]
 
     class Queries:
-        model_id = "bench"
+        model_id = spec["model"]
 
-        def embed(self, texts):  # every message has its vector: never called
-            raise AssertionError(texts)
+        def embed(self, texts):  # a message without a vector (a home's newest): any unit one
+            x = np.random.default_rng(len(texts)).standard_normal((len(texts), qs.shape[1]))
+            return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
         def embed_query(self, text):
             return qs[int(text)]
@@ -299,30 +364,34 @@ def e2e_only(tmp: str, mode: str) -> None:
         if mode.startswith("cells:"):  # another scan size (and window seeds): cells:8192:80
             from hermes.memory.sessions import vectors as message_vectors
 
-            vector_cells.SCAN_ROWS = int(mode.split(":")[1])
+            vector_cells.SCAN_ROWS = int(mode.split(":")[1].removesuffix("+file"))
             if mode.count(":") == 2:
-                message_vectors.WINDOW_SEEDS = int(mode.split(":")[2])
-    db = connect(Path(tmp) / "e2e.db")
-    vectors = MessageVectors(db, Queries())
+                message_vectors.WINDOW_SEEDS = int(mode.split(":")[2].removesuffix("+file"))
+    db = connect(Path(spec["db"]))
+    if mode.endswith("+file"):  # the user's vectors kept in <tmp>/cache (vector_file)
+        vectors = MessageVectors(db, Queries(), Path(tmp) / "cache")
+    else:
+        vectors = MessageVectors(db, Queries())
     t = time.process_time()
-    semantic.similarities(vectors, "u", "0")
-    first, rss = time.process_time() - t, rss_mb()
+    semantic.similarities(vectors, user, "0")
+    first, rss, anon = time.process_time() - t, rss_mb(), rss_mb("RssAnon")
     rng = np.random.default_rng(5)
     times, found = [], []
-    n = len(vectors.matrix("u").ids)
+    ids = np.asarray(vectors.matrix(user).ids)
     for i in range(len(qs)):
-        pool = rng.integers(1, n + 1, 100).tolist()
+        pool = ids[rng.integers(0, len(ids), 100)].tolist()
         t = time.process_time()
-        sims = semantic.similarities(vectors, "u", str(i))
+        sims = semantic.similarities(vectors, user, str(i))
         sims.nearest(20)
         sims.of(pool)
         times.append(time.process_time() - t)
         if mode.startswith("cells"):
             found.append((set(sims.nearest_messages(20)), set(sims.nearest_windows(20))))
+    rss_end, anon_end = rss_mb(), rss_mb("RssAnon")
     recall = [1.0, 1.0]
     if mode.startswith("cells"):  # the exact answer, by the full scan, outside the timing
-        matrix = vectors.matrix("u")
-        win = semantic._windows_of(vectors, "u", matrix)
+        matrix = vectors.matrix(user)
+        win = semantic._windows_of(vectors, user, matrix)
         exact = []
         for q in qs:
             cos = matrix.cosines(q)  # every row (the full scan)
@@ -333,7 +402,8 @@ def e2e_only(tmp: str, mode: str) -> None:
         recall = [float(np.mean([len(f[part] & e[part]) / 20
                                  for f, e in zip(found, exact, strict=True)])) for part in (0, 1)]
     ms = np.array(times) * 1000
-    print(json.dumps({"first": first, "rss": rss, "p50": float(np.percentile(ms, 50)),
+    print(json.dumps({"first": first, "rss": rss, "anon": anon, "rss_end": rss_end,
+                      "anon_end": anon_end, "p50": float(np.percentile(ms, 50)),
                       "p99": float(np.percentile(ms, 99)), "recall": recall}))
 
 
@@ -347,9 +417,14 @@ def main() -> None:
     parser.add_argument("--e2e-only", nargs=2, metavar=("DIR", "MODE"), help=argparse.SUPPRESS)
     parser.add_argument("--no-e2e", action="store_true", help="skip the shipped path")
     parser.add_argument("--e2e-alone", action="store_true", help="only the shipped path")
-    parser.add_argument("--modes", nargs="*", default=["exact", "cells"],
-                        help="shipped path: exact, cells, cells:SCAN_ROWS, old (the code in "
-                             "the checkout named by BENCH_OLD_CODE)")
+    parser.add_argument("--modes", nargs="*", default=["exact", "cells", "cells+file"],
+                        help="shipped path: exact, cells, cells:SCAN_ROWS[:SEEDS], old (the "
+                             "code in the checkout named by BENCH_OLD_CODE); +file after any "
+                             "but old: the vectors kept in a file (run twice: saving, mapping); "
+                             "+file+edits: then a third run after 100 edits")
+    parser.add_argument("--home", help="run the modes on this home's database instead (a "
+                                       "copy: a few messages may be embedded)")
+    parser.add_argument("--user", default="owner", help="with --home: whose vectors")
     args = parser.parse_args()
     if args.load_only:
         return load_only(*args.load_only)
@@ -357,6 +432,8 @@ def main() -> None:
         return e2e_only(*args.e2e_only)
     real = real_vectors(args.vectors)
     qs = queries(real, args.queries)
+    if args.home:
+        return on_home(args.home, args.user, qs, args.modes)
     if not args.e2e_alone:
         report("LoCoMo's real vectors", real, qs, False, 64)
     if not args.no_e2e:  # LoCoMo's real vectors as one long history, clustered all the same

@@ -110,3 +110,24 @@ def test_a_fact_found_by_words_outside_the_scanned_cells_gets_its_exact_cosine(
     exact = float(toy.embed_query(query) @ toy._vectors([umbrella.content])[0])
     assert by_id[umbrella.id].explain["cosine"] == pytest.approx(exact, abs=0.01)
     assert not set(by_id) & set(bobs)
+
+
+def test_a_frequent_words_count_is_remembered_without_asking_the_index_again(
+        db, clock, monkeypatch):
+    from hermes.memory.facts import recall as fact_recall
+    from hermes.store.fts import build_match
+
+    monkeypatch.setattr(fact_recall, "FRESH_COUNT", 1)  # two facts make a word frequent
+    facts = FactStore(db, FactsConfig(), clock)
+    for n in range(3):
+        facts.add("owner", f"Kestrel sighting number {n}")
+    facts.add("bob", "Bob saw a kestrel too")
+    recall = FactRecall(facts, clock)
+    term = build_match("kestrel").terms[0]
+    assert recall.doc_count("owner", term) == 3
+    assert recall.doc_count("bob", term) == 1  # remembered per user
+    facts.add("owner", "Kestrel sighting number 4")
+    count, seen = statements_of(db, lambda: recall.doc_count("owner", term))
+    assert (count, seen) == (3, [])  # remembered: no statement at all
+    clock.advance(seconds=fact_recall.DF_CACHE_SECONDS + 1)
+    assert recall.doc_count("owner", term) == 4  # counted again once it is old

@@ -145,3 +145,25 @@ def test_m019_reads_each_facts_sources_by_id_never_scanning_every_message(tmp_pa
     assert plan[0] == "SCAN f"
     assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan
     assert "SCAN m" not in plan
+
+
+def test_m025_drops_the_vectors_of_messages_redacted_before_m022(tmp_path):
+    """A message `hermes sessions redact` rewrote before m022 kept the vector of its text with
+    the secret; m025 drops it (and only it), logged, so every process reads the change."""
+    from hermes.store.migrations.bookkeeping import m025_redacted_vectors
+
+    db = connect(tmp_path / "old.db")
+    db.execute("INSERT INTO sessions (id, user, source, started_at, last_active_at) VALUES "
+               "(1, 'owner', 'terminal', '2026-01-01', '2026-01-01')")
+    for mid, text in [(1, "deploy with [redacted gitlab token …rS6t] please"),
+                      (2, "nothing secret here")]:
+        db.execute("INSERT INTO messages (id, session_id, user, role, content, created_at) "
+                   "VALUES (?, 1, 'owner', 'user', ?, '2026-01-01')", [mid, text])
+        db.execute("INSERT INTO message_vectors (message_id, user, model, vector) "
+                   "VALUES (?, 'owner', 'toy', x'0000')", [mid])
+    seq = db.execute("SELECT max(seq) FROM vector_changes").fetchone()[0]
+    m025_redacted_vectors(db)
+    kept = [r[0] for r in db.execute("SELECT message_id FROM message_vectors").fetchall()]
+    assert kept == [2]
+    assert db.execute("SELECT item_id FROM vector_changes WHERE seq > ?",
+                      [seq]).fetchall() == [(1,)]

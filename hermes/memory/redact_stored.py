@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.memory import vector_file
 from hermes.memory.guard import find_problem
 from hermes.memory.secrets import redact, redact_json, redact_text
 from hermes.store.db import write_transaction
@@ -64,6 +65,8 @@ def redact_stored(rt: Any, user: str) -> RedactReport:
                     "UPDATE messages SET content = ?, tool_args = ? WHERE id = ? AND user = ?",
                     [(c, a, i, user) for c, a, i in changes])
             report.messages += len(changes)
+    if report.messages:  # the vectors of the old text: dropped by the database, and their copy
+        vector_file.discard(rt.settings.home_path / "cache", user)
     sessions = db.execute("SELECT id, title, summary FROM sessions WHERE user = ?",
                           [user]).fetchall()
     changed = [(redact_text(t) if t else t, redact_text(s) if s else s, i)

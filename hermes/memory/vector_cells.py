@@ -181,6 +181,67 @@ class CellIndex:
         index.storage = Int8Rows.allocated(len(index.row_of), dim)
         return index
 
+    @classmethod
+    def restored(cls, centroids: Centroids, storage: Int8Rows, arrays: dict[str, Any],
+                 numbers: dict[str, Any]) -> CellIndex:
+        """An index as :meth:`layout` described it (hermes.memory.vector_file: a process maps
+        what another saved), rows appended or changed since its build included."""
+        index = object.__new__(cls)
+        index.centroids, index.storage = centroids, storage
+        index.row_of, index.pos, index.cell = arrays["row_of"], arrays["pos"], arrays["cell"]
+        index.bounds, index.gone = arrays["bounds"], arrays["gone"].astype(bool)
+        index.first, index.built = int(numbers["first"]), int(numbers["built"])
+        index.holes = bool(numbers["holes"])
+        return index
+
+    def layout(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(arrays, numbers) that :meth:`restored` builds this index again from, storage
+        aside."""
+        np = _np()
+        return ({"row_of": self.row_of, "pos": self.pos, "cell": self.cell,
+                 "bounds": self.bounds, "gone": self.gone.view(np.uint8)},
+                {"first": self.first, "built": self.built, "holes": self.holes})
+
+    def _copy(self) -> CellIndex:
+        grown = object.__new__(CellIndex)
+        grown.__dict__.update(self.__dict__)
+        return grown
+
+    def changed(self, replaced: Any, rows: Int8Rows, cells: Any, dropped: Any) -> CellIndex:
+        """This index with the vectors of owner rows ``replaced`` (ascending) replaced by
+        ``rows`` (their decoded ``cells``) and owner rows ``dropped`` left without one (they
+        keep their place: :attr:`gone`), without a rebuild: a row whose cell is the same is
+        written over in its place; another's old place is emptied (a hole: never a scan's
+        result) and the row joins the rows added since the build (always scanned). The
+        storage is written in place; the small arrays are copied (a search under way keeps
+        its own)."""
+        np = _np()
+        replaced = np.asarray(replaced, dtype=np.int64)
+        dropped = np.asarray(dropped, dtype=np.int64)
+        cells = np.asarray(cells, dtype=np.int32)
+        grown = self._copy()
+        grown.row_of, grown.pos = self.row_of.copy(), self.pos.copy()
+        grown.cell, grown.gone = self.cell.copy(), self.gone.copy()
+        same = (cells == self.cell[replaced]) & ~self.gone[replaced]
+        if same.any():
+            self.storage.put(self.pos[replaced[same]], rows.take(np.flatnonzero(same)))
+        moved = replaced[~same]
+        emptied = np.concatenate([moved[~self.gone[moved]], dropped[~self.gone[dropped]]])
+        if len(emptied):
+            slots = self.pos[emptied]
+            self.storage.put(slots, Int8Rows.allocated(len(slots), self.storage.codes.shape[1]))
+            grown.row_of[slots] = -1
+            grown.holes = True
+        if len(moved):
+            start = len(self.storage)
+            grown.storage = self.storage.appended(rows.take(np.flatnonzero(~same)))
+            grown.row_of = np.concatenate([grown.row_of, moved])
+            grown.pos[moved] = np.arange(start, start + len(moved), dtype=np.int64)
+            grown.cell[moved] = cells[~same]
+        grown.gone[dropped] = True
+        grown.gone[replaced] = False
+        return grown
+
     def _lay_out(self, centroids: Centroids, cell: Any) -> None:
         np = _np()
         self.centroids = centroids
@@ -194,23 +255,34 @@ class CellIndex:
         self.bounds = self.first + np.searchsorted(
             ordered[self.first :], np.arange(len(centroids.vectors) + 1))
         self.built = len(order)
+        # Owner rows without a vector (dropped since the build: :meth:`changed`), and whether
+        # row_of has holes (-1: a place emptied by a change, never a scan's result)
+        self.gone = np.zeros(len(order), bool)
+        self.holes = False
 
     def __len__(self) -> int:
+        """Places in the storage (the owner's rows, and places a change emptied)."""
         return len(self.row_of)
 
     def appended(self, rows: Int8Rows, cells: Any) -> CellIndex:
         """This index with owner rows appended (their stored ``cells``, decoded)."""
         np = _np()
         cell = np.concatenate([self.cell, np.asarray(cells, dtype=np.int32)])
-        if len(cell) - self.built > SCAN_ROWS // 4:
-            return CellIndex(self.centroids, self.owner_rows().appended(rows), cell)
-        grown = object.__new__(CellIndex)
-        grown.__dict__.update(self.__dict__)
-        n, m = len(self), len(rows)
+        m = len(rows)
+        gone = np.concatenate([self.gone, np.zeros(m, bool)])
+        if len(self) + m - self.built > SCAN_ROWS // 4:
+            rebuilt = CellIndex(self.centroids, self.owner_rows().appended(rows), cell)
+            if gone.any():  # their (zero) vectors are no scan's result
+                rebuilt.gone, rebuilt.holes = gone, True
+                rebuilt.row_of[rebuilt.pos[gone]] = -1
+            return rebuilt
+        grown = self._copy()
+        owners, slots = len(self.pos), len(self)
         grown.storage = self.storage.appended(rows)
-        grown.row_of = np.concatenate([self.row_of, np.arange(n, n + m, dtype=np.int64)])
-        grown.pos = np.concatenate([self.pos, np.arange(n, n + m, dtype=np.int64)])
-        grown.cell = cell
+        grown.row_of = np.concatenate([self.row_of,
+                                       np.arange(owners, owners + m, dtype=np.int64)])
+        grown.pos = np.concatenate([self.pos, np.arange(slots, slots + m, dtype=np.int64)])
+        grown.cell, grown.gone = cell, gone
         return grown
 
     def owner_rows(self) -> Int8Rows:
@@ -239,4 +311,8 @@ class CellIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         at = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
         cosines = np.concatenate([self.storage.cosines(query, slice(a, b)) for a, b in spans])
-        return self.row_of[at], cosines
+        rows = self.row_of[at]
+        if self.holes:
+            kept = rows >= 0
+            return rows[kept], cosines[kept]
+        return rows, cosines

@@ -30,7 +30,7 @@ from hermes.memory.sessions.records import (
     read_session,
     read_window,
 )
-from hermes.memory.sessions.timewords import asks_when, names_a_time
+from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
 
@@ -185,13 +185,13 @@ class SessionSearch:
         if sims is not None:
             extras = [m for m, _ in dense or []]
             pool = [r.message_id for r in ranked[: semantic.DEFAULT_SEMANTIC.pool]] + extras
-            texts = semantic.message_texts(self.db, user, pool)
+            texts = semantic.message_texts(self.db, user, pool, TIME_SCAN_CHARS)
             # What the question asks (the query's own words, not `meaning`, the text embedded).
-            timed = {mid for mid, text in texts.items() if names_a_time(text)} \
+            timed = {mid for mid, (_, text) in texts.items() if names_a_time(text)} \
                 if asks_when(rerank.plan_text(plan)) else set()
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=limit or wanted,
-                lengths={mid: len(text) for mid, text in texts.items()}, timed=timed)
+                lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed)
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}

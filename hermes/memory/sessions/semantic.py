@@ -174,16 +174,28 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             if ordered[at] >= 0:
                 last[int(ordered[at])] = int(order[at])
         rows = np.unique(np.concatenate(touched)) if touched else rows_new
-        for begin in range(0, len(rows), 32768):  # never a float32 copy of every row at once
-            part = rows[begin : begin + 32768]
-            total = matrix.dequantized(part)
-            for side in (prev, nxt):
-                has = side[part] >= 0
-                total[has] += matrix.dequantized(side[part][has])
-            norm[part] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+        norm[rows] = _window_norms(matrix, prev, nxt, rows)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
+        vectors.windows_built(user, matrix, done)  # a long history: saved for the next process
         return done
+
+
+def _window_norms(matrix: Any, prev: Any, nxt: Any, rows: Any) -> Any:
+    """The length of each of ``rows``' window (the sum of its vector and its neighbours'), in
+    chunks: never a float32 copy of every row at once. (A row whose vector was dropped counts
+    as a zero vector: hermes.memory.sessions.vectors keeps its place until it is embedded
+    again.)"""
+    np = _np()
+    out = np.empty(len(rows), np.float32)
+    for begin in range(0, len(rows), 32768):
+        part = rows[begin : begin + 32768]
+        total = matrix.dequantized(part)
+        for side in (prev, nxt):
+            has = side[part] >= 0
+            total[has] += matrix.dequantized(side[part][has])
+        out[begin : begin + len(part)] = np.maximum(np.linalg.norm(total, axis=1), 1e-6)
+    return out
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -237,16 +249,18 @@ def _rescaled(values: Any) -> Any:
     return np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0)
 
 
-def message_texts(db: Any, user: str, message_ids: Sequence[int]) -> dict[int, str]:
-    """The content of each of ``user``'s messages among ``message_ids`` (another user's:
-    none), for the length and temporal parts."""
+def message_texts(db: Any, user: str, message_ids: Sequence[int],
+                  head: int = 1000) -> dict[int, tuple[int, str]]:
+    """(characters, the first ``head`` characters) of each of ``user``'s messages among
+    ``message_ids`` (another user's: none), for the length and temporal parts: a pasted log of
+    50,000 characters is measured in SQLite, not copied out whole for each search."""
     ids = list(dict.fromkeys(message_ids))
-    texts: dict[int, str] = {}
+    texts: dict[int, tuple[int, str]] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        texts.update(db.execute(
-            f"SELECT id, content FROM messages WHERE user = ? "
-            f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall())
+        texts.update((mid, (length, text)) for mid, length, text in db.execute(
+            f"SELECT id, length(content), substr(content, 1, ?) FROM messages WHERE user = ? "
+            f"AND id IN ({','.join('?' * len(chunk))})", [head, user, *chunk]).fetchall())
     return texts
 
 

@@ -4,7 +4,9 @@ the models; hermes.memory.sessions.semantic re-scores session search with these 
 
 Vectors are stored as float16 blobs (768 bytes a message with MiniLM). Messages are embedded
 lazily: in the background by ``hermes run``, all at once by ``hermes sessions index``, and the
-newest few (INLINE_INDEX) before a search.
+newest few (INLINE_INDEX) before a search. A long history is also kept, as this process holds
+it, in a file under ``<home>/cache/vectors/`` that the next process maps instead of reading
+SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,20 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from hermes.errors import HermesError
-from hermes.memory import vector_cells
+from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
-from hermes.memory.sessions.semantic import Similarities, _np  # numpy, imported when used
+from hermes.memory.sessions import semantic, vector_cache
+from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
+    Similarities,
+    _np,
+    _Windows,
+)
 from hermes.memory.vector_cells import CellIndex
 from hermes.memory.vector_matrix import (
     SCAN_CHUNK,
@@ -39,6 +47,10 @@ INDEX_BATCH = 32
 INLINE_INDEX = 32
 # With cells, the windows nearest a query are looked for around its nearest this-many messages.
 WINDOW_SEEDS = 400
+# A user's vectors are kept in a file under <home>/cache/vectors from this many (fewer are read
+# out of SQLite in a few tens of ms); written again once this many of their rows changed since.
+CACHE_MIN = 20_000
+REFRESH = 4_096
 
 
 @dataclass
@@ -56,9 +68,20 @@ class _Matrix:
         if self.cells is None:
             assert self.rows is not None
             return self.rows.cosines(query)
-        out = _np().empty(len(self.ids), _np().float32)
-        out[self.cells.row_of] = self.cells.storage.cosines(query)
+        np = _np()
+        cosines, rows = self.cells.storage.cosines(query), self.cells.row_of
+        if not self.cells.holes:
+            out = np.empty(len(self.ids), np.float32)
+            out[rows] = cosines
+            return out
+        out = np.zeros(len(self.ids), np.float32)  # a row without a vector: 0
+        kept = rows >= 0
+        out[rows[kept]] = cosines[kept]
         return out
+
+    def gone(self) -> Any:
+        """Which rows have lost their vector since the layout was built (None: none can)."""
+        return self.cells.gone if self.cells is not None else None
 
     def cosines_at(self, query: Any, rows: Any) -> Any:
         """float32 cosines of ``query`` to these rows."""
@@ -101,6 +124,7 @@ class ProbedSimilarities(Similarities):
         self._matrix, self._query = matrix, query
         self._prev, self._next, self._norm = prev, nxt, norm
         self._scanned, self._cosines = matrix.cells.scan(query)
+        self._gone = matrix.cells.gone  # rows whose vector was dropped since the build
 
     def _cos(self, rows: Any) -> Any:
         """Exact cosines of these rows; 0 for -1 (no neighbour)."""
@@ -136,6 +160,7 @@ class ProbedSimilarities(Similarities):
         near = self._scanned[_top(self._cosines, max(WINDOW_SEEDS, k))]
         centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
         centres = centres[centres >= 0]
+        centres = centres[~self._gone[centres]]
         return [int(self.ids[row]) for row in centres[_top(self._window(centres), k)]]
 
     def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
@@ -145,6 +170,7 @@ class ProbedSimilarities(Similarities):
         wanted = np.asarray(message_ids, dtype=np.int64)
         at = np.clip(np.searchsorted(self.ids, wanted), 0, max(len(self.ids) - 1, 0))
         present = self.ids[at] == wanted if len(self.ids) else np.zeros(len(wanted), bool)
+        present &= ~self._gone[at]  # its vector dropped: as none yet
         message = np.full(len(wanted), np.nan, np.float32)
         window = np.full(len(wanted), np.nan, np.float32)
         rows = at[present]
@@ -167,12 +193,18 @@ def _top(values: Any, k: int) -> Any:
 class MessageVectors:
     """Message vectors of one database, indexed lazily and searched by cosine similarity."""
 
-    def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
+    def __init__(self, db: sqlite_utils.Database, embedder: Embedder,
+                 cache_dir: Path | None = None) -> None:
         import numpy as np
 
         self._np = np
         self.db = db
         self.embedder = embedder
+        # <home>/cache: long histories are kept there between processes (None: never)
+        self.cache_dir = cache_dir
+        # Per user, how many rows changed since the file this process holds (or mapped) was
+        # written; no entry: this process's state is not in a file yet.
+        self._behind: dict[str, int] = {}
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
         # Per user, the session windows that search by meaning derives from the matrix
@@ -241,6 +273,8 @@ class MessageVectors:
         model = self.embedder.model_id
         with self._lock:
             cached = self._cache.get(user)
+            if cached is None and self.cache_dir is not None:
+                cached = self._mapped(user)
             changes = (changes_since(self.db, "message", user, model, cached.seq)
                        if cached is not None else None)
             if (cached is not None and changes is not None and not changes.gap
@@ -248,13 +282,72 @@ class MessageVectors:
                                                                  model)):
                 if not changes.ids:
                     cached.seq = changes.through  # seen: pruning past it is no gap
+                    self._cache[user] = cached
                     return cached
                 matrix = self._updated(user, cached, changes.ids, changes.through)
+                if user not in self.windows:  # rebuilt, not appended to: save it whole
+                    self._behind.pop(user, None)
+                elif user in self._behind:
+                    self._behind[user] += len(changes.ids)
             else:
                 matrix = self._load(user)
                 self.windows.pop(user, None)
+                self._behind.pop(user, None)
             self._cache[user] = matrix
             return matrix
+
+    def _file(self, user: str) -> Path:
+        assert self.cache_dir is not None
+        return vector_file.path_for(self.cache_dir, "message", user, self.embedder.model_id)
+
+    def _mapped(self, user: str) -> _Matrix | None:
+        """The user's vectors as the last process that saved them held them, mapped from their
+        file, with their session windows (None: no usable file; a damaged, stale or foreign
+        one is said in one log line, and replaced once the windows are built again)."""
+        path = self._file(user)
+        try:
+            found = vector_file.load(path, "message", user, self.embedder.model_id)
+            if found is None:
+                return None
+            matrix, windows = vector_cache.restored(self.db, found)
+            vector_cache.check(self.db, self.embedder.model_id, user, matrix)
+        except vector_file.Unusable as exc:
+            log.warning("vector cache %s not used (%s): reading the vectors from the database",
+                        path, exc)
+            return None
+        self.windows[user] = windows
+        self._behind[user] = 0
+        return matrix
+
+    def windows_built(self, user: str, matrix: _Matrix, windows: _Windows) -> None:
+        """Told by hermes.memory.sessions.semantic when it has built or extended ``matrix``'s
+        session windows: a long history whose file is missing or REFRESH rows behind is saved
+        (rows, cells, windows) and mapped back, so that this process holds it as the next one
+        will, in pages the kernel can share and drop. A full disk: one log line, and the
+        vectors stay in memory (tried again REFRESH changes later)."""
+        if self.cache_dir is None or len(matrix.ids) < CACHE_MIN:
+            return
+        with self._lock:
+            if (self._cache.get(user) is not matrix or windows.rows != len(matrix.ids)
+                    or self._behind.get(user, REFRESH + 1) <= REFRESH):
+                return
+            path = self._file(user)
+            arrays, meta = vector_cache.layout(user, self.embedder.model_id, matrix, windows)
+            room = max(len(matrix.ids) // 8, 1024)
+            try:
+                vector_file.save(path, meta, arrays, {"codes": room, "scale": room})
+                found = vector_file.load(path, "message", user, self.embedder.model_id)
+                assert found is not None
+                mapped, mapped_windows = vector_cache.restored(self.db, found)
+            except (OSError, vector_file.Unusable) as exc:
+                log.warning("could not keep the vectors in %s (%s): they stay in memory", path,
+                            exc)
+                self._behind[user] = 0
+                return
+            mapped.seq = matrix.seq
+            self._cache[user] = mapped
+            self.windows[user] = mapped_windows
+            self._behind[user] = 0
 
     def _load(self, user: str) -> _Matrix:
         """Every vector of ``user`` for this model, with their cells when the user's vectors
@@ -316,6 +409,9 @@ class MessageVectors:
         if gone:
             self._dropped.setdefault(user, set()).update(gone)
         last = int(cached.ids[-1]) if len(cached.ids) else 0
+        held = _held(cached.ids, changed)
+        if index is not None and held and not [m for m in new_ids if m < last and m not in held]:
+            return self._changed_in_place(user, cached, found, stored_cell, held, seq)
         ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
         if all(m > last for m in changed) and not gone:  # new messages: appended
             if index is not None:
@@ -323,6 +419,8 @@ class MessageVectors:
             assert cached.rows is not None
             return _Matrix(ids, cached.rows.appended(new_rows), seq)
         keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
+        if index is not None:
+            keep &= ~index.gone
         ids = np.concatenate([cached.ids[keep], np.array(new_ids, dtype=np.int64)])
         rows = Int8Rows.concatenated([cached.id_rows().take(keep), new_rows])
         order = np.argsort(ids, kind="stable")
@@ -332,6 +430,46 @@ class MessageVectors:
         cells = np.concatenate([index.cell[keep], new_cells])[order]
         return _Matrix(ids[order], None, seq,
                        CellIndex(index.centroids, rows.take(order), cells))
+
+    def _changed_in_place(self, user: str, cached: _Matrix, found: dict[int, bytes],
+                          stored_cell: dict[int, int | None], held: dict[int, int],
+                          seq: int) -> _Matrix:
+        """A clustered history whose changed vectors all belong to messages it holds (an
+        edit, a redaction, a deletion, a re-embedding) or come after them (new messages):
+        changed in place (vector_cells.CellIndex.changed), the windows around them measured
+        again, instead of a rebuild of every row and window (seconds at 1M). A message whose
+        vector was dropped keeps its row, without a vector, until it is embedded again."""
+        np = self._np
+        index = cached.cells
+        assert index is not None
+        replaced = np.array(sorted(r for m, r in held.items() if m in found), np.int64)
+        dropped = np.array(sorted(r for m, r in held.items() if m not in found), np.int64)
+        ids = cached.ids
+        blobs = [found[int(ids[r])] for r in replaced]
+        rows = (Int8Rows.from_float16(blobs) if blobs
+                else Int8Rows.empty(index.storage.codes.shape[1]))
+        cells = index.centroids.decode([stored_cell[int(ids[r])] for r in replaced])
+        matrix = _Matrix(ids, None, seq, index.changed(replaced, rows, cells, dropped))
+        windows = self.windows.get(user)
+        if windows is not None and windows.rows == len(ids):
+            touched = np.concatenate([replaced, dropped])
+            around = np.unique(np.concatenate([touched, windows.prev[touched],
+                                               windows.next[touched]]))
+            around = around[around >= 0]
+            norm = windows.norm.copy()
+            norm[around] = semantic._window_norms(matrix, windows.prev, windows.next, around)
+            self.windows[user] = _Windows(windows.rows, windows.prev, windows.next, norm,
+                                          windows.last_of_session)
+        else:
+            self.windows.pop(user, None)
+        later = sorted(m for m in found if m > int(ids[-1]))
+        if later:
+            assert matrix.cells is not None
+            matrix = _Matrix(np.concatenate([ids, np.array(later, np.int64)]), None, seq,
+                             matrix.cells.appended(
+                                 Int8Rows.from_float16([found[m] for m in later]),
+                                 index.centroids.decode([stored_cell[m] for m in later])))
+        return matrix
 
     def matrix(self, user: str) -> _Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
@@ -366,6 +504,17 @@ class MessageVectors:
         return [(int(matrix.ids[i]), float(scores[j])) for i, j in zip(at, top, strict=True)]
 
 
+def _held(ids: Any, wanted: Sequence[int]) -> dict[int, int]:
+    """Which of ``wanted`` are among ``ids`` (ascending), with their rows."""
+    np = _np()
+    if not len(ids) or not wanted:
+        return {}
+    asked = np.asarray(wanted, dtype=np.int64)
+    at = np.clip(np.searchsorted(ids, asked), 0, len(ids) - 1)
+    hit = ids[at] == asked
+    return {int(m): int(r) for m, r in zip(asked[hit], at[hit], strict=True)}
+
+
 def _version(matrix: _Matrix) -> int:
     return matrix.cells.centroids.version if matrix.cells is not None else 0
 
@@ -385,7 +534,7 @@ def session_vectors_for(db: sqlite_utils.Database, embedders: Embedders,
     messages are always found by their words. (``hermes sessions index``, which exists only to
     embed, loads the model itself and says so as an error.)"""
     try:
-        return MessageVectors(db, embedders.get(model))
+        return MessageVectors(db, embedders.get(model), cache_dir=embedders.cache_dir)
     except HermesError as exc:
         if embedders.first_failure(f"sessions:{model}"):
             log.warning("session search by meaning is off, words only: %s", exc)

@@ -149,3 +149,17 @@ def m024_facts_scope_index(db: sqlite_utils.Database) -> None:
     # Used where a query names it (INDEXED BY): SQLite looks a rowid up in the table itself.
     db.execute("CREATE INDEX idx_facts_scope ON facts(id, user, forgotten_at, superseded_by, "
                "trust, updated_at)")
+
+
+@migrations()
+def m025_redacted_vectors(db: sqlite_utils.Database) -> None:
+    # `hermes sessions redact` rewrote messages before m022's triggers existed (they now drop an
+    # edited message's vectors): those kept the vectors of their text as first stored, secrets
+    # included. It was the only code that rewrote a message's text before m022, and every
+    # message it rewrote holds a redaction marker, so their vectors are dropped here and the
+    # vector pass embeds them again as they now read. (A text hash kept with each vector would
+    # not have told them apart: no hash was kept when they were embedded. Messages redacted as
+    # they were recorded hold the marker too and are embedded again to the same vector; finding
+    # them reads every message once, 0.23 s of CPU at 1M.)
+    db.execute("DELETE FROM message_vectors WHERE message_id IN "
+               "(SELECT id FROM messages WHERE instr(content, '[redacted') > 0)")

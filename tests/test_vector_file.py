@@ -1,0 +1,232 @@
+"""A long history's vectors kept under <home>/cache/vectors (hermes.memory.vector_file): saved
+once the session windows are built, mapped by the next process instead of read out of SQLite,
+kept true by the change log, never served to another user, rebuilt when damaged, stale or of
+another model, and a full disk leaves the in-memory path. Thresholds are shrunk so that a few
+toy messages make a "long" history; each test runs with and without cells."""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import resource
+import shutil
+import signal
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory import vector_cells, vector_file  # noqa: E402
+from hermes.memory.sessions import semantic  # noqa: E402
+from hermes.memory.sessions import vectors as message_vectors  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.store.db import connect  # noqa: E402
+from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
+
+TOPICS = ["my automobile", "the car again", "a puppy", "my dog", "rain all day",
+          "an umbrella", "the bank", "bank fees"]
+
+
+@pytest.fixture(autouse=True, params=["rows", "cells"])
+def small(request, monkeypatch):
+    monkeypatch.setattr(message_vectors, "CACHE_MIN", 4)
+    monkeypatch.setattr(message_vectors, "REFRESH", 1)
+    if request.param == "cells":
+        monkeypatch.setattr(vector_cells, "IVF_MIN", 8)
+        monkeypatch.setattr(vector_cells, "SCAN_ROWS", 4)
+    else:
+        monkeypatch.setattr(vector_cells, "IVF_MIN", 10**9)
+    return request.param
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return tmp_path / "home" / "cache"
+
+
+@pytest.fixture
+def store(db, clock, cache):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder(), cache),
+                        redact_secrets=False)
+
+
+def new_process(rt, cache, embedder=None):
+    """What a new process holds: its own connection, nothing in memory."""
+    return MessageVectors(connect(rt.settings.home_path / "hermes.db"),
+                          embedder or ToyEmbedder(), cache)
+
+
+def searched(vectors, user, text="car"):
+    sims = semantic.similarities(vectors, user, text)
+    return sims, vectors.matrix(user)
+
+
+def mapped(matrix):
+    """Whether the process holds these vectors in a mapped file (not read into memory)."""
+    storage = matrix.cells.storage if matrix.cells is not None else matrix.rows
+    base = storage.codes
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base is not None
+
+
+def history(store, user="owner", copies=2):
+    ids = say(store, store.clock, user, *(TOPICS * copies))
+    store.vectors.index(user)  # every vector, clustered when "cells"
+    return ids
+
+
+def test_a_new_process_maps_the_saved_file_and_finds_the_same(store, rt, cache, small):
+    ids = history(store)
+    first, held = searched(store.vectors, "owner")
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    assert path.exists() and mapped(store.vectors.matrix("owner"))  # saved, then mapped back
+    assert (held.cells is not None) == (small == "cells")
+    other = new_process(rt, cache)
+    sims, matrix = searched(other, "owner")
+    assert mapped(matrix) and "owner" in other.windows
+    assert matrix.ids.tolist() == sorted(ids)
+    assert sims.nearest(4) == first.nearest(4)
+    assert np.allclose(sims.of(ids)[0], first.of(ids)[0])
+    assert np.allclose(sims.of(ids)[1], first.of(ids)[1])
+
+
+def test_an_edit_and_new_messages_reach_a_process_that_maps_an_older_file(store, rt, cache):
+    ids = history(store)
+    searched(store.vectors, "owner")  # the file: before the edit
+    rt.db.execute("UPDATE messages SET content = 'bank fees' WHERE id = ?", [ids[0]])
+    (late,) = say(store, store.clock, "owner", "a new automobile")
+    other = new_process(rt, cache)
+    sims, matrix = searched(other, "owner")  # re-embeds the edited message, reads the new one
+    assert mapped(matrix) or matrix.cells is not None  # (an edit rebuilds a clustered layout)
+    message, _ = sims.of([ids[0], late])
+    assert message[0] < 0.5 and message[1] > 0.9
+    assert late in sims.nearest(4) and ids[0] not in sims.nearest(2)
+    third = new_process(rt, cache)  # what the second process saved, the edit included
+    assert np.allclose(searched(third, "owner")[0].of([ids[0], late])[0], message, atol=1e-6)
+    (later,) = say(store, store.clock, "owner", "my automobile once more")
+    assert later in searched(third, "owner")[0].nearest(4)  # and once mapped, the same
+
+
+def test_another_users_vectors_are_never_read_from_a_cache_file(store, rt, cache, caplog):
+    mine = history(store)
+    bobs = say(store, store.clock, "bob", *(["car car"] * 5))
+    searched(store.vectors, "owner")
+    owners = vector_file.path_for(cache, "message", "owner", "toy")
+    bobs_file = vector_file.path_for(cache, "message", "bob", "toy")
+    assert owners.exists() and not bobs_file.exists()
+    shutil.copy(owners, bobs_file)  # the owner's file where bob's would be
+    other = new_process(rt, cache)
+    with caplog.at_level(logging.WARNING):
+        sims, matrix = searched(other, "bob")
+    assert set(matrix.ids.tolist()) == set(bobs) and not set(sims.nearest(10)) & set(mine)
+    assert "another user's" in caplog.text
+    assert set(searched(other, "owner")[1].ids.tolist()) == set(mine)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "header", "windows", "another model",
+                                    "another database"])
+def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, damage, tmp_path):
+    ids = history(store)
+    exact = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # no file involved
+    searched(store.vectors, "owner")
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    data = bytearray(path.read_bytes())
+    embedder = ToyEmbedder()
+    if damage == "truncated":
+        data = data[: len(data) // 2 + 10]
+    elif damage == "header":
+        data[20] ^= 0xFF
+    elif damage == "windows":  # the session windows' array, checked by its CRC
+        found = vector_file.load(path, "message", "owner", "toy")
+        at = vector_file.ALIGN * 1 + found.meta["arrays"]["prev"]["offset"]
+        del found
+        data[at] ^= 0x01
+    elif damage == "another model":  # a file of model "toy" where "toy2"'s would be
+        embedder.model_id = "toy2"
+        path = vector_file.path_for(cache, "message", "owner", "toy2")
+    elif damage == "another database":  # the same user and ids, another vector, unlogged
+        rt.db.execute("UPDATE message_vectors SET vector = ? WHERE message_id = ?",
+                      [np.full(5, 0.4472, np.float16).tobytes(), ids[0]])
+        rt.db.execute("DELETE FROM vector_changes WHERE user = 'owner' AND item_id = ?",
+                      [ids[0]])
+        rt.db.execute("INSERT INTO vector_changes (kind, user, model, item_id) "
+                      "VALUES ('message', 'someone', 'toy', 1)")  # the log goes on
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(data))
+    other = new_process(rt, cache, embedder)
+    with caplog.at_level(logging.WARNING):
+        sims, matrix = searched(other, "owner")
+    assert "not used" in caplog.text and len(caplog.records) == 1
+    if damage == "another database":
+        return
+    assert vector_file.load(path, "message", "owner", embedder.model_id)  # whole again
+    assert set(sims.nearest(4)) == set(exact.nearest(4))  # copies tie: any order
+    assert np.allclose(sims.of(ids)[0], exact.of(ids)[0], atol=1e-6)
+    caplog.clear()
+    again = new_process(rt, cache, embedder)  # the rebuilt file is used, silently
+    with caplog.at_level(logging.WARNING):
+        assert mapped(searched(again, "owner")[1]) and not caplog.text
+
+
+def test_a_full_disk_leaves_the_vectors_in_memory_with_one_line(store, rt, cache, caplog):
+    ids = history(store)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # writes past 4 kB fail: EFBIG
+    try:
+        with caplog.at_level(logging.WARNING):
+            sims, matrix = searched(store.vectors, "owner")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+    assert "could not keep the vectors" in caplog.text and len(caplog.records) == 1
+    assert not mapped(matrix) and ids[0] in sims.nearest(4)
+    assert not list((cache / "vectors").glob("*"))  # no half-written file left
+
+
+def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
+    from hermes.memory.redact_stored import redact_stored
+
+    say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
+    history(store)
+    history(store, "bob")
+    searched(store.vectors, "owner")
+    searched(store.vectors, "bob")
+    owners = vector_file.path_for(cache, "message", "owner", "toy")
+    bobs = vector_file.path_for(cache, "message", "bob", "toy")
+    assert owners.exists() and bobs.exists()
+    assert redact_stored(rt, "owner").messages == 1
+    assert not owners.exists() and bobs.exists()
+
+
+def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, cache, small):
+    if small != "cells":
+        pytest.skip("a history without cells is read again whole (a few thousand rows)")
+    ids = history(store)
+    searched(store.vectors, "owner")  # saved, mapped back
+    other = new_process(rt, cache)
+    searched(other, "owner")
+    links = other.windows["owner"].prev
+    rt.db.execute("UPDATE messages SET content = 'bank fees' WHERE id = ?", [ids[0]])
+    rt.db.execute("DELETE FROM messages WHERE id = ?", [ids[3]])
+    sims, matrix = searched(other, "owner")  # re-embeds ids[0]; ids[3] has no vector now
+    assert other.windows["owner"].prev is links  # the windows were not built again
+    assert mapped(matrix) and matrix.cells.holes  # nor the rows read again
+    message, window = sims.of([ids[3]])
+    assert np.isnan(message[0]) and np.isnan(window[0]) and ids[3] not in sims.nearest(16)
+    truth = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # read whole, no file
+    alive = [m for m in ids if m != ids[3]]
+    assert np.allclose(sims.of(alive)[0], truth.of(alive)[0], atol=1e-6)
+    assert sims.nearest_messages(2) == truth.nearest_messages(2)  # (cars: ids[1], ids[9])
+    # the windows around the edited message are measured again (it kept its neighbours); the
+    # deleted one's neighbours keep a window of two (read whole: they are joined)
+    away = [m for m in alive if abs(m - ids[3]) > 1]
+    assert np.allclose(sims.of(away)[1], truth.of(away)[1], atol=1e-6)
+    assert not np.allclose(sims.of([ids[2]])[1], truth.of([ids[2]])[1], atol=1e-3)
+    third = new_process(rt, cache)  # the file the second process saved holds all of it
+    again = searched(third, "owner")[0]
+    assert np.allclose(again.of(alive)[0], sims.of(alive)[0], atol=1e-6)
+    assert np.allclose(again.of(alive)[1], sims.of(alive)[1], atol=1e-6)
+    assert np.isnan(again.of([ids[3]])[0][0])
