@@ -114,9 +114,10 @@ class SessionSearch:
         ``exclude_session``: none from this session (the conversation in progress, whose new
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
         every word would otherwise hide the best partial ones); ``meaning``: the text whose
-        embedding finds messages by meaning (default: the query's words), when the query
-        holds only some of the message's words."""
+        embedding finds messages by meaning, as written (default: the query's words), when
+        the query holds only some of the message's words."""
         query = scrub(query)
+        meaning = scrub(meaning) if meaning else None
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
@@ -171,7 +172,7 @@ class SessionSearch:
         # query whose every word matches is answered by words alone, without the model.
         if self.vectors is not None and mode != "strict":
             text = semantic.meaning_text(
-                self.db, user, rerank.plan_text(build_match(meaning) if meaning else plan),
+                self.db, user, meaning or rerank.plan_text(plan),
                 [c.message_id for c in messages])
             sims = semantic.similarities(self.vectors, user, text)
             # The nearest messages need no word, only the model's floor of meaning (its

@@ -217,8 +217,23 @@ def meaning_text(db: Any, user: str, text: str, candidate_ids: Sequence[int]) ->
             f"SELECT DISTINCT speaker FROM messages WHERE user = ? AND speaker IS NOT NULL "
             f"AND id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall()
         names.update(w.casefold() for (speaker,) in rows for w in _WORD.findall(speaker))
-    kept = [w for w in text.split() if w.casefold() not in names]
+    # A word is a name by its letters: "Ana's" and "Ana?" are Ana (a message as written keeps
+    # its punctuation). Nothing named: the text as it is, so fact recall, which embeds the
+    # same message, finds its embedding made (one per turn).
+    words = text.split()
+    kept = [w for w in words if not _names_one(w, names)]
+    if len(kept) == len(words):
+        return text
     return " ".join(kept) if kept else text
+
+
+def _names_one(word: str, names: set[str]) -> bool:
+    """Whether ``word`` is one of ``names``, with its punctuation or possessive ("Ana?",
+    "Ana's"), but not a word that starts like one ("don't" for a speaker Don)."""
+    letters = _WORD.findall(word)
+    if not letters or len(letters) > 2 or (len(letters) == 2 and letters[1].casefold() != "s"):
+        return False
+    return letters[0].casefold() in names
 
 
 def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
