@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import resource
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -126,7 +129,7 @@ def test_another_users_vectors_are_never_read_from_a_cache_file(store, rt, cache
 
 
 @pytest.mark.parametrize("damage", ["truncated", "header", "windows", "another model",
-                                    "another database"])
+                                    "another database", "an older layout"])
 def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, damage, tmp_path):
     ids = history(store)
     exact = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # no file involved
@@ -143,6 +146,13 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
         at = vector_file.ALIGN * 1 + found.meta["arrays"]["prev"]["offset"]
         del found
         data[at] ^= 0x01
+    elif damage == "an older layout":  # whole, but without an array this code reads
+        found = vector_file.load(path, "message", "owner", "toy")
+        arrays = {k: np.array(v) for k, v in found.arrays.items() if k != "prev"}
+        meta = dict(found.meta)
+        del found
+        vector_file.save(path, meta, arrays)
+        data = bytearray(path.read_bytes())
     elif damage == "another model":  # a file of model "toy" where "toy2"'s would be
         embedder.model_id = "toy2"
         path = vector_file.path_for(cache, "message", "owner", "toy2")
@@ -230,3 +240,36 @@ def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, c
     assert np.allclose(again.of(alive)[0], sims.of(alive)[0], atol=1e-6)
     assert np.allclose(again.of(alive)[1], sims.of(alive)[1], atol=1e-6)
     assert np.isnan(again.of([ids[3]])[0][0])
+
+
+def abandoned(path):
+    """A temporary file as a write killed midway leaves it (its process gone)."""
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    left = path.with_name(f".{path.name}.{gone.pid}.tmp")
+    left.parent.mkdir(parents=True, exist_ok=True)
+    left.write_bytes(vector_file.MAGIC + b"the old vectors")
+    return left
+
+
+def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
+    """kill -9 (or the OOM killer) while a file is written leaves its temporary file, as large
+    as the file (~430 MB at 900k vectors): the next save removes it, not a running write's."""
+    history(store)
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    left = abandoned(path)
+    running = path.with_name(f".{path.name}.{os.getppid()}.tmp")  # a live process's write
+    running.write_bytes(b"under way")
+    searched(store.vectors, "owner")
+    assert path.exists() and not left.exists() and running.exists()
+
+
+def test_redacting_removes_a_killed_writes_copy_too(store, rt, cache):
+    from hermes.memory.redact_stored import redact_stored
+
+    say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
+    history(store)
+    searched(store.vectors, "owner")
+    left = abandoned(vector_file.path_for(cache, "message", "owner", "toy"))
+    assert redact_stored(rt, "owner").messages == 1
+    assert not left.exists()
