@@ -171,7 +171,8 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
 
 
 def test_a_full_disk_leaves_the_vectors_in_memory_with_one_line(store, rt, cache, caplog):
-    ids = history(store)
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    MessageVectors(rt.db, ToyEmbedder()).index("owner")  # a pass that keeps no file
     old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # writes past 4 kB fail: EFBIG
@@ -230,3 +231,21 @@ def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, c
     assert np.allclose(again.of(alive)[0], sims.of(alive)[0], atol=1e-6)
     assert np.allclose(again.of(alive)[1], sims.of(alive)[1], atol=1e-6)
     assert np.isnan(again.of([ids[3]])[0][0])
+
+
+def test_the_background_pass_saves_the_file_the_next_process_maps(store, rt, cache, caplog):
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    store.vectors.index("owner")  # hermes sessions index, the daemon's vector job
+    assert path.exists()
+    other = new_process(rt, cache)
+    matrix = other.matrix("owner")
+    assert mapped(matrix) and "owner" in other.windows  # the windows are in it, built once
+    saved = vector_file.load(path, "message", "owner", "toy").meta["seq"]
+    (late,) = say(store, store.clock, "owner", "a new automobile")
+    MessageVectors(rt.db, ToyEmbedder(), cache).index("owner")  # another pass: the file again
+    assert vector_file.load(path, "message", "owner", "toy").meta["seq"] > saved  # saved again
+    third = new_process(rt, cache)
+    assert mapped(third.matrix("owner")) and late in third.matrix("owner").ids.tolist()
+    assert late in searched(third, "owner")[0].nearest(4)
+    assert sorted(ids + [late]) == third.matrix("owner").ids.tolist()
