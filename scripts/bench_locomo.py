@@ -185,14 +185,20 @@ def _load_facts(conv: data.Conversation, db, args):
         from hermes.memory.facts.vectors import FactVectors
 
         vectors = FactVectors(db, cached_embedder(args.embeddings, args.vector_cache))
-    facts = FactStore(db, FactsConfig(), clock=FakeClock(), vectors=vectors)
+    # Asked the day after the last session, as session search is; each fact dated when it was
+    # said, as the extraction worker dates it (valid_from: the last message of its exchange).
+    facts = FactStore(db, FactsConfig(), vectors=vectors,
+                      clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)))
+    said = dict(db.execute("SELECT id, created_at FROM messages WHERE user = ?", [user]))
     refused = 0
     for obs in conv.observations:
+        sources = [by_dia[d] for d in obs.dia_ids]
         try:
             facts.add(
                 user, obs.text, category="general", kind="episodic",
                 source_session_id=sessions.get(f"{conv.sample_id}:session_{obs.session}"),
-                source_message_ids=[by_dia[d] for d in obs.dia_ids],
+                source_message_ids=sources,
+                valid_from=max((said[m] for m in sources), default=None),
             )
         except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
             refused += 1
@@ -558,6 +564,15 @@ def misses_table(label: str, rows: Sequence[Scored]) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def _restored(cells_module, vectors_module, values: tuple[int, int]) -> Iterator[None]:
+    """IVF_MIN and FACT_SCAN_ROWS as they were, once the run is over (--fact-cells)."""
+    try:
+        yield
+    finally:
+        cells_module.IVF_MIN, vectors_module.FACT_SCAN_ROWS = values
+
+
 def halves_of(rows: Sequence[Scored]) -> dict[str, Summary]:
     return {
         "tuning half": summarise([r for r in rows if r.sample_id in data.TUNING_HALF]),
@@ -661,6 +676,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exchange-weight", type=float,
                         help="facts: the bm25 weight of a fact's exchange column "
                              "(hermes.memory.facts.records.EXCHANGE_WEIGHT)")
+    parser.add_argument("--fact-cells", type=int, metavar="ROWS",
+                        help="facts mode: cluster each conversation's fact vectors into cells "
+                             "(as a user's are from 32,768 facts on) and scan about ROWS of them "
+                             "per query (FACT_SCAN_ROWS), to measure what the cells' scan loses")
     parser.add_argument("--vector-cache", metavar="DIR",
                         help="keep passage vectors in DIR (outside the repository) across runs")
     parser.add_argument("--compare", action="store_true",
@@ -744,7 +763,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         fact_search.BM25 = fact_records.BM25.replace(
             f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
         label += f" (exchange weight {args.exchange_weight})"
-    with recall_params(**knobs):
+    from hermes.memory import vector_cells
+
+    scan_before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
+    if args.fact_cells:
+        vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS = 1, args.fact_cells
+        label += f" (fact cells, ~{args.fact_cells} rows scanned)"
+    with recall_params(**knobs), _restored(vector_cells, fact_vectors, scan_before):
         for conv in convs:
             rows.extend(run_conversation(conv, make, args))
             print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} "

@@ -430,6 +430,9 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
     # CPU time as well: on a shared, loaded machine the wall time inflates, the CPU time less.
     cpu: dict[str, list[float]] = {label: [] for label in results}
     shown, excerpts = [], []
+    # A later turn's CPU by kind: with past messages shown or without (the two kinds differ
+    # by session search's cost, so the p50 of all depends on their mix).
+    by_kind: dict[bool, list[float]] = {True: [], False: []}
     cases = (("later turn", False, queries), ("first turn (+ context file)", True, queries),
              ("worst case: 5 topics at once", False, worst))
     timer = StageTimer() if stages else None
@@ -453,6 +456,8 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
             cpu[label].append((time.process_time() - cpu_started) * 1000)
             shown.append(len(prompt.shown_facts))
             excerpts.append(len({m for m in prompt.shown_messages}))
+            if label == "later turn":
+                by_kind[bool(prompt.shown_messages)].append(cpu[label][-1])
             # Each query is a new message on the same conversation; recalled facts are not
             # repeated within a conversation, so start clean for the next measurement.
             conversation.shown_facts.clear()
@@ -479,6 +484,10 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
                    for label, v in results.items()}
     table["mean_facts_shown"] = round(statistics.mean(shown), 1)
     table["mean_past_messages_shown"] = round(statistics.mean(excerpts), 1)
+    table["later_turn_by_kind"] = {
+        ("with past messages shown" if kind else "without past messages"):
+            {"cpu_p50_ms": round(statistics.median(v), 2), "runs": len(v)}
+        for kind, v in by_kind.items() if v}
     if timer is not None:
         table["stages"] = timer.table()
     return table
@@ -606,7 +615,10 @@ def main() -> None:
                     print(f"{label:32} {row['p50_ms']:>8} {row['p99_ms']:>8} "
                           f"{row['cpu_p50_ms']:>8} {row['runs']:>6}")
             print(f"(per prompt, mean: {table['mean_facts_shown']} facts, "
-                  f"{table['mean_past_messages_shown']} past messages; goal p50 <= 10 ms)\n")
+                  f"{table['mean_past_messages_shown']} past messages; goal p50 <= 10 ms)")
+            print("later turn, CPU p50 by kind: " + "; ".join(
+                f"{kind} {row['cpu_p50_ms']} ms ({row['runs']} turns)"
+                for kind, row in table["later_turn_by_kind"].items()) + "\n")
             if "stages" in table:
                 print(f"CPU per stage, later turn, {config} (inclusive; ms per turn)")
                 print(f"{'stage':52} {'mean':>7} {'p50':>7} {'turns':>7}")

@@ -137,3 +137,22 @@ def test_facts_misses_say_where_each_evidence_turn_ended_up(tmp_path, capsys):
     misses = result["misses"]["all"]
     assert misses["no fact holds it"] == 0.75 and misses["not in the top 50"] == 0.25
     assert misses["top 5"] == result["results"]["all"]["turn@5"]
+
+
+def test_fact_cells_cluster_the_facts_and_put_the_scan_back_after(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from hermes.memory import vector_cells
+    from hermes.memory.facts import vectors as fact_vectors
+
+    clustered = []
+    kmeans = vector_cells._kmeans
+    monkeypatch.setattr(vector_cells, "_kmeans",
+                        lambda sample, cells, rng: clustered.append(len(sample))
+                        or kmeans(sample, cells, rng))
+    before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
+    out = tmp_path / "r.json"
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--mode", "facts", "--embeddings",
+                              "minilm", "--fact-cells", "8", "--json-out", str(out)]) == 0
+    assert "fact cells, ~8 rows scanned" in json.loads(out.read_text())["label"]
+    assert clustered == [1]  # Ana's one fact, clustered although far below IVF_MIN
+    assert before == (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)

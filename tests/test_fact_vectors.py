@@ -14,6 +14,7 @@ from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
 from hermes.memory import embeddings  # noqa: E402
 from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.facts.matched import why_found  # noqa: E402
 from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors, fuse  # noqa: E402
@@ -154,6 +155,61 @@ def test_a_fact_from_the_conversation_of_a_strong_match_ranks_above_its_equal():
                  sessions={1: 10, 2: 10, 3: 11, 4: None})
     assert fused[1] > fused[2] > fused[3] > fused[4]
     assert all(0 < v <= 1 for v in fused.values())
+
+
+def test_a_fact_said_when_the_question_names_ranks_first_by_the_stores_clock(facts, db):
+    loved = facts.add("owner", "The user loved the concert",
+                      valid_from="2023-06-01T18:00:00.000000Z").fact
+    hall = facts.add("owner", "The concert hall was cold",
+                     valid_from="2024-01-12T21:00:00.000000Z").fact
+    later = facts.add("owner", "Concert tickets went up again",
+                      valid_from="2024-02-05T09:00:00.000000Z").fact
+    before = facts.add("owner", "Concert parking was full again",
+                       valid_from="2023-12-20T09:00:00.000000Z").fact
+    bobs = facts.add("bob", "Bob went to a concert", valid_from="2024-01-12T21:00:00.000000Z")
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    assert facts.search("owner", "which concert did I love?")[0].id == loved.id
+    found = facts.search("owner", "which concert did I love in January 2024?", explain=True)
+    # said in January first; within a month after it (told after the event) counts half: above
+    # its equal said before January
+    order = [f.id for f in found]
+    assert order[0] == hall.id and order.index(later.id) < order.index(before.id)
+    assert {f.id: f.explain["date"] for f in found} == {
+        hall.id: 1.0, later.id: 0.5, before.id: 0.0, loved.id: 0.0}
+    reasons = {f.id: why_found(f) for f in found}
+    assert reasons[hall.id].endswith("said 2024-01-12, the time asked")
+    assert reasons[later.id].endswith("said 2024-02-05, soon after the time asked")
+    assert "said" not in reasons[loved.id]
+    # Bob's fact said in January is never mine
+    assert bobs.fact.id not in order and all(f.user == "owner" for f in found)
+    # "last week" is read by the store's clock (2026-11-29): a fact said three days before
+    recent = facts.add("owner", "The concert was moved outdoors",
+                       valid_from="2026-11-25T10:00:00.000000Z").fact
+    facts.vectors.index("owner")
+    assert facts.search("owner", "the concert last week")[0].id == recent.id
+    # trust still multiplies, and under the threshold a fact stays hidden, date or not
+    db.execute("UPDATE facts SET trust = 0.1 WHERE id = ?", [hall.id])
+    assert hall.id not in [f.id for f in facts.search("owner", "a concert in January 2024")]
+
+
+def test_the_date_part_counts_inside_a_span_and_half_in_the_month_after():
+    from hermes.memory.facts.vectors import date_parts, query_spans
+
+    spans = query_spans("what happened on 9 October, 2022?", clock_now())
+    parts = date_parts(spans, {1: "2022-10-09T10:00:00.000000Z", 2: "2022-10-30T10:00:00Z",
+                               3: "2022-12-01T10:00:00Z", 4: None, 5: "garbage"})
+    assert parts == {1: 1.0, 2: 0.5}
+    assert date_parts(query_spans("what happened?", clock_now()), {1: "2022-10-09"}) == {}
+    bm25, cosines = {1: 1.0, 2: 1.0}, {1: 0.5, 2: 0.5}
+    fused = fuse(bm25, cosines, [1, 2], dated={2: 1.0})
+    assert fused[2] > fused[1] and all(0 < v <= 1 for v in fused.values())
+
+
+def clock_now():
+    from hermes.clock import FakeClock
+
+    return FakeClock().now()
 
 
 def test_search_passes_each_facts_source_session_to_the_fusion(facts, db, clock):

@@ -182,6 +182,16 @@ def test_time_spans_read_dates_and_leave_the_verb_may_alone():
     assert spans("and yesterday?") == [("2026-11-28", "2026-11-29")]
 
 
+def test_a_date_beyond_the_calendar_is_words_not_an_error(store, clock):
+    """datetime's range ends at years 1 and 9999: such a "date" is searched as words (it was a
+    ValueError or OverflowError out of the search: `hermes sessions search`, the tools)."""
+    chat(store, clock, "owner", ["ana: we cooked a lot in January and in December"])
+    for query in ("what did we cook in January 0000", "cooked in December 9999",
+                  "we cooked on December 30, 9999", "cooked on 31 December 9999"):
+        assert contents(store.search_messages("owner", query)), query
+    assert rerank.time_spans("in December 9998")[0].end.year == 9999  # the last one read
+
+
 def test_title_or_summary_alone_brings_the_session(store, clock, db):
     session, ids = chat(store, clock, "owner", ["ana: hello", "ben: hi"])
     store.set_summary("owner", session.id, title="Planning the Kilimanjaro climb")

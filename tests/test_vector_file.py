@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import resource
 import shutil
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -249,3 +252,36 @@ def test_the_background_pass_saves_the_file_the_next_process_maps(store, rt, cac
     assert mapped(third.matrix("owner")) and late in third.matrix("owner").ids.tolist()
     assert late in searched(third, "owner")[0].nearest(4)
     assert sorted(ids + [late]) == third.matrix("owner").ids.tolist()
+
+
+def abandoned(path):
+    """A temporary file as a write killed midway leaves it (its process gone)."""
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    left = path.with_name(f".{path.name}.{gone.pid}.tmp")
+    left.parent.mkdir(parents=True, exist_ok=True)
+    left.write_bytes(vector_file.MAGIC + b"the old vectors")
+    return left
+
+
+def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
+    """kill -9 (or the OOM killer) while a file is written leaves its temporary file, as large
+    as the file (~430 MB at 900k vectors): the next save removes it, not a running write's."""
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    left = abandoned(path)
+    running = path.with_name(f".{path.name}.{os.getppid()}.tmp")  # a live process's write
+    running.write_bytes(b"under way")
+    history(store)  # the background pass saves the file
+    searched(store.vectors, "owner")
+    assert path.exists() and not left.exists() and running.exists()
+
+
+def test_redacting_removes_a_killed_writes_copy_too(store, rt, cache):
+    from hermes.memory.redact_stored import redact_stored
+
+    say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
+    history(store)
+    searched(store.vectors, "owner")
+    left = abandoned(vector_file.path_for(cache, "message", "owner", "toy"))
+    assert redact_stored(rt, "owner").messages == 1
+    assert not left.exists()

@@ -91,6 +91,7 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
                         sort_keys=True).encode()
     start = -(-(len(MAGIC) + 8 + len(header) + 4) // ALIGN) * ALIGN
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as out:
@@ -107,6 +108,29 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
         tmp.unlink(missing_ok=True)
         raise
     return start + offset
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another OS user's process: alive
+        return True
+    return True
+
+
+def remove_abandoned(directory: Path) -> int:
+    """Remove the temporary files of writes whose process is gone (killed, out of memory, the
+    machine stopped: :func:`save` never renamed them), each as large as a file; a running
+    process's write is left alone. Returns how many."""
+    removed = 0
+    for tmp in Path(directory).glob(".*.vec.*.tmp"):
+        pid = tmp.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def _header(path: Path) -> tuple[dict[str, Any], int, int] | None:
@@ -142,7 +166,7 @@ def discard(directory: Path, user: str) -> int:
     """Remove every file of ``user``'s vectors (any kind and model) and any file that cannot
     be read; returns how many. For when the user's stored text was rewritten (``hermes
     sessions redact``): a copy of vectors the database dropped must not outlive them."""
-    removed = 0
+    removed = remove_abandoned(Path(directory) / "vectors")  # they may hold the old vectors
     for path in sorted((Path(directory) / "vectors").glob("*.vec")):
         try:
             found = _header(path)

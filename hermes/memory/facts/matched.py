@@ -102,4 +102,8 @@ def why_found(fact: Fact) -> str | None:
     cosine = explain.get("cosine")
     if isinstance(cosine, float) and cosine == cosine:  # NaN: no vector yet
         parts.append(f"meaning {cosine:.2f}")
+    if explain.get("date"):  # said in (1.0) or soon after (0.5) a time the query names
+        day = (fact.valid_from or fact.created_at)[:10]
+        parts.append(f"said {day}, " + ("the time asked" if explain["date"] == 1.0
+                                        else "soon after the time asked"))
     return "; ".join(parts) or "no word in common"

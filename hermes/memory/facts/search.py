@@ -13,6 +13,7 @@ user's facts are found: a word found in thousands of other users' facts hides no
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -30,6 +31,7 @@ from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_f
 
 if TYPE_CHECKING:
     from hermes.memory.facts.vectors import FactVectors, Similarity
+    from hermes.memory.sessions.rerank import TimeSpan
 
 # A word's matches are kept to the user's active, trusted facts through this narrow index
 # (migration m024) rather than the wide table rows: ~0.35 instead of ~1.3 us a match. SQLite
@@ -49,7 +51,7 @@ class FactSearch:
 
     def search(self, user: str, query: str, *, limit: int, category: str | None,
                floor: float, explain: bool, any_word: bool = False,
-               meaning: str | None = None) -> list[Fact]:
+               meaning: str | None = None, now: datetime | None = None) -> list[Fact]:
         plan = build_match(query)
         filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
         params: list[Any] = [user, floor]
@@ -59,8 +61,9 @@ class FactSearch:
         if self.vectors is not None and not plan.cjk:
             similarity = self.vectors.similarity(user, meaning or query)
             if similarity is not None:
+                spans = fact_vectors.query_spans(meaning or query, now) if now else []
                 return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
-                               self.vectors.meaning_floor)
+                               self.vectors.meaning_floor, spans)
         if plan.empty:
             return []
         if plan.cjk:
@@ -142,9 +145,10 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
             similarity: Similarity, limit: int, explain: bool,
-            meaning_floor: float) -> list[Fact]:
+            meaning_floor: float, spans: list[TimeSpan]) -> list[Fact]:
     """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
-    floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused, x trust."""
+    floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused (with the date of each
+    when the query names a time, ``spans``), x trust."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
@@ -163,7 +167,9 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
             facts[fact.id] = fact
     ids = list(facts)
     cosines = similarity.of(ids)
-    fused = fact_vectors.fuse(bm25, cosines, ids,
+    dated = fact_vectors.date_parts(spans, {f.id: f.valid_from or f.created_at
+                                            for f in facts.values()})
+    fused = fact_vectors.fuse(bm25, cosines, ids, dated=dated,
                               sessions={f.id: f.source_session_id for f in facts.values()})
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
@@ -171,6 +177,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),
                             "fused": round(fused[fact.id], 6), "trust": fact.trust,
+                            "date": dated.get(fact.id, 0.0),
                             "score": round(fact.score, 6), "mode": "hybrid",
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}
     ranked = sorted(facts.values(), key=lambda f: (f.score or 0.0, f.trust, f.updated_at, f.id),

@@ -219,13 +219,15 @@ class FactStore:
         All terms must match first; when that finds nothing, any non-stopword term may
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
         word breaks for FTS5) is matched with LIKE. With fact vectors, bm25 over any word is
-        fused with the cosine of ``meaning`` (default: ``query``) to each fact, then x trust.
+        fused with the cosine of ``meaning`` (default: ``query``) to each fact, and with the
+        facts' dates when it names a time (by this store's clock), then x trust.
         See hermes.memory.facts.search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
         found = self.searcher.search(user, query, limit=limit, category=category, floor=floor,
-                                     explain=explain, any_word=any_word, meaning=meaning)
+                                     explain=explain, any_word=any_word, meaning=meaning,
+                                     now=self.clock.now())
         if explain:  # which words matched where: for a person reading, never per turn
             annotate(self.db, user, query, found)
         return found

@@ -118,6 +118,12 @@ _YEAR = re.compile(r"\b(?:in|during|of|since|around)\s+((?:19|20)\d{2})\b", re.I
 _RELATIVE = re.compile(r"\b(last|this|past)\s+(year|month|week)\b|\byesterday\b|\btoday\b", re.I)
 
 
+# The years a named date can be read in: datetime's own, less its last (a span and the slack
+# after it must fit: "December 31, 9999" would overflow), so that "in January 0000" or "on
+# December 30, 9999" are words, not an error.
+_YEARS = range(1, 9999)
+
+
 def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
     start = datetime(year, month, 1, tzinfo=UTC)
     end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
@@ -142,6 +148,8 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
         if not month or not 1 <= day <= 31:
             continue
         for year in [int(m.group(5))] if m.group(5) else years:
+            if year not in _YEARS:
+                continue
             try:
                 start = datetime(year, month, day, tzinfo=UTC)
             except ValueError:
@@ -157,6 +165,8 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
             continue
         month = month_no(word)
         for year in [int(m.group(2))] if m.group(2) else years:
+            if year not in _YEARS:
+                continue
             start, end = _month_span(year, month)
             spans.append(TimeSpan(start, end, m.group(0).strip()))
         taken.append(m.span())
