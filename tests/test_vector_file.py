@@ -129,7 +129,7 @@ def test_another_users_vectors_are_never_read_from_a_cache_file(store, rt, cache
 
 
 @pytest.mark.parametrize("damage", ["truncated", "header", "windows", "another model",
-                                    "another database"])
+                                    "another database", "an older layout"])
 def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, damage, tmp_path):
     ids = history(store)
     exact = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # no file involved
@@ -146,6 +146,13 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
         at = vector_file.ALIGN * 1 + found.meta["arrays"]["prev"]["offset"]
         del found
         data[at] ^= 0x01
+    elif damage == "an older layout":  # whole, but without an array this code reads
+        found = vector_file.load(path, "message", "owner", "toy")
+        arrays = {k: np.array(v) for k, v in found.arrays.items() if k != "prev"}
+        meta = dict(found.meta)
+        del found
+        vector_file.save(path, meta, arrays)
+        data = bytearray(path.read_bytes())
     elif damage == "another model":  # a file of model "toy" where "toy2"'s would be
         embedder.model_id = "toy2"
         path = vector_file.path_for(cache, "message", "owner", "toy2")
