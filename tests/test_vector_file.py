@@ -129,7 +129,7 @@ def test_another_users_vectors_are_never_read_from_a_cache_file(store, rt, cache
 
 
 @pytest.mark.parametrize("damage", ["truncated", "header", "windows", "another model",
-                                    "another database"])
+                                    "another database", "an older layout"])
 def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, damage, tmp_path):
     ids = history(store)
     exact = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # no file involved
@@ -146,6 +146,13 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
         at = vector_file.ALIGN * 1 + found.meta["arrays"]["prev"]["offset"]
         del found
         data[at] ^= 0x01
+    elif damage == "an older layout":  # whole, but without an array this code reads
+        found = vector_file.load(path, "message", "owner", "toy")
+        arrays = {k: np.array(v) for k, v in found.arrays.items() if k != "prev"}
+        meta = dict(found.meta)
+        del found
+        vector_file.save(path, meta, arrays)
+        data = bytearray(path.read_bytes())
     elif damage == "another model":  # a file of model "toy" where "toy2"'s would be
         embedder.model_id = "toy2"
         path = vector_file.path_for(cache, "message", "owner", "toy2")
@@ -174,7 +181,8 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
 
 
 def test_a_full_disk_leaves_the_vectors_in_memory_with_one_line(store, rt, cache, caplog):
-    ids = history(store)
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    MessageVectors(rt.db, ToyEmbedder()).index("owner")  # a pass that keeps no file
     old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # writes past 4 kB fail: EFBIG
@@ -235,6 +243,24 @@ def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, c
     assert np.isnan(again.of([ids[3]])[0][0])
 
 
+def test_the_background_pass_saves_the_file_the_next_process_maps(store, rt, cache, caplog):
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    store.vectors.index("owner")  # hermes sessions index, the daemon's vector job
+    assert path.exists()
+    other = new_process(rt, cache)
+    matrix = other.matrix("owner")
+    assert mapped(matrix) and "owner" in other.windows  # the windows are in it, built once
+    saved = vector_file.load(path, "message", "owner", "toy").meta["seq"]
+    (late,) = say(store, store.clock, "owner", "a new automobile")
+    MessageVectors(rt.db, ToyEmbedder(), cache).index("owner")  # another pass: the file again
+    assert vector_file.load(path, "message", "owner", "toy").meta["seq"] > saved  # saved again
+    third = new_process(rt, cache)
+    assert mapped(third.matrix("owner")) and late in third.matrix("owner").ids.tolist()
+    assert late in searched(third, "owner")[0].nearest(4)
+    assert sorted(ids + [late]) == third.matrix("owner").ids.tolist()
+
+
 def abandoned(path):
     """A temporary file as a write killed midway leaves it (its process gone)."""
     gone = subprocess.Popen([sys.executable, "-c", ""])
@@ -248,11 +274,11 @@ def abandoned(path):
 def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
     """kill -9 (or the OOM killer) while a file is written leaves its temporary file, as large
     as the file (~430 MB at 900k vectors): the next save removes it, not a running write's."""
-    history(store)
     path = vector_file.path_for(cache, "message", "owner", "toy")
     left = abandoned(path)
     running = path.with_name(f".{path.name}.{os.getppid()}-1.tmp")  # a live process's write
     running.write_bytes(b"under way")
+    history(store)  # the background pass saves the file
     searched(store.vectors, "owner")
     assert path.exists() and not left.exists() and running.exists()
 

@@ -22,7 +22,16 @@ SAMPLES = 16  # rows of a mapped file compared with the database (a file of anot
 
 def restored(db: sqlite_utils.Database, found: vector_file.Mapped) -> tuple[_Matrix, _Windows]:
     """The matrix and windows a mapped file holds (vector_file.Unusable: it does not fit the
-    database's cells, or its arrays do not fit each other)."""
+    database's cells, or its arrays do not fit each other, or an array or number this code
+    reads is not there: a file of an older layout under the same FORMAT)."""
+    try:
+        return _restored(db, found)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise vector_file.Unusable(f"layout damaged ({type(exc).__name__}: {exc})") from None
+
+
+def _restored(db: sqlite_utils.Database, found: vector_file.Mapped
+              ) -> tuple[_Matrix, _Windows]:
     from hermes.memory.sessions.vectors import _Matrix
 
     meta, a = found.meta, found.arrays
