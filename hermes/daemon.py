@@ -345,7 +345,7 @@ class Daemon:
                 # This thread's own connection, with the models the home's memory loaded (a
                 # missing extra is this job's error: it exists only to embed).
                 embedder = memory.embedders.get(settings.sessions.embedding_model)
-                vectors = MessageVectors(db, embedder)
+                vectors = MessageVectors(db, embedder, memory.embedders.cache_dir)
                 facts = FactVectors(db, embedder)
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
                            for user in users)

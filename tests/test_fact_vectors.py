@@ -193,6 +193,17 @@ def test_a_fact_said_when_the_question_names_ranks_first_by_the_stores_clock(fac
     assert hall.id not in [f.id for f in facts.search("owner", "a concert in January 2024")]
 
 
+def test_times_at_the_calendars_edges_rank_by_words_and_meaning_without_an_error(facts):
+    edge = facts.add("owner", "The concert was long ago", valid_from="0001-01-02T00:00:00Z").fact
+    facts.add("owner", "The concert hall was cold", valid_from="not a date")
+    facts.vectors.index("owner")
+    for ask in ("a concert on 1 January 0001?", "a concert in 9999?", "a concert on 31 "
+                "December 9999", "a concert on 30 February 2024", "a concert in 0000"):
+        assert {f.user for f in facts.search("owner", ask)} == {"owner"}, ask
+    found = facts.search("owner", "a concert on 1 January 0001", explain=True)
+    assert found[0].id == edge.id and found[0].explain["date"] == 0.5
+
+
 def test_the_date_part_counts_inside_a_span_and_half_in_the_month_after():
     from hermes.memory.facts.vectors import date_parts, query_spans
 

@@ -181,7 +181,8 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
 
 
 def test_a_full_disk_leaves_the_vectors_in_memory_with_one_line(store, rt, cache, caplog):
-    ids = history(store)
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    MessageVectors(rt.db, ToyEmbedder()).index("owner")  # a pass that keeps no file
     old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # writes past 4 kB fail: EFBIG
@@ -242,11 +243,29 @@ def test_an_edit_and_a_deletion_change_a_clustered_history_in_place(store, rt, c
     assert np.isnan(again.of([ids[3]])[0][0])
 
 
+def test_the_background_pass_saves_the_file_the_next_process_maps(store, rt, cache, caplog):
+    ids = say(store, store.clock, "owner", *(TOPICS * 2))
+    path = vector_file.path_for(cache, "message", "owner", "toy")
+    store.vectors.index("owner")  # hermes sessions index, the daemon's vector job
+    assert path.exists()
+    other = new_process(rt, cache)
+    matrix = other.matrix("owner")
+    assert mapped(matrix) and "owner" in other.windows  # the windows are in it, built once
+    saved = vector_file.load(path, "message", "owner", "toy").meta["seq"]
+    (late,) = say(store, store.clock, "owner", "a new automobile")
+    MessageVectors(rt.db, ToyEmbedder(), cache).index("owner")  # another pass: the file again
+    assert vector_file.load(path, "message", "owner", "toy").meta["seq"] > saved  # saved again
+    third = new_process(rt, cache)
+    assert mapped(third.matrix("owner")) and late in third.matrix("owner").ids.tolist()
+    assert late in searched(third, "owner")[0].nearest(4)
+    assert sorted(ids + [late]) == third.matrix("owner").ids.tolist()
+
+
 def abandoned(path):
     """A temporary file as a write killed midway leaves it (its process gone)."""
     gone = subprocess.Popen([sys.executable, "-c", ""])
     gone.wait()
-    left = path.with_name(f".{path.name}.{gone.pid}.tmp")
+    left = path.with_name(f".{path.name}.{gone.pid}-{gone.pid}.tmp")
     left.parent.mkdir(parents=True, exist_ok=True)
     left.write_bytes(vector_file.MAGIC + b"the old vectors")
     return left
@@ -255,11 +274,11 @@ def abandoned(path):
 def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
     """kill -9 (or the OOM killer) while a file is written leaves its temporary file, as large
     as the file (~430 MB at 900k vectors): the next save removes it, not a running write's."""
-    history(store)
     path = vector_file.path_for(cache, "message", "owner", "toy")
     left = abandoned(path)
-    running = path.with_name(f".{path.name}.{os.getppid()}.tmp")  # a live process's write
+    running = path.with_name(f".{path.name}.{os.getppid()}-1.tmp")  # a live process's write
     running.write_bytes(b"under way")
+    history(store)  # the background pass saves the file
     searched(store.vectors, "owner")
     assert path.exists() and not left.exists() and running.exists()
 
@@ -273,3 +292,51 @@ def test_redacting_removes_a_killed_writes_copy_too(store, rt, cache):
     left = abandoned(vector_file.path_for(cache, "message", "owner", "toy"))
     assert redact_stored(rt, "owner").messages == 1
     assert not left.exists()
+
+
+class HeldAfterFirst(dict):
+    """Arrays whose writing (the third pass over them in save) stops after the first one until
+    ``go`` is set: a write under way in one thread while another thread saves."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        import threading
+
+        self.calls, self.writing, self.go = 0, threading.Event(), threading.Event()
+
+    def items(self):
+        self.calls += 1
+        for i, item in enumerate(super().items()):
+            if self.calls == 3 and i == 1:
+                self.writing.set()
+                assert self.go.wait(10)
+            yield item
+
+
+def test_two_threads_of_one_process_saving_one_file_do_not_mix_their_bytes(tmp_path):
+    """The daemon's vector job and a search save with their own MessageVectors: each write has
+    its own temporary file (one per process was shared, and the two writes interleaved)."""
+    import threading
+
+    path = vector_file.path_for(tmp_path, "message", "owner", "toy")
+    arrays = {"ids": np.arange(3000, dtype=np.int64), "prev": np.arange(3000, dtype=np.int64)}
+    meta = {"kind": "message", "user": "owner", "model": "toy", "checked": ["ids", "prev"]}
+    held = HeldAfterFirst({k: v + 1 for k, v in arrays.items()})
+    errors = []
+
+    def first():
+        try:
+            vector_file.save(path, {**meta, "seq": 1}, held)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert held.writing.wait(10)
+    vector_file.save(path, {**meta, "seq": 2}, arrays)  # the other thread, meanwhile
+    held.go.set()
+    thread.join(10)
+    assert not errors
+    found = vector_file.load(path, "message", "owner", "toy")  # whole: one of the two
+    assert found.meta["seq"] == 1 and found.arrays["prev"][0] == 1
+    assert not list(path.parent.glob(".*.tmp"))

@@ -207,7 +207,8 @@ def index(
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
     # The model itself, not the search's words-only fallback: a missing extra is an error here.
-    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model))
+    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model),
+                             rt.memory.embedders.cache_dir)  # a long history: its file too
     who = rt.user(user)
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(

@@ -29,6 +29,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,7 +93,9 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
     start = -(-(len(MAGIC) + 8 + len(header) + 4) // ALIGN) * ALIGN
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # One temporary file per write: two threads of a process may save the same file at once
+    # (the daemon's vector job and a search, each with its own MessageVectors).
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_native_id()}.tmp")
     try:
         with open(tmp, "wb") as out:
             out.write(MAGIC + len(header).to_bytes(8, "little") + header
@@ -126,7 +129,7 @@ def remove_abandoned(directory: Path) -> int:
     process's write is left alone. Returns how many."""
     removed = 0
     for tmp in Path(directory).glob(".*.vec.*.tmp"):
-        pid = tmp.name.rsplit(".", 2)[-2]
+        pid = tmp.name.rsplit(".", 2)[-2].split("-")[0]  # .NAME.vec.PID-THREAD.tmp
         if pid.isdigit() and not _alive(int(pid)):
             tmp.unlink(missing_ok=True)
             removed += 1

@@ -261,10 +261,28 @@ class MessageVectors:
             if progress is not None:
                 progress(done, len(rows))
         if limit is None and only is None and not after and not (stop is not None and stop()):
-            # The background passes (never a search): cluster a long history (vector_cells)
-            vector_cells.maybe_cluster(self.db, "message", user, self.embedder.model_id,
-                                       _float32_of)
+            # The background passes (never a search): cluster a long history (vector_cells),
+            # and bring its file up to date for the next process (vector_file)
+            clustered = vector_cells.maybe_cluster(self.db, "message", user,
+                                                   self.embedder.model_id, _float32_of)
+            if done or clustered:
+                self.keep_file(user)
         return done
+
+    def keep_file(self, user: str) -> bool:
+        """Bring the user's file under ``<home>/cache/vectors/`` up to date now (the
+        background passes, after new vectors or a clustering: the next process then maps it
+        instead of building it). Nothing without a cache directory or for a short history.
+        Returns whether the history was long enough to keep."""
+        if self.cache_dir is None:
+            return False
+        count = self.db.execute("SELECT count(*) FROM message_vectors WHERE user = ? AND "
+                                "model = ?", [user, self.embedder.model_id]).fetchone()[0]
+        if count < CACHE_MIN:
+            return False
+        matrix = self._matrix(user)
+        self.windows_built(user, matrix, semantic._windows_of(self, user, matrix))
+        return True
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
@@ -329,7 +347,7 @@ class MessageVectors:
             return
         with self._lock:
             if (self._cache.get(user) is not matrix or windows.rows != len(matrix.ids)
-                    or self._behind.get(user, REFRESH + 1) <= REFRESH):
+                    or self._behind.get(user, REFRESH) < REFRESH):
                 return
             path = self._file(user)
             arrays, meta = vector_cache.layout(user, self.embedder.model_id, matrix, windows)
