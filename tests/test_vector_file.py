@@ -340,3 +340,33 @@ def test_two_threads_of_one_process_saving_one_file_do_not_mix_their_bytes(tmp_p
     found = vector_file.load(path, "message", "owner", "toy")  # whole: one of the two
     assert found.meta["seq"] == 1 and found.arrays["prev"][0] == 1
     assert not list(path.parent.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("broken", ["a file where the directory goes", "a full disk"])
+def test_a_cache_that_cannot_take_the_file_costs_the_background_pass_no_load(
+        store, rt, cache, caplog, monkeypatch, broken):
+    """The daemon's vector pass, each time it embeds: with a cache it cannot write, it used to
+    load every vector and build the windows for a save that failed (12 s CPU at 900k)."""
+    say(store, store.clock, "owner", *(TOPICS * 2))
+    MessageVectors(rt.db, ToyEmbedder()).index("owner")  # vectors, no file
+    monkeypatch.setattr(message_vectors, "_cannot_keep", set())
+    if broken == "a full disk":
+        usage = shutil.disk_usage(cache.parent)
+        monkeypatch.setattr(message_vectors.shutil, "disk_usage",
+                            lambda path: usage._replace(free=10))
+    else:
+        cache.mkdir(parents=True)
+        (cache / "vectors").write_text("not a directory")
+    loads = []
+    for _ in range(2):  # two passes after new messages
+        say(store, store.clock, "owner", "another automobile")
+        vectors = MessageVectors(rt.db, ToyEmbedder(), cache)
+        monkeypatch.setattr(vectors, "_load", lambda user: loads.append(user))
+        with caplog.at_level(logging.WARNING):
+            assert vectors.index("owner") == 1
+    assert loads == []  # the history was never loaded for the save
+    (line,) = [r.getMessage() for r in caplog.records]  # said once
+    assert "keeps no vector file" in line
+    assert ("bytes free" in line) == (broken == "a full disk")
+    fresh = new_process(rt, cache)  # a search still works, from the database
+    assert fresh.matrix("owner").ids.size == len(TOPICS) * 2 + 2

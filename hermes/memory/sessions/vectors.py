@@ -12,6 +12,8 @@ SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`).
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +43,8 @@ from hermes.memory.vector_matrix import (
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
+# Cache directories this process found unable to take a file (said once each).
+_cannot_keep: set[Path] = set()
 
 INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
@@ -278,11 +282,39 @@ class MessageVectors:
             return False
         count = self.db.execute("SELECT count(*) FROM message_vectors WHERE user = ? AND "
                                 "model = ?", [user, self.embedder.model_id]).fetchone()[0]
-        if count < CACHE_MIN:
+        if count < CACHE_MIN or not self._can_keep(user, count):
             return False
         matrix = self._matrix(user)
         self.windows_built(user, matrix, semantic._windows_of(self, user, matrix))
         return True
+
+    def _can_keep(self, user: str, count: int) -> bool:
+        """Whether the cache directory can take a file of ``count`` vectors, asked before the
+        history is loaded for it: a cache that cannot (a full disk, a read-only directory, a
+        file where the directory goes) would otherwise cost each background pass a load of
+        every vector (12 s CPU and 900 MB at 900k), every time, for a save that fails. Said
+        once a process per directory; searches still try their own saves, as before."""
+        folder = self._file(user).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            writable = os.access(folder, os.W_OK)
+            free = shutil.disk_usage(folder).free
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+        else:
+            row = self.db.execute("SELECT length(vector) FROM message_vectors WHERE user = ? "
+                                  "AND model = ? LIMIT 1", [user, self.embedder.model_id]
+                                  ).fetchone()
+            need = count * ((row[0] // 2) if row else 0)  # its int8 rows alone, at the least
+            if writable and free >= need:
+                return True
+            problem = ("not writable" if not writable
+                       else f"{free:,} bytes free, its vectors need {need:,} or more")
+        if folder not in _cannot_keep:
+            _cannot_keep.add(folder)
+            log.warning("the background pass keeps no vector file in %s (%s): a new process "
+                        "reads the vectors from the database", folder, problem)
+        return False
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
