@@ -24,6 +24,7 @@ from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions import vectors as message_vectors  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.memory.vector_matrix import prune_changes  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
 
@@ -129,7 +130,8 @@ def test_another_users_vectors_are_never_read_from_a_cache_file(store, rt, cache
 
 
 @pytest.mark.parametrize("damage", ["truncated", "header", "windows", "another model",
-                                    "another database", "an older layout"])
+                                    "another database", "an older layout",
+                                    "newer than the database", "older than the change log"])
 def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, damage, tmp_path):
     ids = history(store)
     exact = searched(MessageVectors(rt.db, ToyEmbedder()), "owner")[0]  # no file involved
@@ -163,12 +165,28 @@ def test_a_damaged_stale_or_foreign_file_is_rebuilt(store, rt, cache, caplog, da
                       [ids[0]])
         rt.db.execute("INSERT INTO vector_changes (kind, user, model, item_id) "
                       "VALUES ('message', 'someone', 'toy', 1)")  # the log goes on
+    elif damage == "newer than the database":  # a home restored from an older backup
+        found = vector_file.load(path, "message", "owner", "toy")
+        arrays = {k: np.array(v) for k, v in found.arrays.items()}
+        meta = {**found.meta, "seq": int(found.meta["seq"]) + 1000}
+        del found
+        vector_file.save(path, meta, arrays)
+        data = bytearray(path.read_bytes())
+    elif damage == "older than the change log":  # changes since the file, then pruned away
+        say(store, store.clock, "owner", "a late automobile", "a late puppy")
+        MessageVectors(rt.db, ToyEmbedder()).index("owner")  # logged, no file kept
+        assert prune_changes(rt.db, keep=1) > 0  # the log now starts after the file
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(bytes(data))
     other = new_process(rt, cache, embedder)
     with caplog.at_level(logging.WARNING):
         sims, matrix = searched(other, "owner")
     assert "not used" in caplog.text and len(caplog.records) == 1
+    if damage in ("newer than the database", "older than the change log"):
+        assert damage in caplog.text
+        assert sorted(matrix.ids.tolist()) == sorted(
+            r[0] for r in rt.db.execute("SELECT message_id FROM message_vectors"))
+        return
     if damage == "another database":
         return
     assert vector_file.load(path, "message", "owner", embedder.model_id)  # whole again
