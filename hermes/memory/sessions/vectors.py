@@ -129,7 +129,7 @@ class ProbedSimilarities(Similarities):
         np = _np()
         empty = np.zeros(0, np.float32)
         super().__init__(matrix.ids, empty, empty)
-        self._matrix, self._query = matrix, query
+        self._matrix, self._query, self._cells = matrix, query, matrix.cells
         self._prev, self._next, self._norm = prev, nxt, norm
         self._scanned, self._cosines = matrix.cells.scan(query, rounded=True)  # to find
         self._rounded = vector_cells.rounded_query(query)
@@ -143,7 +143,7 @@ class ProbedSimilarities(Similarities):
         real = rows >= 0
         if real.any():
             out[real] = (self._matrix.cosines_at(self._query, rows[real]) if exact else
-                         self._matrix.cells.rounded_cosines(self._rounded, rows[real]))
+                         self._cells.rounded_cosines(self._rounded, rows[real]))
         return out
 
     def _window(self, rows: Any, exact: bool = True) -> Any:
