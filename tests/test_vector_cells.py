@@ -143,7 +143,64 @@ def test_appending_rows_keeps_every_older_view_and_the_cell_index_rebuilds_past_
     rows, cosines = grown.scan(unit[10], scan=1)
     assert 10 in rows.tolist()  # the added row is always scanned
     assert np.allclose(cosines, grown.cosines(unit[10], rows))
+    # with the query rounded to int8 (a search's candidates): the same rows, nearly the same
+    rounded_rows, rounded = grown.scan(unit[10], scan=1, rounded=True)
+    assert rounded_rows.tolist() == rows.tolist()
+    assert np.allclose(rounded, cosines, atol=0.005) and not np.array_equal(rounded, cosines)
     rebuilt = index.appended(Int8Rows.quantized(unit[10:30]), np.arange(20) % 4)  # > SCAN_ROWS // 4
     assert rebuilt.built == 30
     assert np.allclose(rebuilt.owner_rows().dequantized(slice(0, 30)),
                        third.dequantized(slice(0, 30)))
+
+
+class HashEmbedder:
+    """A unit vector per text, as random as a real model's and without ties (32 dimensions)."""
+
+    model_id = "hash"
+
+    def embed(self, texts):
+        import zlib
+
+        out = np.stack([np.random.default_rng(zlib.crc32(t.encode())).standard_normal(32)
+                        for t in texts]).astype(np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def embed_query(self, text):
+        return self.embed([text])[0]
+
+
+def test_the_probed_search_finds_what_the_exact_scan_does_with_every_cell_read(
+        db, clock, monkeypatch):
+    """The cells' scan (its cosines with the query rounded to int8) and the nearest windows
+    (found with the rounded query, ordered exactly) against the full float scan of every
+    row, every cell probed: the same nearest 10 messages and windows in the same order, and
+    the same exact cosines by id; another user's messages never among them."""
+    from hermes.memory.sessions import vectors as message_vectors
+
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, HashEmbedder()),
+                         redact_secrets=False)
+    ids = []
+    for s in range(12):
+        ids += say(store, clock, "owner", *(f"owner {s} {i}" for i in range(15)))
+    bobs = say(store, clock, "bob", *(f"bob {i}" for i in range(40)))
+    store.vectors.index("owner")
+    store.vectors.index("bob")
+    monkeypatch.setattr(vector_cells, "SCAN_ROWS", 10_000)  # every cell
+    monkeypatch.setattr(message_vectors, "WINDOW_SEEDS", 10_000)
+    matrix = store.vectors.matrix("owner")
+    assert matrix.cells is not None and len(matrix.cells.centroids.vectors) > 1
+    win = semantic._windows_of(store.vectors, "owner", matrix)
+    for text in ("what did I say", "owner 3 7", "bob 5", "another question"):
+        query = store.vectors.embedder.embed_query(text)
+        cos = matrix.cosines(query)
+        padded = np.append(cos, np.float32(0))
+        windows = (cos + padded[win.prev] + padded[win.next]) / win.norm
+        sims = semantic.similarities(store.vectors, "owner", text)
+        assert sims.nearest_messages(10) == [int(matrix.ids[r]) for r in np.argsort(-cos)[:10]]
+        assert sims.nearest_windows(10) == [int(matrix.ids[r])
+                                            for r in np.argsort(-windows)[:10]]
+        message, window = sims.of(ids[::7])
+        rows = np.searchsorted(matrix.ids, ids[::7])
+        assert np.allclose(message, cos[rows], atol=1e-6)
+        assert np.allclose(window, windows[rows], atol=1e-6)
+        assert not set(sims.nearest(20)) & set(bobs)

@@ -145,6 +145,29 @@ def _chunks(db: sqlite_utils.Database, kind: str, user: str, model: str,
         yield [int(r[0]) for r in rows], vectors_of(rows)
 
 
+def rounded_query(query: Any) -> tuple[Any, float]:
+    """``query`` rounded to int8 codes (1, dim) times one step, for :func:`rounded_cosines`."""
+    np = _np()
+    query = np.asarray(query, dtype=np.float32)
+    step = max(float(np.abs(query).max()) / 127.0, 1e-12)
+    return np.rint(query / step).astype(np.int8).reshape(1, -1), step
+
+
+def rounded_cosines(storage: Int8Rows, rounded: tuple[Any, float], at: Any) -> Any:
+    """Cosines of a :func:`rounded_query` to the storage rows ``at`` (a slice: read in place;
+    an index array: gathered first): one SIMD integer product (simsimd; numpy has none: its
+    einsum converts each int8 code to float32 first, 7x slower: 2.5 ms against 0.35 ms for
+    16k MiniLM rows). Within about 0.001 of the float query's cosine (a step of the query is
+    1/127 of its largest component): to find candidates; a search scores what it keeps with
+    the exact cosine (:meth:`Int8Rows.cosines`)."""
+    np = _np()
+    import simsimd
+
+    codes, step = rounded
+    dots = np.asarray(simsimd.cdist(codes, storage.codes[at], metric="dot"))
+    return (dots[0] * step).astype(np.float32) * storage.scale[at]
+
+
 def _kmeans(sample: Any, cells: int, rng: Any) -> Any:
     """Spherical k-means: unit centroids, each vector to the centroid of highest cosine."""
     np = _np()
@@ -295,9 +318,16 @@ class CellIndex:
     def dequantized(self, rows: Any) -> Any:
         return self.storage.dequantized(self.pos[rows])
 
-    def scan(self, query: Any, scan: int | None = None) -> tuple[Any, Any]:
+    def rounded_cosines(self, rounded: tuple[Any, float], rows: Any) -> Any:
+        """:func:`rounded_cosines` of owner rows (to find candidates among them)."""
+        return rounded_cosines(self.storage, rounded, self.pos[rows])
+
+    def scan(self, query: Any, scan: int | None = None, *,
+             rounded: bool = False) -> tuple[Any, Any]:
         """(owner rows, their cosines) for the cells nearest ``query`` (about ``scan`` rows,
-        SCAN_ROWS by default), the rows without a cell and the rows added since the build."""
+        SCAN_ROWS by default), the rows without a cell and the rows added since the build.
+        ``rounded``: the cosines are :func:`rounded_cosines` (the query rounded to int8,
+        7x faster): to find candidates, not to score them."""
         np = _np()
         scan = scan or SCAN_ROWS
         cells = len(self.centroids.vectors)
@@ -310,7 +340,13 @@ class CellIndex:
         if not spans:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         at = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
-        cosines = np.concatenate([self.storage.cosines(query, slice(a, b)) for a, b in spans])
+        if rounded:
+            codes = rounded_query(query)
+            cosines = np.concatenate([rounded_cosines(self.storage, codes, slice(a, b))
+                                      for a, b in spans])
+        else:
+            cosines = np.concatenate([self.storage.cosines(query, slice(a, b))
+                                      for a, b in spans])
         rows = self.row_of[at]
         if self.holes:
             kept = rows >= 0

@@ -51,6 +51,9 @@ INDEX_BATCH = 32
 INLINE_INDEX = 32
 # With cells, the windows nearest a query are looked for around its nearest this-many messages.
 WINDOW_SEEDS = 400
+# The nearest k messages (windows) are the exact best of the best 2k + this many found with the
+# query rounded to int8 (vector_cells.rounded_cosines: a near tie could swap).
+RESCORE_MARGIN = 16
 # A user's vectors are kept in a file under <home>/cache/vectors from this many (fewer are read
 # out of SQLite in a few tens of ms); written again once this many of their rows changed since.
 CACHE_MIN = 20_000
@@ -123,25 +126,33 @@ class ProbedSimilarities(Similarities):
 
     def __init__(self, matrix: _Matrix, query: Any, prev: Any, nxt: Any, norm: Any) -> None:
         assert matrix.cells is not None
-        empty = _np().zeros(0, _np().float32)
+        np = _np()
+        empty = np.zeros(0, np.float32)
         super().__init__(matrix.ids, empty, empty)
-        self._matrix, self._query = matrix, query
+        self._matrix, self._query, self._cells = matrix, query, matrix.cells
         self._prev, self._next, self._norm = prev, nxt, norm
-        self._scanned, self._cosines = matrix.cells.scan(query)
+        self._scanned, self._cosines = matrix.cells.scan(query, rounded=True)  # to find
+        self._rounded = vector_cells.rounded_query(query)
         self._gone = matrix.cells.gone  # rows whose vector was dropped since the build
 
-    def _cos(self, rows: Any) -> Any:
-        """Exact cosines of these rows; 0 for -1 (no neighbour)."""
+    def _cos(self, rows: Any, exact: bool = True) -> Any:
+        """Cosines of these rows (exact, or with the query rounded: to find candidates); 0
+        for -1 (no neighbour)."""
         np = _np()
         out = np.zeros(len(rows), np.float32)
         real = rows >= 0
         if real.any():
-            out[real] = self._matrix.cosines_at(self._query, rows[real])
+            out[real] = (self._matrix.cosines_at(self._query, rows[real]) if exact else
+                         self._cells.rounded_cosines(self._rounded, rows[real]))
         return out
 
-    def _window(self, rows: Any) -> Any:
-        return ((self._cos(rows) + self._cos(self._prev[rows]) + self._cos(self._next[rows]))
-                / self._norm[rows])
+    def _window(self, rows: Any, exact: bool = True) -> Any:
+        """The window cosines of these rows: each row of the three read once."""
+        np = _np()
+        three = np.concatenate([rows, self._prev[rows], self._next[rows]])
+        each, where = np.unique(three, return_inverse=True)
+        cosines = self._cos(each, exact)[where].reshape(3, len(rows))
+        return cosines.sum(axis=0) / self._norm[rows]
 
     def nearest(self, k: int) -> list[int]:
         """The ``k`` nearest messages and the ``k`` nearest windows among the scanned cells
@@ -153,7 +164,9 @@ class ProbedSimilarities(Similarities):
     def nearest_messages(self, k: int) -> list[int]:
         if k <= 0 or not len(self._scanned):
             return []
-        return [int(self.ids[row]) for row in self._scanned[_top(self._cosines, k)]]
+        # The scan's (query rounded) best, with a margin, ordered by their exact cosines
+        near = self._scanned[_top(self._cosines, 2 * k + RESCORE_MARGIN)]
+        return [int(self.ids[row]) for row in near[_top(self._cos(near), k)]]
 
     def nearest_windows(self, k: int) -> list[int]:
         """A window is a candidate when one of its three messages is among the nearest
@@ -165,7 +178,9 @@ class ProbedSimilarities(Similarities):
         centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
         centres = centres[centres >= 0]
         centres = centres[~self._gone[centres]]
-        return [int(self.ids[row]) for row in centres[_top(self._window(centres), k)]]
+        # The best by the rounded query, with a margin, ordered by their exact cosines
+        near = centres[_top(self._window(centres, exact=False), 2 * k + RESCORE_MARGIN)]
+        return [int(self.ids[row]) for row in near[_top(self._window(near), k)]]
 
     def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
         """(message cosines, window cosines) of these messages, exact; NaN for one without a
