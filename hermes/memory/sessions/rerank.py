@@ -109,6 +109,10 @@ _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
 _MONTHS.pop("may", None)  # re-added below with a guard: "may" is usually a verb
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True)) + "|may"
+# The short forms that are not also a full name ("jan", "mar", "dec", ...; not "may").
+_SHORT_ONLY = {name.lower() for name in calendar.month_abbr if name} - {
+    name.lower() for name in calendar.month_name if name}
+_SHORT_BEFORE = ("in", "during", "since", "early", "late", "mid")
 _DAY_MONTH_YEAR = re.compile(
     rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\.?|({_MONTH_RE})\.?\s+"
     rf"(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}}))?", re.I)
@@ -162,6 +166,11 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
         word = m.group(1)
         if word.lower() == "may" and not (m.group(2) or m.group(0).lower().strip().startswith(
                 ("in", "during", "of", "since", "by", "around", "early", "late", "mid"))):
+            continue
+        # A short form alone is a name or a word more often than a month ("Did Jan call?",
+        # Spanish "mar", the sea): a month only with its year or after "in"/"since"/... .
+        if word.lower().rstrip(".") in _SHORT_ONLY and not (
+                m.group(2) or m.group(0).lower().strip().startswith(_SHORT_BEFORE)):
             continue
         month = month_no(word)
         for year in [int(m.group(2))] if m.group(2) else years:

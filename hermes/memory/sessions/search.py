@@ -2,7 +2,9 @@
 
 All terms first, then any non-stopword term (hermes.store.fts), candidates bounded by
 ``SCORE_CAP`` and scored by hermes.memory.sessions.bm25, re-ranked in their conversations by
-hermes.memory.sessions.rerank, grouped by session with cron below conversations. No model call.
+hermes.memory.sessions.rerank (and by meaning, hermes.memory.sessions.semantic), then re-read by
+their sessions (hermes.memory.sessions.session_rank), grouped by session with cron below
+conversations. No model call.
 ``SessionSearch`` is built by ``SessionStore`` from the connection, the clock and the message
 vectors (or None); it reads sessions and windows through ``sessions.records``, never through the
 store.
@@ -19,7 +21,7 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.sessions import rerank, semantic
+from hermes.memory.sessions import rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -193,13 +195,17 @@ class SessionSearch:
         # 0.875 -> 0.874, words only 0.821 -> 0.820): its facts already carry the dates.
         when = asks_when(rerank.plan_text(plan))
         dated = self.vectors is None and when
+        # The times the question names: the session-level stage lifts the conversations held
+        # then (hermes.memory.sessions.session_rank), so the stages before it keep their pool.
+        spans = rerank.time_spans(rerank.plan_text(plan), self.clock.now())
+        cut = wanted if spans else limit or wanted
         ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
-                               limit=wanted if sims is not None or dated else limit or wanted,
+                               limit=wanted if sims is not None or dated else cut,
                                source=source, now=self.clock.now(), dense=dense,
                                exclude_session=exclude_session)
         if dated:
-            ranked = _time_named_first(self.db, user, ranked, limit or wanted)
+            ranked = _time_named_first(self.db, user, ranked, cut)
         if sims is not None:
             extras = [m for m, _ in dense or []]
             pool = [r.message_id for r in ranked[: semantic.DEFAULT_SEMANTIC.pool]] + extras
@@ -207,8 +213,10 @@ class SessionSearch:
             timed = {mid for mid, (_, text) in texts.items() if names_a_time(text)} \
                 if when else set()
             ranked = semantic.rerank_by_meaning(
-                ranked, sims, extras=extras, limit=limit or wanted,
+                ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed)
+        if spans:
+            ranked = session_rank.by_session_date(self.db, user, ranked, spans)[: limit or wanted]
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}
