@@ -388,3 +388,27 @@ def test_a_cache_that_cannot_take_the_file_costs_the_background_pass_no_load(
     assert ("bytes free" in line) == (broken == "a full disk")
     fresh = new_process(rt, cache)  # a search still works, from the database
     assert fresh.matrix("owner").ids.size == len(TOPICS) * 2 + 2
+
+
+class OtherModel(ToyEmbedder):
+    model_id = "toy-2"
+
+
+def test_a_new_models_file_removes_the_old_models_file_of_that_user_only(
+        store, rt, cache, caplog):
+    history(store)
+    history(store, "bob")
+    searched(store.vectors, "owner")
+    searched(store.vectors, "bob")
+    old = vector_file.path_for(cache, "message", "owner", "toy")
+    bobs = vector_file.path_for(cache, "message", "bob", "toy")
+    assert old.exists() and bobs.exists()
+    switched = new_process(rt, cache, OtherModel())  # sessions.embedding_model changed
+    with caplog.at_level(logging.INFO, logger="hermes.memory.sessions.vectors"):
+        switched.index("owner")  # the background pass embeds for the new model, keeps its file
+    new = vector_file.path_for(cache, "message", "owner", "toy-2")
+    assert new.exists() and not old.exists() and bobs.exists()
+    said = [r.getMessage() for r in caplog.records if "other embedding models" in r.getMessage()]
+    assert len(said) == 1 and "removed 1 vector file(s) of owner's" in said[0]
+    sims, matrix = searched(new_process(rt, cache, OtherModel()), "owner")
+    assert mapped(matrix) and sims.nearest(2)  # the new file serves the next process

@@ -182,6 +182,24 @@ def discard(directory: Path, user: str) -> int:
     return removed
 
 
+def remove_other_models(directory: Path, kind: str, user: str, model: str) -> int:
+    """Remove ``user``'s files of this kind for any model but ``model`` (called once the new
+    model's file is saved: after ``sessions.embedding_model`` changes, the old model's file,
+    ~430 MB at 900k messages, was never read again nor removed). Other users' files and files
+    that cannot be read are left alone. Returns how many."""
+    removed = 0
+    for path in sorted((Path(directory) / "vectors").glob(f"{kind}-*.vec")):
+        try:
+            found = _header(path)
+        except Unusable:
+            continue
+        if (found is not None and found[0].get("kind") == kind and found[0].get("user") == user
+                and found[0].get("model") != model):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def load(path: Path, kind: str, user: str, model: str) -> Mapped | None:
     """The file's arrays, mapped; None when there is no file. Raises Unusable when it cannot
     be used for this kind, user and model (damaged, another format, model or user)."""

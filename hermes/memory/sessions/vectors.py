@@ -409,6 +409,11 @@ class MessageVectors:
                             exc)
                 self._behind[user] = 0
                 return
+            old = vector_file.remove_other_models(self.cache_dir, "message", user,
+                                                  self.embedder.model_id)
+            if old:  # sessions.embedding_model changed: the old model's file is not read again
+                log.info("removed %d vector file(s) of %s's other embedding models from %s",
+                         old, user, path.parent)
             mapped.seq = matrix.seq
             self._cache[user] = mapped
             self.windows[user] = mapped_windows
