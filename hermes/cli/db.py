@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -115,20 +116,23 @@ def export(
     rt = runtime(ctx)
     who = rt.user(user)
     lines = export_user(rt.db, who)
-    count = 0
+    count, last = 0, ""
     if output is None:
         for line in lines:
             sys.stdout.write(line + "\n")
-            count += 1
+            count, last = count + 1, line
         sys.stdout.flush()
     else:
         # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
         with atomic_text_file(output) as handle:
             for line in lines:
                 handle.write(line + "\n")
-                count += 1
-        # The header and the end record are not records of memory.
-        echo(f"Exported {count - 2:,} records of {who!r} to {output}.", err=True)
+                count, last = count + 1, line
+        # Said the way `hermes import` says what it restored: rows by table, from the end
+        # record's counts (a session's line carries its messages, so lines are not rows).
+        counts = json.loads(last).get("counts", {})
+        said = ", ".join(f"{n:,} {kind}" for kind, n in sorted(counts.items())) or "nothing"
+        echo(f"Exported for {who!r} to {output}: {said}.", err=True)
     if count <= 2:  # a misspelt --user would make a backup of nothing, and say it worked
         from hermes.memory.sessions.store import SessionStore
 
