@@ -1,6 +1,8 @@
 """Session search's session-level stage (hermes.memory.sessions.session_rank): a question that
 names a time lifts the conversations held then, by words only and with the model."""
 
+import pytest
+
 from hermes.memory.sessions import session_rank
 from hermes.memory.sessions.rerank import RankedMessage, time_spans
 from hermes.memory.sessions.store import SessionStore
@@ -80,3 +82,21 @@ def test_a_start_after_the_span_counts_half_and_no_span_changes_nothing(db, cloc
     assert {r.message_id: r.parts.get("session date", 0) for r in after}[2] == lift / 2
     assert session_rank.by_session_date(db, "owner", ranked, time_spans("in June 2024")) \
         == ranked
+
+
+def test_with_the_model_the_stage_runs_after_the_meaning_score(db, clock):
+    pytest.importorskip("numpy")
+    from hermes.memory.sessions.vectors import MessageVectors
+    from tests.test_embeddings import ToyEmbedder
+
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+    march, _, in_march, in_may = home(store, clock)
+    hits = store.search_messages("owner", "what did we say about the dentist in March 2025?")
+    assert "length" in hits[0].parts  # re-scored by meaning first (its length part)
+    assert [h.message.id for h in hits][:2] == [in_march, in_may]
+    assert hits[0].parts["session date"] > 0
+    assert {h.session.user for h in hits} == {"owner"}
+    # the same question without its month: the newer conversation first, nothing lifted
+    hits = store.search_messages("owner", "what did we say about the dentist?")
+    assert [h.message.id for h in hits][:2] == [in_may, in_march]
+    assert not any("session date" in h.parts for h in hits)

@@ -280,6 +280,19 @@ def test_search_gives_the_temporal_part_only_when_the_question_asks_when(store, 
         dated: (32, "we went to"), undated: (32, "we went to")}
 
 
+def test_a_question_asking_how_long_prefers_the_message_that_says_a_length_of_time(
+        store, clock):
+    # Same words but "for 3 years", same length; the plain one is newer (it wins a tie)
+    (told,) = say(store, clock, "owner", "we have had the turtles for 3 years")
+    (plain,) = say(store, clock, "owner", "we have had the turtles, it is fine")
+    say(store, clock, "bob", "we have had the turtles for ten years, since 2010")
+    hits = store.search_messages("owner", "for how long have we had the turtles?")
+    assert [h.message.id for h in hits] == [told, plain]  # never bob's
+    assert hits[0].parts["temporal"] > 0 and "temporal" not in hits[1].parts
+    assert all("temporal" not in h.parts
+               for h in store.search_messages("owner", "have we had the turtles?"))
+
+
 def test_timewords_what_asks_when_and_what_names_a_time():
     from hermes.memory.sessions.timewords import asks_when, names_a_time
 
@@ -293,6 +306,15 @@ def test_timewords_what_asks_when_and_what_names_a_time():
     for said in ("on May 3rd", "the 5th of May", "Jan 5", "Dec. 24", "since May"):
         assert names_a_time(said), said
     for said in ("I may be late", "May I ask?", "Jan said hi", "don't mar the table"):
+        assert not names_a_time(said), said
+    # how long: the question, and the length of time that answers it
+    assert asks_when("For how long has Nate had his turtles?")
+    assert asks_when("how many years did you live there")
+    assert not asks_when("how many dogs do you have") and not asks_when("how did it go")
+    for said in ("I've had them for 3 years now", "two weeks in", "a couple of months",
+                 "for a while", "ever since college", "for a long time"):
+        assert names_a_time(said), said
+    for said in ("I have three dogs", "out for a walk", "a long drive", "twelve eggs"):
         assert not names_a_time(said), said
 
 

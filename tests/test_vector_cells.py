@@ -224,3 +224,43 @@ def test_vectors_whose_messages_are_gone_have_no_neighbours_in_the_windows(db, c
     assert len(matrix.ids) == 5
     assert win.prev.tolist() == [-1, 0, 1, -1, -1] and win.next.tolist() == [1, 2, -1, -1, -1]
     assert np.allclose(win.norm[3:], 1.0, atol=0.01)  # its own vector alone
+
+
+def test_without_simsimd_the_scan_multiplies_in_numpy_with_the_same_result(
+        db, clock, monkeypatch, caplog):
+    """An install that predates the simsimd dependency (a pull without `pip install -e .`):
+    the probed search finds the same messages and windows with the same cosines, says once
+    in the log why it is slower, and never fails."""
+    import sys
+
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, HashEmbedder()),
+                         redact_secrets=False)
+    for s in range(6):
+        say(store, clock, "owner", *(f"owner {s} {i}" for i in range(15)))
+    bobs = say(store, clock, "bob", *(f"bob {i}" for i in range(40)))
+    store.vectors.index("owner")
+    store.vectors.index("bob")
+    matrix = store.vectors.matrix("owner")
+    assert matrix.cells is not None
+    texts = ("what did I say", "owner 3 7", "bob 5")
+
+    def found():
+        out = []
+        for text in texts:
+            sims = semantic.similarities(store.vectors, "owner", text)
+            query = vector_cells.rounded_query(store.vectors.embedder.embed_query(text))
+            out.append((sims.nearest_messages(8), sims.nearest_windows(8),
+                        matrix.cells.rounded_cosines(query, np.arange(len(matrix.ids)))))
+        return out
+
+    with_simsimd = found()
+    monkeypatch.setitem(sys.modules, "simsimd", None)  # `import simsimd` raises ImportError
+    monkeypatch.setattr(vector_cells, "_SIMSIMD", [])
+    with caplog.at_level("WARNING", logger="hermes.memory.vector_cells"):
+        without = found()
+    for (m1, w1, c1), (m2, w2, c2) in zip(with_simsimd, without, strict=True):
+        assert m1 == m2 and w1 == w2 and np.array_equal(c1, c2)
+        assert not set(m2 + w2) & set(bobs)
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "simsimd cannot be imported" in caplog.records[0].message
+    assert len(caplog.records) == 1

@@ -17,6 +17,7 @@ A stored cell is ``version * VERSION_STEP + cell``: a vector clustered under old
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ import sqlite_utils
 
 from hermes.memory.vector_matrix import Int8Rows
 from hermes.store.db import write_transaction
+
+log = logging.getLogger(__name__)
 
 IVF_MIN = 32_768  # below this, every vector is scanned (about 4 ms of one core with int8 rows)
 SCAN_ROWS = 16_384  # vectors a search scans at most, about, in the nearest cells
@@ -161,11 +164,32 @@ def rounded_cosines(storage: Int8Rows, rounded: tuple[Any, float], at: Any) -> A
     1/127 of its largest component): to find candidates; a search scores what it keeps with
     the exact cosine (:meth:`Int8Rows.cosines`)."""
     np = _np()
-    import simsimd
-
     codes, step = rounded
-    dots = np.asarray(simsimd.cdist(codes, storage.codes[at], metric="dot"))
+    simsimd = _simsimd()
+    if simsimd is None:  # the same integers (exact in float32: |dot| <= 384 * 127 * 128)
+        dots = (storage.codes[at].astype(np.float32) @ codes[0].astype(np.float32)
+                ).astype(np.float64)[None]  # float64, as simsimd returns them
+    else:
+        dots = np.asarray(simsimd.cdist(codes, storage.codes[at], metric="dot"))
     return (dots[0] * step).astype(np.float32) * storage.scale[at]
+
+
+_SIMSIMD: list[Any] = []  # [the module, or None when it cannot be imported]
+
+
+def _simsimd() -> Any:
+    """simsimd, or None (said once in the log) when an install predates the dependency (a
+    `git pull` without `pip install -e .`): the scan then multiplies in numpy, slower, the
+    same cosines, instead of failing every search of a long history."""
+    if not _SIMSIMD:
+        module: Any = None
+        try:
+            import simsimd as module
+        except ImportError as exc:
+            log.warning("simsimd cannot be imported (%s): the cells' scan multiplies in numpy, "
+                        "slower; `pip install -e .` installs it", exc)
+        _SIMSIMD.append(module)
+    return _SIMSIMD[0]
 
 
 def _kmeans(sample: Any, cells: int, rng: Any) -> Any:
