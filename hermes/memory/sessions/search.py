@@ -13,7 +13,7 @@ store.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -65,6 +65,30 @@ SNIPPET_TOKENS = 24
 WORDS_POOL = 100
 WORDS_TEMPORAL = 0.2
 
+
+@dataclass(frozen=True)
+class SearchProfile:
+    """How deep :meth:`SessionSearch.search_messages` looks. The full search (None everywhere:
+    the defaults of rerank.DEFAULT_PARAMS and semantic.DEFAULT_SEMANTIC) serves the CLI and the
+    model's session_search tool; a caller that shows only a few matches (past messages in the
+    prompt, hermes.memory.sessions.past_messages.PROMPT_PROFILE) can read fewer candidates."""
+
+    candidates: int | None = None  # best bm25 matches read in their conversation
+    pool: int | None = None  # the word ranking's best this-many re-scored by meaning
+    extra: int | None = None  # nearest messages, and nearest windows, joining the candidates
+
+    def recall_params(self) -> rerank.RecallParams:
+        params = rerank.DEFAULT_PARAMS
+        return params if self.candidates is None else replace(params, candidates=self.candidates)
+
+    def semantic_params(self) -> semantic.SemanticParams:
+        params = semantic.DEFAULT_SEMANTIC
+        changed = {k: v for k, v in (("pool", self.pool), ("extra", self.extra)) if v is not None}
+        return replace(params, **changed) if changed else params
+
+
+FULL_SEARCH = SearchProfile()
+
 # A ranked session: (session id, score, its best message or None when only the title or
 # summary matched, the title/summary score)
 _Ranked = tuple[int, float, _Candidate | None, float]
@@ -108,10 +132,12 @@ class SessionSearch:
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
-        meaning: str | None = None,
+        meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
         groups by session, ungrouped. Zero model calls. Raises QueryError like search.
+        ``profile``: how many candidates to read (:class:`SearchProfile`; default the full
+        search).
 
         ``exclude_session``: none from this session (the conversation in progress, whose new
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
@@ -128,7 +154,7 @@ class SessionSearch:
             modes = modes[-1:]
         for mode, expr in modes:
             ranked = self._reranked(user, plan, mode, expr, source, max(1, limit),
-                                    exclude_session, meaning)
+                                    exclude_session, meaning, profile)
             if ranked:
                 ids = [r.message_id for r in ranked]
                 rows = self.db.execute(
@@ -144,19 +170,21 @@ class SessionSearch:
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int, exclude_session: int | None = None, meaning: str | None = None,
+        profile: SearchProfile = FULL_SEARCH,
     ) -> list[rerank.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
         (hermes.memory.sessions.rerank)."""
         return self._reranked_and_empty(user, plan, mode, expr, source, limit,
-                                        exclude_session, meaning)[0]
+                                        exclude_session, meaning, profile)[0]
 
     def _reranked_and_empty(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
-        meaning: str | None = None,
+        meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
     ) -> tuple[list[rerank.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return."""
+        recall_params, semantic_params = profile.recall_params(), profile.semantic_params()
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
             sessions = self._cjk_session_scores(user, plan, mode, expr, source)
@@ -167,7 +195,8 @@ class SessionSearch:
                 plan = build_match(rerank.plan_text(plan) + "".join(f' "{a}"' for a in aliases))
                 expr = plan.loose or plan.strict
                 assert expr is not None
-            messages = self._fts_candidates(user, plan, mode, expr, source)
+            messages = self._fts_candidates(user, plan, mode, expr, source,
+                                            recall_params.candidates)
             sessions = self._session_scores(user, plan, mode, expr, source)
         sims, dense = None, None
         # Meaning re-scores the any-word round (the one that always runs with embeddings): a
@@ -181,7 +210,7 @@ class SessionSearch:
             # message's or its window's): with a short history the nearest are everything.
             from hermes.memory.embeddings import meaning_floor
 
-            extra = sims.nearest(semantic.DEFAULT_SEMANTIC.extra)
+            extra = sims.nearest(semantic_params.extra)
             floor = meaning_floor(self.vectors.embedder.model_id)
             near, around = sims.of(extra)
             dense = sorted(((m, float(c)) for m, c, w in zip(extra, near, around, strict=True)
@@ -203,18 +232,19 @@ class SessionSearch:
                                sessions,
                                limit=wanted if sims is not None or dated else cut,
                                source=source, now=self.clock.now(), dense=dense,
-                               exclude_session=exclude_session)
+                               exclude_session=exclude_session, params=recall_params)
         if dated:
             ranked = _time_named_first(self.db, user, ranked, cut)
         if sims is not None:
             extras = [m for m, _ in dense or []]
-            pool = [r.message_id for r in ranked[: semantic.DEFAULT_SEMANTIC.pool]] + extras
+            pool = [r.message_id for r in ranked[: semantic_params.pool]] + extras
             texts = semantic.message_texts(self.db, user, pool, TIME_SCAN_CHARS)
             timed = {mid for mid, (_, text) in texts.items() if names_a_time(text)} \
                 if when else set()
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=cut,
-                lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed)
+                lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
+                params=semantic_params)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)[: limit or wanted]
         empty: list[tuple[int, float]] = []
@@ -310,7 +340,8 @@ class SessionSearch:
         ).fetchall()
 
     def _fts_candidates(
-        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None
+        self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None,
+        best: int | None = None,
     ) -> list[_Candidate]:
         """Matching messages scored by BM25. With at most FTS_RANKED_MATCHES matches (in the
         whole table), FTS5's own bm25 ranks them all and the best few are the candidates. Past
@@ -328,7 +359,8 @@ class SessionSearch:
             return []
         if matches <= FTS_RANKED_MATCHES:
             return [_Candidate(mid, sid, score) for mid, sid, score in
-                    self._best_scored(expr, user, source, rerank.DEFAULT_PARAMS.candidates)]
+                    self._best_scored(expr, user, source,
+                                      best or rerank.DEFAULT_PARAMS.candidates)]
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:

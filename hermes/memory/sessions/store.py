@@ -36,7 +36,7 @@ from hermes.memory.sessions.records import (
     read_session,
     read_window,
 )
-from hermes.memory.sessions.search import SCORE_CAP, SessionSearch
+from hermes.memory.sessions.search import FULL_SEARCH, SCORE_CAP, SearchProfile, SessionSearch
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
@@ -194,12 +194,12 @@ class SessionStore:
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
-        meaning: str | None = None,
+        meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
     ) -> list[MessageHit]:
         """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`)."""
         return self.searcher.search_messages(
             user, query, limit=limit, source=source, exclude_session=exclude_session,
-            any_word=any_word, meaning=meaning)
+            any_word=any_word, meaning=meaning, profile=profile)
 
     def get(self, user: str, session_id: int) -> Session:
         return read_session(self.db, user, session_id)
