@@ -94,6 +94,26 @@ def test_facts_scan_their_own_budget_of_rows_in_the_nearest_cells(clustered, mon
     assert not narrow & set(bobs)
 
 
+def test_the_nearest_facts_of_a_rounded_scan_are_the_exact_nearest_with_exact_cosines(
+        clustered, monkeypatch):
+    """The cells are scanned with the query rounded to int8 (candidates only): the nearest
+    facts and their cosines are the exact float scan's."""
+    facts, mine, bobs = clustered
+    monkeypatch.setattr(fact_vectors, "FACT_SCAN_ROWS", 1000)  # every cell
+    similarity = facts.vectors.similarity("owner", "which car or automobile?")
+    matrix = similarity._matrix
+    rows = np.arange(len(matrix.ids))
+    exact = matrix.cosines_at(similarity._query, rows)
+    cosine = {int(i): float(c) for i, c in zip(matrix.ids, exact, strict=True)}
+    for k in (1, 5, 12):
+        got = similarity.nearest(k)
+        # the k best cosines (ties may pick either fact), each the fact's exact cosine
+        assert sorted(got.values(), reverse=True) == pytest.approx(
+            sorted(exact, reverse=True)[:k], abs=1e-6)
+        assert got == pytest.approx({i: cosine[i] for i in got}, abs=1e-6)
+        assert not set(got) & set(bobs)
+
+
 def test_a_fact_found_by_words_outside_the_scanned_cells_gets_its_exact_cosine(
         clustered, monkeypatch):
     facts, mine, bobs = clustered

@@ -206,6 +206,26 @@ def test_the_probed_search_finds_what_the_exact_scan_does_with_every_cell_read(
         assert not set(sims.nearest(20)) & set(bobs)
 
 
+def test_vectors_whose_messages_are_gone_have_no_neighbours_in_the_windows(db, clock):
+    """A vector read while its message is deleted (between the two reads of a load) stands
+    alone: no window joins it to another such vector or to a message of a session."""
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, HashEmbedder()),
+                         redact_secrets=False)
+    ids = say(store, clock, "owner", "one", "two", "three")
+    store.vectors.index("owner")
+    blob = HashEmbedder().embed(["gone"])[0].astype(np.float16).tobytes()
+    db.execute("PRAGMA foreign_keys = OFF")  # no message row: as if deleted in between
+    for missing in (ids[-1] + 100, ids[-1] + 200):
+        db.execute("INSERT INTO message_vectors (message_id, user, model, vector) "
+                   "VALUES (?, 'owner', 'hash', ?)", [missing, blob])
+    db.execute("PRAGMA foreign_keys = ON")
+    matrix = store.vectors.matrix("owner")
+    win = semantic._windows_of(store.vectors, "owner", matrix)
+    assert len(matrix.ids) == 5
+    assert win.prev.tolist() == [-1, 0, 1, -1, -1] and win.next.tolist() == [1, 2, -1, -1, -1]
+    assert np.allclose(win.norm[3:], 1.0, atol=0.01)  # its own vector alone
+
+
 def test_without_simsimd_the_scan_multiplies_in_numpy_with_the_same_result(
         db, clock, monkeypatch, caplog):
     """An install that predates the simsimd dependency (a pull without `pip install -e .`):

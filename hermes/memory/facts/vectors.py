@@ -52,6 +52,10 @@ DENSE_WEIGHT = 1.5
 INDEX_BATCH = 8
 # The nearest facts by meaning that join the bm25 matches as candidates.
 DENSE_CANDIDATES = 50
+# A clustered user's scan rounds the query to int8 to find candidates (7x faster than the float
+# product, vector_cells.rounded_cosines; within ~0.001 of the exact cosine): the nearest k facts
+# are the exact best of the rounded best 2k + this many (as session search does).
+RESCORE_MARGIN = 16
 # ... if their similarity reaches the model's floor (hermes.memory.embeddings.MEANING_FLOOR).
 # Each fact has a second vector, of the exchange it was learned from (its source messages):
 # the similarity to a query is (1 - CONTEXT_WEIGHT) x cos(fact) + CONTEXT_WEIGHT x
@@ -312,8 +316,10 @@ class Similarity:
         self._query = query
         self._rows: Any = None
         if matrix.cells is not None:
+            # The query rounded to int8 only finds candidates (one SIMD integer product per
+            # cell, vector_cells.rounded_cosines); :meth:`nearest` keeps the exact best.
             self._rows, self._scores = matrix.cells.scan(
-                query, min(FACT_SCAN_ROWS, vector_cells.SCAN_ROWS))
+                query, min(FACT_SCAN_ROWS, vector_cells.SCAN_ROWS), rounded=True)
         else:
             assert matrix.rows is not None
             self._scores = matrix.rows.cosines(query)
@@ -325,10 +331,17 @@ class Similarity:
         k = min(k, len(scores))
         if k <= 0:
             return {}
-        top = np.argpartition(-scores, k - 1)[:k]
-        rows = top if self._rows is None else self._rows[top]
         ids = self._matrix.ids
-        return {int(ids[r]): float(scores[i]) for r, i in zip(rows, top, strict=True)}
+        if self._rows is None:  # every fact's exact cosine
+            top = np.argpartition(-scores, k - 1)[:k]
+            return {int(ids[r]): float(scores[r]) for r in top}
+        # The scanned cells' cosines are the rounded query's: the exact best k of their best
+        # 2k + RESCORE_MARGIN (a near tie could swap), each with its exact cosine.
+        pick = min(len(scores), 2 * k + RESCORE_MARGIN)
+        rows = self._rows[np.argpartition(-scores, pick - 1)[:pick]]
+        exact = self._matrix.cosines_at(self._query, rows)
+        best = np.argpartition(-exact, k - 1)[:k]
+        return {int(ids[rows[i]]): float(exact[i]) for i in best}
 
     def of(self, fact_ids: Sequence[int]) -> dict[int, float]:
         """The cosines of these facts (those without a vector are left out)."""

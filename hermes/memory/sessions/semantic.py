@@ -145,22 +145,25 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
         nxt = np.concatenate([done.next, np.full(n - start, -1, np.int64)])
         norm = np.concatenate([done.norm, np.ones(n - start, np.float32)])
         new_ids = matrix.ids[start:]
-        session_of = dict(vectors.db.execute(
-            "SELECT id, session_id FROM messages WHERE user = ? AND id BETWEEN ? AND ?",
-            [user, int(new_ids[0]), int(new_ids[-1])]).fetchall()) if len(new_ids) else {}
+        found = np.array(vectors.db.execute(
+            "SELECT id, session_id FROM messages WHERE user = ? AND id BETWEEN ? AND ? "
+            "ORDER BY id", [user, int(new_ids[0]), int(new_ids[-1])]).fetchall()
+            if len(new_ids) else [], dtype=np.int64).reshape(-1, 2)
         last = dict(done.last_of_session)
         # New rows by session, then id: each follows the one before it in its session; the
         # first of a session follows that session's newest older row. A message deleted since
         # it was indexed gets a session of its own (no neighbours).
         rows_new = np.arange(start, n, dtype=np.int64)
-        sessions = np.array([session_of.get(int(i), -1 - k) for k, i in enumerate(new_ids)],
-                            dtype=np.int64)
+        at = np.clip(np.searchsorted(found[:, 0], new_ids), 0, max(len(found) - 1, 0))
+        held = (found[at, 0] == new_ids) if len(found) else np.zeros(len(new_ids), bool)
+        sessions = np.where(held, found[at, 1] if len(found) else 0,
+                            -1 - np.arange(len(new_ids), dtype=np.int64))
         order = rows_new[np.lexsort((rows_new, sessions))]
         ordered = sessions[order - start]
         same = ordered[1:] == ordered[:-1]
         prev[order[1:][same]] = order[:-1][same]
         nxt[order[:-1][same]] = order[1:][same]
-        touched = [rows_new]
+        before_rows = []  # older rows whose next is new (all before ``start``)
         starts = np.flatnonzero(np.concatenate([[True], ~same])) if len(order) else []
         for at in starts:
             session, row = int(ordered[at]), int(order[at])
@@ -168,12 +171,13 @@ def _windows_of(vectors: MessageVectors, user: str, matrix: Any) -> _Windows:
             if before is not None:
                 prev[row] = before
                 nxt[before] = row
-                touched.append(np.array([before], dtype=np.int64))
+                before_rows.append(before)
         ends = np.flatnonzero(np.concatenate([~same, [True]])) if len(order) else []
         for at in ends:
             if ordered[at] >= 0:
                 last[int(ordered[at])] = int(order[at])
-        rows = np.unique(np.concatenate(touched)) if touched else rows_new
+        older = np.unique(np.array(before_rows, dtype=np.int64))
+        rows = np.concatenate([older[older < start], rows_new])  # ascending, each once
         norm[rows] = _window_norms(matrix, prev, nxt, rows)
         done = _Windows(n, prev, nxt, norm, last)
         per_user[user] = done
@@ -188,8 +192,8 @@ def _window_norms(matrix: Any, prev: Any, nxt: Any, rows: Any) -> Any:
     again.)"""
     np = _np()
     out = np.empty(len(rows), np.float32)
-    for begin in range(0, len(rows), 32768):
-        part = rows[begin : begin + 32768]
+    for begin in range(0, len(rows), 2048):  # blocks that stay in the CPU's cache
+        part = rows[begin : begin + 2048]
         total = matrix.dequantized(part)
         for side in (prev, nxt):
             has = side[part] >= 0
