@@ -175,7 +175,7 @@ def test_the_probed_search_finds_what_the_exact_scan_does_with_every_cell_read(
     (found with the rounded query, ordered exactly) against the full float scan of every
     row, every cell probed: the same nearest 10 messages and windows in the same order, and
     the same exact cosines by id; another user's messages never among them."""
-    from hermes.memory.sessions import vectors as message_vectors
+    from hermes.memory.sessions import held_vectors
 
     store = SessionStore(db, clock=clock, vectors=MessageVectors(db, HashEmbedder()),
                          redact_secrets=False)
@@ -186,7 +186,7 @@ def test_the_probed_search_finds_what_the_exact_scan_does_with_every_cell_read(
     store.vectors.index("owner")
     store.vectors.index("bob")
     monkeypatch.setattr(vector_cells, "SCAN_ROWS", 10_000)  # every cell
-    monkeypatch.setattr(message_vectors, "WINDOW_SEEDS", 10_000)
+    monkeypatch.setattr(held_vectors, "WINDOW_SEEDS", 10_000)
     matrix = store.vectors.matrix("owner")
     assert matrix.cells is not None and len(matrix.cells.centroids.vectors) > 1
     win = semantic._windows_of(store.vectors, "owner", matrix)

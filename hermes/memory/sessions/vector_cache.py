@@ -6,21 +6,19 @@ database's: the change log reaches back to it, and sampled rows hold the databas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlite_utils
 
 from hermes.memory import vector_cells, vector_file
+from hermes.memory.sessions.held_vectors import Matrix
 from hermes.memory.sessions.semantic import _np, _Windows
 from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change
-
-if TYPE_CHECKING:
-    from hermes.memory.sessions.vectors import _Matrix
 
 SAMPLES = 16  # rows of a mapped file compared with the database (a file of another database)
 
 
-def restored(db: sqlite_utils.Database, found: vector_file.Mapped) -> tuple[_Matrix, _Windows]:
+def restored(db: sqlite_utils.Database, found: vector_file.Mapped) -> tuple[Matrix, _Windows]:
     """The matrix and windows a mapped file holds (vector_file.Unusable: it does not fit the
     database's cells, or its arrays do not fit each other, or an array or number this code
     reads is not there: a file of an older layout under the same FORMAT)."""
@@ -31,9 +29,7 @@ def restored(db: sqlite_utils.Database, found: vector_file.Mapped) -> tuple[_Mat
 
 
 def _restored(db: sqlite_utils.Database, found: vector_file.Mapped
-              ) -> tuple[_Matrix, _Windows]:
-    from hermes.memory.sessions.vectors import _Matrix
-
+              ) -> tuple[Matrix, _Windows]:
     meta, a = found.meta, found.arrays
     n, places = len(a["ids"]), len(a["scale"])
     storage = Int8Rows(a["codes"], a["scale"],
@@ -49,15 +45,15 @@ def _restored(db: sqlite_utils.Database, found: vector_file.Mapped
     windows = _Windows(n, a["prev"], a["next"], a["norm"],
                        dict(zip(a["sessions"].tolist(), a["last"].tolist(), strict=True)))
     if not version:
-        return _Matrix(a["ids"], storage, int(meta["seq"])), windows
+        return Matrix(a["ids"], storage, int(meta["seq"])), windows
     assert centroids is not None
     if centroids.vectors.shape[1] != a["codes"].shape[1]:
         raise vector_file.Unusable("another dimension")
     index = vector_cells.CellIndex.restored(centroids, storage, a, meta)
-    return _Matrix(a["ids"], None, int(meta["seq"]), index), windows
+    return Matrix(a["ids"], None, int(meta["seq"]), index), windows
 
 
-def check(db: sqlite_utils.Database, model: str, user: str, matrix: _Matrix) -> None:
+def check(db: sqlite_utils.Database, model: str, user: str, matrix: Matrix) -> None:
     """A file of this user's current history: the change log still reaches back to it, and
     sampled rows the log says are unchanged hold the database's vectors (a home restored
     from a backup, another database copied in: not used)."""
@@ -87,7 +83,7 @@ def check(db: sqlite_utils.Database, model: str, user: str, matrix: _Matrix) -> 
         raise vector_file.Unusable("rows that differ from the database's")
 
 
-def layout(user: str, model: str, matrix: _Matrix,
+def layout(user: str, model: str, matrix: Matrix,
            windows: _Windows) -> tuple[dict[str, Any], dict[str, Any]]:
     """(arrays, header fields) of what a process holds, for vector_file.save."""
     np = _np()

@@ -6,7 +6,8 @@ Vectors are stored as float16 blobs (768 bytes a message with MiniLM). Messages 
 lazily: in the background by ``hermes run``, all at once by ``hermes sessions index``, and the
 newest few (INLINE_INDEX) before a search. A long history is also kept, as this process holds
 it, in a file under ``<home>/cache/vectors/`` that the next process maps instead of reading
-SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`).
+SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`). What a process holds
+and how a query reads it is hermes.memory.sessions.held_vectors.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ from hermes.errors import HermesError
 from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
+from hermes.memory.sessions.held_vectors import Matrix, top_k
 from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
-    Similarities,
     _np,
     _Windows,
 )
@@ -49,164 +49,10 @@ _cannot_keep: set[Path] = set()
 INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
-# With cells, the windows nearest a query are looked for around its nearest this-many messages.
-WINDOW_SEEDS = 400
-# The nearest k messages (windows) are the exact best of the best 2k + this many found with the
-# query rounded to int8 (vector_cells.rounded_cosines: a near tie could swap).
-RESCORE_MARGIN = 16
 # A user's vectors are kept in a file under <home>/cache/vectors from this many (fewer are read
 # out of SQLite in a few tens of ms); written again once this many of their rows changed since.
 CACHE_MIN = 20_000
 REFRESH = 4_096
-
-
-@dataclass
-class _Matrix:
-    """One user's message vectors as this process holds them: int8 rows in id order, or,
-    once the user's vectors are clustered, stored cell by cell (``cells``)."""
-
-    ids: Any  # numpy int64 array of message ids, ascending
-    rows: Int8Rows | None  # one row per id (None: held by ``cells``)
-    seq: int  # the newest vector_changes entry applied
-    cells: CellIndex | None = None  # the coarse index, once the user's vectors are clustered
-
-    def cosines(self, query: Any) -> Any:
-        """float32 cosine of ``query`` to every row."""
-        if self.cells is None:
-            assert self.rows is not None
-            return self.rows.cosines(query)
-        np = _np()
-        cosines, rows = self.cells.storage.cosines(query), self.cells.row_of
-        if not self.cells.holes:
-            out = np.empty(len(self.ids), np.float32)
-            out[rows] = cosines
-            return out
-        out = np.zeros(len(self.ids), np.float32)  # a row without a vector: 0
-        kept = rows >= 0
-        out[rows[kept]] = cosines[kept]
-        return out
-
-    def gone(self) -> Any:
-        """Which rows have lost their vector since the layout was built (None: none can)."""
-        return self.cells.gone if self.cells is not None else None
-
-    def cosines_at(self, query: Any, rows: Any) -> Any:
-        """float32 cosines of ``query`` to these rows."""
-        if self.cells is None:
-            assert self.rows is not None
-            return self.rows.cosines(query, rows)
-        return self.cells.cosines(query, rows)
-
-    def dequantized(self, rows: Any) -> Any:
-        """The float32 vectors of these rows."""
-        if self.cells is None:
-            assert self.rows is not None
-            return self.rows.dequantized(rows)
-        return self.cells.dequantized(rows)
-
-    def id_rows(self) -> Int8Rows:
-        """Every row in id order."""
-        if self.cells is None:
-            assert self.rows is not None
-            return self.rows
-        return self.cells.owner_rows()
-
-    def probed(self, query: Any, prev: Any, nxt: Any, norm: Any) -> ProbedSimilarities:
-        """A search's similarities when the vectors have cells: only the nearest cells'
-        vectors are scanned (``prev``/``nxt``/``norm``: the session windows of the rows, as
-        hermes.memory.sessions.semantic derives them)."""
-        return ProbedSimilarities(self, query, prev, nxt, norm)
-
-
-class ProbedSimilarities(Similarities):
-    """The cosines of one query to a user's messages and their windows, computed only where
-    needed: the nearest messages and windows among the vectors of the cells nearest the query,
-    and exact cosines of any message asked for by id (``message`` and ``window``, every
-    row's cosines in the full scan, stay empty: use :meth:`nearest` and :meth:`of`)."""
-
-    def __init__(self, matrix: _Matrix, query: Any, prev: Any, nxt: Any, norm: Any) -> None:
-        assert matrix.cells is not None
-        np = _np()
-        empty = np.zeros(0, np.float32)
-        super().__init__(matrix.ids, empty, empty)
-        self._matrix, self._query, self._cells = matrix, query, matrix.cells
-        self._prev, self._next, self._norm = prev, nxt, norm
-        self._scanned, self._cosines = matrix.cells.scan(query, rounded=True)  # to find
-        self._rounded = vector_cells.rounded_query(query)
-        self._gone = matrix.cells.gone  # rows whose vector was dropped since the build
-
-    def _cos(self, rows: Any, exact: bool = True) -> Any:
-        """Cosines of these rows (exact, or with the query rounded: to find candidates); 0
-        for -1 (no neighbour)."""
-        np = _np()
-        out = np.zeros(len(rows), np.float32)
-        real = rows >= 0
-        if real.any():
-            out[real] = (self._matrix.cosines_at(self._query, rows[real]) if exact else
-                         self._cells.rounded_cosines(self._rounded, rows[real]))
-        return out
-
-    def _window(self, rows: Any, exact: bool = True) -> Any:
-        """The window cosines of these rows: each row of the three read once."""
-        np = _np()
-        three = np.concatenate([rows, self._prev[rows], self._next[rows]])
-        each, where = np.unique(three, return_inverse=True)
-        cosines = self._cos(each, exact)[where].reshape(3, len(rows))
-        return cosines.sum(axis=0) / self._norm[rows]
-
-    def nearest(self, k: int) -> list[int]:
-        """The ``k`` nearest messages and the ``k`` nearest windows among the scanned cells
-        (message ids, messages first)."""
-        found = dict.fromkeys(self.nearest_messages(k))
-        found.update(dict.fromkeys(self.nearest_windows(k)))
-        return list(found)
-
-    def nearest_messages(self, k: int) -> list[int]:
-        if k <= 0 or not len(self._scanned):
-            return []
-        # The scan's (query rounded) best, with a margin, ordered by their exact cosines
-        near = self._scanned[_top(self._cosines, 2 * k + RESCORE_MARGIN)]
-        return [int(self.ids[row]) for row in near[_top(self._cos(near), k)]]
-
-    def nearest_windows(self, k: int) -> list[int]:
-        """A window is a candidate when one of its three messages is among the nearest
-        WINDOW_SEEDS scanned messages (a strong window holds at least one strong message)."""
-        np = _np()
-        if k <= 0 or not len(self._scanned):
-            return []
-        near = self._scanned[_top(self._cosines, max(WINDOW_SEEDS, k))]
-        centres = np.unique(np.concatenate([near, self._prev[near], self._next[near]]))
-        centres = centres[centres >= 0]
-        centres = centres[~self._gone[centres]]
-        # The best by the rounded query, with a margin, ordered by their exact cosines
-        near = centres[_top(self._window(centres, exact=False), 2 * k + RESCORE_MARGIN)]
-        return [int(self.ids[row]) for row in near[_top(self._window(near), k)]]
-
-    def of(self, message_ids: Sequence[int]) -> tuple[Any, Any]:
-        """(message cosines, window cosines) of these messages, exact; NaN for one without a
-        vector."""
-        np = _np()
-        wanted = np.asarray(message_ids, dtype=np.int64)
-        at = np.clip(np.searchsorted(self.ids, wanted), 0, max(len(self.ids) - 1, 0))
-        present = self.ids[at] == wanted if len(self.ids) else np.zeros(len(wanted), bool)
-        present &= ~self._gone[at]  # its vector dropped: as none yet
-        message = np.full(len(wanted), np.nan, np.float32)
-        window = np.full(len(wanted), np.nan, np.float32)
-        rows = at[present]
-        if len(rows):
-            message[present] = self._cos(rows)
-            window[present] = self._window(rows)
-        return message, window
-
-
-def _top(values: Any, k: int) -> Any:
-    """Indices of the ``k`` largest values, largest first."""
-    np = _np()
-    k = min(k, len(values))
-    if k <= 0:
-        return np.zeros(0, np.int64)
-    best = np.argpartition(-values, k - 1)[:k]
-    return best[np.argsort(-values[best], kind="stable")]
 
 
 class MessageVectors:
@@ -224,7 +70,7 @@ class MessageVectors:
         # Per user, how many rows changed since the file this process holds (or mapped) was
         # written; no entry: this process's state is not in a file yet.
         self._behind: dict[str, int] = {}
-        self._cache: dict[str, _Matrix] = {}
+        self._cache: dict[str, Matrix] = {}
         self._lock = threading.Lock()
         # Per user, the session windows that search by meaning derives from the matrix
         # (sessions/semantic.py), kept with the vectors they were built from.
@@ -331,7 +177,7 @@ class MessageVectors:
                         "reads the vectors from the database", folder, problem)
         return False
 
-    def _matrix(self, user: str) -> _Matrix:
+    def _matrix(self, user: str) -> Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
         (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
         process (an edited, redacted or deleted message)."""
@@ -365,7 +211,7 @@ class MessageVectors:
         assert self.cache_dir is not None
         return vector_file.path_for(self.cache_dir, "message", user, self.embedder.model_id)
 
-    def _mapped(self, user: str) -> _Matrix | None:
+    def _mapped(self, user: str) -> Matrix | None:
         """The user's vectors as the last process that saved them held them, mapped from their
         file, with their session windows (None: no usable file; a damaged, stale or foreign
         one is said in one log line, and replaced once the windows are built again)."""
@@ -384,7 +230,7 @@ class MessageVectors:
         self._behind[user] = 0
         return matrix
 
-    def windows_built(self, user: str, matrix: _Matrix, windows: _Windows) -> None:
+    def windows_built(self, user: str, matrix: Matrix, windows: _Windows) -> None:
         """Told by hermes.memory.sessions.semantic when it has built or extended ``matrix``'s
         session windows: a long history whose file is missing or REFRESH rows behind is saved
         (rows, cells, windows) and mapped back, so that this process holds it as the next one
@@ -419,7 +265,7 @@ class MessageVectors:
             self.windows[user] = mapped_windows
             self._behind[user] = 0
 
-    def _load(self, user: str) -> _Matrix:
+    def _load(self, user: str) -> Matrix:
         """Every vector of ``user`` for this model, with their cells when the user's vectors
         are clustered, in one read snapshot and two passes: the ids (and cells) first, then
         the vectors, in chunks, each written straight into its place (never all the blobs, nor
@@ -434,7 +280,7 @@ class MessageVectors:
                 "ORDER BY message_id", [user, model]).fetchall()
             ids = np.array([r[0] for r in listed], dtype=np.int64)
             if not len(ids):
-                return _Matrix(ids, Int8Rows.empty(), seq)
+                return Matrix(ids, Int8Rows.empty(), seq)
             dim = len(self.db.execute(
                 "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
                 [int(ids[0]), model]).fetchone()[0]) // 2
@@ -452,10 +298,10 @@ class MessageVectors:
                          Int8Rows.from_float16([r[0] for r in batch], dim))
                 done += len(batch)
         if index is not None:
-            return _Matrix(ids, None, seq, index)
-        return _Matrix(ids, held, seq)
+            return Matrix(ids, None, seq, index)
+        return Matrix(ids, held, seq)
 
-    def _updated(self, user: str, cached: _Matrix, changed: list[int], seq: int) -> _Matrix:
+    def _updated(self, user: str, cached: Matrix, changed: list[int], seq: int) -> Matrix:
         """``cached`` with the rows of ``changed`` messages read again (the user's own): new
         messages past the last row are appended (session windows extend); anything else (a
         vector replaced or dropped, one written for an older message) rebuilds the matrix in id
@@ -485,9 +331,9 @@ class MessageVectors:
         ids = np.concatenate([cached.ids, np.array(new_ids, dtype=np.int64)])
         if all(m > last for m in changed) and not gone:  # new messages: appended
             if index is not None:
-                return _Matrix(ids, None, seq, index.appended(new_rows, new_cells))
+                return Matrix(ids, None, seq, index.appended(new_rows, new_cells))
             assert cached.rows is not None
-            return _Matrix(ids, cached.rows.appended(new_rows), seq)
+            return Matrix(ids, cached.rows.appended(new_rows), seq)
         keep = ~np.isin(cached.ids, np.array(changed, dtype=np.int64))
         if index is not None:
             keep &= ~index.gone
@@ -496,14 +342,14 @@ class MessageVectors:
         order = np.argsort(ids, kind="stable")
         self.windows.pop(user, None)
         if index is None:
-            return _Matrix(ids[order], rows.take(order), seq)
+            return Matrix(ids[order], rows.take(order), seq)
         cells = np.concatenate([index.cell[keep], new_cells])[order]
-        return _Matrix(ids[order], None, seq,
+        return Matrix(ids[order], None, seq,
                        CellIndex(index.centroids, rows.take(order), cells))
 
-    def _changed_in_place(self, user: str, cached: _Matrix, found: dict[int, bytes],
+    def _changed_in_place(self, user: str, cached: Matrix, found: dict[int, bytes],
                           stored_cell: dict[int, int | None], held: dict[int, int],
-                          seq: int) -> _Matrix:
+                          seq: int) -> Matrix:
         """A clustered history whose changed vectors all belong to messages it holds (an
         edit, a redaction, a deletion, a re-embedding) or come after them (new messages):
         changed in place (vector_cells.CellIndex.changed), the windows around them measured
@@ -519,7 +365,7 @@ class MessageVectors:
         rows = (Int8Rows.from_float16(blobs) if blobs
                 else Int8Rows.empty(index.storage.codes.shape[1]))
         cells = index.centroids.decode([stored_cell[int(ids[r])] for r in replaced])
-        matrix = _Matrix(ids, None, seq, index.changed(replaced, rows, cells, dropped))
+        matrix = Matrix(ids, None, seq, index.changed(replaced, rows, cells, dropped))
         windows = self.windows.get(user)
         if windows is not None and windows.rows == len(ids):
             touched = np.concatenate([replaced, dropped])
@@ -535,13 +381,13 @@ class MessageVectors:
         later = sorted(m for m in found if m > int(ids[-1]))
         if later:
             assert matrix.cells is not None
-            matrix = _Matrix(np.concatenate([ids, np.array(later, np.int64)]), None, seq,
+            matrix = Matrix(np.concatenate([ids, np.array(later, np.int64)]), None, seq,
                              matrix.cells.appended(
                                  Int8Rows.from_float16([found[m] for m in later]),
                                  index.centroids.decode([stored_cell[m] for m in later])))
         return matrix
 
-    def matrix(self, user: str) -> _Matrix:
+    def matrix(self, user: str) -> Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
         the newest since the last one with a vector (see :meth:`nearest`)."""
         newest = self.db.execute(
@@ -569,7 +415,7 @@ class MessageVectors:
             rows, scores = matrix.cells.scan(query_vector)
         else:
             rows, scores = None, matrix.cosines(query_vector)
-        top = _top(scores, k)
+        top = top_k(scores, k)
         at = top if rows is None else rows[top]
         return [(int(matrix.ids[i]), float(scores[j])) for i, j in zip(at, top, strict=True)]
 
@@ -585,7 +431,7 @@ def _held(ids: Any, wanted: Sequence[int]) -> dict[int, int]:
     return {int(m): int(r) for m, r in zip(asked[hit], at[hit], strict=True)}
 
 
-def _version(matrix: _Matrix) -> int:
+def _version(matrix: Matrix) -> int:
     return matrix.cells.centroids.version if matrix.cells is not None else 0
 
 
