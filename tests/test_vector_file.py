@@ -215,10 +215,8 @@ def test_a_full_disk_leaves_the_vectors_in_memory_with_one_line(store, rt, cache
     assert not list((cache / "vectors").glob("*"))  # no half-written file left
 
 
-def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
-    from hermes.memory.redact_stored import redact_stored
-
-    say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
+def two_users_files(store, cache):
+    """owner's and bob's histories searched, so each has its file; their paths."""
     history(store)
     history(store, "bob")
     searched(store.vectors, "owner")
@@ -226,6 +224,14 @@ def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
     owners = vector_file.path_for(cache, "message", "owner", "toy")
     bobs = vector_file.path_for(cache, "message", "bob", "toy")
     assert owners.exists() and bobs.exists()
+    return owners, bobs
+
+
+def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
+    from hermes.memory.redact_stored import redact_stored
+
+    say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
+    owners, bobs = two_users_files(store, cache)
     assert redact_stored(rt, "owner").messages == 1
     assert not owners.exists() and bobs.exists()
 
@@ -396,13 +402,7 @@ class OtherModel(ToyEmbedder):
 
 def test_a_new_models_file_removes_the_old_models_file_of_that_user_only(
         store, rt, cache, caplog):
-    history(store)
-    history(store, "bob")
-    searched(store.vectors, "owner")
-    searched(store.vectors, "bob")
-    old = vector_file.path_for(cache, "message", "owner", "toy")
-    bobs = vector_file.path_for(cache, "message", "bob", "toy")
-    assert old.exists() and bobs.exists()
+    old, bobs = two_users_files(store, cache)
     switched = new_process(rt, cache, OtherModel())  # sessions.embedding_model changed
     with caplog.at_level(logging.INFO, logger="hermes.memory.sessions.vectors"):
         switched.index("owner")  # the background pass embeds for the new model, keeps its file
