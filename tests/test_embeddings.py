@@ -7,6 +7,7 @@ np = pytest.importorskip("numpy")
 from hermes.memory.embeddings import message_text  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from tests import histories  # noqa: E402
 
 # A toy embedding space: each concept is one axis; words map to their concept.
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "dog": 1, "puppy": 1, "rain": 2,
@@ -43,12 +44,8 @@ def store(db, clock, embedder):
 
 
 def say(store, clock, user, *lines):
-    session = store.create(user, "discord")
-    ids = []
-    for line in lines:
-        clock.advance(minutes=1)
-        ids.append(store.append(user, session.id, "user", line, speaker=user).id)
-    return ids
+    """Each line spoken by the user itself (tests.histories.say, speaker=user)."""
+    return histories.say(store, clock, user, *lines, speaker=user)
 
 
 def test_a_message_is_found_by_meaning_without_a_shared_word(store, clock):
