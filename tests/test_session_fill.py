@@ -1,5 +1,6 @@
-"""Session search's message list (SessionStore.search_messages): when the all-words round finds
-fewer messages than asked for, the any-word round fills the rest below them."""
+"""Session search (SessionStore.search_messages, and the grouped SessionStore.search that the CLI,
+the session_search tool, MCP and the web panel call): when the all-words round finds fewer than
+asked for, the any-word round fills the rest below them."""
 
 import pytest
 
@@ -48,3 +49,23 @@ def test_fewer_all_word_matches_than_asked_are_followed_by_the_any_word_ones(
     # as many as asked for from the all-words round: no second round
     assert [h.message.id for h in store.search_messages(
         "owner", "what has Melanie painted?", limit=1)] == [all_words]
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+def test_the_grouped_search_fills_the_same_way(db, clock, with_model):
+    vectors = None
+    if with_model:
+        pytest.importorskip("numpy")
+        from hermes.memory.sessions.vectors import MessageVectors
+        from tests.test_embeddings import ToyEmbedder
+
+        vectors = MessageVectors(db, ToyEmbedder())
+    store = SessionStore(db, clock=clock, vectors=vectors)
+    all_words, painting = home(store, clock)
+    hits = store.search("owner", "what has Melanie painted?", limit=5)
+    assert [h.match.id for h in hits][:2] == [all_words, painting]
+    assert [h.mode for h in hits][:2] == ["strict", "loose"]
+    assert {h.session.user for h in hits} == {"owner"}  # bob's never
+    assert len({h.session.id for h in hits}) == len(hits)  # a conversation once
+    assert [h.match.id for h in store.search("owner", "what has Melanie painted?",
+                                             limit=1)] == [all_words]

@@ -233,11 +233,14 @@ def test_match_error_propagates(store, clock, monkeypatch):
         store.search("owner", "x")
 
 
-def test_or_fallback_only_when_strict_finds_nothing(store, clock):
+def test_any_word_round_fills_below_the_all_words_one(store, clock):
     both = conversation(store, clock, "owner", ["the docker network was flaky"])
     one = conversation(store, clock, "owner", ["docker compose is installed"])
     hits = store.search("owner", "docker network")
-    assert [h.session.id for h in hits] == [both.id] and hits[0].mode == "strict"
+    assert [(h.session.id, h.mode) for h in hits] == [(both.id, "strict"), (one.id, "loose")]
+    # as many as asked for from the all-words round: no second round
+    assert [(h.session.id, h.mode) for h in store.search("owner", "docker network", limit=1)] \
+        == [(both.id, "strict")]
     hits = store.search("owner", "how did we fix the docker networking issue?")
     assert hits[0].mode == "loose"
     assert {h.session.id for h in hits} == {both.id, one.id}
@@ -282,7 +285,9 @@ def test_title_and_summary_hits_count(store, clock):
     assert hits[0].session.summary == "Fixed the kubernetes ingress TLS certificate."
     assert plain.id in {h.session.id for h in hits}
     hits = store.search("owner", "certificate renewal")
-    assert [h.session.id for h in hits] == [only_summary.id]
+    # the summary holding both words first; the one holding "certificate" fills below it
+    assert [(h.session.id, h.mode) for h in hits] == [(only_summary.id, "strict"),
+                                                      (summarised.id, "loose")]
     assert hits[0].matched_in == ["title/summary"] and "**" in hits[0].snippet
     assert hits[0].match.content == "hello"
 

@@ -114,20 +114,26 @@ class SessionSearch:
     ) -> list[SearchHit]:
         """Search every past conversation of ``user``. Zero model calls.
 
-        All terms first; any non-stopword term only when that finds nothing. Results are grouped
-        by session, best first, conversations before cron runs. Raises QueryError when the query
-        holds nothing searchable; a MATCH error propagates (it is a bug, never "no results").
+        All terms first; when that finds fewer than ``limit`` conversations, the best of the
+        any-word round fill the rest below them (each hit's ``mode`` says which round found
+        it), as :meth:`search_messages` does. Results are grouped by session, best first,
+        conversations before cron runs. Raises QueryError when the query holds nothing
+        searchable; a MATCH error propagates (it is a bug, never "no results").
         """
         query = scrub(query)  # whatever a caller's JSON decoded to
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         limit = max(1, limit)
+        hits: list[SearchHit] = []
         for mode, expr in _modes(plan, self.vectors is not None):
-            ranked = self._rank(user, plan, mode, expr, source, limit)
-            if ranked:
-                return self._hits(user, plan, mode, expr, ranked[:limit], context)
-        return []
+            seen = {hit.session.id for hit in hits}
+            ranked = [r for r in self._rank(user, plan, mode, expr, source, limit)
+                      if r[0] not in seen][: limit - len(hits)]
+            hits += self._hits(user, plan, mode, expr, ranked, context)
+            if len(hits) >= limit:
+                break
+        return hits
 
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
