@@ -204,6 +204,8 @@ class SocketServer:
                 await self._write(writer, {"error": "Refused: another OS user's connection."})
                 return
             line = await reader.readline()
+            if not line:                # daemon_running's probe: connected, sent nothing
+                return
             try:
                 request = json.loads(line)
                 user = str(request["user"])

@@ -14,7 +14,8 @@ process's, so models are never measured side by side):
   import`` does), then ``MessageVectors.index`` per user, the path of ``hermes sessions index``
   and of the daemon's background job (the backlog in length order, batches, float16 rows written
   to ``message_vectors``): messages per CPU second, best of ``--repeat`` runs;
-* query: ``embed_query`` of LoCoMo questions with its per-turn cache emptied, p50 / p99 CPU. The
+* query: ``embed_query`` of LoCoMo questions with its per-turn cache emptied, p50 / p99 CPU, and
+  for MiniLM by stage (tokenizer, session.run, pooling; ``query_stages``). The
   whole session-search query (bm25 + the re-scoring + this embedding) is measured by
   ``bench_locomo.py --embeddings MODEL``;
 * RSS: before the model, once loaded, after indexing (VmRSS, VmHWM the peak);
@@ -138,16 +139,50 @@ def measure(model: str, conversations: int, repeat: int, path: str | None) -> di
         embedder.embed_query(question)
         times.append(time.process_time() - start)
     times.sort()
+    stages = query_stages(embedder, questions)
     size, packages = install_size(EXTRAS[model]) if model in EXTRAS else (0, [])
     return {
         "model": model, "model_id": embedder.model_id, "messages": messages,
         "indexing_per_s": max(rates), "indexing_runs": rates,
         "query_p50_ms": statistics.median(times) * 1000,
         "query_p99_ms": times[min(len(times) - 1, int(len(times) * 0.99))] * 1000,
-        "load_cpu_s": load_cpu,
+        "load_cpu_s": load_cpu, "query_stages": stages,
         "rss_before_mb": before, "rss_loaded_mb": loaded, "rss_indexed_mb": indexed["VmRSS"],
         "rss_peak_mb": indexed["VmHWM"], "install_mb": size, "packages": packages,
     }
+
+
+def query_stages(embedder, questions: list[str]) -> dict[str, float] | None:
+    """MiniLM's query embedding by stage, CPU ms p50 over ``questions``: the tokenizer, the
+    graph (session.run), the pooling around it (mean, L2 norm); and the tokens' p50. None
+    for a model without those parts (e5 runs in one C call)."""
+    import numpy as np
+
+    model = getattr(embedder, "load", lambda: embedder)()
+    tokenizer, session = getattr(model, "_tokenizer", None), getattr(model, "_session", None)
+    if tokenizer is None or session is None:
+        return None
+    names = {i.name for i in session.get_inputs()}
+    parts: dict[str, list[float]] = {"tokenizer": [], "session.run": [], "pooling": []}
+    tokens = []
+    for question in questions:
+        a = time.process_time()
+        ids = np.array([tokenizer.encode(question).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if "token_type_ids" in names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        b = time.process_time()
+        hidden = session.run(None, feeds)[0][0]
+        c = time.process_time()
+        pooled = hidden.mean(axis=0)
+        pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        d = time.process_time()
+        for part, cpu in zip(parts, (b - a, c - b, d - c), strict=True):
+            parts[part].append(cpu * 1000)
+        tokens.append(ids.shape[1])
+    out = {part: statistics.median(cpu) for part, cpu in parts.items()}
+    out["tokens_p50"] = statistics.median(tokens)
+    return out
 
 
 def main() -> None:
@@ -188,6 +223,12 @@ def main() -> None:
               f"| {r['rss_before_mb']} / {r['rss_loaded_mb']} / {r['rss_indexed_mb']} "
               f"({r['rss_peak_mb']}) MB | {r['install_mb']} "
               f"({', '.join(f'{n} {s}' for n, s in r['packages'][:5])}) |")
+    for r in results:
+        if r.get("query_stages"):
+            st = r["query_stages"]
+            print(f"{r['model']} query embedding by stage (CPU ms p50, {st['tokens_p50']:.0f} "
+                  f"tokens p50): tokenizer {st['tokenizer']:.3f}, session.run "
+                  f"{st['session.run']:.3f}, pooling {st['pooling']:.3f}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2))
 

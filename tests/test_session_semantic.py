@@ -10,21 +10,13 @@ np = pytest.importorskip("numpy")
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from tests.histories import say  # noqa: E402
 from tests.test_embeddings import ToyEmbedder  # noqa: E402
 
 
 @pytest.fixture
 def store(db, clock):
     return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
-
-
-def say(store, clock, user, *lines):
-    session = store.create(user, "discord")
-    ids = []
-    for line in lines:
-        clock.advance(minutes=1)
-        ids.append(store.append(user, session.id, "user", line, speaker="someone").id)
-    return ids
 
 
 def test_words_and_meaning_together_first_then_words_then_meaning_alone(store, clock, db):

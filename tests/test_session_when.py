@@ -3,15 +3,7 @@ that name a time (search._time_named_first, hermes.memory.sessions.timewords).""
 
 from hermes.memory.sessions import search
 from hermes.memory.sessions.store import SessionStore
-
-
-def say(store, clock, user, *lines):
-    session = store.create(user, "discord")
-    ids = []
-    for line in lines:
-        clock.advance(minutes=1)
-        ids.append(store.append(user, session.id, "user", line, speaker="someone").id)
-    return ids
+from tests.histories import say
 
 
 def test_words_only_a_when_question_puts_the_message_naming_a_time_first(db, clock):

@@ -51,14 +51,15 @@ def cache(tmp_path):
 
 @pytest.fixture
 def store(db, clock, cache):
-    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder(), cache),
+    return SessionStore(db, clock=clock,
+                        vectors=MessageVectors(db, ToyEmbedder(), cache, clock=clock),
                         redact_secrets=False)
 
 
 def new_process(rt, cache, embedder=None):
     """What a new process holds: its own connection, nothing in memory."""
     return MessageVectors(connect(rt.settings.home_path / "hermes.db"),
-                          embedder or ToyEmbedder(), cache)
+                          embedder or ToyEmbedder(), cache, clock=rt.clock)
 
 
 def searched(vectors, user, text="car"):
@@ -403,6 +404,7 @@ class OtherModel(ToyEmbedder):
 def test_a_new_models_file_removes_the_old_models_file_of_that_user_only(
         store, rt, cache, caplog):
     old, bobs = two_users_files(store, cache)
+    rt.clock.advance(days=1, seconds=1)  # nobody used the old model's file since
     switched = new_process(rt, cache, OtherModel())  # sessions.embedding_model changed
     with caplog.at_level(logging.INFO, logger="hermes.memory.sessions.vectors"):
         switched.index("owner")  # the background pass embeds for the new model, keeps its file
@@ -412,3 +414,40 @@ def test_a_new_models_file_removes_the_old_models_file_of_that_user_only(
     assert len(said) == 1 and "removed 1 vector file(s) of owner's" in said[0]
     sims, matrix = searched(new_process(rt, cache, OtherModel()), "owner")
     assert mapped(matrix) and sims.nearest(2)  # the new file serves the next process
+
+
+def test_a_file_another_model_still_uses_is_kept_until_idle_for_a_day(store, rt, cache,
+                                                                       caplog):
+    # Two processes of one home with different models (a daemon started before
+    # sessions.embedding_model changed): each save used to delete the other's file, and each
+    # of their next processes rebuilt it (~11 s at 900k vectors).
+    ids = history(store)
+    searched(store.vectors, "owner")
+    old = vector_file.path_for(cache, "message", "owner", "toy")
+    rt.clock.advance(hours=20)
+    switched = new_process(rt, cache, OtherModel())
+    with caplog.at_level(logging.INFO, logger="hermes.memory.sessions.vectors"):
+        switched.index("owner")  # saves toy-2's file: toy's was used 20 hours ago
+        assert old.exists()
+        rt.clock.advance(hours=20)
+        searched(store.vectors, "owner")  # the toy process still searches: its lease renews
+        rt.clock.advance(hours=20)
+        later = new_process(rt, cache, OtherModel())
+        assert mapped(searched(later, "owner")[1])  # maps toy-2's file: toy's used 20 h ago
+        assert old.exists()
+        assert not [r for r in caplog.records if "other embedding models" in r.getMessage()]
+        rt.clock.advance(days=1, seconds=1)  # the toy process is gone: nobody renews
+        fresh = new_process(rt, cache, OtherModel())
+        sims, matrix = searched(fresh, "owner")  # maps toy-2's file, and the old one goes
+    assert mapped(matrix) and not old.exists() and len(matrix.ids) == len(ids)
+    said = [r.getMessage() for r in caplog.records if "other embedding models" in r.getMessage()]
+    assert len(said) == 1 and "unused for a day" in said[0]
+
+
+def test_a_file_is_marked_in_use_only_for_its_own_user(store, rt, cache):
+    owners, bobs = two_users_files(store, cache)
+    before = bobs.stat().st_mtime
+    rt.clock.advance(hours=2)
+    searched(store.vectors, "owner")  # renews owner's lease (RENEW_LEASE: an hour)
+    assert owners.stat().st_mtime == rt.clock.now().timestamp()
+    assert bobs.stat().st_mtime == before

@@ -35,6 +35,8 @@ from hermes.agent.conversation import Conversation, Snapshot, shape
 from hermes.errors import ConfigError
 from hermes.memory import Memory
 from hermes.memory import context as context_file
+from hermes.memory.facts import query_ahead
+from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
@@ -58,6 +60,10 @@ PAST_NOTE = ("Past conversations matching this message (date, title; the matchin
              f">); session_search reads more. {DATA_NOTE}")
 CHANGES_NOTE = f"Memory written since this session started (newer than basic memory). {DATA_NOTE}"
 MAX_CHANGES = 20
+# The turn's query embedding starts on a worker thread before the fact side's SQL when a core is
+# free ("auto": hermes.memory.facts.query_ahead.core_free), always (True) or never (False). Read
+# at call time: scripts/bench_turn.py --overlap / --serial measure either.
+EMBED_AHEAD: bool | str = "auto"
 
 
 def defuse(text: str) -> str:
@@ -295,15 +301,26 @@ class PromptBuilder:
         fact_share, message_share = agent.recall_char_budget, agent.recall_messages_char_budget
         total = fact_share + message_share
         ranked: list[Fact] = []
+        ahead: QueryAhead | None = None
         if fact_share > 0 and agent.recall_max_facts > 0 and query.strip():
-            ranked = self.fact_recall.ranked(user, query, limit=agent.recall_max_facts)
+            if self._embed_ahead() and self.fact_recall.will_embed(user, query):
+                # The message's embedding computes on the worker while the fact side's SQL
+                # runs here (hermes.memory.facts.query_ahead).
+                vectors = self.facts.vectors
+                assert vectors is not None
+                ahead = QueryAhead(vectors.embedder, self.fact_recall.meaning(query))
+            ranked = self.fact_recall.ranked(user, query, limit=agent.recall_max_facts,
+                                             ahead=ahead)
 
         def cost(fact: Fact) -> int:
             return 0 if fact.id in conversation.shown_facts else len(fact_line(fact)) + 1
 
         chosen, used = fit_facts(ranked, fact_share, cost)
         excerpts: list[PastExcerpt] = []
-        if message_share > 0:
+        # The worker is done before past-message search embeds the same text (served from
+        # the model's recent queries, not computed twice); had it failed, no past messages
+        # (session search cannot go words-only), said once in the log.
+        if message_share > 0 and (ahead is None or ahead.ok()):
             known = set(conversation.shown_messages)
             known.update(m for f in chosen for m in f.source_message_ids)
             excerpts = recall_past_messages(
@@ -318,6 +335,10 @@ class PromptBuilder:
             more = {f.id for f in fit_facts(rest, total - used, cost)[0]}
             chosen = [f for f in ranked if f.id in taken or f.id in more]  # in rank order
         return chosen, excerpts
+
+    @staticmethod
+    def _embed_ahead() -> bool:
+        return EMBED_AHEAD is True or (EMBED_AHEAD == "auto" and query_ahead.core_free())
 
     # -- the prompt -------------------------------------------------------------------------
 

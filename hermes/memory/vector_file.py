@@ -182,19 +182,40 @@ def discard(directory: Path, user: str) -> int:
     return removed
 
 
-def remove_other_models(directory: Path, kind: str, user: str, model: str) -> int:
-    """Remove ``user``'s files of this kind for any model but ``model`` (called once the new
-    model's file is saved: after ``sessions.embedding_model`` changes, the old model's file,
-    ~430 MB at 900k messages, was never read again nor removed). Other users' files and files
-    that cannot be read are left alone. Returns how many."""
+# A file used (mapped, saved, or searched by a process holding it) within this many seconds
+# is another process's: two processes of one home with different embedding models (a daemon
+# started before sessions.embedding_model changed, a command run with another config) would
+# otherwise delete each other's file at every save, each costing the next process a rebuild
+# (~11 s of CPU at 900k vectors). Its modification time is the lease (mark_used).
+IN_USE = 86_400.0
+
+
+def mark_used(path: Path, now: float) -> None:
+    """Say that a process uses ``path`` at ``now`` (seconds since the epoch): its modification
+    time, which :func:`remove_other_models` reads. A file gone or read-only is left as it is:
+    the lease only keeps a file that another process could otherwise remove."""
+    try:
+        os.utime(path, (now, now))
+    except OSError as exc:
+        log.debug("could not mark %s as in use (%s)", path, exc)
+
+
+def remove_other_models(directory: Path, kind: str, user: str, model: str, *,
+                        now: float, idle: float = IN_USE) -> int:
+    """Remove ``user``'s files of this kind for any model but ``model`` that no process used
+    in the last ``idle`` seconds (called once the new model's file is saved or mapped: after
+    ``sessions.embedding_model`` changes, the old model's file, ~430 MB at 900k messages, was
+    never read again nor removed). Other users' files, files in use and files that cannot be
+    read are left alone. Returns how many were removed."""
     removed = 0
     for path in sorted((Path(directory) / "vectors").glob(f"{kind}-*.vec")):
         try:
             found = _header(path)
-        except Unusable:
+            used = path.stat().st_mtime
+        except (Unusable, OSError):
             continue
         if (found is not None and found[0].get("kind") == kind and found[0].get("user") == user
-                and found[0].get("model") != model):
+                and found[0].get("model") != model and used <= now - idle):
             path.unlink(missing_ok=True)
             removed += 1
     return removed

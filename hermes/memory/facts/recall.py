@@ -24,6 +24,7 @@ from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
 
 if TYPE_CHECKING:
+    from hermes.memory.facts.query_ahead import QueryAhead
     from hermes.memory.facts.store import FactStore
 
 # A word found in this many of the user's facts or more is "common": an OR over it would make
@@ -102,10 +103,24 @@ class FactRecall:
         chosen = chosen or [t for _, _, t in counted][:2]
         return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen), common
 
-    def ranked(self, user: str, query: str, *, limit: int) -> list[Fact]:
+    def meaning(self, query: str) -> str:
+        """The text a message is embedded as for fact recall (what :meth:`ranked` embeds)."""
+        return scrub(query)
+
+    def will_embed(self, user: str, query: str) -> bool:
+        """Whether :meth:`ranked` may embed ``query`` (so that a turn can start the
+        embedding early): fact vectors on, the user has some, the text is not CJK (matched
+        by LIKE, never by meaning) and holds a word."""
+        vectors = self.facts.vectors
+        return (vectors is not None and bool(query.strip()) and has_substance(query)
+                and not build_match(query).cjk and vectors.holds_any(user))
+
+    def ranked(self, user: str, query: str, *, limit: int,
+               ahead: QueryAhead | None = None) -> list[Fact]:
         """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust
         (fused with meaning when fact vectors are on). When every word is common, the nearest
-        facts by meaning, or without vectors the newest facts holding those words."""
+        facts by meaning, or without vectors the newest facts holding those words. ``ahead``:
+        the message's embedding already computing on the worker (:meth:`meaning`'s text)."""
         selective, common = self._selective(user, query)
         if not selective.strip() and (self.facts.vectors is None or not has_substance(query)):
             return []  # by meaning alone, "thanks!" would recall the nearest facts anyway
@@ -114,17 +129,18 @@ class FactRecall:
         # and every name perturbation better than its words alone). Past-message search embeds
         # the same text (without the names of its candidates' speakers, when it holds any),
         # so one embedding serves both.
-        meaning = scrub(query)
+        meaning = self.meaning(query)
         try:
             if common:
-                return self._by_common_words(user, selective, limit, meaning)
+                return self._by_common_words(user, selective, limit, meaning, ahead)
             return self.facts.search(user, selective, limit=limit, any_word=True,
-                                     meaning=meaning)
+                                     meaning=meaning, ahead=ahead)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
 
-    def _by_common_words(self, user: str, words: str, limit: int, meaning: str) -> list[Fact]:
+    def _by_common_words(self, user: str, words: str, limit: int, meaning: str,
+                         ahead: QueryAhead | None = None) -> list[Fact]:
         """Facts for a message whose every word is in COMMON_TERM_DOCS or more of the user's
         facts: not ranked by bm25, which would score every fact holding any of them (and FTS5
         reads each word's whole list to weigh it): ~1 µs a match, 110-160 ms a turn at 100k
@@ -132,7 +148,8 @@ class FactRecall:
         when fact vectors are on (then no word decides); else, or when no fact has a vector
         yet, the newest facts holding both of the two least common words, or either."""
         if self.facts.vectors is not None:
-            found = self.facts.search(user, "", limit=limit, any_word=True, meaning=meaning)
+            found = self.facts.search(user, "", limit=limit, any_word=True, meaning=meaning,
+                                      ahead=ahead)
             if found:
                 return found
         return self.facts.searcher.newest(user, words, limit=limit,

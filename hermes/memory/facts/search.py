@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.memory.facts import vectors as fact_vectors
+from hermes.memory.facts.query_ahead import QueryAhead, QueryEmbeddingFailed
 from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
@@ -51,7 +52,10 @@ class FactSearch:
 
     def search(self, user: str, query: str, *, limit: int, category: str | None,
                floor: float, explain: bool, any_word: bool = False,
-               meaning: str | None = None, now: datetime | None = None) -> list[Fact]:
+               meaning: str | None = None, now: datetime | None = None,
+               ahead: QueryAhead | None = None) -> list[Fact]:
+        """``ahead``: the query's embedding on the worker (hermes.memory.facts.query_ahead):
+        bm25 runs while it computes; should it fail, the facts are ranked by their words."""
         plan = build_match(query)
         filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
         params: list[Any] = [user, floor]
@@ -59,11 +63,14 @@ class FactSearch:
             filters += " AND f.category = ?"
             params.append(category)
         if self.vectors is not None and not plan.cjk:
-            similarity = self.vectors.similarity(user, meaning or query)
+            similarity = self.vectors.similarity(user, meaning or query, ahead)
             if similarity is not None:
                 spans = fact_vectors.query_spans(meaning or query, now) if now else []
-                return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
-                               self.vectors.meaning_floor, spans)
+                try:
+                    return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
+                                   self.vectors.meaning_floor, spans)
+                except QueryEmbeddingFailed:
+                    pass  # said in the log: the words' ranking below
         if plan.empty:
             return []
         if plan.cjk:

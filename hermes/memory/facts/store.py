@@ -49,6 +49,7 @@ from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 
 if TYPE_CHECKING:
+    from hermes.memory.facts.query_ahead import QueryAhead
     from hermes.memory.facts.vectors import FactVectors
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
@@ -213,6 +214,7 @@ class FactStore:
         explain: bool = False,
         any_word: bool = False,
         meaning: str | None = None,
+        ahead: QueryAhead | None = None,
     ) -> list[Fact]:
         """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
 
@@ -220,14 +222,15 @@ class FactStore:
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
         word breaks for FTS5) is matched with LIKE. With fact vectors, bm25 over any word is
         fused with the cosine of ``meaning`` (default: ``query``) to each fact, and with the
-        facts' dates when it names a time (by this store's clock), then x trust.
+        facts' dates when it names a time (by this store's clock), then x trust. ``ahead``:
+        ``meaning``'s embedding, already computing on the worker (the turn's prompt).
         See hermes.memory.facts.search.
         """
         floor = self.config.search_min_trust if min_trust is None else min_trust
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
         found = self.searcher.search(user, query, limit=limit, category=category, floor=floor,
                                      explain=explain, any_word=any_word, meaning=meaning,
-                                     now=self.clock.now())
+                                     now=self.clock.now(), ahead=ahead)
         if explain:  # which words matched where: for a person reading, never per turn
             annotate(self.db, user, query, found)
         return found

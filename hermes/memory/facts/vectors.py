@@ -29,6 +29,7 @@ import sqlite_utils
 
 from hermes.memory import vector_cells
 from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message_text
+from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
 from hermes.memory.sessions.rerank import TimeSpan, time_spans
 from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
@@ -255,14 +256,24 @@ class FactVectors:
         """The similarity a fact sharing no word with the query needs to be a result."""
         return meaning_floor(self.model_id)
 
-    def similarity(self, user: str, query: str) -> Similarity | None:
+    def similarity(self, user: str, query: str, ahead: QueryAhead | None = None
+                   ) -> Similarity | None:
         """The similarity of ``query`` to each of ``user``'s embedded facts (its cosine to the
         fact, blended with its cosine to the fact's exchange); None when the user has none
-        (then the query is not embedded at all)."""
+        (then the query is not embedded at all). With ``ahead`` (the query's embedding on the
+        worker, hermes.memory.facts.query_ahead), the vector and the scan wait for the first
+        use: the caller's SQL runs meanwhile. Its failure is then raised at that first use
+        (QueryEmbeddingFailed)."""
         matrix = self._matrix(user)
         if not len(matrix.ids):
             return None
+        if ahead is not None and ahead.text == query:
+            return Similarity(self._np, matrix, ahead.vector)
         return Similarity(self._np, matrix, self.embedder.embed_query(query))
+
+    def holds_any(self, user: str) -> bool:
+        """Whether ``user`` has an embedded fact (a search would embed its query)."""
+        return bool(len(self._matrix(user).ids))
 
 
 def _cells_of(rows: Int8Rows, centroids: vector_cells.Centroids) -> Any:
@@ -311,10 +322,25 @@ class Similarity:
     cosines of facts asked for by id are exact either way."""
 
     def __init__(self, np: Any, matrix: _Matrix, query: Any) -> None:
+        """``query``: its vector, or a function that returns it (called at the first use)."""
         self._np = np
         self._matrix = matrix
-        self._query = query
+        self._query: Any = None
         self._rows: Any = None
+        if callable(query):
+            self._pending = query
+        else:
+            self._pending = None
+            self._scan(query)
+
+    def _ready(self) -> None:
+        if self._pending is not None:
+            vector, self._pending = self._pending(), None
+            self._scan(vector)
+
+    def _scan(self, query: Any) -> None:
+        matrix = self._matrix
+        self._query = query
         if matrix.cells is not None:
             # The query rounded to int8 only finds candidates (one SIMD integer product per
             # cell, vector_cells.rounded_cosines); :meth:`nearest` keeps the exact best.
@@ -326,6 +352,7 @@ class Similarity:
 
     def nearest(self, k: int) -> dict[int, float]:
         """The ``k`` most similar facts (among those scanned): fact id -> cosine."""
+        self._ready()
         np = self._np
         scores = self._scores
         k = min(k, len(scores))
@@ -345,6 +372,7 @@ class Similarity:
 
     def of(self, fact_ids: Sequence[int]) -> dict[int, float]:
         """The cosines of these facts (those without a vector are left out)."""
+        self._ready()
         position = self._matrix.position
         known = [f for f in fact_ids if f in position]
         if not known:

@@ -136,9 +136,11 @@ class SessionSearch:
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
-        groups by session, ungrouped. Zero model calls. Raises QueryError like search.
-        ``profile``: how many candidates to read (:class:`SearchProfile`; default the full
-        search).
+        groups by session, ungrouped. Zero model calls. Raises QueryError like search. The
+        all-words round first; when it finds fewer than ``limit``, the any-word round's best
+        fill the rest, below them (each hit's ``mode`` says which round found it; :meth:`search`
+        keeps the all-words round alone). ``profile``: how many candidates to read
+        (:class:`SearchProfile`; default the full search).
 
         ``exclude_session``: none from this session (the conversation in progress, whose new
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
@@ -153,20 +155,30 @@ class SessionSearch:
         modes = _modes(plan, self.vectors is not None)
         if any_word:
             modes = modes[-1:]
+        limit = max(1, limit)
+        # (ranked message, the round that found it): the all-words round first; when it finds
+        # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
+        # painted?" holds every word in 3 messages of one conversation; the others it painted
+        # in say "painting" or "a sunset" and were never shown).
+        found: list[tuple[rerank.RankedMessage, str]] = []
         for mode, expr in modes:
-            ranked = self._reranked(user, plan, mode, expr, source, max(1, limit),
-                                    exclude_session, meaning, profile)
-            if ranked:
-                ids = [r.message_id for r in ranked]
-                rows = self.db.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
-                    f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
-                messages = {row[0]: Message(*row) for row in rows}
-                sessions = {sid: read_session(self.db, user, sid)
-                            for sid in {r.session_id for r in ranked}}
-                return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
-                                   "like" if plan.cjk else mode, r.parts) for r in ranked]
-        return []
+            seen = {r.message_id for r, _ in found}
+            ranked = self._reranked(user, plan, mode, expr, source, limit, exclude_session,
+                                    meaning, profile)
+            found += [(r, mode) for r in ranked if r.message_id not in seen][: limit - len(found)]
+            if len(found) >= limit:
+                break
+        if not found:
+            return []
+        ids = [r.message_id for r, _ in found]
+        rows = self.db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.user = ? AND m.id IN "
+            f"({','.join('?' * len(ids))})", [user, *ids]).fetchall()
+        messages = {row[0]: Message(*row) for row in rows}
+        sessions = {sid: read_session(self.db, user, sid)
+                    for sid in {r.session_id for r, _ in found}}
+        return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
+                           "like" if plan.cjk else mode, r.parts) for r, mode in found]
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,

@@ -22,6 +22,7 @@ from typing import Any
 
 import sqlite_utils
 
+from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
 from hermes.memory import vector_cells, vector_file
 from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
@@ -53,13 +54,15 @@ INLINE_INDEX = 32
 # out of SQLite in a few tens of ms); written again once this many of their rows changed since.
 CACHE_MIN = 20_000
 REFRESH = 4_096
+# How often a process holding a user's file marks it in use again (vector_file.IN_USE: a day)
+RENEW_LEASE = 3_600.0
 
 
 class MessageVectors:
     """Message vectors of one database, indexed lazily and searched by cosine similarity."""
 
     def __init__(self, db: sqlite_utils.Database, embedder: Embedder,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, clock: Clock | None = None) -> None:
         import numpy as np
 
         self._np = np
@@ -67,6 +70,10 @@ class MessageVectors:
         self.embedder = embedder
         # <home>/cache: long histories are kept there between processes (None: never)
         self.cache_dir = cache_dir
+        # When this process last said it uses each user's file (vector_file.mark_used): a
+        # file in use is never removed by a process of another model.
+        self.clock: Clock = clock or SystemClock()
+        self._leased: dict[str, float] = {}
         # Per user, how many rows changed since the file this process holds (or mapped) was
         # written; no entry: this process's state is not in a file yet.
         self._behind: dict[str, int] = {}
@@ -183,6 +190,7 @@ class MessageVectors:
         process (an edited, redacted or deleted message)."""
         model = self.embedder.model_id
         with self._lock:
+            self._renew(user)
             cached = self._cache.get(user)
             if cached is None and self.cache_dir is not None:
                 cached = self._mapped(user)
@@ -207,6 +215,29 @@ class MessageVectors:
             self._cache[user] = matrix
             return matrix
 
+    def _renew(self, user: str) -> None:
+        """Mark the user's file in use again, at most once every RENEW_LEASE seconds, while
+        this process holds it (a daemon maps it once and searches it for days)."""
+        last = self._leased.get(user)
+        now = self.clock.now().timestamp()
+        if last is not None and now - last >= RENEW_LEASE:
+            vector_file.mark_used(self._file(user), now)
+            self._leased[user] = now
+
+    def _lease(self, user: str) -> None:
+        """This process holds the user's file from now on (mapped or just saved): mark it in
+        use, and remove the user's files of other models that nobody used for a day."""
+        assert self.cache_dir is not None
+        now = self.clock.now().timestamp()
+        path = self._file(user)
+        vector_file.mark_used(path, now)
+        self._leased[user] = now
+        old = vector_file.remove_other_models(self.cache_dir, "message", user,
+                                              self.embedder.model_id, now=now)
+        if old:  # sessions.embedding_model changed: the old model's file is not read again
+            log.info("removed %d vector file(s) of %s's other embedding models from %s "
+                     "(unused for a day)", old, user, path.parent)
+
     def _file(self, user: str) -> Path:
         assert self.cache_dir is not None
         return vector_file.path_for(self.cache_dir, "message", user, self.embedder.model_id)
@@ -228,6 +259,7 @@ class MessageVectors:
             return None
         self.windows[user] = windows
         self._behind[user] = 0
+        self._lease(user)
         return matrix
 
     def windows_built(self, user: str, matrix: Matrix, windows: _Windows) -> None:
@@ -255,11 +287,7 @@ class MessageVectors:
                             exc)
                 self._behind[user] = 0
                 return
-            old = vector_file.remove_other_models(self.cache_dir, "message", user,
-                                                  self.embedder.model_id)
-            if old:  # sessions.embedding_model changed: the old model's file is not read again
-                log.info("removed %d vector file(s) of %s's other embedding models from %s",
-                         old, user, path.parent)
+            self._lease(user)
             mapped.seq = matrix.seq
             self._cache[user] = mapped
             self.windows[user] = mapped_windows

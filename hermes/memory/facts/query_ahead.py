@@ -1,0 +1,90 @@
+"""A turn's query embedding, started on a worker thread while the turn's SQL runs.
+
+Embedding the new message is the largest single cost of a turn's recall (MiniLM: ~5 ms of one
+core), and nothing before the scan by meaning needs it: the fact side's word counts and bm25,
+the past-message gate. onnxruntime releases the GIL while the model runs and sqlite3 releases it
+while a statement steps, so the two overlap on a second core: the prompt starts a
+:class:`QueryAhead` first, the fact scan takes its vector (``FactVectors.similarity``), and the
+prompt waits for it before past-message search, whose ``embed_query`` of the same text is then
+served from the model's cache of recent queries (hermes.memory.embeddings).
+
+It pays only on a free core. On a 2-core machine already busy (load 2-4, scripts/bench_turn.py,
+the same 150-200 messages interleaved in one process, the prompts identical) it saved no wall
+time and cost 0.3-1.1 ms more CPU p50 (two threads slow each other, and the worker waits for
+the GIL to finish its vector), so a turn overlaps only when the machine's 1-minute load leaves a
+core free (:func:`core_free`).
+
+A failure on the worker is one log line: the turn recalls facts by their words and no past
+messages (session search has no words-only switch), never an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes.memory.embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    # One thread for the process: the model embeds one text at a time anyway (its own lock).
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-query")
+        return _pool
+
+
+def core_free(load: float | None = None, cores: int | None = None) -> bool:
+    """Whether a second core is likely free for the worker: two cores or more, and the
+    1-minute load average (``os.getloadavg``, a few microseconds) at most the cores less one."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # not available on this system: in turn, as before
+            return False
+    if cores is None:
+        cores = os.cpu_count() or 1
+    return cores >= 2 and load <= cores - 1
+
+
+class QueryEmbeddingFailed(Exception):
+    """The worker could not embed the query (said once in the log by :class:`QueryAhead`)."""
+
+
+class QueryAhead:
+    """``embedder.embed_query(text)``, computing on the worker from the moment it is made."""
+
+    def __init__(self, embedder: Embedder, text: str) -> None:
+        self.text = text
+        self._future: Future[Any] = _worker().submit(embedder.embed_query, text)
+        self._said = False
+
+    def vector(self) -> Any:
+        """The query's vector, waiting for the worker if it is still computing. Raises
+        QueryEmbeddingFailed when it failed (logged once)."""
+        try:
+            return self._future.result()
+        except Exception as exc:  # noqa: BLE001 - any model failure: logged, recall by words
+            if not self._said:
+                self._said = True
+                log.warning("query embedding failed (%s: %s): this turn recalls facts by their "
+                            "words and no past messages", type(exc).__name__, exc)
+            raise QueryEmbeddingFailed(str(exc)) from None
+
+    def ok(self) -> bool:
+        """Wait for the worker; whether the vector is there (a failure logged once)."""
+        try:
+            self.vector()
+        except QueryEmbeddingFailed:
+            return False
+        return True

@@ -1,0 +1,169 @@
+"""The turn's query embedding on a worker thread (hermes.memory.facts.query_ahead): the prompt is
+the one the serial turn builds, the fact side's bm25 runs while the worker embeds, a failure on
+the worker is one log line and recall by words, and scoping holds."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.agent import prompt as prompt_module  # noqa: E402
+from hermes.agent.conversation import Conversation  # noqa: E402
+from hermes.agent.prompt import PromptBuilder  # noqa: E402
+from hermes.config import load_settings  # noqa: E402
+from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.facts import query_ahead  # noqa: E402
+from hermes.memory.facts import search as fact_search  # noqa: E402
+from hermes.runtime import Runtime  # noqa: E402
+from tests.test_fact_vectors import ToyEmbedder  # noqa: E402
+
+
+class ThreadNoting(ToyEmbedder):
+    """The toy model, noting which thread embedded each query; it can be told to fail, or to
+    wait until it is let go."""
+
+    def __init__(self):
+        super().__init__()
+        self.threads: list[str] = []
+        self.fail = False
+        self.let_go: threading.Event | None = None
+        self.waited_out = False
+
+    def embed_query(self, text):
+        # As the shipped models do: the last few queries remembered (one turn's fact recall
+        # and past messages embed the same text).
+        return embeddings._recent_query(self, text, lambda: self._compute(text))
+
+    def _compute(self, text):
+        self.threads.append(threading.current_thread().name)
+        if self.let_go is not None:
+            self.waited_out = not self.let_go.wait(10)
+        if self.fail:
+            raise RuntimeError("onnxruntime: the session is broken")
+        return super().embed_query(text)
+
+
+@pytest.fixture
+def toy():
+    return ThreadNoting()
+
+
+@pytest.fixture(autouse=True)
+def overlap(monkeypatch):
+    """Always on the worker here (by default only when the load leaves a core free)."""
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", True)
+
+
+@pytest.fixture
+def rt(clock, toy, monkeypatch):
+    monkeypatch.setitem(embeddings.MODELS, embeddings.DEFAULT_MODEL, lambda: toy)
+    rt = Runtime(load_settings(), clock=clock)
+    rt.settings.sessions.embeddings = True
+    yield rt
+    rt.close()
+
+
+def history(rt, clock):
+    facts = rt.memory.facts
+    facts.add("owner", "The user owns a Tesla Model 3")
+    facts.add("owner", "The user's dog is called Biscuit")
+    facts.add("owner", "The user banks with the cooperative bank")
+    facts.add("bob", "Bob drives a red automobile, a Tesla too")
+    store = rt.memory.sessions
+    for user, said in (("owner", "I took the car to the garage, the Tesla needed tyres"),
+                       ("bob", "my automobile is a car I drive every day")):
+        session = store.create(user, "discord", title="Cars")
+        clock.advance(minutes=1)
+        store.append(user, session.id, "user", said)
+        clock.advance(minutes=1)
+        store.append(user, session.id, "assistant", "Good to know.")
+    for user in ("owner", "bob"):
+        facts.vectors.index(user)
+        rt.memory.message_vectors.index(user)
+
+
+def tail(rt, query):
+    builder = PromptBuilder(rt.memory)
+    conversation = Conversation(builder.snapshot("owner"))
+    now = rt.memory.sessions.create("owner", "terminal")
+    facts, excerpts = builder.recalled("owner", query, conversation, now.id)
+    return [f.id for f in facts], [e.text for e in excerpts]
+
+
+QUERIES = ["which automobile do I drive?", "what about the Tesla tyres?", "my pet's name?",
+           "the bank?"]
+
+
+def test_the_overlapped_turn_recalls_what_the_serial_turn_recalls(rt, clock, toy, monkeypatch):
+    history(rt, clock)
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", False)
+    serial = [tail(rt, q) for q in QUERIES]
+    assert not any(name.startswith("hermes-query") for name in toy.threads)
+    toy.threads.clear()
+    toy._recent.clear()
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", True)
+    overlapped = [tail(rt, q) for q in QUERIES]
+    assert overlapped == serial
+    assert serial[0][0] and serial[1][1]  # facts by meaning, a past message: something to compare
+    # Each message embedded once, on the worker (past messages reuse its vector).
+    assert toy.threads and all(name.startswith("hermes-query") for name in toy.threads)
+    assert len(toy.threads) == len(QUERIES)
+
+
+def test_fact_bm25_runs_while_the_worker_is_still_embedding(rt, clock, toy, monkeypatch):
+    history(rt, clock)
+    toy.let_go = threading.Event()
+    original = fact_search._bm25
+
+    def bm25_then_let_go(*args, **kwargs):
+        found = original(*args, **kwargs)
+        toy.let_go.set()  # the model finishes only once the words were ranked
+        return found
+
+    monkeypatch.setattr(fact_search, "_bm25", bm25_then_let_go)
+    facts, _ = tail(rt, "what about the Tesla tyres?")
+    assert not toy.waited_out  # had the turn waited for the vector before bm25, it would hang
+    assert facts
+
+
+def test_a_failing_embedding_on_the_worker_recalls_facts_by_words_with_one_log_line(
+        rt, clock, toy, caplog):
+    history(rt, clock)
+    toy.fail = True
+    with caplog.at_level(logging.WARNING):
+        facts, excerpts = tail(rt, "what about the Tesla tyres?")
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1 and "query embedding failed" in lines[0].getMessage()
+    assert lines[0].name == "hermes.memory.facts.query_ahead"
+    owner = {f.id: f for f in rt.memory.facts.list_facts("owner")}
+    assert [owner[i].content for i in facts] == ["The user owns a Tesla Model 3"]
+    assert excerpts == []
+    assert len(toy.threads) == 1  # not tried again on this thread
+
+
+def test_the_overlap_never_recalls_another_users_facts_or_messages(rt, clock, toy):
+    history(rt, clock)
+    bobs = {f.id for f in rt.memory.facts.list_facts("bob")}
+    for query in [*QUERIES, "Bob's red automobile I drive every day"]:
+        facts, excerpts = tail(rt, query)
+        assert not bobs & set(facts)
+        assert not any("every day" in text for text in excerpts)
+
+
+def test_by_default_a_turn_overlaps_only_when_the_load_leaves_a_core_free(
+        rt, clock, toy, monkeypatch):
+    assert query_ahead.core_free(load=0.4, cores=2)
+    assert not query_ahead.core_free(load=1.6, cores=2)  # both cores busy: in turn
+    assert query_ahead.core_free(load=3.0, cores=8)
+    assert not query_ahead.core_free(load=0.0, cores=1)
+    history(rt, clock)
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", "auto")
+    for free, query in ((False, QUERIES[0]), (True, QUERIES[1])):
+        monkeypatch.setattr(query_ahead, "core_free", lambda free=free: free)
+        toy.threads.clear()
+        tail(rt, query)
+        assert toy.threads == ["hermes-query_0" if free else "MainThread"]
