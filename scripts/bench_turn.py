@@ -67,6 +67,7 @@ from hermes.config import load_settings  # noqa: E402
 from hermes.memory import context as context_file  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
 from hermes.memory.facts.store import content_key  # noqa: E402
+from hermes.memory.sessions import past_messages  # noqa: E402
 from hermes.memory.sessions.store import Message  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 
@@ -357,9 +358,11 @@ class StageTimer:
         if rt.memory.message_vectors is not None:  # the model, where it computes a vector
             embedder = rt.memory.message_vectors.embedder
             # A model loaded on first use (embeddings.Deferred) embeds a query through the
-            # loaded model's own embed_query: wrap that model, not the wrapper around it.
+            # loaded model's own embed_query: wrap that model, not the wrapper around it (its
+            # embed_query, which MiniLM no longer routes through embed; a query remembered
+            # from earlier in the turn costs microseconds there).
             model = embedder.load() if hasattr(embedder, "load") else embedder
-            self.wrap(model, "embed", "query embedding (model)")
+            self.wrap(model, "embed_query", "query embedding (model)")
 
     def next_turn(self, total_ms: float) -> None:
         self.turn["total"] = total_ms
@@ -374,12 +377,13 @@ class StageTimer:
                 delattr(owner, name)  # an instance attribute over the class's method
         self._undo.clear()
 
-    def table(self) -> dict[str, dict[str, float]]:
+    def table(self, turns: list[dict[str, float]] | None = None) -> dict[str, dict[str, float]]:
+        turns = self.turns if turns is None else turns
         labels = ["total", *(label for *_, label in STAGE_ORDER)]
-        n = len(self.turns)
+        n = len(turns)
         out = {}
         for label in labels:
-            values = [t.get(label, 0.0) for t in self.turns]
+            values = [t.get(label, 0.0) for t in turns]
             if any(values):
                 out[label] = {"mean_ms": round(statistics.mean(values), 2),
                               "p50_ms": round(statistics.median(values), 2),
@@ -443,6 +447,7 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
     cases = (("later turn", False, queries), ("first turn (+ context file)", True, queries),
              ("worst case: 5 topics at once", False, worst))
     timer = StageTimer() if stages else None
+    stage_kinds: list[bool] = []  # each stage-pass turn: did it show past messages
     for label, first, texts in cases:
         # A later turn extends the session's conversation (its snapshot taken once, at the
         # start); a first turn takes the snapshot (persona, basic memory, context file).
@@ -475,14 +480,21 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
             # A pass of its own, so that the wrappers cost nothing in the figures above. The
             # query embedded in turn: a stage's CPU time is the process's, so the worker's
             # embedding would count in whichever stage ran beside it.
+            # The words' counts as the pass above met them: fresh (a word's count among the
+            # user's facts and messages is remembered for minutes, so a second pass over the
+            # same messages would hide what counting costs a message with new words).
+            builder.fact_recall._df_cache.clear()
+            past_messages._common_words.pop(store, None)
             timer.install(rt)
             ahead, prompt_module.EMBED_AHEAD = prompt_module.EMBED_AHEAD, False
             try:
                 for query in texts[: max(50, len(texts) // 2)]:
                     cpu_started = time.process_time()
                     unsent = store.messages(USER, session_id, after_id=conversation.through)
-                    builder.compose(USER, query, conversation, [*unsent, as_message(query)])
+                    prompt = builder.compose(USER, query, conversation,
+                                             [*unsent, as_message(query)])
                     timer.next_turn((time.process_time() - cpu_started) * 1000)
+                    stage_kinds.append(bool(prompt.shown_messages))
                     conversation.shown_facts.clear()
                     conversation.shown_messages.clear()
             finally:
@@ -506,6 +518,10 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
     table["query_embedding_ahead"] = str(prompt_module.EMBED_AHEAD)
     if timer is not None:
         table["stages"] = timer.table()
+        table["stages_by_kind"] = {
+            ("with past messages shown" if kind else "without past messages"): timer.table(
+                [t for t, k in zip(timer.turns, stage_kinds, strict=True) if k == kind])
+            for kind in (False, True) if kind in stage_kinds}
     return table
 
 
@@ -649,12 +665,18 @@ def main() -> None:
                   f"1-minute load before / after: {table['load_1min'][0]} / "
                   f"{table['load_1min'][1]} (2 cores)\n")
             if "stages" in table:
-                print(f"CPU per stage, later turn, {config} (inclusive; ms per turn)")
-                print(f"{'stage':52} {'mean':>7} {'p50':>7} {'turns':>7}")
+                kinds = list(table["stages_by_kind"])
+                print(f"CPU per stage, later turn, {config} (inclusive; ms per turn; the "
+                      "query embedded in turn, the words' counts fresh)")
+                print(f"{'stage':52} {'mean':>7} {'p50':>7} {'turns':>7}" + "".join(
+                    f" {'mean, ' + kind.split()[0]:>14}" for kind in kinds))
                 for label, row in table["stages"].items():
                     print(f"{label:52} {row['mean_ms']:>7} {row['p50_ms']:>7} "
-                          f"{row['turns_with']:>4}/{row['turns']}")
-                print()
+                          f"{row['turns_with']:>4}/{row['turns']}" + "".join(
+                              f" {table['stages_by_kind'][k].get(label, {}).get('mean_ms', 0):>14}"
+                              for k in kinds))
+                print("(mean, without / with: the mean a turn over the turns showing no past "
+                      "messages / showing them)\n")
         startup = {} if args.no_startup else bench_startup(home, repeats=3 if args.quick else 5)
         print("`hermes ask` process, from exec to the model call")
         print(f"{'stopped at':40} {'wall s':>7} {'max s':>7} {'CPU s':>7} {'RSS MB':>7}")

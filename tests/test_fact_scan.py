@@ -44,10 +44,36 @@ def test_recall_keeps_a_words_matches_to_the_users_active_facts_through_the_narr
         db, lambda: recall.ranked("owner", "where does the kestrel nest?", limit=5))
     assert [f.id for f in found] == [mine.id]  # not bob's, not the forgotten one
     joined = [sql for sql in seen if "facts_fts CROSS JOIN facts f" in sql]
-    assert len(joined) >= 2  # the word's count among my facts, and the ranking
-    for sql in joined:
+    counts = [sql for sql in joined if sql.startswith("SELECT count(*)")]
+    ranking = [sql for sql in joined if sql not in counts]
+    assert counts and ranking  # the word's count among my facts, and the ranking
+    # (The partial index names no state column: SQLite's plan calls it "USING INDEX", and its
+    # deferred seek never reads the table row, since the index's WHERE implies the query's.)
+    for sql, index in [*((c, "USING INDEX idx_facts_active_user") for c in counts),
+                       *((r, "COVERING INDEX idx_facts_scope") for r in ranking)]:
         plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + sql))
-        assert "COVERING INDEX idx_facts_scope" in plan, (sql, plan)
+        assert index in plan, (sql, plan)
+
+
+def test_a_words_count_among_my_active_facts_leaves_out_others_and_forgotten_ones(db, clock):
+    """The count runs through m026's partial index (active facts only): another user's facts
+    and my forgotten or replaced ones are never counted, so they never decide my words."""
+    from hermes.store.fts import build_match
+
+    facts = FactStore(db, FactsConfig(), clock)
+    for i in range(3):
+        facts.add("owner", f"A kestrel sighting number {i} on the tower")
+    gone = facts.add("owner", "A kestrel in the barn, long ago").fact
+    facts.forget("owner", gone.id)
+    old = facts.add("owner", "The kestrel box is green").fact
+    facts.update("owner", old.id, "The nesting box is blue")
+    for i in range(5):
+        facts.add("bob", f"Bob's kestrel photo {i}")
+    kestrel = build_match("kestrel").terms[0]
+    assert FactRecall(facts, clock).doc_count("owner", kestrel) == 3
+    assert FactRecall(facts, clock).doc_count("bob", kestrel) == 5
+    facts.restore("owner", gone.id)  # active again: counted again (a fresh count, below 50)
+    assert FactRecall(facts, clock).doc_count("owner", kestrel) == 4
 
 
 def test_the_newest_facts_holding_common_words_are_scoped_through_the_same_index(db, clock):

@@ -167,3 +167,31 @@ def test_m025_drops_the_vectors_of_messages_redacted_before_m022(tmp_path):
     assert kept == [2]
     assert db.execute("SELECT item_id FROM vector_changes WHERE seq > ?",
                       [seq]).fetchall() == [(1,)]
+
+
+def test_m026_on_an_existing_home_keeps_every_fact_findable_and_counted(tmp_path, clock):
+    """A home from before m026 (its facts written, the index not there yet): the migration adds
+    the active facts' (id, user) index, and every fact is still found by its words, counted
+    among its own user's facts only (recall's word counts go through the new index)."""
+    from hermes.config import FactsConfig
+    from hermes.memory.facts.recall import FactRecall
+    from hermes.memory.facts.store import FactStore
+    from hermes.store.fts import build_match
+    from hermes.store.migrations.bookkeeping import m026_facts_active_user_index
+
+    db = connect(tmp_path / "old.db")
+    db.execute("DROP INDEX idx_facts_active_user")  # as before m026
+    facts = FactStore(db, FactsConfig(), clock)
+    written = {user: [facts.add(user, f"{user} keeps kestrel note {i}").fact.id
+                      for i in range(4)] for user in ("owner", "bob")}
+    facts.forget("owner", written["owner"][0])
+    m026_facts_active_user_index(db)
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE name = 'idx_facts_active_user'")
+    assert "WHERE forgotten_at IS NULL AND superseded_by IS NULL" in sql.fetchone()[0]
+    recall = FactRecall(facts, clock)
+    kestrel = build_match("kestrel").terms[0]
+    assert recall.doc_count("owner", kestrel) == 3 and recall.doc_count("bob", kestrel) == 4
+    for user, ids in written.items():
+        active = ids[1:] if user == "owner" else ids
+        assert sorted(f.id for f in facts.search(user, "kestrel note", limit=10)) == active
+        assert {f.id for f in recall.ranked(user, "any kestrel notes?", limit=10)} == set(active)

@@ -167,3 +167,22 @@ def test_by_default_a_turn_overlaps_only_when_the_load_leaves_a_core_free(
         toy.threads.clear()
         tail(rt, query)
         assert toy.threads == ["hermes-query_0" if free else "MainThread"]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_failing_embedding_gives_the_same_prompt_whatever_the_load(
+        rt, clock, toy, caplog, monkeypatch, overlap):
+    # "auto" embeds in turn when no core is free (this machine, most of the time): a model
+    # that fails at run time must then be met as on the worker, not raise out of the turn.
+    history(rt, clock)
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", overlap)
+    toy.fail = True
+    with caplog.at_level(logging.WARNING):
+        facts, excerpts = tail(rt, "what about the Tesla tyres?")
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1 and "query embedding failed" in lines[0]
+    owner = {f.id: f for f in rt.memory.facts.list_facts("owner")}
+    assert [owner[i].content for i in facts] == ["The user owns a Tesla Model 3"]
+    assert excerpts == []
+    assert len(toy.threads) == 1
+    assert toy.threads[0].startswith("hermes-query") == overlap

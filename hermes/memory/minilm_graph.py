@@ -13,7 +13,8 @@ table alone: 47 MB). :func:`int8_graph` rewrites the graph in memory, before onn
 * the embedding lookups read int8 rows and scale them after the lookup (the same values);
 * the small nodes around the products are fused into onnxruntime's contrib kernels (biases,
   GELU, attention: :func:`_fused`), which a short query's run spent as much on as on the
-  products (query embedding 4.0 -> 3.3 ms CPU p50 on LoCoMo's questions).
+  products (query embedding 3.3 -> 2.7 ms CPU p50 on LoCoMo's questions, with
+  hermes.memory.embeddings.DISABLED_FUSIONS).
 
 On LoCoMo's messages the vectors keep a cosine of 0.99 (mean 0.993) to the float32 graph's, and
 hybrid session search the same recall (turn R@5 0.690 vs 0.693, session R@5 0.868 vs 0.867),
@@ -170,19 +171,29 @@ class _Tensor:
     name: str
     dims: list[int]
     data_type: int
-    raw_data: bytes = b""  # TensorProto.raw_data (9), read for scalar constants only
+    raw_data: memoryview | None = None  # TensorProto.raw_data (9): a view, never a copy
 
     def scalar(self) -> float | None:
         """The value of a one-element float32 or int64 tensor stored as raw data, else None."""
-        if self.data_type == _FLOAT and len(self.raw_data) == 4:
-            return float(struct.unpack("<f", self.raw_data)[0])
-        if self.data_type == _INT64 and len(self.raw_data) == 8:
-            return float(struct.unpack("<q", self.raw_data)[0])
+        raw = self.raw_data
+        if raw is not None and self.data_type == _FLOAT and len(raw) == 4:
+            return float(struct.unpack("<f", raw)[0])
+        if raw is not None and self.data_type == _INT64 and len(raw) == 8:
+            return float(struct.unpack("<q", raw)[0])
         return None
+
+    def data(self, itemsize: int) -> memoryview | None:
+        """The raw data when it holds every element (``itemsize`` bytes each), else None."""
+        count = 1
+        for dim in self.dims:
+            count *= dim
+        raw = self.raw_data
+        return raw if raw is not None and len(raw) == count * itemsize else None
 
 
 def _tensor(raw: memoryview) -> _Tensor:
-    name, dims, data_type, raw_data = "", [], 0, b""
+    name, dims, data_type = "", [], 0
+    raw_data: memoryview | None = None
     for f in _fields(raw):
         if f.number == 1:
             if isinstance(f.value, int):
@@ -197,8 +208,8 @@ def _tensor(raw: memoryview) -> _Tensor:
             data_type = f.value
         elif f.number == 8:
             name = _text(f)
-        elif f.number == 9 and isinstance(f.value, memoryview) and len(f.value) <= 8:
-            raw_data = bytes(f.value)
+        elif f.number == 9 and isinstance(f.value, memoryview):
+            raw_data = f.value
     return _Tensor(name, dims, data_type, raw_data)
 
 
@@ -209,13 +220,15 @@ class _Graph:
     tensors: dict[str, _Tensor] = field(default_factory=dict)
     tensor_of_field: dict[int, str] = field(default_factory=dict)  # id(field) -> tensor name
     outputs: set[str] = field(default_factory=set)
+    added: dict[str, bytes] = field(default_factory=dict)  # new initializers (TensorProto)
 
 
 # -- the rewrite ------------------------------------------------------------------------------
 
 
-def int8_graph(model: bytes | memoryview) -> bytes:
-    """The model with its int8 weights used as int8 (see the module's docstring)."""
+def int8_graph(model: bytes | memoryview, *, fused: bool = True) -> bytes:
+    """The model with its int8 weights used as int8 (see the module's docstring); with
+    ``fused``, its small nodes in onnxruntime's contrib kernels too (:func:`_fused`)."""
     top = _fields(memoryview(model))
     graph_fields = [f for f in top if f.number == 7]
     if len(graph_fields) != 1 or not isinstance(graph_fields[0].value, memoryview):
@@ -280,7 +293,8 @@ def int8_graph(model: bytes | memoryview) -> bytes:
             nodes.append(node)
     if not matmuls:
         raise GraphMismatch("no MatMul by an int8 weight")
-    nodes = _fused(nodes, graph)
+    if fused:
+        nodes = _fused(nodes, graph)
     # What nothing reads any more (the float32 weights' Cast and Mul, the unfused attention
     # and GELU), and the tensors only they read. Every op of this graph is free of side
     # effects: a node none of whose outputs is read is dead.
@@ -302,6 +316,7 @@ def int8_graph(model: bytes | memoryview) -> bytes:
                 nodes_written = True
         elif f.number != 5 or graph.tensor_of_field[id(f)] in read:
             body.append(f.raw)
+    body += [_bytes(5, raw) for name, raw in graph.added.items() if name in read]
     has_ms = any(g.number == 1 and _text(g) == MS_DOMAIN
                  for f in top if f.number == 8 and isinstance(f.value, memoryview)
                  for g in _fields(f.value))
@@ -328,7 +343,7 @@ def int8_graph(model: bytes | memoryview) -> bytes:
 def _fused(nodes: list[_Node], graph: _Graph) -> list[_Node]:
     nodes = _fuse_bias(nodes, graph)
     nodes = _fuse_gelu(nodes, graph)
-    return _fuse_attention(nodes, graph)
+    return _fuse_projections(_fuse_attention(nodes, graph), graph)
 
 
 def _readers(nodes: list[_Node]) -> dict[str, list[_Node]]:
@@ -500,3 +515,75 @@ def _heads(graph: _Graph, producer: dict[str, _Node], chain: list[_Node],
     if head <= 0 or width % head:
         return None
     return width // head, head
+
+
+def _initializer(name: str, dims: list[int], data_type: int, data: bytes) -> bytes:
+    """A TensorProto: dims, type, name, raw data (little-endian, as ONNX stores it)."""
+    return (b"".join(_int(1, d) for d in dims) + _int(2, data_type) + _bytes(8, name.encode())
+            + _bytes(9, data))
+
+
+def _fuse_projections(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+    """An attention's three projections of one input (query, key, value: three
+    DynamicQuantizeMatMul with their biases) -> one product by the three weights side by side,
+    split after. The input is quantised once instead of three times, to the same 8-bit values
+    (one scale over the same tensor), and each output column is the same integer sum times the
+    same scales: the same numbers, in one larger product."""
+    producer = {o: n for n in nodes for o in n.outputs}
+    replaced: dict[int, list[_Node]] = {}
+    dropped: set[int] = set()
+    for attention in nodes:
+        if attention.op_type != "MultiHeadAttention" or len(attention.inputs) < 3:
+            continue
+        parts = [producer.get(i) for i in attention.inputs[:3]]
+        # (the Split's outputs keep the products' names: whatever else read them still does)
+        if any(p is None or p.op_type != "DynamicQuantizeMatMul" or len(p.inputs) != 5
+               or p.inputs[3] for p in parts):
+            continue
+        matmuls = [p for p in parts if p is not None]
+        if len({m.inputs[0] for m in matmuls}) != 1 or len({id(m) for m in matmuls}) != 3:
+            continue
+        weights = [graph.tensors.get(m.inputs[1]) for m in matmuls]
+        scales = [graph.tensors.get(m.inputs[2]) for m in matmuls]
+        biases = [graph.tensors.get(m.inputs[4]) for m in matmuls]
+        if any(t is None for t in (*weights, *scales, *biases)):
+            continue
+        dims = {tuple(w.dims) for w in weights if w is not None}
+        if len(dims) != 1 or len(next(iter(dims))) != 2:
+            continue
+        rows, width = next(iter(dims))
+        w_data = [w.data(1) if w is not None and w.data_type == _INT8 else None
+                  for w in weights]
+        s_data = [t.data(4) if t is not None and t.data_type == _FLOAT
+                  and t.dims in ([1, width], [width]) else None for t in scales]
+        b_data = [t.data(4) if t is not None and t.data_type == _FLOAT
+                  and t.dims == [width] else None for t in biases]
+        if any(d is None for d in (*w_data, *s_data, *b_data)):
+            continue
+        name = f"{matmuls[0].outputs[0]}_qkv"
+        # row r of the joined weight: row r of each weight, one after the other
+        joined = b"".join(d[r * width:(r + 1) * width] for r in range(rows)
+                          for d in w_data if d is not None)
+        graph.added[f"{name}_q"] = _initializer(f"{name}_q", [rows, 3 * width], _INT8, joined)
+        graph.added[f"{name}_scale"] = _initializer(
+            f"{name}_scale", [1, 3 * width], _FLOAT, b"".join(bytes(d) for d in s_data if d))
+        graph.added[f"{name}_bias"] = _initializer(
+            f"{name}_bias", [3 * width], _FLOAT, b"".join(bytes(d) for d in b_data if d))
+        graph.added[f"{name}_split"] = _initializer(
+            f"{name}_split", [3], _INT64, struct.pack("<3q", width, width, width))
+        first = min(matmuls, key=lambda m: next(i for i, n in enumerate(nodes) if n is m))
+        replaced[id(first)] = [
+            _node("DynamicQuantizeMatMul", [matmuls[0].inputs[0], f"{name}_q",
+                  f"{name}_scale", "", f"{name}_bias"], [name], f"{name}_matmul",
+                  domain=MS_DOMAIN),
+            _node("Split", [name, f"{name}_split"], [m.outputs[0] for m in matmuls],
+                  f"{name}_split", axis=2),  # (batch, tokens, 3 x width)
+        ]
+        dropped.update(id(m) for m in matmuls)
+    out: list[_Node] = []
+    for n in nodes:
+        if id(n) in replaced:
+            out += replaced[id(n)]
+        elif id(n) not in dropped:
+            out.append(n)
+    return out

@@ -15,7 +15,9 @@ the GIL to finish its vector), so a turn overlaps only when the machine's 1-minu
 core free (:func:`core_free`).
 
 A failure on the worker is one log line: the turn recalls facts by their words and no past
-messages (session search has no words-only switch), never an error.
+messages (session search has no words-only switch), never an error. A turn that embeds in turn
+(no core free) goes through the same object (``overlap=False``), so the same failure gives the
+same prompt and the same line whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -64,14 +66,24 @@ class QueryEmbeddingFailed(Exception):
 class QueryAhead:
     """``embedder.embed_query(text)``, computing on the worker from the moment it is made."""
 
-    def __init__(self, embedder: Embedder, text: str) -> None:
+    def __init__(self, embedder: Embedder, text: str, *, overlap: bool = True) -> None:
         self.text = text
-        self._future: Future[Any] = _worker().submit(embedder.embed_query, text)
+        self._embedder = embedder
+        # overlap=False: embedded in turn at the first use (where the scan used to embed it),
+        # so that a failure is met as the worker's is, whatever the load
+        self._future: Future[Any] | None = (
+            _worker().submit(embedder.embed_query, text) if overlap else None)
         self._said = False
 
     def vector(self) -> Any:
         """The query's vector, waiting for the worker if it is still computing. Raises
         QueryEmbeddingFailed when it failed (logged once)."""
+        if self._future is None:
+            self._future = Future()
+            try:
+                self._future.set_result(self._embedder.embed_query(self.text))
+            except Exception as exc:  # noqa: BLE001 - held as the worker's future holds it
+                self._future.set_exception(exc)
         try:
             return self._future.result()
         except Exception as exc:  # noqa: BLE001 - any model failure: logged, recall by words

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.facts.records import ACTIVE, Fact
-from hermes.memory.facts.search import SCOPE_INDEX
 from hermes.memory.sessions.past_messages import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
@@ -34,6 +33,11 @@ RECALL_TERMS = 6
 DF_CACHE_SECONDS = 600
 # A word in at most this many facts (of all users) is counted in the user's facts every time.
 FRESH_COUNT = 50
+# A word's matches are counted among the user's active facts through the narrowest index that
+# says whose a fact is (migration m026: the active facts' (id, user), small enough to stay in
+# SQLite's page cache): 0.3-0.5 us a match instead of m024's 1.1-1.7 (whose rows hold the
+# trust and dates the ranking needs). SQLite looks a rowid up in the table unless told.
+COUNT_INDEX = "INDEXED BY idx_facts_active_user"
 
 
 class FactRecall:
@@ -66,7 +70,7 @@ class FactRecall:
         if anyone == 0:
             return 0
         row = self.db.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f {SCOPE_INDEX} "
+            f"SELECT count(*) FROM (SELECT 1 FROM facts_fts CROSS JOIN facts f {COUNT_INDEX} "
             f"ON f.id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} "
             "LIMIT ?)",
             [term.fts, user, COMMON_TERM_DOCS],

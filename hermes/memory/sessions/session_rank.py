@@ -10,9 +10,11 @@ scores, one that started within ``SLACK_DAYS`` after it by ``DATE_AFTER`` x that
     spread = standard deviation, over the sessions in the pool, of each session's best score
 
 so the lift is on the scale of how far apart the conversations are, whichever score came before
-(words only, or words and meaning). The message ranking has a date part of its own (rerank's,
-from each message's time, on the word candidates only, then diluted by the meaning part); this
-one is the session's, for every message of the pool, the ones found by meaning included.
+(words only, or words and meaning); conversations that tie are told apart by their date alone.
+The message ranking has a date part of its own (rerank's, from each message's time, on the word
+candidates only, then diluted by the meaning part); this one is the session's, for every message
+of the pool, the ones found by meaning included. A start time that cannot be read is no date; a
+home of one conversation is left as it was.
 
 Chosen on LoCoMo's tuning half only (``DATE_IN``/``DATE_AFTER`` among 0.25-1.0 each; offline on
 the ranked pools of all 1,536 questions, checked in ``bench_locomo.py``): see the README,
@@ -76,9 +78,10 @@ def by_session_date(
         best[r.session_id] = max(best.get(r.session_id, r.score), r.score)
     if len(best) < 2:
         return list(ranked)
-    spread = statistics.pstdev(best.values())
-    if not spread:
-        return list(ranked)
+    # Conversations that tie (the same words, said alike) have no spread: any lift only breaks
+    # the tie, on the scale of the messages' scores (or 1 when they all tie too).
+    spread = statistics.pstdev(best.values()) or statistics.pstdev(
+        r.score for r in pool) or 1.0
     slack = timedelta(days=SLACK_DAYS)
     lift: dict[int, float] = {}
     for sid, started in session_starts(db, user, list(best)).items():

@@ -423,9 +423,17 @@ class MessageVectors:
             [user, self.embedder.model_id]).fetchone()[0]
         self.index(user, limit=INLINE_INDEX, after=newest)
         matrix = self._matrix(user)
-        dropped = self._dropped.pop(user, None)
-        if dropped and self.index(user, only=sorted(dropped)[-INLINE_INDEX:]):
-            matrix = self._matrix(user)  # edited since they were embedded: as they now read
+        dropped = self._dropped.get(user)
+        if dropped:
+            # the newest few this search; the rest stay for the next ones (forgetting them
+            # left a bulk edit unembedded until a background pass, and a home without a
+            # daemon has none)
+            batch = sorted(dropped)[-INLINE_INDEX:]
+            dropped.difference_update(batch)
+            if not dropped:
+                del self._dropped[user]
+            if self.index(user, only=batch):
+                matrix = self._matrix(user)  # edited since they were embedded: as they read
         return matrix
 
     def nearest(self, user: str, query: str, k: int) -> list[tuple[int, float]]:
