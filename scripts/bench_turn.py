@@ -401,7 +401,8 @@ STAGE_ORDER = [
     (f"{FACTS}.search:FactSearch", "search", "facts: search"),
     (f"{FACTS}.search:FactSearch", "newest", "facts: newest holding common words"),
     (f"{FACTS}.search", "_bm25", "  facts: bm25 (FTS5)"),
-    (f"{FACTS}.vectors:FactVectors", "similarity", "  facts: cosine to every fact"),
+    # The query's vector and the scan wait for their first use (after bm25): Similarity._ready.
+    (f"{FACTS}.vectors:Similarity", "_ready", "  facts: cosine to every fact"),
     (f"{FACTS}.vectors", "fuse", "  facts: fusion"),
     (f"{PAST}.past_messages", "counted_terms", "past: gate (word counts)"),
     (f"{PAST}.store:SessionStore", "search_messages", "past: search"),
@@ -511,6 +512,10 @@ def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
     table["later_turn_by_kind"] = {
         ("with past messages shown" if kind else "without past messages"):
             {"cpu_p50_ms": round(statistics.median(v), 2),
+             # The p50 of all turns falls where the two kinds meet: the upper end of the
+             # turns without past messages says how far it is from the goal.
+             "cpu_p75_ms": round(percentile(v, 0.75), 2),
+             "cpu_p90_ms": round(percentile(v, 0.90), 2),
              "p50_ms": round(statistics.median(wall_by_kind[kind]), 2), "runs": len(v)}
         for kind, v in by_kind.items() if v}
     # The wall time depends on the machine's load (2 cores shared here): said with each figure.
@@ -657,8 +662,9 @@ def main() -> None:
                           f"{row['cpu_p50_ms']:>8} {row['runs']:>6}")
             print(f"(per prompt, mean: {table['mean_facts_shown']} facts, "
                   f"{table['mean_past_messages_shown']} past messages; goal p50 <= 10 ms)")
-            print("later turn, CPU p50 (wall p50) by kind: " + "; ".join(
-                f"{kind} {row['cpu_p50_ms']} ms ({row['p50_ms']} ms; {row['runs']} turns)"
+            print("later turn, CPU p50 (wall p50; CPU p75, p90) by kind: " + "; ".join(
+                f"{kind} {row['cpu_p50_ms']} ms ({row['p50_ms']} ms; {row['cpu_p75_ms']}, "
+                f"{row['cpu_p90_ms']}; {row['runs']} turns)"
                 for kind, row in table["later_turn_by_kind"].items()))
             print(f"query embedding on the worker thread: {table['query_embedding_ahead']} "
                   "(auto: when the load leaves a core free); "

@@ -164,15 +164,30 @@ def test_the_meaning_query_leaves_out_the_names_of_speakers(db, clock):
     store.append("owner", session.id, "user", "my automobile broke down", speaker="Ana Lima")
     store.append("owner", session.id, "user", "rain all day", speaker="Bo")
     store.search_messages("owner", "what did Ana say about the umbrella?")
-    # "Ana" names a speaker of the matching messages: who, for the words; not what it means
+    # "Ana" names a speaker of the matching messages: who, for the words; for the meaning,
+    # the one spoken to
     words = embedder.queries[-1].casefold().split()
-    assert "umbrella" in words and "ana" not in words
+    assert "umbrella" in words and "ana" not in words and "you" in words
+    store.search_messages("owner", "what has Ana painted?")
+    assert embedder.queries[-1] == "what have you painted"
+
+
+def test_the_meaning_query_asks_the_named_speaker_as_you(store, clock, db):
+    session = store.create("owner", "discord")
+    mine = store.append("owner", session.id, "user", "my car broke", speaker="Ana Lima").id
+    assert semantic.meaning_text(db, "owner", "what is Ana's job?", [mine]) == "what is your job?"
+    assert semantic.meaning_text(db, "owner", "Where has Ana been?", [mine]) == (
+        "Where have you been?")
+    assert semantic.meaning_text(db, "owner", "Was Lima there", [mine]) == "Were you there"
+    # a word that only starts like a name, and a name that is no speaker's, stay
+    assert semantic.meaning_text(db, "owner", "did Anna see Ana-Maria", [mine]) == (
+        "did Anna see Ana-Maria")
 
 
 def test_a_query_of_names_only_keeps_its_names(store, clock, db):
     (mine,) = say(store, clock, "owner", "my automobile broke down")
     assert semantic.meaning_text(db, "owner", "someone", [mine]) == "someone"
-    assert semantic.meaning_text(db, "owner", "someone car", [mine]) == "car"
+    assert semantic.meaning_text(db, "owner", "someone car", [mine]) == "you car"
 
 
 def test_another_users_speakers_never_shape_the_meaning_query(store, clock, db):
@@ -180,7 +195,7 @@ def test_another_users_speakers_never_shape_the_meaning_query(store, clock, db):
     bobs = store.append("bob", session.id, "user", "my car", speaker="Carla").id
     # bob's message among the ids (a caller's mistake): its speaker is not read for owner
     assert semantic.meaning_text(db, "owner", "Carla car", [bobs]) == "Carla car"
-    assert semantic.meaning_text(db, "bob", "Carla car", [bobs]) == "car"
+    assert semantic.meaning_text(db, "bob", "Carla car", [bobs]) == "you car"
 
 
 def test_close_in_meaning_passes_a_weak_word_match():

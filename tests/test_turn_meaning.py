@@ -1,6 +1,6 @@
 """What a turn embeds: its new message once, as written ("?" and all), for fact recall and for
-the past messages alike (the model remembers its last few queries); a speaker's name is left
-out of past-message search's text only."""
+the past messages alike (the model remembers its last few queries); a speaker's name is turned
+into "you" in past-message search's text only."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_a_turn_embeds_its_message_once_as_written_for_facts_and_past_messages(
     assert "The user drives a tesla" in sent and "Bob drives" not in sent  # never bob's fact
 
 
-def test_only_a_speakers_name_is_left_out_of_the_text_embedded(db, clock):
+def test_only_a_speakers_name_is_changed_in_the_text_embedded(db, clock):
     from hermes.memory.sessions.store import SessionStore
 
     store = SessionStore(db, clock=clock)
@@ -78,8 +78,8 @@ def test_only_a_speakers_name_is_left_out_of_the_text_embedded(db, clock):
     ana = store.append("owner", session.id, "user", "I paint", speaker="Ana").id
     don = store.append("owner", session.id, "user", "hi", speaker="Don").id
     ids = [ana, don]
-    assert semantic.meaning_text(db, "owner", "What did  Ana paint?", ids) == "What did paint?"
-    assert semantic.meaning_text(db, "owner", "Is Ana's car red?", ids) == "Is car red?"
+    assert semantic.meaning_text(db, "owner", "What did  Ana paint?", ids) == "What did you paint?"
+    assert semantic.meaning_text(db, "owner", "Is Ana's car red?", ids) == "Is your car red?"
     # nothing named: the text as it is, so fact recall's embedding serves past messages too
     text = "Why  don't we paint?"  # "don't" is not Don
     assert semantic.meaning_text(db, "owner", text, ids) is text

@@ -113,10 +113,17 @@ _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True)) + "|may"
 _SHORT_ONLY = {name.lower() for name in calendar.month_abbr if name} - {
     name.lower() for name in calendar.month_name if name}
 _SHORT_BEFORE = ("in", "during", "since", "early", "late", "mid")
+# Full names that are also a word or a name ("a march", "April called", "an august house",
+# "June's car"; "may" has its own guard below): a month only with its year, a day (above) or
+# after one of these ("in March", "last August", "between August and November 2023").
+_WORDLIKE = {"march", "april", "june", "august"}
+_WORDLIKE_BEFORE = ("in", "during", "of", "since", "by", "around", "early", "late", "mid",
+                    "between", "from", "until", "till", "last", "next", "this")
 _DAY_MONTH_YEAR = re.compile(
     rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_RE})\.?|({_MONTH_RE})\.?\s+"
     rf"(\d{{1,2}})(?:st|nd|rd|th)?\b)(?:,?\s+(\d{{4}}))?", re.I)
-_MONTH_YEAR = re.compile(rf"\b(?:in|during|of|since|by|around|early|late|mid)?\s*"
+_MONTH_YEAR = re.compile(rf"\b(?:in|during|of|since|by|around|early|late|mid|between|from"
+                         rf"|until|till|last|next|this)?\s*"
                          rf"({_MONTH_RE})\.?(?:,?\s+(\d{{4}}))?\b", re.I)
 _YEAR = re.compile(r"\b(?:in|during|of|since|around)\s+((?:19|20)\d{2})\b", re.I)
 _RELATIVE = re.compile(r"\b(last|this|past)\s+(year|month|week)\b|\byesterday\b|\btoday\b", re.I)
@@ -171,6 +178,9 @@ def time_spans(query: str, now: datetime | None = None) -> list[TimeSpan]:
         # Spanish "mar", the sea): a month only with its year or after "in"/"since"/... .
         if word.lower().rstrip(".") in _SHORT_ONLY and not (
                 m.group(2) or m.group(0).lower().strip().startswith(_SHORT_BEFORE)):
+            continue
+        if word.lower() in _WORDLIKE and not (
+                m.group(2) or m.group(0).lower().strip().startswith(_WORDLIKE_BEFORE)):
             continue
         month = month_no(word)
         for year in [int(m.group(2))] if m.group(2) else years:

@@ -23,6 +23,7 @@ from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.sessions import rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.sessions.disclosure import speaks_of_self
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     Message,
@@ -262,6 +263,7 @@ class SessionSearch:
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
+                voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
                 params=semantic_params)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)[: limit or wanted]

@@ -16,12 +16,17 @@ from __future__ import annotations
 
 import re
 
-# A month's full name places a time on its own; "may" only as a date ("in May", "May 3rd"),
-# never the verb ("I may be late"); the short forms only beside a day ("Jan 5", "5 Oct"), since
-# "jan", "mar" and "dec" are also a name, a verb and a word.
-_MONTHS = ("january|february|march|april|june|july|august|september|october|november|december"
-           r"|(in|of|early|late|mid|since|until|till|by|from|last|next|this)\s+may"
-           r"|may\s+\d{1,2}(st|nd|rd|th)?|\d{1,2}(st|nd|rd|th)?\s+(of\s+)?may")
+# A month's full name places a time on its own, but for the five that are also a word or a
+# name ("I may be late", "a march", "April called", "an august house", "June's car"): those
+# only as a date, after "in", "since", "last", ... ("in May", "back in March"), beside a day
+# ("May 3rd", "5 of June") or a year ("August 2023"); the short forms only beside a day ("Jan
+# 5", "5 Oct"), since "jan", "mar" and "dec" are also a name, a verb and a word.
+_WORDLIKE_MONTHS = "may|march|april|june|august"
+_MONTHS = ("january|february|july|september|october|november|december"
+           rf"|(in|of|early|late|mid|since|until|till|by|from|last|next|this|between)\s+"
+           rf"({_WORDLIKE_MONTHS})"
+           rf"|({_WORDLIKE_MONTHS})\s+(\d{{1,2}}(st|nd|rd|th)?|(19|20)\d\d)"
+           rf"|\d{{1,2}}(st|nd|rd|th)?\s+(of\s+)?({_WORDLIKE_MONTHS})")
 _SHORT_MONTHS = "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend"
 # A length of time: a count ("3", "two", "a", "several", "a couple of") and a span.
