@@ -28,9 +28,8 @@ def home(store, clock):
     return all_words, painting
 
 
-@pytest.mark.parametrize("with_model", [False, True])
-def test_fewer_all_word_matches_than_asked_are_followed_by_the_any_word_ones(
-        db, clock, with_model):
+def make_store(db, clock, with_model: bool) -> SessionStore:
+    """Words only, or with the toy model's vectors (the meaning score in the any-word round)."""
     vectors = None
     if with_model:
         pytest.importorskip("numpy")
@@ -38,7 +37,13 @@ def test_fewer_all_word_matches_than_asked_are_followed_by_the_any_word_ones(
         from tests.test_embeddings import ToyEmbedder
 
         vectors = MessageVectors(db, ToyEmbedder())
-    store = SessionStore(db, clock=clock, vectors=vectors)
+    return SessionStore(db, clock=clock, vectors=vectors)
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+def test_fewer_all_word_matches_than_asked_are_followed_by_the_any_word_ones(
+        db, clock, with_model):
+    store = make_store(db, clock, with_model)
     all_words, painting = home(store, clock)
     hits = store.search_messages("owner", "what has Melanie painted?", limit=5)
     assert [h.message.id for h in hits][:2] == [all_words, painting]
@@ -53,14 +58,7 @@ def test_fewer_all_word_matches_than_asked_are_followed_by_the_any_word_ones(
 
 @pytest.mark.parametrize("with_model", [False, True])
 def test_the_grouped_search_fills_the_same_way(db, clock, with_model):
-    vectors = None
-    if with_model:
-        pytest.importorskip("numpy")
-        from hermes.memory.sessions.vectors import MessageVectors
-        from tests.test_embeddings import ToyEmbedder
-
-        vectors = MessageVectors(db, ToyEmbedder())
-    store = SessionStore(db, clock=clock, vectors=vectors)
+    store = make_store(db, clock, with_model)
     all_words, painting = home(store, clock)
     hits = store.search("owner", "what has Melanie painted?", limit=5)
     assert [h.match.id for h in hits][:2] == [all_words, painting]
