@@ -126,7 +126,8 @@ def search(
     """Search every past conversation (no model call).
 
     Best session first, with its summary and the matching message in context. All words
-    first, any word when that finds nothing; cron sessions rank below conversations."""
+    first; when that finds fewer than --limit, any-word matches fill the rest below them; cron
+    sessions rank below conversations."""
     rt = runtime(ctx)
     hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context,
                               source=known_source(source))

@@ -563,7 +563,8 @@ def _time_named_first(
 
 
 def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
-    """All terms first; any non-stopword term (or any CJK run) when that finds nothing. With
+    """All terms first; any non-stopword term (or any CJK run) next (the callers fill with it
+    what the first round leaves short of the limit). With
     embeddings, the loose round always runs: it is where the nearest messages join.
 
     The same order as hermes.store.fts.search_with_fallback, which cannot be used here as it is:
