@@ -145,7 +145,7 @@ class SessionSearch:
         groups by session, ungrouped. Zero model calls. Raises QueryError like search. The
         all-words round first; when it finds fewer than ``limit``, the any-word round's best
         fill the rest, below them (each hit's ``mode`` says which round found it; :meth:`search`
-        keeps the all-words round alone). ``profile``: how many candidates to read
+        fills its conversations the same way). ``profile``: how many candidates to read
         (:class:`SearchProfile`; default the full search).
 
         ``exclude_session``: none from this session (the conversation in progress, whose new
@@ -563,9 +563,9 @@ def _time_named_first(
 
 
 def _modes(plan: MatchPlan, dense: bool = False) -> list[tuple[str, str | None]]:
-    """All terms first; any non-stopword term (or any CJK run) next (the callers fill with it
-    what the first round leaves short of the limit). With
-    embeddings, the loose round always runs: it is where the nearest messages join.
+    """All terms first; any non-stopword term (or any CJK run) next: the callers fill with it
+    what the first round leaves short of the limit. With embeddings there is always a loose
+    round, even for a query without a loose expression: it is where the nearest messages join.
 
     The same order as hermes.store.fts.search_with_fallback, which cannot be used here as it is:
     a CJK-only query has no FTS expression at all (it is matched with LIKE), and with embeddings
