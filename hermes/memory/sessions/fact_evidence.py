@@ -95,7 +95,7 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
         strength = score / best
         found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
         if hit.source_session_id in own_sessions:
-            found.add(int(hit.source_session_id))  # type: ignore[arg-type]
+            found.add(int(hit.source_session_id))
         for sid in found:
             sessions[sid] = max(sessions.get(sid, 0.0), strength)
         for m in hit.source_message_ids or []:
