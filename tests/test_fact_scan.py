@@ -177,3 +177,53 @@ def test_a_frequent_words_count_is_remembered_without_asking_the_index_again(
     assert (count, seen) == (3, [])  # remembered: no statement at all
     clock.advance(seconds=fact_recall.DF_CACHE_SECONDS + 1)
     assert recall.doc_count("owner", term) == 4  # counted again once it is old
+
+
+def test_a_word_in_fewer_than_common_facts_of_anyone_is_not_counted_in_mine(
+        db, clock, monkeypatch):
+    """FactRecall.rarity: a word that fewer than COMMON_TERM_DOCS facts of anyone hold is
+    searchable once one of MY active facts holds it; counting mine (a row read a match) is
+    skipped. Another user's facts and my forgotten ones never make a word searchable, and a
+    word common overall is still counted in mine."""
+    from hermes.memory.facts import recall as fact_recall
+    from hermes.store.fts import build_match
+
+    monkeypatch.setattr(fact_recall, "FRESH_COUNT", 1)
+    monkeypatch.setattr(fact_recall, "COMMON_TERM_DOCS", 6)
+    facts = FactStore(db, FactsConfig(), clock)
+    for i in range(2):
+        facts.add("owner", f"A kestrel sighting number {i}")
+        facts.add("bob", f"Bob's kestrel photo {i}")
+    gone = facts.add("owner", "A heron by the pond").fact
+    facts.forget("owner", gone.id)
+    for i in range(3):
+        facts.add("bob", f"Bob's heron picture {i}")
+    for i in range(6):
+        facts.add("bob", f"Bob's falcon drawing {i}")
+    facts.add("owner", "A falcon over the field")
+    term = {w: build_match(w).terms[0] for w in ("kestrel", "heron", "falcon")}
+    recall = FactRecall(facts, clock)
+    assert recall.rarity("owner", term["kestrel"]) is None  # mine hold it; not counted
+    assert recall.doc_count("owner", term["kestrel"]) == 2  # the count, when asked
+    assert recall.rarity("owner", term["heron"]) == 0  # bob's and my forgotten one only
+    assert recall.rarity("bob", term["heron"]) is None
+    assert recall.rarity("owner", term["falcon"]) == 1  # 7 of anyone: mine counted
+    assert recall.rarity("bob", term["falcon"]) == 6  # common among bob's facts
+
+
+def test_more_searchable_words_than_recall_terms_are_counted_in_my_facts_for_the_rarest(
+        db, clock, monkeypatch):
+    from hermes.memory.facts import recall as fact_recall
+
+    monkeypatch.setattr(fact_recall, "FRESH_COUNT", 1)
+    monkeypatch.setattr(fact_recall, "RECALL_TERMS", 2)
+    facts = FactStore(db, FactsConfig(), clock)
+    for word, n in (("alpha", 4), ("beta", 2), ("gamma", 3)):
+        for i in range(n):
+            facts.add("owner", f"The {word} note number {i}")
+    for i in range(10):  # beta is frequent overall, rare among my facts
+        facts.add("bob", f"Bob's beta note {i}")
+    recall = FactRecall(facts, clock)
+    assert recall.selective_query("owner", "alpha beta gamma") == '"beta" "gamma"'
+    # Two words or fewer are all searched, in the message's order.
+    assert recall.selective_query("owner", "gamma beta") == '"gamma" "beta"'

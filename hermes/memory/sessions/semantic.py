@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hermes.memory.sessions.rerank import RankedMessage
+from hermes.store.fts import STOPWORDS
 
 if TYPE_CHECKING:
     from hermes.memory.sessions.vectors import MessageVectors
@@ -237,7 +238,8 @@ def meaning_text(db: Any, user: str, text: str, candidate_ids: Sequence[int]) ->
     # its punctuation). Nothing named: the text as it is, so fact recall, which embeds the
     # same message, finds its embedding made (one per turn).
     words = text.split()
-    named = [_names_one(w, names) for w in words]
+    named = [_names_one(w, names, first=i == 0 or words[i - 1][-1:] in ".?!")
+             for i, w in enumerate(words)]
     if not any(named) or all(named):
         return text
     spoken = " ".join(w if not kind else ("your" if kind == "possessive" else "you")
@@ -255,16 +257,23 @@ _AUX_FOR_YOU = {"has": "have", "does": "do", "is": "are", "was": "were"}
 _TO_YOU = re.compile(r"\b(has|does|is|was) you\b", re.IGNORECASE)
 
 
-def _names_one(word: str, names: set[str]) -> str:
+def _names_one(word: str, names: set[str], *, first: bool = False) -> str:
     """"name" when ``word`` is one of ``names`` with its punctuation ("Ana?"), "possessive"
     for "Ana's", "" otherwise, also for a word that starts like one ("don't" for a speaker
-    Don)."""
+    Don). A name is written as one: capitalised, and not a sentence's first word unless
+    possessive ("Will I see Ana?", "what will the weather be?" for a user called Will, or
+    one whose Discord name is "the_real_bob"), never a stopword ("The Cat"). A speaker is
+    often the home's own user, whose display name may be any word; LoCoMo's questions name
+    their speakers capitalised and never first, so none of their texts changes."""
     letters = _WORD.findall(word)
     if not letters or len(letters) > 2 or (len(letters) == 2 and letters[1].casefold() != "s"):
         return ""
-    if letters[0].casefold() not in names:
+    name = letters[0].casefold()
+    if name not in names or name in STOPWORDS or not letters[0][0].isupper():
         return ""
-    return "possessive" if len(letters) == 2 else "name"
+    if len(letters) == 2:
+        return "possessive"
+    return "" if first else "name"
 
 
 def similarities(vectors: MessageVectors, user: str, text: str) -> Similarities:
