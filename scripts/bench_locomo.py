@@ -198,13 +198,16 @@ def _load_facts(conv: data.Conversation, db, args):
     facts = FactStore(db, FactsConfig(), vectors=vectors,
                       clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)))
     said = dict(db.execute("SELECT id, created_at FROM messages WHERE user = ?", [user]))
+    held_in = dict(db.execute("SELECT id, session_id FROM messages WHERE user = ?", [user]))
     refused = 0
     for obs in conv.observations:
         sources = [by_dia[d] for d in obs.dia_ids]
         try:
             facts.add(
                 user, obs.text, category="general", kind="episodic",
-                source_session_id=sessions.get(f"{conv.sample_id}:session_{obs.session}"),
+                source_session_id=_source_session(
+                    sessions.get(f"{conv.sample_id}:session_{obs.session}"),
+                    [held_in[m] for m in sources]),
                 source_message_ids=sources,
                 valid_from=max((said[m] for m in sources), default=None),
             )
@@ -218,6 +221,16 @@ def _load_facts(conv: data.Conversation, db, args):
         count = vectors.index(user)
         INDEXED.append((count, time.perf_counter() - start, time.process_time() - cpu))
     return facts
+
+
+def _source_session(named: int | None, held_in: list[int]) -> int | None:
+    """The session a fact was learned in, as the extractor records it: the one holding its
+    source turns. LoCoMo names the session of each observation, but ``--perturb
+    merge-sessions`` / ``split-sessions`` renumber the sessions (the name then points at none,
+    or at another): the named one when it holds a source turn, else the last source turn's."""
+    if named is not None and (named in held_in or not held_in):
+        return named
+    return held_in[-1] if held_in else None
 
 
 def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
