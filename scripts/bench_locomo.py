@@ -143,13 +143,14 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     # fact store's hits (searched as the CLI does, inside the timing) point at their turns.
     facts = _load_facts(conv, db, args) if args.with_facts else None
 
-    def search(question: str) -> list[list[str]]:
-        found = None
-        if facts is not None:
-            from hermes.memory.sessions.fact_evidence import TOP_FACTS
+    def fact_search(who: str, question: str):
+        from hermes.memory.sessions.fact_evidence import TOP_FACTS
 
-            found = facts.search(user, question, limit=TOP_FACTS)
-        hits = store.search_messages(user, question, limit=RANKED, facts=found)
+        return facts.search(who, question, limit=TOP_FACTS)
+
+    def search(question: str) -> list[list[str]]:
+        hits = store.search_messages(user, question, limit=RANKED,
+                                     facts=fact_search if facts is not None else None)
         return [[hit.message.external_id] for hit in hits]
 
     return search

@@ -239,3 +239,20 @@ def test_hits_without_a_score_or_a_positive_one_give_nothing(db, clock):
         ids["tesla"]: 1.0, ids["lake"]: 0.25}
     assert fact_evidence.gather(db, "owner", [strong, weak], top=1).sessions == {
         ids["tesla"]: 1.0}
+
+
+def test_the_fact_search_runs_once_and_only_in_the_any_word_round(db, clock):
+    facts, _ = stores(db, clock, False)
+    calls = []
+
+    def fact_search(user, query):
+        calls.append((user, query))
+        return facts.search(user, query, limit=5)
+
+    store = SessionStore(db, clock=clock, fact_search=fact_search)
+    ids = home(store, clock)
+    learn(facts, "owner", FACT, ids["tesla"], [ids["keys"]])
+    store.search("owner", "drive lake", limit=1)  # every word in one conversation: enough
+    assert calls == []
+    assert store.search("owner", QUESTION, limit=3)[0].session.id == ids["tesla"]
+    assert calls == [("owner", QUESTION)]

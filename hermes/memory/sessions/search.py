@@ -122,7 +122,7 @@ class SessionSearch:
         limit: int = 5,
         context: int = 2,
         source: str | None = None,
-        facts: Sequence[fact_evidence.FactHit] | None = None,
+        facts: Sequence[fact_evidence.FactHit] | fact_evidence.FactSearch | None = None,
     ) -> list[SearchHit]:
         """Search every past conversation of ``user``. Zero model calls.
 
@@ -133,20 +133,22 @@ class SessionSearch:
         searchable; a MATCH error propagates (it is a bug, never "no results").
         ``facts``: the fact store's hits for the query (best first), evidence for the
         conversations and turns they were learned from (hermes.memory.sessions.fact_evidence);
-        when None, this search's ``fact_search`` finds them (``()``: no fact evidence).
+        when None, this search's ``fact_search`` finds them (``()``: no fact evidence); a
+        callable: a fact search (``fact_evidence.FactSearch``), called in the any-word round.
         """
         query = scrub(query)  # whatever a caller's JSON decoded to
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         limit = max(1, limit)
-        if facts is None and self.fact_search is not None:
-            facts = self.fact_search(user, query)
-        evidence = fact_evidence.gather(self.db, user, facts, source=source)
+        pending = fact_evidence.Pending(self.db, user, query, self.fact_search if facts is None
+                                        else facts, source=source)
         hits: list[SearchHit] = []
-        for mode, expr in _modes(plan, self.vectors is not None):
+        modes = _modes(plan, self.vectors is not None)
+        for mode, expr in modes:
             seen = {hit.session.id for hit in hits}
-            ranked = [r for r in self._rank(user, plan, mode, expr, source, limit, evidence)
+            ranked = [r for r in self._rank(user, plan, mode, expr, source, limit,
+                                            pending if (mode, expr) == modes[-1] else None)
                       if r[0] not in seen][: limit - len(hits)]
             hits += self._hits(user, plan, mode, expr, ranked, context)
             if len(hits) >= limit:
@@ -157,7 +159,7 @@ class SessionSearch:
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
-        facts: Sequence[fact_evidence.FactHit] | None = None,
+        facts: Sequence[fact_evidence.FactHit] | fact_evidence.FactSearch | None = None,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
         groups by session, ungrouped. Zero model calls. Raises QueryError like search. The
@@ -182,7 +184,7 @@ class SessionSearch:
         if any_word:
             modes = modes[-1:]
         limit = max(1, limit)
-        evidence = fact_evidence.gather(self.db, user, facts, source=source,
+        pending = fact_evidence.Pending(self.db, user, query, facts, source=source,
                                         exclude_session=exclude_session)
         # (ranked message, the round that found it): the all-words round first; when it finds
         # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
@@ -192,7 +194,8 @@ class SessionSearch:
         for mode, expr in modes:
             seen = {r.message_id for r, _ in found}
             ranked = self._reranked(user, plan, mode, expr, source, limit, exclude_session,
-                                    meaning, profile, evidence)
+                                    meaning, profile,
+                                    pending if (mode, expr) == modes[-1] else None)
             found += [(r, mode) for r in ranked if r.message_id not in seen][: limit - len(found)]
             if len(found) >= limit:
                 break
@@ -212,23 +215,23 @@ class SessionSearch:
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int, exclude_session: int | None = None, meaning: str | None = None,
         profile: SearchProfile = FULL_SEARCH,
-        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
+        facts: fact_evidence.Pending | None = None,
     ) -> list[rerank.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
         (hermes.memory.sessions.rerank)."""
         return self._reranked_and_empty(user, plan, mode, expr, source, limit,
-                                        exclude_session, meaning, profile, evidence)[0]
+                                        exclude_session, meaning, profile, facts)[0]
 
     def _reranked_and_empty(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
-        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
+        facts: fact_evidence.Pending | None = None,
     ) -> tuple[list[rerank.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return.
-        ``evidence``: the facts' (hermes.memory.sessions.fact_evidence), lifting the ranking
-        last; its source messages join it in the any-word round only."""
+        ``facts``: the search's fact evidence (hermes.memory.sessions.fact_evidence), in its
+        last round only, lifting the ranking last; its source messages join the any-word round."""
         recall_params, semantic_params = profile.recall_params(), profile.semantic_params()
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
@@ -272,7 +275,10 @@ class SessionSearch:
         # The times the question names: the session-level stage lifts the conversations held
         # then (hermes.memory.sessions.session_rank), so the stages before it keep their pool.
         spans = rerank.time_spans(rerank.plan_text(plan), self.clock.now())
-        cut = wanted if spans or evidence else limit or wanted
+        evidence = facts.evidence() if facts else fact_evidence.NO_EVIDENCE
+        # The facts lift the best fact_evidence.POOL: those are kept until then.
+        cut = wanted if spans else max(limit or wanted, fact_evidence.POOL) if evidence \
+            else limit or wanted
         ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
                                limit=wanted if sims is not None or dated else cut,
@@ -316,14 +322,14 @@ class SessionSearch:
 
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int, evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
+        limit: int, facts: fact_evidence.Pending | None = None,
     ) -> list[_Ranked]:
         """Sessions ranked by their best message: (session_id, score, best message or None
         when only the title or summary matched, title/summary score)."""
         ranked: list[_Ranked] = []
         seen: set[int] = set()
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
-                                                   evidence=evidence)
+                                                   facts=facts)
         for r in messages:
             if r.session_id not in seen:
                 seen.add(r.session_id)
