@@ -231,6 +231,8 @@ def test_hits_without_a_score_or_a_positive_one_give_nothing(db, clock):
         score: float | None
         source_session_id: int | None
         source_message_ids: list[int]
+        trust: float = 0.5
+        cosine: float | None = None
 
     for score in (None, 0.0, -1.0):
         assert not fact_evidence.gather(db, "owner", [Hit(score, ids["tesla"], [ids["keys"]])])
@@ -256,3 +258,54 @@ def test_the_fact_search_runs_once_and_only_in_the_any_word_round(db, clock):
     assert calls == []
     assert store.search("owner", QUESTION, limit=3)[0].session.id == ids["tesla"]
     assert calls == [("owner", QUESTION)]
+
+
+def test_a_hits_strength_is_its_cosine_on_the_models_ramp_times_its_trust(db, clock):
+    from dataclasses import dataclass
+
+    from hermes.memory.embeddings import MINILM
+
+    facts, store = stores(db, clock, False)
+    ids = home(store, clock)
+
+    @dataclass
+    class Hit:
+        score: float
+        cosine: float | None
+        trust: float = fact_evidence.FULL_TRUST
+        source_session_id: int | None = None
+        source_message_ids: tuple[int, ...] = ()
+
+    low, high = fact_evidence.RAMPS[MINILM]
+    weak = Hit(0.9, low - 0.01, source_message_ids=(ids["keys"],))
+    half = Hit(0.5, (low + high) / 2, source_message_ids=(ids["keys"],))
+    sure = Hit(0.1, high + 0.1, source_session_id=ids["lake"])
+    # by the cosine, not by the rank or the score: the best-scored hit here is a weak match
+    evidence = fact_evidence.gather(db, "owner", [weak, half, sure], model=MINILM)
+    assert evidence.messages == {ids["keys"]: (ids["tesla"], pytest.approx(0.5))}
+    assert evidence.sessions == {ids["tesla"]: pytest.approx(0.5), ids["lake"]: 1.0}
+    assert not fact_evidence.gather(db, "owner", [weak], model=MINILM)
+    # a model without a measured ramp, or words only: the score over the best hit's
+    assert fact_evidence.gather(db, "owner", [weak, sure], model="toy-words").sessions == {
+        ids["tesla"]: 1.0, ids["lake"]: pytest.approx(0.1 / 0.9)}
+    # trust multiplies: a fact rated down lifts less, one above the default no more
+    doubted = Hit(0.5, high, trust=fact_evidence.FULL_TRUST / 2, source_session_id=ids["lake"])
+    trusted = Hit(0.5, high, trust=1.0, source_session_id=ids["work"])
+    assert fact_evidence.gather(db, "owner", [doubted, trusted], model=MINILM).sessions == {
+        ids["lake"]: pytest.approx(0.5), ids["work"]: 1.0}
+
+
+def test_an_unhelpful_rating_lowers_the_lift(db, clock):
+    facts, store = stores(db, clock, False)
+    ids = home(store, clock)
+    fact = learn(facts, "owner", FACT, ids["tesla"], [ids["keys"]])
+
+    def lift():
+        hits = store.search_messages("owner", QUESTION, limit=10,
+                                     facts=facts.search("owner", QUESTION, limit=5))
+        return next(h.parts["facts"] for h in hits if h.message.id == ids["keys"])
+
+    before = lift()
+    facts.rate("owner", fact.id, helpful=False)
+    assert facts.get("owner", fact.id).trust < FactsConfig().default_trust
+    assert 0 < lift() < before

@@ -78,6 +78,9 @@ class Fact:
     unhelpful_count: int
     score: float | None = None
     explain: dict | None = None
+    # The query's cosine to the fact (FactSearch's hybrid search; None by words only): session
+    # search's fact evidence weighs a hit by it (hermes.memory.sessions.fact_evidence).
+    cosine: float | None = None
 
     @property
     def status(self) -> Literal["active", "superseded", "forgotten"]:

@@ -9,17 +9,18 @@ the question ("when did I talk about my car?" finds the conversation where "owns
 3" was learned). No model call: the facts already exist.
 
 This module does not search facts (sessions/ does not import facts/): the caller passes the
-hits, anything with ``score``, ``source_session_id`` and ``source_message_ids``
-(hermes.memory.facts.records.Fact). Only ``user``'s own sessions and messages count: a fact
+hits, anything with ``score``, ``trust``, ``cosine``, ``source_session_id`` and
+``source_message_ids`` (hermes.memory.facts.records.Fact). Only ``user``'s own sessions and messages count: a fact
 whose ids point at another user's rows, or at deleted ones, contributes nothing.
 
 The evidence lifts the ranked messages after the message score and the session date
 (hermes.memory.sessions.search): each message of a source session by ``SESSION_WEIGHT`` x the
 fact's strength x the spread of the sessions' best scores (as session_rank's date lift), each
 source message by ``MESSAGE_WEIGHT`` x strength x spread on top; a source message outside the
-pool joins it from the pool's lowest score. A fact's strength is its score over the best hit's
-score, for the best ``TOP_FACTS`` hits. Weights chosen on LoCoMo's tuning half (README,
-"Session search: the facts learned from a conversation").
+pool joins it from the pool's lowest score. A fact's strength (:func:`strength`) is its cosine to
+the question on the model's ramp (words only: its score over the best hit's), x its trust, for
+the best ``TOP_FACTS`` hits. Chosen on tuning halves (README, "Session search: the facts learned
+from a conversation").
 """
 
 from __future__ import annotations
@@ -29,13 +30,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hermes.config import FactsConfig
+from hermes.memory.embeddings import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
 
-# Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
-# TOP_FACTS 3/5/10/20/30, strength score ratio or 0.8/0.6 per rank, each weight 0-2).
-TOP_FACTS = 5  # the best this-many fact hits are evidence
-SESSION_WEIGHT = 1.0  # each message of a source session (x strength x spread)
-MESSAGE_WEIGHT = 0.25  # each source message, on top (x strength x spread)
+# Chosen on the tuning halves of LoCoMo and of two homes with fewer facts (half the observations
+# dropped; each session's first only), offline on every question's pool and fact hits (i12's
+# screens, notes/i12-i13.md): no set's tuning turn R@5 down more than 0.003, then the largest
+# gain. A session weight helps dense facts and hurts sparse ones (few facts: -0.009 turn R@5 at
+# 0.25); the first landing's 1.0, with the score ratio as strength, lost 0.046 there.
+TOP_FACTS = 20  # the best this-many fact hits are evidence
+SESSION_WEIGHT = 0.0  # each message of a source session (x strength x spread)
+MESSAGE_WEIGHT = 1.0  # each source message, on top (x strength x spread)
+# A hit's strength by its cosine to the question, as the model measures it: nothing at RAMP[0]
+# or below, all at RAMP[1] or above, a straight line between. The absolute cosine says how
+# likely a hit is right whatever the home holds (MiniLM: a hit at 0.7 or above cites an evidence
+# turn ~41 % of the time with every observation as a fact, with half, with one a session); its
+# rank or its score against the best hit's does not (a home with few facts still has a best).
+RAMPS = {MINILM: (0.4, 0.8), MINILM_INT8: (0.4, 0.8)}
+# Trust multiplies: a fact at the default trust or above counts fully, one rated down less.
+FULL_TRUST = FactsConfig.model_fields["default_trust"].default
 POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
 
 
@@ -51,6 +65,12 @@ class FactHit(Protocol):
     @property
     def source_message_ids(self) -> list[int]: ...
 
+    @property
+    def trust(self) -> float: ...
+
+    @property
+    def cosine(self) -> float | None: ...
+
 
 # The home's fact search as session search calls it: (user, query) -> hits, best first
 # (hermes.memory.Memory passes its FactStore.search with TOP_FACTS). The query as asked: given
@@ -62,7 +82,7 @@ FactSearch = Callable[[str, str], Sequence[FactHit]]
 @dataclass(frozen=True)
 class Evidence:
     """What the facts say, for one user's question: session id -> strength, and message id ->
-    (its session id, strength); strengths in (0, 1], the best hit's 1."""
+    (its session id, strength); strengths in (0, 1] (:func:`strength`)."""
 
     sessions: dict[int, float] = field(default_factory=dict)
     messages: dict[int, tuple[int, float]] = field(default_factory=dict)
@@ -81,9 +101,9 @@ class Pending:
 
     def __init__(self, db: Any, user: str, query: str,
                  facts: Sequence[FactHit] | FactSearch | None, *, source: str | None = None,
-                 exclude_session: int | None = None) -> None:
+                 exclude_session: int | None = None, model: str | None = None) -> None:
         self.db, self.user, self.query, self.facts = db, user, query, facts
-        self.source, self.exclude_session = source, exclude_session
+        self.source, self.exclude_session, self.model = source, exclude_session, model
         self._evidence: Evidence | None = None
 
     def evidence(self) -> Evidence:
@@ -91,20 +111,37 @@ class Pending:
             facts = self.facts
             hits = facts(self.user, self.query) if callable(facts) else facts
             self._evidence = gather(self.db, self.user, hits, source=self.source,
-                                    exclude_session=self.exclude_session)
+                                    exclude_session=self.exclude_session, model=self.model)
         return self._evidence
 
 
+def strength(hit: FactHit, best: float, model: str | None) -> float:
+    """How much ``hit`` says, in [0, 1]: by its cosine on ``model``'s ramp (RAMPS) when both
+    are known, else (words only, or a model without a measured ramp) its score over the best
+    hit's ``best``; x its trust over FULL_TRUST, at most 1."""
+    trusted = min(1.0, max(0.0, float(hit.trust)) / FULL_TRUST)
+    ramp = RAMPS.get(model or "")
+    cosine = getattr(hit, "cosine", None)
+    if ramp is not None and cosine is not None:
+        low, high = ramp
+        return trusted * min(1.0, max(0.0, (float(cosine) - low) / (high - low)))
+    return trusted * float(hit.score or 0.0) / best
+
+
 def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | None = None,
-           exclude_session: int | None = None, top: int | None = None) -> Evidence:
+           exclude_session: int | None = None, top: int | None = None,
+           model: str | None = None) -> Evidence:
     """The evidence of the best ``top`` (default TOP_FACTS) of ``hits`` (best first) in
     ``user``'s own sessions and messages (of ``source`` only, none of ``exclude_session``:
-    the search's own filters); hits without a positive score give nothing."""
-    scored = [(h, float(h.score)) for h in (hits or [])[: top or TOP_FACTS]
-              if h.score is not None and h.score > 0]
+    the search's own filters), each by its :func:`strength` (``model``: the embedding model
+    the hits' cosines come from); hits without a positive score or strength give nothing."""
+    found = [h for h in (hits or [])[: top or TOP_FACTS] if h.score is not None and h.score > 0]
+    if not found:
+        return NO_EVIDENCE
+    best = max(float(h.score or 0.0) for h in found)
+    scored = [(h, s) for h in found if (s := strength(h, best, model)) > 0]
     if not scored:
         return NO_EVIDENCE
-    best = max(s for _, s in scored)
     wanted_messages = {int(m) for h, _ in scored for m in (h.source_message_ids or [])}
     wanted_sessions = {int(h.source_session_id) for h, _ in scored
                        if h.source_session_id is not None}
@@ -114,16 +151,15 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     owner = {m: s for m, s in owner.items() if s in own_sessions}
     sessions: dict[int, float] = {}
     messages: dict[int, tuple[int, float]] = {}
-    for hit, score in scored:
-        strength = score / best
-        found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
+    for hit, value in scored:
+        found_in = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
         if hit.source_session_id in own_sessions:
-            found.add(int(hit.source_session_id))
-        for sid in found:
-            sessions[sid] = max(sessions.get(sid, 0.0), strength)
+            found_in.add(int(hit.source_session_id))
+        for sid in found_in:
+            sessions[sid] = max(sessions.get(sid, 0.0), value)
         for m in hit.source_message_ids or []:
-            if m in owner and strength > messages.get(m, (0, 0.0))[1]:
-                messages[m] = (owner[m], strength)
+            if m in owner and value > messages.get(m, (0, 0.0))[1]:
+                messages[m] = (owner[m], value)
     return Evidence(sessions, messages)
 
 
