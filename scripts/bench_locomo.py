@@ -143,10 +143,10 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     # fact store's hits (searched as the CLI does, inside the timing) point at their turns.
     facts = _load_facts(conv, db, args) if args.with_facts else None
 
-    def fact_search(who: str, question: str):
+    def fact_search(who: str, question: str, meaning: str | None):
         from hermes.memory.sessions.fact_evidence import TOP_FACTS
 
-        return facts.search(who, question, limit=TOP_FACTS)
+        return facts.search(who, question, limit=TOP_FACTS, meaning=meaning)
 
     def search(question: str) -> list[list[str]]:
         hits = store.search_messages(user, question, limit=RANKED,

@@ -53,7 +53,8 @@ def stores(db, clock, with_model):
             FactVectors(db, ToyEmbedder())
     facts = FactStore(db, FactsConfig(), clock, vectors=fact_vectors)
     sessions = SessionStore(db, clock=clock, vectors=message_vectors,
-                            fact_search=lambda user, query: facts.search(user, query, limit=5))
+                            fact_search=lambda user, query, meaning: facts.search(
+                                user, query, limit=5, meaning=meaning))
     return facts, sessions
 
 
@@ -247,7 +248,7 @@ def test_the_fact_search_runs_once_and_only_in_the_any_word_round(db, clock):
     facts, _ = stores(db, clock, False)
     calls = []
 
-    def fact_search(user, query):
+    def fact_search(user, query, meaning):
         calls.append((user, query))
         return facts.search(user, query, limit=5)
 
@@ -309,3 +310,24 @@ def test_an_unhelpful_rating_lowers_the_lift(db, clock):
     facts.rate("owner", fact.id, helpful=False)
     assert facts.get("owner", fact.id).trust < FactsConfig().default_trust
     assert 0 < lift() < before
+
+
+@pytest.mark.parametrize("one", [True, False])
+def test_the_fact_search_gets_the_text_session_search_embedded(db, clock, monkeypatch, one):
+    monkeypatch.setattr(fact_evidence, "ONE_EMBEDDING", one)
+    facts, model_store = stores(db, clock, True)
+    meanings = []
+
+    def fact_search(user, query, meaning):
+        meanings.append(meaning)
+        return facts.search(user, query, limit=5, meaning=meaning)
+
+    store = SessionStore(db, clock=clock, vectors=model_store.vectors, fact_search=fact_search)
+    ids = home(store, clock)
+    learn(facts, "owner", FACT, ids["tesla"], [ids["keys"]])
+    embedded = []
+    real = store.vectors.embedder.embed_query
+    monkeypatch.setattr(store.vectors.embedder, "embed_query",
+                        lambda text: embedded.append(text) or real(text))
+    store.search("owner", QUESTION, limit=3)
+    assert meanings == ([embedded[0]] if one else [None])

@@ -74,13 +74,13 @@ class Memory:
                             redact_secrets=self.settings.sessions.redact_secrets,
                             fact_search=self._fact_hits)
 
-    def _fact_hits(self, user: str, query: str) -> list:
+    def _fact_hits(self, user: str, query: str, meaning: str | None) -> list:
         """The facts session search takes as evidence for their conversations: the fact
-        store's own search, as per-turn recall sees the facts (hermes.memory.sessions.
-        fact_evidence)."""
+        store's own search, as per-turn recall sees the facts, by ``meaning`` (the text session
+        search embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
         from hermes.memory.sessions.fact_evidence import TOP_FACTS
 
-        return self.facts.search(user, query, limit=TOP_FACTS)
+        return self.facts.search(user, query, limit=TOP_FACTS, meaning=meaning)
 
     @cached_property
     def ratings(self) -> ReplyRatings:

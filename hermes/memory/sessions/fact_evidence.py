@@ -10,8 +10,9 @@ the question ("when did I talk about my car?" finds the conversation where "owns
 
 This module does not search facts (sessions/ does not import facts/): the caller passes the
 hits, anything with ``score``, ``trust``, ``cosine``, ``source_session_id`` and
-``source_message_ids`` (hermes.memory.facts.records.Fact). Only ``user``'s own sessions and messages count: a fact
-whose ids point at another user's rows, or at deleted ones, contributes nothing.
+``source_message_ids`` (hermes.memory.facts.records.Fact). Only ``user``'s own sessions and
+messages count: a fact whose ids point at another user's rows, or at deleted ones, contributes
+nothing.
 
 The evidence lifts the ranked messages after the message score and the session date
 (hermes.memory.sessions.search): each message of a source session by ``SESSION_WEIGHT`` x the
@@ -72,11 +73,16 @@ class FactHit(Protocol):
     def cosine(self) -> float | None: ...
 
 
-# The home's fact search as session search calls it: (user, query) -> hits, best first
-# (hermes.memory.Memory passes its FactStore.search with TOP_FACTS). The query as asked: given
-# the text session search embeds instead (speakers' names as "you", so no second embedding),
-# the facts' hits were worse (LoCoMo held-out session R@5 +0.000 instead of +0.006).
-FactSearch = Callable[[str, str], Sequence[FactHit]]
+# The home's fact search as session search calls it: (user, query, meaning) -> hits, best first
+# (hermes.memory.Memory passes its FactStore.search with TOP_FACTS); ``meaning``: the text whose
+# embedding the fact store compares to the facts, None for the query itself.
+FactSearch = Callable[[str, str, "str | None"], Sequence[FactHit]]
+# True: the fact store is given the text session search embedded (the speakers' names as "you":
+# one query embedding, ~3 ms CPU less a search); False: the question as asked (a second
+# embedding). LoCoMo MiniLM --with-facts, turn / session R@5 all (transcripts 0.753 / 0.891):
+# one embedding 0.760 / 0.892, p50 15.6 ms CPU; two 0.762 / 0.901, p50 18.5 ms (load ~4.5).
+# One, so that the query CPU goal holds (lead's decision, notes/i12-i13.md 05:18).
+ONE_EMBEDDING = True
 
 
 @dataclass(frozen=True)
@@ -106,10 +112,12 @@ class Pending:
         self.source, self.exclude_session, self.model = source, exclude_session, model
         self._evidence: Evidence | None = None
 
-    def evidence(self) -> Evidence:
+    def evidence(self, meaning: str | None = None) -> Evidence:
+        """``meaning``: the text session search embedded for the query (None: words only)."""
         if self._evidence is None:
             facts = self.facts
-            hits = facts(self.user, self.query) if callable(facts) else facts
+            hits = facts(self.user, self.query, meaning if ONE_EMBEDDING else None) \
+                if callable(facts) else facts
             self._evidence = gather(self.db, self.user, hits, source=self.source,
                                     exclude_session=self.exclude_session, model=self.model)
         return self._evidence

@@ -250,7 +250,7 @@ class SessionSearch:
             messages = self._fts_candidates(user, plan, mode, expr, source,
                                             recall_params.candidates)
             sessions = self._session_scores(user, plan, mode, expr, source)
-        sims, dense = None, None
+        sims, dense, text = None, None, None
         # Meaning re-scores the any-word round (the one that always runs with embeddings): a
         # query whose every word matches is answered by words alone, without the model.
         if self.vectors is not None and mode != "strict":
@@ -279,7 +279,8 @@ class SessionSearch:
         # The times the question names: the session-level stage lifts the conversations held
         # then (hermes.memory.sessions.session_rank), so the stages before it keep their pool.
         spans = rerank.time_spans(rerank.plan_text(plan), self.clock.now())
-        evidence = facts.evidence() if facts else fact_evidence.NO_EVIDENCE
+        # the fact search by the text embedded above: the model's recent query, no second run
+        evidence = facts.evidence(text) if facts else fact_evidence.NO_EVIDENCE
         # The facts lift the best fact_evidence.POOL: those are kept until then.
         cut = wanted if spans else max(limit or wanted, fact_evidence.POOL) if evidence \
             else limit or wanted
