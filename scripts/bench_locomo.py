@@ -144,9 +144,12 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     facts = _load_facts(conv, db, args) if args.with_facts else None
 
     def fact_search(who: str, question: str, meaning: str | None):
+        # as hermes.memory.Memory does: per-turn recall's search
+        from hermes.memory.facts.recall import FactRecall
         from hermes.memory.sessions.fact_evidence import TOP_FACTS
 
-        return facts.search(who, question, limit=TOP_FACTS, meaning=meaning)
+        return FactRecall(facts, facts.clock).ranked(who, question, limit=TOP_FACTS,
+                                                     meaning=meaning)
 
     def search(question: str) -> list[list[str]]:
         hits = store.search_messages(user, question, limit=RANKED,

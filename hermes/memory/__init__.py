@@ -75,12 +75,16 @@ class Memory:
                             fact_search=self._fact_hits)
 
     def _fact_hits(self, user: str, query: str, meaning: str | None) -> list:
-        """The facts session search takes as evidence for their conversations: the fact
-        store's own search, as per-turn recall sees the facts, by ``meaning`` (the text session
-        search embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
+        """The facts session search takes as evidence for their conversations: as per-turn
+        recall finds them (FactRecall.ranked), by ``meaning`` (the text session search
+        embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
+        from hermes.memory.facts.recall import FactRecall
         from hermes.memory.sessions.fact_evidence import TOP_FACTS
 
-        return self.facts.search(user, query, limit=TOP_FACTS, meaning=meaning)
+        # Per-turn recall's search (its selective words): FactStore.search over every word
+        # of a question costs ~190 ms CPU at 100k facts (i15, notes/i12-i13.md 05:29).
+        return FactRecall(self.facts, self.clock).ranked(user, query, limit=TOP_FACTS,
+                                                         meaning=meaning)
 
     @cached_property
     def ratings(self) -> ReplyRatings:

@@ -173,11 +173,12 @@ class FactRecall:
                 and not build_match(query).cjk and vectors.holds_any(user))
 
     def ranked(self, user: str, query: str, *, limit: int,
-               ahead: QueryAhead | None = None) -> list[Fact]:
+               ahead: QueryAhead | None = None, meaning: str | None = None) -> list[Fact]:
         """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust
         (fused with meaning when fact vectors are on). When every word is common, the nearest
         facts by meaning, or without vectors the newest facts holding those words. ``ahead``:
-        the message's embedding already computing on the worker (:meth:`meaning`'s text)."""
+        the message's embedding already computing on the worker (:meth:`meaning`'s text);
+        ``meaning``: the text to embed instead (session search's, whose vector is made)."""
         selective, common = self._selective(user, query)
         if not selective.strip() and (self.facts.vectors is None or not has_substance(query)):
             return []  # by meaning alone, "thanks!" would recall the nearest facts anyway
@@ -186,7 +187,7 @@ class FactRecall:
         # and every name perturbation better than its words alone). Past-message search embeds
         # the same text (without the names of its candidates' speakers, when it holds any),
         # so one embedding serves both.
-        meaning = self.meaning(query)
+        meaning = scrub(meaning) if meaning else self.meaning(query)
         try:
             if common:
                 return self._by_common_words(user, selective, limit, meaning, ahead)
