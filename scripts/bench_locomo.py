@@ -146,9 +146,9 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     def fact_search(who: str, question: str, meaning: str | None):
         # as hermes.memory.Memory does: per-turn recall's search
         from hermes.memory.facts.recall import FactRecall
-        from hermes.memory.sessions.fact_evidence import TOP_FACTS
+        from hermes.memory.sessions.fact_evidence import FACT_HITS
 
-        return FactRecall(facts, facts.clock).ranked(who, question, limit=TOP_FACTS,
+        return FactRecall(facts, facts.clock).ranked(who, question, limit=FACT_HITS,
                                                      meaning=meaning)
 
     def search(question: str) -> list[list[str]]:

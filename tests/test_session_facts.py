@@ -273,7 +273,7 @@ def test_a_hits_strength_is_its_cosine_on_the_models_ramp_times_its_trust(db, cl
     class Hit:
         score: float
         cosine: float | None
-        trust: float = fact_evidence.FULL_TRUST
+        trust: float = fact_evidence.DEFAULT_TRUST
         source_session_id: int | None = None
         source_message_ids: tuple[int, ...] = ()
 
@@ -282,17 +282,18 @@ def test_a_hits_strength_is_its_cosine_on_the_models_ramp_times_its_trust(db, cl
     half = Hit(0.5, (low + high) / 2, source_message_ids=(ids["keys"],))
     sure = Hit(0.1, high + 0.1, source_session_id=ids["lake"])
     # by the cosine, not by the rank or the score: the best-scored hit here is a weak match
-    evidence = fact_evidence.gather(db, "owner", [weak, half, sure], model=MINILM)
+    ramp = fact_evidence.ramp_for(MINILM)
+    evidence = fact_evidence.gather(db, "owner", [weak, half, sure], ramp=ramp)
     assert evidence.messages == {ids["keys"]: (ids["tesla"], pytest.approx(0.5))}
     assert evidence.sessions == {ids["tesla"]: pytest.approx(0.5), ids["lake"]: 1.0}
-    assert not fact_evidence.gather(db, "owner", [weak], model=MINILM)
+    assert not fact_evidence.gather(db, "owner", [weak], ramp=ramp)
     # a model without a measured ramp, or words only: the score over the best hit's
-    assert fact_evidence.gather(db, "owner", [weak, sure], model="toy-words").sessions == {
+    assert fact_evidence.gather(db, "owner", [weak, sure], ramp=None).sessions == {
         ids["tesla"]: 1.0, ids["lake"]: pytest.approx(0.1 / 0.9)}
     # trust multiplies: a fact rated down lifts less, one above the default no more
-    doubted = Hit(0.5, high, trust=fact_evidence.FULL_TRUST / 2, source_session_id=ids["lake"])
+    doubted = Hit(0.5, high, trust=fact_evidence.DEFAULT_TRUST / 2, source_session_id=ids["lake"])
     trusted = Hit(0.5, high, trust=1.0, source_session_id=ids["work"])
-    assert fact_evidence.gather(db, "owner", [doubted, trusted], model=MINILM).sessions == {
+    assert fact_evidence.gather(db, "owner", [doubted, trusted], ramp=ramp).sessions == {
         ids["lake"]: pytest.approx(0.5), ids["work"]: 1.0}
 
 

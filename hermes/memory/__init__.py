@@ -79,11 +79,11 @@ class Memory:
         recall finds them (FactRecall.ranked), by ``meaning`` (the text session search
         embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
         from hermes.memory.facts.recall import FactRecall
-        from hermes.memory.sessions.fact_evidence import TOP_FACTS
+        from hermes.memory.sessions.fact_evidence import FACT_HITS
 
         # Per-turn recall's search (its selective words): FactStore.search over every word
         # of a question costs ~190 ms CPU at 100k facts (i15, notes/i12-i13.md 05:29).
-        return FactRecall(self.facts, self.clock).ranked(user, query, limit=TOP_FACTS,
+        return FactRecall(self.facts, self.clock).ranked(user, query, limit=FACT_HITS,
                                                          meaning=meaning)
 
     @cached_property

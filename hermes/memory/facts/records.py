@@ -78,8 +78,8 @@ class Fact:
     unhelpful_count: int
     score: float | None = None
     explain: dict | None = None
-    # The query's cosine to the fact (FactSearch's hybrid search; None by words only): session
-    # search's fact evidence weighs a hit by it (hermes.memory.sessions.fact_evidence).
+    # the query's cosine to this fact when a hybrid search ranked it (None: by words only, or
+    # no vector yet): session search's fact evidence (hermes.memory.sessions.fact_evidence)
     cosine: float | None = None
 
     @property

@@ -9,48 +9,58 @@ the question ("when did I talk about my car?" finds the conversation where "owns
 3" was learned). No model call: the facts already exist.
 
 This module does not search facts (sessions/ does not import facts/): the caller passes the
-hits, anything with ``score``, ``trust``, ``cosine``, ``source_session_id`` and
-``source_message_ids`` (hermes.memory.facts.records.Fact). Only ``user``'s own sessions and
-messages count: a fact whose ids point at another user's rows, or at deleted ones, contributes
-nothing.
+hits, anything with ``score``, ``source_session_id`` and ``source_message_ids``
+(hermes.memory.facts.records.Fact). Only ``user``'s own sessions and messages count: a fact
+whose ids point at another user's rows, or at deleted ones, contributes nothing.
 
 The evidence lifts the ranked messages after the message score and the session date
 (hermes.memory.sessions.search): each message of a source session by ``SESSION_WEIGHT`` x the
 fact's strength x the spread of the sessions' best scores (as session_rank's date lift), each
 source message by ``MESSAGE_WEIGHT`` x strength x spread on top; a source message outside the
-pool joins it from the pool's lowest score. A fact's strength (:func:`strength`) is its cosine to
-the question on the model's ramp (words only: its score over the best hit's), x its trust, for
-the best ``TOP_FACTS`` hits. Chosen on tuning halves (README, "Session search: the facts learned
-from a conversation").
+pool joins it from the pool's lowest score. A fact's strength is, when the fact search ranked
+by meaning (its hits carry their cosine to the question) with a model whose cosines are
+calibrated here (RAMPS), how close the fact is to the question (MEANING_* weights: its source
+messages only); otherwise its score over the best hit's score, for the best ``TOP_FACTS`` hits.
+Weights chosen on LoCoMo's tuning half (README, "Session search: the facts learned from a
+conversation"; the meaning strength also on the tuning halves of sparser fact sets, README
+"Session search: when the home has few facts").
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from hermes.config import FactsConfig
 from hermes.memory.embeddings import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
 
-# Chosen on the tuning halves of LoCoMo and of two homes with fewer facts (half the observations
-# dropped; each session's first only), offline on every question's pool and fact hits (i12's
-# screens, notes/i12-i13.md): no set's tuning turn R@5 down more than 0.003, then the largest
-# gain. A session weight helps dense facts and hurts sparse ones (few facts: -0.009 turn R@5 at
-# 0.25); the first landing's 1.0, with the score ratio as strength, lost 0.046 there.
-TOP_FACTS = 20  # the best this-many fact hits are evidence
-SESSION_WEIGHT = 0.0  # each message of a source session (x strength x spread)
-MESSAGE_WEIGHT = 1.0  # each source message, on top (x strength x spread)
-# A hit's strength by its cosine to the question, as the model measures it: nothing at RAMP[0]
-# or below, all at RAMP[1] or above, a straight line between. The absolute cosine says how
-# likely a hit is right whatever the home holds (MiniLM: a hit at 0.7 or above cites an evidence
-# turn ~41 % of the time with every observation as a fact, with half, with one a session); its
-# rank or its score against the best hit's does not (a home with few facts still has a best).
-RAMPS = {MINILM: (0.4, 0.8), MINILM_INT8: (0.4, 0.8)}
-# Trust multiplies: a fact at the default trust or above counts fully, one rated down less.
-FULL_TRUST = FactsConfig.model_fields["default_trust"].default
+# Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
+# TOP_FACTS 3/5/10/20/30, strength score ratio or 0.8/0.6 per rank, each weight 0-2).
+TOP_FACTS = 5  # the best this-many fact hits are evidence
+SESSION_WEIGHT = 1.0  # each message of a source session (x strength x spread)
+MESSAGE_WEIGHT = 0.25  # each source message, on top (x strength x spread)
+
+# With the facts' cosines to the question (hybrid fact search with a model below), a fact's
+# strength is how close in meaning it is, not how it ranks among the hits: the best hit of a
+# home with few facts is often a weak match, and lifted by rank it displaces the right turns
+# (LoCoMo with half of the observations dropped: turn R@5 -0.025; with one a session: -0.046).
+# The share of hits whose source turn answers the question depends on the cosine alone, not
+# on how many facts there are (MiniLM: 41-42 % at 0.7 and above, whether every turn has an
+# observation or one a session). Chosen on the tuning halves of LoCoMo, of half its facts and
+# of one a session (i12, notes/i12-i13.md; scripts/locomo_perturb.py half-facts, few-facts):
+# no weight on the session (it cost the sparse sets turn R@5), the 20 best hits, strength
+# rising from nothing at the first cosine of the model's ramp to 1 at the second.
+MEANING_TOP_FACTS = 20
+MEANING_SESSION_WEIGHT = 0.0
+MEANING_MESSAGE_WEIGHT = 1.0
+RAMPS = {MINILM: (0.4, 0.8), MINILM_INT8: (0.4, 0.8)}  # model id -> (no strength, full)
+# How many hits to ask the fact store for (the most either strength reads).
+FACT_HITS = max(TOP_FACTS, MEANING_TOP_FACTS)
+# A fact rated down weighs less (trust still multiplies): its trust over the default, at most 1.
+DEFAULT_TRUST = FactsConfig.model_fields["default_trust"].default
 POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
 
 
@@ -66,32 +76,28 @@ class FactHit(Protocol):
     @property
     def source_message_ids(self) -> list[int]: ...
 
-    @property
-    def trust(self) -> float: ...
-
-    @property
-    def cosine(self) -> float | None: ...
-
 
 # The home's fact search as session search calls it: (user, query, meaning) -> hits, best first
-# (hermes.memory.Memory passes its FactStore.search with TOP_FACTS); ``meaning``: the text whose
-# embedding the fact store compares to the facts, None for the query itself.
+# (hermes.memory.Memory passes per-turn recall's search, FactRecall.ranked, with FACT_HITS);
+# ``meaning``: the text whose embedding the fact store compares to the facts, None for the query.
 FactSearch = Callable[[str, str, "str | None"], Sequence[FactHit]]
 # True: the fact store is given the text session search embedded (the speakers' names as "you":
-# one query embedding, ~3 ms CPU less a search); False: the question as asked (a second
+# one query embedding, ~2-3 ms CPU less a search); False: the question as asked (a second
 # embedding). LoCoMo MiniLM --with-facts, turn / session R@5 all (transcripts 0.753 / 0.891):
-# one embedding 0.760 / 0.892, p50 15.6 ms CPU; two 0.762 / 0.901, p50 18.5 ms (load ~4.5).
-# One, so that the query CPU goal holds (lead's decision, notes/i12-i13.md 05:18).
+# one embedding 0.760 / 0.892, CPU p50 16.1 ms; two 0.762 / 0.901, 18.6 ms (load ~4.5).
+# One, for the query CPU goal (lead, notes/i12-i13.md 05:18).
 ONE_EMBEDDING = True
 
 
 @dataclass(frozen=True)
 class Evidence:
     """What the facts say, for one user's question: session id -> strength, and message id ->
-    (its session id, strength); strengths in (0, 1] (:func:`strength`)."""
+    (its session id, strength); strengths in (0, 1], the best hit's 1."""
 
     sessions: dict[int, float] = field(default_factory=dict)
     messages: dict[int, tuple[int, float]] = field(default_factory=dict)
+    # (session weight, message weight) for lift(): by meaning or by the hits' scores
+    weights: tuple[float, float] = (SESSION_WEIGHT, MESSAGE_WEIGHT)
 
     def __bool__(self) -> bool:
         return bool(self.sessions)
@@ -107,9 +113,10 @@ class Pending:
 
     def __init__(self, db: Any, user: str, query: str,
                  facts: Sequence[FactHit] | FactSearch | None, *, source: str | None = None,
-                 exclude_session: int | None = None, model: str | None = None) -> None:
+                 exclude_session: int | None = None,
+                 ramp: tuple[float, float] | None = None) -> None:
         self.db, self.user, self.query, self.facts = db, user, query, facts
-        self.source, self.exclude_session, self.model = source, exclude_session, model
+        self.source, self.exclude_session, self.ramp = source, exclude_session, ramp
         self._evidence: Evidence | None = None
 
     def evidence(self, meaning: str | None = None) -> Evidence:
@@ -119,37 +126,47 @@ class Pending:
             hits = facts(self.user, self.query, meaning if ONE_EMBEDDING else None) \
                 if callable(facts) else facts
             self._evidence = gather(self.db, self.user, hits, source=self.source,
-                                    exclude_session=self.exclude_session, model=self.model)
+                                    exclude_session=self.exclude_session, ramp=self.ramp)
         return self._evidence
 
 
-def strength(hit: FactHit, best: float, model: str | None) -> float:
-    """How much ``hit`` says, in [0, 1]: by its cosine on ``model``'s ramp (RAMPS) when both
-    are known, else (words only, or a model without a measured ramp) its score over the best
-    hit's ``best``; x its trust over FULL_TRUST, at most 1."""
-    trusted = min(1.0, max(0.0, float(hit.trust)) / FULL_TRUST)
-    ramp = RAMPS.get(model or "")
-    cosine = getattr(hit, "cosine", None)
-    if ramp is not None and cosine is not None:
-        low, high = ramp
-        return trusted * min(1.0, max(0.0, (float(cosine) - low) / (high - low)))
-    return trusted * float(hit.score or 0.0) / best
+def ramp_for(model_id: str | None) -> tuple[float, float] | None:
+    """The cosine ramp of a fact's strength for ``model_id`` (None: no calibrated ramp)."""
+    return RAMPS.get(model_id) if model_id else None
+
+
+def _trusted(trust: float | None) -> float:
+    """A hit's trust over the default trust, at most 1 (1 when unknown)."""
+    if trust is None or not DEFAULT_TRUST:
+        return 1.0
+    return min(1.0, max(0.0, trust) / DEFAULT_TRUST)
+
+
+def _by_meaning(cosine: float | None, trust: float | None, ramp: tuple[float, float]) -> float:
+    """A fact's strength from its cosine to the question (0 below the ramp, 1 at its top),
+    x its trust over the default trust (at most 1); 0 without a cosine (not embedded yet)."""
+    if cosine is None or cosine != cosine:
+        return 0.0
+    low, high = ramp
+    return min(max((cosine - low) / (high - low), 0.0), 1.0) * _trusted(trust)
 
 
 def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | None = None,
            exclude_session: int | None = None, top: int | None = None,
-           model: str | None = None) -> Evidence:
-    """The evidence of the best ``top`` (default TOP_FACTS) of ``hits`` (best first) in
-    ``user``'s own sessions and messages (of ``source`` only, none of ``exclude_session``:
-    the search's own filters), each by its :func:`strength` (``model``: the embedding model
-    the hits' cosines come from); hits without a positive score or strength give nothing."""
-    found = [h for h in (hits or [])[: top or TOP_FACTS] if h.score is not None and h.score > 0]
-    if not found:
-        return NO_EVIDENCE
-    best = max(float(h.score or 0.0) for h in found)
-    scored = [(h, s) for h in found if (s := strength(h, best, model)) > 0]
+           ramp: tuple[float, float] | None = None) -> Evidence:
+    """The evidence of the best ``top`` of ``hits`` (best first) in ``user``'s own sessions
+    and messages (of ``source`` only, none of ``exclude_session``: the search's own filters);
+    hits without a positive score give nothing. With a cosine ``ramp`` (:func:`ramp_for`) and
+    hits that carry their cosine (``Fact.cosine``), a hit's strength is its closeness in
+    meaning (MEANING_TOP_FACTS hits, MEANING_* weights); else its score over the best hit's
+    (TOP_FACTS hits, SESSION_WEIGHT / MESSAGE_WEIGHT)."""
+    hits = list(hits or [])
+    meaning = ramp is not None and any(getattr(h, "cosine", None) is not None for h in hits)
+    depth = top or (MEANING_TOP_FACTS if meaning else TOP_FACTS)
+    scored = [(h, float(h.score)) for h in hits[:depth] if h.score is not None and h.score > 0]
     if not scored:
         return NO_EVIDENCE
+    best = max(s for _, s in scored)
     wanted_messages = {int(m) for h, _ in scored for m in (h.source_message_ids or [])}
     wanted_sessions = {int(h.source_session_id) for h, _ in scored
                        if h.source_session_id is not None}
@@ -159,15 +176,24 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     owner = {m: s for m, s in owner.items() if s in own_sessions}
     sessions: dict[int, float] = {}
     messages: dict[int, tuple[int, float]] = {}
-    for hit, value in scored:
-        found_in = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
+    for hit, score in scored:
+        trust = getattr(hit, "trust", None)
+        strength = _by_meaning(getattr(hit, "cosine", None), trust, ramp) \
+            if meaning and ramp else score / best * _trusted(trust)
+        if strength <= 0:
+            continue
+        found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
         if hit.source_session_id in own_sessions:
-            found_in.add(int(hit.source_session_id))
-        for sid in found_in:
-            sessions[sid] = max(sessions.get(sid, 0.0), value)
+            found.add(int(hit.source_session_id))
+        for sid in found:
+            sessions[sid] = max(sessions.get(sid, 0.0), strength)
         for m in hit.source_message_ids or []:
-            if m in owner and value > messages.get(m, (0, 0.0))[1]:
-                messages[m] = (owner[m], value)
+            if m in owner and strength > messages.get(m, (0, 0.0))[1]:
+                messages[m] = (owner[m], strength)
+    if not sessions:
+        return NO_EVIDENCE
+    if meaning:
+        return Evidence(sessions, messages, (MEANING_SESSION_WEIGHT, MEANING_MESSAGE_WEIGHT))
     return Evidence(sessions, messages)
 
 
@@ -203,8 +229,8 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
     its source messages missing from it added, re-sorted; unchanged without evidence."""
     if not evidence:
         return list(ranked)
-    w_session = SESSION_WEIGHT if session_weight is None else session_weight
-    w_message = MESSAGE_WEIGHT if message_weight is None else message_weight
+    w_session = evidence.weights[0] if session_weight is None else session_weight
+    w_message = evidence.weights[1] if message_weight is None else message_weight
     pool = list(ranked[:POOL])
     best: dict[int, float] = {}
     for r in pool:
@@ -223,8 +249,7 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
     lifted = []
     for r in pool:
         extra = gain(r.message_id, r.session_id)
-        lifted.append(RankedMessage(r.message_id, r.session_id, r.score + extra,
-                                    {**r.parts, "facts": extra}, r.session_matched)
+        lifted.append(replace(r, score=r.score + extra, parts={**r.parts, "facts": extra})
                       if extra else r)
     present = {r.message_id for r in ranked}
     for mid, (sid, _) in evidence.messages.items() if join else ():

@@ -142,7 +142,7 @@ class SessionSearch:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         limit = max(1, limit)
         pending = fact_evidence.Pending(self.db, user, query, self.fact_search if facts is None
-                                        else facts, source=source, model=self._model())
+                                        else facts, source=source, ramp=self._fact_ramp())
         hits: list[SearchHit] = []
         modes = _modes(plan, self.vectors is not None)
         for mode, expr in modes:
@@ -185,7 +185,7 @@ class SessionSearch:
             modes = modes[-1:]
         limit = max(1, limit)
         pending = fact_evidence.Pending(self.db, user, query, facts, source=source,
-                                        exclude_session=exclude_session, model=self._model())
+                                        exclude_session=exclude_session, ramp=self._fact_ramp())
         # (ranked message, the round that found it): the all-words round first; when it finds
         # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
         # painted?" holds every word in 3 messages of one conversation; the others it painted
@@ -211,9 +211,11 @@ class SessionSearch:
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
                            "like" if plan.cjk else mode, r.parts) for r, mode in found]
 
-    def _model(self) -> str | None:
-        """The embedding model of this home (its facts' too), or None (words only)."""
-        return None if self.vectors is None else self.vectors.embedder.model_id
+    def _fact_ramp(self) -> tuple[float, float] | None:
+        """The cosine ramp of the fact evidence's strength for this search's model (the
+        home's facts are embedded with it: hermes.memory.Memory), or None."""
+        return fact_evidence.ramp_for(
+            self.vectors.embedder.model_id if self.vectors is not None else None)
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
