@@ -94,6 +94,9 @@ def tail(rt, query):
     return [f.id for f in facts], [e.text for e in excerpts]
 
 
+# The owner's past message that "what about the Tesla tyres?" finds by its words (bob's, about
+# his automobile, never).
+BY_WORDS = "> the user: I took the car to the garage, the Tesla needed tyres"
 QUERIES = ["which automobile do I drive?", "what about the Tesla tyres?", "my pet's name?",
            "the bank?"]
 
@@ -141,7 +144,7 @@ def test_a_failing_embedding_on_the_worker_recalls_facts_by_words_with_one_log_l
     assert lines[0].name == "hermes.memory.facts.query_ahead"
     owner = {f.id: f for f in rt.memory.facts.list_facts("owner")}
     assert [owner[i].content for i in facts] == ["The user owns a Tesla Model 3"]
-    assert excerpts == []
+    assert [e.splitlines()[1] for e in excerpts] == [BY_WORDS]  # past messages by words
     assert len(toy.threads) == 1  # not tried again on this thread
 
 
@@ -183,6 +186,45 @@ def test_a_failing_embedding_gives_the_same_prompt_whatever_the_load(
     assert len(lines) == 1 and "query embedding failed" in lines[0]
     owner = {f.id: f for f in rt.memory.facts.list_facts("owner")}
     assert [owner[i].content for i in facts] == ["The user owns a Tesla Model 3"]
-    assert excerpts == []
+    assert [e.splitlines()[1] for e in excerpts] == [BY_WORDS]
     assert len(toy.threads) == 1
     assert toy.threads[0].startswith("hermes-query") == overlap
+
+
+def test_without_the_fact_side_a_failing_model_gives_past_messages_by_words_in_one_line(
+        rt, clock, toy, caplog):
+    # No worker (no fact recall this turn): past-message search meets the failure itself.
+    history(rt, clock)
+    rt.settings.agent.recall_char_budget = 0
+    toy.fail = True
+    with caplog.at_level(logging.WARNING):
+        facts, excerpts = tail(rt, "what about the Tesla tyres?")
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(lines) == 1 and "past messages recalled by their words" in lines[0].getMessage()
+    assert lines[0].name == "hermes.memory.sessions.past_messages"
+    assert facts == [] and [e.splitlines()[1] for e in excerpts] == [BY_WORDS]
+    assert len(toy.threads) == 1  # asked once, not again by the search
+    # By words, the gate is the words' own: half the words must have been said before.
+    assert tail(rt, "which automobile tyres do I drive?") == ([], [])
+
+
+def test_past_messages_by_words_when_told_ask_nothing_of_the_model(rt, clock, toy):
+    from hermes.memory.sessions.past_messages import recall_past_messages
+
+    history(rt, clock)
+    toy.threads.clear()
+    found = recall_past_messages(rt.memory.sessions, "owner", "what about the Tesla tyres?",
+                                 budget=2000, words_only=True)
+    assert [e.text.splitlines()[1] for e in found] == [BY_WORDS]
+    assert toy.threads == []
+    # With the model, one word said before is enough to search ("tyres"; "automobile" and
+    # "drive" are bob's words); by words, half of them must have been said.
+    query = "which automobile tyres do I drive?"
+    by_meaning = recall_past_messages(rt.memory.sessions, "owner", query, budget=2000)
+    assert [e.text.splitlines()[1] for e in by_meaning] == [BY_WORDS]
+    assert recall_past_messages(rt.memory.sessions, "owner", query, budget=2000,
+                                words_only=True) == []
+    # Both said "car": the owner's words-only search reaches the owner's message, never bob's.
+    mine = recall_past_messages(rt.memory.sessions, "owner", "the car?", budget=2000,
+                                words_only=True)
+    assert [e.text.splitlines()[1] for e in mine] == [BY_WORDS]

@@ -320,14 +320,15 @@ class PromptBuilder:
         chosen, used = fit_facts(ranked, fact_share, cost)
         excerpts: list[PastExcerpt] = []
         # The worker is done before past-message search embeds the same text (served from
-        # the model's recent queries, not computed twice); had it failed, no past messages
-        # (session search cannot go words-only), said once in the log.
-        if message_share > 0 and (ahead is None or ahead.ok()):
+        # the model's recent queries, not computed twice); had it failed, past messages by
+        # their words, as the facts (said once in the log, by the worker's line).
+        if message_share > 0:
             known = set(conversation.shown_messages)
             known.update(m for f in chosen for m in f.source_message_ids)
             excerpts = recall_past_messages(
                 self.sessions, user, query, budget=total - used,
-                limit=agent.recall_max_messages, exclude_session=session_id, shown=known)
+                limit=agent.recall_max_messages, exclude_session=session_id, shown=known,
+                words_only=ahead is not None and not ahead.ok())
             used += sum(len(e.text) + 1 for e in excerpts)
         if fact_share > 0 and used < total:
             in_excerpts = {i for e in excerpts for i in e.message_ids}

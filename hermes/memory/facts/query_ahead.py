@@ -14,10 +14,10 @@ time and cost 0.3-1.1 ms more CPU p50 (two threads slow each other, and the work
 the GIL to finish its vector), so a turn overlaps only when the machine's 1-minute load leaves a
 core free (:func:`core_free`).
 
-A failure on the worker is one log line: the turn recalls facts by their words and no past
-messages (session search has no words-only switch), never an error. A turn that embeds in turn
-(no core free) goes through the same object (``overlap=False``), so the same failure gives the
-same prompt and the same line whatever the machine's load.
+A failure on the worker is one log line: the turn recalls facts and past messages by their
+words (hermes.memory.sessions.past_messages' ``words_only``), never an error. A turn that
+embeds in turn (no core free) goes through the same object (``overlap=False``), so the same
+failure gives the same prompt and the same line whatever the machine's load.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ class QueryAhead:
         except Exception as exc:  # noqa: BLE001 - any model failure: logged, recall by words
             if not self._said:
                 self._said = True
-                log.warning("query embedding failed (%s: %s): this turn recalls facts by their "
-                            "words and no past messages", type(exc).__name__, exc)
+                log.warning("query embedding failed (%s: %s): this turn recalls facts and past "
+                            "messages by their words", type(exc).__name__, exc)
             raise QueryEmbeddingFailed(str(exc)) from None
 
     def ok(self) -> bool:

@@ -20,8 +20,9 @@ from weakref import WeakKeyDictionary
 from hermes.errors import QueryError
 from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
-from hermes.memory.sessions.search import SearchProfile
+from hermes.memory.sessions.search import SearchProfile, SessionSearch
 from hermes.memory.sessions.store import SessionStore
+from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, Term, build_match
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,7 @@ def recall_past_messages(
     after: int = AFTER,
     exclude_session: int | None = None,
     shown: Collection[int] = (),
+    words_only: bool = False,
 ) -> list[PastExcerpt]:
     """The best ``limit`` past messages of ``user`` matching ``query``, outside
     ``exclude_session`` (the conversation in progress), each with ``before`` messages before it
@@ -197,11 +199,13 @@ def recall_past_messages(
 
     A message with nothing to look for (an emoji, "ok!", "thanks") recalls nothing. A search
     that fails (a damaged index) recalls nothing too, and says so in one log line, once.
+    ``words_only``: search by words even when message vectors are on (the turn's query
+    embedding failed, and said so); a model that fails here does the same, in one log line.
     """
     if budget <= 0 or limit <= 0 or not query.strip():
         return []
     try:
-        hits = _search(store, user, query, limit * SEARCH_FACTOR, exclude_session)
+        hits = _search(store, user, query, limit * SEARCH_FACTOR, exclude_session, words_only)
     except (QueryError, sqlite3.Error) as exc:
         # Recall is an aid: the turn goes on without it. Never silent: one line in the log,
         # once per kind of failure (a broken index fails the same way every turn).
@@ -248,20 +252,52 @@ def recall_past_messages(
 
 
 def _search(store: SessionStore, user: str, query: str, limit: int,
-            exclude_session: int | None) -> list[MessageHit]:
+            exclude_session: int | None, words_only: bool = False) -> list[MessageHit]:
     """Session search's best ``limit`` matches for ``query`` (the gate first: [] when the
-    message is not about something said before)."""
+    message is not about something said before); by words alone when ``words_only`` or when
+    the model cannot embed the message."""
     original = query
     plan = build_match(query)
+    by_meaning = store.vectors is not None and not words_only
     if not plan.cjk:
         counted, missing = counted_terms(store, user, plan)
         # By meaning, words never said may still name what was said in other words ("car" /
         # "automobile"): with embeddings, one word said before is enough, as before the gate.
-        if not about_the_past(counted, 0 if store.vectors is not None else missing):
+        if not about_the_past(counted, 0 if by_meaning else missing):
             return []
+        if by_meaning and not _embeds(store, original):
+            by_meaning = False
+            if not about_the_past(counted, missing):
+                return []
         query = _rarest(counted)
-    return store.search_messages(user, query, limit=limit, exclude_session=exclude_session,
-                                 any_word=ANY_WORD, meaning=original, profile=PROMPT_PROFILE)
+    search = store.search_messages if by_meaning else _words_only(store).search_messages
+    return search(user, query, limit=limit, exclude_session=exclude_session, any_word=ANY_WORD,
+                  meaning=original, profile=PROMPT_PROFILE)
+
+
+def _embeds(store: SessionStore, text: str) -> bool:
+    """Whether the model embeds ``text`` (kept in its recent queries: the search's own
+    embedding of it is then not computed again); a failure is one log line, and the turn's
+    past messages are found by their words."""
+    assert store.vectors is not None
+    try:
+        store.vectors.embedder.embed_query(scrub(text))
+    except Exception as exc:  # noqa: BLE001 - any model failure: logged, recall by words
+        log.warning("query embedding failed (%s: %s): past messages recalled by their words",
+                    type(exc).__name__, exc)
+        return False
+    return True
+
+
+_word_searchers: WeakKeyDictionary[SessionStore, SessionSearch] = WeakKeyDictionary()
+
+
+def _words_only(store: SessionStore) -> SessionSearch:
+    """Session search over ``store``'s connection without message vectors."""
+    searcher = _word_searchers.get(store)
+    if searcher is None or searcher.db is not store.db:
+        searcher = _word_searchers[store] = SessionSearch(store.db, store.clock)
+    return searcher
 
 
 _reported: set[str] = set()

@@ -22,7 +22,14 @@ import sqlite_utils
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.sessions import rerank, semantic, session_rank
-from hermes.memory.sessions.bm25 import DF_CAP, HIGHLIGHT, Bm25, manual_snippet, terms_for
+from hermes.memory.sessions.bm25 import (
+    DF_CAP,
+    HIGHLIGHT,
+    Bm25,
+    best_scored,
+    manual_snippet,
+    terms_for,
+)
 from hermes.memory.sessions.disclosure import speaks_of_self
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -349,15 +356,10 @@ class SessionSearch:
         self, expr: str, user: str, source: str | None, limit: int
     ) -> list[tuple[int, int, float]]:
         """The user's best ``limit`` matches by FTS5's bm25: (id, session id, score), higher
-        is better."""
-        return self.db.execute(
-            "SELECT m.id, m.session_id, -bm25(messages_fts, ?, ?) AS score FROM messages_fts "
-            "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user = ? "
-            "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
-            "ORDER BY score DESC LIMIT ?",
-            [*MESSAGE_WEIGHTS, expr, user, source, source, limit],
-        ).fetchall()
+        is better (hermes.memory.sessions.bm25.best_scored: the user's rows read for the best
+        few matches only)."""
+        return best_scored(self.db, expr, user, source, limit, MESSAGE_WEIGHTS,
+                           self.clock.now().timestamp())
 
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None,
