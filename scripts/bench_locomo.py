@@ -139,9 +139,17 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings,
                         cache=args.vector_cache)
     user = conv.sample_id
+    # --with-facts: the home as a user has it, LoCoMo's observations learned as facts; the
+    # fact store's hits (searched as the CLI does, inside the timing) point at their turns.
+    facts = _load_facts(conv, db, args) if args.with_facts else None
 
     def search(question: str) -> list[list[str]]:
-        hits = store.search_messages(user, question, limit=RANKED)
+        found = None
+        if facts is not None:
+            from hermes.memory.sessions.fact_evidence import TOP_FACTS
+
+            found = facts.search(user, question, limit=TOP_FACTS)
+        hits = store.search_messages(user, question, limit=RANKED, facts=found)
         return [[hit.message.external_id] for hit in hits]
 
     return search
@@ -190,13 +198,16 @@ def _load_facts(conv: data.Conversation, db, args):
     facts = FactStore(db, FactsConfig(), vectors=vectors,
                       clock=FakeClock(conv.sessions[-1].started_at + timedelta(days=1)))
     said = dict(db.execute("SELECT id, created_at FROM messages WHERE user = ?", [user]))
+    held_in = dict(db.execute("SELECT id, session_id FROM messages WHERE user = ?", [user]))
     refused = 0
     for obs in conv.observations:
         sources = [by_dia[d] for d in obs.dia_ids]
         try:
             facts.add(
                 user, obs.text, category="general", kind="episodic",
-                source_session_id=sessions.get(f"{conv.sample_id}:session_{obs.session}"),
+                source_session_id=_source_session(
+                    sessions.get(f"{conv.sample_id}:session_{obs.session}"),
+                    [held_in[m] for m in sources]),
                 source_message_ids=sources,
                 valid_from=max((said[m] for m in sources), default=None),
             )
@@ -210,6 +221,16 @@ def _load_facts(conv: data.Conversation, db, args):
         count = vectors.index(user)
         INDEXED.append((count, time.perf_counter() - start, time.process_time() - cpu))
     return facts
+
+
+def _source_session(named: int | None, held_in: list[int]) -> int | None:
+    """The session a fact was learned in, as the extractor records it: the one holding its
+    source turns. LoCoMo names the session of each observation, but ``--perturb
+    merge-sessions`` / ``split-sessions`` renumber the sessions (the name then points at none,
+    or at another): the named one when it holds a source turn, else the last source turn's."""
+    if named is not None and (named in held_in or not held_in):
+        return named
+    return held_in[-1] if held_in else None
 
 
 def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
@@ -653,6 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="prompt mode: recalled facts only (as before past messages)")
     parser.add_argument("--retriever", choices=sorted(RETRIEVERS), default="hermes",
                         help="sessions mode: what to search with (default: hermes)")
+    parser.add_argument("--with-facts", action="store_true",
+                        help="sessions mode: also load LoCoMo's observations as facts (as "
+                             "--mode prompt does); their hits are evidence for the sessions "
+                             "and turns they came from (hermes.memory.sessions.fact_evidence)")
     parser.add_argument("--summaries", action="store_true",
                         help="also import LoCoMo's session summaries as session summaries")
     parser.add_argument("--embeddings", nargs="?", const=DEFAULT_MODEL, choices=sorted(MODELS),
@@ -729,6 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " (" + ", ".join(f"{k}={v}" for k, v in knobs.items()) + ")"
     if args.summaries:
         label += " + LoCoMo session summaries"
+    if args.with_facts and args.mode == "sessions":
+        label += " + LoCoMo observations as facts"
     if args.perturb:
         label += " (perturbed: " + ", ".join(args.perturb) + ")"
         args.notes.append("perturbed: " + ", ".join(args.perturb))

@@ -106,3 +106,27 @@ def test_the_bench_runs_perturbed_and_says_so(tmp_path):
     result = json.loads(out.read_text())
     assert "perturbed: no-captions, sentences" in result["label"]
     assert result["results"]["all"]["n"] == 2
+
+
+def test_a_fact_points_at_the_session_holding_its_turns_when_sessions_are_reshaped(tmp_path):
+    # Facts carry the session they were learned in; merged or split sessions are renumbered,
+    # so LoCoMo's session number of an observation would point at no session, or another.
+    import dataclasses
+    import types
+
+    conv, _ = conversation(tmp_path)
+    conv = dataclasses.replace(conv, observations=[
+        locomo_data.Observation("Ben", "Ben says the cat is fine", 2, ["D2:1"]),
+        locomo_data.Observation("Melanie Jones", "Melanie adopted a cat", 1, ["D1:1"])])
+    for name, out in (("plain", conv), ("merged", lp.merge_sessions(conv)),
+                      ("split", lp.split_sessions(conv, size=2))):
+        home = tmp_path / name
+        home.mkdir()
+        db, _ = bench_locomo._import(out, home, summaries=False)
+        args = types.SimpleNamespace(embeddings=None, vector_cache=None, notes=[])
+        bench_locomo._load_facts(out, db, args)
+        rows = db.execute(
+            "SELECT f.source_session_id, m.session_id FROM facts f JOIN messages m "
+            "ON m.id = json_extract(f.source_message_ids, '$[0]') WHERE f.user = ?",
+            [out.sample_id]).fetchall()
+        assert len(rows) == 2 and all(held == said for said, held in rows), (name, rows)

@@ -1,0 +1,167 @@
+"""Session search's fact evidence: the facts the home learned, pointing at where they were said.
+
+Every fact the background extractor writes carries the session and the messages it was learned
+from (``source_session_id``, ``source_message_ids``; hermes.learn.consolidate). The facts that
+best answer a question (the fact store's own search: bm25 and meaning fused, x trust, the trust
+threshold and forgotten or superseded facts hiding, exactly as per-turn recall sees them) are
+then evidence for those conversations and those turns, even when the turn shares no word with
+the question ("when did I talk about my car?" finds the conversation where "owns a Tesla Model
+3" was learned). No model call: the facts already exist.
+
+This module does not search facts (sessions/ does not import facts/): the caller passes the
+hits, anything with ``score``, ``source_session_id`` and ``source_message_ids``
+(hermes.memory.facts.records.Fact). Only ``user``'s own sessions and messages count: a fact
+whose ids point at another user's rows, or at deleted ones, contributes nothing.
+
+The evidence lifts the ranked messages after the message score and the session date
+(hermes.memory.sessions.search): each message of a source session by ``SESSION_WEIGHT`` x the
+fact's strength x the spread of the sessions' best scores (as session_rank's date lift), each
+source message by ``MESSAGE_WEIGHT`` x strength x spread on top; a source message outside the
+pool joins it from the pool's lowest score. A fact's strength is its score over the best hit's
+score, for the best ``TOP_FACTS`` hits. Weights chosen on LoCoMo's tuning half (README,
+"Session search: the facts learned from a conversation").
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from hermes.memory.sessions.rerank import RankedMessage
+
+# Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
+# TOP_FACTS 3/5/10/20/30, strength score ratio or 0.8/0.6 per rank, each weight 0-2).
+TOP_FACTS = 5  # the best this-many fact hits are evidence
+SESSION_WEIGHT = 1.0  # each message of a source session (x strength x spread)
+MESSAGE_WEIGHT = 0.25  # each source message, on top (x strength x spread)
+POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
+
+
+class FactHit(Protocol):
+    """What a fact hit must say (hermes.memory.facts.records.Fact does)."""
+
+    @property
+    def score(self) -> float | None: ...
+
+    @property
+    def source_session_id(self) -> int | None: ...
+
+    @property
+    def source_message_ids(self) -> list[int]: ...
+
+
+# The home's fact search as session search calls it: (user, query) -> hits, best first
+# (hermes.memory.Memory passes its FactStore.search with TOP_FACTS).
+FactSearch = Callable[[str, str], Sequence[FactHit]]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the facts say, for one user's question: session id -> strength, and message id ->
+    (its session id, strength); strengths in (0, 1], the best hit's 1."""
+
+    sessions: dict[int, float] = field(default_factory=dict)
+    messages: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions)
+
+
+NO_EVIDENCE = Evidence()
+
+
+def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | None = None,
+           exclude_session: int | None = None, top: int | None = None) -> Evidence:
+    """The evidence of the best ``top`` (default TOP_FACTS) of ``hits`` (best first) in
+    ``user``'s own sessions and messages (of ``source`` only, none of ``exclude_session``:
+    the search's own filters); hits without a positive score give nothing."""
+    scored = [(h, float(h.score)) for h in (hits or [])[: top or TOP_FACTS]
+              if h.score is not None and h.score > 0]
+    if not scored:
+        return NO_EVIDENCE
+    best = max(s for _, s in scored)
+    wanted_messages = {int(m) for h, _ in scored for m in (h.source_message_ids or [])}
+    wanted_sessions = {int(h.source_session_id) for h, _ in scored
+                       if h.source_session_id is not None}
+    owner = _own_messages(db, user, wanted_messages)
+    own_sessions = _own_sessions(db, user, wanted_sessions | set(owner.values()), source,
+                                 exclude_session)
+    owner = {m: s for m, s in owner.items() if s in own_sessions}
+    sessions: dict[int, float] = {}
+    messages: dict[int, tuple[int, float]] = {}
+    for hit, score in scored:
+        strength = score / best
+        found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
+        if hit.source_session_id in own_sessions:
+            found.add(int(hit.source_session_id))
+        for sid in found:
+            sessions[sid] = max(sessions.get(sid, 0.0), strength)
+        for m in hit.source_message_ids or []:
+            if m in owner and strength > messages.get(m, (0, 0.0))[1]:
+                messages[m] = (owner[m], strength)
+    return Evidence(sessions, messages)
+
+
+def _own_messages(db: Any, user: str, ids: set[int]) -> dict[int, int]:
+    """message id -> session id, for those of ``ids`` that are ``user``'s and still stored."""
+    found: dict[int, int] = {}
+    ordered = sorted(ids)
+    for begin in range(0, len(ordered), 500):
+        chunk = ordered[begin : begin + 500]
+        found.update(db.execute(
+            f"SELECT id, session_id FROM messages WHERE user = ? AND id IN "
+            f"({','.join('?' * len(chunk))})", [user, *chunk]).fetchall())
+    return found
+
+
+def _own_sessions(db: Any, user: str, ids: set[int], source: str | None,
+                  exclude_session: int | None) -> set[int]:
+    """Those of ``ids`` that are ``user``'s sessions, of ``source`` if given, but not
+    ``exclude_session``."""
+    if not ids:
+        return set()
+    ordered = sorted(ids)
+    return {row[0] for row in db.execute(
+        f"SELECT id FROM sessions WHERE user = ? AND id IN ({','.join('?' * len(ordered))}) "
+        "AND (? IS NULL OR source = ?)", [user, *ordered, source, source]).fetchall()
+        if row[0] != exclude_session}
+
+
+def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = True,
+         session_weight: float | None = None,
+         message_weight: float | None = None) -> list[RankedMessage]:
+    """``ranked`` (best first) with the evidence's sessions and messages lifted and (``join``)
+    its source messages missing from it added, re-sorted; unchanged without evidence."""
+    if not evidence:
+        return list(ranked)
+    w_session = SESSION_WEIGHT if session_weight is None else session_weight
+    w_message = MESSAGE_WEIGHT if message_weight is None else message_weight
+    pool = list(ranked[:POOL])
+    best: dict[int, float] = {}
+    for r in pool:
+        best[r.session_id] = max(best.get(r.session_id, r.score), r.score)
+    # The lift is on the scale of how far apart the conversations are (session_rank's spread);
+    # a pool of one conversation, or of ties, falls back to the messages' spread, then 1.
+    spread = (statistics.pstdev(best.values()) if len(best) > 1 else 0.0) or (
+        statistics.pstdev(r.score for r in pool) if len(pool) > 1 else 0.0) or 1.0
+    floor = min((r.score for r in pool), default=0.0)
+
+    def gain(message_id: int, session_id: int) -> float:
+        held = evidence.messages.get(message_id)
+        return spread * (w_session * evidence.sessions.get(session_id, 0.0)
+                         + w_message * (held[1] if held else 0.0))
+
+    lifted = []
+    for r in pool:
+        extra = gain(r.message_id, r.session_id)
+        lifted.append(replace(r, score=r.score + extra, parts={**r.parts, "facts": extra})
+                      if extra else r)
+    present = {r.message_id for r in ranked}
+    for mid, (sid, _) in evidence.messages.items() if join else ():
+        if mid not in present:
+            extra = gain(mid, sid)
+            lifted.append(RankedMessage(mid, sid, floor + extra, {"facts": extra}))
+    lifted.sort(key=lambda r: (-r.score, -r.message_id))
+    return lifted + list(ranked[POOL:])
