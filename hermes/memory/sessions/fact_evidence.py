@@ -37,6 +37,7 @@ TOP_FACTS = 5  # the best this-many fact hits are evidence
 SESSION_WEIGHT = 1.0  # each message of a source session (x strength x spread)
 MESSAGE_WEIGHT = 0.25  # each source message, on top (x strength x spread)
 POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
+CITED = 3  # at most this many facts are shown as why a conversation was found (SearchHit)
 
 
 class FactHit(Protocol):
@@ -64,6 +65,9 @@ class Evidence:
 
     sessions: dict[int, float] = field(default_factory=dict)
     messages: dict[int, tuple[int, float]] = field(default_factory=dict)
+    # session id -> the facts learned there that lifted it, (fact id, text), best first: what
+    # a search shows as the reason a conversation was found (SearchHit.learned)
+    learned: dict[int, list[tuple[int, str]]] = field(default_factory=dict, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.sessions)
@@ -91,6 +95,7 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     owner = {m: s for m, s in owner.items() if s in own_sessions}
     sessions: dict[int, float] = {}
     messages: dict[int, tuple[int, float]] = {}
+    learned: dict[int, list[tuple[int, str]]] = {}
     for hit, score in scored:
         strength = score / best
         found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
@@ -98,10 +103,23 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
             found.add(int(hit.source_session_id))
         for sid in found:
             sessions[sid] = max(sessions.get(sid, 0.0), strength)
+            _cite(learned, sid, hit, user)
         for m in hit.source_message_ids or []:
             if m in owner and strength > messages.get(m, (0, 0.0))[1]:
                 messages[m] = (owner[m], strength)
-    return Evidence(sessions, messages)
+    return Evidence(sessions, messages, learned)
+
+
+def _cite(learned: dict[int, list[tuple[int, str]]], session_id: int, hit: FactHit,
+          user: str) -> None:
+    """Keep ``hit`` (a fact with an id and a text, ``user``'s own: a hit of another user's,
+    a caller's mistake, is never shown) among the reasons ``session_id`` was found."""
+    fact_id, text = getattr(hit, "id", None), getattr(hit, "content", None)
+    if fact_id is None or not text or getattr(hit, "user", user) != user:
+        return
+    cited = learned.setdefault(session_id, [])
+    if len(cited) < CITED and fact_id not in {i for i, _ in cited}:
+        cited.append((int(fact_id), str(text)))
 
 
 def _own_messages(db: Any, user: str, ids: set[int]) -> dict[int, int]:
