@@ -110,6 +110,13 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     return Evidence(sessions, messages, learned)
 
 
+def lifted(evidence: Evidence, session_id: int, message_id: int) -> bool:
+    """Whether :func:`lift` raised this message of this session (the shown match of a hit:
+    then the facts are why it was found)."""
+    return ((SESSION_WEIGHT > 0 and session_id in evidence.sessions)
+            or (MESSAGE_WEIGHT > 0 and message_id in evidence.messages))
+
+
 def _cite(learned: dict[int, list[tuple[int, str]]], session_id: int, hit: FactHit,
           user: str) -> None:
     """Keep ``hit`` (a fact with an id and a text, ``user``'s own: a hit of another user's,

@@ -522,7 +522,7 @@ class SessionSearch:
             match_id: int | None
             if cand is not None:
                 matched_in.append("messages")
-                if sid in evidence.sessions:  # lifted by what was learned there
+                if fact_evidence.lifted(evidence, sid, cand.message_id):  # by what was learned
                     matched_in.append("facts")
                     learned = evidence.learned.get(sid, [])
                 match_id = cand.message_id
