@@ -74,9 +74,9 @@ async def test_the_web_panel_shows_the_reason(rt):
     assert f'<a href="/facts/{fact.id}">fact #{fact.id}</a> The user&#39;s new car' in page
 
 
-def test_a_hit_names_its_facts_only_where_they_raised_the_shown_turn(monkeypatch):
-    evidence = fact_evidence.Evidence({1: 1.0}, {5: (1, 1.0)})
+def test_a_hit_names_its_facts_only_where_they_raised_the_shown_turn():
+    evidence = fact_evidence.Evidence({1: 1.0}, {5: (1, 1.0)}, (1.0, 0.25))
     assert fact_evidence.lifted(evidence, 1, 6) and fact_evidence.lifted(evidence, 1, 5)
     assert not fact_evidence.lifted(evidence, 2, 7)
-    monkeypatch.setattr(fact_evidence, "SESSION_WEIGHT", 0.0)  # the source turns alone lifted
-    assert fact_evidence.lifted(evidence, 1, 5) and not fact_evidence.lifted(evidence, 1, 6)
+    by_meaning = fact_evidence.Evidence({1: 1.0}, {5: (1, 1.0)}, (0.0, 1.0))  # source turns only
+    assert fact_evidence.lifted(by_meaning, 1, 5) and not fact_evidence.lifted(by_meaning, 1, 6)

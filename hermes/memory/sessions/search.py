@@ -142,7 +142,8 @@ class SessionSearch:
         limit = max(1, limit)
         if facts is None and self.fact_search is not None:
             facts = self.fact_search(user, query)
-        evidence = fact_evidence.gather(self.db, user, facts, source=source)
+        evidence = fact_evidence.gather(self.db, user, facts, source=source,
+                                        ramp=self._fact_ramp())
         hits: list[SearchHit] = []
         for mode, expr in _modes(plan, self.vectors is not None):
             seen = {hit.session.id for hit in hits}
@@ -183,7 +184,7 @@ class SessionSearch:
             modes = modes[-1:]
         limit = max(1, limit)
         evidence = fact_evidence.gather(self.db, user, facts, source=source,
-                                        exclude_session=exclude_session)
+                                        exclude_session=exclude_session, ramp=self._fact_ramp())
         # (ranked message, the round that found it): the all-words round first; when it finds
         # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
         # painted?" holds every word in 3 messages of one conversation; the others it painted
@@ -207,6 +208,12 @@ class SessionSearch:
                     for sid in {r.session_id for r, _ in found}}
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
                            "like" if plan.cjk else mode, r.parts) for r, mode in found]
+
+    def _fact_ramp(self) -> tuple[float, float] | None:
+        """The cosine ramp of the fact evidence's strength for this search's model (the
+        home's facts are embedded with it: hermes.memory.Memory), or None."""
+        return fact_evidence.ramp_for(
+            self.vectors.embedder.model_id if self.vectors is not None else None)
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
