@@ -150,6 +150,9 @@ class SessionSearch:
             ranked = [r for r in self._rank(user, plan, mode, expr, source, limit,
                                             pending if (mode, expr) == modes[-1] else None)
                       if r[0] not in seen][: limit - len(hits)]
+            # the round's evidence (gathered in it, when it is the last): why a hit was found
+            evidence = pending.evidence() if (mode, expr) == modes[-1] \
+                else fact_evidence.NO_EVIDENCE
             hits += self._hits(user, plan, mode, expr, ranked, context, evidence)
             if len(hits) >= limit:
                 break
