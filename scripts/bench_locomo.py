@@ -139,9 +139,17 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings,
                         cache=args.vector_cache)
     user = conv.sample_id
+    # --with-facts: the home as a user has it, LoCoMo's observations learned as facts; the
+    # fact store's hits (searched as the CLI does, inside the timing) point at their turns.
+    facts = _load_facts(conv, db, args) if args.with_facts else None
 
     def search(question: str) -> list[list[str]]:
-        hits = store.search_messages(user, question, limit=RANKED)
+        found = None
+        if facts is not None:
+            from hermes.memory.sessions.fact_evidence import FACT_HITS
+
+            found = facts.search(user, question, limit=FACT_HITS)
+        hits = store.search_messages(user, question, limit=RANKED, facts=found)
         return [[hit.message.external_id] for hit in hits]
 
     return search
@@ -666,6 +674,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="prompt mode: recalled facts only (as before past messages)")
     parser.add_argument("--retriever", choices=sorted(RETRIEVERS), default="hermes",
                         help="sessions mode: what to search with (default: hermes)")
+    parser.add_argument("--with-facts", action="store_true",
+                        help="sessions mode: also load LoCoMo's observations as facts (as "
+                             "--mode prompt does); their hits are evidence for the sessions "
+                             "and turns they came from (hermes.memory.sessions.fact_evidence)")
     parser.add_argument("--summaries", action="store_true",
                         help="also import LoCoMo's session summaries as session summaries")
     parser.add_argument("--embeddings", nargs="?", const=DEFAULT_MODEL, choices=sorted(MODELS),
@@ -742,6 +754,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " (" + ", ".join(f"{k}={v}" for k, v in knobs.items()) + ")"
     if args.summaries:
         label += " + LoCoMo session summaries"
+    if args.with_facts and args.mode == "sessions":
+        label += " + LoCoMo observations as facts"
     if args.perturb:
         label += " (perturbed: " + ", ".join(args.perturb) + ")"
         args.notes.append("perturbed: " + ", ".join(args.perturb))

@@ -91,12 +91,32 @@ FILLER = [
 ]
 
 
-def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
+def vocabulary(rng: random.Random, size: int = 4000, words: str = "letters") -> list[str]:
+    """The bench's words, most frequent first for zipf_words: ``letters``, random-letter words
+    (4-10 letters; MiniLM splits each into ~2.3 word pieces, so a message costs about twice the
+    tokens of a real one); ``real``, English words (:func:`real_words`)."""
+    if words == "real":
+        return real_words(size)
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = set()
     while len(words) < size:
         words.add("".join(rng.choice(letters) for _ in range(rng.randint(4, 10))))
     return sorted(words)
+
+
+def real_words(size: int = 4000) -> list[str]:
+    """The ``size`` most frequent English words of 4-10 letters that are not stopwords, from
+    MiniLM's own tokenizer (its vocabulary lists whole words roughly by frequency: "with",
+    "that", "from", ... "school", ...): one token each, as most English words are. Nothing of
+    LoCoMo's; the same list on every machine with the embeddings-minilm extra."""
+    from hermes.memory.embeddings import _minilm_tokenizer_path
+    from hermes.store.fts import STOPWORDS
+
+    tokens = json.loads(Path(_minilm_tokenizer_path()).read_text(encoding="utf-8"))
+    ordered = sorted(tokens["model"]["vocab"].items(), key=lambda item: item[1])
+    words = [w for w, _ in ordered
+             if w.isascii() and w.isalpha() and 4 <= len(w) <= 10 and w not in STOPWORDS]
+    return words[:size]
 
 
 _ZIPF: list[float] = []
@@ -133,9 +153,9 @@ def question(rng: random.Random, vocab: list[str], topic: str) -> str:
 
 
 def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7, *,
-                   sources: bool = True) -> dict:
+                   sources: bool = True, words: str = "letters") -> dict:
     rng = random.Random(seed)
-    vocab = vocabulary(rng)
+    vocab = vocabulary(rng, words=words)
     settings = load_settings(home=home, environ={})
     rt = Runtime(settings, clock=FakeClock("2026-11-29T12:00:00+00:00"))
     db = rt.db
@@ -207,7 +227,7 @@ def build_database(home: Path, n_facts: int, n_messages: int, seed: int = 7, *,
                                   f"- {sentence(rng, vocab, t)}" for t in TOPICS)[:3800])
     db.execute("ANALYZE")
     rt.close()
-    return {"facts": n_facts, "facts_cite_messages": sources,
+    return {"facts": n_facts, "facts_cite_messages": sources, "words": words,
             "messages": n_sessions * per_session + 20,
             "sessions": n_sessions + 1, "current_session": current.id,
             "build_facts_s": round(facts_s, 1), "build_messages_s": round(messages_s, 1),
@@ -423,9 +443,9 @@ CONFIG_NAMES = {"hybrid": "the default: MiniLM, facts and past messages by meani
 
 
 def bench_assembly(home: Path, session_id: int, runs: int, seed: int = 11, *,
-                   config: str = "hybrid", stages: bool = False) -> dict:
+                   config: str = "hybrid", stages: bool = False, words: str = "letters") -> dict:
     rng = random.Random(seed)
-    vocab = vocabulary(random.Random(7))
+    vocab = vocabulary(random.Random(7), words=words)
     rt = Runtime(load_settings(home=home, environ=CONFIGS[config]))
     if config == "hybrid" and rt.memory.message_vectors is None:
         raise SystemExit("hybrid: the embedding model did not load (pip install -e '.[test]')")
@@ -598,6 +618,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, help="override the number of messages")
     parser.add_argument("--facts-without-sources", action="store_true",
                         help="facts that cite no messages (no exchange text, as before m018)")
+    parser.add_argument("--words", choices=["letters", "real"], default="letters",
+                        help="the home's and the messages' words: random-letter words (the "
+                             "figure of record) or English words, one MiniLM token each "
+                             "(real_words); a home is built with one kind and keeps it")
     parser.add_argument("--no-startup", action="store_true", help="skip the process start-up part")
     parser.add_argument("--configs", type=lambda v: v.split(","), default=list(CONFIGS),
                         help="comma-separated, of: hybrid (the default config), words "
@@ -626,16 +650,21 @@ def main() -> None:
         meta_file = home / "bench-meta.json"
         if meta_file.exists():
             meta = json.loads(meta_file.read_text())
+            if meta.get("words", "letters") != args.words:
+                raise SystemExit(f"{home} holds {meta.get('words', 'letters')} words, not "
+                                 f"{args.words}: give --words {meta.get('words', 'letters')} "
+                                 "or another --home")
         else:
             print(f"building {n_facts:,} facts and {n_messages:,} messages in {home} ...",
                   flush=True)
             meta = build_database(home, n_facts, n_messages,
-                                  sources=not args.facts_without_sources)
+                                  sources=not args.facts_without_sources, words=args.words)
             meta_file.write_text(json.dumps(meta))
         print(f"database: {meta['facts']:,} facts, {meta['messages']:,} messages in "
               f"{meta['sessions']:,} sessions, {meta['db_mb']} MB (built in "
               f"{meta['build_facts_s']} + {meta['build_messages_s']} s; facts cite "
-              f"messages: {meta.get('facts_cite_messages', False)})\n")
+              f"messages: {meta.get('facts_cite_messages', False)}; words: "
+              f"{meta.get('words', 'letters')})\n")
         if "hybrid" in args.configs and not args.no_vectors and "vectors" not in meta:
             print("writing synthetic vectors for every message and fact ...", flush=True)
             meta["vectors"] = add_vectors(home)
@@ -651,7 +680,7 @@ def main() -> None:
         for config in args.configs:
             assembly[config] = table = bench_assembly(
                 home, meta["current_session"], args.runs or runs, config=config,
-                stages=args.stages)
+                stages=args.stages, words=args.words)
             print(f"prompt assembly, {config} "
                   f"({CONFIG_NAMES[config]}): session read + recall + basic memory + "
                   "context + messages")

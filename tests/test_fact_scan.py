@@ -45,12 +45,16 @@ def test_recall_keeps_a_words_matches_to_the_users_active_facts_through_the_narr
     assert [f.id for f in found] == [mine.id]  # not bob's, not the forgotten one
     joined = [sql for sql in seen if "facts_fts CROSS JOIN facts f" in sql]
     counts = [sql for sql in joined if sql.startswith("SELECT count(*)")]
-    ranking = [sql for sql in joined if sql not in counts]
-    assert counts and ranking  # the word's count among my facts, and the ranking
+    # The ranking reads the rows of the best bm25 matches by id (search._best_matches), and
+    # the user's highest trust through m027's index.
+    ranking = [sql for sql in seen if "f.id IN (" in sql and "f.trust >= " in sql]
+    highest = [sql for sql in seen if sql.startswith("SELECT max(f.trust)")]
+    assert counts and ranking and highest  # the word's count among my facts, and the ranking
     # (The partial index names no state column: SQLite's plan calls it "USING INDEX", and its
     # deferred seek never reads the table row, since the index's WHERE implies the query's.)
     for sql, index in [*((c, "USING INDEX idx_facts_active_user") for c in counts),
-                       *((r, "COVERING INDEX idx_facts_scope") for r in ranking)]:
+                       *((r, "COVERING INDEX idx_facts_scope") for r in ranking),
+                       *((h, "USING INDEX idx_facts_active_trust (user=?)") for h in highest)]:
         plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + sql))
         assert index in plan, (sql, plan)
 

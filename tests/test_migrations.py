@@ -17,7 +17,8 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
     ]:
         assert names.get(table) == "table", table
     for index in ["idx_facts_user_key", "idx_fact_entities_entity", "idx_messages_session",
-                  "idx_sessions_user_active", "idx_basic_memory_user", "idx_fact_vectors_user"]:
+                  "idx_sessions_user_active", "idx_basic_memory_user", "idx_fact_vectors_user",
+                  "idx_facts_active_user", "idx_facts_active_trust"]:
         assert names.get(index) == "index", index
     for trigger in ["facts_fts_ai", "facts_fts_ad", "facts_fts_au", "messages_fts_ai",
                     "messages_fts_ad", "messages_fts_au", "sessions_fts_ai", "sessions_fts_au",
@@ -195,3 +196,30 @@ def test_m026_on_an_existing_home_keeps_every_fact_findable_and_counted(tmp_path
         active = ids[1:] if user == "owner" else ids
         assert sorted(f.id for f in facts.search(user, "kestrel note", limit=10)) == active
         assert {f.id for f in recall.ranked(user, "any kestrel notes?", limit=10)} == set(active)
+
+
+def test_m027_on_an_existing_home_keeps_every_fact_found_by_its_words_for_its_user(
+        tmp_path, clock):
+    """A home from before m027 (its facts written, the index not there yet): the migration adds
+    the active facts' (user, trust) index that fact search's bound reads, and every active fact
+    is still found by its words, for its own user only, whatever its trust."""
+    from hermes.config import FactsConfig
+    from hermes.memory.facts.store import FactStore
+    from hermes.store.migrations.bookkeeping import m027_facts_active_trust_index
+
+    db = connect(tmp_path / "old.db")
+    db.execute("DROP INDEX idx_facts_active_trust")  # as before m027
+    facts = FactStore(db, FactsConfig(), clock)
+    written = {user: [facts.add(user, f"{user} keeps kestrel note {i}").fact.id
+                      for i in range(4)] for user in ("owner", "bob")}
+    db.execute("UPDATE facts SET trust = 0.9 WHERE id = ?", [written["owner"][3]])
+    facts.forget("owner", written["owner"][0])
+    m027_facts_active_trust_index(db)
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE name = 'idx_facts_active_trust'")
+    assert "(user, trust) WHERE forgotten_at IS NULL AND superseded_by IS NULL" in \
+        sql.fetchone()[0]
+    for user, ids in written.items():
+        active = ids[1:] if user == "owner" else ids
+        found = facts.search(user, "kestrel note", limit=10)
+        assert sorted(f.id for f in found) == active
+    assert facts.search("owner", "kestrel note", limit=1)[0].id == written["owner"][3]

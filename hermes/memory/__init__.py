@@ -71,7 +71,16 @@ class Memory:
         from hermes.memory.sessions.store import SessionStore
 
         return SessionStore(self.db, clock=self.clock, vectors=self.message_vectors,
-                            redact_secrets=self.settings.sessions.redact_secrets)
+                            redact_secrets=self.settings.sessions.redact_secrets,
+                            fact_search=self._fact_hits)
+
+    def _fact_hits(self, user: str, query: str) -> list:
+        """The facts session search takes as evidence for their conversations: the fact
+        store's own search, as per-turn recall sees the facts (hermes.memory.sessions.
+        fact_evidence)."""
+        from hermes.memory.sessions.fact_evidence import FACT_HITS
+
+        return self.facts.search(user, query, limit=FACT_HITS)
 
     @cached_property
     def ratings(self) -> ReplyRatings:

@@ -4,7 +4,9 @@ Ranking is FTS5's own ``bm25()`` (column weights content 1.0, tags 0.6, entities
 1.0 for the exchange the fact was learned from, m018/m019: hermes.memory.facts.records.BM25) times
 trust, over every match of the user's active facts: an old, trusted fact is never left out
 because hundreds of newer ones also match. Each match costs one bm25 evaluation (microseconds);
-the sorter keeps only ids and sort keys, and the winners' rows are read afterwards.
+a fact's row (whose it is, its state, its trust) is read only for the best matches, as long as
+no match left could beat them (bounded by the user's highest trust: :func:`_best_matches`); on
+equal scores, the more trusted fact first, then the newest (id). The winners' rows are read last.
 
 The any-word fallback (a natural question whose words are not all in one fact) ORs every
 content word. How common a word is only changes the ranking (bm25's idf), never which of the
@@ -38,6 +40,17 @@ if TYPE_CHECKING:
 # (migration m024) rather than the wide table rows: ~0.35 instead of ~1.3 us a match. SQLite
 # looks a rowid up in the table unless told.
 SCOPE_INDEX = "INDEXED BY idx_facts_scope"
+# The user's highest trust among their active facts, one index seek (migration m027).
+TRUST_INDEX = "INDEXED BY idx_facts_active_trust"
+# The best matches by bm25 x trust come from FTS5's bm25 order alone (facts_fts knows no
+# users, states or trust): the rows of the best limit + BOUND_BATCH matches are read, then of
+# twice as many, until no match left can beat the limit-th (its bm25 x the user's highest
+# trust is no better). Reading every match's row cost ~1.5 us beside bm25's own ~1.5 us: a
+# word in 600-1,900 facts cost 3-9 ms a turn at 100k facts (scripts/bench_turn.py). Exact:
+# the order of ranking every match in one statement (two different bm25 values whose
+# products with a trust round to one double aside: equals either way).
+BOUND_BATCH = 16
+MAX_BOUND_BATCH = 1024
 
 
 class FactSearch:
@@ -106,23 +119,26 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
     """(fact, bm25 relevance) of the best ``limit`` matches by bm25 x trust."""
     if plan.strict is None:
         return []
-    scope = SCOPE_INDEX if "f.category" not in filters else ""  # a category is in the row
+    user, floor = params[0], params[1]
+    scoped = "f.category" not in filters  # a category is in the row: one statement
 
     def run(expression: str) -> list[tuple]:
-        # Every match is ranked; only the ids and sort keys pass through the sorter, then
-        # the winners' rows are read.
-        return db.execute(
-            f"""
-            SELECT {COLUMNS}, r.bm FROM (
-              SELECT f.id AS id, {BM25} AS bm, f.trust AS trust, f.updated_at AS updated
-              FROM facts_fts CROSS JOIN facts f {scope} ON f.id = facts_fts.rowid
-              WHERE facts_fts MATCH ? AND {filters}
-              ORDER BY bm * trust, trust DESC, updated DESC, id DESC LIMIT ?
-            ) r CROSS JOIN facts f ON f.id = r.id
-            ORDER BY r.bm * r.trust, r.trust DESC, r.updated DESC, r.id DESC
-            """,
-            [expression, *params, int(limit)],
-        ).fetchall()
+        best = (_best_matches(db, expression, user, floor, limit) if scoped else None)
+        if best is None:
+            # Every match is ranked; only the ids and sort keys pass through the sorter.
+            best = db.execute(
+                f"SELECT f.id, {BM25} AS bm FROM facts_fts CROSS JOIN facts f "
+                f"{SCOPE_INDEX if scoped else ''} ON f.id = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND {filters} "
+                "ORDER BY bm * f.trust, f.trust DESC, f.id DESC LIMIT ?",
+                [expression, *params, int(limit)]).fetchall()
+        if not best:
+            return []
+        marks = ",".join("?" * len(best))
+        rows = {row[0]: row for row in db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.id IN ({marks})",
+            [fact_id for fact_id, _ in best]).fetchall()}
+        return [(*rows[fact_id], bm) for fact_id, bm in best]
 
     expression: str | None
     if any_word:
@@ -148,6 +164,42 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
                             "min_trust": params[1]}
         found.append((fact, relevance))
     return found
+
+
+def _best_matches(db: sqlite_utils.Database, expression: str, user: str, floor: float,
+                  limit: int) -> list[tuple[int, float]]:
+    """(id, bm25) of the best ``limit`` matches of ``expression`` among ``user``'s active
+    facts at or above ``floor`` trust, by bm25 x trust, then trust, then the newest (id): the
+    matches in FTS5's bm25 order, a fact's row read (whose it is, its state and trust) only
+    for the best of them (see BOUND_BATCH)."""
+    top = db.execute(f"SELECT max(f.trust) FROM facts f {TRUST_INDEX} WHERE f.user = ? "
+                     f"AND {ACTIVE}", [user]).fetchone()[0]
+    if top is None or limit <= 0:
+        return []
+    matches = db.execute(f"SELECT rowid, {BM25} AS bm FROM facts_fts WHERE facts_fts MATCH ? "
+                         "ORDER BY bm, rowid DESC", [expression])
+    best: list[tuple[float, float, int, float]] = []  # (bm25 x trust, trust, id, bm25)
+    batch = limit + BOUND_BATCH
+    try:
+        while rows := matches.fetchmany(batch):
+            marks = ",".join("?" * len(rows))
+            trust = dict(db.execute(
+                f"SELECT f.id, f.trust FROM facts f {SCOPE_INDEX} WHERE f.id IN ({marks}) "
+                f"AND f.user = ? AND {ACTIVE} AND f.trust >= ?",
+                [*(fact_id for fact_id, _ in rows), user, floor]).fetchall())
+            best.extend((-bm * trust[fact_id], trust[fact_id], fact_id, bm)
+                        for fact_id, bm in rows if fact_id in trust)
+            best.sort(reverse=True)
+            del best[limit:]
+            # Every match after these has a bm25 no better than the last one's (on a tie, a
+            # smaller id): at most the last one's relevance x the user's highest trust.
+            last_id, last_bm = rows[-1]
+            if len(best) == limit and best[-1][:3] >= (-last_bm * top, top, last_id):
+                break
+            batch = min(batch * 2, MAX_BOUND_BATCH)
+    finally:
+        matches.close()
+    return [(fact_id, bm) for _, _, fact_id, bm in best]
 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
@@ -180,6 +232,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
                               sessions={f.id: f.source_session_id for f in facts.values()})
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
+        fact.cosine = cosines.get(fact.id)
         if explain:
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),

@@ -21,7 +21,7 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.sessions import rerank, semantic, session_rank
+from hermes.memory.sessions import fact_evidence, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
     HIGHLIGHT,
@@ -105,11 +105,14 @@ class SessionSearch:
     """Search over a user's sessions (the read side that ranks; see the module docstring)."""
 
     def __init__(self, db: sqlite_utils.Database, clock: Clock,
-                 vectors: MessageVectors | None = None) -> None:
+                 vectors: MessageVectors | None = None,
+                 fact_search: fact_evidence.FactSearch | None = None) -> None:
         self.db = db
         self.clock = clock
         # hermes.memory.sessions.vectors.MessageVectors when hybrid recall is on, else None
         self.vectors = vectors
+        # the home's fact search, for :meth:`search`'s fact evidence (None: transcripts only)
+        self.fact_search = fact_search
 
     def search(
         self,
@@ -119,6 +122,7 @@ class SessionSearch:
         limit: int = 5,
         context: int = 2,
         source: str | None = None,
+        facts: Sequence[fact_evidence.FactHit] | None = None,
     ) -> list[SearchHit]:
         """Search every past conversation of ``user``. Zero model calls.
 
@@ -127,16 +131,23 @@ class SessionSearch:
         it), as :meth:`search_messages` does. Results are grouped by session, best first,
         conversations before cron runs. Raises QueryError when the query holds nothing
         searchable; a MATCH error propagates (it is a bug, never "no results").
+        ``facts``: the fact store's hits for the query (best first), evidence for the
+        conversations and turns they were learned from (hermes.memory.sessions.fact_evidence);
+        when None, this search's ``fact_search`` finds them (``()``: no fact evidence).
         """
         query = scrub(query)  # whatever a caller's JSON decoded to
         plan = build_match(query)
         if plan.empty:
             raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         limit = max(1, limit)
+        if facts is None and self.fact_search is not None:
+            facts = self.fact_search(user, query)
+        evidence = fact_evidence.gather(self.db, user, facts, source=source,
+                                        ramp=self._fact_ramp())
         hits: list[SearchHit] = []
         for mode, expr in _modes(plan, self.vectors is not None):
             seen = {hit.session.id for hit in hits}
-            ranked = [r for r in self._rank(user, plan, mode, expr, source, limit)
+            ranked = [r for r in self._rank(user, plan, mode, expr, source, limit, evidence)
                       if r[0] not in seen][: limit - len(hits)]
             hits += self._hits(user, plan, mode, expr, ranked, context)
             if len(hits) >= limit:
@@ -147,6 +158,7 @@ class SessionSearch:
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
+        facts: Sequence[fact_evidence.FactHit] | None = None,
     ) -> list[MessageHit]:
         """The messages that best answer ``query``, best first: the ranking :meth:`search`
         groups by session, ungrouped. Zero model calls. Raises QueryError like search. The
@@ -159,7 +171,9 @@ class SessionSearch:
         message matches itself); ``any_word``: skip the all-words round (a weak match holding
         every word would otherwise hide the best partial ones); ``meaning``: the text whose
         embedding finds messages by meaning, as written (default: the query's words), when
-        the query holds only some of the message's words."""
+        the query holds only some of the message's words; ``facts``: the fact store's hits,
+        as for :meth:`search`, but only those given (a caller that recalled facts already
+        passes them rather than searching twice)."""
         query = scrub(query)
         meaning = scrub(meaning) if meaning else None
         plan = build_match(query)
@@ -169,6 +183,8 @@ class SessionSearch:
         if any_word:
             modes = modes[-1:]
         limit = max(1, limit)
+        evidence = fact_evidence.gather(self.db, user, facts, source=source,
+                                        exclude_session=exclude_session, ramp=self._fact_ramp())
         # (ranked message, the round that found it): the all-words round first; when it finds
         # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
         # painted?" holds every word in 3 messages of one conversation; the others it painted
@@ -177,7 +193,7 @@ class SessionSearch:
         for mode, expr in modes:
             seen = {r.message_id for r, _ in found}
             ranked = self._reranked(user, plan, mode, expr, source, limit, exclude_session,
-                                    meaning, profile)
+                                    meaning, profile, evidence)
             found += [(r, mode) for r in ranked if r.message_id not in seen][: limit - len(found)]
             if len(found) >= limit:
                 break
@@ -193,23 +209,33 @@ class SessionSearch:
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
                            "like" if plan.cjk else mode, r.parts) for r, mode in found]
 
+    def _fact_ramp(self) -> tuple[float, float] | None:
+        """The cosine ramp of the fact evidence's strength for this search's model (the
+        home's facts are embedded with it: hermes.memory.Memory), or None."""
+        return fact_evidence.ramp_for(
+            self.vectors.embedder.model_id if self.vectors is not None else None)
+
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int, exclude_session: int | None = None, meaning: str | None = None,
         profile: SearchProfile = FULL_SEARCH,
+        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
     ) -> list[rerank.RankedMessage]:
         """The best ``limit`` matching messages by BM25, re-ranked in their conversations
         (hermes.memory.sessions.rerank)."""
         return self._reranked_and_empty(user, plan, mode, expr, source, limit,
-                                        exclude_session, meaning, profile)[0]
+                                        exclude_session, meaning, profile, evidence)[0]
 
     def _reranked_and_empty(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
+        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
     ) -> tuple[list[rerank.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
-        (session id, score on the same scale), which the message ranking cannot return."""
+        (session id, score on the same scale), which the message ranking cannot return.
+        ``evidence``: the facts' (hermes.memory.sessions.fact_evidence), lifting the ranking
+        last; its source messages join it in the any-word round only."""
         recall_params, semantic_params = profile.recall_params(), profile.semantic_params()
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
@@ -253,7 +279,7 @@ class SessionSearch:
         # The times the question names: the session-level stage lifts the conversations held
         # then (hermes.memory.sessions.session_rank), so the stages before it keep their pool.
         spans = rerank.time_spans(rerank.plan_text(plan), self.clock.now())
-        cut = wanted if spans else limit or wanted
+        cut = wanted if spans or evidence else limit or wanted
         ranked = rerank.rerank(self.db, user, plan, [(c.message_id, c.score) for c in messages],
                                sessions,
                                limit=wanted if sims is not None or dated else cut,
@@ -273,7 +299,11 @@ class SessionSearch:
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
                 params=semantic_params)
         if spans:
-            ranked = session_rank.by_session_date(self.db, user, ranked, spans)[: limit or wanted]
+            ranked = session_rank.by_session_date(self.db, user, ranked, spans)
+        if evidence:
+            ranked = fact_evidence.lift(ranked, evidence, join=mode != "strict")
+        if spans or evidence:
+            ranked = ranked[: limit or wanted]
         empty: list[tuple[int, float]] = []
         if sessions:
             present = {r.session_id for r in ranked}
@@ -293,13 +323,14 @@ class SessionSearch:
 
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
-        limit: int,
+        limit: int, evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
     ) -> list[_Ranked]:
         """Sessions ranked by their best message: (session_id, score, best message or None
         when only the title or summary matched, title/summary score)."""
         ranked: list[_Ranked] = []
         seen: set[int] = set()
-        messages, empty = self._reranked_and_empty(user, plan, mode, expr, source)
+        messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
+                                                   evidence=evidence)
         for r in messages:
             if r.session_id not in seen:
                 seen.add(r.session_id)

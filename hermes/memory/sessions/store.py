@@ -13,7 +13,7 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -41,6 +41,7 @@ from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
+    from hermes.memory.sessions.fact_evidence import FactHit, FactSearch
     from hermes.memory.sessions.vectors import MessageVectors
 
 __all__ = [
@@ -53,13 +54,15 @@ class SessionStore:
     def __init__(
         self, db: sqlite_utils.Database, clock: Clock | None = None,
         vectors: MessageVectors | None = None,
-        *, redact_secrets: bool = True,
+        *, redact_secrets: bool = True, fact_search: FactSearch | None = None,
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
         # sessions.vectors.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
-        self.searcher = SessionSearch(db, self.clock, vectors)
+        # The home's fact search (user, query) -> hits, whose facts are evidence for the
+        # conversations they were learned from (sessions.fact_evidence); None: transcripts only
+        self.searcher = SessionSearch(db, self.clock, vectors, fact_search)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
 
@@ -187,19 +190,23 @@ class SessionStore:
     # -- reading ----------------------------------------------------------------------------
 
     def search(self, user: str, query: str, *, limit: int = 5, context: int = 2,
-               source: str | None = None) -> list[SearchHit]:
-        """Search every past conversation of ``user`` (:meth:`SessionSearch.search`)."""
-        return self.searcher.search(user, query, limit=limit, context=context, source=source)
+               source: str | None = None, facts: Sequence[FactHit] | None = None,
+               ) -> list[SearchHit]:
+        """Search every past conversation of ``user`` (:meth:`SessionSearch.search`; the
+        store's fact search gives ``facts`` unless they are given, ``()`` for none)."""
+        return self.searcher.search(user, query, limit=limit, context=context, source=source,
+                                    facts=facts)
 
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
+        facts: Sequence[FactHit] | None = None,
     ) -> list[MessageHit]:
         """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`)."""
         return self.searcher.search_messages(
             user, query, limit=limit, source=source, exclude_session=exclude_session,
-            any_word=any_word, meaning=meaning, profile=profile)
+            any_word=any_word, meaning=meaning, profile=profile, facts=facts)
 
     def get(self, user: str, session_id: int) -> Session:
         return read_session(self.db, user, session_id)
