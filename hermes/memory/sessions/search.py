@@ -393,13 +393,13 @@ class SessionSearch:
         ).fetchall()
 
     def _best_scored(
-        self, expr: str, user: str, source: str | None, limit: int
+        self, expr: str, user: str, source: str | None, limit: int, matches: int | None = None
     ) -> list[tuple[int, int, float]]:
         """The user's best ``limit`` matches by FTS5's bm25: (id, session id, score), higher
-        is better (hermes.memory.sessions.bm25.best_scored: the user's rows read for the best
-        few matches only)."""
+        is better (hermes.memory.sessions.bm25.best_scored: with many ``matches``, the user's
+        rows read for the best few matches only)."""
         return best_scored(self.db, expr, user, source, limit, MESSAGE_WEIGHTS,
-                           self.clock.now().timestamp())
+                           self.clock.now().timestamp(), matches)
 
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None,
@@ -422,7 +422,7 @@ class SessionSearch:
         if matches <= FTS_RANKED_MATCHES:
             return [_Candidate(mid, sid, score) for mid, sid, score in
                     self._best_scored(expr, user, source,
-                                      best or rerank.DEFAULT_PARAMS.candidates)]
+                                      best or rerank.DEFAULT_PARAMS.candidates, matches)]
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
