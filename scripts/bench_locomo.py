@@ -146,9 +146,9 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     def search(question: str) -> list[list[str]]:
         found = None
         if facts is not None:
-            from hermes.memory.sessions.fact_evidence import TOP_FACTS
+            from hermes.memory.sessions.fact_evidence import FACT_HITS
 
-            found = facts.search(user, question, limit=TOP_FACTS)
+            found = facts.search(user, question, limit=FACT_HITS)
         hits = store.search_messages(user, question, limit=RANKED, facts=found)
         return [[hit.message.external_id] for hit in hits]
 

@@ -3,10 +3,11 @@
 LoCoMo has a shape real chats between people often lack: image captions inside turns
 (``blip_caption``), a speaker's name in nearly every question (1,516 of 1,536) matching the
 speaker of the turns that answer it, dated sessions of ~20 turns, questions whose dates are the
-session dates, one long turn per message. Each perturbation below rewrites the conversations
-(turns, sessions or questions, never the evidence) so that one of those is gone; a ranking
-signal whose gain vanishes or turns negative under a plausible perturbation fits LoCoMo's shape
-rather than conversation in general.
+session dates, one long turn per message, and an observation (a fact, in ``--mode facts`` and
+wherever the home's facts are loaded) for nearly every turn. Each perturbation below rewrites
+the conversations (turns, sessions, questions or observations, never the evidence) so that one
+of those is gone; a ranking signal whose gain vanishes or turns negative under a plausible
+perturbation fits LoCoMo's shape rather than conversation in general.
 
     python scripts/bench_locomo.py --perturb no-captions --perturb merge-sessions
 
@@ -144,6 +145,28 @@ def no_dates(conv: data.Conversation) -> data.Conversation:
         dataclasses.replace(q, question=strip(q.question)) for q in conv.questions])
 
 
+def half_facts(conv: data.Conversation) -> data.Conversation:
+    """A random half of the observations gone (the same half every run: seeded by the sample
+    id): a home whose extractor learned a fact from some turns, not from nearly every one."""
+    import random
+
+    draw = random.Random(conv.sample_id)
+    return dataclasses.replace(conv, observations=[
+        o for o in conv.observations if draw.random() < 0.5])
+
+
+def few_facts(conv: data.Conversation) -> data.Conversation:
+    """Only each session's first observation (~1 fact a session instead of ~9): facts few and
+    mostly about something else than the question."""
+    seen: set[int] = set()
+    kept = []
+    for o in conv.observations:
+        if o.session not in seen:
+            seen.add(o.session)
+            kept.append(o)
+    return dataclasses.replace(conv, observations=kept)
+
+
 PERTURBATIONS: dict[str, Callable[[data.Conversation], data.Conversation]] = {
     "no-captions": no_captions,
     "no-names": no_names,
@@ -153,6 +176,8 @@ PERTURBATIONS: dict[str, Callable[[data.Conversation], data.Conversation]] = {
     "split-sessions": split_sessions,
     "sentences": sentences,
     "no-dates": no_dates,
+    "half-facts": half_facts,
+    "few-facts": few_facts,
 }
 
 

@@ -130,3 +130,17 @@ def test_a_fact_points_at_the_session_holding_its_turns_when_sessions_are_reshap
             "ON m.id = json_extract(f.source_message_ids, '$[0]') WHERE f.user = ?",
             [out.sample_id]).fetchall()
         assert len(rows) == 2 and all(held == said for said, held in rows), (name, rows)
+
+
+def test_fewer_facts_keep_a_seeded_half_or_each_sessions_first(tmp_path):
+    import dataclasses
+
+    conv, _ = conversation(tmp_path)
+    obs = [locomo_data.Observation("Ben", f"fact {i}", 1 + i // 10, ["D1:1"]) for i in range(40)]
+    conv = dataclasses.replace(conv, observations=obs)
+    half = lp.half_facts(conv).observations
+    assert 10 < len(half) < 30 and set(o.text for o in half) < set(o.text for o in obs)
+    assert lp.half_facts(conv).observations == half  # the same half every run
+    assert [o.text for o in lp.few_facts(conv).observations] == [
+        "fact 0", "fact 10", "fact 20", "fact 30"]
+    assert lp.few_facts(conv).sessions == conv.sessions  # the transcripts untouched

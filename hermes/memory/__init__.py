@@ -78,9 +78,9 @@ class Memory:
         """The facts session search takes as evidence for their conversations: the fact
         store's own search, as per-turn recall sees the facts (hermes.memory.sessions.
         fact_evidence)."""
-        from hermes.memory.sessions.fact_evidence import TOP_FACTS
+        from hermes.memory.sessions.fact_evidence import FACT_HITS
 
-        return self.facts.search(user, query, limit=TOP_FACTS)
+        return self.facts.search(user, query, limit=FACT_HITS)
 
     @cached_property
     def ratings(self) -> ReplyRatings:

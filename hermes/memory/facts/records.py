@@ -78,6 +78,9 @@ class Fact:
     unhelpful_count: int
     score: float | None = None
     explain: dict | None = None
+    # the query's cosine to this fact when a hybrid search ranked it (None: by words only, or
+    # no vector yet): session search's fact evidence (hermes.memory.sessions.fact_evidence)
+    cosine: float | None = None
 
     @property
     def status(self) -> Literal["active", "superseded", "forgotten"]:

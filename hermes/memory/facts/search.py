@@ -232,6 +232,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
                               sessions={f.id: f.source_session_id for f in facts.values()})
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
+        fact.cosine = cosines.get(fact.id)
         if explain:
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),

@@ -17,9 +17,13 @@ The evidence lifts the ranked messages after the message score and the session d
 (hermes.memory.sessions.search): each message of a source session by ``SESSION_WEIGHT`` x the
 fact's strength x the spread of the sessions' best scores (as session_rank's date lift), each
 source message by ``MESSAGE_WEIGHT`` x strength x spread on top; a source message outside the
-pool joins it from the pool's lowest score. A fact's strength is its score over the best hit's
-score, for the best ``TOP_FACTS`` hits. Weights chosen on LoCoMo's tuning half (README,
-"Session search: the facts learned from a conversation").
+pool joins it from the pool's lowest score. A fact's strength is, when the fact search ranked
+by meaning (its hits carry their cosine to the question) with a model whose cosines are
+calibrated here (RAMPS), how close the fact is to the question (MEANING_* weights: its source
+messages only); otherwise its score over the best hit's score, for the best ``TOP_FACTS`` hits.
+Weights chosen on LoCoMo's tuning half (README, "Session search: the facts learned from a
+conversation"; the meaning strength also on the tuning halves of sparser fact sets, README
+"Session search: when the home has few facts").
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from hermes.config import FactsConfig
+from hermes.memory.embeddings import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
 
 # Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
@@ -36,7 +42,27 @@ from hermes.memory.sessions.rerank import RankedMessage
 TOP_FACTS = 5  # the best this-many fact hits are evidence
 SESSION_WEIGHT = 1.0  # each message of a source session (x strength x spread)
 MESSAGE_WEIGHT = 0.25  # each source message, on top (x strength x spread)
+
+# With the facts' cosines to the question (hybrid fact search with a model below), a fact's
+# strength is how close in meaning it is, not how it ranks among the hits: the best hit of a
+# home with few facts is often a weak match, and lifted by rank it displaces the right turns
+# (LoCoMo with half of the observations dropped: turn R@5 -0.025; with one a session: -0.046).
+# The share of hits whose source turn answers the question depends on the cosine alone, not
+# on how many facts there are (MiniLM: 41-42 % at 0.7 and above, whether every turn has an
+# observation or one a session). Chosen on the tuning halves of LoCoMo, of half its facts and
+# of one a session (i12, notes/i12-i13.md; scripts/locomo_perturb.py half-facts, few-facts):
+# no weight on the session (it cost the sparse sets turn R@5), the 20 best hits, strength
+# rising from nothing at the first cosine of the model's ramp to 1 at the second.
+MEANING_TOP_FACTS = 20
+MEANING_SESSION_WEIGHT = 0.0
+MEANING_MESSAGE_WEIGHT = 1.0
+RAMPS = {MINILM: (0.4, 0.8), MINILM_INT8: (0.4, 0.8)}  # model id -> (no strength, full)
+# How many hits to ask the fact store for (the most either strength reads).
+FACT_HITS = max(TOP_FACTS, MEANING_TOP_FACTS)
+# A fact rated down weighs less (trust still multiplies): its trust over the default, at most 1.
+DEFAULT_TRUST = FactsConfig.model_fields["default_trust"].default
 POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
+CITED = 3  # at most this many facts are shown as why a conversation was found (SearchHit)
 
 
 class FactHit(Protocol):
@@ -64,6 +90,11 @@ class Evidence:
 
     sessions: dict[int, float] = field(default_factory=dict)
     messages: dict[int, tuple[int, float]] = field(default_factory=dict)
+    # (session weight, message weight) for lift(): by meaning or by the hits' scores
+    weights: tuple[float, float] = (SESSION_WEIGHT, MESSAGE_WEIGHT)
+    # session id -> the facts learned there that lifted it, (fact id, text), best first: what
+    # a search shows as the reason a conversation was found (SearchHit.learned)
+    learned: dict[int, list[tuple[int, str]]] = field(default_factory=dict, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.sessions)
@@ -72,13 +103,36 @@ class Evidence:
 NO_EVIDENCE = Evidence()
 
 
+def ramp_for(model_id: str | None) -> tuple[float, float] | None:
+    """The cosine ramp of a fact's strength for ``model_id`` (None: no calibrated ramp)."""
+    return RAMPS.get(model_id) if model_id else None
+
+
+def _by_meaning(cosine: float | None, trust: float | None, ramp: tuple[float, float]) -> float:
+    """A fact's strength from its cosine to the question (0 below the ramp, 1 at its top),
+    x its trust over the default trust (at most 1); 0 without a cosine (not embedded yet)."""
+    if cosine is None or cosine != cosine:
+        return 0.0
+    low, high = ramp
+    strength = min(max((cosine - low) / (high - low), 0.0), 1.0)
+    if trust is not None and DEFAULT_TRUST:
+        strength *= min(1.0, trust / DEFAULT_TRUST)
+    return strength
+
+
 def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | None = None,
-           exclude_session: int | None = None, top: int | None = None) -> Evidence:
-    """The evidence of the best ``top`` (default TOP_FACTS) of ``hits`` (best first) in
-    ``user``'s own sessions and messages (of ``source`` only, none of ``exclude_session``:
-    the search's own filters); hits without a positive score give nothing."""
-    scored = [(h, float(h.score)) for h in (hits or [])[: top or TOP_FACTS]
-              if h.score is not None and h.score > 0]
+           exclude_session: int | None = None, top: int | None = None,
+           ramp: tuple[float, float] | None = None) -> Evidence:
+    """The evidence of the best ``top`` of ``hits`` (best first) in ``user``'s own sessions
+    and messages (of ``source`` only, none of ``exclude_session``: the search's own filters);
+    hits without a positive score give nothing. With a cosine ``ramp`` (:func:`ramp_for`) and
+    hits that carry their cosine (``Fact.cosine``), a hit's strength is its closeness in
+    meaning (MEANING_TOP_FACTS hits, MEANING_* weights); else its score over the best hit's
+    (TOP_FACTS hits, SESSION_WEIGHT / MESSAGE_WEIGHT)."""
+    hits = list(hits or [])
+    meaning = ramp is not None and any(getattr(h, "cosine", None) is not None for h in hits)
+    depth = top or (MEANING_TOP_FACTS if meaning else TOP_FACTS)
+    scored = [(h, float(h.score)) for h in hits[:depth] if h.score is not None and h.score > 0]
     if not scored:
         return NO_EVIDENCE
     best = max(s for _, s in scored)
@@ -91,17 +145,47 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     owner = {m: s for m, s in owner.items() if s in own_sessions}
     sessions: dict[int, float] = {}
     messages: dict[int, tuple[int, float]] = {}
+    learned: dict[int, list[tuple[int, str]]] = {}
     for hit, score in scored:
-        strength = score / best
+        strength = _by_meaning(getattr(hit, "cosine", None), getattr(hit, "trust", None),
+                               ramp) if meaning and ramp else score / best
+        if strength <= 0:
+            continue
         found = {owner[m] for m in (hit.source_message_ids or []) if m in owner}
         if hit.source_session_id in own_sessions:
             found.add(int(hit.source_session_id))
         for sid in found:
             sessions[sid] = max(sessions.get(sid, 0.0), strength)
+            _cite(learned, sid, hit, user)
         for m in hit.source_message_ids or []:
             if m in owner and strength > messages.get(m, (0, 0.0))[1]:
                 messages[m] = (owner[m], strength)
-    return Evidence(sessions, messages)
+    if not sessions:
+        return NO_EVIDENCE
+    if meaning:
+        return Evidence(sessions, messages, (MEANING_SESSION_WEIGHT, MEANING_MESSAGE_WEIGHT),
+                        learned)
+    return Evidence(sessions, messages, learned=learned)
+
+
+def lifted(evidence: Evidence, session_id: int, message_id: int) -> bool:
+    """Whether :func:`lift` raised this message of this session (the shown match of a hit:
+    then the facts are why it was found)."""
+    session_weight, message_weight = evidence.weights
+    return ((session_weight > 0 and session_id in evidence.sessions)
+            or (message_weight > 0 and message_id in evidence.messages))
+
+
+def _cite(learned: dict[int, list[tuple[int, str]]], session_id: int, hit: FactHit,
+          user: str) -> None:
+    """Keep ``hit`` (a fact with an id and a text, ``user``'s own: a hit of another user's,
+    a caller's mistake, is never shown) among the reasons ``session_id`` was found."""
+    fact_id, text = getattr(hit, "id", None), getattr(hit, "content", None)
+    if fact_id is None or not text or getattr(hit, "user", user) != user:
+        return
+    cited = learned.setdefault(session_id, [])
+    if len(cited) < CITED and fact_id not in {i for i, _ in cited}:
+        cited.append((int(fact_id), str(text)))
 
 
 def _own_messages(db: Any, user: str, ids: set[int]) -> dict[int, int]:
@@ -136,8 +220,8 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
     its source messages missing from it added, re-sorted; unchanged without evidence."""
     if not evidence:
         return list(ranked)
-    w_session = SESSION_WEIGHT if session_weight is None else session_weight
-    w_message = MESSAGE_WEIGHT if message_weight is None else message_weight
+    w_session = evidence.weights[0] if session_weight is None else session_weight
+    w_message = evidence.weights[1] if message_weight is None else message_weight
     pool = list(ranked[:POOL])
     best: dict[int, float] = {}
     for r in pool:

@@ -142,13 +142,14 @@ class SessionSearch:
         limit = max(1, limit)
         if facts is None and self.fact_search is not None:
             facts = self.fact_search(user, query)
-        evidence = fact_evidence.gather(self.db, user, facts, source=source)
+        evidence = fact_evidence.gather(self.db, user, facts, source=source,
+                                        ramp=self._fact_ramp())
         hits: list[SearchHit] = []
         for mode, expr in _modes(plan, self.vectors is not None):
             seen = {hit.session.id for hit in hits}
             ranked = [r for r in self._rank(user, plan, mode, expr, source, limit, evidence)
                       if r[0] not in seen][: limit - len(hits)]
-            hits += self._hits(user, plan, mode, expr, ranked, context)
+            hits += self._hits(user, plan, mode, expr, ranked, context, evidence)
             if len(hits) >= limit:
                 break
         return hits
@@ -183,7 +184,7 @@ class SessionSearch:
             modes = modes[-1:]
         limit = max(1, limit)
         evidence = fact_evidence.gather(self.db, user, facts, source=source,
-                                        exclude_session=exclude_session)
+                                        exclude_session=exclude_session, ramp=self._fact_ramp())
         # (ranked message, the round that found it): the all-words round first; when it finds
         # fewer than `limit`, the any-word round fills the rest below them ("what has Melanie
         # painted?" holds every word in 3 messages of one conversation; the others it painted
@@ -207,6 +208,12 @@ class SessionSearch:
                     for sid in {r.session_id for r, _ in found}}
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
                            "like" if plan.cjk else mode, r.parts) for r, mode in found]
+
+    def _fact_ramp(self) -> tuple[float, float] | None:
+        """The cosine ramp of the fact evidence's strength for this search's model (the
+        home's facts are embedded with it: hermes.memory.Memory), or None."""
+        return fact_evidence.ramp_for(
+            self.vectors.embedder.model_id if self.vectors is not None else None)
 
     def _reranked(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
@@ -377,13 +384,13 @@ class SessionSearch:
         ).fetchall()
 
     def _best_scored(
-        self, expr: str, user: str, source: str | None, limit: int
+        self, expr: str, user: str, source: str | None, limit: int, matches: int | None = None
     ) -> list[tuple[int, int, float]]:
         """The user's best ``limit`` matches by FTS5's bm25: (id, session id, score), higher
-        is better (hermes.memory.sessions.bm25.best_scored: the user's rows read for the best
-        few matches only)."""
+        is better (hermes.memory.sessions.bm25.best_scored: with many ``matches``, the user's
+        rows read for the best few matches only)."""
         return best_scored(self.db, expr, user, source, limit, MESSAGE_WEIGHTS,
-                           self.clock.now().timestamp())
+                           self.clock.now().timestamp(), matches)
 
     def _fts_candidates(
         self, user: str, plan: MatchPlan, mode: str, expr: str, source: str | None,
@@ -406,7 +413,7 @@ class SessionSearch:
         if matches <= FTS_RANKED_MATCHES:
             return [_Candidate(mid, sid, score) for mid, sid, score in
                     self._best_scored(expr, user, source,
-                                      best or rerank.DEFAULT_PARAMS.candidates)]
+                                      best or rerank.DEFAULT_PARAMS.candidates, matches)]
         terms = terms_for(plan, mode)
         rows = self._stream(expr, user, source, SCORE_CAP + 1)
         if not rows:
@@ -512,14 +519,19 @@ class SessionSearch:
     def _hits(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None,
         ranked: Sequence[_Ranked], context: int,
+        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
     ) -> list[SearchHit]:
         hits = []
         for sid, score, cand, meta in ranked:
             session = read_session(self.db, user, sid)
             matched_in = []
+            learned: list[tuple[int, str]] = []
             match_id: int | None
             if cand is not None:
                 matched_in.append("messages")
+                if fact_evidence.lifted(evidence, sid, cand.message_id):  # by what was learned
+                    matched_in.append("facts")
+                    learned = evidence.learned.get(sid, [])
                 match_id = cand.message_id
                 snippet = self._message_snippet(plan, expr, match_id)
             else:
@@ -538,7 +550,7 @@ class SessionSearch:
                 window = read_window(self.db, user, sid, match_id, context)
                 match = next(m for m in window if m.id == match_id)
             hits.append(SearchHit(session, score, match, snippet, window,
-                                  "like" if plan.cjk else mode, matched_in))
+                                  "like" if plan.cjk else mode, matched_in, learned))
         return hits
 
     def _message_snippet(self, plan: MatchPlan, expr: str | None, message_id: int) -> str:
