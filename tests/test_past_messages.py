@@ -235,3 +235,14 @@ def test_a_secret_across_the_title_cut_or_in_a_speaker_never_reaches_the_excerpt
     shown = "\n".join(e.text for e in excerpts)
     assert len(excerpts) == 2 and shown.count("[redacted") == 2, shown
     assert token[:8] not in shown and "ghp_" not in shown
+
+
+def test_each_excerpt_carries_its_own_sessions_title(store, clock):
+    # Titles are redacted once per session in a call: each excerpt still shows its own.
+    for title in ("Kestrel watching", "Fence repairs", "Kestrel nest box"):
+        chat(store, clock, "owner", title, (f"the kestrel again, {title.lower()}", "Noted."),
+             ("and then?", "Nothing more."))
+    found = recall_past_messages(store, "owner", "the kestrel?", budget=2000, limit=3)
+    assert len(found) == 3
+    for excerpt in found:
+        assert excerpt.text.splitlines()[0].endswith(f"· {excerpt.session.title}]")

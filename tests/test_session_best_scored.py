@@ -103,3 +103,25 @@ def test_a_source_filter_keeps_only_that_sources_rows(store, clock, monkeypatch)
     found = best(store, clock, "owner", '"kettle"', 3, source="cron")
     assert found == joined(store, "owner", '"kettle"', 3, source="cron")
     assert [sid for _, sid, _ in found] == [cron.id]
+
+
+def test_with_few_matches_for_the_rows_read_the_joined_query_runs_at_once(store, clock,
+                                                                            monkeypatch):
+    monkeypatch.setattr(bm25, "WIDER", 2)
+    history(store, clock)
+    matches = store.db.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                               ['"kettle"']).fetchone()[0]
+    # A limit whose first step would read more than a third of the matches.
+    few = matches // (bm25.TWO_STEP_MATCHES * bm25.WIDER) + 1
+    trace = statements(store)
+    found = bm25.best_scored(store.db, '"kettle"', "owner", None, few, MESSAGE_WEIGHTS,
+                             clock.now().timestamp(), matches)
+    assert len(trace) == 1 and "CROSS JOIN" in trace[0]
+    assert found == joined(store, "owner", '"kettle"', few)
+    # Enough matches for the rows read: the two steps, and nothing remembered by the join above.
+    trace.clear()
+    many = matches // (bm25.TWO_STEP_MATCHES * bm25.WIDER)
+    assert bm25.best_scored(store.db, '"kettle"', "owner", None, many, MESSAGE_WEIGHTS,
+                            clock.now().timestamp(), matches) == joined(store, "owner",
+                                                                        '"kettle"', many)
+    assert not any("CROSS JOIN" in s for s in trace[:2])

@@ -137,6 +137,14 @@ class Bm25:
 # are then read for those few only, not for every match (at 1M messages, a word in 500-1,800
 # messages: 3.5 -> 2.4 ms, the same rows; scripts/bench_turn.py's home).
 WIDER = 4
+# ... when the expression matches at least this many times as many messages as that first step
+# reads: reading a row by id costs about what joining a match does, so with fewer matches the
+# two steps cost more than the join. bench_turn's home, mean ms, joined vs two steps, by
+# matches / first-step rows: limit 100: under 1x 1.67 / 2.29, 1-2x 3.31 / 3.82, 2-4x 5.15 /
+# 4.92; limit 20: 2-4x 1.37 / 1.19, 4-8x 2.77 / 2.12, over 8x 5.01 / 3.41 (/tmp/i14s9/curve.py).
+# LoCoMo's full search (100 of a few hundred matches) took 10.4 -> 11.2 ms p50 with two steps
+# always, the same hits.
+TWO_STEP_MATCHES = 3
 # When the user's rows were too few there (a home shared by many users), the joined query
 # serves that user for this long before the two steps are tried again.
 JOINED_SECONDS = 600
@@ -144,7 +152,7 @@ _joined_until: WeakKeyDictionary[sqlite_utils.Database, dict[str, float]] = Weak
 
 
 def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | None,
-                limit: int, weights: Sequence[float], now: float
+                limit: int, weights: Sequence[float], now: float, matches: int | None = None
                 ) -> list[tuple[int, int, float]]:
     """``user``'s best ``limit`` messages matching ``expr`` by FTS5's own bm25 (column
     ``weights``; of sessions from ``source`` only, when given): (id, session id, score), higher
@@ -154,10 +162,12 @@ def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | N
     to see whose it is. The best ``WIDER * limit`` matches of the index come first, then the
     user's among them: when they are ``limit`` or more (or that was every match), they are the
     user's best, as the joined query would find them. When they are fewer, the joined query
-    runs, and serves this user directly for JOINED_SECONDS after ``now`` (seconds)."""
+    runs, and serves this user directly for JOINED_SECONDS after ``now`` (seconds). With
+    ``matches`` (the expression's matches in the index, counted) under TWO_STEP_MATCHES times
+    the first step's rows, the joined query at once."""
     joined = _joined_until.setdefault(db, {})
-    if joined.get(user, 0.0) <= now:
-        wide = WIDER * limit
+    wide = WIDER * limit
+    if joined.get(user, 0.0) <= now and (matches is None or matches >= TWO_STEP_MATCHES * wide):
         rows = db.execute(
             "SELECT rowid, -bm25(messages_fts, ?, ?) AS score FROM messages_fts "
             "WHERE messages_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
@@ -192,12 +202,19 @@ def terms_for(plan: MatchPlan, mode: str) -> list[Term]:
 
 
 def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
-    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
-    query fragment, highlighted, with some text either side."""
-    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
+    """A snippet for text FTS5 did not highlight (CJK runs, LIKE; a message found by meaning
+    or by a fact, which may share no word): the first occurrence of any query fragment,
+    highlighted, with some text either side. Outside a CJK query (matched by LIKE, inside
+    words) a fragment is a whole word and no stopword: "What car do I drive?" highlights
+    nothing in "Finally picked up the keys" (it used to mark the "i" of "Finally")."""
+    if plan.cjk:
+        patterns = [re.escape(f) for f in [*plan.cjk, *(" ".join(t.tokens) for t in plan.terms)]]
+    else:
+        patterns = [rf"(?<!\w){re.escape(' '.join(t.tokens))}(?!\w)" for t in plan.terms
+                    if not t.is_stopword]
     positions = []
-    for fragment in fragments:
-        found = re.search(re.escape(fragment), content, re.IGNORECASE)
+    for pattern in patterns:
+        found = re.search(pattern, content, re.IGNORECASE)
         if found:
             positions.append((found.start(), found.end()))
     if not positions:

@@ -106,14 +106,19 @@ def _said(message: Message) -> str:
     return f"{who}: {text}"
 
 
-def render(session: Session, messages: Sequence[Message], match_id: int,
-           said: Callable[[Message], str] = _said) -> str:
-    """An excerpt as shown: date and title, then its lines, the matched one marked ``>``.
-    Everything in it is redacted (``said``: a message's line, e.g. remembered per message)."""
-    day = (messages[0].created_at if messages else session.started_at)[:10]
+def _title(session: Session) -> str:
     # Redacted before the cut, as a line is (an importer stores a title as it came).
-    title = redact_text(" ".join((session.title or "untitled conversation").split()))[:80]
-    head = f"[{day} · {title}]"
+    return redact_text(" ".join((session.title or "untitled conversation").split()))[:80]
+
+
+def render(session: Session, messages: Sequence[Message], match_id: int,
+           said: Callable[[Message], str] = _said,
+           title: Callable[[Session], str] = _title) -> str:
+    """An excerpt as shown: date and title, then its lines, the matched one marked ``>``.
+    Everything in it is redacted (``said``: a message's line, ``title``: a session's title,
+    e.g. remembered per message and per session)."""
+    day = (messages[0].created_at if messages else session.started_at)[:10]
+    head = f"[{day} · {title(session)}]"
     return "\n".join([head, *(f"{'>' if m.id == match_id else ' '} {said(m)}"
                               for m in messages)])
 
@@ -219,6 +224,14 @@ def recall_past_messages(
             line = lines[message.id] = _said(message)
         return line
 
+    titles: dict[int, str] = {}
+
+    def title(session: Session) -> str:  # each title too (a session's hits share it)
+        text = titles.get(session.id)
+        if text is None:
+            text = titles[session.id] = _title(session)
+        return text
+
     chosen: list[PastExcerpt] = []
     covered: set[int] = set(shown)
     used = 0
@@ -232,7 +245,7 @@ def recall_past_messages(
             continue  # the match itself is not a conversation line (a tool row)
         # The matched line alone first: an excerpt that cannot fit even that is passed over
         # before its neighbours are read (late hits, once the budget is nearly spent).
-        alone = render(hit.session, [match], match.id, said)
+        alone = render(hit.session, [match], match.id, said, title)
         if used + len(alone) + 1 > budget:
             continue
         window = store.window(user, hit.session.id, match.id, max(before, after))
@@ -242,7 +255,7 @@ def recall_past_messages(
             continue  # deleted since it was found
         window = window[max(0, at - before): at + after + 1]
         fresh = [m for m in window if m.id not in covered]
-        text = render(hit.session, fresh, match.id, said)
+        text = render(hit.session, fresh, match.id, said, title)
         if used + len(text) + 1 > budget:
             fresh, text = [m for m in fresh if m.id == match.id], alone
         covered.update(m.id for m in fresh)
