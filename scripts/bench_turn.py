@@ -3,6 +3,7 @@
     python scripts/bench_turn.py            # 100k facts, 1M messages (a few minutes to build)
     python scripts/bench_turn.py --quick    # 10k facts, 100k messages
     python scripts/bench_turn.py --home DIR --no-startup --stages   # + CPU per stage
+    python scripts/bench_turn.py --home DIR2 --words real  # English words (own home)
 
 1. **Prompt assembly**: everything a turn does before the model call, on a database holding
    N facts and M messages for the user (plus another user's rows): read the session so far,

@@ -228,3 +228,27 @@ def test_past_messages_by_words_when_told_ask_nothing_of_the_model(rt, clock, to
     mine = recall_past_messages(rt.memory.sessions, "owner", "the car?", budget=2000,
                                 words_only=True)
     assert [e.text.splitlines()[1] for e in mine] == [BY_WORDS]
+
+
+def test_the_fact_scan_runs_on_the_worker_after_the_embedding_when_the_turn_overlaps(
+        rt, clock, toy, monkeypatch):
+    # The scan of the user's fact vectors needs only the vector: the worker does it right
+    # after embedding while the turn's SQL runs here, and the turn recalls what it did.
+    from hermes.memory.facts import vectors as fact_vectors
+
+    history(rt, clock)
+    threads: list[str] = []
+    original = fact_vectors.Similarity._scan_of
+
+    def noting(self, query):
+        threads.append(threading.current_thread().name)
+        return original(self, query)
+
+    monkeypatch.setattr(fact_vectors.Similarity, "_scan_of", noting)
+    overlapped = [tail(rt, q) for q in QUERIES]
+    assert len(threads) == len(QUERIES) and all(n.startswith("hermes-query") for n in threads)
+    threads.clear()
+    toy._recent.clear()
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", False)
+    assert [tail(rt, q) for q in QUERIES] == overlapped
+    assert threads == ["MainThread"] * len(QUERIES)

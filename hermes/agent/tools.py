@@ -314,7 +314,9 @@ class ToolBox:
                                         source=source)
             return {"results": [
                 {"session": session_brief(hit.session), "snippet": hit.snippet,
-                 "messages": [message_brief(m) for m in hit.context]}
+                 "messages": [message_brief(m) for m in hit.context],
+                 # why it was found when no word says it: what was learned there
+                 **({"learned_here": [text for _, text in hit.learned]} if hit.learned else {})}
                 for hit in hits
             ]}, False, []
         if action == "show":

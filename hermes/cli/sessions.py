@@ -29,7 +29,7 @@ from hermes.cli.learn import (
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.sessions.store import HIGHLIGHT, Message, SessionStore
+from hermes.memory.sessions.store import HIGHLIGHT, Message, SearchHit, SessionStore
 from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
 from hermes.store.fts import brief, build_match
@@ -145,15 +145,26 @@ def search(
             console.print()
         console.print(
             f"[bold]#{s.id}[/bold] {s.source} · {short_time(s.started_at)} · "
-            f"{literal(s.display_title)}  [dim](score {hit.score:.2f}"
-            f"{', any word' if hit.mode == 'loose' else ''})[/dim]"
+            f"{literal(s.display_title)}  [dim](score {hit.score:.2f}{_how(hit)})[/dim]"
         )
+        for fact_id, text in hit.learned:  # why it was found: what Hermes learned there
+            text = brief(" ".join(text.split()), 160)
+            console.print(f"  Learned here: fact #{fact_id} {literal(text)}")
         if s.summary:
             console.print(f"  Summary: {literal(' '.join(s.summary.split()))}")
         console.print(f"  Match: {_highlight(hit.snippet)}")
         for message in hit.context:
             mark = hit.match is not None and message.id == hit.match.id
             console.print("  " + _message_line(message, mark=mark))
+
+
+def _how(hit: SearchHit) -> str:
+    """How the conversation was found, after its score: ", any word" (the any-word round),
+    ", through a fact" when no word of the query is in the shown match but a fact learned
+    there lifted it (hermes.memory.sessions.fact_evidence)."""
+    if "facts" in hit.matched_in and HIGHLIGHT[0] not in hit.snippet:
+        return ", through a fact"
+    return ", any word" if hit.mode == "loose" else ""
 
 
 @app.command()

@@ -263,11 +263,12 @@ class MemoryTools:
     def sessions_search(self, query: Annotated[str, Field(description="Words or a question.")],
                         limit: Limit = 5, source: SourceName | None = None) -> dict[str, Any]:
         """Search every past conversation; each hit has the session, the best matching
-        message and the messages around it."""
+        message and the messages around it, and the facts learned there that found it."""
         hits = self.sessions.search(self.user, query, limit=limit, source=source)
         return {"results": [
             {"session": session_json(h.session), "snippet": h.snippet,
              "match_id": h.match.id if h.match else None,
+             "learned": [{"fact_id": i, "content": text} for i, text in h.learned],
              "messages": [message_json(m) for m in h.context]} for h in hits]}
 
     def sessions_show(self, session_id: Annotated[int, Field(description="From sessions_list "

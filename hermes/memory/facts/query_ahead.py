@@ -25,13 +25,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from hermes.memory.embeddings import Embedder
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -92,6 +94,16 @@ class QueryAhead:
                 log.warning("query embedding failed (%s: %s): this turn recalls facts and past "
                             "messages by their words", type(exc).__name__, exc)
             raise QueryEmbeddingFailed(str(exc)) from None
+
+    def then(self, work: Callable[[Any], T]) -> Future[T] | None:
+        """``work(vector)`` on the worker right after the embedding (the same thread, so in
+        that order) while the turn's SQL still runs here; None when the turn does not overlap
+        (the caller then does the work in turn). Its future raises what the embedding raised,
+        or what ``work`` did."""
+        embedding = self._future
+        if embedding is None:
+            return None
+        return _worker().submit(lambda: work(embedding.result()))
 
     def ok(self) -> bool:
         """Wait for the worker; whether the vector is there (a failure logged once)."""

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -34,6 +34,9 @@ from hermes.memory.facts.records import ACTIVE
 from hermes.memory.sessions.rerank import TimeSpan, time_spans
 from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
 from hermes.store.db import write_transaction
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +271,7 @@ class FactVectors:
         if not len(matrix.ids):
             return None
         if ahead is not None and ahead.text == query:
-            return Similarity(self._np, matrix, ahead.vector)
+            return Similarity(self._np, matrix, ahead.vector, ahead=ahead)
         return Similarity(self._np, matrix, self.embedder.embed_query(query))
 
     def holds_any(self, user: str) -> bool:
@@ -321,34 +324,44 @@ class Similarity:
     clustered (hermes.memory.vector_cells), to those of the cells nearest the query; the
     cosines of facts asked for by id are exact either way."""
 
-    def __init__(self, np: Any, matrix: _Matrix, query: Any) -> None:
-        """``query``: its vector, or a function that returns it (called at the first use)."""
+    def __init__(self, np: Any, matrix: _Matrix, query: Any,
+                 ahead: QueryAhead | None = None) -> None:
+        """``query``: its vector, or a function that returns it (called at the first use).
+        ``ahead``: the query's embedding on the worker, which then scans too, right after it
+        (the turn's SQL runs here meanwhile; the matrix is only read)."""
         self._np = np
         self._matrix = matrix
         self._query: Any = None
         self._rows: Any = None
+        self._scanned: Future[tuple[Any, Any]] | None = None
         if callable(query):
             self._pending = query
+            if ahead is not None:
+                self._scanned = ahead.then(self._scan_of)
         else:
             self._pending = None
-            self._scan(query)
+            self._query = query
+            self._rows, self._scores = self._scan_of(query)
 
     def _ready(self) -> None:
         if self._pending is not None:
+            # The vector first: a failed embedding is raised (and logged) as before.
             vector, self._pending = self._pending(), None
-            self._scan(vector)
+            self._query = vector
+            scanned, self._scanned = self._scanned, None
+            self._rows, self._scores = (scanned.result() if scanned is not None
+                                        else self._scan_of(vector))
 
-    def _scan(self, query: Any) -> None:
+    def _scan_of(self, query: Any) -> tuple[Any, Any]:
+        """(rows scanned or None for all, their cosines to ``query``)."""
         matrix = self._matrix
-        self._query = query
         if matrix.cells is not None:
             # The query rounded to int8 only finds candidates (one SIMD integer product per
             # cell, vector_cells.rounded_cosines); :meth:`nearest` keeps the exact best.
-            self._rows, self._scores = matrix.cells.scan(
+            return matrix.cells.scan(
                 query, min(FACT_SCAN_ROWS, vector_cells.SCAN_ROWS), rounded=True)
-        else:
-            assert matrix.rows is not None
-            self._scores = matrix.rows.cosines(query)
+        assert matrix.rows is not None
+        return None, matrix.rows.cosines(query)
 
     def nearest(self, k: int) -> dict[int, float]:
         """The ``k`` most similar facts (among those scanned): fact id -> cosine."""

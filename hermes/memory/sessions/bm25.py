@@ -202,12 +202,19 @@ def terms_for(plan: MatchPlan, mode: str) -> list[Term]:
 
 
 def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
-    """A snippet for text FTS5 did not highlight (CJK runs, LIKE): the first occurrence of any
-    query fragment, highlighted, with some text either side."""
-    fragments = list(plan.cjk) + [" ".join(t.tokens) for t in plan.terms]
+    """A snippet for text FTS5 did not highlight (CJK runs, LIKE; a message found by meaning
+    or by a fact, which may share no word): the first occurrence of any query fragment,
+    highlighted, with some text either side. Outside a CJK query (matched by LIKE, inside
+    words) a fragment is a whole word and no stopword: "What car do I drive?" highlights
+    nothing in "Finally picked up the keys" (it used to mark the "i" of "Finally")."""
+    if plan.cjk:
+        patterns = [re.escape(f) for f in [*plan.cjk, *(" ".join(t.tokens) for t in plan.terms)]]
+    else:
+        patterns = [rf"(?<!\w){re.escape(' '.join(t.tokens))}(?!\w)" for t in plan.terms
+                    if not t.is_stopword]
     positions = []
-    for fragment in fragments:
-        found = re.search(re.escape(fragment), content, re.IGNORECASE)
+    for pattern in patterns:
+        found = re.search(pattern, content, re.IGNORECASE)
         if found:
             positions.append((found.start(), found.end()))
     if not positions:

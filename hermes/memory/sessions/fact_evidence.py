@@ -62,6 +62,7 @@ FACT_HITS = max(TOP_FACTS, MEANING_TOP_FACTS)
 # A fact rated down weighs less (trust still multiplies): its trust over the default, at most 1.
 DEFAULT_TRUST = FactsConfig.model_fields["default_trust"].default
 POOL = 200  # the best this-many ranked messages are lifted (as session_rank.POOL)
+CITED = 3  # at most this many facts are shown as why a conversation was found (SearchHit)
 
 
 class FactHit(Protocol):
@@ -91,6 +92,9 @@ class Evidence:
     messages: dict[int, tuple[int, float]] = field(default_factory=dict)
     # (session weight, message weight) for lift(): by meaning or by the hits' scores
     weights: tuple[float, float] = (SESSION_WEIGHT, MESSAGE_WEIGHT)
+    # session id -> the facts learned there that lifted it, (fact id, text), best first: what
+    # a search shows as the reason a conversation was found (SearchHit.learned)
+    learned: dict[int, list[tuple[int, str]]] = field(default_factory=dict, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.sessions)
@@ -141,6 +145,7 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
     owner = {m: s for m, s in owner.items() if s in own_sessions}
     sessions: dict[int, float] = {}
     messages: dict[int, tuple[int, float]] = {}
+    learned: dict[int, list[tuple[int, str]]] = {}
     for hit, score in scored:
         strength = _by_meaning(getattr(hit, "cosine", None), getattr(hit, "trust", None),
                                ramp) if meaning and ramp else score / best
@@ -151,14 +156,36 @@ def gather(db: Any, user: str, hits: Sequence[FactHit] | None, *, source: str | 
             found.add(int(hit.source_session_id))
         for sid in found:
             sessions[sid] = max(sessions.get(sid, 0.0), strength)
+            _cite(learned, sid, hit, user)
         for m in hit.source_message_ids or []:
             if m in owner and strength > messages.get(m, (0, 0.0))[1]:
                 messages[m] = (owner[m], strength)
     if not sessions:
         return NO_EVIDENCE
     if meaning:
-        return Evidence(sessions, messages, (MEANING_SESSION_WEIGHT, MEANING_MESSAGE_WEIGHT))
-    return Evidence(sessions, messages)
+        return Evidence(sessions, messages, (MEANING_SESSION_WEIGHT, MEANING_MESSAGE_WEIGHT),
+                        learned)
+    return Evidence(sessions, messages, learned=learned)
+
+
+def lifted(evidence: Evidence, session_id: int, message_id: int) -> bool:
+    """Whether :func:`lift` raised this message of this session (the shown match of a hit:
+    then the facts are why it was found)."""
+    session_weight, message_weight = evidence.weights
+    return ((session_weight > 0 and session_id in evidence.sessions)
+            or (message_weight > 0 and message_id in evidence.messages))
+
+
+def _cite(learned: dict[int, list[tuple[int, str]]], session_id: int, hit: FactHit,
+          user: str) -> None:
+    """Keep ``hit`` (a fact with an id and a text, ``user``'s own: a hit of another user's,
+    a caller's mistake, is never shown) among the reasons ``session_id`` was found."""
+    fact_id, text = getattr(hit, "id", None), getattr(hit, "content", None)
+    if fact_id is None or not text or getattr(hit, "user", user) != user:
+        return
+    cited = learned.setdefault(session_id, [])
+    if len(cited) < CITED and fact_id not in {i for i, _ in cited}:
+        cited.append((int(fact_id), str(text)))
 
 
 def _own_messages(db: Any, user: str, ids: set[int]) -> dict[int, int]:

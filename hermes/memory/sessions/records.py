@@ -98,7 +98,10 @@ class SearchHit:
     context: list[Message]
     # How the query matched: "strict" (all terms), "loose" (any term) or "like" (CJK text).
     mode: str = "strict"
-    matched_in: list[str] = field(default_factory=list)  # "messages", "title/summary"
+    matched_in: list[str] = field(default_factory=list)  # "messages", "facts", "title/summary"
+    # "facts" in matched_in: the facts learned in this conversation that lifted it, (fact id,
+    # text), best first (hermes.memory.sessions.fact_evidence): why it was found
+    learned: list[tuple[int, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         s = self.session
@@ -115,6 +118,7 @@ class SearchHit:
             "score": round(self.score, 4),
             "mode": self.mode,
             "matched_in": self.matched_in,
+            "learned": [{"fact_id": i, "content": text} for i, text in self.learned],
             "snippet": self.snippet,
             "match": None if self.match is None else self.match.to_json(),
             "context": [m.to_json() for m in self.context],

@@ -149,7 +149,7 @@ class SessionSearch:
             seen = {hit.session.id for hit in hits}
             ranked = [r for r in self._rank(user, plan, mode, expr, source, limit, evidence)
                       if r[0] not in seen][: limit - len(hits)]
-            hits += self._hits(user, plan, mode, expr, ranked, context)
+            hits += self._hits(user, plan, mode, expr, ranked, context, evidence)
             if len(hits) >= limit:
                 break
         return hits
@@ -519,14 +519,19 @@ class SessionSearch:
     def _hits(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None,
         ranked: Sequence[_Ranked], context: int,
+        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
     ) -> list[SearchHit]:
         hits = []
         for sid, score, cand, meta in ranked:
             session = read_session(self.db, user, sid)
             matched_in = []
+            learned: list[tuple[int, str]] = []
             match_id: int | None
             if cand is not None:
                 matched_in.append("messages")
+                if fact_evidence.lifted(evidence, sid, cand.message_id):  # by what was learned
+                    matched_in.append("facts")
+                    learned = evidence.learned.get(sid, [])
                 match_id = cand.message_id
                 snippet = self._message_snippet(plan, expr, match_id)
             else:
@@ -545,7 +550,7 @@ class SessionSearch:
                 window = read_window(self.db, user, sid, match_id, context)
                 match = next(m for m in window if m.id == match_id)
             hits.append(SearchHit(session, score, match, snippet, window,
-                                  "like" if plan.cjk else mode, matched_in))
+                                  "like" if plan.cjk else mode, matched_in, learned))
         return hits
 
     def _message_snippet(self, plan: MatchPlan, expr: str | None, message_id: int) -> str:
