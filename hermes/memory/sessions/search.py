@@ -24,22 +24,19 @@ from hermes.errors import QueryError
 from hermes.memory.sessions import fact_evidence, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
-    HIGHLIGHT,
     Bm25,
     best_scored,
-    manual_snippet,
     terms_for,
 )
 from hermes.memory.sessions.disclosure import speaks_of_self
+from hermes.memory.sessions.hits import Ranked, hits_of
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     Message,
     MessageHit,
     SearchHit,
-    Session,
     _Candidate,
     read_session,
-    read_window,
 )
 from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
 from hermes.safe_text import scrub
@@ -65,7 +62,6 @@ MAX_PAIR_TERMS = 6
 # CJK runs are matched with LIKE (unicode61 cannot split them into words): a scan, so bounded.
 CJK_CANDIDATES = 2000
 
-SNIPPET_TOKENS = 24
 
 # Words only: a when-question's best this-many messages that name a time gain this share of the
 # best score (_time_named_first). Chosen on LoCoMo's tuning half among 0.15-0.8 (bm25 turn R@5
@@ -99,7 +95,6 @@ FULL_SEARCH = SearchProfile()
 
 # A ranked session: (session id, score, its best message or None when only the title or
 # summary matched, the title/summary score)
-_Ranked = tuple[int, float, _Candidate | None, float]
 
 class SessionSearch:
     """Search over a user's sessions (the read side that ranks; see the module docstring)."""
@@ -153,7 +148,7 @@ class SessionSearch:
             # the round's evidence (gathered in it, when it is the last): why a hit was found
             evidence = pending.evidence() if (mode, expr) == modes[-1] \
                 else fact_evidence.NO_EVIDENCE
-            hits += self._hits(user, plan, mode, expr, ranked, context, evidence)
+            hits += hits_of(self.db, user, plan, mode, expr, ranked, context, evidence)
             if len(hits) >= limit:
                 break
         return hits
@@ -333,10 +328,10 @@ class SessionSearch:
     def _rank(
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int, facts: fact_evidence.Pending | None = None,
-    ) -> list[_Ranked]:
+    ) -> list[Ranked]:
         """Sessions ranked by their best message: (session_id, score, best message or None
         when only the title or summary matched, title/summary score)."""
-        ranked: list[_Ranked] = []
+        ranked: list[Ranked] = []
         seen: set[int] = set()
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
                                                    facts=facts)
@@ -351,8 +346,8 @@ class SessionSearch:
             ranked.sort(key=lambda r: -r[1])
         # Cron output is background noise next to a real conversation: demoted below them all.
         # Sources are looked up best first, only until `limit` conversations are found.
-        conversations: list[_Ranked] = []
-        cron: list[_Ranked] = []
+        conversations: list[Ranked] = []
+        cron: list[Ranked] = []
         for start in range(0, len(ranked), 100):
             chunk = ranked[start : start + 100]
             sources = self._sources({entry[0] for entry in chunk})
@@ -524,72 +519,6 @@ class SessionSearch:
             ):
                 result[sid] = source
         return result
-
-    def _hits(
-        self, user: str, plan: MatchPlan, mode: str, expr: str | None,
-        ranked: Sequence[_Ranked], context: int,
-        evidence: fact_evidence.Evidence = fact_evidence.NO_EVIDENCE,
-    ) -> list[SearchHit]:
-        hits = []
-        for sid, score, cand, meta in ranked:
-            session = read_session(self.db, user, sid)
-            matched_in = []
-            learned: list[tuple[int, str]] = []
-            match_id: int | None
-            if cand is not None:
-                matched_in.append("messages")
-                if fact_evidence.lifted(evidence, sid, cand.message_id):  # by what was learned
-                    matched_in.append("facts")
-                    learned = evidence.learned.get(sid, [])
-                match_id = cand.message_id
-                snippet = self._message_snippet(plan, expr, match_id)
-            else:
-                # Only the title or summary matched: show where the conversation starts.
-                first = self.db.execute(
-                    "SELECT id FROM messages WHERE session_id = ? AND user = ? "
-                    "ORDER BY role != 'user', id LIMIT 1",
-                    [sid, user],
-                ).fetchone()
-                match_id = None if first is None else first[0]
-                snippet = self._session_snippet(plan, expr, session)
-            if meta:
-                matched_in.append("title/summary")
-            window, match = [], None
-            if match_id is not None:
-                window = read_window(self.db, user, sid, match_id, context)
-                match = next(m for m in window if m.id == match_id)
-            hits.append(SearchHit(session, score, match, snippet, window,
-                                  "like" if plan.cjk else mode, matched_in, learned))
-        return hits
-
-    def _message_snippet(self, plan: MatchPlan, expr: str | None, message_id: int) -> str:
-        if not plan.cjk and expr is not None:
-            row = self.db.execute(
-                "SELECT snippet(messages_fts, 0, ?, ?, '…', ?) FROM messages_fts "
-                "WHERE messages_fts MATCH ? AND rowid = ?",
-                [*HIGHLIGHT, SNIPPET_TOKENS, expr, message_id],
-            ).fetchone()
-            # A match on the speaker column only leaves the content without highlights.
-            if row is not None and HIGHLIGHT[0] in (row[0] or ""):
-                return row[0]
-        content = self.db.execute(
-            "SELECT content FROM messages WHERE id = ?", [message_id]
-        ).fetchone()[0]
-        return manual_snippet(content, plan)
-
-    def _session_snippet(self, plan: MatchPlan, expr: str | None, session: Session) -> str:
-        if not plan.cjk and expr is not None:
-            for column, text in ((0, session.title), (1, session.summary)):
-                if not text:
-                    continue
-                row = self.db.execute(
-                    "SELECT snippet(sessions_fts, ?, ?, ?, '…', ?) FROM sessions_fts "
-                    "WHERE sessions_fts MATCH ? AND rowid = ?",
-                    [column, *HIGHLIGHT, SNIPPET_TOKENS, expr, session.id],
-                ).fetchone()
-                if row is not None and HIGHLIGHT[0] in (row[0] or ""):
-                    return row[0]
-        return manual_snippet(session.summary or session.title or "", plan)
 
 
 def _time_named_first(
