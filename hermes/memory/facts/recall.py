@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from hermes.memory.facts.store import FactStore
 
 # A word found in this many of the user's facts or more is "common": an OR over it would make
-# FTS5 score a large share of the user's facts on every turn.
-COMMON_TERM_DOCS = 1000
+# FTS5 score a large share of the user's facts on every turn. FTS5's bm25 costs ~2 us a match
+# (CPU, warm: the match's document length is read and its positions walked), so this bounds a
+# searched word's bm25 at about 1 ms, and counting a word to find it common at 500 index reads
+# (~0.45 us each). 1,000 until pass 10 of issue 13: on scripts/bench_turn.py's home (100k facts)
+# the turns without past messages spent 1-4.4 ms in bm25 over words in 500-1,900 facts and
+# ~0.9 ms counting each new common word; 150 later turns, one process, passes A B B A (load
+# 5.3): CPU p50 23.5 -> 21.6 ms, without past messages p50 / p90 16.3 / 22.9 -> 14.4 / 19.2.
+# LoCoMo cannot see it: no word is in more than 278 of a conversation's facts.
+COMMON_TERM_DOCS = 500
 RECALL_TERMS = 6
 DF_CACHE_SECONDS = 600
 # Remembered for a word found in some of the user's facts, fewer than COMMON_TERM_DOCS, whose
