@@ -82,6 +82,38 @@ class FactHit(Protocol):
 # (hermes.memory.Memory passes per-turn recall's search, FactRecall.ranked, with FACT_HITS);
 # ``meaning``: the text whose embedding the fact store compares to the facts, None for the query.
 FactSearch = Callable[[str, str, "str | None"], Sequence[FactHit]]
+class FactSource(Protocol):
+    """The fact store's two searches :func:`hits_for` chooses between
+    (hermes.memory.facts.recall.FactRecall has both)."""
+
+    def ranked(self, user: str, query: str, *, limit: int,
+               meaning: str | None = None) -> Sequence[FactHit]: ...
+
+    def nearest(self, user: str, query: str, *, limit: int, floor: float,
+                meaning: str | None = None) -> Sequence[FactHit] | None: ...
+
+
+def hits_for(source: FactSource, user: str, query: str, meaning: str | None,
+             model_id: str | None) -> Sequence[FactHit]:
+    """The fact hits for ``user``'s question, for :func:`gather`: the fact search session
+    search calls (``FactSearch``; hermes.memory.Memory and scripts/bench_locomo.py pass this
+    over their FactRecall and the fact vectors' model). With ``meaning`` (session search
+    embedded the question) and a model with a cosine ramp, the strength of a hit is its
+    cosine alone and a fact under the ramp's first cosine gives nothing: the
+    ``MEANING_TOP_FACTS`` facts nearest in meaning at that cosine or above
+    (``source.nearest``), not the fused search's best (its selective words, bm25 and fusion:
+    ~3-4 ms CPU a question at LoCoMo's ~270 facts a user, for the same turn and session R@5,
+    every fact set, sess notes pass 10). Otherwise, or when the store cannot rank by
+    meaning (no fact embedded yet), the fused search's best ``FACT_HITS`` (strength by rank)."""
+    ramp = ramp_for(model_id) if meaning is not None else None
+    if ramp is not None:
+        near = source.nearest(user, query, limit=MEANING_TOP_FACTS, floor=ramp[0],
+                              meaning=meaning)
+        if near is not None:
+            return near
+    return source.ranked(user, query, limit=FACT_HITS, meaning=meaning)
+
+
 # True: the fact store is given the text session search embedded (the speakers' names as "you":
 # one query embedding, ~2-3 ms CPU less a search); False: the question as asked (a second
 # embedding). LoCoMo MiniLM --with-facts, turn / session R@5 all (transcripts 0.753 / 0.891):
