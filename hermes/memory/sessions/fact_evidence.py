@@ -28,7 +28,6 @@ conversation"; the meaning strength also on the tuning halves of sparser fact se
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 from hermes.config import FactsConfig
 from hermes.memory.embeddings import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
+from hermes.memory.sessions.session_rank import pstdev
 
 # Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
 # TOP_FACTS 3/5/10/20/30, strength score ratio or 0.8/0.6 per rank, each weight 0-2).
@@ -296,8 +296,7 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
         best[r.session_id] = max(best.get(r.session_id, r.score), r.score)
     # The lift is on the scale of how far apart the conversations are (session_rank's spread);
     # a pool of one conversation, or of ties, falls back to the messages' spread, then 1.
-    spread = (statistics.pstdev(best.values()) if len(best) > 1 else 0.0) or (
-        statistics.pstdev(r.score for r in pool) if len(pool) > 1 else 0.0) or 1.0
+    spread = pstdev(best.values()) or pstdev(r.score for r in pool) or 1.0
     floor = min((r.score for r in pool), default=0.0)
 
     def gain(message_id: int, session_id: int) -> float:
