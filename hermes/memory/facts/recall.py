@@ -227,13 +227,13 @@ class FactRecall:
             f"AND f.id IN ({marks})",
             [user, self.facts.config.search_min_trust, *near]).fetchall()
         found = []
-        for row in rows:
+        # the nearest first (a tie: the newer), made Facts only up to ``limit``
+        for row in sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]:
             fact = row_to_fact(row)
             fact.cosine = near[fact.id]
             fact.score = fact.cosine * fact.trust
             found.append(fact)
-        found.sort(key=lambda f: (f.cosine or 0.0, f.id), reverse=True)
-        return found[:limit]
+        return found
 
     def _by_common_words(self, user: str, words: str, limit: int, meaning: str,
                          ahead: QueryAhead | None = None) -> list[Fact]:
