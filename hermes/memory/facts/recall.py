@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.facts.records import ACTIVE, Fact
+from hermes.memory.facts.records import ACTIVE, COLUMNS, Fact, row_to_fact
 from hermes.memory.sessions.past_messages import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
@@ -203,6 +203,44 @@ class FactRecall:
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
+
+    def nearest(self, user: str, query: str, *, limit: int, floor: float,
+                meaning: str | None = None) -> list[Fact] | None:
+        """The user's ``limit`` facts nearest to ``meaning`` (default: :meth:`meaning` of
+        ``query``) by the fact vectors' similarity, those at ``floor`` or above only, best
+        first, each with its ``cosine`` (score: cosine x trust); the trust threshold and
+        forgotten or superseded facts hide as in :meth:`ranked`. No bm25, no selective words.
+        None when meaning cannot rank here (no fact vectors, none of the user's facts embedded
+        yet, CJK text, a message of chatter only): the caller asks :meth:`ranked` then.
+
+        For session search's fact evidence by meaning (hermes.memory.sessions.fact_evidence),
+        where a hit's strength is its cosine alone and a fact under the ramp's first cosine
+        lifts nothing: the fused search's words side (selective words, bm25, rows and fusion)
+        cost ~3-4 ms CPU a question at LoCoMo's ~270 facts a user for the same recall
+        (bench_locomo --with-facts, sess notes pass 10)."""
+        vectors = self.facts.vectors
+        if vectors is None or limit <= 0 or build_match(query).cjk or not has_substance(query):
+            return None
+        similarity = vectors.similarity(user, scrub(meaning) if meaning else self.meaning(query))
+        if similarity is None:
+            return None
+        # twice as many as asked: a near fact under the trust threshold leaves room for the next
+        near = {i: c for i, c in similarity.nearest(2 * limit).items() if c >= floor}
+        if not near:
+            return []
+        marks = ",".join("?" * len(near))
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.trust >= ? "
+            f"AND f.id IN ({marks})",
+            [user, self.facts.config.search_min_trust, *near]).fetchall()
+        found = []
+        # the nearest first (a tie: the newer), made Facts only up to ``limit``
+        for row in sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]:
+            fact = row_to_fact(row)
+            fact.cosine = near[fact.id]
+            fact.score = fact.cosine * fact.trust
+            found.append(fact)
+        return found
 
     def _by_common_words(self, user: str, words: str, limit: int, meaning: str,
                          ahead: QueryAhead | None = None) -> list[Fact]:
