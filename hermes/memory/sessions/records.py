@@ -4,6 +4,7 @@ a window of messages: what the store and its search both read)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -165,6 +166,27 @@ def read_session(db: sqlite_utils.Database, user: str, session_id: int) -> Sessi
     if row is None:
         raise NotFound(f"No session {session_id} for user {user!r}.")
     return Session(*row)
+
+
+def read_sessions(db: sqlite_utils.Database, user: str,
+                  session_ids: Iterable[int]) -> dict[int, Session]:
+    """:func:`read_session` of each of ``session_ids``, in one query a 500 ids: session id ->
+    Session. NotFound, as there, when one is unknown or another user's."""
+    wanted = sorted({int(s) for s in session_ids})
+    if not all(_storable(s) for s in wanted):
+        raise NotFound(f"No session {next(s for s in wanted if not _storable(s))} for user "
+                       f"{user!r}.")
+    found: dict[int, Session] = {}
+    for begin in range(0, len(wanted), 500):
+        chunk = wanted[begin : begin + 500]
+        for row in db.execute(
+                f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s WHERE s.user = ? "
+                f"AND s.id IN ({','.join('?' * len(chunk))})", [user, *chunk]).fetchall():
+            found[row[0]] = Session(*row)
+    missing = [s for s in wanted if s not in found]
+    if missing:
+        raise NotFound(f"No session {missing[0]} for user {user!r}.")
+    return found
 
 
 def read_window(
