@@ -45,7 +45,12 @@ def toy_model(table, weight, table_scale, weight_scale):
 def toy():
     rng = np.random.default_rng(0)
     table = rng.integers(-127, 128, (6, 8), dtype=np.int8)
-    weight = rng.integers(-127, 128, (8, 5), dtype=np.int8)
+    # Weights within 7 bits, as quantisers write them for x86 (onnxruntime's reduce_range):
+    # on a CPU with AVX2 but no VNNI, onnxruntime multiplies uint8 by int8 with VPMADDUBSW,
+    # whose pairwise int16 sums saturate for full-range weights (this toy's row 0 came out 4.8
+    # off 11.0 on an AMD EPYC with AVX2 only). The shipped MiniLM's vectors keep a cosine of
+    # 0.992 to the float32 graph's on that machine (400 LoCoMo turns, min 0.980).
+    weight = rng.integers(-63, 64, (8, 5), dtype=np.int8)
     table_scale = rng.uniform(0.01, 0.02, (6, 1)).astype(np.float32)
     weight_scale = rng.uniform(0.01, 0.02, (1, 5)).astype(np.float32)
     return toy_model(table, weight, table_scale, weight_scale)

@@ -170,7 +170,10 @@ def test_the_fast_screen_says_what_the_screen_pattern_says():
               "ghp_", "GHO_", "gl-", "glab-", "gl9-", " ac" + "a" * 32, "sk" + "B" * 32,
               " m" + "x" * 24 + ".", "N" + "a_-" * 8 + ".", "s", "k", "g", "h", "a", "-", "_",
               ".", " ", "x", "é", "ſ", "K"]
-    texts = ["", "hello there", "the tiles in Porto were blue", "ſecret", "paſs", "KEY"]
+    texts = ["", "hello there", "the tiles in Porto were blue", "ſecret", "paſs", "KEY",
+             # the shortest text each of the lowered patterns matches (the screen's shortcut)
+             "n" + "a" * 23 + ".", "ac" + "0" * 32, "ghs_", "gla-", "x ghu_ y", "the glen-side",
+             "n" + "a" * 22 + ".", "ac" + "0" * 31, "right_now", "English-speaking gh_"]
     for _ in range(20_000):
         texts.append("".join(rng.choice(pieces) if rng.random() < 0.3 else rng.choice(
             "abcdeghklmnoprstuxyz -_.:/") for _ in range(rng.randint(1, 40))))
