@@ -146,10 +146,10 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
     def fact_search(who: str, question: str, meaning: str | None):
         # as hermes.memory.Memory does: per-turn recall's search
         from hermes.memory.facts.recall import FactRecall
-        from hermes.memory.sessions.fact_evidence import FACT_HITS
+        from hermes.memory.sessions.fact_evidence import hits_for
 
-        return FactRecall(facts, facts.clock).ranked(who, question, limit=FACT_HITS,
-                                                     meaning=meaning)
+        return hits_for(FactRecall(facts, facts.clock), who, question, meaning,
+                        facts.vectors.model_id if facts.vectors is not None else None)
 
     def search(question: str) -> list[list[str]]:
         hits = store.search_messages(user, question, limit=RANKED,

@@ -106,3 +106,18 @@ def test_a_possessive_is_the_name_alone():
     assert build_match("rock'n'roll").strict == '"rock n roll"'
     assert build_match("don't").strict == '"don t"'
     assert build_match('"Gina\'s dog"').strict == '"Gina s dog"'  # a quoted phrase is exact
+
+
+def test_a_message_is_planned_once_per_text():
+    # A turn plans the same message several times (embed or not, fact words, past-message
+    # gate): the plan of a text asked for again is the one built before; a long paste is not
+    # kept, and a plan from the cache equals one built afresh.
+    from hermes.store import fts
+
+    text = "what about the postgres migration we planned last week?"
+    first = build_match(text)
+    assert build_match(text) is first
+    assert first == fts._build_match(text)
+    paste = "word " * (fts.CACHED_CHARS // 5 + 1)
+    assert build_match(paste) is not build_match(paste)
+    assert build_match(paste) == fts._build_match(paste)

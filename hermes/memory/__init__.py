@@ -79,12 +79,14 @@ class Memory:
         recall finds them (FactRecall.ranked), by ``meaning`` (the text session search
         embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
         from hermes.memory.facts.recall import FactRecall
-        from hermes.memory.sessions.fact_evidence import FACT_HITS
+        from hermes.memory.sessions.fact_evidence import hits_for
 
-        # Per-turn recall's search (its selective words): FactStore.search over every word
+        # By meaning alone when the evidence's strength is the cosine (fact_evidence.hits_for),
+        # else per-turn recall's search (its selective words): FactStore.search over every word
         # of a question costs ~190 ms CPU at 100k facts (i15, notes/i12-i13.md 05:29).
-        return FactRecall(self.facts, self.clock).ranked(user, query, limit=FACT_HITS,
-                                                         meaning=meaning)
+        vectors = self.fact_vectors
+        return list(hits_for(FactRecall(self.facts, self.clock), user, query, meaning,
+                             vectors.model_id if vectors is not None else None))
 
     @cached_property
     def ratings(self) -> ReplyRatings:

@@ -20,6 +20,7 @@ in :attr:`MatchPlan.notes`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -161,7 +162,22 @@ def _bounded(terms: list[Term], cjk: list[str]) -> tuple[list[Term], list[str], 
 
 
 def build_match(text: str) -> MatchPlan:
-    """Turn free text into safe, bounded FTS5 expressions. Never raises on any input."""
+    """Turn free text into safe, bounded FTS5 expressions. Never raises on any input.
+
+    A plan depends on the text alone, and a turn asks for the same message's several times
+    (whether to embed it, its selective words for facts, the past-message gate and search:
+    four plans of one message, ~60-120 us each): the last few texts' plans are kept. A plan is
+    shared by everyone who asks for that text; nothing changes one once built."""
+    if len(text or "") > CACHED_CHARS:
+        return _build_match(text)
+    return _cached_match(text or "")
+
+
+# A message longer than this is planned each time (a paste held by the cache would stay).
+CACHED_CHARS = 4000
+
+
+def _build_match(text: str) -> MatchPlan:
     terms, cjk = _split_terms(text or "")
     terms, cjk, notes = _bounded(terms, cjk)
     if not terms:
@@ -178,6 +194,9 @@ def build_match(text: str) -> MatchPlan:
         loose_expr = None
     return MatchPlan(terms=tuple(terms), cjk=tuple(cjk), strict=strict, loose=loose_expr,
                      notes=notes)
+
+
+_cached_match = functools.lru_cache(maxsize=32)(_build_match)
 
 
 def any_terms(text: str, *, drop_stopwords: bool = True) -> str | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.facts.records import ACTIVE, Fact
+from hermes.memory.facts.records import ACTIVE, COLUMNS, Fact, row_to_fact
 from hermes.memory.sessions.past_messages import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from hermes.memory.facts.store import FactStore
 
 # A word found in this many of the user's facts or more is "common": an OR over it would make
-# FTS5 score a large share of the user's facts on every turn.
-COMMON_TERM_DOCS = 1000
+# FTS5 score a large share of the user's facts on every turn. FTS5's bm25 costs ~2 us a match
+# (CPU, warm: the match's document length is read and its positions walked), so this bounds a
+# searched word's bm25 at about 1 ms, and counting a word to find it common at 500 index reads
+# (~0.45 us each). 1,000 until pass 10 of issue 13: on scripts/bench_turn.py's home (100k facts)
+# the turns without past messages spent 1-4.4 ms in bm25 over words in 500-1,900 facts and
+# ~0.9 ms counting each new common word; 150 later turns, one process, passes A B B A (load
+# 5.3): CPU p50 23.5 -> 21.6 ms, without past messages p50 / p90 16.3 / 22.9 -> 14.4 / 19.2.
+# LoCoMo cannot see it: no word is in more than 278 of a conversation's facts.
+COMMON_TERM_DOCS = 500
 RECALL_TERMS = 6
 DF_CACHE_SECONDS = 600
 # Remembered for a word found in some of the user's facts, fewer than COMMON_TERM_DOCS, whose
@@ -208,6 +215,44 @@ class FactRecall:
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
+
+    def nearest(self, user: str, query: str, *, limit: int, floor: float,
+                meaning: str | None = None) -> list[Fact] | None:
+        """The user's ``limit`` facts nearest to ``meaning`` (default: :meth:`meaning` of
+        ``query``) by the fact vectors' similarity, those at ``floor`` or above only, best
+        first, each with its ``cosine`` (score: cosine x trust); the trust threshold and
+        forgotten or superseded facts hide as in :meth:`ranked`. No bm25, no selective words.
+        None when meaning cannot rank here (no fact vectors, none of the user's facts embedded
+        yet, CJK text, a message of chatter only): the caller asks :meth:`ranked` then.
+
+        For session search's fact evidence by meaning (hermes.memory.sessions.fact_evidence),
+        where a hit's strength is its cosine alone and a fact under the ramp's first cosine
+        lifts nothing: the fused search's words side (selective words, bm25, rows and fusion)
+        cost ~3-4 ms CPU a question at LoCoMo's ~270 facts a user for the same recall
+        (bench_locomo --with-facts, sess notes pass 10)."""
+        vectors = self.facts.vectors
+        if vectors is None or limit <= 0 or build_match(query).cjk or not has_substance(query):
+            return None
+        similarity = vectors.similarity(user, scrub(meaning) if meaning else self.meaning(query))
+        if similarity is None:
+            return None
+        # twice as many as asked: a near fact under the trust threshold leaves room for the next
+        near = {i: c for i, c in similarity.nearest(2 * limit).items() if c >= floor}
+        if not near:
+            return []
+        marks = ",".join("?" * len(near))
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.trust >= ? "
+            f"AND f.id IN ({marks})",
+            [user, self.facts.config.search_min_trust, *near]).fetchall()
+        found = []
+        # the nearest first (a tie: the newer), made Facts only up to ``limit``
+        for row in sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]:
+            fact = row_to_fact(row)
+            fact.cosine = near[fact.id]
+            fact.score = fact.cosine * fact.trust
+            found.append(fact)
+        return found
 
     def _by_common_words(self, user: str, words: str, limit: int, meaning: str,
                          ahead: QueryAhead | None = None) -> list[Fact]:

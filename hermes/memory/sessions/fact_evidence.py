@@ -28,7 +28,6 @@ conversation"; the meaning strength also on the tuning halves of sparser fact se
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 from hermes.config import FactsConfig
 from hermes.memory.embeddings import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
+from hermes.memory.sessions.session_rank import pstdev
 
 # Chosen on LoCoMo's tuning half (offline on the pools and fact hits of all 1,536 questions:
 # TOP_FACTS 3/5/10/20/30, strength score ratio or 0.8/0.6 per rank, each weight 0-2).
@@ -82,6 +82,38 @@ class FactHit(Protocol):
 # (hermes.memory.Memory passes per-turn recall's search, FactRecall.ranked, with FACT_HITS);
 # ``meaning``: the text whose embedding the fact store compares to the facts, None for the query.
 FactSearch = Callable[[str, str, "str | None"], Sequence[FactHit]]
+class FactSource(Protocol):
+    """The fact store's two searches :func:`hits_for` chooses between
+    (hermes.memory.facts.recall.FactRecall has both)."""
+
+    def ranked(self, user: str, query: str, *, limit: int,
+               meaning: str | None = None) -> Sequence[FactHit]: ...
+
+    def nearest(self, user: str, query: str, *, limit: int, floor: float,
+                meaning: str | None = None) -> Sequence[FactHit] | None: ...
+
+
+def hits_for(source: FactSource, user: str, query: str, meaning: str | None,
+             model_id: str | None) -> Sequence[FactHit]:
+    """The fact hits for ``user``'s question, for :func:`gather`: the fact search session
+    search calls (``FactSearch``; hermes.memory.Memory and scripts/bench_locomo.py pass this
+    over their FactRecall and the fact vectors' model). With ``meaning`` (session search
+    embedded the question) and a model with a cosine ramp, the strength of a hit is its
+    cosine alone and a fact under the ramp's first cosine gives nothing: the
+    ``MEANING_TOP_FACTS`` facts nearest in meaning at that cosine or above
+    (``source.nearest``), not the fused search's best (its selective words, bm25 and fusion:
+    ~3-4 ms CPU a question at LoCoMo's ~270 facts a user, for the same turn and session R@5,
+    every fact set, sess notes pass 10). Otherwise, or when the store cannot rank by
+    meaning (no fact embedded yet), the fused search's best ``FACT_HITS`` (strength by rank)."""
+    ramp = ramp_for(model_id) if meaning is not None else None
+    if ramp is not None:
+        near = source.nearest(user, query, limit=MEANING_TOP_FACTS, floor=ramp[0],
+                              meaning=meaning)
+        if near is not None:
+            return near
+    return source.ranked(user, query, limit=FACT_HITS, meaning=meaning)
+
+
 # True: the fact store is given the text session search embedded (the speakers' names as "you":
 # one query embedding, ~2-3 ms CPU less a search); False: the question as asked (a second
 # embedding). LoCoMo MiniLM --with-facts, turn / session R@5 all (transcripts 0.753 / 0.891):
@@ -264,8 +296,7 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
         best[r.session_id] = max(best.get(r.session_id, r.score), r.score)
     # The lift is on the scale of how far apart the conversations are (session_rank's spread);
     # a pool of one conversation, or of ties, falls back to the messages' spread, then 1.
-    spread = (statistics.pstdev(best.values()) if len(best) > 1 else 0.0) or (
-        statistics.pstdev(r.score for r in pool) if len(pool) > 1 else 0.0) or 1.0
+    spread = pstdev(best.values()) or pstdev(r.score for r in pool) or 1.0
     floor = min((r.score for r in pool), default=0.0)
 
     def gain(message_id: int, session_id: int) -> float:

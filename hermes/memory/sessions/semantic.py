@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.memory.sessions.rerank import RankedMessage
@@ -371,12 +371,12 @@ def rerank_by_meaning(
                       "temporal": params.temporal * float(when[i]),
                       "of self": params.of_self * float(told[i]),
                       "session best": params.session * float(of_session[i])})
-        out.append(replace(r, score=float(total[i]),
-                           parts={k: v for k, v in parts.items() if v}))
+        out.append(RankedMessage(r.message_id, r.session_id, float(total[i]),
+                                 {k: v for k, v in parts.items() if v}, r.session_matched))
     for r in ranked[params.pool :]:
         if len(out) >= limit:
             break
         if r.message_id not in wanted:
-            out.append(replace(r, score=r.score / top,
-                               parts={k: v / top for k, v in r.parts.items()}))
+            out.append(RankedMessage(r.message_id, r.session_id, r.score / top,
+                                     {k: v / top for k, v in r.parts.items()}, r.session_matched))
     return out
