@@ -28,6 +28,9 @@ def test_blank_database_gets_every_table_index_and_trigger(tmp_path):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    # Reads through a memory map of the file (store/db.py MMAP_BYTES): a turn's FTS5 and index
+    # reads were a read() call each into a 2 MB page cache.
+    assert db.execute("PRAGMA mmap_size").fetchone()[0] >= 2**30
     applied = [m.name for m in migrations.applied(db)]
     assert applied == [m.name for m in migrations._migrations]
     # The history lives in several modules: it still runs in its numbered order, all of it.

@@ -9,6 +9,7 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from hermes.memory import minilm_graph as graph  # noqa: E402
+from hermes.memory.int8_weights import int8_products_saturate  # noqa: E402
 from hermes.memory.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
 
 _b, _i, _node = graph._bytes, graph._int, graph._node
@@ -81,6 +82,29 @@ def test_the_rewrite_multiplies_by_the_int8_weight_and_keeps_the_result(toy):
     assert np.array_equal(after[1], after[3])  # the same id, the same row
 
 
+def test_the_products_are_exact_integer_sums_on_every_cpu():
+    # The rewrite's product is the 8-bit activations times the int8 weight summed exactly.
+    # onnxruntime's uint8 x int8 kernel on a CPU with AVX2 and no VNNI (an AMD EPYC of this
+    # project's machines) saturates pairs of products at 32,767: this cell came out 6.21, not
+    # 11.04. The weight is given as uint8 (+128, zero point 128), whose kernel sums exactly.
+    rng = np.random.default_rng(0)
+    table = rng.integers(-127, 128, (6, 8), dtype=np.int8)
+    weight = rng.integers(-127, 128, (8, 5), dtype=np.int8)
+    table_scale = rng.uniform(0.01, 0.02, (6, 1)).astype(np.float32)
+    weight_scale = rng.uniform(0.01, 0.02, (1, 5)).astype(np.float32)
+    ids = [0, 3, 5, 3]
+    rows = table[ids].astype(np.float32) * table_scale[ids]
+    low, high = min(float(rows.min()), 0.0), max(float(rows.max()), 0.0)
+    scale = (high - low) / 255  # DynamicQuantizeLinear: one scale and zero point for A
+    zero = np.clip(np.round(-low / scale), 0, 255)
+    quantised = np.clip(np.round(rows / scale) + zero, 0, 255)
+    exact = (quantised - zero) @ weight.astype(np.float32) * scale * weight_scale
+    full = toy_model(table, weight, table_scale, weight_scale)  # full-range weights, as shipped
+    after = _run(int8_graph(full), ids)  # as this CPU is told to (int8_products_saturate)
+    assert np.allclose(after, exact, rtol=1e-4, atol=1e-4)
+    assert np.allclose(_run(int8_graph(full, unsigned=True), ids), exact, rtol=1e-4, atol=1e-4)
+
+
 def test_the_embedding_lookup_gives_the_same_values():
     # Gather after the rewrite: int8 row, then its scale; equal to the float table's row
     rng = np.random.default_rng(0)
@@ -95,15 +119,28 @@ def test_the_embedding_lookup_gives_the_same_values():
 
 
 def test_unchanged_fields_are_copied_byte_for_byte(toy):
-    rewritten = int8_graph(toy)
+    rewritten = int8_graph(toy, unsigned=True)
     top = [f for f in graph._fields(memoryview(rewritten)) if f.number != 7]
     assert [bytes(f.raw) for f in top[:2]] == [bytes(f.raw) for f in
                                               graph._fields(memoryview(toy)) if f.number != 7]
     assert graph.MS_DOMAIN.encode() in bytes(top[2].raw)  # the contrib ops' domain, added
-    # the int8 tensors, their scales, the graph's name, inputs and outputs, as they were
+    # the int8 table, the scales, the graph's name, inputs and outputs, as they were; the
+    # int8 weight only as its uint8 copy (graph._unsigned_weights)
     body = next(f.value for f in graph._fields(memoryview(toy)) if f.number == 7)
     kept = [bytes(f.raw) for f in graph._fields(body) if f.number != 1]
-    assert len(kept) == 7 and all(raw in rewritten for raw in kept)
+    assert len(kept) == 7
+    assert [raw in rewritten for raw in kept] == [True, True, True, False, True, True, True]
+    assert all(raw in int8_graph(toy, unsigned=False) for raw in kept)  # the int8 weight too
+
+
+@pytest.mark.parametrize(("flags", "saturate"), [
+    ("fpu sse2 avx2 fma", True),  # AVX2 alone (this project's AMD EPYC): vpmaddubsw
+    ("avx2 avx512f avx512bw", True),  # AVX-512 without VNNI saturates the same way
+    ("avx2 avx512f avx512_vnni", False), ("avx2 avx_vnni", False), ("avx2 amx_int8", False)])
+def test_uint8_weights_only_where_the_cpu_would_saturate(flags, saturate):
+    cpuinfo = f"processor\t: 0\nmodel name\t: X\nflags\t\t: {flags}\n\nprocessor\t: 1\n"
+    assert int8_products_saturate(cpuinfo) is saturate
+    assert int8_products_saturate("") is True  # not known: the exact kernel
 
 
 @pytest.mark.parametrize("broken", [b"", b"\x0a\x03abc", b"\xff\xff"])

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from hermes.errors import HermesError
 from hermes.memory.graph_cache import GraphCache, cached_session, file_identity
+from hermes.memory.int8_weights import int8_products_saturate
 from hermes.memory.minilm_graph import GraphMismatch, int8_graph
 
 log = logging.getLogger(__name__)
@@ -293,6 +294,8 @@ def _minilm_cache(cache_dir: Path, shipped: Path) -> GraphCache:
     if spec is None or spec.origin is None:
         raise ImportError("onnxruntime")
     engine = "onnxruntime " + file_identity(Path(spec.origin))
+    if int8_products_saturate():  # another graph (uint8 weights) for this CPU: another file
+        engine += " uint8 weights"
     return GraphCache(cache_dir, MINILM_INT8, shipped, engine)
 
 

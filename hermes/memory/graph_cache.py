@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 # Raise when hermes.memory.minilm_graph's rewrite or the saving below changes: the old files
 # then stop matching (and are removed when the new one is saved).
 # 2: attention, GELU and biases fused (minilm_graph._fused); 3: query, key and value in one
-# product, and no SkipLayerNormalization (MiniLM's DISABLED_FUSIONS)
-FORMAT = 3
+# product, and no SkipLayerNormalization (MiniLM's DISABLED_FUSIONS); 4: the weights as uint8
+# (minilm_graph._unsigned_weights: exact sums on a CPU without VNNI)
+FORMAT = 4
 
 
 @dataclass(frozen=True)
