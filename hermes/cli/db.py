@@ -81,10 +81,12 @@ def backup(
 def check(
     ctx: typer.Context,
     repair: bool = typer.Option(False, "--repair", help="Rebuild damaged full-text indexes from "
-                                "their tables (nothing is lost)."),
+                                "their tables and delete damaged vectors, which are embedded "
+                                "again (nothing is lost)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Check the database file: every page and index, each full-text index, the migrations.
+    """Check the database file: every page and index, each full-text index, the stored
+    vectors' sizes, the migrations.
 
     Reads the file as it is (nothing is migrated or changed unless --repair). Exit code 2 when
     something is damaged."""

@@ -14,6 +14,7 @@ process never serves a vector another process has replaced or dropped.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -84,7 +85,10 @@ class Int8Rows:
         np = _np()
         if not blobs:
             return cls.empty(dim or 1)
-        dim = dim or len(blobs[0]) // 2
+        dim = dim or usual_size(blobs) // 2 or 1
+        if not all(len(b) == 2 * dim for b in blobs):  # a damaged row: a zero vector
+            blobs = list(blobs)
+            mended(blobs, 2 * dim)
         out = cls(np.empty((len(blobs), dim), np.int8), np.empty(len(blobs), np.float32))
         for start in range(0, len(blobs), SCAN_CHUNK):
             chunk = blobs[start : start + SCAN_CHUNK]
@@ -157,6 +161,40 @@ class Int8Rows:
 # MB for MiniLM) instead of streaming 50 MB temporaries through memory several times (a 900k
 # history loads ~1.8x faster; the codes are the same to the bit).
 QUANT_BLOCK = 1024
+
+
+def usual_size(blobs: Sequence[bytes | None]) -> int:
+    """The byte size most of these stored vectors have (a model's vectors are all one size;
+    float16, so even), or 0 when none is. A damaged or hand-edited row is the odd one out."""
+    sizes = Counter(len(b) for b in blobs if b and not len(b) % 2)
+    return sizes.most_common(1)[0][0] if sizes else 0
+
+
+def model_size(embedder: Any, sizes: Sequence[int]) -> int:
+    """The byte size of ``embedder``'s stored vectors, of which ``sizes`` should all be: when
+    they are not (a damaged row), the model says (one query embedded: a row count cannot break
+    a tie), else the size most of them have."""
+    if not sizes or all(n == sizes[0] for n in sizes):
+        return sizes[0] if sizes else 0
+    try:
+        return 2 * len(embedder.embed_query("size"))
+    except Exception:  # noqa: BLE001 - the model cannot say: the usual size
+        counted = Counter(n for n in sizes if n and not n % 2)
+        return counted.most_common(1)[0][0] if counted else 0
+
+
+def mended(blobs: list[bytes], size: int) -> list[int]:
+    """Replace each blob that is not ``size`` bytes (a damaged row: a vector no model wrote)
+    with a zero vector, in place, so the rest decode as one matrix; returns their positions. A
+    zero vector's cosine to any query is 0: the row is found by its words only until it is
+    embedded again."""
+    if all(len(b) == size for b in blobs):
+        return []
+    wrong = [i for i, b in enumerate(blobs) if len(b) != size]
+    zero = bytes(size)
+    for i in wrong:
+        blobs[i] = zero
+    return wrong
 
 
 def _quantize_into(vectors: Any, out: Int8Rows) -> None:

@@ -109,6 +109,43 @@ def _fts(conn: sqlite3.Connection, table: str, repair: bool, path: Path) -> Find
                    "`hermes db check --repair` rebuilds it from its table (nothing is lost)")
 
 
+VECTOR_TABLES = {"message_vectors": "message_id", "fact_vectors": "fact_id"}
+
+
+def _vectors(conn: sqlite3.Connection, repair: bool) -> Finding | None:
+    """Stored vectors of another size than their model's others (a damaged or hand-edited row):
+    searches leave them out and embed them again; ``repair`` deletes them (derived data: each
+    is embedded again by the next index run, nothing is lost). None: no vector tables yet."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not present & set(VECTOR_TABLES):
+        return None
+    bad: list[tuple[str, str, int, int]] = []  # (table, model, size, rows)
+    for table in VECTOR_TABLES:
+        if table not in present:
+            continue
+        by_model: dict[str, dict[int, int]] = {}
+        for model, size, count in conn.execute(
+                f"SELECT model, coalesce(length(vector), 0), count(*) FROM {table} GROUP BY 1, 2"):
+            by_model.setdefault(model, {})[int(size)] = int(count)
+        for model, counts in by_model.items():
+            usual = max(((c, n) for n, c in counts.items() if n and not n % 2), default=(0, -1))[1]
+            bad += [(table, model, n, c) for n, c in counts.items() if n != usual]
+    if not bad:
+        return Finding("vectors", True, "every stored vector has its model's size")
+    said = ", ".join(f"{sum(c for t, _, _, c in bad if t == table)} in {table}"
+                     for table in dict.fromkeys(t for t, _, _, _ in bad))
+    if repair:
+        with conn:
+            for table, model, size, _ in bad:
+                conn.execute(f"DELETE FROM {table} WHERE model = ? AND "
+                             "coalesce(length(vector), 0) = ?", [model, size])
+        return Finding("vectors", True, f"{said} had the wrong size (damaged) and were deleted; "
+                       "they are embedded again by the next index run", repaired=True)
+    return Finding("vectors", False, f"{said} have the wrong size (damaged; searches find those "
+                   "rows by their words only). To fix: `hermes db check --repair` deletes them "
+                   "(embedded again by the next index run, nothing is lost)")
+
+
 def _migrations(conn: sqlite3.Connection) -> Finding:
     db = sqlite_utils.Database(conn, execute_plugins=False)
     known = [m.name for m in migrations._migrations]
@@ -127,7 +164,8 @@ def _migrations(conn: sqlite3.Connection) -> Finding:
 
 def check_database(path: Path, *, repair_fts: bool = False,
                    now: Callable[[], float] = time.time) -> list[Finding]:
-    """Every check of the file at ``path``. Only ``repair_fts`` writes (it rebuilds indexes).
+    """Every check of the file at ``path``. Only ``repair_fts`` writes (it rebuilds indexes and
+    deletes damaged vectors, which are embedded again).
     ``now``: the wall clock an empty file's age is measured by."""
     if path.is_dir():
         return [Finding("file", False, f"{path} is a directory, not a database file; move it "
@@ -154,6 +192,12 @@ def check_database(path: Path, *, repair_fts: bool = False,
         except sqlite3.DatabaseError as exc:
             return [*findings, Finding("fts", False, f"cannot list the full-text indexes ({exc})")]
         findings += [_fts(conn, table, repair_fts, path) for table in tables]
+        try:
+            vectors = _vectors(conn, repair_fts)
+        except sqlite3.DatabaseError as exc:
+            vectors = Finding("vectors", False, f"cannot read them ({exc})")
+        if vectors is not None:
+            findings.append(vectors)
         try:
             findings.append(_migrations(conn))
         except sqlite3.DatabaseError as exc:

@@ -32,6 +32,9 @@ NEW_FILE_SECONDS = 10.0
 # turns without past messages 16.9 -> 15.2 and 14.8 -> 13.2, the prompts identical (--overlap
 # and words only: within the noise, +-1.5 ms). The mapped
 # pages are the kernel's page cache, shared and reclaimable, counted in RSS once touched.
+# The one cost in failure: a file cut short by a program outside Hermes while a read is
+# under way stops the process with SIGBUS (an unmapped read raises 'malformed'); SQLite
+# never shrinks the file under a reader, so only an outside truncation does (README).
 MMAP_BYTES = 2**31
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,13 @@ from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
 from hermes.memory.sessions.rerank import TimeSpan, time_spans
-from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, prune_changes
+from hermes.memory.vector_matrix import (
+    Int8Rows,
+    changes_since,
+    last_change,
+    model_size,
+    prune_changes,
+)
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
@@ -106,6 +112,9 @@ class FactVectors:
         self.embedder = embedder
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
+        # Per user, facts whose stored vector is not a vector this model wrote (a damaged or
+        # hand-edited row): left out of search by meaning, embedded again by the next index.
+        self._damaged: dict[str, set[int]] = {}
 
     @property
     def model_id(self) -> str:
@@ -120,11 +129,13 @@ class FactVectors:
         among = ""
         if only is not None:
             among = f" AND f.id IN ({','.join(str(int(i)) for i in only) or 'NULL'})"
+        damaged = sorted(self._damaged.get(user, ()))
+        again = f" OR f.id IN ({','.join(str(i) for i in damaged)})" if damaged else ""
         rows = self.db.execute(
             "SELECT f.id, f.content, f.content_key, f.source_message_ids FROM facts f "
             "LEFT JOIN fact_vectors v ON v.fact_id = f.id AND v.model = ? "
             f"WHERE f.user = ? AND {ACTIVE} AND (v.fact_id IS NULL OR v.content_key != "
-            f"f.content_key OR v.context_vector IS NULL){among} ORDER BY f.id",
+            f"f.content_key OR v.context_vector IS NULL{again}){among} ORDER BY f.id",
             [self.model_id, user],
         ).fetchall()
         done = 0
@@ -150,9 +161,11 @@ class FactVectors:
                 )
                 prune_changes(self.db)
             done += len(chunk)
+            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
             if progress is not None:
                 progress(done, len(rows))
-        vector_cells.maybe_cluster(self.db, "fact", user, self.model_id, self._blended,
+        vector_cells.maybe_cluster(self.db, "fact", user, self.model_id,
+                                   lambda rows: self._blended(self._sound(user, rows)),
                                    store_cells=False)
         return done
 
@@ -203,7 +216,9 @@ class FactVectors:
                 if not changes.ids:
                     cached.seq = changes.through  # seen: pruning past it is no gap
                     return cached
-                fresh = self._rows(user, changes.ids)
+                fresh = self._rows(user, changes.ids,
+                                   size=2 * cached.id_rows().codes.shape[1]
+                                   if len(cached.ids) else None)
                 keep = ~np.isin(cached.ids, np.array(changes.ids, dtype=np.int64))
                 ids = np.concatenate([cached.ids[keep], fresh[0]])
                 rows = Int8Rows.concatenated([cached.id_rows().take(keep), fresh[1]])
@@ -225,8 +240,10 @@ class FactVectors:
             self._cache[user] = matrix
             return matrix
 
-    def _rows(self, user: str, fact_ids: list[int] | None) -> tuple[Any, Int8Rows]:
-        """(fact ids, their blended vectors as int8 rows): ``user``'s, all or these."""
+    def _rows(self, user: str, fact_ids: list[int] | None, size: int | None = None
+              ) -> tuple[Any, Int8Rows]:
+        """(fact ids, their blended vectors as int8 rows): ``user``'s, all or these. ``size``:
+        the vectors' byte size (else the size most of them have)."""
         np = self._np
         sql = ("SELECT fact_id, vector, context_vector FROM fact_vectors WHERE user = ? "
                "AND model = ?")
@@ -238,9 +255,28 @@ class FactVectors:
                 chunk = fact_ids[start : start + 500]
                 found += self.db.execute(f"{sql} AND fact_id IN ({','.join('?' * len(chunk))})",
                                          [user, self.model_id, *chunk]).fetchall()
+        found = self._sound(user, found, size)
         parts = [Int8Rows.quantized(self._blended(found[begin : begin + 8192]))
                  for begin in range(0, len(found), 8192)]  # no float32 copy of all at once
         return np.array([r[0] for r in found], dtype=np.int64), Int8Rows.concatenated(parts)
+
+    def _sound(self, user: str, rows: list[Any], size: int | None = None) -> list[Any]:
+        """``rows`` of (fact_id, vector, context_vector) without those whose vector is not of
+        this model's size (a damaged or hand-edited row: the fact is found by its words only,
+        and embedded again by the next index), a context vector of the wrong size read as
+        none. Said once in the log."""
+        size = size or model_size(self.embedder, [len(r[1]) for r in rows])
+        if all(len(r[1]) == size and (not r[2] or len(r[2]) == size) for r in rows):
+            return rows
+        wrong = {int(r[0]) for r in rows if len(r[1]) != size}
+        known = self._damaged.setdefault(user, set())
+        if wrong - known:
+            log.warning("%d stored fact vector(s) of %s have the wrong size (a damaged row): "
+                        "found by their words only until embedded again (hermes sessions index "
+                        "or hermes run)", len(wrong - known), user)
+        known.update(wrong)
+        return [(r[0], r[1], r[2] if r[2] and len(r[2]) == size else b"")
+                for r in rows if int(r[0]) not in wrong]
 
     def _blended(self, rows: list[Any]) -> Any:
         """float32 vectors a search scores for (fact_id, vector, context_vector) rows: the

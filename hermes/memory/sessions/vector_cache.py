@@ -13,7 +13,7 @@ import sqlite_utils
 from hermes.memory import vector_cells, vector_file
 from hermes.memory.sessions.held_vectors import Matrix
 from hermes.memory.sessions.semantic import _np, _Windows
-from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change
+from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, mended
 
 SAMPLES = 16  # rows of a mapped file compared with the database (a file of another database)
 
@@ -77,9 +77,13 @@ def check(db: sqlite_utils.Database, model: str, user: str, matrix: Matrix) -> N
         [user, model, *wanted]).fetchall())
     if set(stored) != set(wanted):
         raise vector_file.Unusable("rows the database does not have")
-    truth = (np.frombuffer(b"".join(stored[m] for m in wanted), dtype=np.float16)
+    held = matrix.dequantized(rows)
+    blobs = [stored[m] for m in wanted]
+    if mended(blobs, 2 * held.shape[1]):
+        raise vector_file.Unusable("rows of another size (damaged)")
+    truth = (np.frombuffer(b"".join(blobs), dtype=np.float16)
              .reshape(len(wanted), -1).astype(np.float32))
-    if not np.allclose(matrix.dequantized(rows), truth, atol=0.02):
+    if not np.allclose(held, truth, atol=0.02):
         raise vector_file.Unusable("rows that differ from the database's")
 
 

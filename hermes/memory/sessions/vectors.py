@@ -38,8 +38,11 @@ from hermes.memory.vector_matrix import (
     Int8Rows,
     changes_since,
     last_change,
+    mended,
+    model_size,
     prune_changes,
     read_snapshot,
+    usual_size,
 )
 from hermes.store.db import write_transaction
 
@@ -85,6 +88,9 @@ class MessageVectors:
         # Per user, messages whose vectors another write dropped (an edit, a redaction, a
         # deletion): the next search re-embeds those that still exist (a few at a time).
         self._dropped: dict[str, set[int]] = {}
+        # Per user, messages whose stored vector is not of this model's size (a damaged or
+        # hand-edited row): left out of the matrix (found by their words), embedded again.
+        self._damaged: dict[str, set[int]] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
@@ -98,10 +104,12 @@ class MessageVectors:
         there, where looking for gaps in a long history costs a scan of it). ``only``: only
         these messages (a search re-embeds the few whose vectors an edit dropped)."""
         among = f"AND m.id IN ({','.join('?' * len(only))}) " if only else ""
+        damaged = sorted(self._damaged.get(user, ()))
+        again = f" OR m.id IN ({','.join(str(m) for m in damaged)})" if damaged else ""
         rows = self.db.execute(
             "SELECT m.id, m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > ? "
-            f"{among}AND NOT EXISTS "
-            "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
+            f"{among}AND (NOT EXISTS "
+            f"(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?){again}) "
             "AND m.role IN ('user', 'assistant') ORDER BY m.id DESC LIMIT ?",
             [user, after, *(only or ()), self.embedder.model_id,
              -1 if limit is None else limit],
@@ -130,6 +138,7 @@ class MessageVectors:
                 )
                 prune_changes(self.db)
             done += len(chunk)
+            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
             if progress is not None:
                 progress(done, len(rows))
         if limit is None and only is None and not after and not (stop is not None and stop()):
@@ -304,21 +313,26 @@ class MessageVectors:
             seq = last_change(self.db, "message", user, model)
             centroids = vector_cells.load(self.db, "message", user, model)
             listed = self.db.execute(
-                "SELECT message_id, cell FROM message_vectors WHERE user = ? AND model = ? "
-                "ORDER BY message_id", [user, model]).fetchall()
+                "SELECT message_id, cell, length(vector) FROM message_vectors WHERE user = ? "
+                "AND model = ? ORDER BY message_id", [user, model]).fetchall()
+            if not listed:
+                return Matrix(np.zeros(0, np.int64), Int8Rows.empty(), seq)
+            size = listed[0][2]
+            if any(r[2] != size for r in listed):  # a damaged row: left out, embedded again
+                size = model_size(self.embedder, [r[2] for r in listed])
+                self._left_out(user, [r[0] for r in listed if r[2] != size])
+                listed = [r for r in listed if r[2] == size]
             ids = np.array([r[0] for r in listed], dtype=np.int64)
             if not len(ids):
                 return Matrix(ids, Int8Rows.empty(), seq)
-            dim = len(self.db.execute(
-                "SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
-                [int(ids[0]), model]).fetchone()[0]) // 2
+            dim = size // 2
             index = (CellIndex.empty(centroids, centroids.decode([r[1] for r in listed]), dim)
                      if centroids is not None else None)
             del listed
             held = index.storage if index is not None else Int8Rows.allocated(len(ids), dim)
             cursor = self.db.execute(
                 "SELECT vector FROM message_vectors WHERE user = ? AND model = ? "
-                "ORDER BY message_id", [user, model])
+                "AND length(vector) = ? ORDER BY message_id", [user, model, size])
             done = 0
             while batch := cursor.fetchmany(SCAN_CHUNK):
                 at = slice(done, done + len(batch))
@@ -344,6 +358,13 @@ class MessageVectors:
                     f"AND model = ? AND message_id IN ({','.join('?' * len(chunk))})",
                     [user, self.embedder.model_id, *chunk]).fetchall():
                 found[mid], stored_cell[mid] = blob, cell
+        size = (2 * cached.id_rows().codes.shape[1] if len(cached.ids)
+                else model_size(self.embedder, [len(b) for b in found.values()]))
+        wrong = [m for m, blob in found.items() if len(blob) != size]
+        if wrong:  # a damaged row: as if it had no vector
+            self._left_out(user, wrong)
+            for m in wrong:
+                del found[m]
         index = cached.cells
         new_ids = sorted(found)
         new_rows = Int8Rows.from_float16([found[m] for m in new_ids])
@@ -415,6 +436,18 @@ class MessageVectors:
                                  index.centroids.decode([stored_cell[m] for m in later])))
         return matrix
 
+    def _left_out(self, user: str, message_ids: list[int]) -> None:
+        """Stored vectors of the wrong size (damaged or hand-edited rows): their messages are
+        found by their words only, and embedded again (a few by each search, the rest by the
+        background pass or ``hermes sessions index``). Said once in the log."""
+        known = self._damaged.setdefault(user, set())
+        new = set(message_ids) - known
+        if new:
+            log.warning("%d stored message vector(s) of %s have the wrong size (a damaged row): "
+                        "found by their words only until embedded again", len(new), user)
+        known.update(new)
+        self._dropped.setdefault(user, set()).update(new)
+
     def matrix(self, user: str) -> Matrix:
         """The user's vectors (theirs only), after embedding at most INLINE_INDEX new messages,
         the newest since the last one with a vector (see :meth:`nearest`)."""
@@ -472,9 +505,11 @@ def _version(matrix: Matrix) -> int:
 
 
 def _float32_of(rows: list[Any]) -> Any:
-    """float32 vectors of (message_id, float16 blob) rows."""
+    """float32 vectors of (message_id, float16 blob) rows (a damaged blob: a zero vector)."""
     np = _np()
-    return (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16)
+    blobs = [r[1] for r in rows]
+    mended(blobs, usual_size(blobs))
+    return (np.frombuffer(b"".join(blobs), dtype=np.float16)
             .reshape(len(rows), -1).astype(np.float32))
 
 
