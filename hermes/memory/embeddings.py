@@ -40,6 +40,7 @@ from hermes.errors import HermesError
 from hermes.memory.graph_cache import GraphCache, cached_session, file_identity
 from hermes.memory.int8_weights import int8_products_saturate
 from hermes.memory.minilm_graph import GraphMismatch, int8_graph
+from hermes.store.fts import fold_width
 
 log = logging.getLogger(__name__)
 
@@ -195,8 +196,10 @@ class MiniLM:
         np = self._np
         out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
         # One text (a query): the tokenizer's single-text call, ~20 us less than a batch of one
-        encodings = ([self._tokenizer.encode(texts[0] or " ")] if len(texts) == 1
-                     else self._tokenizer.encode_batch([t or " " for t in texts]))
+        # Full-width letters read as letters: the model's vocabulary has none ("ＲＥＤＩＳ" was
+        # [UNK], a cosine of 0.05 to "Redis"; plain text is unchanged).
+        encodings = ([self._tokenizer.encode(fold_width(texts[0]) or " ")] if len(texts) == 1
+                     else self._tokenizer.encode_batch([fold_width(t) or " " for t in texts]))
         for row, encoding in enumerate(encodings):
             out[row] = self._run(encoding.ids)
         return out

@@ -6,6 +6,13 @@ NOT``) and punctuation are only ever literal. A term with inner punctuation (``v
 ``alice@example.com``, ``snake_case``, ``state-of-the-art``) becomes a phrase of its tokens,
 which matches the same sequence in the text.
 
+A word typed in compatibility forms (full-width Latin letters and digits from an East Asian
+input method, ``ＲＥＤＩＳ``; ligatures, superscripts) is searched as NFKC folds it (``REDIS``,
+how the text it looks for is mostly written; unicode61 folds case, never width) or as typed
+(text written in those forms too): ``("REDIS" OR "ＲＥＤＩＳ")``. Its tokens are the folded
+ones. Text stored in those forms is found by a query typed in them, not by plain letters: the
+index holds what was written.
+
 Two expressions are built: ``strict`` (every term must match) and ``loose`` (any non-stopword
 term), tried in that order by callers via :func:`search_with_fallback`. CJK runs have no word
 breaks for unicode61, so they are returned separately for a LIKE match, with the bigrams of
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -67,11 +75,16 @@ class Term:
 
     tokens: tuple[str, ...]
     quoted: bool = False
+    # The tokens as typed, when NFKC folding changed them (full-width letters): either matches
+    typed: tuple[str, ...] = ()
 
     @property
     def fts(self) -> str:
         # Tokens hold only letters and digits, so no escaping is needed inside the quotes.
-        return '"' + " ".join(self.tokens) + '"'
+        folded = '"' + " ".join(self.tokens) + '"'
+        if not self.typed:
+            return folded
+        return "(" + folded + ' OR "' + " ".join(self.typed) + '")'
 
     @property
     def is_stopword(self) -> bool:
@@ -93,6 +106,42 @@ class MatchPlan:
         return not self.terms and not self.cjk
 
 
+# Full-width ASCII (U+FF01-U+FF5E) and the ideographic space as ASCII, one character for one:
+# where quotes and words are found (a full-width quote quotes), before each word is NFKC folded.
+_WIDE = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+
+
+def fold_width(text: str) -> str:
+    """``text`` with full-width ASCII as ASCII (``ＲＥＤＩＳ　７`` -> ``REDIS 7``), the rest as
+    it is: what an English model reads, whose vocabulary has no full-width letters."""
+    return text if text.isascii() else text.translate(_WIDE)
+
+
+def _nfkc(word: str) -> str:
+    return word if word.isascii() else unicodedata.normalize("NFKC", word)
+
+
+def _term(typed: str, quoted: bool = False) -> Term | None:
+    """The term of ``typed`` (a word, or a phrase's text): the tokens of its NFKC fold, and
+    its tokens as typed when they differ."""
+    folded = _nfkc(typed)
+    tokens = tuple(_TOKEN.findall(folded))
+    # A possessive ("Gina's", "Gina’s") is about Gina: the "s" would only demand that the name
+    # be written the same way.
+    possessive = (not quoted and len(tokens) > 1 and tokens[-1].lower() == "s"
+                  and _POSSESSIVE.search(folded) is not None)
+    if possessive:
+        tokens = tokens[:-1]
+    if not tokens:
+        return None
+    if folded == typed:
+        return Term(tokens, quoted)
+    as_typed = tuple(_TOKEN.findall(typed))
+    if possessive and len(as_typed) > 1:
+        as_typed = as_typed[:-1]
+    return Term(tokens, quoted, as_typed if as_typed and as_typed != tokens else ())
+
+
 def _split_terms(text: str) -> tuple[list[Term], list[str]]:
     terms: list[Term] = []
     cjk: list[str] = []
@@ -101,25 +150,26 @@ def _split_terms(text: str) -> tuple[list[Term], list[str]]:
         for run in _CJK.findall(chunk):
             cjk.append(run)
         chunk = _CJK.sub(" ", chunk)
-        if quoted:
-            tokens = tuple(_TOKEN.findall(chunk))
-            if tokens:
-                terms.append(Term(tokens, quoted=True))
-            return
-        for word in chunk.split():
-            tokens = tuple(_TOKEN.findall(word))
-            # A possessive ("Gina's", "Gina’s") is about Gina: the "s" would only demand that
-            # the name be written the same way.
-            if len(tokens) > 1 and tokens[-1].lower() == "s" and _POSSESSIVE.search(word):
-                tokens = tokens[:-1]
-            if tokens:
-                terms.append(Term(tokens))
+        for typed in [chunk] if quoted else chunk.split():
+            if typed.isascii():  # nothing to fold (most words: inline, ~15 % of a plan)
+                tokens = tuple(_TOKEN.findall(typed))
+                if (not quoted and len(tokens) > 1 and tokens[-1].lower() == "s"
+                        and _POSSESSIVE.search(typed)):
+                    tokens = tokens[:-1]
+                if tokens:
+                    terms.append(Term(tokens, quoted))
+                continue
+            term = _term(typed, quoted)
+            if term is not None:
+                terms.append(term)
 
-    # Balanced "quoted phrases" stay phrases; an unbalanced quote is just punctuation.
+    # Balanced "quoted phrases" stay phrases; an unbalanced quote is just punctuation. Found
+    # in the text with full-width ASCII as ASCII (the same length: the positions hold).
+    text = text or ""
     position = 0
-    for match in _PHRASE.finditer(text):
+    for match in _PHRASE.finditer(fold_width(text)):
         add_chunk(text[position : match.start()], quoted=False)
-        add_chunk(match.group(1), quoted=True)
+        add_chunk(text[match.start(1) : match.end(1)], quoted=True)
         position = match.end()
     add_chunk(text[position:], quoted=False)
     return terms, cjk
@@ -139,7 +189,9 @@ def _dedupe(terms: Sequence[Term]) -> list[Term]:
 def _bounded(terms: list[Term], cjk: list[str]) -> tuple[list[Term], list[str], list[str]]:
     """The plan cut to its bounds: content words before stopwords, first ones first."""
     notes = []
-    terms = [Term(t.tokens[:MAX_PHRASE_TOKENS], t.quoted) for t in terms]
+    terms = [t if len(t.tokens) <= MAX_PHRASE_TOKENS and len(t.typed) <= MAX_PHRASE_TOKENS
+             else Term(t.tokens[:MAX_PHRASE_TOKENS], t.quoted, t.typed[:MAX_PHRASE_TOKENS])
+             for t in terms]
     terms = _dedupe(terms)
     if len(terms) > MAX_TERMS:
         notes.append(f"the query was cut to {MAX_TERMS} of its {len(terms)} words")
@@ -182,7 +234,7 @@ def _build_match(text: str) -> MatchPlan:
     terms, cjk, notes = _bounded(terms, cjk)
     if not terms:
         return MatchPlan(cjk=tuple(cjk), notes=notes)
-    strict = " ".join(term.fts for term in terms)
+    strict = all_of(terms)
     content_terms = [t for t in terms if not t.is_stopword]
     # A quoted phrase the text does not hold must not hide its words: any-word ORs them too.
     words = [Term((token,)) for t in terms if t.quoted and len(t.tokens) > 1
@@ -197,6 +249,12 @@ def _build_match(text: str) -> MatchPlan:
 
 
 _cached_match = functools.lru_cache(maxsize=32)(_build_match)
+
+
+def all_of(terms: Sequence[Term]) -> str:
+    """An FTS5 expression matching every term: FTS5 reads phrases side by side as AND, but not
+    a parenthesised alternative (a term with its typed form), which needs the keyword."""
+    return (" AND " if any(t.typed for t in terms) else " ").join(t.fts for t in terms)
 
 
 def any_terms(text: str, *, drop_stopwords: bool = True) -> str | None:

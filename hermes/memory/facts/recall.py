@@ -177,7 +177,9 @@ class FactRecall:
         chosen = [t for _, _, t in searchable][:RECALL_TERMS]
         common = not chosen and bool(counted)
         chosen = chosen or [t for _, _, t in sorted(counted, key=lambda item: item[:2])][:2]
-        return " ".join('"' + " ".join(t.tokens) + '"' for t in chosen), common
+        # As typed: the search plans this text again (a full-width word then stands for both of
+        # its forms, hermes.store.fts)
+        return " ".join('"' + " ".join(t.typed or t.tokens) + '"' for t in chosen), common
 
     def meaning(self, query: str) -> str:
         """The text a message is embedded as for fact recall (what :meth:`ranked` embeds)."""

@@ -207,10 +207,12 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
     highlighted, with some text either side. Outside a CJK query (matched by LIKE, inside
     words) a fragment is a whole word and no stopword: "What car do I drive?" highlights
     nothing in "Finally picked up the keys" (it used to mark the "i" of "Finally")."""
+    # a word in both its forms: as NFKC folds it and as typed (full-width letters, fts.Term)
+    forms = [(t, " ".join(tokens)) for t in plan.terms for tokens in (t.tokens, t.typed) if tokens]
     if plan.cjk:
-        patterns = [re.escape(f) for f in [*plan.cjk, *(" ".join(t.tokens) for t in plan.terms)]]
+        patterns = [re.escape(f) for f in [*plan.cjk, *(form for _, form in forms)]]
     else:
-        patterns = [rf"(?<!\w){re.escape(' '.join(t.tokens))}(?!\w)" for t in plan.terms
+        patterns = [rf"(?<!\w){re.escape(form)}(?!\w)" for t, form in forms
                     if not t.is_stopword]
     positions = []
     for pattern in patterns:

@@ -40,7 +40,7 @@ from hermes.memory.sessions.records import (
 )
 from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
 from hermes.safe_text import scrub
-from hermes.store.fts import MatchPlan, brief, build_match, like_pattern
+from hermes.store.fts import MatchPlan, all_of, brief, build_match, like_pattern
 
 if TYPE_CHECKING:
     from hermes.memory.sessions.vectors import MessageVectors
@@ -430,7 +430,7 @@ class SessionSearch:
                 pool.setdefault(row[0], row)
         if len(rows) > SCORE_CAP and mode == "loose" and len(terms) > 1:
             firsts = terms[:MAX_PAIR_TERMS]
-            pairs = " OR ".join(f"({a.fts} {b.fts})" for a, b in combinations(firsts, 2))
+            pairs = " OR ".join(f"({all_of((a, b))})" for a, b in combinations(firsts, 2))
             for row in self._stream(pairs, user, source, SCORE_CAP):
                 pool.setdefault(row[0], row)
             for term, df in zip(terms, bm25.df, strict=True):

@@ -187,3 +187,31 @@ def m027_facts_active_trust_index(db: sqlite_utils.Database) -> None:
     # (it was a walk over every fact of the user, ~25 ms at 90k facts). Named by INDEXED BY.
     db.execute("CREATE INDEX idx_facts_active_trust ON facts(user, trust) "
                "WHERE forgotten_at IS NULL AND superseded_by IS NULL")
+
+
+# Full-width ASCII (U+FF01-U+FF5E) or the ideographic space in a text, for m028: a byte search
+# first (their UTF-8 begins EF BC, EF BD or is E3 80 80), the exact class only for those.
+_WIDE_TEXT = ("(instr(CAST({0} AS BLOB), X'EFBC') OR instr(CAST({0} AS BLOB), X'EFBD') "
+              "OR instr(CAST({0} AS BLOB), X'E38080')) AND {0} GLOB '*[\uff01-\uff5e\u3000]*'")
+
+
+@migrations()
+def m028_full_width_vectors(db: sqlite_utils.Database) -> None:
+    # MiniLM now reads full-width letters and digits as the letters they are ("ＲＥＤＩＳ" was
+    # [UNK] to it: hermes.memory.embeddings.MiniLM.embed); other text embeds as before. The
+    # MiniLM vectors of texts holding such characters (a message, its speaker, a fact or a
+    # message a fact was learned from) are dropped, and the vector passes embed them again as
+    # the model now reads them. Finding them reads every message once: 0.85 s of CPU at 1M
+    # messages (scripts/bench_turn.py's home, none found).
+    minilm = "model LIKE 'all-MiniLM-L6-v2%'"
+    wide_message = ("SELECT id FROM messages WHERE " + _WIDE_TEXT.format("content") + " OR ("
+                    + _WIDE_TEXT.format("coalesce(speaker, '')") + ")")
+    db.execute(f"CREATE TEMP TABLE m028_wide AS {wide_message}")
+    db.execute(f"DELETE FROM message_vectors WHERE {minilm} AND message_id IN "
+               "(SELECT id FROM m028_wide)")
+    db.execute(
+        f"DELETE FROM fact_vectors WHERE {minilm} AND fact_id IN (SELECT f.id FROM facts f "
+        f"WHERE ({_WIDE_TEXT.format('f.content')}) OR EXISTS (SELECT 1 FROM json_each("
+        "CASE WHEN json_valid(f.source_message_ids) THEN f.source_message_ids ELSE '[]' END) j "
+        "WHERE j.value IN (SELECT id FROM m028_wide)))")
+    db.execute("DROP TABLE temp.m028_wide")
