@@ -367,7 +367,11 @@ class _CachedEmbedder:
 
     def save(self) -> None:
         if self.dirty:
-            self.path.write_text(json.dumps({k: v.hex() for k, v in self.store.items()}))
+            try:  # --vector-cache may name a folder not made yet
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text(json.dumps({k: v.hex() for k, v in self.store.items()}))
+            except OSError as exc:  # the figures are printed already: say it, in one line
+                print(f"vector cache not saved ({exc})", file=sys.stderr)
             self.dirty = False
 
 
