@@ -151,14 +151,6 @@ def _split_terms(text: str) -> tuple[list[Term], list[str]]:
             cjk.append(run)
         chunk = _CJK.sub(" ", chunk)
         for typed in [chunk] if quoted else chunk.split():
-            if typed.isascii():  # nothing to fold (most words: inline, ~15 % of a plan)
-                tokens = tuple(_TOKEN.findall(typed))
-                if (not quoted and len(tokens) > 1 and tokens[-1].lower() == "s"
-                        and _POSSESSIVE.search(typed)):
-                    tokens = tokens[:-1]
-                if tokens:
-                    terms.append(Term(tokens, quoted))
-                continue
             term = _term(typed, quoted)
             if term is not None:
                 terms.append(term)
