@@ -103,10 +103,19 @@ class CliResult:
 
 
 @pytest.fixture
-def cli() -> Callable[..., CliResult]:
-    """Run the real `hermes` command line in-process: ``cli("memory", "show", "--json")``."""
+def cli(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run the real `hermes` command line in-process: ``cli("memory", "show", "--json")``.
+
+    Its Runtime reads the test's clock (the ``clock`` fixture), as ``rt`` does: a command that
+    counts back from "now" (``stats --since 7d``) must not depend on today's date."""
+    import hermes.cli
     from hermes.cli import app
 
+    class ClockedRuntime(Runtime):
+        def __init__(self, settings: Settings) -> None:
+            super().__init__(settings, clock=clock)
+
+    monkeypatch.setattr(hermes.cli, "Runtime", ClockedRuntime)
     runner = CliRunner()
 
     def run(*args: str, input: str | None = None) -> CliResult:

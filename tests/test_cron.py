@@ -423,7 +423,8 @@ def test_cli_lists_config_jobs(cli, config_file):
     assert "config.yaml" in cli("cron", "remove", "daily-digest").stderr
 
 
-def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model, hermes_home):
+def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model, hermes_home,
+                                                                clock):
     cli("cron", "add", "digest", "0 8 * * *", "Summarise yesterday", "-d", "file:d.md")
     fake_model.reply("Yesterday you planned the move.").reply("[SILENT]")
     ran = cli("cron", "run", "digest", "--json")
@@ -435,6 +436,7 @@ def test_cli_run_goes_through_the_turn_engine_as_a_cron_session(cli, fake_model,
     assert "planned the move" in (hermes_home / "outbox" / "d.md").read_text()
     sessions = cli("sessions", "list", "--json").json()
     assert [s["source"] for s in sessions] == ["cron"]
+    clock.advance(minutes=1)     # a manual run's fire time is "now": two in one instant are one
     silent = cli("cron", "run", "digest", "--json").json()
     assert silent["status"] == "silent"
     assert (hermes_home / "outbox" / "d.md").read_text().count("##") == 1      # nothing delivered

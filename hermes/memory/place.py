@@ -1,0 +1,46 @@
+"""Who a memory operation is for, and where what it returns will be read.
+
+Every stored item is learned in a *place*, and every reply is read in one. A place is private
+(only its user reads it: a Discord DM, the terminal, the web panel, MCP, the CLI, an import) or
+shared (a Discord guild channel: every member of the channel reads the reply; a thread counts as
+its parent channel). A :class:`Scope` (the user and the place a reply goes to) travels with every
+memory operation, so that a read for a shared place can only return what its readers may see.
+
+This module holds the records only; the rule that filters by them lives with the stores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRIVATE_KEY = "private"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where something was said or learned, or where a reply will be read.
+
+    ``key`` is ``"private"`` for every private place, or a shared place's own key
+    (``discord:<guild id>:<channel id>``; a thread's key is its parent channel's)."""
+
+    key: str = PRIVATE_KEY
+
+    @property
+    def shared(self) -> bool:
+        return self.key != PRIVATE_KEY
+
+    @classmethod
+    def discord_channel(cls, guild_id: int, channel_id: int) -> Place:
+        """A Discord guild channel (for a thread, pass its parent channel's id)."""
+        return cls(f"discord:{guild_id}:{channel_id}")
+
+
+PRIVATE = Place()
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The user a memory operation acts for, and the place its result will be read in."""
+
+    user: str
+    place: Place = PRIVATE
