@@ -250,6 +250,8 @@ class Daemon:
             self.frontends[name] = frontend
             if entries[name].accepts is not None:
                 ctx.deliverers[name] = frontend.deliver
+                if getattr(frontend, "place_for", None) is not None:
+                    ctx.placers[name] = frontend.place_for  # type: ignore[attr-defined]
             if not reports:
                 log.info("front-end %s: started", name)
 

@@ -5,8 +5,10 @@
 Results are compact JSON. An error goes back to the model as a result with what it needs to
 recover (an over-cap write returns the usage and the entries), never as an exception.
 
-A :class:`ToolBox` lives for one turn and one user: every call is scoped to that user, and it
-counts failed memory writes so that the third one tells the model to stop and answer.
+A :class:`ToolBox` lives for one turn and one user: every call is scoped to that user and to the
+place the turn's reply is read in (in a shared place, a Discord channel, the tools read and
+name only what its readers may see: hermes.memory.audience), and it counts failed memory writes
+so that the third one tells the model to stop and answer.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.basic import Op, OverCapError, usage_of
 from hermes.memory.facts.store import Fact
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, Session
 
@@ -96,11 +99,17 @@ class ToolBox:
     """The tools of one turn, for one user."""
 
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
-                 tools: ToolRegistry | None = None) -> None:
+                 tools: ToolRegistry | None = None, place: Place = PRIVATE) -> None:
         self.memory = memory
         self.tools = tools or default_registry()
         self.user = user
         self.session_id = session_id
+        # where the turn's reply is read: every read is for it, every name resolved in it
+        self.place = place
+        # A tool other than the memory tools returned something this turn (a web page, a
+        # file, a plugin's output): a fact the model writes after it may come from that, so it
+        # is stored as a tool's output (hermes.memory.facts.provenance), trusted less.
+        self.outside_input = False
         self.facts = memory.facts
         self.sessions = memory.sessions
         self.basic = memory.basic
@@ -166,6 +175,8 @@ class ToolBox:
             return self._error(call.name, args, str(exc))
         if not isinstance(result, ToolResult):  # a plain value: it wrote if it is a write
             result = ToolResult(result, wrote=writes)
+        if call.name not in MEMORY_TOOLS:
+            self.outside_input = True
         self.writes += int(result.wrote)
         return ToolOutcome(call.name, args, dumps(result.value), ok=True,
                            wrote_memory=result.wrote, fact_ids=result.fact_ids)
@@ -204,12 +215,14 @@ class ToolBox:
 
     def _memory(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
         action = args.get("action")
+        place = self.place
         if action == "add":
-            result = self.basic.add(self.user, _need(args, "text"))
+            result = self.basic.add(self.user, _need(args, "text"), place=place)
         elif action == "replace":
-            result = self.basic.replace(self.user, _need(args, "target"), _need(args, "text"))
+            result = self.basic.replace(self.user, _need(args, "target"), _need(args, "text"),
+                                        place=place)
         elif action == "remove":
-            result = self.basic.remove(self.user, _need(args, "target"))
+            result = self.basic.remove(self.user, _need(args, "target"), place=place)
         elif action == "batch":
             ops = args.get("ops")
             if not isinstance(ops, list) or not ops:
@@ -220,7 +233,7 @@ class ToolBox:
                                                                         "remove"):
                     raise ToolError("each op needs action add, replace or remove.")
                 parsed.append(Op(op["action"], text=op.get("text"), target=op.get("target")))
-            result = self.basic.batch(self.user, parsed)
+            result = self.basic.batch(self.user, parsed, place=place)
         else:
             raise ToolError(_bad_action(action, ["add", "replace", "remove", "batch"]))
         data: dict[str, Any] = {"status": result.status, "message": result.message,
@@ -238,17 +251,19 @@ class ToolBox:
     def _facts(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
         action = args.get("action")
         limit = _limit(args, 10)
+        place = self.place
         if action == "search":
-            found = self.facts.search(self.user, _need(args, "query"), limit=limit)
+            found = self.facts.search(self.user, _need(args, "query"), limit=limit, place=place)
             return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
         if action == "probe":
-            found = self.facts.probe(self.user, _need(args, "entity"), limit=limit)
+            found = self.facts.probe(self.user, _need(args, "entity"), limit=limit, place=place)
             return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
         if action == "reason":
             entities = args.get("entities")
             if not isinstance(entities, list) or len(entities) < 2:
                 raise ToolError("reason needs entities: a list of at least two names.")
-            result = self.facts.reason(self.user, [str(e) for e in entities], limit=limit)
+            result = self.facts.reason(self.user, [str(e) for e in entities], limit=limit,
+                                       place=place)
             data: dict[str, Any] = {"facts": [fact_brief(f) for f in result.facts]}
             if result.path:
                 data["path"] = result.path
@@ -263,8 +278,13 @@ class ToolBox:
                 category=str(args.get("category") or "general"),
                 tags=[str(t) for t in tags] if isinstance(tags, list) else (),
                 source_session_id=self.session_id,
+                # learned where this session is held; from a tool's output when one came in
+                source="tool" if self.outside_input else None,
             )
-            return {"status": added.status, "fact": fact_brief(added.fact)}, True, []
+            return {"status": added.status, "fact": _visible_brief(added, self)}, True, []
+        if action in ("update", "forget"):
+            # only a fact its readers may see can be named here (NotFound otherwise)
+            self.facts.get(self.user, _need_int(args, "id"), place=place)
         if action == "update":
             fact = self.facts.update(
                 self.user, _need_int(args, "id"), _need(args, "content"),
@@ -290,6 +310,7 @@ class ToolBox:
         rated, errors = [], []
         for raw in ids:
             try:
+                self.facts.get(self.user, int(raw), place=self.place)
                 result = self.facts.rate(self.user, int(raw), rating == "helpful")
                 rated.append({"id": result.id, "trust": round(result.new_trust, 2)})
             except (HermesError, ValueError, TypeError) as exc:
@@ -306,12 +327,14 @@ class ToolBox:
     def _sessions(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
         action = args.get("action")
         source = args.get("source") or None
+        place = self.place
         if action == "browse":
-            found = self.sessions.list_sessions(self.user, source=source, limit=_limit(args, 10))
+            found = self.sessions.list_sessions(self.user, source=source, limit=_limit(args, 10),
+                                                place=place)
             return {"sessions": [session_brief(s) for s in found]}, False, []
         if action == "search":
             hits = self.sessions.search(self.user, _need(args, "query"), limit=_limit(args, 5),
-                                        source=source)
+                                        source=source, place=place)
             return {"results": [
                 {"session": session_brief(hit.session), "snippet": hit.snippet,
                  "messages": [message_brief(m) for m in hit.context],
@@ -321,8 +344,8 @@ class ToolBox:
             ]}, False, []
         if action == "show":
             session_id = _need_int(args, "session_id")
-            session = self.sessions.get(self.user, session_id)
-            messages = [m for m in self.sessions.messages(self.user, session_id)
+            session = self.sessions.get(self.user, session_id, place=place)
+            messages = [m for m in self.sessions.messages(self.user, session_id, place=place)
                         if m.role in ("user", "assistant")]
             shown = messages[-SHOW_MESSAGES:]
             data: dict[str, Any] = {"session": session_brief(session),
@@ -331,6 +354,17 @@ class ToolBox:
                 data["omitted_earlier"] = len(messages) - len(shown)
             return data, False, []
         raise ToolError(_bad_action(action, ["browse", "search", "show"]))
+
+
+def _visible_brief(added: Any, box: ToolBox) -> dict[str, Any]:
+    """The fact an add stored or merged into, as the model may see it where it writes: a
+    merge into a fact its readers may not see says only that it was known."""
+    fact = added.fact
+    if box.place.shared and not box.facts.audience.sees_item(box.place, fact.place, fact.shared):
+        return {"id": None, "content": "(already known; not shown here)"}
+    if fact.forgotten_at:
+        return {"id": fact.id, "content": fact.content, "withheld": fact.forgotten_reason}
+    return fact_brief(fact)
 
 
 # -- argument helpers --------------------------------------------------------------------------
@@ -378,6 +412,9 @@ def _builtin(name: str, description: str, properties: dict[str, Any], required: 
                 {"type": "object", "properties": properties, "required": required},
                 handler, writes=writes, write_actions=frozenset(write_actions or ()))
 
+
+# The built-in memory tools; any other tool's result is outside input (ToolBox.outside_input).
+MEMORY_TOOLS = frozenset({"memory", "facts", "fact_feedback", "session_search"})
 
 _STR = {"type": "string"}
 _INT = {"type": "integer"}

@@ -32,6 +32,7 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
 from hermes.store import usage
@@ -98,8 +99,10 @@ class Agent:
     def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None) -> Turn:
         return Turn(self, user, session_id, text, speaker=speaker)
 
-    def toolbox(self, user: str, session_id: int) -> ToolBox:
-        return ToolBox(self.memory, user, session_id=session_id)
+    def toolbox(self, user: str, session_id: int, place: Place = PRIVATE) -> ToolBox:
+        """The tools of one turn, for ``user``, reading for ``place`` (where its reply is
+        read)."""
+        return ToolBox(self.memory, user, session_id=session_id, place=place)
 
 
 class Turn:
@@ -140,6 +143,10 @@ class Turn:
         agent, user, session_id = self.agent, self.user, self.session_id
         sessions = agent.sessions
         conversation = agent.conversations.get(user, session_id)
+        # Where the reply is read: the session's place, set when it was opened (a Discord
+        # channel's, or private). Every read for this turn is for it (hermes.memory.audience).
+        place = conversation.snapshot.place if conversation else sessions.place_of(user,
+                                                                                   session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
@@ -149,7 +156,7 @@ class Turn:
         secret_note = removed_note(self.text, message.content)
         await self._before_reply(message)
 
-        toolbox = agent.toolbox(user, session_id)
+        toolbox = agent.toolbox(user, session_id, place)
         shown: list[int] = []
         emitted: list[str] = []
         round_text: list[str] = []    # the text of the current round, as the model sent it
@@ -164,7 +171,7 @@ class Turn:
             if not agent.llm.configured:
                 raise ModelNotConfigured(agent.llm.not_configured_message())
             if conversation is None:
-                conversation = agent.prompts.start(user, earlier)
+                conversation = agent.prompts.start(user, earlier, place=place)
                 agent.conversations.put(user, session_id, conversation)
                 earlier = []
             version = conversation.version
@@ -279,7 +286,9 @@ class Turn:
         turns, and the newest message's tail built again against it."""
         agent = self.agent
         previous = agent.conversations.get(self.user, self.session_id)
-        conversation = agent.prompts.start(self.user)
+        place = previous.snapshot.place if previous is not None else \
+            agent.sessions.place_of(self.user, self.session_id)
+        conversation = agent.prompts.start(self.user, place=place)
         conversation.sent = compressed.history[:-1]
         # The same conversation goes on, at the same pace (the cache's lifetime follows it).
         conversation.last_sent = previous.last_sent if previous is not None else None

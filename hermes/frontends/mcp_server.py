@@ -88,6 +88,9 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         data["tags"] = fact.tags
     if fact.status != "active":
         data["status"] = fact.status
+    # where it was learned and where it came from (hermes.memory.audience, facts.provenance)
+    data["place"] = fact.place
+    data["source"] = fact.source
     return data
 
 
@@ -213,8 +216,10 @@ class MemoryTools:
                   tags: list[str] | None = None) -> dict[str, Any]:
         """Store one long-term fact about the user or their world. A duplicate or near
         duplicate is merged into the existing fact (status merged). Never store secrets."""
+        # Written by another program's model, not typed by the user: a tool's output
+        # (hermes.memory.facts.provenance: trusted less until the user confirms it).
         added = self.facts.add(self.user, content, entities=entities or None,
-                               category=category, tags=tags or ())
+                               category=category, tags=tags or (), source="tool")
         self._embed(added.id)
         return {"status": added.status, "fact": fact_json(added.fact)}
 

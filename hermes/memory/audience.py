@@ -35,6 +35,39 @@ POLICIES: tuple[Policy, ...] = ("place_only", "shareable", "everything")
 # facts.shared / basic_memory.shared
 SHAREABLE = 1
 KEEP_PRIVATE = 0
+# The user's marks by name (``hermes facts mark``, ``/facts mark``, the web panel)
+MARKS: dict[str, int | None] = {"shareable": SHAREABLE, "private": KEEP_PRIVATE,
+                                "default": None}
+
+
+def mark_value(name: str) -> int | None:
+    """The stored value of a mark named by a person; one clear error for anything else."""
+    from hermes.errors import QueryError
+
+    key = name.strip().lower()
+    if key not in MARKS:
+        raise QueryError(f"Unknown mark {name!r}: use shareable, private or default.")
+    return MARKS[key]
+
+
+def mark_name(shared: int | None) -> str:
+    return next(k for k, v in MARKS.items() if v == shared)
+
+
+def who_sees(place_key: str, shared: int | None, policy: Policy = "place_only") -> str:
+    """Where an item may be repeated, in a few words, for a person reading the list."""
+    place = Place(place_key)
+    if shared == KEEP_PRIVATE:
+        return "private places only (marked private)"
+    if shared == SHAREABLE:
+        return "any channel (marked shareable)"
+    if policy == "everything":
+        return "any channel (privacy.shared_places: everything)"
+    if not place.shared:
+        return "private places only"
+    if policy == "shareable":
+        return "any channel (learned in a channel)"
+    return f"private places and {place.describe()}"
 NO_CONDITION: tuple[str, list[Any]] = ("", [])
 
 

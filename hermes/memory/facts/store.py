@@ -522,13 +522,18 @@ class FactStore:
                 f"WHERE user = ? AND id IN ({marks})", [user, *ids],
             )
 
-    def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
-        """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped. A
-        helpful rating of a fact from elsewhere confirms it (hermes.memory.facts.provenance)."""
+    def rate(self, user: str, fact_id: int, helpful: bool, *,
+             confirms: bool = False) -> RateResult:
+        """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped.
+
+        ``confirms``: the person rated this one fact themselves (``hermes facts rate``,
+        ``/rate``, the web panel), so a helpful rating confirms a fact from elsewhere
+        (hermes.memory.facts.provenance). A model's rating (the fact_feedback tool, an MCP
+        client) or a 👍 on a whole reply never does: a source could vouch for itself."""
         delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
         result = self._move_trust(user, fact_id, helpful, delta, +1,
                                   note="helpful" if helpful else "unhelpful")
-        if helpful:
+        if helpful and confirms:
             with write_transaction(self.db):
                 fact = self.get(user, fact_id)
                 if provenance.unconfirmed(fact):
@@ -667,6 +672,22 @@ class FactStore:
                 # Withheld for reading like an instruction: restoring it is the user's word.
                 restored = self._confirm(restored, now, note="confirmed: restored by the user")
             return restored
+
+    def mark(self, user: str, fact_id: int, shared: int | None) -> Fact:
+        """The user's mark on a fact: shareable (1: any shared place may show it), private (0:
+        no shared place may, not even the one it was learned in) or None (the home's default,
+        privacy.shared_places). Who may see it changes, nothing else; recorded in its history.
+        """
+        if shared not in (None, 0, 1):
+            raise RefusedWrite("Refused: a fact is marked shareable, private or default.")
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            if fact.shared == shared:
+                return fact
+            self.db.execute("UPDATE facts SET shared = ? WHERE id = ? AND user = ?",
+                            [shared, fact.id, user])
+            self._history(fact, "mark", {"shared": fact.shared}, {"shared": shared})
+            return self.get(user, fact.id)
 
     def purge(self, user: str, fact_id: int) -> None:
         """Delete a fact for good, with its history and every older version it superseded."""

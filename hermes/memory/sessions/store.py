@@ -14,6 +14,7 @@ Two ways to read it, neither calls a model:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -225,17 +226,22 @@ class SessionStore:
         exclude_session: int | None = None, any_word: bool = False,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
         facts: Sequence[FactHit] | None = None, place: Place = PRIVATE,
+        words_only: bool = False,
     ) -> list[MessageHit]:
         """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`);
-        in a shared ``place``, of the conversations its readers may see."""
+        in a shared ``place``, of the conversations its readers may see. ``words_only``: by
+        their words even when message vectors are on (and without fact evidence)."""
+        searcher = self.searcher
+        if words_only and self.vectors is not None:
+            searcher = self._words_searcher
         allowed = self._allowed(user, place)
         if allowed is None:
-            return self.searcher.search_messages(
+            return searcher.search_messages(
                 user, query, limit=limit, source=source, exclude_session=exclude_session,
                 any_word=any_word, meaning=meaning, profile=profile, facts=facts)
         if not allowed or allowed <= {exclude_session}:
             return []
-        hits = self.searcher.search_messages(
+        hits = searcher.search_messages(
             user, query, limit=self._deeper(limit), source=source,
             exclude_session=exclude_session, any_word=any_word, meaning=meaning,
             profile=profile, facts=self._facts_in(place, facts))
@@ -248,6 +254,10 @@ class SessionStore:
     # hit (its messages, context, title, summary) is its session's: keeping the session keeps
     # everything it shows. (A private place: no filter at all, the search as it always ran.)
     DEEPER = 4
+
+    @cached_property
+    def _words_searcher(self) -> SessionSearch:
+        return SessionSearch(self.db, self.clock)
 
     def _allowed(self, user: str, place: Place) -> set[int] | None:
         return visible_session_ids(self.db, self.audience, user, place)

@@ -1,0 +1,252 @@
+"""Every path into a request read in a shared place, one by one: each tool the model can call,
+the prompt's front and tail, a cron job delivered into a channel, and Discord at the edge (a DM
+teaches a fact; a mention in a server channel does not see it; the DM does)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hermes.agent.llm import ToolCall
+from hermes.agent.tools import ToolBox
+from hermes.agent.turn import Agent
+from hermes.memory.place import PRIVATE, Place
+from tests.discord_fakes import FakeDiscordAPI, World
+
+HERE = Place.discord_channel(1, 2)
+USER = "alice"
+
+
+@pytest.fixture
+def stored(rt) -> dict[str, Any]:
+    """A private fact, entry and conversation, and one of each learned in channel HERE."""
+    memory = rt.memory
+    secret = memory.facts.add(USER, "Nadia Kovacs lent the user money for the Fernwick flat",
+                              entities=["Nadia Kovacs", "Fernwick"]).fact
+    public = memory.facts.add(USER, "Nadia Kovacs runs the Fernwick book club",
+                              entities=["Nadia Kovacs", "Fernwick"], place=HERE).fact
+    memory.basic.add(USER, "Private: the spare key is under the Fernwick gnome")
+    memory.basic.add(USER, "Channel: Fernwick book club meets on Mondays", place=HERE)
+    dm = memory.sessions.create(USER, "discord", channel_key="discord:dm:9")
+    memory.sessions.append(USER, dm.id, "user", "my Fernwick landlord is suing me")
+    memory.sessions.close(USER, dm.id)
+    memory.sessions.set_summary(USER, dm.id, title="Fernwick lawsuit",
+                                summary="A lawsuit with the Fernwick landlord")
+    club = memory.sessions.create(USER, "discord", channel_key="c", place=HERE)
+    memory.sessions.append(USER, club.id, "user", "the Fernwick book club reads Dune")
+    memory.sessions.close(USER, club.id)
+    return {"secret": secret, "public": public, "dm": dm, "club": club}
+
+
+def run(rt, place: Place, name: str, **args: Any) -> dict[str, Any]:
+    box = ToolBox(rt.memory, USER, session_id=None, place=place)
+    outcome = box.run(ToolCall("1", name, json.dumps(args)))
+    return json.loads(outcome.content)
+
+
+# --------------------------------------------------------------------------- the tools
+def test_facts_search(rt, stored):
+    here = run(rt, HERE, "facts", action="search", query="Fernwick")
+    assert [f["id"] for f in here["facts"]] == [stored["public"].id]
+    mine = run(rt, PRIVATE, "facts", action="search", query="Fernwick")
+    assert {f["id"] for f in mine["facts"]} == {stored["public"].id, stored["secret"].id}
+
+
+def test_facts_probe(rt, stored):
+    here = run(rt, HERE, "facts", action="probe", entity="Nadia Kovacs")
+    assert [f["id"] for f in here["facts"]] == [stored["public"].id]
+    assert len(run(rt, PRIVATE, "facts", action="probe", entity="Nadia Kovacs")["facts"]) == 2
+
+
+def test_facts_reason(rt, stored):
+    here = run(rt, HERE, "facts", action="reason", entities=["Nadia Kovacs", "Fernwick"])
+    assert [f["id"] for f in here["facts"]] == [stored["public"].id]
+    mine = run(rt, PRIVATE, "facts", action="reason", entities=["Nadia Kovacs", "Fernwick"])
+    assert len(mine["facts"]) == 2
+
+
+@pytest.mark.parametrize("action", ["update", "forget"])
+def test_facts_update_and_forget_name_only_what_the_place_sees(rt, stored, action):
+    args = {"action": action, "id": stored["secret"].id, "content": "changed"}
+    refused = run(rt, HERE, "facts", **args)
+    assert "No fact with id" in refused["error"]
+    assert rt.memory.facts.get(USER, stored["secret"].id).active  # untouched
+    assert "error" not in run(rt, PRIVATE, "facts", **args)
+
+
+def test_fact_feedback(rt, stored):
+    refused = run(rt, HERE, "fact_feedback", ids=[stored["secret"].id], rating="unhelpful")
+    assert refused["error"] == "No fact was rated."
+    assert rt.memory.facts.get(USER, stored["secret"].id).trust == 0.5
+    rated = run(rt, HERE, "fact_feedback", ids=[stored["public"].id], rating="helpful")
+    assert [r["id"] for r in rated["rated"]] == [stored["public"].id]
+
+
+def test_session_search_search(rt, stored):
+    here = run(rt, HERE, "session_search", action="search", query="Fernwick")
+    assert [r["session"]["id"] for r in here["results"]] == [stored["club"].id]
+    mine = run(rt, PRIVATE, "session_search", action="search", query="Fernwick")
+    assert {r["session"]["id"] for r in mine["results"]} == {stored["club"].id,
+                                                              stored["dm"].id}
+
+
+def test_session_search_browse(rt, stored):
+    here = run(rt, HERE, "session_search", action="browse")
+    assert [s["id"] for s in here["sessions"]] == [stored["club"].id]
+    assert len(run(rt, PRIVATE, "session_search", action="browse")["sessions"]) == 2
+
+
+def test_session_search_show(rt, stored):
+    refused = run(rt, HERE, "session_search", action="show", session_id=stored["dm"].id)
+    assert "No session" in refused["error"] and "suing" not in json.dumps(refused)
+    shown = run(rt, PRIVATE, "session_search", action="show", session_id=stored["dm"].id)
+    assert "suing" in json.dumps(shown)
+
+
+def test_memory_tool(rt, stored):
+    refused = run(rt, HERE, "memory", action="remove", target="gnome")
+    assert "No basic-memory entry contains" in refused["error"]
+    assert any("gnome" in e.text for e in rt.memory.basic.entries(USER))
+    over = run(rt, HERE, "memory", action="add", text="x " * 4100)
+    assert "gnome" not in json.dumps(over) and "book club" in json.dumps(over)
+    added = run(rt, HERE, "memory", action="add", text="Channel: bring snacks")
+    assert rt.memory.basic.entries(USER)[-1].place == HERE.key and added["status"] == "added"
+
+
+# --------------------------------------------------------------------------- the prompt
+async def test_the_front_and_tail_of_a_shared_place(fake_model, rt, stored):
+    from hermes.memory import context as context_file
+
+    path = context_file.path_for(rt.memory, USER)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Recent\n- the Fernwick lawsuit hearing is on Friday\n")
+    agent = Agent(rt.memory)
+    channel = rt.memory.sessions.create(USER, "discord", channel_key="k", place=HERE)
+    fake_model.reply("ok").reply("ok")
+    await agent.turn(USER, channel.id, "what about Fernwick?").run()
+    request = fake_model.last.prompt
+    assert "book club" in request                         # learned here
+    for private in ("gnome", "lent the user money", "suing", "hearing", "recent_context"):
+        assert private not in request, private
+    # written in a DM while the channel's conversation is open: not announced there
+    rt.memory.facts.add(USER, "Fernwick's landlord is called Osgood")
+    rt.memory.basic.add(USER, "Private: Fernwick rent is late")
+    await agent.turn(USER, channel.id, "and Fernwick now?").run()
+    assert "Osgood" not in fake_model.last.prompt and "rent is late" not in fake_model.last.prompt
+
+
+async def test_the_same_front_and_tail_in_a_private_place(fake_model, rt, stored):
+    agent = Agent(rt.memory)
+    dm = rt.memory.sessions.create(USER, "discord", channel_key="discord:dm:9")
+    fake_model.reply("ok").reply("ok")
+    await agent.turn(USER, dm.id, "what about the Fernwick money?").run()
+    request = fake_model.last.prompt
+    assert "gnome" in request and "lent the user money" in request
+    rt.memory.facts.add(USER, "Fernwick's landlord is called Osgood")
+    await agent.turn(USER, dm.id, "and Fernwick now?").run()
+    assert "Osgood" in fake_model.last.tail
+
+
+# --------------------------------------------------------------------------- cron
+@pytest.mark.parametrize(("deliver", "shared"), [("discord:2", True), ("terminal", False),
+                                                 ("discord:77", True)])
+async def test_a_cron_job_delivered_into_a_channel_sees_only_that_channel(
+        fake_model, rt, stored, deliver, shared):
+    from hermes.cron.runner import agent_prompt_runner
+    from hermes.cron.store import CronJob
+
+    async def placer(target: str) -> Place:
+        if target == "77":
+            raise LookupError("no such channel")  # cannot be looked up: a place of its own
+        return HERE
+
+    runner = agent_prompt_runner(rt.memory.sessions, Agent(rt.memory), {"discord": placer})
+    job = CronJob(1, "digest", USER, "every 6h", "summarise Fernwick news", deliver, True,
+                  "cli", "")
+    fake_model.reply("digest")
+    outcome = await runner(job)
+    request = fake_model.last.prompt
+    assert ("gnome" in request) is not shared and ("lent the user" in request) is not shared
+    assert ("book club" in request) is (deliver != "discord:77")
+    session = rt.memory.sessions.get(USER, outcome.session_id)
+    assert session.place == {"discord:2": HERE.key, "terminal": "private",
+                             "discord:77": "discord:?:77"}[deliver]
+
+
+async def test_cron_without_discord_running_is_a_channel_of_its_own(fake_model, rt, stored):
+    from hermes.cron.runner import delivery_place
+
+    assert await delivery_place("discord:55", {}) == Place("discord:?:55")
+    assert await delivery_place("file:notes.md", {}) == PRIVATE
+    assert await delivery_place("telegram:5", {}) == Place("telegram:5")
+
+
+# --------------------------------------------------------------------------- Discord
+@pytest.fixture
+async def discord_world(fake_model, rt, monkeypatch):
+    from hermes.frontends.discord_bot import HermesBot
+
+    bot = HermesBot(rt, Agent(rt.memory))
+    api = FakeDiscordAPI()
+    api.install(bot, monkeypatch)
+    async with bot:
+        await bot.login("fake-token")
+        world = World(bot, api)
+        rt.settings.discord.allowed_users = [world.id_of("alice")]
+        yield bot, world
+
+
+async def test_a_fact_taught_in_a_dm_is_not_in_a_channel_request(fake_model, rt, discord_world):
+    bot, world = discord_world
+    fake_model.tool_call("facts", {"action": "add",
+                                   "content": "The user's dentist is Dr Ravenglass"})
+    fake_model.reply("Noted.")
+    await bot.on_message(world.dm("alice", "my dentist is Dr Ravenglass"))
+    user = rt.settings.resolve_user(f"discord:{world.id_of('alice')}")
+    learned = rt.memory.facts.list_facts(user)
+    assert [f.place for f in learned] == ["private"]
+
+    fake_model.reply("I can't say here.")
+    await bot.on_message(world.in_guild("alice", "who is my dentist?"))
+    assert "Ravenglass" not in fake_model.last.prompt
+    fake_model.reply("I can't say here either.")
+    await bot.on_message(world.in_guild("alice", "who is my dentist?", thread=True))
+    assert "Ravenglass" not in fake_model.last.prompt
+
+    fake_model.reply("Dr Ravenglass.")
+    await bot.on_message(world.dm("alice", "who is my dentist again?"))
+    assert "Ravenglass" in fake_model.last.tail  # recalled for the DM
+
+
+async def test_a_fact_taught_in_a_channel_belongs_to_the_channel(fake_model, rt, discord_world):
+    bot, world = discord_world
+    fake_model.tool_call("facts", {"action": "add",
+                                   "content": "The user's team ships on Fridays"})
+    fake_model.reply("Noted.")
+    await bot.on_message(world.in_guild("alice", "we ship on Fridays", thread=True))
+    user = rt.settings.resolve_user(f"discord:{world.id_of('alice')}")
+    here = Place.discord_channel(world.guild_id, world.channel_id)
+    # a thread's fact is its parent channel's: the channel sees it, the DM too
+    assert [f.place for f in rt.memory.facts.list_facts(user)] == [here.key]
+    sessions = rt.memory.sessions.list_sessions(user)
+    assert [s.place for s in sessions] == [here.key]
+    fake_model.reply("Fridays.")
+    await bot.on_message(world.in_guild("alice", "when does the team ship?"))
+    assert "ships on Fridays" in fake_model.last.tail
+
+
+async def test_a_channel_adopts_what_was_placed_before_its_server_was_known(
+        fake_model, rt, discord_world):
+    bot, world = discord_world
+    user = rt.settings.resolve_user(f"discord:{world.id_of('alice')}")
+    old = rt.memory.sessions.create(user, "discord",
+                                    channel_key=f"discord:channel:{world.channel_id}:user:1")
+    assert old.place == f"discord:?:{world.channel_id}"
+    rt.memory.facts.add(user, "The user's standup is at nine", source_session_id=old.id)
+    fake_model.reply("At nine.")
+    await bot.on_message(world.in_guild("alice", "when is my standup?"))
+    assert "standup is at nine" in fake_model.last.tail
+    here = Place.discord_channel(world.guild_id, world.channel_id)
+    assert rt.memory.facts.list_facts(user)[0].place == here.key
