@@ -182,7 +182,8 @@ class Matrix:
             for p in paths:
                 leaked = name in self.shared[p]
                 reached = name in self.private.get(p, set())
-                cells.append(f"{('LEAK' if leaked else 'ok') + ('/r' if reached else '/-'):>10}")
+                mark = "" if p not in self.private else "/r" if reached else "/-"
+                cells.append(f"{('LEAK' if leaked else 'ok') + mark:>10}")
             lines.append(f"{name:<{width}}  " + "  ".join(cells))
         lines.append(f"items {len(names)} x paths {len(paths)}: leaks {self.leaks}, "
                      f"unreachable in private {sorted(self.unreachable()) or 'none'}")
@@ -193,7 +194,12 @@ async def run_matrix(paths: dict[str, Path], here: Place) -> Matrix:
     matrix = Matrix()
     everything = [*ITEMS, *CONTROLS]
     for name, path in paths.items():
-        for place, out in ((here, matrix.shared), (PRIVATE, matrix.private)):
+        # a path that only carries the turn elsewhere (cron, Discord) is run in the shared
+        # place only when ``private_too`` is False: its private side is the turn's own
+        places = [(here, matrix.shared)]
+        if getattr(path, "private_too", True):
+            places.append((PRIVATE, matrix.private))
+        for place, out in places:
             found: set[str] = set()
             shown: set[str] = set()
             if getattr(path, "per_item", True):

@@ -124,7 +124,7 @@ async def test_the_front_and_tail_of_a_shared_place(fake_model, rt, stored):
     path.write_text("# Recent\n- the Fernwick lawsuit hearing is on Friday\n")
     agent = Agent(rt.memory)
     channel = rt.memory.sessions.create(USER, "discord", channel_key="k", place=HERE)
-    fake_model.reply("ok").reply("ok")
+    fake_model.reply("ok")
     await agent.turn(USER, channel.id, "what about Fernwick?").run()
     request = fake_model.last.prompt
     assert "book club" in request                         # learned here
@@ -133,8 +133,13 @@ async def test_the_front_and_tail_of_a_shared_place(fake_model, rt, stored):
     # written in a DM while the channel's conversation is open: not announced there
     rt.memory.facts.add(USER, "Fernwick's landlord is called Osgood")
     rt.memory.basic.add(USER, "Private: Fernwick rent is late")
+    fake_model.tool_call("facts", {"action": "search", "query": "Fernwick landlord"})
+    fake_model.reply("ok")
     await agent.turn(USER, channel.id, "and Fernwick now?").run()
+    # the later turn's tail, and its tools (the turn reads its place from the conversation)
     assert "Osgood" not in fake_model.last.prompt and "rent is late" not in fake_model.last.prompt
+    assert "lent the user money" not in fake_model.last.prompt
+    assert "book club" in fake_model.last.prompt  # the search did run, for the channel
 
 
 async def test_the_same_front_and_tail_in_a_private_place(fake_model, rt, stored):
@@ -250,3 +255,30 @@ async def test_a_channel_adopts_what_was_placed_before_its_server_was_known(
     assert "standup is at nine" in fake_model.last.tail
     here = Place.discord_channel(world.guild_id, world.channel_id)
     assert rt.memory.facts.list_facts(user)[0].place == here.key
+
+
+# --------------------------------------------------------------------------- learning
+async def test_what_a_speaker_says_in_a_channel_is_learned_for_the_speaker_there(
+        fake_model, rt, discord_world):
+    """Bob says something about Alice in the channel: extraction stores it for Bob, placed in
+    the channel; Alice's memory gets nothing, in any place."""
+    from hermes.learn.worker import ExtractionWorker
+
+    bot, world = discord_world
+    rt.settings.discord.allowed_users = [world.id_of("alice"), world.id_of("bob")]
+    alice = rt.settings.resolve_user(f"discord:{world.id_of('alice')}")
+    bob = rt.settings.resolve_user(f"discord:{world.id_of('bob')}")
+    fake_model.reply("Good luck to her!")
+    await bot.on_message(world.in_guild("bob", "Alice is moving to Porto next month"))
+    session = rt.memory.sessions.list_sessions(bob)[0]
+    fake_model.reply(json.dumps([{
+        "action": "create", "content": "Alice (a member of the user's server) is moving to "
+        "Porto next month.", "type": "episodic", "category": "person", "entities": ["Alice"],
+        "tags": [], "importance": 0.5}]))
+    run = await ExtractionWorker(rt).run_session(bob, session.id)
+    assert run is not None and run.created == 1
+    here = Place.discord_channel(world.guild_id, world.channel_id)
+    learned = rt.memory.facts.list_facts(bob)
+    assert [(f.place, f.source) for f in learned] == [(here.key, "said")]
+    assert rt.memory.facts.list_facts(alice) == []
+    assert rt.memory.facts.search(alice, "Porto") == []

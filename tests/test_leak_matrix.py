@@ -101,6 +101,8 @@ def _paths(rt: Any, fake: Any, bot: HermesBot, world: World,
     async def thread(place: Place, item: lm.Item | None) -> list[Any]:
         return await discord(place, item, thread=True)
 
+    for path in (cron, channel, thread):
+        path.private_too = False  # type: ignore[attr-defined]
     return {
         "turn": turn,
         "facts.search": tool_path([("facts", {"action": "search", "query": i.query})
