@@ -242,3 +242,31 @@ def test_sessions_in_a_shared_place(memory):
     with pytest.raises(NotFound):
         store.messages("alice", dm.id, place=HERE)
     assert store.place_of("alice", here.id) == HERE
+
+
+def test_recall_by_meaning_alone_and_by_common_words_in_a_shared_place(memory, rt):
+    """FactRecall.nearest (session search's fact evidence by meaning) and the newest facts for
+    common words (recall without vectors) read for the place too."""
+    from hermes.config import FactsConfig
+    from hermes.memory.facts.recall import FactRecall
+    from hermes.memory.facts.store import FactStore
+    from hermes.memory.facts.vectors import FactVectors
+    from tests.test_embeddings import ToyEmbedder
+
+    facts = FactStore(rt.db, FactsConfig(), rt.clock, vectors=FactVectors(rt.db, ToyEmbedder()))
+    secret = facts.add("alice", "The user's garden shed holds the spare garden key").fact
+    public = facts.add("alice", "The user's garden club meets in the garden", place=HERE).fact
+    assert facts.vectors is not None
+    facts.vectors.index("alice")
+    # fused with meaning too (hybrid search: the nearest facts pass the same filters)
+    assert [f.id for f in facts.search("alice", "garden", place=HERE)] == [public.id]
+    assert secret.id not in {f.id for f in facts.search("alice", "spare key shed", place=HERE)}
+    assert secret.id in {f.id for f in facts.search("alice", "spare key shed")}
+    mine = FactRecall(facts, rt.clock).nearest("alice", "garden", limit=5, floor=0.0)
+    assert mine is not None and {f.id for f in mine} == {secret.id, public.id}
+    here = FactRecall(facts, rt.clock, HERE).nearest("alice", "garden", limit=5, floor=0.0)
+    assert here is not None and [f.id for f in here] == [public.id]
+    newest = facts.searcher.newest("alice", "garden", limit=5, floor=0.0,
+                                   visible=facts.audience.items(HERE, "f"))
+    assert [f.id for f in newest] == [public.id]
+    assert len(facts.searcher.newest("alice", "garden", limit=5, floor=0.0)) == 2

@@ -21,7 +21,14 @@ THERE_CHANNEL = 4_242_424_242
 
 
 @pytest.fixture
-async def world(fake_model, rt, monkeypatch):
+def hybrid(monkeypatch):
+    """Recall by meaning on, as by default (the test home turns it off; the toy model of
+    tests/conftest.py stands in for MiniLM): the fused searches are paths too."""
+    monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
+
+
+@pytest.fixture
+async def world(hybrid, fake_model, rt, monkeypatch):
     bot = HermesBot(rt, Agent(rt.memory))
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
@@ -137,6 +144,8 @@ async def test_private_items_leak_into_no_path_of_a_shared_place(world, rt, fake
     here = Place.discord_channel(world_.guild_id, world_.channel_id)
     there = Place.discord_channel(world_.guild_id, THERE_CHANNEL)
     seeded = lm.seed(rt.memory, rt.settings, user, here, there)
+    assert rt.memory.fact_vectors is not None and rt.memory.message_vectors is not None
+    rt.memory.fact_vectors.index(user)  # the daemon's vector pass (messages: before a search)
     matrix = await lm.run_matrix(_paths(rt, fake_model, bot, world_, seeded), here)
     print(matrix.table())
     assert len(lm.ITEMS) >= 20 and len(matrix.shared) >= 10
