@@ -282,3 +282,22 @@ async def test_what_a_speaker_says_in_a_channel_is_learned_for_the_speaker_there
     assert [(f.place, f.source) for f in learned] == [(here.key, "said")]
     assert rt.memory.facts.list_facts(alice) == []
     assert rt.memory.facts.search(alice, "Porto") == []
+
+
+async def test_a_channel_has_a_stable_front_of_its_own(fake_model, rt, stored):
+    """Prompt caching: each request of a channel's conversation extends the one before (its
+    front taken once, for the channel), and that front is not the DM's."""
+    agent = Agent(rt.memory)
+    channel = rt.memory.sessions.create(USER, "discord", channel_key="k", place=HERE)
+    dm = rt.memory.sessions.create(USER, "discord", channel_key="discord:dm:9")
+    fake_model.reply("one").reply("two").reply("three")
+    await agent.turn(USER, channel.id, "first about Fernwick").run()
+    first = fake_model.last.messages
+    rt.memory.basic.add(USER, "Private: written in a DM meanwhile")
+    await agent.turn(USER, channel.id, "second about Fernwick").run()
+    second = fake_model.last.messages
+    assert second[:len(first)] == first  # extends the previous request: the cached prefix
+    await agent.turn(USER, dm.id, "and in private?").run()
+    assert fake_model.last.messages[0] != first[0]  # the DM's front holds its private entries
+    assert "gnome" in fake_model.last.messages[0]["content"]
+    assert "gnome" not in first[0]["content"]
