@@ -301,3 +301,31 @@ async def test_a_channel_has_a_stable_front_of_its_own(fake_model, rt, stored):
     assert fake_model.last.messages[0] != first[0]  # the DM's front holds its private entries
     assert "gnome" in fake_model.last.messages[0]["content"]
     assert "gnome" not in first[0]["content"]
+
+
+async def test_an_uncached_threads_parent_is_looked_up(fake_model, rt, discord_world):
+    import discord
+
+    from tests.discord_fakes import message_payload
+
+    bot, world = discord_world
+    world.api.channels[world.thread_id] = {
+        "id": str(world.thread_id), "type": 11, "guild_id": str(world.guild_id),
+        "parent_id": str(world.channel_id), "owner_id": "1", "name": "plans",
+        "last_message_id": None, "rate_limit_per_user": 0, "message_count": 0,
+        "member_count": 1,
+        "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                            "archive_timestamp": "2026-11-29T12:00:00+00:00", "locked": False}}
+    channel = discord.PartialMessageable(state=world.state, id=world.thread_id,
+                                         guild_id=world.guild_id,
+                                         type=discord.ChannelType.public_thread)
+    bot_user = world.state.user
+    data = message_payload(channel_id=world.thread_id, guild_id=world.guild_id,
+                           author=world.people["alice"], content=f"<@{bot_user.id}> hello",
+                           mentions=[{"id": str(bot_user.id), "username": bot_user.name,
+                                      "discriminator": "0", "bot": True}])
+    fake_model.reply("hi")
+    await bot.on_message(discord.Message(state=world.state, channel=channel, data=data))
+    user = rt.settings.resolve_user(f"discord:{world.id_of('alice')}")
+    here = Place.discord_channel(world.guild_id, world.channel_id)
+    assert [s.place for s in rt.memory.sessions.list_sessions(user)] == [here.key]

@@ -132,6 +132,7 @@ class HermesBot(discord.Client):
         # channels (and threads) whose rows placed without their server were renamed to their
         # full place this process (hermes.memory.audience.adopt_place)
         self._adopted: set[int] = set()
+        self._parents: dict[int, int] = {}  # thread id -> parent channel id, looked up
         self._add_commands()
 
     # ------------------------------------------------------------------ lifecycle
@@ -240,7 +241,7 @@ class HermesBot(discord.Client):
 
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
-        place = place_for(message)
+        place = await self._place_of(message)
         self._adopt(place, message.channel)
         session = self.rt.memory.sessions.open_for(user, "discord", key, place=place)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
@@ -325,6 +326,27 @@ class HermesBot(discord.Client):
         channel = self.get_channel(payload.channel_id)
         author = member or discord.Object(id=payload.user_id)
         return {payload.user_id} if self.is_allowed(author, channel) else set()
+
+    async def _place_of(self, message: discord.Message) -> Place:
+        """:func:`place_for`, with a thread's parent channel looked up when discord.py did not
+        have it (an uncached thread): once per thread and process. Unknown still: the thread
+        is a shared place of its own."""
+        place = place_for(message)
+        channel = message.channel
+        if place != Place.discord_unknown_thread(channel.id):
+            return place
+        parent = self._parents.get(channel.id)
+        if parent is None:
+            try:
+                parent = getattr(await self.fetch_channel(channel.id), "parent_id", None)
+            except discord.DiscordException:
+                log.warning("discord: the parent of thread %s is not known", channel.id)
+                return place
+            if parent is None:
+                return place
+            self._parents[channel.id] = parent
+        assert message.guild is not None
+        return Place.discord_channel(message.guild.id, parent)
 
     def _adopt(self, place: Place, channel: object) -> None:
         """Once per channel and process: rows placed in this channel (or thread) before its
