@@ -270,3 +270,22 @@ def test_recall_by_meaning_alone_and_by_common_words_in_a_shared_place(memory, r
                                    visible=facts.audience.items(HERE, "f"))
     assert [f.id for f in newest] == [public.id]
     assert len(facts.searcher.newest("alice", "garden", limit=5, floor=0.0)) == 2
+
+
+def test_what_a_conversation_taught_is_shown_only_if_its_readers_may_see_it(memory):
+    """A session search hit names the facts learned in that conversation that lifted it
+    (``learned``): in a shared place only those its readers may see, whoever found them."""
+    store, facts = memory.sessions, memory.facts
+    here = store.create("alice", "discord", channel_key="c", place=HERE)
+    said = store.append("alice", here.id, "user", "my Tesla keys are in the blue bowl")
+    hidden = facts.add("alice", "The user keeps the Tesla keys in the blue bowl",
+                       source_session_id=here.id, source_message_ids=[said.id], shared=0).fact
+    shown = facts.add("alice", "The user drives a Tesla", source_session_id=here.id,
+                      source_message_ids=[said.id]).fact
+    hits = [facts.get("alice", hidden.id), facts.get("alice", shown.id)]
+    for fact in hits:
+        fact.score = 1.0
+    mine = store.search("alice", "Tesla garage", facts=hits)
+    assert {i for i, _ in mine[0].learned} == {hidden.id, shown.id}
+    there = store.search("alice", "Tesla garage", facts=hits, place=HERE)
+    assert [i for i, _ in there[0].learned] == [shown.id]
