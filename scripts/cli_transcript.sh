@@ -15,7 +15,7 @@ export HERMES_HOME=$home PYTHONPATH=$tree NO_COLOR=1 COLUMNS=100 TERM=dumb
 n=0
 run() {
   n=$((n + 1))
-  printf '$ hermes %s\n' "$*" >>"$out"
+  printf '$ hermes %s\n' "$*" | sed -e "s|$tree|<tree>|g" >>"$out"
   # -f: a frozen clock (one second later for each command), not one that starts there
   faketime -f "2026-12-01 10:$(printf '%02d:%02d' $((n / 60)) $((n % 60)))" \
     "$python" -m hermes "$@" >"$home.out" 2>&1
