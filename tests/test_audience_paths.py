@@ -12,7 +12,7 @@ import pytest
 from hermes.agent.llm import ToolCall
 from hermes.agent.tools import ToolBox
 from hermes.agent.turn import Agent
-from hermes.memory.place import PRIVATE, Place
+from hermes.memory.place import PRIVATE, Place, Scope
 from tests.discord_fakes import FakeDiscordAPI, World
 
 HERE = Place.discord_channel(1, 2)
@@ -41,7 +41,7 @@ def stored(rt) -> dict[str, Any]:
 
 
 def run(rt, place: Place, name: str, **args: Any) -> dict[str, Any]:
-    box = ToolBox(rt.memory, USER, session_id=None, place=place)
+    box = ToolBox(rt.memory, USER, session_id=None, scope=Scope(USER, place))
     outcome = box.run(ToolCall("1", name, json.dumps(args)))
     return json.loads(outcome.content)
 

@@ -32,7 +32,7 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
-from hermes.memory.place import PRIVATE, Place
+from hermes.memory.place import PRIVATE, Place, Scope
 from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
 from hermes.store import usage
@@ -102,7 +102,7 @@ class Agent:
     def toolbox(self, user: str, session_id: int, place: Place = PRIVATE) -> ToolBox:
         """The tools of one turn, for ``user``, reading for ``place`` (where its reply is
         read)."""
-        return ToolBox(self.memory, user, session_id=session_id, place=place)
+        return ToolBox(self.memory, user, session_id=session_id, scope=Scope(user, place))
 
 
 class Turn:
