@@ -31,17 +31,16 @@ def m029_places(db: sqlite_utils.Database) -> None:
     # MCP client), document (a document read). Facts from elsewhere than the user start with
     # less trust and rank below the user's own until confirmed (`confirmed_at`: a helpful
     # rating, or the user saying it again).
-    db.executescript(
-        """
-        ALTER TABLE sessions ADD COLUMN place TEXT NOT NULL DEFAULT 'private';
-        ALTER TABLE facts ADD COLUMN place TEXT NOT NULL DEFAULT 'private';
-        ALTER TABLE facts ADD COLUMN shared INTEGER;         -- NULL: default | 1 | 0
-        ALTER TABLE facts ADD COLUMN source TEXT NOT NULL DEFAULT 'said';
-        ALTER TABLE facts ADD COLUMN confirmed_at TEXT;
-        ALTER TABLE basic_memory ADD COLUMN place TEXT NOT NULL DEFAULT 'private';
-        ALTER TABLE basic_memory ADD COLUMN shared INTEGER;  -- NULL: default | 1 | 0
-        """
-    )
+    for statement in (
+        "ALTER TABLE sessions ADD COLUMN place TEXT NOT NULL DEFAULT 'private'",
+        "ALTER TABLE facts ADD COLUMN place TEXT NOT NULL DEFAULT 'private'",
+        "ALTER TABLE facts ADD COLUMN shared INTEGER",           # NULL: default | 1 | 0
+        "ALTER TABLE facts ADD COLUMN source TEXT NOT NULL DEFAULT 'said'",
+        "ALTER TABLE facts ADD COLUMN confirmed_at TEXT",
+        "ALTER TABLE basic_memory ADD COLUMN place TEXT NOT NULL DEFAULT 'private'",
+        "ALTER TABLE basic_memory ADD COLUMN shared INTEGER",    # NULL: default | 1 | 0
+    ):
+        db.execute(statement)
     # Existing rows, placed from their session's source and channel. A server channel's server
     # was never recorded: its sessions get the channel with an unknown server
     # (discord:?:<channel>), and a thread's (whose parent is unknown too) discord:?:thread:<id>;
@@ -79,14 +78,9 @@ def m029_places(db: sqlite_utils.Database) -> None:
         "UPDATE facts SET source = 'import' WHERE source_session_id IS NOT NULL AND EXISTS "
         "(SELECT 1 FROM sessions s WHERE s.id = facts.source_session_id "
         "AND s.user = facts.user AND s.source = 'import')")
-    db.executescript(
-        """
-        -- A shared place's sessions (the few a reply in a channel may draw on).
-        CREATE INDEX idx_sessions_user_place ON sessions(user, place);
-        -- The rows of shared places, by place (adopt_place renames a place for every user):
-        -- partial, so a home that only ever talks in private keeps no such index entries.
-        CREATE INDEX idx_sessions_place ON sessions(place) WHERE place != 'private';
-        CREATE INDEX idx_facts_place ON facts(place) WHERE place != 'private';
-        CREATE INDEX idx_basic_memory_place ON basic_memory(place) WHERE place != 'private';
-        """
-    )
+    # A shared place's sessions (the few a reply in a channel may draw on).
+    db.execute("CREATE INDEX idx_sessions_user_place ON sessions(user, place)")
+    # The rows of shared places, by place (adopt_place renames a place for every user):
+    # partial, so a home that only ever talks in private keeps no such index entries.
+    for table in ("sessions", "facts", "basic_memory"):
+        db.execute(f"CREATE INDEX idx_{table}_place ON {table}(place) WHERE place != 'private'")
