@@ -115,6 +115,15 @@ def test_memory_tool(rt, stored):
     assert rt.memory.basic.entries(USER)[-1].place == HERE.key and added["status"] == "added"
 
 
+def test_an_add_that_merges_into_a_private_fact_does_not_show_it(rt, stored):
+    merged = run(rt, HERE, "facts", action="add",
+                 content="Nadia Kovacs lent the user money for the Fernwick flat!")
+    assert merged["status"] == "merged" and merged["fact"] is None
+    assert str(stored["secret"].id) not in json.dumps(merged)
+    assert run(rt, PRIVATE, "facts", action="add", content="Nadia Kovacs lent the user money "
+               "for the Fernwick flat.")["fact"]["id"] == stored["secret"].id
+
+
 # --------------------------------------------------------------------------- the prompt
 async def test_the_front_and_tail_of_a_shared_place(fake_model, rt, stored):
     from hermes.memory import context as context_file
