@@ -146,3 +146,12 @@ def test_facts_show_says_where_a_fact_came_from(cli):
     assert "shareable" in marked.stdout and "any channel" in marked.stdout
     bad = cli("facts", "mark", str(added["id"]), "public")
     assert bad.exit_code != 0 and "use shareable, private or default" in bad.stderr
+
+
+def test_rating_a_fact_yourself_confirms_it(cli, rt):
+    outside = rt.memory.facts.add("owner", "The user's router is a Fritzbox", source="import")
+    assert cli("facts", "rate", str(outside.id), "helpful").exit_code == 0
+    confirmed = rt.memory.facts.get("owner", outside.id)
+    assert confirmed.confirmed_at is not None and confirmed.trust == 0.5
+    assert "came from: an import (confirmed)" in cli("facts", "show", str(outside.id)).stdout
+
