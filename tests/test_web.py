@@ -136,7 +136,7 @@ async def test_every_write_needs_the_csrf_token(panel, rt):
     ok = await panel.client.post("/memory/add", data={"text": "Runs Debian"},
                                  headers={"X-CSRF-Token": panel.csrf,
                                           "Origin": "http://testserver"})
-    assert ok.status_code == 200 and [e.text for e in basic.entries("owner")] == ["Runs Debian"]
+    assert ok.status_code == 303 and [e.text for e in basic.entries("owner")] == ["Runs Debian"]
 
 
 async def test_the_user_comes_from_the_login_never_from_the_request(panel, rt):
@@ -174,14 +174,48 @@ async def test_another_users_ids_are_404(rt, facts):
         await alice.close()
 
 
+async def test_every_write_redirects_with_a_notice_once_and_a_form_sent_twice_does_it_once(
+        panel, rt, facts):
+    """Post/Redirect/Get: a reload of the page after a write reloads the page; the same form
+    sent again (its one-time token) changes nothing."""
+    fact_id = facts.add("owner", "Carol mentors Bob on Fridays", entities=["Carol"]).id
+    cron_store(rt).add("digest", "owner", "every 1d", "Summarise my day", "terminal")
+    writes = [("/memory/add", {"text": "Runs Debian"}, "/memory", "Added [1]"),
+              (f"/facts/{fact_id}/rate", {"rating": "down"}, f"/facts/{fact_id}",
+               "Trust 0.50 -&gt; 0.40"),
+              ("/entities/alias", {"entity": "Carol", "alias": "Caz"}, "/entities",
+               "Caz is now another name of Carol"),
+              ("/context/refresh", {}, "/context", "Refreshed"),
+              ("/cron/digest/pause", {}, "/cron", "Paused digest"),
+              (f"/facts/{fact_id}/forget", {}, f"/facts/{fact_id}", f"Forgot fact {fact_id}")]
+    for url, data, target, notice in writes:
+        form = {**data, "once": f"form-{url}"}
+        done = await panel.post(url, form)
+        assert done.status_code == 303 and done.headers["location"] == target, url
+        assert notice in (await panel.get(target)).text, url
+        assert notice not in (await panel.get(target)).text, url      # once
+        again = await panel.post(url, form, headers={"Referer": f"http://testserver{target}"})
+        assert again.status_code == 303 and again.headers["location"] == target
+        assert "already sent" in (await panel.get(target)).text
+    assert [e.text for e in BasicMemory(rt.db).entries("owner")] == ["Runs Debian"]
+    assert facts.get("owner", fact_id).trust == pytest.approx(0.4)
+    # A refused write may be sent again (its form was not used up).
+    refused = {"text": "x" * 9000, "once": "too-long"}
+    assert (await panel.post("/memory/add", refused)).status_code == 422
+    assert (await panel.post("/memory/add", refused)).status_code == 422
+
+
 # --------------------------------------------------------------------------- basic memory
 async def test_basic_memory_add_replace_remove_and_the_gauge(panel, rt):
-    page = await panel.post("/memory/add", {"text": "Runs Debian 13 on the home server"})
-    assert page.status_code == 200 and "Added [1]" in page.text
+    added = await panel.post("/memory/add", {"text": "Runs Debian 13 on the home server"})
+    assert added.status_code == 303 and added.headers["location"] == "/memory"
+    page = await panel.get("/memory")
+    assert "Added [1]" in page.text
     assert 'value="37"' in page.text and "37 / 8,000 chars" in page.text
-    page = await panel.post("/memory/replace", {"id": "1", "text": "Runs Debian 13"})
+    page = await panel.post("/memory/replace", {"id": "1", "text": "Runs Debian 13"},
+                            follow_redirects=True)
     assert "Runs Debian 13" in page.text and "18 / 8,000" in page.text
-    page = await panel.post("/memory/remove", {"id": "1"})
+    page = await panel.post("/memory/remove", {"id": "1"}, follow_redirects=True)
     assert BasicMemory(rt.db).entries("owner") == [] and "(empty)" in page.text
 
 
@@ -203,7 +237,7 @@ async def test_whole_block_edit_is_one_transaction_and_keeps_entries_added_elsew
     shown = re.search(r'name="shown" value="([^"]*)"', page.text).group(1).replace("&#10;", "\n")
     basic.add("owner", "Added in the terminal meanwhile")
     page = await panel.post("/memory/edit", {"shown": shown, "block": "First\nThird"})
-    assert page.status_code == 200
+    assert page.status_code == 303
     assert [e.text for e in basic.entries("owner")] == ["First", "Added in the terminal meanwhile",
                                                          "Third"]
     refused = await panel.post("/memory/edit", {"shown": "First", "block": "First\n" + "y" * 8000})
@@ -248,7 +282,7 @@ async def test_fact_edit_forget_restore_rate_and_history(panel, facts):
     assert facts.get("owner", new_id).status == "forgotten"
     await panel.post(f"/facts/{new_id}/restore")
     assert facts.get("owner", new_id).active
-    page = await panel.post(f"/facts/{new_id}/rate", {"rating": "down"})
+    page = await panel.post(f"/facts/{new_id}/rate", {"rating": "down"}, follow_redirects=True)
     assert "0.50 -&gt; 0.40" in page.text
     history = await panel.get(f"/facts/{new_id}")
     for action in ("update", "forget", "restore", "rate"):
@@ -259,7 +293,8 @@ async def test_purge_needs_confirmation(panel, facts):
     fact_id = facts.add("owner", "The NAS is in the hallway closet").id
     unconfirmed = await panel.post(f"/facts/{fact_id}/purge")
     assert unconfirmed.status_code == 422 and facts.get("owner", fact_id)
-    done = await panel.post(f"/facts/{fact_id}/purge", {"confirm": "yes"})
+    done = await panel.post(f"/facts/{fact_id}/purge", {"confirm": "yes"},
+                            follow_redirects=True)
     assert done.status_code == 200 and "deleted" in done.text
     assert (await panel.get(f"/facts/{fact_id}")).status_code == 404
 
@@ -279,7 +314,8 @@ async def test_a_fact_shows_its_source_messages_with_links_into_the_session(pane
 
 async def test_aliases(panel, facts):
     facts.add("owner", "PostgreSQL runs on the NAS", entities=["PostgreSQL"])
-    page = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": "pg"})
+    page = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": "pg"},
+                            follow_redirects=True)
     assert "pg is now another name of PostgreSQL" in page.text
     assert "pg" in facts.entity_store.resolve("owner", "pg").aliases
     empty = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": ""})
@@ -305,7 +341,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
     facts.add("owner", "The home server runs Debian 13")
     before = await panel.get("/context")
     assert "No context file yet" in before.text
-    page = await panel.post("/context/refresh")
+    page = await panel.post("/context/refresh", follow_redirects=True)
     assert "Refreshed" in page.text and "The home server runs Debian 13" in page.text
     assert (rt.settings.home_path / "context" / "owner.md").exists()
 
@@ -313,7 +349,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
 async def test_cron_pause_resume(panel, rt):
     store = cron_store(rt)
     store.add("digest", "owner", "every 1d", "Summarise my day", "terminal")
-    page = await panel.post("/cron/digest/pause")
+    page = await panel.post("/cron/digest/pause", follow_redirects=True)
     assert "Paused digest" in page.text and not store.get("digest").enabled
     await panel.post("/cron/digest/resume")
     assert store.get("digest").enabled

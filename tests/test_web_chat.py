@@ -300,7 +300,7 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
     panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
     try:
         fake_model.reply("Digest: a quiet day.")
-        page = await panel.post("/cron/digest/run")
+        page = await panel.post("/cron/digest/run", follow_redirects=True)
         assert page.status_code == 200 and "Ran digest: ok" in page.text
         assert "Digest: a quiet day." in page.text                 # the run, with its output
         assert (web_rt.settings.home_path / "outbox" / "digests" / "today.md").read_text().strip() \

@@ -17,6 +17,7 @@ import hmac
 import json
 import os
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from hermes.clock import Clock, to_ts
 COOKIE = "hermes_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
+# Every form of a write carries a one-time token: the same form sent again does nothing.
+ONCE_FIELD = "once"
+USED_FORMS = 500
 # The login form's own CSRF token, before there is a session (OWASP's pre-session token, as a
 # double-submit cookie): the form carries it and a cookie only this site can set carries it.
 LOGIN_COOKIE = "hermes_login"
@@ -81,10 +85,14 @@ class WebSession:
 
 
 class Sessions:
-    """Logged-in browsers: cookie value -> user and CSRF token."""
+    """Logged-in browsers: cookie value -> user and CSRF token; and per browser session, the
+    one-time notice of its last write (shown by the page it was sent to) and the form tokens
+    already used (a form sent twice is done once)."""
 
     def __init__(self) -> None:
         self._by_id: dict[str, WebSession] = {}
+        self._flash: dict[str, dict[str, str]] = {}
+        self._used: dict[str, OrderedDict[str, None]] = {}
 
     def start(self, user: str) -> WebSession:
         session = WebSession(secrets.token_urlsafe(32), user, secrets.token_urlsafe(24))
@@ -97,6 +105,34 @@ class Sessions:
     def end(self, cookie: str | None) -> None:
         if cookie:
             self._by_id.pop(cookie, None)
+            self._flash.pop(cookie, None)
+            self._used.pop(cookie, None)
+
+    # ------------------------------------------------------------ after a write (Post/Redirect/Get)
+    def flash(self, session_id: str, *, notice: str | None = None,
+              error: str | None = None) -> None:
+        """What the page after the redirect says, once."""
+        given = {k: v for k, v in (("notice", notice), ("error", error)) if v}
+        if given:
+            self._flash[session_id] = given
+
+    def take_flash(self, session_id: str) -> dict[str, str]:
+        return self._flash.pop(session_id, {})
+
+    def claim_form(self, session_id: str, token: str) -> bool:
+        """False when this form (its one-time token) was sent before: the back button and a
+        resend, a double click. The newest ``USED_FORMS`` tokens are kept."""
+        used = self._used.setdefault(session_id, OrderedDict())
+        if token in used:
+            return False
+        used[token] = None
+        while len(used) > USED_FORMS:
+            used.popitem(last=False)
+        return True
+
+    def release_form(self, session_id: str, token: str) -> None:
+        """The write failed: sending the form again may try again."""
+        self._used.get(session_id, OrderedDict()).pop(token, None)
 
 
 def csrf_ok(session: WebSession, given: str | None) -> bool:

@@ -181,6 +181,9 @@ async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         return JSONResponse({"rating": None if wanted is None else ("up" if wanted else "down"),
                              "changed": len(changes),
                              "trust": {str(k): round(v, 2) for k, v in facts.items()}})
+    done = ("Rating withdrawn" if wanted is None
+            else f"Rated this reply {'helpful' if wanted else 'not helpful'}")
+    ctx.sessions.flash(ws.id, notice=f"{done}: trust of {len(changes)} fact(s) changed.")
     return back(request, "/chat")
 
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.frontends.web.app import WebContext, form_of, render, wants_json
+from hermes.frontends.web.app import WebContext, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
 
 FACT_LIMIT = 200
@@ -82,7 +82,7 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
     if wants_json(request):
         return JSONResponse({"message": result.message, "used": result.chars,
                              "limit": result.limit})
-    return _memory_page(ctx, request, ws, notice=result.message)
+    return redirect(ctx, ws, "/memory", notice=result.message)
 
 
 # --------------------------------------------------------------------------- facts
@@ -165,7 +165,8 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         if action == "update":
             new = store.update(user, fact_id, form.get("content", ""),
                                note=form.get("note") or "edited in the web panel")
-            return RedirectResponse(f"/facts/{new.id}", status_code=303)
+            return redirect(ctx, ws, f"/facts/{new.id}", notice=f"Saved as fact {new.id}; "
+                            f"the old version, {fact_id}, is kept (superseded).")
         if action == "forget":
             store.forget(user, fact_id, reason=form.get("reason") or "forgotten in the web panel")
             notice = f"Forgot fact {fact_id}; restore brings it back."
@@ -178,8 +179,8 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
                                   error="Purging deletes the fact and its older versions for "
                                   "good: tick the confirmation box to do it.")
             store.purge(user, fact_id)
-            return render(ctx, request, ws, "error.html", status=200, title="Purged",
-                          message=f"Fact {fact_id} and its older versions were deleted.")
+            return redirect(ctx, ws, "/facts",
+                            notice=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
             result = store.rate(user, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
@@ -187,28 +188,25 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
             raise NotFound(f"No fact action {action!r}.")
     except RefusedWrite as exc:
         return _fact_page(ctx, request, ws, fact_id, status=422, error=str(exc))
-    return _fact_page(ctx, request, ws, fact_id, notice=notice)
+    return redirect(ctx, ws, f"/facts/{fact_id}", notice=notice)
 
 
 async def entities(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    return render(ctx, request, ws, "entities.html", entities=ctx.facts.entities(ws.user),
-                  error=None, notice=None)
+    return render(ctx, request, ws, "entities.html", entities=ctx.facts.entities(ws.user))
 
 
 async def alias(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     form = await form_of(request)
     name, other = form.get("entity", "").strip(), form.get("alias", "").strip()
-    error = notice = None
-    status = 200
     try:
         if not name or not other:
             raise RefusedWrite("Refused: give both the entity and its other name.")
         entity = ctx.facts.entity_store.add_alias(ws.user, name, other)
-        notice = f"{other} is now another name of {entity.name}."
     except RefusedWrite as exc:
-        error, status = str(exc), 422
-    return render(ctx, request, ws, "entities.html", status=status,
-                  entities=ctx.facts.entities(ws.user), error=error, notice=notice)
+        return render(ctx, request, ws, "entities.html", status=422,
+                      entities=ctx.facts.entities(ws.user), error=str(exc))
+    return redirect(ctx, ws, "/entities", notice=f"{other} is now another name of "
+                    f"{entity.name}.")
 
 
 # --------------------------------------------------------------------------- sessions
@@ -244,7 +242,7 @@ async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Res
     from hermes.memory import context
 
     return render(ctx, request, ws, "context.html", text=context.read(ctx.rt, ws.user),
-                  limit=ctx.rt.settings.context.max_chars, notice=None)
+                  limit=ctx.rt.settings.context.max_chars)
 
 
 async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -252,10 +250,8 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 
     llm = ctx.agent.background_llm if ctx.agent else None
     text = await context.refresh(ctx.rt, ws.user, llm)
-    return render(ctx, request, ws, "context.html", text=text,
-                  limit=ctx.rt.settings.context.max_chars,
-                  notice=f"Refreshed ({len(text):,}/{ctx.rt.settings.context.max_chars:,} "
-                  "chars).")
+    return redirect(ctx, ws, "/context", notice=f"Refreshed ({len(text):,}/"
+                    f"{ctx.rt.settings.context.max_chars:,} chars).")
 
 
 # --------------------------------------------------------------------------- cron
@@ -268,8 +264,7 @@ def _cron_store(ctx: WebContext) -> Any:
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     store = _cron_store(ctx)
     return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
-                  runs=store.runs(user=ws.user, limit=50), notice=None,
-                  can_run=ctx.runner is not None)
+                  runs=store.runs(user=ws.user, limit=50), can_run=ctx.runner is not None)
 
 
 async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -287,9 +282,7 @@ async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         notice = f"Ran {job.name}: {run.status}."
     else:
         raise NotFound(f"No cron action {action!r}.")
-    return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
-                  runs=store.runs(user=ws.user, limit=50), notice=notice,
-                  can_run=ctx.runner is not None)
+    return redirect(ctx, ws, "/cron", notice=notice)
 
 
 # --------------------------------------------------------------------------- stats

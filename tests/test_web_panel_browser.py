@@ -1,0 +1,97 @@
+"""The web panel in a real browser (Debian's chromium through Playwright), served in this
+process (tests/live_panel.py) with a model that answers by the message, so that each test
+stands alone: every test logs in as a user of its own.
+
+Covered: every write answers with a redirect and a one-time notice, and neither a reload nor
+the same form sent again repeats it (a fact's 👎, cron's "Run now").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from tests.browser import DESKTOP, TIMEOUT_MS, browser_mark, launched, screenshot_on_failure
+from tests.live_panel import LivePanel
+
+pytestmark = browser_mark()
+
+_users = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> Iterator[LivePanel]:
+    from tests.fakellm import installed
+
+    panel = LivePanel(tmp_path_factory.mktemp("live-panel"))
+    with installed(panel.model):
+        panel.start()
+        try:
+            yield panel
+        finally:
+            panel.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launched() as chromium:
+        yield chromium
+
+
+class Visit:
+    """A browser context logged in as a user of this test's own."""
+
+    def __init__(self, browser, live: LivePanel, viewport: dict[str, int]) -> None:
+        self.live = live
+        self.user = f"user{next(_users)}"
+        self.context = browser.new_context(viewport=viewport)
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.page.goto(live.login_link(self.user))
+        assert self.page.url.endswith("/chat"), self.page.url
+
+    def go(self, path: str) -> None:
+        self.page.goto(self.live.url + path)
+
+
+@pytest.fixture
+def visit(browser, live, request) -> Iterator[Visit]:
+    v = Visit(browser, live, DESKTOP)
+    with screenshot_on_failure(v.page, request.node.name):
+        yield v
+    v.context.close()
+
+
+def test_a_write_redirects_with_a_notice_once_and_is_never_repeated(visit, live):
+    page, user = visit.page, visit.user
+    facts = live.rt.memory.facts
+    fact_id = facts.add(user, "The user's NAS is in the hallway closet").id
+    visit.go(f"/facts/{fact_id}")
+    rate = page.locator(f'form[action="/facts/{fact_id}/rate"]')
+    once = rate.locator('input[name="once"]').input_value()
+    rate.get_by_role("button", name="unhelpful").click()
+    page.get_by_role("status").filter(has_text="Trust 0.50 -> 0.40").wait_for()
+    assert page.url.endswith(f"/facts/{fact_id}")                 # a GET: safe to reload
+    page.reload()
+    page.wait_for_load_state()
+    assert page.get_by_role("status").count() == 0                # the notice was once
+    assert facts.get(user, fact_id).trust == pytest.approx(0.4)
+    # The same form again (the back button's copy of the page, a double click)
+    rate.locator('input[name="once"]').evaluate("(input, once) => input.value = once", once)
+    rate.get_by_role("button", name="unhelpful").click()
+    page.get_by_role("status").filter(has_text="already sent").wait_for()
+    assert facts.get(user, fact_id).trust == pytest.approx(0.4)
+
+    from hermes.assembly import cron_store
+
+    live.model.chat["Summarise the NAS"] = "Digest: the NAS is fine."
+    cron_store(live.rt).add(f"{user}-digest", user, "every 1d", "Summarise the NAS",
+                            f"file:{user}.md")
+    visit.go("/cron")
+    page.get_by_role("button", name="Run now").click()
+    page.get_by_role("status").filter(has_text=f"Ran {user}-digest: ok").wait_for()
+    page.reload()
+    page.wait_for_load_state()
+    assert len(cron_store(live.rt).runs(user=user)) == 1
