@@ -95,3 +95,40 @@ def test_a_write_redirects_with_a_notice_once_and_is_never_repeated(visit, live)
     page.reload()
     page.wait_for_load_state()
     assert len(cron_store(live.rt).runs(user=user)) == 1
+
+
+HOSTILE = ("**Raspberry Pi OS Lite (64-bit)** is the one.\n\n```sh\nsudo apt update\n```\n\n"
+           "<script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned = 2\"> "
+           "[click](javascript:window.__pwned=3) ![pixel](http://127.0.0.1:9/leak?secret) "
+           "<a href=\"#\" onclick=\"window.__pwned = 4\">raw link</a>")
+
+
+def test_a_reply_renders_as_markdown_while_it_streams_and_stop_keeps_it(visit, live):
+    """Markdown is rendered on the server while the reply streams (the model's script and
+    markup stay text); Stop ends it there and the page shows what was kept."""
+    from tests.live_panel import Stall
+
+    page = visit.page
+    live.model.chat["Which OS for the Pi?"] = Stall(HOSTILE)
+    page.get_by_label("Message").fill("Which OS for the Pi?")
+    page.keyboard.press("Enter")
+    reply = page.locator("article.msg.assistant.streaming")
+    reply.locator("strong", has_text="Raspberry Pi OS Lite (64-bit)").wait_for()
+    reply.locator("pre code", has_text="sudo apt update").wait_for()
+    reply.get_by_text("raw link").wait_for()                      # all of it, as text
+    page.get_by_role("button", name="Send").wait_for(state="hidden")
+    page.get_by_role("button", name="Stop").click()
+    page.locator("article.msg.assistant:not(.streaming)", has_text="[stopped]").wait_for()
+    page.get_by_role("button", name="Send").wait_for()
+    for shown in (page, ):
+        messages = shown.locator("#messages")
+        assert messages.locator("script, img, iframe, [onerror], [onclick]").count() == 0
+        assert messages.locator('a[href^="javascript"]').count() == 0
+        assert shown.evaluate("window.__pwned") is None
+    (reply_message,) = [m for m in live.rt.memory.sessions.messages(
+        visit.user, int(page.url.split("session=")[1])) if m.role == "assistant"]
+    assert reply_message.content.endswith("[stopped]")
+    page.reload()                                               # rendered by the page itself
+    page.locator("article.msg.assistant strong", has_text="Raspberry Pi OS").wait_for()
+    assert page.locator("#messages").locator("script, img, [onerror], [onclick]").count() == 0
+    assert page.evaluate("window.__pwned") is None

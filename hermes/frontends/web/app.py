@@ -32,6 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hermes.errors import HermesError, NotFound
+from hermes.frontends.web import markdown
 from hermes.frontends.web.auth import (
     COOKIE,
     CSRF_FIELD,
@@ -71,6 +72,7 @@ class WebContext:
     hub: EventHub = field(default_factory=EventHub)
     sessions: Sessions = field(default_factory=Sessions)
     chat_locks: dict[int, Any] = field(default_factory=dict)  # session id -> asyncio.Lock
+    replies: dict[int, Any] = field(default_factory=dict)  # session id -> RunningReply
 
     @cached_property
     def tokens(self) -> TokenStore:
@@ -94,6 +96,7 @@ class WebContext:
                                  autoescape=True, trim_blocks=True, lstrip_blocks=True)
         env.filters["short_time"] = lambda ts: (ts or "")[:16].replace("T", " ")
         env.globals["form_fields"] = form_fields
+        env.filters["markdown"] = markdown.to_html
         return env
 
 

@@ -3,9 +3,11 @@ middle, the "Learned Facts" sidebar on the right, and the live event stream that
 
 A message goes through the same turn engine as Discord and the terminal, in a session of source
 ``web``. With JavaScript the reply streams (the POST answers with server-sent events: ``chunk``
-then ``done``); without, the form posts and the page comes back with the reply. Under each
-reply: the facts the model was shown for it, with 👍/👎 rating exactly those facts through the
-same path as Discord's reactions (one rating per reply and rater; again withdraws it).
+then ``done``; a chunk carries now and then the sanitised HTML of the reply so far, rendered
+from its Markdown on the server, see ``markdown.py``; the Stop button stops it there); without,
+the form posts and the page comes back with the reply. Under each reply: the facts the model was
+shown for it, with 👍/👎 rating exactly those facts through the same path as Discord's reactions
+(one rating per reply and rater; again withdraws it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from starlette.routing import Route
 from hermes.errors import NotFound, RefusedWrite
 from hermes.frontends.web.app import WebContext, back, form_of, render, wants_json
 from hermes.frontends.web.auth import WebSession
+from hermes.frontends.web.markdown import StreamRenderer
 
 log = logging.getLogger(__name__)
 
@@ -141,13 +144,17 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     async def stream() -> AsyncIterator[bytes]:
         async with lock:
             yield _event("start", {"session_id": session.id})
+            running = ctx.replies[session.id] = RunningReply(turn)
             try:
-                async for chunk in turn:
-                    yield _event("chunk", {"text": chunk})
+                async for name, data in running.events():
+                    yield _event(name, data)
             except Exception:  # noqa: BLE001 - logged; the page gets one line
                 log.exception("web: the turn failed")
                 yield _event("done", {"error": "Sorry, that reply failed; it has been logged."})
                 return
+            finally:
+                if ctx.replies.get(session.id) is running:
+                    del ctx.replies[session.id]
             result = turn.result
             publish_turn_changes(ctx, ws.user, before, result)
             html = ""
@@ -158,9 +165,61 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                     turn=_reply_view(ctx, ws.user, reply, []), csrf=ws.csrf)
             yield _event("done", {"message_id": result.assistant_message_id,
                                   "error": result.error, "html": html,
-                                  "session_id": session.id})
+                                  "session_id": session.id, "stopped": result.stopped})
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+class RunningReply:
+    """A reply being streamed to a page: its events (the text as it comes, its HTML now and
+    then, also while the model pauses), and ``stop()``, as Ctrl-C in the terminal: the turn
+    keeps what was sent, marked as stopped."""
+
+    def __init__(self, turn: Any) -> None:
+        self.turn = turn
+        self.stopped = False
+        self._next: asyncio.Future[str] | None = None
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self._next is not None and not self._next.done():
+            self._next.cancel()
+
+    async def events(self) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        rendered = StreamRenderer()
+        chunks = aiter(self.turn)
+        try:
+            while not self.stopped:
+                # The next chunk in a task of its own: waiting for it with a timeout (to
+                # render the text that came before a pause) must not cancel the turn.
+                self._next = asyncio.ensure_future(anext(chunks))
+                while not (await asyncio.wait({self._next}, timeout=rendered.due()))[0]:
+                    yield "chunk", {"text": "", "html": str(rendered.flush())}
+                try:
+                    chunk = self._next.result()
+                except (StopAsyncIteration, asyncio.CancelledError):
+                    break                   # the end, or stopped (the turn kept its text)
+                html = rendered.add(chunk)
+                # The text as it comes; now and then the HTML of all of it so far
+                yield "chunk", {"text": chunk} if html is None else {"text": chunk,
+                                                                     "html": str(html)}
+        finally:
+            if self._next is not None and not self._next.done():
+                self._next.cancel()         # the page went away: the turn stops there
+                await asyncio.gather(self._next, return_exceptions=True)
+            await chunks.aclose()
+
+
+async def stop(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """Stop the reply being written in a conversation (the Stop button)."""
+    form = await form_of(request)
+    session = ctx.session_store.get(ws.user, int(form.get("session") or 0))
+    running = ctx.replies.get(session.id)
+    if running is not None:
+        running.stop()
+    if wants_json(request):
+        return JSONResponse({"stopped": running is not None})
+    return back(request, f"/chat?session={session.id}")
 
 
 async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -259,6 +318,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/chat", page(chat)),
         Route("/chat/new", page(new_chat), methods=["POST"]),
         Route("/chat/send", page(send), methods=["POST"]),
+        Route("/chat/stop", page(stop), methods=["POST"]),
         Route("/chat/rate/{id:int}", page(rate), methods=["POST"]),
         Route("/events", page(events)),
     ]

@@ -45,18 +45,30 @@
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
     });
+    var sendButton = document.getElementById("sendbutton"), stopButton = document.getElementById("stop");
+    function busy(on) {                   // while a reply streams, Send becomes Stop
+      if (on) form.dataset.busy = "1"; else delete form.dataset.busy;
+      sendButton.hidden = on; stopButton.hidden = !on;
+      if (on) stopButton.focus();
+    }
+    function stop() {
+      if (!form.dataset.busy) return;
+      post("/chat/stop", new URLSearchParams({ session: form.elements.session.value }), "application/json");
+    }
+    stopButton.addEventListener("click", stop);
+    document.addEventListener("keydown", function (e) { if (e.key === "Escape") stop(); });
     form.addEventListener("submit", async function (e) {
       e.preventDefault();
       var text = box.value.trim();
       if (!text || form.dataset.busy) return;
-      form.dataset.busy = "1";
+      busy(true);
       var empty = document.getElementById("empty"); if (empty) empty.remove();
       var mine = document.createElement("article"); mine.className = "msg user";
       mine.innerHTML = '<div class="text"></div>'; mine.firstChild.textContent = text;
       var reply = document.createElement("article"); reply.className = "msg assistant streaming";
-      reply.innerHTML = '<div class="text"></div>';
+      reply.innerHTML = '<div class="text md"></div>';
       messages.append(mine, reply);
-      var out = reply.firstChild, body = new URLSearchParams(new FormData(form)), chunks = 0;
+      var out = reply.firstChild, body = new URLSearchParams(new FormData(form)), chunks = 0, tail = null;
       box.value = "";
       try {
         var response = await post(form.action, body, "text/event-stream");
@@ -70,7 +82,13 @@
             form.elements.session.value = data.session_id;
             history.replaceState(null, "", "/chat?session=" + data.session_id);
           } else if (name === "chunk") {
-            out.textContent += data.text;
+            // Sanitised HTML of the reply so far (rendered on the server) now and then; the
+            // text that came since, as text, until the next
+            if (data.html !== undefined) { out.innerHTML = data.html; tail = null; }
+            else {
+              if (!tail) { tail = document.createElement("span"); tail.className = "tail"; out.append(tail); }
+              tail.textContent += data.text;
+            }
             messages.dataset.chunks = ++chunks;   // how many pieces the last reply came in
             reply.scrollIntoView({ block: "end" });
           } else if (name === "done") {
@@ -85,7 +103,7 @@
       } catch (err) {
         out.textContent += "\n(connection lost: " + err + ")";
       } finally {
-        reply.classList.remove("streaming"); delete form.dataset.busy; box.focus();
+        reply.classList.remove("streaming"); busy(false); box.focus();
       }
     });
   }
