@@ -162,6 +162,7 @@ async def test_another_users_ids_are_404(rt, facts):
                           (f"/facts/{owner_fact}/update", {"content": "Mine now"}),
                           ("/cron/owner-digest/pause", {}),
                           (f"/chat/rate/{message}", {"rating": "down"}),
+                          (f"/chat/{owner_session}/delete", {"confirm": "yes"}),
                           ("/chat/send", {"session": str(owner_session), "text": "hi"})):
             response = await alice.post(url, data)
             assert response.status_code == 404, url
@@ -169,6 +170,7 @@ async def test_another_users_ids_are_404(rt, facts):
         assert "hallway" not in listing.text
         assert facts.get("owner", owner_fact).active
         assert cron_store(rt).get("owner-digest").enabled
+        assert sessions.get("owner", owner_session).message_count == 1
         assert "owner-digest" not in (await alice.get("/cron")).text
     finally:
         await alice.close()
@@ -323,6 +325,26 @@ async def test_aliases(panel, facts):
 
 
 # --------------------------------------------------------------------------- the rest
+async def test_deleting_a_conversation_takes_its_messages_and_keeps_what_was_learned(
+        panel, rt, facts):
+    sessions = rt.memory.sessions
+    sid = sessions.create("owner", "web").id
+    said = sessions.append("owner", sid, "user", "My bike is a blue Brompton").id
+    reply = sessions.append("owner", sid, "assistant", "A blue Brompton, noted.").id
+    learned = facts.add("owner", "The user's bike is a blue Brompton", source_session_id=sid,
+                        source_message_ids=[said]).id
+    rt.memory.ratings.record_shown("owner", reply, [learned])
+    refused = await panel.post(f"/chat/{sid}/delete")
+    assert refused.status_code == 400 and "Tick the box" in refused.text
+    done = await panel.post(f"/chat/{sid}/delete", {"confirm": "yes"}, follow_redirects=True)
+    assert "Deleted the conversation" in done.text and "(2 messages)" in done.text
+    assert sessions.search("owner", "Brompton") == []
+    assert rt.db.execute("SELECT count(*) FROM shown_facts WHERE message_id = ?",
+                         [reply]).fetchone()[0] == 0
+    assert facts.get("owner", learned).active                 # the fact stays
+    assert (await panel.get(f"/facts/{learned}")).status_code == 200
+
+
 async def test_sessions_browse_and_search_with_the_match_in_context(panel, rt):
     sessions = rt.memory.sessions
     sid = sessions.create("owner", "discord", title="Docker networking").id

@@ -137,8 +137,13 @@ async def test_sessions_on_the_left_browse_and_search(chat, web_rt):
     assert "A discord thread" not in page.text
     found = await chat.get("/chat", params={"q": "pg_upgrade"})
     assert "Postgres upgrade plan" in found.text and "Holiday packing" not in found.text
-    new = await chat.post("/chat/new")
-    assert new.status_code == 303 and "session=" in new.headers["location"]
+    new = await chat.post("/chat/new")           # stored at its first message, not before
+    assert new.status_code == 303 and new.headers["location"] == "/chat?new=1"
+    assert len(sessions.list_sessions("owner", source="web")) == 2
+    empty = await chat.get("/chat?new=1")
+    assert 'name="session" value=""' in empty.text and "pg_upgrade --link" not in empty.text
+    bad = await chat.get("/chat", params={"q": "?!"})
+    assert bad.status_code == 200 and 'role="alert"' in bad.text
 
 
 def test_events_reach_only_their_own_user():

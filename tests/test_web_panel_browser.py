@@ -3,7 +3,10 @@ process (tests/live_panel.py) with a model that answers by the message, so that 
 stands alone: every test logs in as a user of its own.
 
 Covered: every write answers with a redirect and a one-time notice, and neither a reload nor
-the same form sent again repeats it (a fact's 👎, cron's "Run now").
+the same form sent again repeats it (a fact's 👎, cron's "Run now"); a reply rendered as
+Markdown while it streams, the model's markup never obeyed, and the Stop button; on a phone,
+a conversation opening at its newest message and a reply never under the input; a new chat in
+the list at its first message, and deleting it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.browser import DESKTOP, TIMEOUT_MS, browser_mark, launched, screenshot_on_failure
+from tests.browser import DESKTOP, PHONE, TIMEOUT_MS, browser_mark, launched, screenshot_on_failure
 from tests.live_panel import LivePanel
 
 pytestmark = browser_mark()
@@ -62,6 +65,20 @@ def visit(browser, live, request) -> Iterator[Visit]:
     with screenshot_on_failure(v.page, request.node.name):
         yield v
     v.context.close()
+
+
+@pytest.fixture
+def phone(browser, live, request) -> Iterator[Visit]:
+    v = Visit(browser, live, PHONE)
+    with screenshot_on_failure(v.page, request.node.name):
+        yield v
+    v.context.close()
+
+
+def above_the_input(page, locator) -> bool:
+    """The element's bottom is on screen and not under the chat's input."""
+    box, form = locator.bounding_box(), page.locator("#send").bounding_box()
+    return 0 < box["y"] + box["height"] <= form["y"] + 1
 
 
 def test_a_write_redirects_with_a_notice_once_and_is_never_repeated(visit, live):
@@ -132,3 +149,47 @@ def test_a_reply_renders_as_markdown_while_it_streams_and_stop_keeps_it(visit, l
     page.locator("article.msg.assistant strong", has_text="Raspberry Pi OS").wait_for()
     assert page.locator("#messages").locator("script, img, [onerror], [onclick]").count() == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def test_on_a_phone_a_chat_opens_at_its_newest_message_and_no_reply_hides_under_the_input(
+        phone, live):
+    page, user = phone.page, phone.user
+    sessions = live.rt.memory.sessions
+    session = sessions.create(user, "web", channel_key=f"web:{user}")
+    for i in range(12):
+        sessions.append(user, session.id, "user", f"Question number {i}")
+        sessions.append(user, session.id, "assistant", f"Answer number {i}\n\n" + "words " * 40)
+    phone.go(f"/chat?session={session.id}")
+    newest = page.locator("article.msg.assistant", has_text="Answer number 11")
+    page.wait_for_function("() => window.scrollY > 0")
+    assert above_the_input(page, newest.locator("p").last)
+    live.model.chat["Tell me a long story"] = "\n\n".join(f"Line {i} of the story."
+                                                          for i in range(30))
+    page.get_by_label("Message").fill("Tell me a long story")
+    page.get_by_role("button", name="Send").click()
+    reply = page.locator("article.msg.assistant:not(.streaming)", has_text="Line 29 of")
+    reply.wait_for()
+    page.get_by_role("button", name="Send").wait_for()
+    assert above_the_input(page, reply.get_by_text("Line 29 of the story."))
+
+
+def test_a_new_chat_joins_the_list_at_its_first_message_and_can_be_deleted(visit, live):
+    page, user = visit.page, visit.user
+    chats = page.get_by_role("complementary", name="Conversations")
+    chats.get_by_text("No web conversations yet").wait_for()
+    page.evaluate("window.__sameDocument = true")
+    page.get_by_label("Message").fill("Plan the vegetable garden")
+    page.keyboard.press("Enter")
+    chats.get_by_role("link", name="Plan the vegetable garden").wait_for()
+    assert chats.get_by_text("No web conversations yet").count() == 0
+    assert page.evaluate("window.__sameDocument") is True             # no reload
+    page.locator("article.msg.assistant:not(.streaming)").wait_for()
+    (session,) = live.rt.memory.sessions.list_sessions(user, source="web")
+    page.reload()
+    page.get_by_text("Delete this conversation").click()
+    page.get_by_label("Yes, delete it and all 2 of its lines").check()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    page.get_by_role("status").filter(has_text="Deleted the conversation").wait_for()
+    chats.get_by_text("No web conversations yet").wait_for()
+    assert live.rt.memory.sessions.list_sessions(user, source="web") == []
+    assert live.rt.memory.sessions.search(user, "vegetable garden") == []

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from hermes.errors import NotFound, RefusedWrite
-from hermes.frontends.web.app import WebContext, back, form_of, render, wants_json
+from hermes.frontends.web.app import WebContext, back, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
 from hermes.frontends.web.markdown import StreamRenderer
 
@@ -78,13 +78,16 @@ def conversation(ctx: WebContext, user: str, session_id: int) -> list[dict[str, 
 
 
 async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """The chat: the conversation asked for, else the newest open one, else a new one
+    (``?new=1``: a new chat, stored once its first message is sent)."""
     store, user = ctx.session_store, ws.user
     query = request.query_params.get("q", "").strip()
     wanted = request.query_params.get("session")
     current = None
+    error = None
     if wanted:
         current = store.get(user, int(wanted))
-    else:
+    elif not request.query_params.get("new"):
         recent = store.list_sessions(user, source=SOURCE, limit=1)
         current = recent[0] if recent and recent[0].ended_at is None else None
     if query:
@@ -92,19 +95,36 @@ async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
         try:
             listing = [hit.session for hit in store.search(user, query, limit=30, source=SOURCE)]
-        except QueryError:
-            listing = []
+        except QueryError as exc:
+            listing, error = [], str(exc)
     else:
         listing = store.list_sessions(user, source=SOURCE, limit=50)
     turns = conversation(ctx, user, current.id) if current else []
     return render(ctx, request, ws, "chat.html", sessions=listing, current=current,
-                  turns=turns, query=query, facts=sidebar_facts(ctx, user),
+                  turns=turns, query=query, facts=sidebar_facts(ctx, user), error=error,
                   writable=current is None or current.source == SOURCE)
 
 
 async def new_chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    session = ctx.session_store.create(ws.user, SOURCE, channel_key=f"web:{uuid.uuid4().hex}")
-    return RedirectResponse(f"/chat?session={session.id}", status_code=303)
+    """A new chat: stored when its first message is sent (no empty conversations)."""
+    return RedirectResponse("/chat?new=1", status_code=303)
+
+
+async def delete_chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """Delete a conversation with its messages (confirmed); what was learned from it stays."""
+    form = await form_of(request)
+    session_id = int(request.path_params["id"])
+    session = ctx.session_store.get(ws.user, session_id)     # 404 for another user's
+    if form.get("confirm") != "yes":
+        raise RefusedWrite("Tick the box to delete the conversation: it cannot be undone.")
+    if session_id in ctx.replies:
+        raise RefusedWrite("Still answering in this conversation; stop the reply first.")
+    count = ctx.session_store.delete(ws.user, session_id)
+    if ctx.agent is not None:
+        ctx.agent.conversations.drop(ws.user, session_id)
+    return redirect(ctx, ws, "/chat?new=1", notice=f"Deleted the conversation "
+                    f"\u201c{session.display_title}\u201d ({count} messages). Facts learned "
+                    "from it are kept: forget them on the Facts page.")
 
 
 def _session_for(ctx: WebContext, user: str, given: str | None) -> Any:
@@ -143,7 +163,11 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
     async def stream() -> AsyncIterator[bytes]:
         async with lock:
-            yield _event("start", {"session_id": session.id})
+            started: dict[str, Any] = {"session_id": session.id}
+            if not form.get("session"):     # a new conversation: its line in the list
+                started["item_html"] = ctx.templates.get_template("session_item.html").render(
+                    s=session, current=session, title=" ".join(text.split())[:80])
+            yield _event("start", started)
             running = ctx.replies[session.id] = RunningReply(turn)
             try:
                 async for name, data in running.events():
@@ -319,6 +343,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/chat/new", page(new_chat), methods=["POST"]),
         Route("/chat/send", page(send), methods=["POST"]),
         Route("/chat/stop", page(stop), methods=["POST"]),
+        Route("/chat/{id:int}/delete", page(delete_chat), methods=["POST"]),
         Route("/chat/rate/{id:int}", page(rate), methods=["POST"]),
         Route("/events", page(events)),
     ]

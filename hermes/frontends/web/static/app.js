@@ -42,6 +42,15 @@
   var form = document.getElementById("send");
   if (form) {
     var box = document.getElementById("text"), messages = document.getElementById("messages");
+    // The input stays at the bottom of the screen: what scrolls into view stops above it
+    var fitInput = function () {
+      document.documentElement.style.scrollPaddingBottom = (form.offsetHeight + 8) + "px";
+    };
+    fitInput(); window.addEventListener("resize", fitInput);
+    // A conversation opens at its newest message
+    if (!location.hash && messages.querySelector(".msg")) {
+      document.getElementById("end").scrollIntoView({ block: "end" });
+    }
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
     });
@@ -80,6 +89,12 @@
         await readEvents(response, function (name, data) {
           if (name === "start") {
             form.elements.session.value = data.session_id;
+            if (data.item_html) {         // a new conversation: on top of the list at once
+              var chats = document.getElementById("chats"), none = document.getElementById("nochats");
+              if (none) none.remove();
+              chats.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
+              chats.prepend(fromHTML(data.item_html));
+            }
             history.replaceState(null, "", "/chat?session=" + data.session_id);
           } else if (name === "chunk") {
             // Sanitised HTML of the reply so far (rendered on the server) now and then; the
