@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
@@ -79,29 +80,48 @@ class SlashCompleter(Completer):
 
 
 class TerminalSink:
-    """Prints above the running prompt. Stream chunks are held to whole lines: a partial line
-    printed while the prompt is live would be wiped by its next redraw."""
+    """Prints above the running prompt. A reply shows as it streams: its whole lines are
+    printed above the prompt, the line still being written is drawn by the prompt itself, in
+    the line above ``hermes>`` (printed there it would be wiped by the prompt's next redraw),
+    and until the first text comes that line says "thinking…"."""
 
     STYLES = {"info": "ansigray", "error": "ansired", "reply": "", "cron": "ansicyan"}
+    THINKING = "thinking…"
 
     def __init__(self) -> None:
         self._line = ""
+        self._thinking = False
 
     def __call__(self, kind: str, text: str) -> None:
         # Replies and memory may hold control characters: shown as escapes, never obeyed.
         text = printable(text)
-        if kind == "chunk":
+        if kind == "thinking":
+            self._thinking = True
+        elif kind == "chunk":
+            self._thinking = False
             self._line += text
             if "\n" in self._line:
                 done, self._line = self._line.rsplit("\n", 1)
                 print_formatted_text(done)
-            return
-        if kind == "end":
+        elif kind == "end":
             if self._line:
                 print_formatted_text(self._line)
             self._line = ""
+            self._thinking = False
+        else:
+            print_formatted_text(FormattedText([(self.STYLES.get(kind, ""), text)]))
             return
-        print_formatted_text(FormattedText([(self.STYLES.get(kind, ""), text)]))
+        app = get_app_or_none()
+        if app is not None:
+            app.invalidate()
+
+    def above_prompt(self) -> list[tuple[str, str]]:
+        """The prompt's first line while a reply is written: the line so far, or thinking."""
+        if self._line:
+            return [("", self._line + "\n")]
+        if self._thinking:
+            return [("ansigray italic", self.THINKING + "\n")]
+        return []
 
 
 class Repl:
@@ -123,10 +143,14 @@ class Repl:
             rt.settings.home_path.mkdir(parents=True, exist_ok=True)
             history = FileHistory(str(rt.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
-            "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
+            self._prompt_message, history=history, multiline=True, prompt_continuation="...     ",
             completer=SlashCompleter(), complete_while_typing=True,
             key_bindings=self._keys(),
         )
+
+    def _prompt_message(self) -> FormattedText:
+        above = getattr(self.emit, "above_prompt", None)
+        return FormattedText([*(above() if above is not None else []), ("", "hermes> ")])
 
     # ------------------------------------------------------------------ state
     def replying(self) -> bool:
@@ -231,6 +255,7 @@ class Repl:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
             turn = self.agent.turn(self.user, session.id, text,
                                    speaker=self.rt.settings.display_name(self.user))
+            self.emit("thinking", "")
             async for chunk in turn:
                 self.emit("chunk", chunk)
             self.emit("end", "")
