@@ -110,14 +110,27 @@ class LivePanel:
 
     async def _start(self) -> None:
         from hermes.assembly import build_agent, cron_runner
-        from hermes.frontends.web.server import WebFrontend
         from hermes.runtime import Runtime
 
         self.rt = Runtime(self.settings, clock=self.clock)
-        agent, self.worker = build_agent(self.rt)
-        runner = cron_runner(self.rt, agent)
-        self.frontend = WebFrontend(self.rt, agent, worker=self.worker, runner=runner, port=0)
+        self.agent, self.worker = build_agent(self.rt)
+        self.runner = cron_runner(self.rt, self.agent)
+        await self._serve()
+
+    async def _serve(self) -> None:
+        from hermes.frontends.web.server import WebFrontend
+
+        self.frontend = WebFrontend(self.rt, self.agent, worker=self.worker,
+                                    runner=self.runner, port=0)
         assert await self.frontend.start()
+
+    def restart(self) -> None:
+        """The panel stops and starts again (a new port: a browser's cookies ignore ports)."""
+        async def again() -> None:
+            await self.frontend.stop()
+            await self._serve()
+
+        self.call(again())
 
     @property
     def url(self) -> str:

@@ -122,6 +122,67 @@ async def test_a_login_link_opened_from_another_site_is_refused(rt):
         await p.close()
 
 
+async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, clock):
+    first = await Panel(WebContext(rt)).login()
+    token = first.ctx.tokens.create("owner")
+    restarted = Panel(WebContext(rt))                  # the daemon again, on the same home
+    try:
+        restarted.client.cookies = first.client.cookies
+        assert (await restarted.get("/chat")).status_code == 200
+        assert oct((rt.settings.home_path / "web" / "sessions.json").stat().st_mode & 0o777) \
+            == "0o600"
+        assert first.client.cookies["hermes_session"] not in \
+            (rt.settings.home_path / "web" / "sessions.json").read_text()   # only its hash
+        clock.advance(days=8)                           # the link: 7 days
+        expired = await restarted.get(f"/login?token={token}")
+        assert expired.status_code == 403 and "expired" in expired.text
+        assert (await restarted.get("/chat")).status_code == 200     # the session: 30 days
+        clock.advance(days=23)
+        assert (await restarted.get("/chat")).status_code == 303
+    finally:
+        await first.close()
+        await restarted.close()
+
+
+async def test_logins_page_lists_and_revokes_only_the_users_own(rt):
+    alice = await Panel(WebContext(rt)).login("alice")
+    owner = await Panel(alice.ctx).login("owner")
+    try:
+        (alices,) = alice.ctx.tokens.list("alice")
+        page = await owner.get("/logins")
+        assert alices.id not in page.text
+        refused = await owner.post("/logins/revoke", {"id": alices.id})
+        assert refused.status_code == 404 and alice.ctx.tokens.list("alice")
+        listing = await alice.get("/logins")
+        assert f"<code>{alices.id}</code> <strong>(this browser)</strong>" in listing.text
+        made = await alice.post("/logins/new", follow_redirects=True)
+        assert "A new login link, shown only now" in made.text
+        assert len(alice.ctx.tokens.list("alice")) == 2
+        gone = await alice.post("/logins/revoke", {"id": alices.id})
+        assert gone.headers["location"] == "/login"              # this browser's own login
+        assert (await alice.get("/chat")).status_code == 303
+        assert (await owner.get("/chat")).status_code == 200
+    finally:
+        await alice.close()
+        await owner.close()
+
+
+def test_web_token_list_and_revoke(cli, rt):
+    link = cli("web", "token", "--user", "alice", "--days", "1").stdout.strip()
+    ctx = WebContext(rt)
+    (listed,) = cli("web", "token", "--list", "--json").json()
+    assert listed["user"] == "alice" and listed["expires_at"].startswith("2026-11-30T12:00")
+    session = ctx.sessions.start("alice", listed["id"])
+    table = cli("web", "token", "--list").stdout
+    assert listed["id"] in table and "alice" in table
+    revoked = cli("web", "token", "--revoke", listed["id"])
+    assert revoked.exit_code == 0 and "1 browser(s) logged out" in revoked.stdout
+    assert ctx.tokens.user_for(link.split("token=")[1]) is None
+    assert WebContext(rt).sessions.get(session.id) is None
+    unknown = cli("web", "token", "--revoke", "nope1234")
+    assert unknown.exit_code != 0 and "No login token" in unknown.stderr
+
+
 async def test_every_write_needs_the_csrf_token(panel, rt):
     basic = BasicMemory(rt.db)
     missing = await panel.post("/memory/add", {"text": "Runs Debian"}, csrf=False)

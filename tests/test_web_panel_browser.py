@@ -6,7 +6,8 @@ Covered: every write answers with a redirect and a one-time notice, and neither 
 the same form sent again repeats it (a fact's 👎, cron's "Run now"); a reply rendered as
 Markdown while it streams, the model's markup never obeyed, and the Stop button; on a phone,
 a conversation opening at its newest message and a reply never under the input; a new chat in
-the list at its first message, and deleting it.
+the list at its first message, and deleting it; a login that outlives a restart, a login link
+that expires, and revoking logins on the Logins page.
 """
 
 from __future__ import annotations
@@ -193,3 +194,33 @@ def test_a_new_chat_joins_the_list_at_its_first_message_and_can_be_deleted(visit
     chats.get_by_text("No web conversations yet").wait_for()
     assert live.rt.memory.sessions.list_sessions(user, source="web") == []
     assert live.rt.memory.sessions.search(user, "vegetable garden") == []
+
+
+def test_a_login_outlives_a_restart_its_link_expires_and_the_logins_page_revokes(
+        browser, visit, live):
+    page, user = visit.page, visit.user
+    old_link = live.login_link(user)
+    live.restart()
+    visit.go("/logins")                                    # still logged in
+    assert page.url.endswith("/logins")
+    mine = page.locator("tr", has_text="(this browser)")
+    page.get_by_role("button", name="New login link").click()
+    notice = page.get_by_role("status").filter(has_text="A new login link, shown only now")
+    new_link = notice.inner_text().split(": ", 1)[1].strip()
+    assert page.locator("tbody tr").count() == 3         # the visit's, old_link's, the new one
+    live.clock.advance(days=8)
+    try:
+        other = browser.new_context()
+        other.set_default_timeout(TIMEOUT_MS)
+        tab = other.new_page()
+        for link in (old_link, new_link):                # the ports changed since
+            tab.goto(live.url + "/login?" + link.split("?", 1)[1])
+            tab.get_by_text("That login link has expired").wait_for()
+        page.reload()                                     # a session lasts 30 days
+        mine.get_by_role("button", name="Revoke").click()
+        page.wait_for_url("**/login")
+        visit.go("/chat")
+        assert page.url.endswith("/login")
+        other.close()
+    finally:
+        live.clock.advance(days=-8)

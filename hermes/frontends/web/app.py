@@ -70,13 +70,18 @@ class WebContext:
     worker: ExtractionWorker | None = None
     runner: CronRunner | None = None
     hub: EventHub = field(default_factory=EventHub)
-    sessions: Sessions = field(default_factory=Sessions)
     chat_locks: dict[int, Any] = field(default_factory=dict)  # session id -> asyncio.Lock
     replies: dict[int, Any] = field(default_factory=dict)  # session id -> RunningReply
 
     @cached_property
     def tokens(self) -> TokenStore:
-        return TokenStore(self.rt.settings.home_path, self.rt.clock)
+        return TokenStore(self.rt.settings.home_path, self.rt.clock,
+                          days=self.rt.settings.web.token_days)
+
+    @cached_property
+    def sessions(self) -> Sessions:
+        return Sessions(self.rt.settings.home_path, self.rt.clock,
+                        days=self.rt.settings.web.session_days)
 
     @cached_property
     def facts(self) -> Any:
@@ -259,14 +264,18 @@ async def login(request: Request) -> Response:
                                "its token here.")
     if not token:
         return _login_page(ctx, request)
-    user = ctx.tokens.user_for(token)
-    if user is None:
-        return _login_page(ctx, request, 403, "That login token is not valid. "
-                           "`hermes web token` makes a new one.")
+    found = ctx.tokens.login(token)
+    if found is None:
+        why = ("That login link has expired" if ctx.tokens.expired(token)
+               else "That login token is not valid")
+        return _login_page(ctx, request, 403, f"{why}. `hermes web token` makes a new one.")
+    user, token_id = found
     ctx.sessions.end(request.cookies.get(COOKIE))
-    ws = ctx.sessions.start(user)
+    ws = ctx.sessions.start(user, token_id)
     response = RedirectResponse("/chat", status_code=303)
+    # Kept by the browser for the session's life (a browser restart does not log out)
     response.set_cookie(COOKIE, ws.id, httponly=True, samesite="strict", path="/",
+                        max_age=int(ctx.sessions.days * 86400),
                         secure=request.url.scheme == "https")
     response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
@@ -285,6 +285,36 @@ async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
     return redirect(ctx, ws, "/cron", notice=notice)
 
 
+# --------------------------------------------------------------------------- logins
+async def logins(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """This user's login tokens (never the tokens: their ids), the browsers each logged in,
+    and which one this browser used."""
+    counts = ctx.sessions.count_by_token(ws.user)
+    tokens = [(t, counts.get(t.id, 0)) for t in ctx.tokens.list(ws.user)]
+    return render(ctx, request, ws, "logins.html", tokens=tokens, mine=ws.token_id,
+                  token_days=ctx.tokens.days, session_days=ctx.sessions.days)
+
+
+async def login_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """new (a login link for another device, shown once) | revoke (a token, and the browsers
+    it logged in: this one too, if it is the one this browser used)."""
+    action = request.path_params["action"]
+    if action == "new":
+        link = f"{request.url.scheme}://{request.url.netloc}/login?token=" \
+               f"{ctx.tokens.create(ws.user)}"
+        return redirect(ctx, ws, "/logins", notice=f"A new login link, shown only now (it "
+                        f"works for {ctx.tokens.days:g} days): {link}")
+    if action == "revoke":
+        form = await form_of(request)
+        gone = ctx.tokens.revoke(form.get("id", ""), ws.user)   # only this user's
+        ended = ctx.sessions.end_for_token(gone.id)
+        if gone.id == ws.token_id:
+            return RedirectResponse("/login", status_code=303)
+        return redirect(ctx, ws, "/logins", notice=f"Revoked login {gone.id}; {ended} "
+                        "browser(s) logged out.")
+    raise NotFound(f"No login action {action!r}.")
+
+
 # --------------------------------------------------------------------------- stats
 async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.learn.stats import extraction_stats
@@ -312,5 +342,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/cron", page(cron)),
         Route("/cron/{name}/{action}", page(cron_write), methods=["POST"]),
         Route("/stats", page(stats)),
+        Route("/logins", page(logins)),
+        Route("/logins/{action}", page(login_write), methods=["POST"]),
     ]
 
