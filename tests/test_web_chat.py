@@ -86,7 +86,7 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
         "Your favourite editor is Helix."
     done = events[-1][1]
     assert done["error"] is None and f'data-fact-id="{fact_id}"' in done["html"]
-    assert "Shown to the model (1)" in done["html"]
+    assert "used <span class=\"used-count\">1</span> fact · learned" in done["html"]
     # 👎: exactly the facts shown for this reply, recorded as the web user's one rating
     rated = await chat.client.post(f"/chat/rate/{done['message_id']}", data={"rating": "down"},
                                    headers={"Accept": "application/json",

@@ -224,3 +224,33 @@ def test_a_login_outlives_a_restart_its_link_expires_and_the_logins_page_revokes
         other.close()
     finally:
         live.clock.advance(days=-8)
+
+
+def test_a_receipt_under_the_reply_says_what_it_used_and_learned_with_one_tap_fixes(
+        visit, live):
+    page, user = visit.page, visit.user
+    facts = live.rt.memory.facts
+    bike = facts.add(user, "The user's bike is a blue Brompton", entities=["Brompton"]).id
+    live.model.chat["Which bike do I ride"] = "Your blue Brompton."
+    live.model.learn["on Tuesdays"] = [{"action": "create",
+                                        "content": "The user rides to work on Tuesdays"}]
+    page.get_by_label("Message").fill("I ride to work on Tuesdays. Which bike do I ride?")
+    page.keyboard.press("Enter")
+    reply = page.locator("article.msg.assistant", has_text="Your blue Brompton.")
+    receipt = reply.locator(".receipt")
+    receipt.locator("summary", has_text="used 1 fact · learned 1").wait_for()   # live
+    learned = receipt.locator(".learned-here li", has_text="rides to work on Tuesdays")
+    (tuesdays,) = [f for f in facts.list_facts(user) if "Tuesdays" in f.content]
+    used = receipt.locator(f'.shown li[data-fact-id="{bike}"]')
+    used.get_by_role("button", name="👍 right").click()
+    used.locator(".trust", has_text="0.55").wait_for()
+    learned.get_by_role("button", name="Undo").click()
+    learned.get_by_text("undone").wait_for()
+    assert facts.get(user, tuesdays.id).status == "forgotten"
+    used.get_by_role("button", name="Wrong: forget it").click()
+    used.get_by_text("forgotten").wait_for()
+    assert facts.get(user, bike).status == "forgotten"
+    page.reload()                                   # the page itself shows the same receipt
+    receipt = page.locator("article.msg.assistant .receipt").last
+    receipt.locator("summary", has_text="used 1 fact · learned 1").click()
+    receipt.locator(".learned-here li.forgotten", has_text="Tuesdays").wait_for()

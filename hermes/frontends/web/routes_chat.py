@@ -45,8 +45,10 @@ def sidebar_facts(ctx: WebContext, user: str) -> list[Any]:
     return ctx.facts.list_facts(user, include_inactive=True, limit=SIDEBAR_FACTS)
 
 
-def _reply_view(ctx: WebContext, user: str, message: Any, learned: list[Any]) -> dict[str, Any]:
-    """An assistant message with the facts shown for it, their trust, and the rating."""
+def _reply_view(ctx: WebContext, user: str, message: Any, learned: list[Any], *,
+                open: bool = False) -> dict[str, Any]:
+    """An assistant message and its receipt: the facts shown for it (their trust, the
+    rating), and what was learned from its turn (``open``: unfolded, under a new reply)."""
     from hermes.agent import feedback
 
     shown = []
@@ -55,7 +57,7 @@ def _reply_view(ctx: WebContext, user: str, message: Any, learned: list[Any]) ->
             shown.append(ctx.facts.get(user, fact_id))
         except NotFound:
             continue
-    return {"message": message, "shown": shown, "learned": learned,
+    return {"message": message, "shown": shown, "learned": learned, "open": open,
             "rating": feedback.reply_rating(ctx.rt, user, message.id, rater_for(user))}
 
 
@@ -185,8 +187,12 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
             if result.assistant_message_id is not None:
                 reply = ctx.session_store.window(ws.user, session.id,
                                                  result.assistant_message_id, 0)[0]
+                # (what extraction learned from it already, if it was that quick)
+                view = next((t for t in conversation(ctx, ws.user, session.id)
+                             if t["message"].id == reply.id), None)
                 html = ctx.templates.get_template("reply.html").render(
-                    turn=_reply_view(ctx, ws.user, reply, []), csrf=ws.csrf)
+                    turn=_reply_view(ctx, ws.user, reply, view["learned"] if view else [],
+                                     open=True), csrf=ws.csrf)
             yield _event("done", {"message_id": result.assistant_message_id,
                                   "error": result.error, "html": html,
                                   "session_id": session.id, "stopped": result.stopped})
@@ -288,6 +294,7 @@ def publish_turn_changes(ctx: WebContext, user: str, before: dict[int, str] | No
     if before is None or not ctx.hub.subscribers(user):
         return
     item = ctx.templates.get_template("fact_item.html")
+    learned = ctx.templates.get_template("receipt_learned.html")
     after = ctx.facts.list_facts(user, include_inactive=True, limit=SIDEBAR_FACTS)
     replaced = {f.superseded_by: f for f in after if f.superseded_by is not None}
     for fact in reversed(after):                    # oldest first: the newest ends on top
@@ -307,13 +314,15 @@ def publish_turn_changes(ctx: WebContext, user: str, before: dict[int, str] | No
             "trust": fact.trust, "content": fact.content,
             "html": item.render(fact=fact, change=kind, fresh=fact.active),
             "old_html": item.render(fact=old, change=None) if old else None,
-            "committed_at": time.time() * 1000})
+            "learned_html": learned.render(f=fact), "committed_at": time.time() * 1000})
 
 
 def extraction_listener(ctx: WebContext) -> Callable[[Any], None]:
     """An ``ExtractionWorker.on_commit`` listener: each fact a run wrote, as a ``fact`` event
     with its sidebar item already rendered (and the version it replaced, if any)."""
     item = ctx.templates.get_template("fact_item.html")
+    # Under the reply (its forms post with the page's CSRF header: one event, every page)
+    learned = ctx.templates.get_template("receipt_learned.html")
 
     def on_commit(record: Any) -> None:
         committed_at = time.time() * 1000
@@ -332,7 +341,7 @@ def extraction_listener(ctx: WebContext) -> Callable[[Any], None]:
                 "trust": fact.trust, "content": fact.content,
                 "html": item.render(fact=fact, change=change.kind, fresh=True),
                 "old_html": item.render(fact=old, change=None) if old else None,
-                "committed_at": committed_at})
+                "learned_html": learned.render(f=fact), "committed_at": committed_at})
 
     return on_commit
 

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.frontends.web.app import WebContext, form_of, redirect, render, wants_json
+from hermes.frontends.web.app import WebContext, back, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
 
 FACT_LIMIT = 200
@@ -187,7 +187,16 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         else:
             raise NotFound(f"No fact action {action!r}.")
     except RefusedWrite as exc:
+        if wants_json(request):
+            return JSONResponse({"error": str(exc)}, status_code=422)
         return _fact_page(ctx, request, ws, fact_id, status=422, error=str(exc))
+    if wants_json(request):             # a reply's receipt: the fact as it is now
+        now = store.get(user, fact_id)
+        return JSONResponse({"id": now.id, "status": now.status, "trust": round(now.trust, 2),
+                             "message": notice})
+    if form.get("back"):                # from under a reply: back to the chat
+        ctx.sessions.flash(ws.id, notice=notice)
+        return back(request, f"/facts/{fact_id}")
     return redirect(ctx, ws, f"/facts/{fact_id}", notice=notice)
 
 

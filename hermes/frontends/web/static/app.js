@@ -107,7 +107,10 @@
             messages.dataset.chunks = ++chunks;   // how many pieces the last reply came in
             reply.scrollIntoView({ block: "end" });
           } else if (name === "done") {
-            if (data.html) { var done = fromHTML(data.html); reply.replaceWith(done); reply = done; }
+            if (data.html) {
+              var done = fromHTML(data.html); reply.replaceWith(done); reply = done;
+              if (data.message_id) showLearned(data.message_id);
+            }
             else reply.classList.remove("streaming");
             if (data.error) {
               var err = document.createElement("p"); err.className = "error"; err.textContent = data.error;
@@ -122,6 +125,30 @@
       }
     });
   }
+
+  // ---- a receipt's one-tap actions on one fact: rate it, "wrong: forget it", undo learning
+  document.addEventListener("submit", async function (e) {
+    var f = e.target;
+    if (!f.classList || !f.classList.contains("fact-act")) return;
+    e.preventDefault();
+    var body = new URLSearchParams(new FormData(f));
+    if (e.submitter && e.submitter.name) body.set(e.submitter.name, e.submitter.value);
+    var response = await post(f.action, body, "application/json");
+    var data = await response.json();
+    var item = f.closest("li");
+    if (!response.ok) { alert(data.error || "That failed"); return; }
+    document.querySelectorAll('[data-fact-id="' + data.id + '"] .trust, #fact-' + data.id + " .trust")
+      .forEach(function (el) { el.textContent = Number(data.trust).toFixed(2); });
+    if (data.status !== "active") {
+      document.querySelectorAll('li[data-fact-id="' + data.id + '"]').forEach(function (li) {
+        li.className = data.status;
+        var acts = li.querySelector(".acts"), done = document.createElement("em");
+        done.textContent = f.action.endsWith("/forget") && li.closest(".learned-here") ? "undone" : data.status;
+        acts.replaceChildren(done);
+      });
+    }
+    item.dataset.done = data.message || "";
+  });
 
   // ---- ratings: 👍/👎 rate the facts shown for a reply
   document.addEventListener("submit", async function (e) {
@@ -144,6 +171,18 @@
     });
   });
 
+  // Under the reply a fact was learned from: its receipt counts it, with Undo. Kept until that
+  // reply is on the page (its own stream may end after the fact's event came).
+  var learnedFor = {};
+  function showLearned(replyId) {
+    var here = document.querySelector("#m" + replyId + " .learned-here");
+    if (!here) return;
+    (learnedFor[replyId] || []).forEach(function (data) {
+      if (!here.querySelector('[data-fact-id="' + data.fact_id + '"]')) here.append(fromHTML(data.learned_html));
+    });
+    here.closest(".receipt").querySelector(".learned-count").textContent = here.children.length;
+  }
+
   // ---- Learned Facts: live from /events
   var list = document.getElementById("facts");
   if (list && window.EventSource) {
@@ -161,12 +200,9 @@
       item.dataset.committedAt = data.committed_at;
       item.dataset.shownAt = Date.now();
       list.prepend(item);
-      var here = document.querySelector("#m" + data.reply_id + " .learned-here");
-      if (here) {
-        var li = document.createElement("li");
-        li.innerHTML = '<a href="/facts/' + data.fact_id + '">#' + data.fact_id + "</a> learned: ";
-        li.append(document.createTextNode(data.content));
-        here.append(li);
+      if (data.learned_html) {
+        learnedFor[data.reply_id] = (learnedFor[data.reply_id] || []).concat([data]);
+        showLearned(data.reply_id);
       }
     });
     source.addEventListener("close", function () { source.close(); });
