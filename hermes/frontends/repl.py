@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
+    from hermes.learn.runs import RunRecord
+    from hermes.learn.worker import ExtractionWorker
     from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
@@ -64,6 +66,15 @@ COMMANDS: dict[str, str] = {
 LEAVE = ("/quit", "/exit")
 HELP = ("Enter sends, Esc-Enter adds a line, Ctrl-C stops a reply, Ctrl-D leaves.\n"
         + "\n".join(f"  {name:<10} {meta}" for name, meta in COMMANDS.items()))
+
+
+def receipt(shown: list[int]) -> str:
+    """The line under a reply: the facts it used (what it learned follows as it is learned)."""
+    if not shown:
+        return "(used no stored facts)"
+    ids = ", ".join(f"#{i}" for i in shown)
+    return (f"(used {len(shown)} fact{'s' if len(shown) != 1 else ''}: {ids} · /rate up|down "
+            "rates them, /forget ID drops one)")
 
 
 class SlashCompleter(Completer):
@@ -135,6 +146,7 @@ class Repl:
         self.commands = MemoryCommands(rt)
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
+        self._sessions: set[int] = set()           # where this REPL talked (for _learned)
         self._reply: asyncio.Task[None] | None = None
         self._left = False
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
@@ -147,6 +159,26 @@ class Repl:
             completer=SlashCompleter(), complete_while_typing=True,
             key_bindings=self._keys(),
         )
+
+    def learn_from(self, worker: ExtractionWorker | None) -> None:
+        """Say under the conversation what extraction learned from it, as it commits (the
+        second half of a reply's receipt; the first is printed with the reply)."""
+        if worker is not None and self._learned not in worker.on_commit:
+            worker.on_commit.append(self._learned)
+
+    def _learned(self, record: RunRecord) -> None:
+        if record.user != self.user or record.session_id not in self._sessions:
+            return
+        for change in record.changes.changes if record.changes else []:
+            if change.kind not in ("created", "superseded"):
+                continue
+            try:
+                fact = self.rt.memory.facts.get(self.user, change.fact_id)
+            except HermesError:
+                continue
+            was = f", replacing #{change.old_id}" if change.old_id else ""
+            self.emit("info", f"(learned #{fact.id}{was}: {fact.content} · /forget {fact.id} "
+                      "undoes it)")
 
     def _prompt_message(self) -> FormattedText:
         above = getattr(self.emit, "above_prompt", None)
@@ -265,9 +297,8 @@ class Repl:
             elif result.error:                      # a partial reply must not look complete
                 self.emit("error", f"(reply cut off: {result.error})")
             self.last_reply_id = result.assistant_message_id
-            if result.shown_fact_ids:
-                ids = ", ".join(str(i) for i in result.shown_fact_ids)
-                self.emit("info", f"(recalled facts {ids}; /rate up|down rates them)")
+            self._sessions.add(session.id)
+            self.emit("info", receipt(result.shown_fact_ids))
         except asyncio.CancelledError:
             self.emit("end", "")
             self.emit("info", "[stopped]")
@@ -382,6 +413,7 @@ class ReplFrontend:
         if not self.ctx.interactive:
             return False
         self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        self.repl.learn_from(self.ctx.worker)
         notice = no_model_notice(self.ctx.agent)
         if notice:
             self.repl.emit("error", notice)
