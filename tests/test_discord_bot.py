@@ -509,3 +509,17 @@ async def test_cron_delivery_posts_to_the_channel_in_pieces(env):
     await env.bot.deliver(None, str(env.world.channel_id), "digest " * 500)
     posted = env.api.messages_in(env.world.channel_id)
     assert len(posted) == 2 and all(len(c.json["content"]) <= 2000 for c in posted)
+
+
+async def test_a_reply_that_used_facts_carries_a_one_line_receipt(env, fake_model, rt):
+    facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
+    listed = ", ".join(f"#{i}" for i in sorted(shown))
+    assert reply.json["content"].endswith(
+        f"\n-# used {len(shown)} facts ({listed}) · react 👍/👎 to rate them · /forget ID drops "
+        "one")
+    stored = rt.db.execute("SELECT content FROM messages WHERE role = 'assistant'").fetchone()[0]
+    assert stored == "Miso is your cat, and Miso likes tuna."        # not part of the reply
+    fake_model.reply("Hello again.")
+    plain = env.world.dm("alice", "hello")
+    await env.bot.on_message(plain)
+    assert env.api.messages_in(plain.channel.id)[-1].json["content"] == "Hello again."

@@ -79,6 +79,14 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
                         interaction.user.id)
 
 
+def receipt_line(shown: list[int]) -> str:
+    """The reply's receipt in Discord: one line of small text (``-#``) under it, saying which
+    facts it used and how to rate or drop them (the memory stays the same: it is not stored)."""
+    ids = ", ".join(f"#{i}" for i in sorted(shown))
+    noun = "fact" if len(shown) == 1 else "facts"
+    return f"-# used {len(shown)} {noun} ({ids}) · react 👍/👎 to rate them · /forget ID drops one"
+
+
 class HermesBot(discord.Client):
     def __init__(self, rt: Runtime, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
@@ -225,6 +233,8 @@ class HermesBot(discord.Client):
             final = f"Sorry, I could not answer: {result.error}"
         elif result.error:
             final = cut_off(final, result.error)    # a partial reply must not look complete
+        elif result.shown_fact_ids:
+            final += "\n" + receipt_line(result.shown_fact_ids)
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:

@@ -72,7 +72,7 @@ def receipt(shown: list[int]) -> str:
     """The line under a reply: the facts it used (what it learned follows as it is learned)."""
     if not shown:
         return "(used no stored facts)"
-    ids = ", ".join(f"#{i}" for i in shown)
+    ids = ", ".join(f"#{i}" for i in sorted(shown))
     return (f"(used {len(shown)} fact{'s' if len(shown) != 1 else ''}: {ids} · /rate up|down "
             "rates them, /forget ID drops one)")
 
