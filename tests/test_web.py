@@ -327,8 +327,44 @@ async def test_fact_search_probe_reason_and_filters(panel, facts):
     assert "Carol mentors" in trust.text and "deployed redis" not in trust.text
     entity = await panel.get("/facts", params={"entity": "Carol"})
     assert "Carol mentors" in entity.text and "deployed redis" not in entity.text
-    nonsense = await panel.get("/facts", params={"min_trust": "lots"})
-    assert nonsense.status_code == 400 and "Trust must be a number" in nonsense.text
+    nonsense = await panel.get("/facts", params={"min_trust": "lots", "q": "redis"})
+    assert nonsense.status_code == 422 and "Trust must be a number" in nonsense.text
+    assert 'id="min_trust" name="min_trust" value="lots"' in nonsense.text   # the form, kept
+    assert 'id="q" name="q" type="search" value="redis"' in nonsense.text
+
+
+async def test_probe_suggests_entity_names_holding_the_words(panel, facts):
+    facts.add("owner", "Project Atlas ships in March", entities=["Project Atlas"])
+    facts.add("owner", "Atlas Copco makes the compressor", entities=["Atlas Copco"])
+    facts.add("alice", "Alice's Atlas Mountains trip", entities=["Atlas Mountains"])
+    page = await panel.get("/facts", params={"q": "Atlas", "mode": "probe"})
+    assert "Did you mean" in page.text
+    assert '/facts?mode=probe&amp;q=Project%20Atlas">Project Atlas</a>' in page.text
+    assert "Atlas Copco" in page.text and "Atlas Mountains" not in page.text
+    exact = await panel.get("/facts", params={"q": "Project Atlas", "mode": "probe"})
+    assert "ships in March" in exact.text and "Did you mean" not in exact.text
+
+
+async def test_a_fact_added_by_hand_and_its_history_read_as_changes(panel, facts):
+    added = await panel.post("/facts/add", {"content": "Carol mentors Bob on Fridays",
+                                            "entities": "Carol, Bob", "category": "person"})
+    fact_id = int(added.headers["location"].rsplit("/", 1)[1])
+    fact = facts.get("owner", fact_id)
+    assert fact.category == "person" and set(fact.entities) >= {"Carol", "Bob"}
+    await panel.post(f"/facts/{fact_id}/rate", {"rating": "down"})
+    new = await panel.post(f"/facts/{fact_id}/update", {"content": "Carol mentors Bob on "
+                                                                   "Mondays"})
+    new_id = int(new.headers["location"].rsplit("/", 1)[1])
+    old_page = (await panel.get(f"/facts/{fact_id}")).text
+    assert "added: \u201cCarol mentors Bob on Fridays\u201d (trust 0.50, person" in old_page
+    assert "unhelpful: trust 0.50 \u2192 0.40" in old_page
+    assert f"replaced by #{new_id}" in old_page
+    new_page = (await panel.get(f"/facts/{new_id}")).text
+    assert ("\u201cCarol mentors Bob on Fridays\u201d \u2192 \u201cCarol mentors Bob on Mondays"
+            "\u201d") in new_page
+    assert "{&#34;" not in new_page and '{"' not in new_page           # no raw JSON
+    refused = await panel.post("/facts/add", {"content": "the db password is Tr0ub4dor&3"})
+    assert refused.status_code == 422 and "secret" in refused.text       # kept to fix
 
 
 async def test_fact_edit_forget_restore_rate_and_history(panel, facts):
@@ -440,12 +476,20 @@ async def test_cron_pause_resume(panel, rt):
     assert no_runner.status_code == 400 and "scheduler" in no_runner.text
 
 
-async def test_stats_page_shows_only_the_users_rows(panel, rt, facts):
+async def test_stats_page_shows_model_usage_and_cost_per_source_as_hermes_stats(panel, rt,
+                                                                               facts):
+    from hermes.store import usage
+
     facts.add("owner", "The NAS is in the hallway closet")
-    facts.add("alice", "Alice's own fact")
+    call = usage.Call("gpt-x", 1200, 600, 0, 80, 0.0021)
+    usage.record(rt.db, call, "2026-11-29T11:00:00Z", usage.Scope("owner", "chat", None))
+    usage.record(rt.db, call, "2026-11-29T11:01:00Z", usage.Scope("owner", "extraction", None))
+    usage.record(rt.db, call, "2026-11-29T11:02:00Z", usage.Scope("alice", "chat", None))
     page = await panel.get("/stats")
-    assert "1 active" in page.text
-    assert re.search(r"<td>facts</td><td>1</td>", page.text)
+    assert re.search(r"<td>chat</td><td>1</td><td>1,200</td><td>50%</td><td>80</td>"
+                     r"<td>\$0.0021</td>", page.text)
+    assert re.search(r"<td>all</td><td>2</td><td>2,400</td>.*<td>\$0.0042</td>", page.text)
+    assert "1 active" in page.text and "Your rows" not in page.text
 
 
 async def test_unknown_ids_and_bad_numbers_are_one_line(panel):

@@ -254,3 +254,34 @@ def test_a_receipt_under_the_reply_says_what_it_used_and_learned_with_one_tap_fi
     receipt = page.locator("article.msg.assistant .receipt").last
     receipt.locator("summary", has_text="used 1 fact · learned 1").click()
     receipt.locator(".learned-here li.forgotten", has_text="Tuesdays").wait_for()
+
+
+def test_pages_stats_by_source_add_a_fact_probe_suggestions_history_and_inline_errors(
+        visit, live):
+    from hermes.store import usage
+
+    page, user = visit.page, visit.user
+    usage.record(live.rt.db, usage.Call("gpt-x", 1000, 250, 0, 40, 0.003),
+                 "2026-11-29T11:00:00Z", usage.Scope(user, "chat", None))
+    visit.go("/stats")
+    row = page.get_by_role("row", name="chat")
+    assert row.get_by_role("cell").all_inner_texts() == ["chat", "1", "1,000", "25%", "40",
+                                                         "$0.0030"]
+    visit.go("/facts")
+    page.get_by_text("Add a fact").click()
+    page.get_by_label("Fact", exact=True).fill("Project Atlas ships in March")
+    page.get_by_label("about").fill("Project Atlas")
+    page.get_by_role("button", name="Add", exact=True).click()
+    page.get_by_role("status").filter(has_text="Added fact").wait_for()
+    assert page.get_by_role("button", name="helpful", exact=False).first.inner_text() \
+        .endswith("helpful")                              # words beside the emoji
+    visit.go("/facts?mode=probe&q=Atlas")
+    page.get_by_role("link", name="Project Atlas").click()
+    page.get_by_text("Project Atlas ships in March").wait_for()
+    page.get_by_role("link", name="#", exact=False).first.click()
+    page.get_by_text("added: \u201cProject Atlas ships in March\u201d").wait_for()
+    visit.go("/facts")
+    page.get_by_label("trust ≥").fill("high")
+    page.get_by_role("button", name="Show").click()
+    page.get_by_role("alert").filter(has_text="Trust must be a number").wait_for()
+    assert page.get_by_label("trust ≥").input_value() == "high"      # the form, kept

@@ -87,19 +87,23 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
 
 # --------------------------------------------------------------------------- facts
 async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """Search / probe / reason, or the list with filters (category, entity, trust, status)."""
+    """Search / probe / reason, or the list with filters (category, entity, trust, status).
+    A filter that is not valid is said beside the form, which keeps what was typed."""
     q = request.query_params
     query, mode = q.get("q", "").strip(), q.get("mode", "search")
     category, entity = q.get("category") or None, q.get("entity", "").strip()
     status = q.get("status", "active")
-    min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
     store, user = ctx.facts, ws.user
     path: list[str] = []
     error = None
     found: list[Any] = []
+    suggestions: list[Any] = []
+    min_trust = max_trust = None
     try:
+        min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
         if query and mode == "probe":
             found = store.probe(user, query)
+            suggestions = entity_suggestions(ctx, user, query)
         elif query and mode == "reason":
             result = store.reason(user, [p.strip() for p in query.split(",") if p.strip()])
             found, path = result.facts, result.path
@@ -110,6 +114,7 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                                  min_trust=min_trust if min_trust is not None else None)
         elif entity:
             found = store.probe(user, entity)
+            suggestions = entity_suggestions(ctx, user, entity)
         else:
             found = store.list_facts(user, category=category, include_inactive=status != "active",
                                limit=FACT_LIMIT)
@@ -126,11 +131,95 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         found = [f for f in found if f.trust >= min_trust]
     if max_trust is not None:
         found = [f for f in found if f.trust <= max_trust]
-    return render(ctx, request, ws, "facts.html", facts=found, query=query, mode=mode,
+    return render(ctx, request, ws, "facts.html", status=422 if error and not path else 200,
+                  facts=found, query=query, mode=mode,
                   category=category or "", entity=entity, state=status,
-                  min_trust="" if min_trust is None else min_trust,
-                  max_trust="" if max_trust is None else max_trust, chain=path, error=error,
+                  min_trust=q.get("min_trust", ""), max_trust=q.get("max_trust", ""),
+                  chain=path, error=error, suggestions=suggestions,
                   categories=ctx.rt.settings.facts.categories)
+
+
+SUGGESTIONS = 8
+
+
+def entity_suggestions(ctx: WebContext, user: str, name: str) -> list[Any]:
+    """Entities whose name or alias holds the words asked for (probing "Atlas" finds "Project
+    Atlas"), the exact one left out, most used first."""
+    words = [w for w in name.casefold().split() if w]
+    if not words:
+        return []
+    found = []
+    for entity in ctx.facts.entities(user):       # most used first
+        names = [entity.name.casefold(), *(a.casefold() for a in entity.aliases)]
+        if name.strip().casefold() in names:
+            continue
+        if any(all(w in n.split() or w in n for w in words) for n in names):
+            found.append(entity)
+            if len(found) == SUGGESTIONS:
+                break
+    return found
+
+
+async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """Add a fact by hand (the form on the Facts page)."""
+    form = await form_of(request)
+    content = form.get("content", "").strip()
+    entities = [e.strip() for e in form.get("entities", "").split(",") if e.strip()]
+    category = form.get("category") or "general"
+    try:
+        if not content:
+            raise RefusedWrite("Refused: write the fact first.")
+        fact = ctx.facts.add(ws.user, content, category=category, entities=entities or None)
+    except RefusedWrite as exc:
+        return render(ctx, request, ws, "facts.html", status=422, facts=[], query="",
+                      mode="search", category="", entity="", state="active", min_trust="",
+                      max_trust="", chain=[], error=str(exc), suggestions=[],
+                      draft={"content": content, "entities": form.get("entities", ""),
+                             "category": category},
+                      categories=ctx.rt.settings.facts.categories)
+    return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.")
+
+
+HIDDEN_KEYS = {"id", "created_at", "updated_at", "valid_from", "kind", "importance",
+               "source_message_ids"}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return "none" if value in (None, "") else str(value)
+
+
+def history_lines(entry: dict[str, Any]) -> list[str]:
+    """One change of a fact as a person reads it: what it said, and what became what."""
+    old, new = entry.get("old") or {}, entry.get("new") or {}
+    action = entry["action"]
+    if action == "add":
+        about = f", about {_shown(new.get('entities'))}" if new.get("entities") else ""
+        return [f"added: \u201c{new.get('content', '')}\u201d (trust "
+                f"{_shown(new.get('trust'))}, {new.get('category', 'general')}{about})"]
+    if action == "update":
+        return [f"\u201c{old.get('content', '')}\u201d \u2192 \u201c{new.get('content', '')}"
+                f"\u201d (this version; the old one is #{old.get('id')})"]
+    if action == "supersede":
+        return [f"replaced by #{new.get('superseded_by')}"]
+    if action == "forget":
+        return [f"forgotten: {new.get('forgotten_reason') or entry.get('note') or 'no reason'}"]
+    if action == "restore":
+        return ["restored"]
+    if action == "rate" and "trust" in new:
+        return [f"{entry.get('note') or 'rated'}: trust {_shown(old.get('trust'))} \u2192 "
+                f"{_shown(new.get('trust'))}"]
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if key in HIDDEN_KEYS or old.get(key) == new.get(key):
+            continue
+        label = key.replace("_", " ")
+        lines.append(f"{label}: {_shown(old.get(key))} \u2192 {_shown(new.get(key))}"
+                     if key in old else f"{label}: {_shown(new.get(key))}")
+    return lines or [action]
 
 
 def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, *,
@@ -146,7 +235,8 @@ def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, 
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
-    return render(ctx, request, ws, "fact.html", status=status, fact=fact, history=history,
+    return render(ctx, request, ws, "fact.html", status=status, fact=fact,
+                  history=[(h, history_lines(h)) for h in history],
                   sources=sources, error=error, notice=notice)
 
 
@@ -326,13 +416,12 @@ async def login_write(request: Request, ctx: WebContext, ws: WebSession) -> Resp
 
 # --------------------------------------------------------------------------- stats
 async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """What `hermes stats` says: model calls, tokens and cost per source, then learning."""
     from hermes.learn.stats import extraction_stats
-    from hermes.store.maintenance import table_stats
+    from hermes.store import usage
 
-    return render(ctx, request, ws, "stats.html",
-                  stats=extraction_stats(ctx.rt.db, ws.user),
-                  tables=[t for t in table_stats(ctx.rt.db, ws.user)
-                          if t.user_rows is not None])
+    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.rt.db, ws.user),
+                  usage=usage.totals(ctx.rt.db, ws.user))
 
 
 def routes(page: Callable[..., Any]) -> list[Route]:
@@ -340,6 +429,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/memory", page(memory)),
         Route("/memory/{action}", page(memory_write), methods=["POST"]),
         Route("/facts", page(facts)),
+        Route("/facts/add", page(fact_add), methods=["POST"]),
         Route("/facts/{id}", page(fact)),
         Route("/facts/{id}/{action}", page(fact_write), methods=["POST"]),
         Route("/entities", page(entities)),
