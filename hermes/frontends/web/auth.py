@@ -31,6 +31,7 @@ from typing import Any
 
 from hermes.clock import Clock, parse_ts, to_ts
 from hermes.errors import NotFound
+from hermes.memory.place import Scope
 
 COOKIE = "hermes_session"
 CSRF_FIELD = "csrf"
@@ -156,6 +157,12 @@ class WebSession:
     token_id: str | None = None
     created_at: str | None = None
     expires_at: str | None = None
+
+    @property
+    def scope(self) -> Scope:
+        """What the memory operations act on: the user, in a private place (the panel is
+        read by its user alone)."""
+        return Scope(self.user)
 
 
 class Sessions:

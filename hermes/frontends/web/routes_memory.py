@@ -1,8 +1,9 @@
 """Memory pages: basic memory, facts (search / probe / reason, edit, forget, restore, purge,
 aliases, history), sessions, the context file, cron jobs and runs, and stats.
 
-Each handler gets the logged-in user from :func:`hermes.frontends.web.app.page` and passes it to
-every store call. A refused write is shown inline on the page it came from, with its reason.
+Each handler gets the logged-in user from :func:`hermes.frontends.web.app.page` and passes its
+scope (the user, in a private place: only they read the panel) to every memory operation. A
+refused write is shown inline on the page it came from, with its reason.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.routing import Route
 from hermes.errors import NotFound, QueryError, RefusedWrite
 from hermes.frontends.web.app import WebContext, back, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
+from hermes.memory.place import Scope
 
 FACT_LIMIT = 200
 
@@ -39,10 +41,10 @@ def _float(value: str | None) -> float | None:
 def _memory_page(ctx: WebContext, request: Request, ws: WebSession, *, status: int = 200,
                  error: str | None = None, notice: str | None = None,
                  draft: str = "") -> Response:
-    entries = ctx.basic.entries(ws.user)
-    used = ctx.basic.usage(ws.user)
+    entries = ctx.ops.basic_entries(ws.scope)
+    used = ctx.ops.basic_usage(ws.scope)
     return render(ctx, request, ws, "memory.html", status=status, entries=entries, used=used,
-                  limit=ctx.basic.limit, error=error, notice=notice, draft=draft,
+                  limit=ctx.ops.basic_limit, error=error, notice=notice, draft=draft,
                   block="\n".join(e.text for e in entries))
 
 
@@ -55,27 +57,28 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
     form = await form_of(request)
     action = request.path_params["action"]
     draft = form.get("text", "")
+    ops, scope = ctx.ops, ws.scope
     try:
         if action == "add":
-            result = ctx.basic.add(ws.user, draft)
+            result = ops.basic_add(scope, draft)
         elif action == "replace":
-            result = ctx.basic.replace(ws.user, _int(form.get("id"), "The entry id"), draft)
+            result = ops.basic_replace(scope, _int(form.get("id"), "The entry id"), draft)
         elif action == "remove":
-            result = ctx.basic.remove(ws.user, _int(form.get("id"), "The entry id"))
+            result = ops.basic_remove(scope, _int(form.get("id"), "The entry id"))
         elif action == "edit":
             # Only what this page showed counts as "before": an entry added elsewhere since
             # is kept, as `hermes memory edit` does.
             draft = form.get("block", "")
             texts = [line for line in draft.splitlines() if line.strip()]
             shown = set(form.get("shown", "").splitlines())
-            before = [e for e in ctx.basic.entries(ws.user) if e.text in shown]
-            result = ctx.basic.apply_edit(ws.user, before, texts)
+            before = [e for e in ops.basic_entries(scope) if e.text in shown]
+            result = ops.basic_edit(scope, before, texts)
         else:
             raise NotFound(f"No memory action {action!r}.")
     except RefusedWrite as exc:
         if wants_json(request):
-            return JSONResponse({"error": str(exc), "used": ctx.basic.usage(ws.user),
-                                 "limit": ctx.basic.limit}, status_code=422)
+            return JSONResponse({"error": str(exc), "used": ops.basic_usage(scope),
+                                 "limit": ops.basic_limit}, status_code=422)
         return _memory_page(ctx, request, ws, status=422, error=str(exc), draft=draft)
     except NotFound as exc:
         return _memory_page(ctx, request, ws, status=404, error=str(exc), draft=draft)
@@ -93,7 +96,7 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     query, mode = q.get("q", "").strip(), q.get("mode", "search")
     category, entity = q.get("category") or None, q.get("entity", "").strip()
     status = q.get("status", "active")
-    store, user = ctx.facts, ws.user
+    ops, scope = ctx.ops, ws.scope
     path: list[str] = []
     error = None
     found: list[Any] = []
@@ -102,22 +105,22 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     try:
         min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
         if query and mode == "probe":
-            found = store.probe(user, query)
-            suggestions = entity_suggestions(ctx, user, query)
+            found = ops.probe(scope, query)
+            suggestions = entity_suggestions(ctx, scope, query)
         elif query and mode == "reason":
-            result = store.reason(user, [p.strip() for p in query.split(",") if p.strip()])
+            result = ops.reason(scope, [p.strip() for p in query.split(",") if p.strip()])
             found, path = result.facts, result.path
             if result.unknown:
                 error = "Unknown: " + ", ".join(result.unknown)
         elif query:
-            found = store.search(user, query, limit=50, category=category,
-                                 min_trust=min_trust if min_trust is not None else None)
+            found = ops.search(scope, query, limit=50, category=category,
+                               min_trust=min_trust if min_trust is not None else None)
         elif entity:
-            found = store.probe(user, entity)
-            suggestions = entity_suggestions(ctx, user, entity)
+            found = ops.probe(scope, entity)
+            suggestions = entity_suggestions(ctx, scope, entity)
         else:
-            found = store.list_facts(user, category=category, include_inactive=status != "active",
-                               limit=FACT_LIMIT)
+            found = ops.list_facts(scope, category=category, include_inactive=status != "active",
+                                   limit=FACT_LIMIT)
     except QueryError as exc:
         error = str(exc)
     if status in ("superseded", "forgotten"):
@@ -136,20 +139,20 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                   category=category or "", entity=entity, state=status,
                   min_trust=q.get("min_trust", ""), max_trust=q.get("max_trust", ""),
                   chain=path, error=error, suggestions=suggestions,
-                  categories=ctx.rt.settings.facts.categories)
+                  categories=ops.categories)
 
 
 SUGGESTIONS = 8
 
 
-def entity_suggestions(ctx: WebContext, user: str, name: str) -> list[Any]:
+def entity_suggestions(ctx: WebContext, scope: Scope, name: str) -> list[Any]:
     """Entities whose name or alias holds the words asked for (probing "Atlas" finds "Project
     Atlas"), the exact one left out, most used first."""
     words = [w for w in name.casefold().split() if w]
     if not words:
         return []
     found = []
-    for entity in ctx.facts.entities(user):       # most used first
+    for entity in ctx.ops.entities(scope):       # most used first
         names = [entity.name.casefold(), *(a.casefold() for a in entity.aliases)]
         if name.strip().casefold() in names:
             continue
@@ -169,7 +172,7 @@ async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Respons
     try:
         if not content:
             raise RefusedWrite("Refused: write the fact first.")
-        fact = ctx.facts.add(ws.user, content, category=category, entities=entities or None)
+        fact = ctx.ops.add(ws.scope, content, category=category, entities=entities or None)
     except RefusedWrite as exc:
         return render(ctx, request, ws, "facts.html", status=422, facts=[], query="",
                       mode="search", category="", entity="", state="active", min_trust="",
@@ -225,13 +228,13 @@ def history_lines(entry: dict[str, Any]) -> list[str]:
 def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, *,
                status: int = 200, error: str | None = None,
                notice: str | None = None) -> Response:
-    fact = ctx.facts.get(ws.user, fact_id)
-    history = ctx.facts.history(ws.user, fact_id)
+    fact = ctx.ops.get(ws.scope, fact_id)
+    history = ctx.ops.history(ws.scope, fact_id)
     sources = []
     if fact.source_session_id is not None:
         wanted = set(fact.source_message_ids)
         try:
-            sources = [m for m in ctx.session_store.messages(ws.user, fact.source_session_id)
+            sources = [m for m in ctx.ops.session_messages(ws.scope, fact.source_session_id)
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
@@ -249,30 +252,30 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
-    store, user = ctx.facts, ws.user
-    store.get(user, fact_id)                    # 404 for another user's fact, before anything
+    ops, scope = ctx.ops, ws.scope
+    ops.get(scope, fact_id)                     # 404 for another user's fact, before anything
     try:
         if action == "update":
-            new = store.update(user, fact_id, form.get("content", ""),
-                               note=form.get("note") or "edited in the web panel")
+            new = ops.update(scope, fact_id, form.get("content", ""),
+                             note=form.get("note") or "edited in the web panel")
             return redirect(ctx, ws, f"/facts/{new.id}", notice=f"Saved as fact {new.id}; "
                             f"the old version, {fact_id}, is kept (superseded).")
         if action == "forget":
-            store.forget(user, fact_id, reason=form.get("reason") or "forgotten in the web panel")
+            ops.forget(scope, fact_id, reason=form.get("reason") or "forgotten in the web panel")
             notice = f"Forgot fact {fact_id}; restore brings it back."
         elif action == "restore":
-            store.restore(user, fact_id)
+            ops.restore(scope, fact_id)
             notice = f"Restored fact {fact_id}."
         elif action == "purge":
             if form.get("confirm") != "yes":
                 return _fact_page(ctx, request, ws, fact_id, status=422,
                                   error="Purging deletes the fact and its older versions for "
                                   "good: tick the confirmation box to do it.")
-            store.purge(user, fact_id)
+            ops.purge(scope, fact_id)
             return redirect(ctx, ws, "/facts",
                             notice=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
-            result = store.rate(user, fact_id, form.get("rating") == "up")
+            result = ops.rate(scope, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
         else:
             raise NotFound(f"No fact action {action!r}.")
@@ -281,7 +284,7 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
             return JSONResponse({"error": str(exc)}, status_code=422)
         return _fact_page(ctx, request, ws, fact_id, status=422, error=str(exc))
     if wants_json(request):             # a reply's receipt: the fact as it is now
-        now = store.get(user, fact_id)
+        now = ops.get(scope, fact_id)
         return JSONResponse({"id": now.id, "status": now.status, "trust": round(now.trust, 2),
                              "message": notice})
     if form.get("back"):                # from under a reply: back to the chat
@@ -291,7 +294,7 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
 
 
 async def entities(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    return render(ctx, request, ws, "entities.html", entities=ctx.facts.entities(ws.user))
+    return render(ctx, request, ws, "entities.html", entities=ctx.ops.entities(ws.scope))
 
 
 async def alias(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -300,10 +303,10 @@ async def alias(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     try:
         if not name or not other:
             raise RefusedWrite("Refused: give both the entity and its other name.")
-        entity = ctx.facts.entity_store.add_alias(ws.user, name, other)
+        entity = ctx.ops.alias(ws.scope, name, other)
     except RefusedWrite as exc:
         return render(ctx, request, ws, "entities.html", status=422,
-                      entities=ctx.facts.entities(ws.user), error=str(exc))
+                      entities=ctx.ops.entities(ws.scope), error=str(exc))
     return redirect(ctx, ws, "/entities", notice=f"{other} is now another name of "
                     f"{entity.name}.")
 
@@ -315,11 +318,11 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
     hits, listing, error = [], [], None
     if query:
         try:
-            hits = ctx.session_store.search(ws.user, query, limit=20, source=source)
+            hits = ctx.ops.sessions_search(ws.scope, query, limit=20, source=source)
         except QueryError as exc:
             error = str(exc)
     else:
-        listing = ctx.session_store.list_sessions(ws.user, source=source, limit=100)
+        listing = ctx.ops.sessions_list(ws.scope, source=source, limit=100)
     from hermes.frontends.base import session_sources
     from hermes.memory.sessions.store import SOURCES
 
@@ -329,8 +332,8 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     session_id = _int(request.path_params["id"], "The session id")
-    found = ctx.session_store.get(ws.user, session_id)
-    messages = ctx.session_store.messages(ws.user, session_id)
+    found = ctx.ops.session(ws.scope, session_id)
+    messages = ctx.ops.session_messages(ws.scope, session_id)
     around = request.query_params.get("around")
     return render(ctx, request, ws, "session.html", session=found, messages=messages,
                   around=_int(around, "The message id") if around else None)
@@ -338,9 +341,7 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    from hermes.memory import context
-
-    return render(ctx, request, ws, "context.html", text=context.read(ctx.rt, ws.user),
+    return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
                   limit=ctx.rt.settings.context.max_chars)
 
 
