@@ -1,5 +1,6 @@
-"""CLI commands answered by a running daemon: searches (it has the embedding model loaded) and
-a cron job's run now (it has the model layer loaded, and its own scheduler and delivery).
+"""CLI commands answered by a running daemon: searches (it has the embedding model loaded), a
+cron job's run now (it has the model layer loaded, and its own scheduler and delivery) and a
+backfill's dry run (priced with that model layer).
 
 ``call(settings, what, user, **args)`` in the CLI sends one request over the daemon's local
 socket (hermes/local_socket.py, op ``call``) and returns the answer, or None when no daemon
@@ -83,6 +84,16 @@ def facts_from(rows: list[dict[str, Any]]) -> list[Fact]:
     return [record_from(Fact, row) for row in rows]
 
 
+def plan_from(data: dict[str, Any]) -> Any:
+    """A backfill plan (hermes.learn.backfill.Plan) again, with its sessions."""
+    from hermes.learn.backfill import Plan
+    from hermes.memory.sessions.records import Session
+
+    plan = record_from(Plan, data)
+    plan.sessions = [record_from(Session, s) for s in data["sessions"]]
+    return plan
+
+
 def hits_from(rows: list[dict[str, Any]]) -> list[SearchHit]:
     from hermes.memory.sessions.records import Message, SearchHit, Session
 
@@ -143,10 +154,26 @@ async def _cron_run(services: Services, user: str, args: dict[str, Any]) -> Any:
     return dataclasses.asdict(run)
 
 
+async def _backfill_plan(services: Services, user: str, args: dict[str, Any]) -> Any:
+    """`hermes learn backfill --dry-run`: what a backfill would take, priced with the model
+    layer the daemon has loaded (the command alone imports it: ~9 s)."""
+    from hermes.agent.llm import LLM
+    from hermes.learn import backfill as bf
+    from hermes.learn.worker import extraction_model_name
+
+    rt = services.rt
+    llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
+              env_file=rt.settings.home_path / ".env")
+    plan = bf.plan(rt, user, llm if llm.configured else None, since=args.get("since"),
+                   source=args.get("source"))
+    return dataclasses.asdict(plan)
+
+
 CALLS: dict[str, Call] = {
     "facts.search": _facts_search,
     "sessions.search": _sessions_search,
     "cron.run": _cron_run,
+    "learn.backfill_plan": _backfill_plan,
 }
 
 

@@ -144,8 +144,9 @@ async def test_the_clients_probe_is_not_logged_as_a_client_that_went_away(daemon
 
 async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
                                                                         monkeypatch):
-    """`hermes facts search`, `sessions search` and `cron run` with a daemon running: it does
-    the work (its model is loaded), the command prints what it would have printed itself."""
+    """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with
+    a daemon running: it does the work (its models are loaded), the command prints what it
+    would have printed itself."""
     import hermes.daemon_calls as calls
     from hermes.assembly import cron_store
 
@@ -164,9 +165,14 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
                 return await work(services, user, args)
             patch.setitem(calls.CALLS, name, spy)
         through_daemon = [await asyncio.to_thread(cli, *c) for c in commands]
+        plan = await asyncio.to_thread(cli, "learn", "backfill", "--dry-run", "--json")
         patch.setattr(calls, "call", lambda *a, **k: None)   # no daemon: in-process
         in_process = [await asyncio.to_thread(cli, *c) for c in commands]
-    assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2
+    assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2 + [
+        "learn.backfill_plan"]
+    # The daemon's plan is priced with its model (this process has none: the cost is unknown)
+    assert plan.exit_code == 0, plan.stderr
+    assert plan.json()["sessions"] == 1 and plan.json()["model"] == "fake/scripted"
     assert {u for _, u in answered} == {"owner"}
     for remote, local in zip(through_daemon, in_process, strict=True):
         assert remote.exit_code == local.exit_code == 0, remote.stderr
