@@ -330,3 +330,45 @@ def test_hermes_web_runs_the_panel_alone_and_stops_on_sigterm(tmp_path):
     finally:
         code = proc.stop()
     assert code == 0 and "Traceback" not in "\n".join(proc.seen)
+
+
+async def test_a_temporary_chat_is_neither_kept_nor_learned_from(chat, web_rt, fake_model):
+    """Its turns read memory (a fact is used and shown), but no message, session, shown fact,
+    fast-lane fact, extraction run or memory write is left behind; another user cannot reach
+    it."""
+    facts, sessions = web_rt.memory.facts, web_rt.memory.sessions
+    helix = facts.add("owner", "The user's favourite editor is Helix").id
+    before = {t: web_rt.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+              for t in ("sessions", "messages", "shown_facts", "facts", "extraction_runs")}
+    fake_model.tool_call("memory", {"action": "add", "text": "Likes Helix"})
+    fake_model.reply("Helix, your favourite editor.")
+    first = await chat.client.post(
+        "/chat/send", data={"text": "Remember that I use Helix. Which editor do I like?",
+                            "temporary": "1"},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    events = dict(events_of(first.text))
+    chat_id = events["start"]["session_id"]
+    assert chat_id < 0 and "item_html" not in events["start"]        # not in the list
+    assert "used <span class=\"used-count\">1</span> fact" in events["done"]["html"]
+    assert f'data-fact-id="{helix}"' in events["done"]["html"]
+    assert "/chat/rate/" not in events["done"]["html"]
+    tool_result = fake_model.requests[1].messages[-1]["content"]
+    assert "temporary chat" in tool_result                           # the write was refused
+    fake_model.reply("Still Helix.")
+    again = await chat.post("/chat/send", {"text": "And again?", "session": str(chat_id)})
+    assert again.status_code == 303 and again.headers["location"] == f"/chat?session={chat_id}#end"
+    assert "Remember that I use Helix." in fake_model.last.prompt     # the chat goes on
+    page = await chat.get(f"/chat?session={chat_id}")
+    assert "Still Helix." in page.text and "Temporary chat: neither kept" in page.text
+    if chat.ctx.worker is not None:
+        await chat.ctx.worker.drain(10)
+    after = {t: web_rt.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in before}
+    assert after == before
+    assert web_rt.memory.basic.entries("owner") == []
+    alice = await Panel(chat.ctx).login("alice")
+    try:
+        assert (await alice.get(f"/chat?session={chat_id}")).status_code == 404
+        assert (await alice.post("/chat/send", {"text": "hi", "session": str(chat_id)})
+                ).status_code == 404
+    finally:
+        await alice.close()

@@ -285,3 +285,22 @@ def test_pages_stats_by_source_add_a_fact_probe_suggestions_history_and_inline_e
     page.get_by_role("button", name="Show").click()
     page.get_by_role("alert").filter(has_text="Trust must be a number").wait_for()
     assert page.get_by_label("trust ≥").input_value() == "high"      # the form, kept
+
+
+def test_a_temporary_chat_answers_and_leaves_nothing_behind(visit, live):
+    page, user = visit.page, visit.user
+    live.model.chat["Plan a secret party"] = "A **surprise** party it is."
+    live.model.learn["secret party"] = [{"action": "create", "content": "Never learned"}]
+    page.get_by_role("link", name="Temporary chat").click()
+    page.get_by_text("Temporary chat: neither kept nor learned from").wait_for()
+    page.get_by_label("Message").fill("Plan a secret party for Sam")
+    page.keyboard.press("Enter")
+    page.locator("article.msg.assistant:not(.streaming) strong", has_text="surprise").wait_for()
+    assert "session=-" in page.url
+    page.reload()                                        # kept while Hermes runs, in memory
+    page.locator("article.msg.assistant strong", has_text="surprise").wait_for()
+    chats = page.get_by_role("complementary", name="Conversations")
+    chats.get_by_text("No web conversations yet").wait_for()
+    live.learned()
+    assert live.rt.memory.sessions.list_sessions(user) == []
+    assert live.rt.memory.facts.list_facts(user, include_inactive=True) == []

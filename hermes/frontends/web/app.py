@@ -73,6 +73,8 @@ class WebContext:
     hub: EventHub = field(default_factory=EventHub)
     chat_locks: dict[int, Any] = field(default_factory=dict)  # session id -> asyncio.Lock
     replies: dict[int, Any] = field(default_factory=dict)  # session id -> RunningReply
+    # Temporary chats, in this process only: (negative) id -> (user, agent.turn.Transcript)
+    temporary: dict[int, tuple[str, Any]] = field(default_factory=dict)
 
     @cached_property
     def tokens(self) -> TokenStore:

@@ -13,6 +13,7 @@ shown for it, with 👍/👎 rating exactly those facts through the same path as
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -87,8 +88,13 @@ async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     wanted = request.query_params.get("session")
     current = None
     error = None
-    if wanted:
+    temporary = None
+    if wanted and int(wanted) < 0:
+        temporary = _temporary(ctx, user, int(wanted))
+    elif wanted:
         current = store.get(user, int(wanted))
+    elif request.query_params.get("temporary"):
+        temporary = True
     elif not request.query_params.get("new"):
         recent = store.list_sessions(user, source=SOURCE, limit=1)
         current = recent[0] if recent and recent[0].ended_at is None else None
@@ -102,9 +108,37 @@ async def chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     else:
         listing = store.list_sessions(user, source=SOURCE, limit=50)
     turns = conversation(ctx, user, current.id) if current else []
+    if temporary is not None and temporary is not True:
+        turns = [_temporary_view(ctx, user, m, temporary) if m.role == "assistant"
+                 else {"message": m} for m in temporary.kept if m.role in ("user", "assistant")]
     return render(ctx, request, ws, "chat.html", sessions=listing, current=current,
                   turns=turns, query=query, facts=sidebar_facts(ctx, user), error=error,
-                  writable=current is None or current.source == SOURCE)
+                  writable=current is None or current.source == SOURCE,
+                  temporary=temporary is not None,
+                  temporary_id=temporary.session_id if temporary not in (None, True) else "")
+
+
+def _temporary(ctx: WebContext, user: str, chat_id: int) -> Any:
+    """The user's temporary chat ``chat_id`` (another user's is as unknown as a gone one)."""
+    owner, transcript = ctx.temporary.get(chat_id, (None, None))
+    if owner != user:
+        raise NotFound("That temporary chat is gone: it is kept only while Hermes runs. "
+                       "Start another, or a normal chat to keep it.")
+    return transcript
+
+
+def _temporary_view(ctx: WebContext, user: str, message: Any, transcript: Any,
+                    *, open: bool = False) -> dict[str, Any]:
+    """A temporary chat's reply and its receipt: the facts it used (read from memory as any
+    reply does), nothing learned, no rating of the reply (it is not kept)."""
+    shown = []
+    for fact_id in transcript.shown.get(message.id, []):
+        try:
+            shown.append(ctx.facts.get(user, fact_id))
+        except NotFound:
+            continue
+    return {"message": message, "shown": shown, "learned": [], "open": open,
+            "rating": None, "temporary": True}
 
 
 async def new_chat(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -140,6 +174,19 @@ def _session_for(ctx: WebContext, user: str, given: str | None) -> Any:
     return store.create(user, SOURCE, channel_key=f"web:{uuid.uuid4().hex}")
 
 
+_temporary_ids = itertools.count(-1, -1)
+
+
+def _new_temporary(ctx: WebContext, user: str) -> Any:
+    """A temporary chat: its turns read memory, and nothing of it is kept or learned from
+    (hermes.agent.turn.Transcript); it lasts while this process runs."""
+    from hermes.agent.turn import Transcript
+
+    transcript = Transcript(next(_temporary_ids), ctx.rt.clock)
+    ctx.temporary[transcript.session_id] = (user, transcript)
+    return transcript
+
+
 def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -149,28 +196,35 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     text = form.get("text", "").strip()
     if not text:
         raise RefusedWrite("Nothing to send: type a message first.")
-    session = _session_for(ctx, ws.user, form.get("session"))
+    given = form.get("session")
+    temporary = bool(form.get("temporary")) or bool(given and int(given) < 0)
+    # Whose it is first (another user's is a 404), then whether there is an agent
+    transcript = _temporary(ctx, ws.user, int(given)) if temporary and given else None
+    session: Any = None if temporary else _session_for(ctx, ws.user, given)
     if ctx.agent is None:
         raise RefusedWrite("Chat needs the agent: run `hermes run` or `hermes web`.")
-    lock = ctx.chat_locks.setdefault(session.id, asyncio.Lock())
+    if temporary and transcript is None:
+        transcript = _new_temporary(ctx, ws.user)
+    chat_id = transcript.session_id if transcript is not None else session.id
+    lock = ctx.chat_locks.setdefault(chat_id, asyncio.Lock())
     if lock.locked():
         raise RefusedWrite("Still answering in this conversation; wait for that reply.")
-    turn = ctx.agent.turn(ws.user, session.id, text, speaker=ws.user)
+    turn = ctx.agent.turn(ws.user, chat_id, text, speaker=ws.user, transcript=transcript)
     before = _snapshot(ctx, ws.user) if ctx.hub.subscribers(ws.user) else None
     if "text/event-stream" not in request.headers.get("accept", ""):
         async with lock:
             result = await turn.run()
         publish_turn_changes(ctx, ws.user, before, result)
-        return RedirectResponse(f"/chat?session={session.id}#end", status_code=303)
+        return RedirectResponse(f"/chat?session={chat_id}#end", status_code=303)
 
     async def stream() -> AsyncIterator[bytes]:
         async with lock:
-            started: dict[str, Any] = {"session_id": session.id}
-            if not form.get("session"):     # a new conversation: its line in the list
+            started: dict[str, Any] = {"session_id": chat_id}
+            if not given and transcript is None:  # a new conversation: its line in the list
                 started["item_html"] = ctx.templates.get_template("session_item.html").render(
                     s=session, current=session, title=" ".join(text.split())[:80])
             yield _event("start", started)
-            running = ctx.replies[session.id] = RunningReply(turn)
+            running = ctx.replies[chat_id] = RunningReply(turn)
             try:
                 async for name, data in running.events():
                     yield _event(name, data)
@@ -179,12 +233,17 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                 yield _event("done", {"error": "Sorry, that reply failed; it has been logged."})
                 return
             finally:
-                if ctx.replies.get(session.id) is running:
-                    del ctx.replies[session.id]
+                if ctx.replies.get(chat_id) is running:
+                    del ctx.replies[chat_id]
             result = turn.result
             publish_turn_changes(ctx, ws.user, before, result)
             html = ""
-            if result.assistant_message_id is not None:
+            if result.assistant_message_id is not None and transcript is not None:
+                reply = next(m for m in transcript.kept if m.id == result.assistant_message_id)
+                html = ctx.templates.get_template("reply.html").render(
+                    turn=_temporary_view(ctx, ws.user, reply, transcript, open=True),
+                    csrf=ws.csrf)
+            elif result.assistant_message_id is not None:
                 reply = ctx.session_store.window(ws.user, session.id,
                                                  result.assistant_message_id, 0)[0]
                 # (what extraction learned from it already, if it was that quick)
@@ -195,7 +254,7 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                                      open=True), csrf=ws.csrf)
             yield _event("done", {"message_id": result.assistant_message_id,
                                   "error": result.error, "html": html,
-                                  "session_id": session.id, "stopped": result.stopped})
+                                  "session_id": chat_id, "stopped": result.stopped})
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
 
@@ -243,13 +302,17 @@ class RunningReply:
 async def stop(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     """Stop the reply being written in a conversation (the Stop button)."""
     form = await form_of(request)
-    session = ctx.session_store.get(ws.user, int(form.get("session") or 0))
-    running = ctx.replies.get(session.id)
+    chat_id = int(form.get("session") or 0)
+    if chat_id < 0:
+        _temporary(ctx, ws.user, chat_id)            # 404 for another user's
+    else:
+        chat_id = ctx.session_store.get(ws.user, chat_id).id
+    running = ctx.replies.get(chat_id)
     if running is not None:
         running.stop()
     if wants_json(request):
         return JSONResponse({"stopped": running is not None})
-    return back(request, f"/chat?session={session.id}")
+    return back(request, f"/chat?session={chat_id}")
 
 
 async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
