@@ -336,7 +336,7 @@ async def test_a_temporary_chat_is_neither_kept_nor_learned_from(chat, web_rt, f
     """Its turns read memory (a fact is used and shown), but no message, session, shown fact,
     fast-lane fact, extraction run or memory write is left behind; another user cannot reach
     it."""
-    facts, sessions = web_rt.memory.facts, web_rt.memory.sessions
+    facts = web_rt.memory.facts
     helix = facts.add("owner", "The user's favourite editor is Helix").id
     before = {t: web_rt.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
               for t in ("sessions", "messages", "shown_facts", "facts", "extraction_runs")}
