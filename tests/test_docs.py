@@ -9,6 +9,8 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -160,14 +162,31 @@ def test_every_docs_page_is_in_the_index():
     assert {p for p in pages if f"]({p})" not in index} == set()
 
 
+@pytest.fixture(scope="module")
+def minilm():
+    """One real MiniLM for this file's examples (each CLI call would load its own)."""
+    from hermes.memory.embeddings import MiniLM
+
+    return MiniLM()
+
+
+@pytest.fixture
+def default_config(config_file, monkeypatch, minilm):
+    """The configuration a new user has: hybrid recall with MiniLM (the suite's is words only
+    with a toy model)."""
+    from hermes.memory import embeddings
+
+    config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
+    monkeypatch.setitem(embeddings.MODELS, "minilm", lambda: minilm)
+
+
 def _example(text: str, after: str) -> list[str]:
     """The lines of the first code block after the paragraph starting with ``after``."""
     start = text.index("```\n", text.index(after)) + 4
     return text[start:text.index("```", start)].splitlines()
 
 
-async def test_the_readmes_tour_prints_what_the_readme_shows(
-        rt, cli, config_file, monkeypatch, tmp_path):
+async def test_the_readmes_tour_prints_what_the_readme_shows(rt, cli, default_config, tmp_path):
     """The tour's REPL lines and `hermes facts` lines, run as the tour runs them: the default
     configuration (hybrid recall with the real MiniLM), the fact remembered in the REPL, found
     by its words at once and by meaning once `hermes sessions index` has embedded it."""
@@ -175,11 +194,8 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(
 
     from hermes.agent.turn import Agent
     from hermes.frontends.repl import Repl
-    from hermes.memory import embeddings
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
-    monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)
 
     said: list[str] = []
     shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: said.append(text),
@@ -210,3 +226,72 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(
     match = re.fullmatch(pattern, printed)
     assert match, printed
     assert abs(float(match[1]) - 0.37) <= 0.02
+
+
+NUMBER = re.compile(r"\d+\.\d+")
+
+
+def _same_output(shown: str, printed: str) -> bool:
+    """Equal, but a decimal may differ by 0.02: a cosine or a score from the embedding model
+    moves in its last places with the CPU's kernels; every word, id and count must match."""
+    if NUMBER.sub("#", shown) != NUMBER.sub("#", printed):
+        return False
+    return all(abs(float(a) - float(b)) <= 0.02
+               for a, b in zip(NUMBER.findall(shown), NUMBER.findall(printed), strict=True))
+
+
+def replay(cli, lines: list[str], prompt: str = "$ hermes ") -> list[str]:
+    """Run every ``$ hermes ...`` line of an example through the real CLI; the lines the
+    example shows after it that the command did not print (or printed otherwise)."""
+    wrong: list[str] = []
+    command: list[str] | None = None
+    expected: list[str] = []
+
+    def check() -> None:
+        if command is None:
+            return
+        result = cli(*command)
+        printed = (result.stdout + result.stderr).splitlines()
+        if len(printed) != len(expected) or not all(
+                _same_output(a, b) for a, b in zip(expected, printed, strict=True)):
+            wrong.append(f"hermes {' '.join(command)}:\n  shown   {expected}\n  printed {printed}")
+
+    for line in lines:
+        if line.startswith(prompt):
+            check()
+            command, expected = shlex.split(line.removeprefix(prompt)), []
+        else:
+            expected.append(line)
+    check()
+    return wrong
+
+
+def test_the_replay_finds_a_changed_line(cli):
+    assert _same_output("(meaning 0.69; trust 0.50)", "(meaning 0.67; trust 0.50)")
+    assert not _same_output("(meaning 0.69; trust 0.50)", "(meaning 0.59; trust 0.50)")
+    assert not _same_output("[1] a (trust 0.50)", "[2] a (trust 0.50)")
+    added = ["$ hermes memory add 'Runs Debian'", "Added [1]. Basic memory now 15/8,000 chars."]
+    assert replay(cli, added) == []
+    assert replay(cli, ["$ hermes memory add 'Runs Debian'", "Added [9]."]) != []
+
+
+def test_the_memory_pages_examples_are_what_hermes_prints(cli, default_config):
+    """docs/memory.md's `hermes memory` and `hermes facts` examples, run on a new home in the
+    default configuration (hybrid recall with the real MiniLM)."""
+    page = (ROOT / "docs" / "memory.md").read_text(encoding="utf-8")
+    basic = _example(page, "## Basic memory")
+    facts = _example(page, "## The fact store")
+    assert len(basic) >= 6 and len(facts) >= 30
+    assert replay(cli, basic) == []
+    assert replay(cli, facts) == []
+
+
+def test_other_pages_examples_are_what_hermes_prints(cli):
+    """Examples that need no history: the guard's refusal, the plugin list, a bad schedule."""
+    secrets = (ROOT / "docs" / "secrets.md").read_text(encoding="utf-8")
+    plugins = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    cron = _example((ROOT / "docs" / "cron.md").read_text(encoding="utf-8"), "Schedules are")
+    bad = cron[[i for i, ln in enumerate(cron) if "every fortnight" in ln][0]:]
+    assert replay(cli, _example(secrets, "**Every field of every write is checked**")) == []
+    assert replay(cli, _example(plugins, "`hermes plugins` (`--json`) lists")) == []
+    assert len(bad) == 2 and replay(cli, bad) == []
