@@ -295,3 +295,33 @@ def test_other_pages_examples_are_what_hermes_prints(cli):
     assert replay(cli, _example(secrets, "**Every field of every write is checked**")) == []
     assert replay(cli, _example(plugins, "`hermes plugins` (`--json`) lists")) == []
     assert len(bad) == 2 and replay(cli, bad) == []
+
+
+COMMAND = re.compile(r"(?:^\$ |`|^hermes> )hermes((?: --?[a-z-]+(?: [^\s`]+)?)*) ([a-z][a-z-]*)"
+                     r"(?: ([a-z][a-z-]*))?", re.M)
+
+
+def unknown_commands(texts: dict[str, str]) -> list[str]:
+    """`hermes NAME [SUB]` in prose or examples where NAME or SUB is no command (renamed,
+    removed, misspelt)."""
+    from hermes.cli import COMMANDS, load_command
+
+    unknown = []
+    for name, text in texts.items():
+        for match in COMMAND.finditer(text):
+            command, sub = match[2], match[3]
+            group = load_command(command) if command in COMMANDS else None
+            subs = getattr(group, "commands", None)
+            if group is None or (subs is not None and sub and sub not in subs
+                                 and not getattr(group, "invoke_without_command", False)):
+                unknown.append(f"{name}: {match[0]}")
+    return unknown
+
+
+def test_every_command_the_docs_name_exists():
+    texts = {p.name: p.read_text(encoding="utf-8") for p in _docs() if p.name != "cli.md"}
+    assert unknown_commands(texts) == []
+    assert unknown_commands({"x.md": "Run `hermes facts frobnicate` or `hermes memroy show`,\n"
+                                     "$ hermes --home /tmp/h facts serch x\n"}) == [
+        "x.md: `hermes facts frobnicate", "x.md: `hermes memroy show",
+        "x.md: $ hermes --home /tmp/h facts serch"]
