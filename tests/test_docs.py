@@ -325,3 +325,20 @@ def test_every_command_the_docs_name_exists():
                                      "$ hermes --home /tmp/h facts serch x\n"}) == [
         "x.md: `hermes facts frobnicate", "x.md: `hermes memroy show",
         "x.md: $ hermes --home /tmp/h facts serch"]
+
+
+def missing_paths(texts: dict[str, str], root: Path) -> list[str]:
+    """`hermes/...`, `scripts/...` and `tests/...` paths the docs name that do not exist (a
+    module moved or renamed)."""
+    return [f"{name}: {match[1]}" for name, text in texts.items()
+            for match in re.finditer(r"`((?:hermes|scripts|tests)/[\w./-]*\w/?)`", text)
+            if not (root / match[1]).exists()]
+
+
+def test_every_file_the_docs_name_exists(tmp_path):
+    texts = {p.name: p.read_text(encoding="utf-8") for p in _docs()}
+    assert missing_paths(texts, ROOT) == []
+    (tmp_path / "hermes").mkdir()
+    (tmp_path / "hermes" / "turn.py").write_text("", encoding="utf-8")
+    assert missing_paths({"x.md": "`hermes/turn.py` and `hermes/agent/turn.py`"}, tmp_path) == [
+        "x.md: hermes/agent/turn.py"]
