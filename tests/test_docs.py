@@ -353,3 +353,27 @@ def test_every_file_the_docs_name_exists(tmp_path):
     (tmp_path / "hermes" / "turn.py").write_text("", encoding="utf-8")
     assert missing_paths({"x.md": "`hermes/turn.py` and `hermes/agent/turn.py`"}, tmp_path) == [
         "x.md: hermes/agent/turn.py"]
+
+
+def unknown_modules(table: str, root: Path) -> list[str]:
+    """Files and folders named in the module table of docs/architecture.md (`hermes/x/` rows
+    naming `y.py`, `z/` inside) that no longer exist anywhere under hermes/."""
+    present = {str(p.relative_to(root)) + ("/" if p.is_dir() else "")
+               for p in (root / "hermes").rglob("*") if "__pycache__" not in p.parts}
+    unknown = []
+    for line in table.splitlines():
+        if not line.startswith("| `hermes"):
+            continue
+        for name in re.findall(r"`([\w/]+(?:\.py|\.md|/))`", line):
+            if not any(p == name or p.endswith("/" + name) for p in present):
+                unknown.append(name)
+    return unknown
+
+
+def test_every_module_in_the_architecture_table_exists(tmp_path):
+    table = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert unknown_modules(table, ROOT) == []
+    (tmp_path / "hermes" / "agent").mkdir(parents=True)
+    (tmp_path / "hermes" / "agent" / "turn.py").write_text("", encoding="utf-8")
+    assert unknown_modules("| `hermes/agent/` | `turn.py` (one turn), `feedback.py` (gone) |",
+                           tmp_path) == ["feedback.py"]
