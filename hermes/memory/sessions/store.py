@@ -220,7 +220,8 @@ class SessionStore:
                place: Place = PRIVATE) -> list[SearchHit]:
         """Search every past conversation of ``user`` (:meth:`SessionSearch.search`; the
         store's fact search gives ``facts`` unless they are given, ``()`` for none). In a
-        shared ``place``, only the conversations its readers may see (:meth:`_among`)."""
+        shared ``place``, only the conversations its readers may see (see "the audience of a
+        search" below)."""
         allowed = self._allowed(user, place)
         if allowed is None:
             return self.searcher.search(user, query, limit=limit, context=context,
