@@ -227,10 +227,15 @@ def import_sessions(
     batch: list[tuple[int, Any]] = []
 
     def flush() -> None:
+        # Parsed and redacted before the write lock is taken: redaction is linear in the text
+        # but a batch of long messages is still work no other writer should wait for.
+        ready = [(number, _prepare_line(number, item, report, parse,
+                                        redact=store.redact_secrets))
+                 for number, item in batch]
         with write_transaction(db):
-            for number, item in batch:
-                _import_line(db, user, number, item, report, parse,
-                             redact=store.redact_secrets)
+            for number, parsed in ready:
+                if parsed is not None:
+                    _import_line(db, user, number, parsed, report)
         batch.clear()
         if progress is not None:
             progress(report.lines)
@@ -249,20 +254,27 @@ def import_sessions(
     return report
 
 
-def _import_line(
-    db: sqlite_utils.Database, user: str, number: int, item: Any, report: ImportReport,
-    parse: Callable[[Any], _ParsedSession | None],
-    *, redact: bool = True,
-) -> None:
+def _prepare_line(
+    number: int, item: Any, report: ImportReport,
+    parse: Callable[[Any], _ParsedSession | None], *, redact: bool = True,
+) -> _ParsedSession | None:
+    """One line parsed and redacted (None: an error or an empty line, counted in ``report``)."""
     try:
         parsed = parse(item)
     except ImportLineError as exc:
         report.errors.append((number, str(exc)))
-        return
+        return None
     if parsed is None:
         report.empty += 1
-        return
+        return None
     _redact_session(parsed, messages=redact)
+    return parsed
+
+
+def _import_line(
+    db: sqlite_utils.Database, user: str, number: int, parsed: _ParsedSession,
+    report: ImportReport,
+) -> None:
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
     # Counted only once the whole line is stored: a line refused at its messages adds nothing.
