@@ -386,14 +386,20 @@ _W = _after_word_start
 # "for the home NAS": up to three words naming what the secret is for (never the verb). Runs
 # are possessive: a word ends where the space after it starts, so backing off cannot help.
 _QUALIFIER = r"(?:(?!(?:is|was|=|:)\s)[\w'.-]++\s++){0,3}?"
-# "password is X", "the wifi password: X", "my password for the NAS is X"; the rest of the line
-# is captured and _password_length decides how much of it is the password. Folded.
+_PASSWORD_WORD = (r"(?:password" + _W(8) + "|passphrase" + _W(10) + "|passwd" + _W(6) + "|pwd"
+                  + _W(3) + "|pw" + _W(2) + r")\b")
+# "password is X", "the wifi password: X", "my password for the NAS is X", "pw: X"; the rest of
+# the line is read (in a lookahead: the match ends before it, so a second "password is" on the
+# line is found too) and _password_length decides how much of it is the password. Folded.
 _PASSWORD = re.compile(
-    r"(?:password" + _W(8) + "|passphrase" + _W(10) + "|passwd" + _W(6) + "|pwd" + _W(3)
-    + r")\b(?:\s++(?:for|to|of|on)\s++" + _QUALIFIER + ")?"
+    _PASSWORD_WORD + r"(?:\s++(?:for|to|of|on)\s++" + _QUALIFIER + ")?"
     r"\s*+(?:is|was|=|:|would be|will be|is now|is still)[ \t]*+[:=\-]?[ \t]*+"
-    r"(?P<secret>" + _NOT_MARKER + r"\S[^\n]{0,159})"
+    r"(?=(?P<secret>" + _NOT_MARKER + r"\S[^\n]{0,159}))"
 )
+# "password Tr0ub4dor&3", "the wifi passphrase correcthorsebatterystaple": no verb, so only a
+# word that looks like a key (_bare_password_length), never "password manager". Folded.
+_PASSWORD_BARE = re.compile(
+    _PASSWORD_WORD + r"[ \t]++(?=(?P<secret>" + _NOT_MARKER + r"[^\s\[][^\n]{0,159}))")
 _QUOTED = re.compile(r"\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|“[^”\n]{1,80}”")
 _WORD = re.compile(r"\S+")
 
@@ -431,6 +437,21 @@ def _password_length(rest: str) -> int:
     last = taken[-1].group()
     end = taken[-1].end() - (len(last) - len(last.rstrip(".,;:!?")))
     return end if end >= 3 else 0
+
+
+def _bare_password_length(rest: str) -> int:
+    """After "password" with no verb: its first word, when it looks like a key (a digit, mixed
+    case, a symbol, or 20 characters), else none of it ("password manager", "password reset")."""
+    quoted = _QUOTED.match(rest)
+    if quoted:
+        return quoted.end()
+    word = _WORD.match(rest)
+    if word is None:
+        return 0
+    value = word.group().rstrip(".,;:!?)")
+    if len(value) < 4 or _bare(value) in _DESCRIPTIVE or "://" in value:
+        return 0
+    return len(value) if _token_like(value) else 0
 
 
 _PIN = re.compile(  # folded
@@ -555,7 +576,9 @@ _OWN_RULES: list[_Rule] = [
     _Rule("password in a URL", re.compile(r"://[^\s/:@]++:(?P<secret>[^\s/@]++)@"), "secret",
           folded=True, begin=_scheme_before),
     _Rule("password", _PASSWORD, "secret", measure=_password_length, folded=True,
-          needs=("pass", "pwd")),
+          needs=("pass", "pw")),
+    _Rule("password", _PASSWORD_BARE, "secret", measure=_bare_password_length, folded=True,
+          needs=("pass", "pw")),
     _Rule("api key", re.compile(r"bearer" + _W(6) + r"\s++(?P<secret>[a-z0-9._~+/\-]{20,}=*)"),
           "secret", folded=True),
     _Rule("PIN", _PIN, "secret", folded=True,
@@ -578,7 +601,7 @@ def _rules() -> tuple[_Rule, ...]:
 # Cheap screen: a text with none of these cannot hold a secret any rule finds. Most chat messages
 # skip every pattern this way.
 _SCREEN = re.compile(
-    r"(?i)\d|pass|pwd|key|token|secret|bearer|sk[-_]|rk_|hf_|npm_|xox|gh[pousr]_|github_pat|glpat"
+    r"(?i)\d|pass|pw|key|token|secret|bearer|sk[-_]|rk_|hf_|npm_|xox|gh[pousr]_|github_pat|glpat"
     r"|gl[a-z]+-|akia|asia|a3t|abia|acca|eyj|begin|putty|://|aiza|sg\.|sq0|accountkey|-us\d"
     r"|\bac[a-z0-9]{32}|\bsk[a-z0-9]{32}|\b[mno][a-z\d_-]{23,25}\."
 )
@@ -587,7 +610,7 @@ _SCREEN = re.compile(
 # as substring tests of the lowered text, the others as patterns over it. Other text is screened
 # by _SCREEN itself: re's case folding differs from str.lower there ("ſ" matches "s").
 _SCREEN_DIGIT = re.compile(r"\d")
-_SCREEN_WORDS = ("pass", "pwd", "key", "token", "secret", "bearer", "sk-", "sk_", "rk_", "hf_",
+_SCREEN_WORDS = ("pass", "pw", "key", "token", "secret", "bearer", "sk-", "sk_", "rk_", "hf_",
                  "npm_", "xox", "github_pat", "glpat", "akia", "asia", "a3t", "abia", "acca",
                  "eyj", "begin", "putty", "://", "aiza", "sg.", "sq0", "accountkey")
 _SCREEN_LOWERED = re.compile(
