@@ -250,7 +250,12 @@ def build_app(ctx: WebContext) -> Starlette:
         *routes_memory.routes(page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    from starlette.middleware import Middleware
+
+    from hermes.frontends.web.body_limit import BodyLimit
+
+    # Every body the panel reads is bounded (issue 30, i30): see body_limit.py.
+    app = Starlette(routes=routes, middleware=[Middleware(BodyLimit)])
     app.state.ctx = ctx
     # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
     # panel's first search does not wait for it.
