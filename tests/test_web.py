@@ -87,6 +87,8 @@ async def test_the_login_form_needs_its_own_csrf_token(rt):
             await p.client.post("/login", data={"token": bob, "csrf": "x" + csrf}),  # wrong
             await p.client.post("/login", data={"token": bob, "csrf": csrf},          # foreign
                                 headers={"Origin": "http://evil.example"}),
+            await p.client.post("/login", data={"token": bob, "csrf": csrf},   # other scheme
+                                headers={"Origin": "https://testserver"}),
             await p.client.post("/login", data={"token": bob, "csrf": csrf},
                                 headers={"Sec-Fetch-Site": "cross-site"}),
         ]

@@ -120,7 +120,9 @@ def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True           # no Origin (an old browser, a test client): the token decides
-    return urlsplit(origin).netloc == request.url.netloc
+    # The scheme too: https://127.0.0.1:<port> is another origin than the panel's http one.
+    given = urlsplit(origin)
+    return (given.scheme, given.netloc) == (request.url.scheme, request.url.netloc)
 
 
 def _from_another_site(request: Request) -> bool:
