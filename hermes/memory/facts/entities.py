@@ -93,8 +93,9 @@ def near_exact_keys(key: str) -> list[str]:
             seen.add(candidate)
             variants.append(candidate)
 
+    # Control characters too (an escape key's "\x1b" typed into a terminal): search drops them.
     visible = unicodedata.normalize(
-        "NFKC", "".join(c for c in key if unicodedata.category(c) != "Cf"))
+        "NFKC", "".join(c for c in key if unicodedata.category(c) not in ("Cf", "Cc")))
     add(visible)
     bare = visible
     # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.
@@ -105,6 +106,11 @@ def near_exact_keys(key: str) -> list[str]:
     for form in (visible, bare):
         if _POSSESSIVE.search(form):
             add(form[:-2] if form[-2:] in ("'s", "’s") else form[:-1])
+    # Last, what search reads of it: the word without any mark at its edges ("#Omar+"), for a
+    # word of three characters or more ("C++" or "C#" never becomes "c").
+    core = re.sub(r"^[\W_]+|[\W_]+$", "", visible)
+    if len(core) >= 3:
+        add(core)
     return variants
 
 
