@@ -319,3 +319,16 @@ def test_a_damaged_member_of_the_zip_is_one_line(cli, rt, tmp_path):
     assert result.stderr.startswith("Error: export.zip: cannot read the zip (")
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
     assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_a_lone_surrogate_in_a_chatgpt_message_keeps_its_conversation(rt, tmp_path):
+    """Half an emoji ("\\ud83e") made the whole conversation unstorable; the JSONL importer
+    already kept it with U+FFFD in its place."""
+    raw = json.dumps(chatgpt_export()).replace("My tomatoes", "My \\ud83e tomatoes", 1)
+    path = tmp_path / "conversations.json"
+    path.write_text(raw, encoding="utf-8")
+    report = import_export(rt.memory.sessions, "owner", load_export(path), "chatgpt")
+    assert not any("could not be stored" in why for _, why in report.errors)
+    texts = [m.content for s in rt.memory.sessions.list_sessions("owner")
+             for m in rt.memory.sessions.messages("owner", s.id)]
+    assert any(t.startswith("My \ufffd tomatoes") for t in texts)

@@ -42,6 +42,7 @@ from hermes.memory.sessions.transcripts import (
     _ParsedSession,
     import_sessions,
 )
+from hermes.safe_text import scrub_value
 
 FORMATS = ("chatgpt", "claude")
 EXPORT_FILE = "conversations.json"
@@ -379,7 +380,9 @@ def _guarded(parse: Callable[[Any], _ParsedSession | None]
 
     def run(conversation: Any) -> _ParsedSession | None:
         try:
-            return parse(conversation)
+            # "\ud83e" escapes decode to lone surrogates, which no row can store: U+FFFD
+            # instead, as the JSON Lines importer does (the conversation was skipped whole).
+            return parse(scrub_value(conversation))
         except ImportLineError:
             raise
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
