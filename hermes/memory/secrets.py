@@ -684,14 +684,18 @@ def find_secrets(text: str) -> list[Finding]:
 
 def _without_overlaps(text: str, found: Iterable[Finding]) -> list[Finding]:
     kept: list[Finding] = []
+    grown: set[int] = set()  # kept findings whose span grew: their value is cut at the end
     for finding in sorted(found, key=lambda f: (f.start, -(f.end - f.start))):
         if kept and finding.start < kept[-1].end:
             if finding.end > kept[-1].end:  # overlapping spans of one secret: cover both
                 last = kept[-1]
-                kept[-1] = Finding(last.kind, last.start, finding.end,
-                                   text[last.start:finding.end])
+                kept[-1] = Finding(last.kind, last.start, finding.end, "")
+                grown.add(len(kept) - 1)
             continue
         kept.append(finding)
+    for index in grown:  # (a chain of overlaps cut once, not once a link: linear)
+        last = kept[index]
+        kept[index] = Finding(last.kind, last.start, last.end, text[last.start:last.end])
     return kept
 
 
