@@ -44,7 +44,7 @@ REDACTED = "[redacted"
 _NOT_MARKER = r"(?!\[redacted)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One secret in a text: what kind, and where (``text[start:end]`` is the secret)."""
 
@@ -57,7 +57,7 @@ class Finding:
     def marker(self) -> str:
         """``[redacted openai key …a1f3]``: the kind, and the end of a long token."""
         if self.kind == "card number":
-            digits = re.sub(r"\D", "", self.value)
+            digits = "".join(filter(str.isdecimal, self.value))  # what \d is
             return f"{REDACTED} card number …{digits[-4:]}]"
         compact = self.value.strip()
         if len(compact) >= 16 and "\n" not in compact and self.kind not in _NO_FINGERPRINT:
@@ -682,10 +682,14 @@ def find_secrets(text: str) -> list[Finding]:
     return _without_overlaps(text, found)
 
 
+def _earliest_then_longest(finding: Finding) -> tuple[int, int]:
+    return finding.start, finding.start - finding.end
+
+
 def _without_overlaps(text: str, found: Iterable[Finding]) -> list[Finding]:
     kept: list[Finding] = []
     grown: set[int] = set()  # kept findings whose span grew: their value is cut at the end
-    for finding in sorted(found, key=lambda f: (f.start, -(f.end - f.start))):
+    for finding in sorted(found, key=_earliest_then_longest):
         if kept and finding.start < kept[-1].end:
             if finding.end > kept[-1].end:  # overlapping spans of one secret: cover both
                 last = kept[-1]
