@@ -77,6 +77,10 @@ _POSSESSIVE = re.compile(r"(?<=\w)(?:['’]s|s['’])$")
 _TRAILING_DECORATION = "*_~-=|/\\!?.,;:'’\"`"
 
 
+# Marks at a word's edges, as search drops them; never U+FFFD (an undecodable byte is not a mark).
+_EDGE_MARKS = re.compile(r"^(?:[^\w\ufffd]|_)+|(?:[^\w\ufffd]|_)+$")
+
+
 def near_exact_keys(key: str) -> list[str]:
     """Other keys a name typed as ``key`` almost certainly means, closest first.
 
@@ -108,7 +112,7 @@ def near_exact_keys(key: str) -> list[str]:
             add(form[:-2] if form[-2:] in ("'s", "’s") else form[:-1])
     # Last, what search reads of it: the word without any mark at its edges ("#Omar+"), for a
     # word of three characters or more ("C++" or "C#" never becomes "c").
-    core = re.sub(r"^[\W_]+|[\W_]+$", "", visible)
+    core = _EDGE_MARKS.sub("", visible)
     if len(core) >= 3:
         add(core)
     return variants
