@@ -364,11 +364,25 @@ def _new_messages(
     return fresh
 
 
+# The longest line read from an import file (`hermes sessions import`, `hermes import`): a
+# session with all its messages fits many times over; a file of one endless line (not an export)
+# is refused at it instead of read whole into memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
 def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
     """The lines of a UTF-8 file (a leading byte order mark dropped), reporting bytes read (for
-    a progress bar)."""
+    a progress bar). A line over MAX_LINE_BYTES is a HermesError (what came before it was
+    imported)."""
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle):
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise HermesError(
+                    f"{path.name}: line {number + 1:,} is over the import limit of "
+                    f"{MAX_LINE_BYTES // 1024 // 1024} MiB a line (is it a file Hermes wrote?); "
+                    "it and the lines after it were not imported.")
             if on_bytes is not None:
                 on_bytes(len(raw))
             yield raw.decode("utf-8-sig" if number == 0 else "utf-8", errors="replace")
+            number += 1
