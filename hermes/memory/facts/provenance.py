@@ -12,23 +12,23 @@ that the user wants every invoice sent to ...". So a fact from elsewhere
   (:func:`own_first`): confirmed means a helpful rating or the user saying it again
   (``confirmed_at``), which also lifts its trust to at least the default;
 * is never promoted into basic memory until confirmed (:func:`promotable`);
-* when it reads like an instruction to the assistant (:func:`instruction_like`), is stored but
-  not shown: it is kept as a forgotten fact whose reason says why (``WITHHELD``), listed by
-  ``hermes facts list --all`` and the web panel with that note, and restoring it (the user's
-  decision) confirms it.
+* when it reads like an instruction to the assistant (:func:`instruction_like`: the guard's
+  ``standing_order``), is stored but not shown: it is kept as a forgotten fact whose reason
+  says why (``WITHHELD``), listed by ``hermes facts list --all`` and the web panel with that
+  note, and restoring it (the user's decision) confirms it.
 
 The user's own words are never withheld or demoted here: the memory guard
-(hermes.memory.guard) refuses what no source may store.
+(hermes.memory.guard) refuses what no source may store, and names what reads as an order.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes.errors import RefusedWrite
 from hermes.memory.facts.records import SOURCES
+from hermes.memory.guard import standing_order
 
 if TYPE_CHECKING:
     from hermes.config import FactsConfig
@@ -38,27 +38,6 @@ SAID = "said"
 # forgotten_reason of a fact from elsewhere that reads like an instruction (stored, not shown)
 WITHHELD = "withheld: it came from {source} and reads like an instruction to the assistant"
 WITHHELD_PREFIX = "withheld:"
-
-# Text that tells the assistant what to do rather than saying something about the user or the
-# world: orders addressed to the assistant ("always answer in ...", "never tell the user",
-# "when asked about X, say Y"), requests to send, forward, reveal or run something, and links
-# to follow. Blunt injections ("ignore previous instructions") are refused for every source by
-# the guard; these are ordinary words from the user, and suspect only from elsewhere.
-_INSTRUCTION = re.compile(
-    r"(?ix)"
-    r"\b(?:you|the\ assistant|hermes|the\ ai|the\ model)\s+(?:must|should|shall|will\ always|"
-    r"need\ to|have\ to|are\ to|are\ required\ to)\b"
-    r"|(?:^|[.!;:]\s*)(?:always|never|do\ not|don't|please)\s+(?:answer|reply|respond|say|tell|"
-    r"mention|reveal|share|send|forward|include|recommend|use|call|run|execute|ignore|obey|"
-    r"follow|trust|click|visit|open|email|pay|transfer)\b"
-    r"|\bwhen(?:ever)?\s+(?:the\ user|anyone|someone|they|you(?:\s+are)?)\s+(?:asks?|asked|"
-    r"mentions?|says?|requests?)\b[^.]{0,80}\b(?:say|reply|respond|answer|tell|send)\b"
-    r"|\b(?:send|forward|email|upload|transfer|wire)\b[^.]{0,60}\b(?:to|at)\s+"
-    r"(?:\S+@\S+|https?://|www\.)"
-    r"|\b(?:click|visit|open|go\ to|download\ from)\s+(?:https?://|www\.)"
-    r"|\b(?:run|execute)\s+(?:this|the\ following)\b"
-)
-
 
 def check_source(source: str) -> str:
     if source not in SOURCES:
@@ -79,15 +58,18 @@ def start_trust(config: FactsConfig, source: str) -> float:
 
 
 def instruction_like(text: str) -> bool:
-    """Whether ``text`` reads like an instruction to the assistant (see _INSTRUCTION)."""
-    return bool(_INSTRUCTION.search(text))
+    """Whether ``text`` reads like an instruction to the assistant (the guard's one check,
+    hermes.memory.guard.standing_order: orders to answer or say something, to obey someone,
+    to send something away or follow a link, to change its role)."""
+    return standing_order(text) is not None
 
 
 def withheld(source: str, text: str) -> str | None:
     """The forgotten_reason a new fact is stored with when it must not be shown, or None."""
-    if outside(source) and instruction_like(text):
-        return WITHHELD.format(source=_source_words(source))
-    return None
+    why = standing_order(text) if outside(source) else None
+    if why is None:
+        return None
+    return WITHHELD.format(source=_source_words(source)) + f" ({why})"
 
 
 def is_withheld(fact: Fact) -> bool:
