@@ -309,8 +309,8 @@ def _import_line(
         counts.messages_added += max(cursor.rowcount, 0)
     except Exception as exc:
         if not conn.in_transaction:
-            # SQLite rolled the whole transaction back itself (it may, on SQLITE_FULL or an I/O
-            # error): the savepoint went with it, and this batch; the error stops the import.
+            # SQLite rolled the whole transaction back itself (a full disk can): no savepoint
+            # is left to return to, and the batch is gone; say why, not "no such savepoint".
             raise
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
