@@ -372,7 +372,7 @@ class Daemon:
             if only_stale and path.exists() and path.stat().st_mtime > oldest:
                 continue
             try:
-                await context.refresh(self.rt, user, agent.background_llm)
+                await context.refresh(self.rt.memory, user, agent.background_llm)
                 done.append(user)
             except Exception:
                 log.exception("context refresh for %s failed; the old file stays", user)
@@ -383,7 +383,7 @@ class Daemon:
     async def close_idle(self, agent: Agent) -> None:
         from hermes.agent import summarize
 
-        outcomes = await summarize.close_idle(self.rt, agent.background_llm)
+        outcomes = await summarize.close_idle(self.rt.memory, agent.background_llm)
         if outcomes:
             log.info("idle sessions: %d summarised", len(outcomes))
 

@@ -251,7 +251,7 @@ class SocketServer:
 
         async def work() -> None:
             try:
-                await summarize.summarize_pending(self.rt, self.agent.background_llm, user)
+                await summarize.summarize_pending(self.rt.memory, self.agent.background_llm, user)
             except Exception:
                 log.exception("local socket: summarising %s's ended sessions failed", user)
 

@@ -10,12 +10,12 @@ import logging
 import httpx
 import pytest
 
-from hermes.agent import feedback
 from hermes.assembly import build_agent
 from hermes.config import load_settings
 from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.events import EventHub
 from hermes.frontends.web.server import WebFrontend
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.runtime import Runtime
 from tests.web_client import Panel
 
@@ -92,7 +92,8 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
                                    headers={"Accept": "application/json",
                                             "X-CSRF-Token": chat.csrf})
     assert rated.json() == {"rating": "down", "changed": 1, "trust": {str(fact_id): 0.4}}
-    assert feedback.reply_rating(web_rt, "owner", done["message_id"], "web:owner") is False
+    ops = MemoryOperations(web_rt.memory)
+    assert ops.reply_rating(Scope("owner"), done["message_id"], "web:owner") is False
     # the same rating again withdraws it, as removing a Discord reaction does
     again = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"},
                             headers={"Accept": "application/json"})

@@ -197,7 +197,7 @@ async def _finish(rt: Runtime, agent, worker, user: str) -> None:
         await agent.left(user)
         return
     summary = asyncio.ensure_future(
-        summarize.summarize_pending(rt, agent.background_llm, user))
+        summarize.summarize_pending(rt.memory, agent.background_llm, user))
     await asyncio.gather(worker.drain(LEARN_TIMEOUT_SECONDS) if worker is not None
                          else asyncio.sleep(0),
                          finish_or_cancel([summary], LEARN_TIMEOUT_SECONDS))

@@ -461,7 +461,7 @@ def summarize(
     if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts,
+    plan = sb.plan(rt.memory, who, llm if llm.configured else None, since=since_ts,
                    source=known_source(source))
     if as_json and dry_run:
         emit_json(plan.to_json())
@@ -482,7 +482,7 @@ def summarize(
     if not yes and not typer.confirm("Go ahead?", err=True):
         raise typer.Exit(1)
     try:
-        report = asyncio.run(sb.run(rt, llm, plan, budget=limit,
+        report = asyncio.run(sb.run(rt.memory, llm, plan, budget=limit,
                                     pacer=Pacer(rate or None, rt.clock.now)))
     except KeyboardInterrupt:
         echo("\nInterrupted. The summaries written are kept; run it again to continue.",

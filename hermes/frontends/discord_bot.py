@@ -205,8 +205,6 @@ class HermesBot(discord.Client):
                 self._turns.discard(task)
 
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
-        from hermes.agent import feedback
-
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
         session = self.rt.memory.sessions.open_for(user, "discord", key)
@@ -229,8 +227,8 @@ class HermesBot(discord.Client):
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:
-                feedback.link_ref(self.rt, user, ref_for(piece.id, message.author.id),
-                                  result.assistant_message_id)
+                self.commands.ops.link_ref(Scope(user), ref_for(piece.id, message.author.id),
+                                           result.assistant_message_id)
 
     async def _show(self, message: discord.Message, sent: list[discord.Message],
                     pieces: list[str]) -> None:
@@ -265,22 +263,20 @@ class HermesBot(discord.Client):
         if payload.user_id == self.user.id or payload.user_id not in self._allowed_ids(payload):
             return
         try:
-            from hermes.agent import feedback
-
-            user = self.user_for(payload.user_id)
+            ops, scope = self.commands.ops, Scope(self.user_for(payload.user_id))
             ref = ref_for(payload.message_id, payload.user_id)
-            message_id = feedback.message_for_ref(self.rt, user, ref)
+            message_id = ops.message_for_ref(scope, ref)
             if message_id is None:
                 return          # not a Hermes reply, or a reply for someone else
             helpful = emoji == THUMBS_UP
             rater = f"discord:{payload.user_id}"
             if not added:
-                if feedback.reply_rating(self.rt, user, message_id, rater) != helpful:
+                if ops.reply_rating(scope, message_id, rater) != helpful:
                     return      # removing a reaction that is not the one in effect
                 rating: bool | None = None
             else:
                 rating = helpful
-            rated = feedback.set_reply_rating(self.rt, user, message_id, rater, rating)
+            rated = ops.set_reply_rating(scope, message_id, rater, rating)
             log.info("discord: %s %s on reply %d changed %d fact(s)", emoji,
                      "added" if added else "removed", message_id, len(rated))
         except Exception:

@@ -215,7 +215,8 @@ class Repl:
                 if left is not None:
                     await left(self.user)
                     return
-                await summarize.summarize_pending(self.rt, self.agent.background_llm, self.user)
+                await summarize.summarize_pending(self.rt.memory, self.agent.background_llm,
+                                                  self.user)
             except Exception:
                 log.exception("repl: summarising the sessions left failed; retried later")
 
@@ -317,15 +318,13 @@ class Repl:
             return self.commands.rate(Scope(self.user), int(parts[0].strip("[]")), helpful)
         if self.last_reply_id is None:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
-        from hermes.agent import feedback
-
         # One rating per reply, as with Discord reactions: again is a no-op, the other way
         # replaces it.
         rater = self.identity
-        if feedback.reply_rating(self.rt, self.user, self.last_reply_id, rater) == helpful:
+        ops, scope = self.commands.ops, Scope(self.user)
+        if ops.reply_rating(scope, self.last_reply_id, rater) == helpful:
             return f"The last reply is already rated {parts[-1]}."
-        rated = feedback.set_reply_rating(self.rt, self.user, self.last_reply_id, rater,
-                                          helpful)
+        rated = ops.set_reply_rating(scope, self.last_reply_id, rater, helpful)
         if not rated:
             return "No facts were recalled for the last reply; nothing to rate."
         return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)

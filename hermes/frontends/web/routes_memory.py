@@ -251,7 +251,7 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
     from hermes.memory import context
 
     llm = ctx.agent.background_llm if ctx.agent else None
-    text = await context.refresh(ctx.rt, ws.user, llm)
+    text = await context.refresh(ctx.rt.memory, ws.user, llm)
     return render(ctx, request, ws, "context.html", text=text,
                   limit=ctx.rt.settings.context.max_chars,
                   notice=f"Refreshed ({len(text):,}/{ctx.rt.settings.context.max_chars:,} "
