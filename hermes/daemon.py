@@ -180,7 +180,7 @@ class Daemon:
             self.scheduler.start()
             await self._start_frontends(agent)
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
-            socket = SocketServer(self.rt, agent)
+            socket = SocketServer(self.rt.memory, agent)
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
@@ -218,7 +218,8 @@ class Daemon:
         cron deliveries for their prefix."""
         from hermes.frontends.base import FrontendContext, registered
 
-        ctx = FrontendContext(self.rt, agent, worker=self.worker, request_stop=self.request_stop,
+        ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
+                              request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
                               turn_grace=self.turn_grace, sleep=self.sleep)

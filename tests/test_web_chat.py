@@ -40,7 +40,7 @@ def web_rt(fake_model, clock):
 @pytest.fixture
 async def chat(web_rt):
     agent, worker = build_agent(web_rt)
-    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker)).login()
+    panel = await Panel(WebContext(web_rt.memory, agent=agent, worker=worker)).login()
     yield panel
     await panel.close()
     if worker is not None:
@@ -171,7 +171,7 @@ async def read_event(lines, name: str) -> dict:
 
 async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt, fake_model):
     agent, worker = build_agent(web_rt)
-    frontend = WebFrontend(web_rt, agent, worker=worker, port=0)
+    frontend = WebFrontend(web_rt.memory, agent, worker=worker, port=0)
     assert await frontend.start()
     client = httpx.AsyncClient(base_url=frontend.url, timeout=10)
     try:
@@ -209,11 +209,11 @@ async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt
 
 
 async def test_a_port_in_use_leaves_the_panel_off_with_one_line(web_rt, caplog):
-    first = WebFrontend(web_rt, None, port=0)
+    first = WebFrontend(web_rt.memory, None, port=0)
     assert await first.start()
     try:
         caplog.set_level(logging.ERROR)
-        second = WebFrontend(web_rt, None, port=first.port)
+        second = WebFrontend(web_rt.memory, None, port=first.port)
         assert await second.start() is False
         assert "cannot listen" in caplog.text and "web.port" in caplog.text
     finally:
@@ -222,11 +222,11 @@ async def test_a_port_in_use_leaves_the_panel_off_with_one_line(web_rt, caplog):
 
 async def test_a_non_loopback_host_warns(web_rt, caplog):
     caplog.set_level(logging.WARNING)
-    frontend = WebFrontend(web_rt, None, host="0.0.0.0", port=0)
+    frontend = WebFrontend(web_rt.memory, None, host="0.0.0.0", port=0)
     assert await frontend.start()
     await frontend.stop()
     assert "not only this machine" in caplog.text
-    quiet = WebFrontend(web_rt, None, port=0)
+    quiet = WebFrontend(web_rt.memory, None, port=0)
     caplog.clear()
     assert await quiet.start()
     await quiet.stop()
@@ -294,11 +294,12 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
     from hermes.assembly import cron_runner, cron_store
 
     agent, worker = build_agent(web_rt)
-    runner = cron_runner(web_rt, agent)
-    cron_store(web_rt).add("digest", "owner", "every 1d", "Summarise my day",
+    runner = cron_runner(web_rt.memory, agent)
+    cron_store(web_rt.memory).add("digest", "owner", "every 1d", "Summarise my day",
                                        "file:digests/today.md")
-    cron_store(web_rt).add("alices", "alice", "every 1d", "Hers", "terminal")
-    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
+    cron_store(web_rt.memory).add("alices", "alice", "every 1d", "Hers", "terminal")
+    panel = await Panel(WebContext(web_rt.memory, agent=agent, worker=worker,
+                                   runner=runner)).login()
     try:
         fake_model.reply("Digest: a quiet day.")
         page = await panel.post("/cron/digest/run")

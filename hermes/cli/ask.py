@@ -17,6 +17,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
+from hermes.memory import Memory
 from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 
@@ -53,7 +54,9 @@ def plan_embeddings(rt: Runtime, user: str | None) -> bool:
         return False
     rt.settings = settings.model_copy(update={
         "sessions": settings.sessions.model_copy(update={"embeddings": False})})
-    rt.__dict__.pop("memory", None)  # (not built yet; if it were, rebuilt with words only)
+    built = rt.__dict__.pop("memory", None)
+    if built is not None:  # rebuilt with words only, on the same connection
+        rt.__dict__["memory"] = Memory(rt.settings, rt.clock, db=built.db)
     return True
 
 

@@ -36,7 +36,7 @@ from hermes.memory.place import Scope
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
 
 
 class HermesBot(discord.Client):
-    def __init__(self, rt: Runtime, agent: Agent | None, *,
+    def __init__(self, memory: Memory, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
                  background: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
         intents = discord.Intents.default()
@@ -90,10 +90,10 @@ class HermesBot(discord.Client):
         # Model output and cron digests are not trusted to ping: no @everyone/@here, roles or
         # users, ever. (Replies also pass mention_author=False.)
         super().__init__(intents=intents, allowed_mentions=discord.AllowedMentions.none())
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
-        self.config = rt.settings.discord
-        self.commands = MemoryCommands(rt)
+        self.config = memory.settings.discord
+        self.commands = MemoryCommands(memory)
         self.tree = app_commands.CommandTree(self)
         self.monotonic = monotonic
         self.accepting = True
@@ -116,7 +116,7 @@ class HermesBot(discord.Client):
         spec = json.dumps([c.to_dict(self.tree) for c in self.tree.get_commands()],
                           sort_keys=True)
         digest = hashlib.sha256(f"{self.application_id}:{spec}".encode()).hexdigest()
-        marker = self.rt.settings.home_path / "discord-commands.sha256"
+        marker = self.memory.settings.home_path / "discord-commands.sha256"
         if marker.exists() and marker.read_text(encoding="utf-8").strip() == digest:
             log.info("discord: slash commands unchanged, not synced")
             return
@@ -158,7 +158,7 @@ class HermesBot(discord.Client):
         return False
 
     def user_for(self, discord_id: int) -> str:
-        return self.rt.settings.resolve_user(f"discord:{discord_id}")
+        return self.memory.settings.resolve_user(f"discord:{discord_id}")
 
     def wants(self, message: discord.Message) -> bool:
         """Should Hermes answer this message? Nothing is stored for one it does not want."""
@@ -207,7 +207,7 @@ class HermesBot(discord.Client):
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
-        session = self.rt.memory.sessions.open_for(user, "discord", key)
+        session = self.memory.sessions.open_for(user, "discord", key)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
         sent: list[discord.Message] = []
         streamed = ""
@@ -382,7 +382,7 @@ class HermesBot(discord.Client):
             tree.add_command(group)
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
-        store = self.rt.memory.sessions
+        store = self.memory.sessions
         current = store.open_for(user, "discord", channel_key_for_interaction(interaction))
         if current.message_count:
             store.close(user, current.id)

@@ -34,7 +34,7 @@ import sys
 import typing
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -58,7 +58,10 @@ from hermes.memory.operations.shapes import (
     updated_json,
     written_json,
 )
-from hermes.runtime import Runtime
+
+if TYPE_CHECKING:
+    from hermes.config import Settings
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +100,15 @@ class MemoryTools:
     call, not at start: an MCP client waits for ``initialize``, and the stores' imports (the
     secret detector among them) are a quarter of a second of it."""
 
-    def __init__(self, rt: Runtime, user: str) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, user: str) -> None:
+        self.memory = memory
         self.user = user
         self.scope = Scope(user)  # an MCP client is a private place
 
     @functools.cached_property
     def ops(self) -> MemoryOperations:
         # No vector job runs in this server: a fact written here is embedded at once.
-        return MemoryOperations(self.rt.memory, embed_writes=True)
+        return MemoryOperations(self.memory, embed_writes=True)
 
     def context_text(self) -> str | None:
         return self.ops.context(self.scope)
@@ -311,7 +314,7 @@ def _plugin_tool(ops: MemoryTools, tool: Tool
         from hermes.agent.tools import ToolBox
 
         given = {k: v for k, v in args.items() if v is not None}
-        box = ToolBox(ops.rt.memory, ops.user, tools=_only(tool), scope=ops.scope)
+        box = ToolBox(ops.memory, ops.user, tools=_only(tool), scope=ops.scope)
         with writes_from(client_origin(ctx) if tool.writes else None):
             outcome = box.run(ToolCall("mcp", tool.name, json.dumps(given)))
         return CallToolResult(content=[TextContent(type="text", text=outcome.content)],
@@ -364,11 +367,11 @@ def add_plugin_tools(server: MCPServer, ops: MemoryTools, *, write: bool) -> lis
     return added
 
 
-def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
-    """The MCP server for ``user``'s memory in ``rt``'s home (write tools only with
-    ``write``)."""
-    ops = MemoryTools(rt, user)
-    rt.preload_embeddings()  # while the client connects: its first search does not wait
+def build_server(memory: Memory, user: str, *, write: bool = False) -> MCPServer:
+    """The MCP server for ``user``'s memory (write tools only with ``write``). The home's
+    database is opened at the first call, not here."""
+    ops = MemoryTools(memory, user)
+    memory.preload_embeddings()  # while the client connects: its first search does not wait
     mode = "read and write" if write else "read-only"
     server = MCPServer(
         "hermes", title="Hermes memory", version="0.1.0",
@@ -419,13 +422,13 @@ def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
 # -- transports -------------------------------------------------------------------------------
 
 
-def token_path(rt: Runtime) -> Path:
-    return rt.settings.home_path / TOKEN_FILE
+def token_path(settings: Settings) -> Path:
+    return settings.home_path / TOKEN_FILE
 
 
-def ensure_token(rt: Runtime) -> str:
+def ensure_token(settings: Settings) -> str:
     """The HTTP bearer token, created once (mode 0600) under the home."""
-    path = token_path(rt)
+    path = token_path(settings)
     try:
         token = path.read_text(encoding="utf-8").strip()
         if token:

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
+    from hermes.memory import Memory
     from hermes.memory.sessions.store import SessionStore
-    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +106,14 @@ class TerminalSink:
 
 
 class Repl:
-    def __init__(self, rt: Runtime, agent: Agent, *, user: str | None = None,
+    def __init__(self, memory: Memory, agent: Agent, *, user: str | None = None,
                  emit: Emit | None = None, history: History | None = None) -> None:
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
         self.identity = terminal_identity()
-        self.user = user or rt.settings.resolve_user(self.identity)
+        self.user = user or memory.settings.resolve_user(self.identity)
         self.emit: Emit = emit or TerminalSink()
-        self.commands = MemoryCommands(rt)
+        self.commands = MemoryCommands(memory)
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
         self._reply: asyncio.Task[None] | None = None
@@ -121,8 +121,8 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            rt.settings.home_path.mkdir(parents=True, exist_ok=True)
-            history = FileHistory(str(rt.settings.home_path / "repl_history"))
+            memory.settings.home_path.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(memory.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
             completer=SlashCompleter(), complete_while_typing=True,
@@ -158,7 +158,7 @@ class Repl:
 
     @property
     def sessions(self) -> SessionStore:
-        return self.rt.memory.sessions
+        return self.memory.sessions
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
@@ -215,7 +215,7 @@ class Repl:
                 if left is not None:
                     await left(self.user)
                     return
-                await summarize.summarize_pending(self.rt.memory, self.agent.background_llm,
+                await summarize.summarize_pending(self.memory, self.agent.background_llm,
                                                   self.user)
             except Exception:
                 log.exception("repl: summarising the sessions left failed; retried later")
@@ -232,7 +232,7 @@ class Repl:
         try:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
             turn = self.agent.turn(self.user, session.id, text,
-                                   speaker=self.rt.settings.display_name(self.user))
+                                   speaker=self.memory.settings.display_name(self.user))
             async for chunk in turn:
                 self.emit("chunk", chunk)
             self.emit("end", "")
@@ -356,7 +356,7 @@ class ReplFrontend:
     async def start(self) -> bool:
         if not self.ctx.interactive:
             return False
-        self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        self.repl = Repl(self.ctx.memory, self.ctx.agent)
         notice = no_model_notice(self.ctx.agent)
         if notice:
             self.repl.emit("error", notice)

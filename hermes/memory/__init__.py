@@ -4,7 +4,8 @@ Every function here takes the user first: there is no way to read another user's
 
 :class:`Memory` is one home's memory on one connection: one instance of each store, built once
 by the composition root (``Runtime.memory`` for the CLI, the daemon, the MCP server and the web
-panel) and passed to whoever reads or writes memory. The embedding models it loads and the
+panel) and passed to everything below the entry points, with its settings and clock: the agent,
+the front-ends, learning. Nothing else builds a store. The embedding models it loads and the
 vectors it holds in memory live on it (its :class:`~hermes.memory.embeddings.Embedders`), not in
 module globals. The tiers are imported when first used, so a command that only reads basic
 memory loads neither the fact store nor the session search.
@@ -32,19 +33,52 @@ if TYPE_CHECKING:
 
 
 class Memory:
-    """One instance of each store for a home, on the connection ``db``."""
+    """One instance of each store for a home, on one connection (``db``: the home's database,
+    opened and migrated on first use, or the connection given)."""
 
-    def __init__(self, db: sqlite_utils.Database, settings: Settings, clock: Clock | None = None,
-                 *, embedders: Embedders | None = None) -> None:
-        self.db = db
+    def __init__(self, settings: Settings, clock: Clock | None = None, *,
+                 db: sqlite_utils.Database | None = None,
+                 embedders: Embedders | None = None) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
         self._embedders = embedders
+        if db is not None:
+            self.__dict__["db"] = db
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        from hermes.errors import ConfigError
+        from hermes.store.db import connect
+
+        home = self.settings.home_path
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()),
+                           None)
+            why = f"{blocker} is a file, not a directory" if blocker else exc.strerror
+            raise ConfigError(f"The Hermes home {home} cannot be used: {why}. Point HERMES_HOME, "
+                              "--home or the config's `home` at a directory.") from None
+        return connect(self.settings.db_path)
+
+    def close(self) -> None:
+        """Close the connection, if it was opened here or given."""
+        db = self.__dict__.pop("db", None)
+        if db is not None:
+            db.conn.close()
 
     def on(self, db: sqlite_utils.Database) -> Memory:
         """The same home's memory on another connection (a worker thread's own), sharing the
         loaded embedding models."""
-        return Memory(db, self.settings, self.clock, embedders=self.embedders)
+        return Memory(self.settings, self.clock, db=db, embedders=self.embedders)
+
+    def preload_embeddings(self) -> None:
+        """With recall by meaning on, start loading the embedding model in the background (see
+        :meth:`hermes.memory.embeddings.Embedders.preload`): for a server that starts once and
+        then searches on requests (the MCP server, the web panel), so that its first search
+        does not pay for the load."""
+        if self.settings.sessions.embeddings:
+            self.embedders.preload(self.settings.sessions.embedding_model)
 
     @cached_property
     def embedders(self) -> Embedders:

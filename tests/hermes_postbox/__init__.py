@@ -32,7 +32,7 @@ class Postbox:
     source = "postbox"
 
     def __init__(self, ctx: Any) -> None:
-        self.path: Path = ctx.rt.settings.home_path / "postbox.txt"
+        self.path: Path = ctx.memory.settings.home_path / "postbox.txt"
 
     def _write(self, line: str) -> None:
         with self.path.open("a", encoding="utf-8") as handle:

@@ -244,17 +244,17 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
-                  limit=ctx.rt.settings.context.max_chars, notice=None)
+                  limit=ctx.memory.settings.context.max_chars, notice=None)
 
 
 async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.memory import context
 
     llm = ctx.agent.background_llm if ctx.agent else None
-    text = await context.refresh(ctx.rt.memory, ws.user, llm)
+    text = await context.refresh(ctx.memory, ws.user, llm)
     return render(ctx, request, ws, "context.html", text=text,
-                  limit=ctx.rt.settings.context.max_chars,
-                  notice=f"Refreshed ({len(text):,}/{ctx.rt.settings.context.max_chars:,} "
+                  limit=ctx.memory.settings.context.max_chars,
+                  notice=f"Refreshed ({len(text):,}/{ctx.memory.settings.context.max_chars:,} "
                   "chars).")
 
 
@@ -262,7 +262,7 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 def _cron_store(ctx: WebContext) -> Any:
     from hermes.assembly import cron_store
 
-    return ctx.runner.store if ctx.runner else cron_store(ctx.rt)
+    return ctx.runner.store if ctx.runner else cron_store(ctx.memory)
 
 
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -298,8 +298,8 @@ async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.store.maintenance import table_stats
 
     return render(ctx, request, ws, "stats.html",
-                  stats=extraction_stats(ctx.rt.db, ws.user),
-                  tables=[t for t in table_stats(ctx.rt.db, ws.user)
+                  stats=extraction_stats(ctx.memory.db, ws.user),
+                  tables=[t for t in table_stats(ctx.memory.db, ws.user)
                           if t.user_rows is not None])
 
 
