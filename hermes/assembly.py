@@ -40,11 +40,11 @@ def build_agent(rt: Runtime, *, exits_after: bool = False
         background = LLM(once, model_name=rt.settings.model.background or rt.settings.model.name,
                          env_file=env_file)
         agent = Agent(rt.memory, background_llm=background)
-        worker = ExtractionWorker(rt, llm=LLM(once, model_name=extraction_model_name(
+        worker = ExtractionWorker(rt.memory, llm=LLM(once, model_name=extraction_model_name(
             rt.settings), env_file=env_file) if rt.settings.extraction.model else None)
     else:
         agent = Agent(rt.memory)
-        worker = ExtractionWorker(rt)
+        worker = ExtractionWorker(rt.memory)
     if not worker.enabled:
         log.info("fact extraction is off (extraction.enabled, or no model configured)")
         return agent, None

@@ -178,7 +178,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
         agent = Agent(rt.memory)
         worker = None
         if extraction:
-            worker = ExtractionWorker(rt)
+            worker = ExtractionWorker(rt.memory)
             worker.attach(agent)
         session = rt.memory.sessions.create("owner", "terminal")
         oracle = Oracle(rt.memory.facts)

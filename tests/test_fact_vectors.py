@@ -264,7 +264,7 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
     rt.settings.sessions.embeddings = True
     try:
         agent = Agent(rt.memory)
-        worker = ExtractionWorker(rt)
+        worker = ExtractionWorker(rt.memory)
         store = SessionStore(rt.db, clock=clock)
         session = store.create("owner", "terminal")
         turn(store, session.id, "I just bought a Tesla Model 3!", "Congratulations!")

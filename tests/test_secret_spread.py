@@ -76,7 +76,7 @@ def places(rt, fake_model, secret: str) -> dict[str, int]:
 
 
 async def plant_everything(rt, agent, fake_model, planted=SECRETS) -> None:
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     worker.attach(agent)
     sessions = rt.memory.sessions
     echoing_model(fake_model)

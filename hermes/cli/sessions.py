@@ -512,7 +512,7 @@ def redact(
     from hermes.memory.redact_stored import redact_stored
 
     rt = runtime(ctx)
-    report = redact_stored(rt, rt.user(user))
+    report = redact_stored(rt.memory, rt.user(user))
     if as_json:
         emit_json(report.to_json())
         return
