@@ -338,16 +338,11 @@ class Daemon:
         memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.facts.vectors import FactVectors
-            from hermes.memory.sessions.vectors import MessageVectors
-
             db = connect(settings.db_path)
             try:
                 # This thread's own connection, with the models the home's memory loaded (a
                 # missing extra is this job's error: it exists only to embed).
-                embedder = memory.embedders.get(settings.sessions.embedding_model)
-                vectors = MessageVectors(db, embedder, memory.embedders.cache_dir)
-                facts = FactVectors(db, embedder)
+                vectors, facts = memory.on(db).vectors_to_index()
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
                            for user in users)
             finally:

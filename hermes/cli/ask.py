@@ -65,13 +65,12 @@ def embed_after_reply(rt: Runtime, user: str, model: str) -> None:
     the reply is out (see :func:`plan_embeddings`). A model that cannot load is one log line,
     as in a search: the reply and the history are kept either way."""
     from hermes.errors import HermesError
-    from hermes.memory.facts.vectors import FactVectors
-    from hermes.memory.sessions.vectors import INLINE_INDEX, MessageVectors
+    from hermes.memory.sessions.vectors import INLINE_INDEX
 
     try:
-        embedder = rt.memory.embedders.get(model)
-        MessageVectors(rt.db, embedder).index(user, limit=INLINE_INDEX)
-        FactVectors(rt.db, embedder).index(user)
+        messages, facts = rt.memory.vectors_to_index(model, keep_file=False)
+        messages.index(user, limit=INLINE_INDEX)
+        facts.index(user)
     except HermesError as exc:
         log.warning("session search by meaning is off, words only: %s", exc)
 

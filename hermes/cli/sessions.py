@@ -211,16 +211,12 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.facts.vectors import FactVectors
-    from hermes.memory.sessions.vectors import MessageVectors
-
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
     # The model itself, not the search's words-only fallback: a missing extra is an error here.
-    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model),
-                             rt.memory.embedders.cache_dir)  # a long history: its file too
+    vectors, fact_vectors = rt.memory.vectors_to_index()  # a long history: its file too
     who = rt.user(user)
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(
@@ -232,7 +228,7 @@ def index(
             task = progress.add_task(description, total=None)
             return lambda done, total: progress.update(task, completed=done, total=total)
 
-        facts = FactVectors(rt.db, vectors.embedder).index(who, progress=bar("embedding facts"))
+        facts = fact_vectors.index(who, progress=bar("embedding facts"))
         done = vectors.index(who, progress=bar("embedding messages"))
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,

@@ -112,14 +112,13 @@ class Memory:
         """The facts session search takes as evidence for their conversations: as per-turn
         recall finds them (FactRecall.ranked), by ``meaning`` (the text session search
         embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
-        from hermes.memory.facts.recall import FactRecall
         from hermes.memory.sessions.fact_evidence import hits_for
 
         # By meaning alone when the evidence's strength is the cosine (fact_evidence.hits_for),
         # else per-turn recall's search (its selective words): FactStore.search over every word
         # of a question costs ~190 ms CPU at 100k facts (i15, notes/i12-i13.md 05:29).
         vectors = self.fact_vectors
-        return list(hits_for(FactRecall(self.facts, self.clock), user, query, meaning,
+        return list(hits_for(self.facts.recall, user, query, meaning,
                              vectors.model_id if vectors is not None else None))
 
     @cached_property
@@ -154,3 +153,18 @@ class Memory:
         from hermes.memory.facts.vectors import fact_vectors_for
 
         return fact_vectors_for(self.db, self.embedders, self.settings.sessions.embedding_model)
+
+    def vectors_to_index(self, model: str | None = None, *, keep_file: bool = True
+                         ) -> tuple[MessageVectors, FactVectors]:
+        """The message and fact vectors with the embedding model itself (``model``, default the
+        configured one), on this memory's connection, for the work that exists only to embed
+        (``hermes sessions index``, the daemon's vector job): a model that cannot load is an
+        error here, not the searches' quiet fall back to words. ``keep_file``: the messages'
+        vector file under the home's cache is kept up to date too."""
+        from hermes.memory.facts.vectors import FactVectors
+        from hermes.memory.sessions.vectors import MessageVectors
+
+        embedder = self.embedders.get(model or self.settings.sessions.embedding_model)
+        cache_dir = self.embedders.cache_dir if keep_file else None
+        return MessageVectors(self.db, embedder, cache_dir), FactVectors(self.db, embedder)
+

@@ -298,7 +298,7 @@ async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.store.maintenance import table_stats
 
     return render(ctx, request, ws, "stats.html",
-                  stats=extraction_stats(ctx.memory.db, ws.user),
+                  stats=extraction_stats(ctx.memory, ws.user),
                   tables=[t for t in table_stats(ctx.memory.db, ws.user)
                           if t.user_rows is not None])
 

@@ -14,6 +14,7 @@ Two ways to read it, neither calls a model:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
@@ -65,6 +66,11 @@ class SessionStore:
         self.searcher = SessionSearch(db, self.clock, vectors, fact_search)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
+
+    @cached_property
+    def words_only(self) -> SessionSearch:
+        """Search of these sessions by their words alone (no message vectors, no facts)."""
+        return SessionSearch(self.db, self.clock)
 
     # -- writing ----------------------------------------------------------------------------
 
