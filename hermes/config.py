@@ -162,7 +162,7 @@ class SessionsConfig(Section):
     # Which model: minilm, e5 (hermes[embeddings]; hermes.memory.embeddings) or one a plugin
     # registers (register_embedding_models); vectors are stored per model
     embedding_model: str = "minilm"
-    # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
+    # Replace secrets in a message by a marker when it is recorded (hermes.safety.secrets)
     redact_secrets: bool = True
 
     @field_validator("embedding_model")

@@ -35,7 +35,7 @@ from hermes.cron.schedule import timezone_for
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
 from hermes.local_socket import SocketServer
-from hermes.memory.secrets import RedactingFilter
+from hermes.safety.secrets import RedactingFilter
 from hermes.store.db import connect
 from hermes.store.failures import storage_problem
 

@@ -20,9 +20,9 @@ from typing import Literal
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
 from hermes.memory import Memory
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message
+from hermes.safety.secrets import redact_text
 from hermes.store import usage
 
 log = logging.getLogger(__name__)

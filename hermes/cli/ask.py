@@ -18,8 +18,8 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
 from hermes.memory import Memory
-from hermes.memory.guard import printable
 from hermes.runtime import Runtime
+from hermes.safety.guard import printable
 
 log = logging.getLogger(__name__)
 

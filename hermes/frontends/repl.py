@@ -32,8 +32,8 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
-from hermes.memory.guard import printable
 from hermes.memory.place import Scope
+from hermes.safety.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent

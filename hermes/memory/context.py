@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.facts.store import Fact
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.store import Session
+from hermes.safety.secrets import redact_text
 from hermes.store import usage
 from hermes.store.files import atomic_text_file
 

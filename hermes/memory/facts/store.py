@@ -44,8 +44,8 @@ from hermes.memory.facts.records import (
     snapshot,
 )
 from hermes.memory.facts.search import FactSearch
-from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
+from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from hermes.errors import QueryError
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
 from hermes.memory.sessions.search import SearchProfile
 from hermes.memory.sessions.store import SessionStore
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_text
 from hermes.store.fts import MatchPlan, Term, build_match
 
 log = logging.getLogger(__name__)

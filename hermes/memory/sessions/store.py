@@ -21,7 +21,6 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import RefusedWrite
-from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions.bm25 import HIGHLIGHT
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -39,6 +38,7 @@ from hermes.memory.sessions.records import (
 )
 from hermes.memory.sessions.search import FULL_SEARCH, SCORE_CAP, SearchProfile, SessionSearch
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
