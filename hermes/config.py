@@ -150,7 +150,7 @@ class AgentConfig(Section):
     compress_at: float = Field(0.75, gt=0, le=1)
 
 
-# The embedding models Hermes has itself (hermes.memory.embedding_models registers them).
+# The embedding models Hermes has itself (hermes.memory.embeddings.models registers them).
 BUILTIN_EMBEDDING_MODELS = ("e5", "minilm")
 
 

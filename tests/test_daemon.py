@@ -440,7 +440,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
     import numpy as np
 
     from hermes.daemon import Daemon
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
     from hermes.memory.sessions.store import SessionStore
 
     class Toy:

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from hermes.errors import HermesError
-from hermes.memory import embeddings
-from hermes.memory.embeddings import Embedders
+from hermes.memory.embeddings import embedders as embeddings
+from hermes.memory.embeddings.embedders import Embedders
 from tests.conftest import WordsEmbedder
 
 
@@ -223,7 +223,7 @@ async def test_the_daemon_loads_the_model_at_start_not_on_the_first_reply(rt, ga
 
 
 def test_has_vectors_counts_only_the_users_own(db, clock):
-    from hermes.memory.embeddings import has_vectors
+    from hermes.memory.embeddings.embedders import has_vectors
     from hermes.memory.sessions.store import SessionStore
     from hermes.memory.sessions.vectors import MessageVectors
 

@@ -47,7 +47,7 @@ def plan_embeddings(rt: Runtime, user: str | None) -> bool:
     settings = rt.settings
     if not settings.sessions.embeddings:
         return False
-    from hermes.memory.embeddings import has_vectors
+    from hermes.memory.embeddings.embedders import has_vectors
 
     if user is None or has_vectors(rt.db, user):
         rt.memory.embedders.preload(settings.sessions.embedding_model)

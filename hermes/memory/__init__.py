@@ -6,9 +6,10 @@ Every function here takes the user first: there is no way to read another user's
 by the composition root (``Runtime.memory`` for the CLI, the daemon, the MCP server and the web
 panel) and passed to everything below the entry points, with its settings and clock: the agent,
 the front-ends, learning. Nothing else builds a store. The embedding models it loads and the
-vectors it holds in memory live on it (its :class:`~hermes.memory.embeddings.Embedders`), not in
-module globals. The tiers are imported when first used, so a command that only reads basic
-memory loads neither the fact store nor the session search.
+vectors it holds in memory live on it (its
+:class:`~hermes.memory.embeddings.embedders.Embedders`), not in module globals. The tiers are
+imported when first used, so a command that only reads basic memory loads neither the fact
+store nor the session search.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from hermes.config import Settings
     from hermes.memory.basic import BasicMemory
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
     from hermes.memory.facts.ratings import ReplyRatings
     from hermes.memory.facts.store import FactStore
     from hermes.memory.facts.vectors import FactVectors
@@ -74,9 +75,8 @@ class Memory:
 
     def preload_embeddings(self) -> None:
         """With recall by meaning on, start loading the embedding model in the background (see
-        :meth:`hermes.memory.embeddings.Embedders.preload`): for a server that starts once and
-        then searches on requests (the MCP server, the web panel), so that its first search
-        does not pay for the load."""
+        Embedders.preload): for a server that starts once and then searches on requests (the
+        MCP server, the web panel), so that its first search does not pay for the load."""
         if self.settings.sessions.embeddings:
             self.embedders.preload(self.settings.sessions.embedding_model)
 
@@ -84,7 +84,7 @@ class Memory:
     def embedders(self) -> Embedders:
         if self._embedders is not None:
             return self._embedders
-        from hermes.memory.embeddings import Embedders
+        from hermes.memory.embeddings.embedders import Embedders
 
         return Embedders(cache_dir=self.settings.home_path / "cache")
 
