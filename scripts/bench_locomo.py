@@ -798,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fact_search.BM25 = fact_records.BM25.replace(
             f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
         label += f" (exchange weight {args.exchange_weight})"
-    from hermes.memory import vector_cells
+    from hermes.memory.vectors import cells as vector_cells
 
     scan_before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
     if args.fact_cells:
