@@ -105,7 +105,7 @@ INDEXED: list[tuple[int, float, float]] = []
 def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None,
             cache: str | None = None):
     from hermes.memory.sessions.store import SessionStore
-    from hermes.memory.transfer import import_sessions
+    from hermes.memory.sessions.transcripts import import_sessions
 
     db = connect(home / "hermes.db")
     vectors = None

@@ -230,7 +230,7 @@ def two_users_files(store, cache):
 
 
 def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
     owners, bobs = two_users_files(store, cache)
@@ -310,7 +310,7 @@ def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
 
 
 def test_redacting_removes_a_killed_writes_copy_too(store, rt, cache):
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
     history(store)

@@ -505,7 +505,7 @@ def redact(
     Messages and their search index, session titles and summaries and the context file are
     rewritten in place, once; facts and basic-memory entries that hold a secret are listed, to
     forget or edit. Other users' rows are not touched."""
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     rt = runtime(ctx)
     report = redact_stored(rt.memory, rt.user(user))

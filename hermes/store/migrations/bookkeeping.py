@@ -14,7 +14,7 @@ def m021_restores(db: sqlite_utils.Database) -> None:
         """
         -- `hermes import` of one file for one user, so that the same command run again after
         -- an interruption or a crash resumes it instead of refusing a home that now has memory
-        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        -- (hermes.memory.transfer.ledger). Bookkeeping of this home, not memory: not exported.
         CREATE TABLE restores (
           id INTEGER PRIMARY KEY,
           user TEXT NOT NULL,
