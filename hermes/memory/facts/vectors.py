@@ -30,7 +30,6 @@ import sqlite_utils
 from hermes.memory.embeddings.embedders import Embedder, Embedders, meaning_floor, message_text
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
-from hermes.memory.sessions.rerank import TimeSpan, time_spans
 from hermes.memory.vectors import cells as vector_cells
 from hermes.memory.vectors.matrix import (
     Int8Rows,
@@ -39,6 +38,7 @@ from hermes.memory.vectors.matrix import (
     model_size,
     prune_changes,
 )
+from hermes.memory.words.dates import TimeSpan, time_spans
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ CONTEXT_CHARS = 2000
 # tuning half (turn R@5 0.588 -> 0.610 at 0.5; 0.3: 0.601, 0.8: 0.602); held-out 0.607 -> 0.613.
 SESSION_WEIGHT = 0.5
 # A query that names a time ("in January 2024", "on 9 October, 2022", "last week": the spans
-# session search reads too, hermes.memory.sessions.rerank.time_spans) puts the facts learned
+# session search reads too, hermes.memory.words.dates.time_spans) puts the facts learned
 # then first: a fact's date is when it was said (valid_from: the extraction worker sets it to
 # the last message of the exchange it learned from; else when it was written). The fused z of
 # a fact dated inside a named span gains DATE_WEIGHT, within DATE_SLACK_DAYS after one half of
