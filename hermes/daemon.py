@@ -216,15 +216,20 @@ class Daemon:
         """Build every registered front-end (a configuration error stops Hermes), then start
         each in order; one that fails to start stays off, logged. The started ones take the
         cron deliveries for their prefix."""
-        from hermes.frontends.base import FrontendContext, registered
+        from hermes import plugins
+        from hermes.assembly import cron_runner
+        from hermes.frontends.base import Deliverer, FrontendContext
 
+        deliverers: dict[str, Deliverer] = {}
         ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
                               request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
+                              deliverers=deliverers,
+                              runner=cron_runner(self.rt.memory, agent, deliverers),
                               turn_grace=self.turn_grace, sleep=self.sleep)
         self.ctx = ctx
-        entries = registered()
+        entries = plugins.loaded().frontends.entries
         for name, entry in entries.items():
             try:
                 frontend = entry.factory(ctx)

@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes import plugins
 from hermes.agent.llm import ToolCall
-from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
+from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult
 from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.basic import Op, OverCapError, usage_of
@@ -59,7 +60,7 @@ class ToolBox:
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
                  tools: ToolRegistry | None = None, scope: Scope | None = None) -> None:
         self.memory = memory
-        self.tools = tools or default_registry()
+        self.tools = tools or plugins.loaded().tools
         self.user = user
         self.scope = scope or Scope(user)
         self.ops = MemoryOperations(memory)
@@ -379,4 +380,4 @@ BUILTIN_TOOLS: list[Tool] = [
 
 def tool_schemas() -> list[dict[str, Any]]:
     """Every registered tool's schema, in the order the model sees them."""
-    return default_registry().schemas()
+    return plugins.loaded().tools.schemas()

@@ -298,10 +298,10 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
 def _sources() -> tuple[str, ...]:
     """The sources an imported session may have: the built-in ones and every registered
     front-end's (a plugin's front-end records its sessions under its name)."""
-    from hermes.frontends.base import session_sources
+    from hermes import plugins
     from hermes.memory.sessions.store import SOURCES
 
-    return session_sources(SOURCES)
+    return plugins.loaded().frontends.sources(SOURCES)
 
 
 def known_source(source: str | None) -> str | None:

@@ -71,8 +71,8 @@ def _write(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
 Limit = Annotated[int, Field(ge=1, le=50, description="At most this many results.")]
 Target = Annotated[int | str, Field(description="An entry id, or a unique part of its text.")]
 FactId = Annotated[int, Field(description="A fact id (from search, probe or reason).")]
-# The built-in session sources (hermes.memory.sessions.records.SOURCES; a test keeps them
-# equal): a Literal, so the schema the client sees lists them without loading plugins.
+# A session source: the client's schema lists them (the built-in ones and every registered
+# front-end's name, hermes.plugins.Frontends.sources), filled in by build_server.
 SourceName = Literal["discord", "terminal", "cron", "import", "web"]
 
 
@@ -261,7 +261,8 @@ def client_origin(ctx: Context | None) -> str:
     return f"{SOURCE}:{cleaned or 'unknown'}"
 
 
-def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool
+def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool,
+             sources: tuple[str, ...] = ()
              ) -> Callable[..., Awaitable[dict[str, Any] | CallToolResult]]:
     """The method as an async tool: run on the event loop (one SQLite connection, never two
     calls at once), a HermesError turned into a tool error with exactly the CLI's message, a
@@ -281,6 +282,9 @@ def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool
     # The SDK builds the argument schema from the signature: give it the method's parameters
     # with their annotations resolved (this module defers them), plus the context.
     hints = typing.get_type_hints(method, include_extras=True)
+    if sources:  # the registered sessions' sources, not only the built-in ones
+        named: Any = Literal.__getitem__(sources)
+        hints = {k: named | None if v == SourceName | None else v for k, v in hints.items()}
     signature = inspect.signature(method)
     params = [p.replace(annotation=hints.get(p.name, p.annotation))
               for p in signature.parameters.values()]
@@ -332,10 +336,10 @@ def _only(tool: Tool) -> ToolRegistry:
 def add_plugin_tools(server: MCPServer, ops: MemoryTools, *, write: bool) -> list[str]:
     """Offer the plugins' tools that opted in (``mcp=True``; a writing one only with
     ``write``). Their names, as listed to the client."""
-    from hermes.agent.tool_registry import default_registry
+    from hermes import plugins
 
     added = []
-    for tool in default_registry().tools():
+    for tool in plugins.loaded().tools.tools():
         if not tool.mcp or (tool.writes and not write):
             continue
         if tool.name in READ_TOOLS or tool.name in WRITE_TOOLS:
@@ -369,12 +373,16 @@ def build_server(memory: Memory, user: str, *, write: bool = False) -> MCPServer
             "told you, never secrets."),
         log_level="WARNING",
     )
+    from hermes import plugins
+    from hermes.memory.sessions.records import SOURCES
+
+    sources = plugins.loaded().frontends.sources(SOURCES)
     for name in READ_TOOLS:
-        server.add_tool(_as_tool(getattr(ops, name), origin=False), name=name,
+        server.add_tool(_as_tool(getattr(ops, name), origin=False, sources=sources), name=name,
                         annotations=READ, structured_output=True)
     if write:
         for name, (destructive, idempotent) in WRITE_TOOLS.items():
-            server.add_tool(_as_tool(getattr(ops, name), origin=True), name=name,
+            server.add_tool(_as_tool(getattr(ops, name), origin=True, sources=sources), name=name,
                             annotations=_write(destructive=destructive, idempotent=idempotent),
                             structured_output=True)
 

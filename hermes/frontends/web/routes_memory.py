@@ -225,11 +225,12 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
             error = str(exc)
     else:
         listing = ctx.ops.sessions_list(ws.scope, source=source, limit=100)
-    from hermes.frontends.base import session_sources
+    from hermes import plugins
     from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
-                  source=source or "", sources=session_sources(SOURCES), error=error)
+                  source=source or "", sources=plugins.loaded().frontends.sources(SOURCES),
+                  error=error)
 
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:
