@@ -7,35 +7,20 @@ import asyncio
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.options import (
+    BudgetOption,
+    DryRunOption,
+    RateOption,
+    SinceOption,
+    SourceOption,
+    YesOption,
+    cost_text,
+)
 from hermes.cli.output import emit_json
 from hermes.errors import HermesError
 
 app = typer.Typer(no_args_is_help=True,
                   help="Learn facts from past conversations on request (imports, transcripts).")
-
-# The options of every opt-in background job over many sessions (`learn backfill`,
-# `sessions summarize`): the same words mean the same limits.
-SinceOption = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w or a date.",
-                           show_default=False)
-SourceOption = typer.Option(None, "--source", help="Only this source (import: ChatGPT/Claude "
-                            "exports).", show_default=False)
-DryRunOption = typer.Option(False, "--dry-run", help="Print the plan and its cost, and stop.")
-BudgetOption = typer.Option(None, "--budget", help="Stop before going past it: dollars ($2, "
-                            "0.50) or model calls (100).", show_default=False)
-RateOption = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a minute "
-                          "(0: no limit).")
-YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
-
-
-def cost_text(cost: float | None, model: str | None) -> str:
-    if cost == 0 and not model:
-        return "none (no model call)"
-    if not model:
-        return "unknown: no model is set (the plan needs none; the run does)"
-    if cost is None:
-        return f"unknown (litellm has no price for {model})"
-    return f"~${cost:.4f} with {model} (litellm's prices)"
-
 
 @app.command()
 def backfill(
@@ -58,7 +43,7 @@ def backfill(
     model: without one it counts and leaves the cost unknown."""
     from hermes.agent.llm import LLM, ModelNotConfigured
     from hermes.budget import Budget, Pacer
-    from hermes.cli.sessions import known_source, parse_since
+    from hermes.cli.options import known_source, parse_since
     from hermes.clock import to_ts
     from hermes.learn import backfill as bf
     from hermes.learn.worker import ExtractionWorker, extraction_model_name
