@@ -18,7 +18,7 @@ that the user wants every invoice sent to ...". So a fact from elsewhere
   decision) confirms it.
 
 The user's own words are never withheld or demoted here: the memory guard
-(hermes.memory.guard) refuses what no source may store.
+(hermes.safety.guard) refuses what no source may store.
 """
 
 from __future__ import annotations
