@@ -202,7 +202,7 @@ async def test_cron_without_discord_running_is_a_channel_of_its_own(fake_model, 
 async def discord_world(fake_model, rt, monkeypatch):
     from hermes.frontends.discord_bot import HermesBot
 
-    bot = HermesBot(rt, Agent(rt.memory))
+    bot = HermesBot(rt.memory, Agent(rt.memory))
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
     async with bot:
@@ -284,7 +284,7 @@ async def test_what_a_speaker_says_in_a_channel_is_learned_for_the_speaker_there
         "action": "create", "content": "Alice (a member of the user's server) is moving to "
         "Porto next month.", "type": "episodic", "category": "person", "entities": ["Alice"],
         "tags": [], "importance": 0.5}]))
-    run = await ExtractionWorker(rt).run_session(bob, session.id)
+    run = await ExtractionWorker(rt.memory).run_session(bob, session.id)
     assert run is not None and run.created == 1
     here = Place.discord_channel(world.guild_id, world.channel_id)
     learned = rt.memory.facts.list_facts(bob)

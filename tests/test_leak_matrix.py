@@ -29,7 +29,7 @@ def hybrid(monkeypatch):
 
 @pytest.fixture
 async def world(hybrid, fake_model, rt, monkeypatch):
-    bot = HermesBot(rt, Agent(rt.memory))
+    bot = HermesBot(rt.memory, Agent(rt.memory))
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
     async with bot:

@@ -7,7 +7,6 @@ read in), calls the memory operations and returns the text to show; errors meant
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hermes.errors import QueryError
@@ -17,8 +16,8 @@ from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.place import Place
 
 if TYPE_CHECKING:
+    from hermes.memory import Memory
     from hermes.memory.facts.store import Fact
-    from hermes.runtime import Runtime
 
 
 def _fact_line(fact: Fact) -> str:
@@ -33,12 +32,8 @@ def _fact_line(fact: Fact) -> str:
 
 
 class MemoryCommands:
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
-
-    @cached_property
-    def ops(self) -> MemoryOperations:
-        return MemoryOperations(self.rt.memory)
+    def __init__(self, memory: Memory) -> None:
+        self.ops = MemoryOperations(memory)
 
     def remember(self, scope: Scope, text: str) -> str:
         text = text.strip()
@@ -79,14 +74,14 @@ class MemoryCommands:
     def mark(self, scope: Scope, fact_id: int, to: str) -> str:
         """Where a fact may be repeated: shareable, private or default."""
         fact = self.ops.mark(scope, fact_id, mark_value(to))
-        policy = self.rt.settings.privacy.shared_places
+        policy = self.ops.memory.settings.privacy.shared_places
         return (f"[{fact.id}] {fact.content}: {mark_name(fact.shared)}, shown in "
                 f"{who_sees(fact.place, fact.shared, policy)}.")
 
     def mark_entry(self, scope: Scope, target: str, to: str) -> str:
         """Where a basic-memory entry may be shown: shareable, private or default."""
         entry = self.ops.basic_mark(scope, target, mark_value(to))
-        policy = self.rt.settings.privacy.shared_places
+        policy = self.ops.memory.settings.privacy.shared_places
         return (f"[{entry.id}] {entry.text}: {mark_name(entry.shared)}, shown in "
                 f"{who_sees(entry.place, entry.shared, policy)}.")
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -165,14 +165,14 @@ def to_statement(body: str, subject: str | None = None) -> str:
 class FastLane:
     """``Agent.before_reply`` hook: write explicit remember-requests to the fact store now."""
 
-    def __init__(self, rt: Runtime, facts: Any | None = None) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, facts: Any | None = None) -> None:
+        self.memory = memory
         self._facts = facts
 
     @property
     def facts(self) -> Any:
         if self._facts is None:
-            self._facts = self.rt.memory.facts
+            self._facts = self.memory.facts
         return self._facts
 
     def __call__(self, user: str, session_id: int, message: Any) -> None:

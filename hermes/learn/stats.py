@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-from hermes.config import FactsConfig
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
-from hermes.memory.facts.store import FactStore
+
+if TYPE_CHECKING:
+    from hermes.memory import Memory
 
 
 @dataclass
@@ -42,7 +41,8 @@ class ExtractionStats:
         return data
 
 
-def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
+def extraction_stats(memory: Memory, user: str) -> ExtractionStats:
+    db = memory.db
     stats = ExtractionStats(user)
     stats.by_status = runs.count_by_status(db, user)
     stats.runs = sum(stats.by_status.values())
@@ -52,7 +52,7 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     stats.failures = stats.by_status.get("retry", 0) + stats.by_status.get("failed", 0)
     stats.last_failure = runs.last_failure(db, user)
     stats.unanswered = runs.unanswered(db, user)
-    facts = FactStore(db, FactsConfig())
+    facts = memory.facts
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
     return stats

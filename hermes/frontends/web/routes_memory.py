@@ -189,7 +189,7 @@ async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Respons
                       max_trust="", chain=[], error=str(exc), suggestions=[],
                       draft={"content": content, "entities": form.get("entities", ""),
                              "category": category},
-                      categories=ctx.rt.settings.facts.categories)
+                      categories=ctx.ops.categories)
     return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.")
 
 
@@ -339,11 +339,12 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
             error = str(exc)
     else:
         listing = ctx.ops.sessions_list(ws.scope, source=source, limit=100)
-    from hermes.frontends.base import session_sources
+    from hermes import plugins
     from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
-                  source=source or "", sources=session_sources(SOURCES), error=error)
+                  source=source or "", sources=plugins.loaded().frontends.sources(SOURCES),
+                  error=error)
 
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -358,23 +359,23 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
-                  limit=ctx.rt.settings.context.max_chars)
+                  limit=ctx.memory.settings.context.max_chars)
 
 
 async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.memory import context
 
     llm = ctx.agent.background_llm if ctx.agent else None
-    text = await context.refresh(ctx.rt, ws.user, llm)
+    text = await context.refresh(ctx.memory, ws.user, llm)
     return redirect(ctx, ws, "/context", notice=f"Refreshed ({len(text):,}/"
-                    f"{ctx.rt.settings.context.max_chars:,} chars).")
+                    f"{ctx.memory.settings.context.max_chars:,} chars).")
 
 
 # --------------------------------------------------------------------------- cron
 def _cron_store(ctx: WebContext) -> Any:
     from hermes.assembly import cron_store
 
-    return ctx.runner.store if ctx.runner else cron_store(ctx.rt)
+    return ctx.runner.store if ctx.runner else cron_store(ctx.memory)
 
 
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -437,8 +438,8 @@ async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.learn.stats import extraction_stats
     from hermes.store import usage
 
-    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.rt.db, ws.user),
-                  usage=usage.totals(ctx.rt.db, ws.user))
+    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.memory, ws.user),
+                  usage=usage.totals(ctx.memory.db, ws.user))
 
 
 def routes(page: Callable[..., Any]) -> list[Route]:

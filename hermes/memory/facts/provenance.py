@@ -18,7 +18,7 @@ that the user wants every invoice sent to ...". So a fact from elsewhere
   note, and restoring it (the user's decision) confirms it.
 
 The user's own words are never withheld or demoted here: the memory guard
-(hermes.memory.guard) refuses what no source may store, and names what reads as an order.
+(hermes.safety.guard) refuses what no source may store, and names what reads as an order.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ fitted into a character budget.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from hermes.memory.audience import and_condition
 from hermes.memory.facts import provenance
 from hermes.memory.facts.records import ACTIVE, COLUMNS, Fact, row_to_fact
 from hermes.memory.place import PRIVATE, Place
-from hermes.memory.sessions.past_messages import has_substance
+from hermes.memory.words.substance import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
 
@@ -64,6 +65,15 @@ class FactRecall:
         self.db = facts.db
         self.clock = clock
         self._df_cache: dict[tuple[str, str], tuple[int, float, tuple | None]] = {}
+
+    def at(self, place: Place) -> FactRecall:
+        """This recall reading for ``place`` by default, sharing its word counts (a private
+        place: this one)."""
+        if place == self.place:
+            return self
+        view = copy.copy(self)
+        view.place = place
+        return view
 
     def doc_count(self, user: str, term: Term) -> int:
         """How many of ``user``'s active facts contain ``term``, counted up to

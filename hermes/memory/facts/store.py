@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
@@ -45,14 +46,15 @@ from hermes.memory.facts.records import (
     snapshot,
 )
 from hermes.memory.facts.search import FactSearch
-from hermes.memory.guard import check_text
 from hermes.memory.place import PRIVATE, Place
 from hermes.safe_text import scrub
+from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 
 if TYPE_CHECKING:
     from hermes.memory.facts.query_ahead import QueryAhead
+    from hermes.memory.facts.recall import FactRecall
     from hermes.memory.facts.vectors import FactVectors
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
@@ -102,6 +104,13 @@ class FactStore:
         self.vectors = vectors
         self.duplicates = Duplicates(db, config, self.entity_store)
         self.searcher = FactSearch(db, vectors)
+
+    @cached_property
+    def recall(self) -> FactRecall:
+        """What a turn recalls from these facts (its word counts cached across turns)."""
+        from hermes.memory.facts.recall import FactRecall
+
+        return FactRecall(self, self.clock)
 
     # -- reading one ------------------------------------------------------------------------
 

@@ -146,6 +146,34 @@ class MemoryOperations:
         if self.embed_writes and vectors is not None:
             vectors.catch_up(scope.user, [fact_id])
 
+    # -- a reply's rating (a Discord reaction, /rate in the terminal, the web panel's thumbs) -
+
+    def shown_facts(self, scope: Scope, message_id: int) -> list[int]:
+        """The facts the model was shown for the reply ``message_id`` (the user's only)."""
+        return self.memory.ratings.shown_fact_ids(scope.user, message_id)
+
+    def rate_reply(self, scope: Scope, message_id: int, helpful: bool) -> list[RateResult]:
+        """Rate every fact shown for the reply. Empty when it used no facts."""
+        return self.memory.ratings.rate_reply(scope.user, message_id, helpful)
+
+    def set_reply_rating(self, scope: Scope, message_id: int, rater: str,
+                         helpful: bool | None) -> list[RateResult]:
+        """One person's rating of a reply (``rater``, e.g. ``discord:<id>``), idempotent; None
+        withdraws it. The trust changes made now."""
+        return self.memory.ratings.set_rating(scope.user, message_id, rater, helpful)
+
+    def reply_rating(self, scope: Scope, message_id: int, rater: str) -> bool | None:
+        """The rating in effect for a reply by ``rater``: True (👍), False (👎) or None."""
+        return self.memory.ratings.rating(scope.user, message_id, rater)
+
+    def link_ref(self, scope: Scope, ref: str, message_id: int) -> None:
+        """Remember that a front-end's ``ref`` (a Discord message) shows ``message_id``."""
+        self.memory.refs.link(scope.user, ref, message_id)
+
+    def message_for_ref(self, scope: Scope, ref: str) -> int | None:
+        """The message behind a front-end's ``ref``, or None (also for another user's)."""
+        return self.memory.refs.message_for(scope.user, ref)
+
     # -- facts: reading ---------------------------------------------------------------------
 
     def search(self, scope: Scope, query: str, *, limit: int = 10,

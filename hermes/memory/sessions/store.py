@@ -23,7 +23,6 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.audience import Audience, and_condition, place_of_channel, visible_session_ids
 from hermes.memory.place import PRIVATE, Place
-from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions.bm25 import HIGHLIGHT
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -41,6 +40,7 @@ from hermes.memory.sessions.records import (
 )
 from hermes.memory.sessions.search import FULL_SEARCH, SCORE_CAP, SearchProfile, SessionSearch
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
@@ -71,6 +71,11 @@ class SessionStore:
         self.searcher = SessionSearch(db, self.clock, vectors, fact_search)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
+
+    @cached_property
+    def words_only(self) -> SessionSearch:
+        """Search of these sessions by their words alone (no message vectors, no facts)."""
+        return SessionSearch(self.db, self.clock)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -247,7 +252,7 @@ class SessionStore:
         their words even when message vectors are on (and without fact evidence)."""
         searcher = self.searcher
         if words_only and self.vectors is not None:
-            searcher = self._words_searcher
+            searcher = self.words_only
         allowed = self._allowed(user, place)
         if allowed is None:
             return searcher.search_messages(
@@ -268,10 +273,6 @@ class SessionStore:
     # hit (its messages, context, title, summary) is its session's: keeping the session keeps
     # everything it shows. (A private place: no filter at all, the search as it always ran.)
     DEEPER = 4
-
-    @cached_property
-    def _words_searcher(self) -> SessionSearch:
-        return SessionSearch(self.db, self.clock)
 
     def _allowed(self, user: str, place: Place) -> set[int] | None:
         return visible_session_ids(self.db, self.audience, user, place)
