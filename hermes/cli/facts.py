@@ -100,10 +100,17 @@ def add(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Add a fact. An exact or near duplicate merges into the existing fact instead."""
+    """Add a fact. An exact or near duplicate merges into the existing fact instead.
+
+    First person is written as "the user" where the rewrite is certain ("my sister" -> "The
+    user's sister"); otherwise your words are kept whole, as The user said: "...".
+    """
+    from hermes.memory.facts.statement import normalise_statement
+
     store, who = _store(ctx), _who(ctx, user)
-    result = store.add(who, text, entities=entity or None, category=category,
-                       tags=tag, kind=kind, importance=importance)
+    statement = normalise_statement(text)   # first person -> "The user ..."
+    result = store.add(who, statement.content, entities=entity or None, category=category,
+                       tags=[*tag, *statement.tags], kind=kind, importance=importance)
     _embed(store, who, result.id)
     if as_json:
         emit_json({"id": result.id, "status": result.status})

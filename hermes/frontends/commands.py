@@ -34,10 +34,13 @@ class MemoryCommands:
         return self.rt.memory.sessions
 
     def remember(self, user: str, text: str) -> str:
+        from hermes.memory.facts.statement import normalise_statement
+
         text = text.strip()
         if not text:
             raise QueryError("Nothing to remember: give the fact as text.")
-        result = self.facts.add(user, text)
+        statement = normalise_statement(text)   # "my sister" -> "The user's sister"
+        result = self.facts.add(user, statement.content, tags=statement.tags)
         if result.status == "merged":
             return f"Already known; merged into [{result.id}] {result.fact.content}"
         return f"Remembered [{result.id}] {result.fact.content}"

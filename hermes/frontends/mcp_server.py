@@ -43,6 +43,7 @@ from pydantic import Field
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
 from hermes.memory.facts.records import writes_from
+from hermes.memory.facts.statement import normalise_statement
 from hermes.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -213,8 +214,9 @@ class MemoryTools:
                   tags: list[str] | None = None) -> dict[str, Any]:
         """Store one long-term fact about the user or their world. A duplicate or near
         duplicate is merged into the existing fact (status merged). Never store secrets."""
-        added = self.facts.add(self.user, content, entities=entities or None,
-                               category=category, tags=tags or ())
+        statement = normalise_statement(content)   # first person -> "The user ..."
+        added = self.facts.add(self.user, statement.content, entities=entities or None,
+                               category=category, tags=[*(tags or ()), *statement.tags])
         self._embed(added.id)
         return {"status": added.status, "fact": fact_json(added.fact)}
 

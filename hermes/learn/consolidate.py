@@ -28,6 +28,7 @@ from rapidfuzz.utils import default_process
 
 from hermes.errors import HermesError
 from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,19 @@ def _negated(text: str) -> bool:
     return bool(re.search(r"\b(?:not|no|never|n't|without)\b|n't\b", text, re.I))
 
 
+_PRONOUNS = frozenset({"i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "myself", "we",
+                       "our", "us", "user", "user's", "said", "that"})
+
+
+def _restates(new: str, verbatim: str) -> bool:
+    """Whether ``new`` says what a fact kept in the user's words says: most of its words
+    (pronouns aside) are in ``new``."""
+    words = _content_words(verbatim) - _PRONOUNS
+    if not words:
+        return False
+    return len(words & _content_words(new)) >= 0.6 * len(words)
+
+
 def _is_paraphrase(new: CreateAction, old: Any) -> bool:
     if says_nothing_new(new.content, old.content):
         return True
@@ -183,6 +197,10 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
            result: Consolidation, session_id: int | None, sources: list[int],
            valid_from: str | None, note: Callable[[str], None]) -> None:
     try:
+        if not isinstance(action, DeleteAction) and holds_secret(action.content):
+            # "The user's password is [redacted password]": a marker is not a fact.
+            note(f"{action.action} skipped: it holds a secret")
+            return
         if isinstance(action, UpdateAction):
             old = numbered[action.number]
             if old.id in done:
@@ -233,6 +251,18 @@ def _create(
         if contradicts(action.content, old.content):
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
+                               entities=list(action.entities) or None,
+                               source_session_id=session_id, source_message_ids=sources)
+            done.add(old.id)
+            result.superseded += 1
+            result.fact_ids.append(new.id)
+            result.changes.append(FactChange("superseded", new.id, old.id))
+            return
+    for old in live:
+        if is_verbatim(old.content) and _restates(action.content, old.content):
+            # The user's words kept as said: the model's statement is their clean version.
+            new = facts.update(user, old.id, action.content,
+                               note="extraction: the user's words as a statement",
                                entities=list(action.entities) or None,
                                source_session_id=session_id, source_message_ids=sources)
             done.add(old.id)

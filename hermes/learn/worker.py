@@ -140,7 +140,9 @@ class ExtractionWorker:
         if self._llm is None and not self.config.model:
             self._llm = getattr(agent, "background_llm", None)
         agent.before_reply.append(self._reply_started)
-        agent.before_reply.append(FastLane(self.rt, self.facts))
+        fast_lane = FastLane(self.rt, self.facts)
+        agent.before_reply.append(fast_lane)
+        agent.after_reply.append(fast_lane.after_reply)
         agent.after_reply.append(self.after_reply)
 
     def _reply_started(self, user: str, session_id: int, message: Message) -> None:

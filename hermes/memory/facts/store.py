@@ -43,6 +43,7 @@ from hermes.memory.facts.records import (
     snapshot,
 )
 from hermes.memory.facts.search import FactSearch
+from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
 from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
@@ -424,6 +425,24 @@ class FactStore:
                 f"WHERE user = ? AND id IN ({marks})", [user, *ids],
             )
 
+    def add_sources(self, user: str, fact_id: int, message_ids: Iterable[int]) -> None:
+        """Cite more of the user's messages as the fact's sources (the fast lane: the reply
+        to the message that said it). Ids of another user's messages are ignored; the fact's
+        exchange is indexed again by the facts trigger."""
+        ids = [int(i) for i in message_ids if in_sqlite_range(int(i))]
+        if not ids:
+            return
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            marks = ",".join("?" * len(ids))
+            mine = [int(r[0]) for r in self.db.execute(
+                f"SELECT id FROM messages WHERE user = ? AND id IN ({marks}) ORDER BY id",
+                [user, *ids]).fetchall()]
+            sources = list(dict.fromkeys([*fact.source_message_ids, *mine]))
+            if sources != fact.source_message_ids:
+                self.db.execute("UPDATE facts SET source_message_ids = ? WHERE id = ? AND user = ?",
+                                [json.dumps(sources), fact.id, user])
+
     def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
         """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
         delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
@@ -505,7 +524,8 @@ class FactStore:
             names = [display[i] for i in entity_ids]
             new_id = insert_fact(
                 self.db, user=user, content=text, category=old.category, kind=old.kind,
-                tags=old.tags, entity_names=names, trust=old.trust, importance=old.importance,
+                tags=_tags_for(text, old.tags), entity_names=names, trust=old.trust,
+                importance=old.importance,
                 now=now, valid_from=now,
                 source_session_id=(source_session_id if source_session_id is not None
                                    else old.source_session_id),
@@ -575,3 +595,9 @@ class FactStore:
             self.db.execute(f"DELETE FROM facts WHERE user = ? AND id IN ({marks})",
                             [user, *doomed])
 
+
+
+def _tags_for(content: str, tags: list[str]) -> list[str]:
+    """A new version's tags: the old ones, less ``verbatim`` once it is no longer the user's
+    words kept as said (extraction wrote the clean statement)."""
+    return tags if is_verbatim(content) else [t for t in tags if t != VERBATIM_TAG]

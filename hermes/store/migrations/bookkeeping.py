@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite_utils
 
 from hermes.store.migrations import migrations
+from hermes.store.migrations.exchanges import _ids_of, _m019_exchange
 
 
 @migrations()
@@ -215,3 +216,67 @@ def m028_full_width_vectors(db: sqlite_utils.Database) -> None:
         "CASE WHEN json_valid(f.source_message_ids) THEN f.source_message_ids ELSE '[]' END) j "
         "WHERE j.value IN (SELECT id FROM m028_wide)))")
     db.execute("DROP TABLE temp.m028_wide")
+
+
+def _m029_sources(fact: str) -> str:
+    """m019's rows of a fact's exchange, without the message answered for a fact the user
+    asked to be remembered (tagged ``fastlane``): "Remember that my dentist is Dr. Silva" says
+    all of it, and the reply before it is another conversation."""
+    explicit = f"instr({fact}.tags, '\"fastlane\"') > 0"
+    own = f"SELECT value FROM json_each({_ids_of(fact)}) WHERE type = 'integer'"
+    first = f"(SELECT min(s.id) FROM messages s WHERE s.user = {fact}.user AND s.id IN ({own}))"
+    return f"""
+      SELECT m.id, {fact}.id, {fact}.user, 0 FROM messages m
+      WHERE m.user = {fact}.user AND m.id IN ({own})
+      UNION ALL
+      SELECT max(p.id), {fact}.id, {fact}.user, 1 FROM messages p
+      WHERE p.user = {fact}.user AND p.role IN ('user', 'assistant') AND NOT {explicit}
+        AND p.session_id = (SELECT session_id FROM messages WHERE id = {first})
+        AND p.id < {first}
+      HAVING max(p.id) IS NOT NULL"""
+
+
+@migrations()
+def m029_fast_lane_exchange(db: sqlite_utils.Database) -> None:
+    # A fact the fast lane wrote ("Remember that my dentist is Dr. Silva") was indexed with the
+    # message before it as its conversation (m019's "message answered": often an unrelated
+    # reply, so `facts search beagle` found the dentist). Its conversation is now the message
+    # that said it and the reply to it (the fast lane adds the reply to its sources). The two
+    # triggers that compute a fact's exchange are made again with that rule, and the fast-lane
+    # facts there are re-indexed (facts_fts_au recomputes what touching their sources changes).
+    exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
+    db.executescript(
+        f"""
+        DROP TRIGGER facts_fts_ai;
+        DROP TRIGGER facts_fts_au;
+        CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m029_sources('new')};
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        CREATE TRIGGER facts_fts_au AFTER UPDATE OF content, tags, entity_names,
+            source_message_ids, user ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m029_sources('new')};
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        """
+    )
+    db.execute("UPDATE facts SET source_message_ids = source_message_ids "
+               "WHERE instr(tags, '\"fastlane\"') > 0")
+    # The context vector (m017) of each was its exchange's meaning: embedded again.
+    db.execute("UPDATE fact_vectors SET context_vector = NULL WHERE fact_id IN "
+               "(SELECT id FROM facts WHERE instr(tags, '\"fastlane\"') > 0)")
