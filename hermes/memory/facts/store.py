@@ -11,6 +11,7 @@ processes adding at once never lose a fact or merge into a row the other just ch
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,7 +58,13 @@ if TYPE_CHECKING:
 __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
            "normalise"]
 
+log = logging.getLogger(__name__)
+
 KINDS = ("semantic", "episodic", "procedural")
+# Reciprocal-rank fusion's constant for related(): small, since each list is short (<= limit).
+RELATED_RRF_K = 10
+# The start of the text that related() embeds (MiniLM reads 256 tokens at most).
+RELATED_MEANING_CHARS = 1000
 MAX_CONTENT_CHARS = 2000
 
 
@@ -315,10 +322,16 @@ class FactStore:
             fact.explain = {"path_step": position + 1}
         return ReasonResult(chain, [names[i] for i in path_ids], unknown)
 
-    def related(self, user: str, text: str, *, limit: int = 10) -> list[Fact]:
-        """Active facts that may bear on ``text``: those about entities it names, then FTS
-        matches on any of its terms. Used by extraction to decide add, merge or update."""
-        found: dict[int, Fact] = {}
+    def related(self, user: str, text: str, *, limit: int = 10,
+                by_meaning: bool = True) -> list[Fact]:
+        """Active facts that may bear on ``text``, the ones learning may update, merge or
+        contradict: those about entities it names, FTS matches on any of its terms, and (with
+        fact vectors, ``by_meaning``) the nearest by meaning, so that a paraphrase ("Our dog
+        passed away") finds the fact it changes ("The user has a beagle named Biscuit"). Each
+        side reads at most ``limit`` rows (meaning: the nearest ``2 x limit``, at the model's
+        floor or above); the three ranked lists are fused by reciprocal rank. Used by
+        extraction (the facts its model is shown) and consolidation (merge, contradiction)."""
+        ranked: list[list[Fact]] = []
         entity_ids = [i for i, _ in self.entity_store.known_in(user, text)]
         if entity_ids:
             marks = ",".join("?" * len(entity_ids))
@@ -328,11 +341,9 @@ class FactStore:
                 f"AND {ACTIVE} ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
                 [*entity_ids, user, int(limit)],
             ).fetchall()
-            for row in rows:
-                fact = row_to_fact(row)
-                found[fact.id] = fact
+            ranked.append([row_to_fact(row) for row in rows])
         terms = any_terms(text)
-        if terms and len(found) < limit:
+        if terms:
             rows = self.db.execute(
                 f"""
                 SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
@@ -341,10 +352,32 @@ class FactStore:
                 """,
                 [terms, user, int(limit)],
             ).fetchall()
-            for row in rows:
-                fact = row_to_fact(row)
-                found.setdefault(fact.id, fact)
-        return list(found.values())[:limit]
+            ranked.append([row_to_fact(row) for row in rows])
+        if by_meaning and self.vectors is not None:
+            ranked.append(self._related_by_meaning(user, text, limit))
+        return fuse_ranked(ranked, limit)
+
+    def _related_by_meaning(self, user: str, text: str, limit: int) -> list[Fact]:
+        """The user's active facts nearest ``text`` by meaning, nearest first. A failure to
+        embed is logged and leaves the words' side alone (never a failed extraction)."""
+        assert self.vectors is not None
+        try:
+            similarity = self.vectors.similarity(user, scrub(text)[:RELATED_MEANING_CHARS])
+            if similarity is None:
+                return []
+            floor = self.vectors.meaning_floor
+            near = {i: c for i, c in similarity.nearest(2 * limit).items() if c >= floor}
+        except Exception as exc:  # noqa: BLE001 - logged; the words still find related facts
+            log.warning("related facts by meaning for %s: %s", user, exc)
+            return []
+        if not near:
+            return []
+        marks = ",".join("?" * len(near))
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.id IN ({marks})",
+            [user, *near]).fetchall()
+        ordered = sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]
+        return [row_to_fact(row) for row in ordered]
 
     def recent(self, user: str, since: str, *, limit: int = 20) -> list[Fact]:
         """Active facts added or changed at or after ``since`` (a stored timestamp), newest
@@ -601,3 +634,17 @@ def _tags_for(content: str, tags: list[str]) -> list[str]:
     """A new version's tags: the old ones, less ``verbatim`` once it is no longer the user's
     words kept as said (extraction wrote the clean statement)."""
     return tags if is_verbatim(content) else [t for t in tags if t != VERBATIM_TAG]
+
+
+def fuse_ranked(ranked: Sequence[Sequence[Fact]], limit: int) -> list[Fact]:
+    """Reciprocal-rank fusion of ranked lists of facts: a fact high in several lists first;
+    a tie keeps the order of the lists (entities, words, meaning) and of each list."""
+    scores: dict[int, float] = {}
+    facts: dict[int, Fact] = {}
+    for found in ranked:
+        for rank, fact in enumerate(found, start=1):
+            facts.setdefault(fact.id, fact)
+            scores[fact.id] = scores.get(fact.id, 0.0) + 1.0 / (RELATED_RRF_K + rank)
+    order = {fact_id: position for position, fact_id in enumerate(facts)}
+    best = sorted(facts, key=lambda i: (-scores[i], order[i]))[:limit]
+    return [facts[i] for i in best]
