@@ -33,6 +33,8 @@ def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 SHOW_MESSAGES = 40
+# "forget what I said about the NAS" retires at most this many facts at once.
+FORGET_AT_ONCE = 20
 SNIPPET_CHARS = 300
 
 
@@ -273,6 +275,15 @@ class ToolBox:
             return {"status": "updated", "fact": fact_brief(fact),
                     "replaces": _need_int(args, "id")}, True, []
         if action == "forget":
+            if args.get("id") is None and args.get("entity"):
+                # "forget what I said about the NAS": every fact about it, each leaving a
+                # tombstone (what was said before is not learned again)
+                about = self.facts.probe(self.user, str(args["entity"]), limit=FORGET_AT_ONCE)
+                if not about:
+                    raise ToolError(f"No fact is about {args['entity']!r}; search first.")
+                gone = [self.facts.forget(self.user, f.id, args.get("reason")) for f in about]
+                return {"status": "forgotten", "ids": [f.id for f in gone],
+                        "facts": [fact_brief(f) for f in gone]}, True, []
             fact = self.facts.forget(self.user, _need_int(args, "id"), args.get("reason"))
             return {"status": "forgotten", "id": fact.id}, True, []
         raise ToolError(_bad_action(action, ["search", "probe", "reason", "add", "update",
@@ -404,7 +415,8 @@ BUILTIN_TOOLS: list[Tool] = [
         "Long-term fact store. search: facts matching query. probe: everything about one "
         "entity. reason: facts connecting several entities. add: store one self-contained fact "
         "(content, optional entities, category, tags). update: replace fact id's content "
-        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
+        "(optional entities; the old version is kept as history). forget: retire fact id, or "
+        "every fact about entity (reason); what was said before is then not learned again.",
         {
             "action": {"type": "string",
                        "enum": ["search", "probe", "reason", "add", "update", "forget"]},

@@ -261,7 +261,8 @@ def forget(
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
-    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
+    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back; until "
+         "then it is not learned again from what was said before now.")
 
 
 @app.command()
@@ -288,7 +289,10 @@ def purge(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Delete a fact for good, with its history and the older versions it superseded."""
+    """Delete a fact for good, with its history and the older versions it superseded.
+
+    A tombstone of its text stays, so that it is not learned again from older conversations
+    (`hermes facts tombstones --remove ID` deletes it)."""
     store = _store(ctx)
     who = _who(ctx, user)
     fact = store.get(who, fact_id)
@@ -299,6 +303,40 @@ def purge(
         emit_json({"id": fact_id, "status": "purged"})
         return
     echo(f"Purged fact {fact_id}.")
+
+
+@app.command()
+def tombstones(
+    ctx: typer.Context,
+    remove: int | None = typer.Option(None, "--remove", metavar="ID",
+                                      help="Delete this tombstone: older conversations may "
+                                      "teach its statement again."),
+    limit: int = LimitOption,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """What was forgotten, corrected or purged, newest first. Learning never stores such a
+    statement (or a near-same one) again from what was said before it; saying it again does."""
+    store, who = _store(ctx), _who(ctx, user)
+    if remove is not None:
+        from hermes.store.db import write_transaction
+
+        with write_transaction(store.db):
+            gone = store.tombstones.remove(who, remove)
+        if as_json:
+            emit_json({"removed": gone.to_json()})
+            return
+        echo(f"Removed tombstone {gone.id}: {gone.content}")
+        return
+    found = store.tombstones.of_user(who, limit=limit)
+    if as_json:
+        emit_json([t.to_json() for t in found])
+        return
+    if not found:
+        echo("No tombstones: nothing was forgotten, corrected or purged.")
+    for t in found:
+        fact = f"fact {t.fact_id}" if t.fact_id is not None else "purged"
+        echo(f"[{t.id}] {t.at[:16].replace('T', ' ')} {t.action} ({fact}): {t.content}")
 
 
 @app.command("list")
@@ -369,6 +407,9 @@ def history(
     for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id),
                               origin):
         echo(line)
+    for tombstone in store.tombstones.of_fact(_who(ctx, user), fact_id):
+        echo(f"tombstone {tombstone.id}: {tombstone.action} at {tombstone.at}; not learned "
+             "again from what was said before")
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
         via = f"  via {entry['origin']}" if entry.get("origin") else ""

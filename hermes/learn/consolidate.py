@@ -210,7 +210,8 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
                 result.merged += 1
                 return
             new = facts.update(user, old.id, action.content, note="extraction: update",
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -249,10 +250,16 @@ def _create(
     live = [f for f in candidates.values() if f.id not in done and _active(f)]
     for old in live:
         if contradicts(action.content, old.content):
+            if valid_from and old.valid_from and valid_from < old.valid_from:
+                # Said before the fact it contradicts (a backfill of old messages): the newer
+                # statement stands; the older one is no news.
+                result.notes.append(f"older than fact {old.id}, not applied: {action.content}")
+                return
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
                                entities=list(action.entities) or None,
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -264,7 +271,8 @@ def _create(
             new = facts.update(user, old.id, action.content,
                                note="extraction: the user's words as a statement",
                                entities=list(action.entities) or None,
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -275,7 +283,8 @@ def _create(
             # Re-adding the existing wording merges into it: sources and tags are unioned.
             merged = facts.add(user, old.content, entities=list(action.entities),
                                category=old.category, tags=list(action.tags), kind=old.kind,
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
             result.merged += 1
             result.fact_ids.append(merged.id)
@@ -285,6 +294,7 @@ def _create(
         user, action.content, entities=list(action.entities) or None, category=action.category,
         tags=list(action.tags), kind=action.kind, importance=action.importance,
         source_session_id=session_id, source_message_ids=sources, valid_from=valid_from,
+        said_at=valid_from,
     )
     if added.status == "merged":
         result.merged += 1

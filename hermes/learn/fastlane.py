@@ -198,6 +198,7 @@ class FastLane:
                     importance=0.8,
                     source_session_id=session_id,
                     source_message_ids=[message.id],
+                    said_at=getattr(message, "created_at", None),
                 )
             except HermesError as exc:
                 # A refused write (an injection) must not break the turn; the model still sees

@@ -78,6 +78,9 @@ EXPORTED_TABLES: tuple[ExportedTable, ...] = (
                   {"fact_id": "facts", "entity_id": "entities"}),
     ExportedTable("fact_history", "SELECT * FROM fact_history WHERE user = ? ORDER BY id",
                   {"fact_id": "facts"}),
+    ExportedTable("fact_tombstones",
+                  "SELECT * FROM fact_tombstones WHERE user = ? ORDER BY id",
+                  {"fact_id": "facts"}),
     ExportedTable("sessions", "SELECT * FROM sessions WHERE user = ? ORDER BY id",
                   {"extracted_through": "messages"}),
     ExportedTable("messages",
@@ -116,6 +119,7 @@ NOT_EXPORTED = {
 }
 # Tables whose rows carry the user (rewritten to the importing user).
 _USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",
+                "fact_tombstones",
                 "sessions", "messages", "message_refs", "extraction_runs", "reply_ratings"}
 
 

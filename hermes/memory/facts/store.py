@@ -45,6 +45,7 @@ from hermes.memory.facts.records import (
 )
 from hermes.memory.facts.search import FactSearch
 from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
+from hermes.memory.facts.tombstones import Tombstones
 from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
 from hermes.store.db import write_transaction
@@ -105,6 +106,7 @@ class FactStore:
         self.vectors = vectors
         self.duplicates = Duplicates(db, config, self.entity_store)
         self.searcher = FactSearch(db, vectors)
+        self.tombstones = Tombstones(db, config.merge_threshold)
 
     # -- reading one ------------------------------------------------------------------------
 
@@ -165,8 +167,13 @@ class FactStore:
         source_session_id: int | None = None,
         source_message_ids: Iterable[int] = (),
         valid_from: str | None = None,
+        said_at: str | None = None,
     ) -> AddResult:
-        """Add a fact, or merge it into an existing duplicate or near duplicate."""
+        """Add a fact, or merge it into an existing duplicate or near duplicate.
+
+        ``said_at``: when what it was learned from was said (extraction: its newest message).
+        A statement forgotten or corrected since is refused (:class:`Forgotten`); None (a
+        person's own write, now) never is."""
         text = self._validate(content, category, kind)
         self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
@@ -179,6 +186,7 @@ class FactStore:
         key = content_key(text)
         with write_transaction(self.db):
             now = self._now()
+            self.tombstones.check(user, text, said_at)
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
@@ -515,8 +523,10 @@ class FactStore:
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,
                entities: list[str] | None = None,
                source_session_id: int | None = None,
-               source_message_ids: Iterable[int] = ()) -> Fact:
-        """Replace a fact with a new version. The old one stays, superseded (valid_to set).
+               source_message_ids: Iterable[int] = (), said_at: str | None = None) -> Fact:
+        """Replace a fact with a new version. The old one stays, superseded (valid_to set),
+        and leaves a tombstone (what was said before is not learned again); ``said_at`` as in
+        :meth:`add` (a new text forgotten since is refused).
 
         The new version is linked to the entities its text names (found as ``add`` finds them:
         known names, capitalised names, quoted terms), to ``entities`` when given, and to the
@@ -540,7 +550,9 @@ class FactStore:
             if content_key(text) == content_key(old.content):
                 raise RefusedWrite(f"Refused: the new text of fact {old.id} is the same as the "
                                    "old. Nothing was changed.")
+            self.tombstones.check(user, text, said_at)
             now = self._now()
+            self.tombstones.record(user, old.id, old.content, "correct", note, now)
             named_before = {i for i, _ in self.entity_store.known_in(user, old.content)}
             linked = self.entity_store.ensure_all(
                 user, [*self.entity_store.candidates(user, text), *(entities or ())])
@@ -587,6 +599,7 @@ class FactStore:
                 "UPDATE facts SET forgotten_at = ?, forgotten_reason = ?, updated_at = ? "
                 "WHERE id = ? AND user = ?", [now, reason, now, fact.id, user],
             )
+            self.tombstones.record(user, fact.id, fact.content, "forget", reason, now)
             self._history(fact, "forget", {"forgotten_at": None},
                           {"forgotten_at": now, "forgotten_reason": reason}, note=reason, at=now)
             return self.get(user, fact.id)
@@ -602,6 +615,7 @@ class FactStore:
                 "UPDATE facts SET forgotten_at = NULL, forgotten_reason = NULL, updated_at = ? "
                 "WHERE id = ? AND user = ?", [now, fact.id, user],
             )
+            self.tombstones.restored(user, fact.id)
             self._history(fact, "restore",
                           {"forgotten_at": fact.forgotten_at,
                            "forgotten_reason": fact.forgotten_reason},
@@ -625,6 +639,11 @@ class FactStore:
                 self.db.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ? "
                                 "AND user = ?", [doomed_id, user])
             marks = ",".join("?" * len(doomed))
+            # Gone, but not to be learned again from what was said before: the tombstones of
+            # its versions stay (``hermes facts tombstones --remove`` takes one away).
+            if not self.tombstones.of_fact(user, fact.id):
+                self.tombstones.record(user, fact.id, fact.content, "purge", None, self._now())
+            self.tombstones.purged(user, doomed)
             self.db.execute(f"DELETE FROM facts WHERE user = ? AND id IN ({marks})",
                             [user, *doomed])
 

@@ -280,3 +280,34 @@ def m029_fast_lane_exchange(db: sqlite_utils.Database) -> None:
     # The context vector (m017) of each was its exchange's meaning: embedded again.
     db.execute("UPDATE fact_vectors SET context_vector = NULL WHERE fact_id IN "
                "(SELECT id FROM facts WHERE instr(tags, '\"fastlane\"') > 0)")
+
+
+@migrations()
+def m030_fact_tombstones(db: sqlite_utils.Database) -> None:
+    # Forget that stays forgotten: forgetting, correcting or purging a fact leaves its text
+    # here, so that extraction, consolidation, `learn backfill` and re-imported conversations
+    # never learn the same or a near-same statement again from messages said before ``at``
+    # (hermes.memory.facts.tombstones). The user's memory: exported, listed, removable.
+    db.executescript(
+        """
+        CREATE TABLE fact_tombstones (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          fact_id INTEGER,             -- the fact forgotten or corrected; NULL once purged
+          content TEXT NOT NULL,       -- its text, as it was
+          content_key TEXT NOT NULL,   -- hermes.memory.facts.records.content_key(content)
+          action TEXT NOT NULL,        -- forget | correct | purge
+          reason TEXT,
+          at TEXT NOT NULL             -- when: what was said before is not learned again
+        );
+        CREATE INDEX idx_fact_tombstones_key ON fact_tombstones(user, content_key, at);
+        CREATE INDEX idx_fact_tombstones_fact ON fact_tombstones(fact_id);
+        """
+    )
+    # The facts forgotten or superseded before this migration leave theirs, as of then.
+    db.execute(
+        "INSERT INTO fact_tombstones (user, fact_id, content, content_key, action, reason, at) "
+        "SELECT user, id, content, content_key, CASE WHEN forgotten_at IS NOT NULL THEN "
+        "'forget' ELSE 'correct' END, forgotten_reason, coalesce(forgotten_at, valid_to, "
+        "updated_at) FROM facts WHERE forgotten_at IS NOT NULL OR superseded_by IS NOT NULL "
+        "ORDER BY id")
