@@ -28,6 +28,7 @@ from rapidfuzz.utils import default_process
 
 from hermes.errors import HermesError
 from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+from hermes.memory.facts.questions import stated_by_the_user
 from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
 
@@ -71,6 +72,7 @@ class Consolidation:
     merged: int = 0
     superseded: int = 0
     forgotten: int = 0
+    asked: int = 0          # inferences kept as questions instead of overriding the user
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: list[FactChange] = field(default_factory=list)
@@ -209,6 +211,10 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
             if _norm(old.content) == _norm(action.content):
                 result.merged += 1
                 return
+            if _must_ask(old, action.stated):
+                _ask(facts, user, old, action.content, result, session_id, sources, note)
+                done.add(old.id)
+                return
             new = facts.update(user, old.id, action.content, note="extraction: update",
                                source_session_id=session_id, source_message_ids=sources,
                                said_at=valid_from)
@@ -254,6 +260,11 @@ def _create(
                 # Said before the fact it contradicts (a backfill of old messages): the newer
                 # statement stands; the older one is no news.
                 result.notes.append(f"older than fact {old.id}, not applied: {action.content}")
+                return
+            if _must_ask(old, action.stated):
+                _ask(facts, user, old, action.content, result, session_id, sources,
+                     result.notes.append)
+                done.add(old.id)
                 return
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
@@ -307,3 +318,17 @@ def _create(
 def _active(fact: Any) -> bool:
     return not (getattr(fact, "forgotten_at", None) or getattr(fact, "superseded_by", None)
                 or getattr(fact, "valid_to", None))
+
+
+def _must_ask(old: Any, stated: str | None) -> bool:
+    """An inference (or a change not said to be explicit) about a fact the user stated or
+    trusts highly: asked, not applied. The user's own words kept as said are rewritten."""
+    return stated != "explicit" and stated_by_the_user(old) and not is_verbatim(old.content)
+
+
+def _ask(facts: Any, user: str, old: Any, content: str, result: Consolidation,
+         session_id: int | None, sources: list[int], note: Callable[[str], None]) -> None:
+    question = facts.ask_before_overriding(user, old.id, content, session_id=session_id,
+                                           message_ids=sources)
+    result.asked += 1
+    note(f"asked before overriding fact {old.id} (question {question.id}): {content}")

@@ -56,6 +56,7 @@ class CreateAction:
     entities: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     importance: float | None = None
+    stated: str | None = None      # "explicit": the user said it outright; "inferred"; None
     action: Literal["create"] = "create"
 
 
@@ -63,6 +64,7 @@ class CreateAction:
 class UpdateAction:
     number: int
     content: str
+    stated: str | None = None      # "explicit": the user said the change outright; "inferred"
     action: Literal["update"] = "update"
 
 
@@ -327,6 +329,21 @@ def _content(item: dict[str, Any]) -> str | None:
     return value or None
 
 
+def _stated(item: dict[str, Any]) -> str | None:
+    """Whether the user said it outright ("explicit") or the model inferred it ("inferred");
+    None when the output does not say (treated as inferred where that matters)."""
+    value = _first(item, "stated", "basis", "explicit")
+    if isinstance(value, bool):
+        return "explicit" if value else "inferred"
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("explicit", "explicitly", "stated", "said", "true", "yes"):
+            return "explicit"
+        if lowered in ("inferred", "implicit", "inference", "guess", "false", "no"):
+            return "inferred"
+    return None
+
+
 def _action_name(item: dict[str, Any]) -> str | None:
     value = _first(item, "action", "op", "operation", "type", "event")
     if isinstance(value, str):
@@ -410,6 +427,7 @@ def parse_actions(
                     tags=_capped(_string_list(_first(item, "tags", "labels", "keywords")),
                                  max_tags, "tags", where, result),
                     importance=_importance(_first(item, "importance", "priority", "salience")),
+                    stated=_stated(item),
                 )
             )
         elif name in _UPDATE or name in _DELETE:
@@ -427,7 +445,8 @@ def parse_actions(
                     max_content_chars)
                 if content is None:
                     continue
-                result.actions.append(UpdateAction(number=number, content=content))
+                result.actions.append(UpdateAction(number=number, content=content,
+                                                   stated=_stated(item)))
             else:
                 reason = _first(item, "reason", "why", "note")
                 result.actions.append(

@@ -25,6 +25,7 @@ from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
 from hermes.memory.facts.matched import annotate
+from hermes.memory.facts.questions import FactQuestions, Question
 from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
@@ -107,6 +108,7 @@ class FactStore:
         self.duplicates = Duplicates(db, config, self.entity_store)
         self.searcher = FactSearch(db, vectors)
         self.tombstones = Tombstones(db, config.merge_threshold)
+        self.questions = FactQuestions(db)
 
     # -- reading one ------------------------------------------------------------------------
 
@@ -621,6 +623,46 @@ class FactStore:
                            "forgotten_reason": fact.forgotten_reason},
                           {"forgotten_at": None}, at=now)
             return self.get(user, fact.id)
+
+    # -- asking before an inference overrides what the user said ------------------------------
+
+    def ask_before_overriding(self, user: str, fact_id: int, content: str, *,
+                              session_id: int | None = None,
+                              message_ids: Iterable[int] = ()) -> Question:
+        """Keep ``content``, inferred, as a question about fact ``fact_id`` instead of
+        superseding it (hermes.memory.facts.questions)."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            text = self._validate(content, fact.category, fact.kind)
+            return self.questions.ask(user, fact.id, text, session_id=session_id,
+                                      message_ids=[int(m) for m in message_ids], now=self._now())
+
+    def pending_questions(self, user: str) -> list[Question]:
+        with write_transaction(self.db):
+            return self.questions.pending(user)
+
+    def questions_to_ask(self, user: str) -> list[tuple[Question, Fact]]:
+        """The open question(s) for the next reply to ask, with their facts; marked asked.
+        Every turn asks: without an open question that is one index read, no write."""
+        if not self.questions.any_unasked(user):
+            return []
+        with write_transaction(self.db):
+            found = self.questions.to_ask(user, self._now())
+            return [(q, self.get(user, q.fact_id)) for q in found]
+
+    def settle_question(self, user: str, question_id: int, accept: bool) -> Fact:
+        """The user's decision: accept (the inferred statement supersedes the fact, as a
+        correction) or reject (the fact stays). Returns the fact as it now is."""
+        with write_transaction(self.db):
+            question = self.questions.get(user, question_id)
+            self.questions.resolve(user, question.id, "accepted" if accept else "rejected",
+                                   self._now())
+            if not accept:
+                return self.get(user, question.fact_id)
+            return self.update(user, question.fact_id, question.content,
+                               note="confirmed by the user (pending question)",
+                               source_session_id=question.session_id,
+                               source_message_ids=question.message_ids or ())
 
     def purge(self, user: str, fact_id: int) -> None:
         """Delete a fact for good, with its history and every older version it superseded."""

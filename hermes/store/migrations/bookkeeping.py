@@ -311,3 +311,27 @@ def m030_fact_tombstones(db: sqlite_utils.Database) -> None:
         "'forget' ELSE 'correct' END, forgotten_reason, coalesce(forgotten_at, valid_to, "
         "updated_at) FROM facts WHERE forgotten_at IS NOT NULL OR superseded_by IS NOT NULL "
         "ORDER BY id")
+
+
+@migrations()
+def m031_fact_questions(db: sqlite_utils.Database) -> None:
+    # Ask before overriding what the user said: an inference that would supersede a fact the
+    # user stated (or trusts highly) waits here as a question for the next reply and the
+    # web panel (hermes.memory.facts.questions); the fact stays as it is until it is settled.
+    db.executescript(
+        """
+        CREATE TABLE fact_questions (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          fact_id INTEGER NOT NULL,      -- the fact the user stated, kept active meanwhile
+          content TEXT NOT NULL,         -- what extraction inferred instead
+          session_id INTEGER,            -- where it was inferred from
+          message_ids TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          asked_at TEXT,                 -- when a reply was asked to put it to the user
+          resolved_at TEXT,
+          resolution TEXT                -- accepted | rejected | answered (the fact changed)
+        );
+        CREATE INDEX idx_fact_questions_open ON fact_questions(user, resolved_at, fact_id);
+        """
+    )
