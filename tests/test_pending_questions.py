@@ -57,7 +57,8 @@ def test_a_contradicting_create_of_a_learned_fact_still_supersedes(env):
     sessions = env.memory.sessions
     session = sessions.create("owner", "terminal")
     learned = facts.add("owner", "The user lives in Lisbon", source_session_id=session.id).fact
-    changes = consolidate(facts, "owner", [CreateAction("The user lives in Porto")], {},
+    changes = consolidate(facts, "owner", [CreateAction("The user lives in Porto",
+                                                        stated="inferred")], {},
                           session_id=session.id, message_ids=[])
     assert changes.superseded == 1 and facts.get("owner", learned.id).status == "superseded"
 
@@ -65,7 +66,8 @@ def test_a_contradicting_create_of_a_learned_fact_still_supersedes(env):
 def test_a_contradicting_create_of_a_stated_fact_is_asked(env):
     facts = env.memory.facts
     lisbon = told(env)
-    changes = consolidate(facts, "owner", [CreateAction("The user lives in Porto")], {},
+    changes = consolidate(facts, "owner", [CreateAction("The user lives in Porto",
+                                                        stated="inferred")], {},
                           session_id=None, message_ids=[])
     assert changes.asked == 1 and facts.get("owner", lisbon.id).status == "active"
 

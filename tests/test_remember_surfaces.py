@@ -38,7 +38,6 @@ def test_slash_remember_says_the_user(env):
     assert said.endswith("The user's sister Ana lives in Porto")
     (fact,) = env.memory.facts.list_facts("alice")
     assert fact.content == "The user's sister Ana lives in Porto"
-    assert fact.tags == ["stated"]    # said outright: an inference asks before overriding it
     assert env.memory.facts.list_facts("bob") == []
 
 
@@ -46,7 +45,7 @@ def test_slash_remember_keeps_a_past_tense_as_said(env):
     MemoryCommands(env).remember("alice", "I moved to Porto")
     (fact,) = env.memory.facts.list_facts("alice")
     assert fact.content == 'The user said: "I moved to Porto"'
-    assert fact.tags == ["stated", "verbatim"]
+    assert fact.tags == ["verbatim"]
 
 
 def test_cli_facts_add_says_the_user(cli, rt):

@@ -27,7 +27,14 @@ from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
 from hermes.errors import HermesError
-from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+from hermes.learn.parse import (
+    Action,
+    ContradictedAction,
+    CreateAction,
+    DeleteAction,
+    ReliedAction,
+    UpdateAction,
+)
 from hermes.memory.facts.questions import stated_by_the_user
 from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
@@ -73,6 +80,8 @@ class Consolidation:
     superseded: int = 0
     forgotten: int = 0
     asked: int = 0          # inferences kept as questions instead of overriding the user
+    trust_up: int = 0       # facts a reply relied on (trust learned from use)
+    trust_down: int = 0     # facts the user contradicted
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: list[FactChange] = field(default_factory=list)
@@ -188,10 +197,14 @@ def consolidate(
         log.info("consolidate: %s", text)
         result.notes.append(text)
 
-    for action in actions:
+    # A fact the user contradicted in this run gets no rise for having been relied on.
+    contradicted = {numbered[a.number].id for a in actions if isinstance(a, ContradictedAction)}
+    done_trust: set[int] = set(contradicted)
+    ordered = sorted(actions, key=lambda a: not isinstance(a, ContradictedAction))
+    for action in ordered:
         with step():
-            _apply(facts, user, action, numbered, done, result, session_id, sources,
-                   valid_from, note)
+            _apply(facts, user, action, numbered, done_trust if isinstance(
+                action, ReliedAction) else done, result, session_id, sources, valid_from, note)
     return result
 
 
@@ -199,6 +212,9 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
            result: Consolidation, session_id: int | None, sources: list[int],
            valid_from: str | None, note: Callable[[str], None]) -> None:
     try:
+        if isinstance(action, ReliedAction | ContradictedAction):
+            _trust_from_use(facts, user, action, numbered, done, result, sources, note)
+            return
         if not isinstance(action, DeleteAction) and holds_secret(action.content):
             # "The user's password is [redacted password]": a marker is not a fact.
             note(f"{action.action} skipped: it holds a secret")
@@ -321,9 +337,10 @@ def _active(fact: Any) -> bool:
 
 
 def _must_ask(old: Any, stated: str | None) -> bool:
-    """An inference (or a change not said to be explicit) about a fact the user stated or
-    trusts highly: asked, not applied. The user's own words kept as said are rewritten."""
-    return stated != "explicit" and stated_by_the_user(old) and not is_verbatim(old.content)
+    """What the extraction model says it inferred, about a fact the user stated or trusts
+    highly: asked, not applied. A change it does not label applies as before (the prompt asks
+    for the label); the user's own words kept as said are rewritten."""
+    return stated == "inferred" and stated_by_the_user(old) and not is_verbatim(old.content)
 
 
 def _ask(facts: Any, user: str, old: Any, content: str, result: Consolidation,
@@ -332,3 +349,24 @@ def _ask(facts: Any, user: str, old: Any, content: str, result: Consolidation,
                                            message_ids=sources)
     result.asked += 1
     note(f"asked before overriding fact {old.id} (question {question.id}): {content}")
+
+
+def _trust_from_use(facts: Any, user: str, action: ReliedAction | ContradictedAction,
+                    numbered: dict[int, Any], done: set[int], result: Consolidation,
+                    sources: list[int], note: Callable[[str], None]) -> None:
+    """A reply relied on shown facts (a small rise, capped per day; the replies remember it
+    for a 👎), or the user contradicted one (a fall, and what they said instead as a pending
+    correction)."""
+    if isinstance(action, ReliedAction):
+        ids = [numbered[n].id for n in action.numbers if numbered[n].id not in done]
+        facts.mark_relied(user, sources, [numbered[n].id for n in action.numbers])
+        for fact_id in ids:
+            if facts.learn_trust(user, fact_id, True, reply_ids=sources) is not None:
+                result.trust_up += 1
+        return
+    old = numbered[action.number]
+    if facts.learn_trust(user, old.id, False, reply_ids=sources) is not None:
+        result.trust_down += 1
+    if action.content and _active(old) and old.id not in done and \
+            _norm(action.content) != _norm(old.content) and not holds_secret(action.content):
+        _ask(facts, user, old, action.content, result, None, sources, note)

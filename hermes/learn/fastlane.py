@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError, RefusedWrite
-from hermes.memory.facts.statement import STATED_TAG, Statement, normalise_statement
+from hermes.memory.facts.statement import Statement, normalise_statement
 
 if TYPE_CHECKING:
     from hermes.runtime import Runtime
@@ -149,10 +149,8 @@ def detect(text: str) -> list[Remembered]:
             except RefusedWrite as exc:
                 log.info("fast lane: not stored: %s", exc)
                 break
-            # "fastlane" says it was stated outright: no "stated" tag beside it
-            tags = [t for t in statement.tags if t != STATED_TAG]
             found.append(Remembered(body.rstrip(".! "), statement.content, start, end,
-                                    statement.verbatim, tags))
+                                    statement.verbatim, statement.tags))
             break
     return found
 

@@ -31,6 +31,8 @@ _CREATE = {"create", "add", "new", "insert", "remember", "save", "store"}
 _UPDATE = {"update", "edit", "modify", "replace", "revise", "supersede", "correct", "change"}
 _DELETE = {"delete", "remove", "forget", "drop", "retract", "invalidate"}
 _NOOP = {"none", "noop", "no-op", "no_op", "skip", "keep", "ignore", "nothing"}
+_RELIED = {"relied_on", "relied", "used", "relied-on", "reliedon", "used_facts"}
+_CONTRADICTED = {"contradicted", "contradict", "disputed", "wrong"}
 
 _KIND_ALIASES = {
     "fact": "semantic", "preference": "semantic", "semantic": "semantic", "knowledge": "semantic",
@@ -75,7 +77,24 @@ class DeleteAction:
     action: Literal["delete"] = "delete"
 
 
-Action = CreateAction | UpdateAction | DeleteAction
+@dataclass(frozen=True)
+class ReliedAction:
+    """The facts (shown for a reply) that the assistant's reply relied on."""
+
+    numbers: tuple[int, ...]
+    action: Literal["relied_on"] = "relied_on"
+
+
+@dataclass(frozen=True)
+class ContradictedAction:
+    """A shown or existing fact the user said is wrong; ``content``: what they said instead."""
+
+    number: int
+    content: str | None = None
+    action: Literal["contradicted"] = "contradicted"
+
+
+Action = CreateAction | UpdateAction | DeleteAction | ReliedAction | ContradictedAction
 
 
 @dataclass
@@ -430,6 +449,24 @@ def parse_actions(
                     stated=_stated(item),
                 )
             )
+        elif name in _RELIED:
+            raw_numbers = _first(item, "numbers", "facts", "ids", "number")
+            values = raw_numbers if isinstance(raw_numbers, list) else [raw_numbers]
+            numbers = tuple(dict.fromkeys(n for n in map(_number, values)
+                                          if n is not None and n in known))
+            if numbers:
+                result.actions.append(ReliedAction(numbers))
+            else:
+                result.skipped.append(f"{where}: {name} names no shown fact number")
+        elif name in _CONTRADICTED:
+            number = _number(_first(item, "number", "fact_number", "id", "fact", "n"))
+            if number is None or number not in known:
+                result.skipped.append(f"{where}: {name} of unknown fact number {number}")
+                continue
+            content = _content(item)
+            if content is not None and len(content) > max_content_chars:
+                content = None
+            result.actions.append(ContradictedAction(number, content))
         elif name in _UPDATE or name in _DELETE:
             number = _number(_first(item, "number", "fact_number", "id", "fact_id", "fact",
                                     "target", "n", "ref"))

@@ -10,7 +10,7 @@ import sqlite_utils
 from hermes.config import FactsConfig
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
-from hermes.memory.facts.store import FactStore
+from hermes.memory.facts.store import IMPLICIT_CONTRADICTED, IMPLICIT_RELIED, FactStore
 
 
 @dataclass
@@ -31,6 +31,12 @@ class ExtractionStats:
     cost: float | None = None                                 # USD, where litellm knew it
     runs_without_cost: int = 0                                # model-calling runs it did not
     active_facts: int = 0
+    # Trust changes: learned from use (a reply relied on a fact, the user contradicted one)
+    # and explicit (a 👍/👎, a rating), from the facts' history
+    trust_implicit_up: int = 0
+    trust_implicit_down: int = 0
+    trust_explicit: int = 0
+    questions_open: int = 0                                   # asked before overriding the user
 
     @property
     def calls_per_run(self) -> float:
@@ -55,4 +61,16 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     facts = FactStore(db, FactsConfig())
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
+    rows = db.execute("SELECT note, count(*) FROM fact_history WHERE user = ? AND action = "
+                      "'rate' GROUP BY note", [user]).fetchall()
+    for note, count in rows:
+        if note == IMPLICIT_RELIED:
+            stats.trust_implicit_up += int(count)
+        elif note == IMPLICIT_CONTRADICTED:
+            stats.trust_implicit_down += int(count)
+        elif note in ("helpful", "unhelpful", "rating withdrawn"):
+            stats.trust_explicit += int(count)
+    stats.questions_open = int(db.execute(
+        "SELECT count(*) FROM fact_questions WHERE user = ? AND resolved_at IS NULL",
+        [user]).fetchone()[0])
     return stats

@@ -392,9 +392,11 @@ class ExtractionWorker:
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Message]) -> Prompt:
         """(in the worker thread) The related facts, numbered, and the prompt."""
         related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+        # The facts the replies were built from: the model says which they relied on.
+        shown = s.facts.shown_with(user, [m.id for m in messages if m.role == "assistant"])
         return build_prompt(
             messages, related, user_name=self._user_name(user, messages),
-            now=self.rt.clock.now(), categories=self.rt.settings.facts.categories,
+            now=self.rt.clock.now(), categories=self.rt.settings.facts.categories, shown=shown,
         )
 
     def _consolidate_run(self, s: _Stores, user: str, session_id: int,

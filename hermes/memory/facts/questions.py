@@ -1,8 +1,9 @@
 """Pending questions: Hermes asks before an inference overrides what the user said.
 
-When extraction would supersede a fact the user stated explicitly (tagged ``fastlane`` or
-``stated``: the fast lane, ``/remember``, ``facts add``, an MCP client) or one it trusts highly,
-on the strength of something it only inferred, the fact stays as it is and the inference waits
+When extraction would supersede a fact the user stated explicitly (the fast lane's, tagged
+``fastlane``, or one added directly, not learned from a conversation: ``/remember``, ``facts
+add``, an MCP client) or one it trusts highly, on the strength of something the extraction model
+says it only inferred, the fact stays as it is and the inference waits
 here as a question. The next reply puts it to the user ("In May you said you live in Lisbon;
 is it Porto now?"); ``hermes facts pending`` and the web panel's facts page list them, with a
 decision (accept: the inference supersedes the fact; reject: it is dropped). A correction the
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.facts.statement import STATED_TAG
 
 if TYPE_CHECKING:
     from hermes.memory.facts.records import Fact
@@ -33,7 +33,7 @@ ASK_AT_ONCE = 1
 def stated_by_the_user(fact: Fact) -> bool:
     """Whether ``fact`` is what the user said outright (or trusts highly): an inference must
     ask before it supersedes it."""
-    return ("fastlane" in fact.tags or STATED_TAG in fact.tags
+    return ("fastlane" in fact.tags or fact.source_session_id is None
             or fact.trust >= PROTECTED_TRUST)
 
 

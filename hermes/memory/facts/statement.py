@@ -26,10 +26,6 @@ POSSESSIVE = "the user's"
 VERBATIM_PREFIX = "The user said: "
 # The tag a fact stored in the user's own words carries until extraction rewrites it.
 VERBATIM_TAG = "verbatim"
-# The tag of a fact a person stated outright (/remember, facts add, an MCP client; the fast
-# lane's facts carry "fastlane"): an inference asks before it overrides one
-# (hermes.memory.facts.questions).
-STATED_TAG = "stated"
 
 SECRET_REFUSAL = ("Refused: Hermes does not keep secrets (passwords, keys, tokens, card numbers) "
                   "in memory; keep them in a password manager. Nothing was stored.")
@@ -82,7 +78,7 @@ class Statement:
 
     @property
     def tags(self) -> list[str]:
-        return [STATED_TAG, VERBATIM_TAG] if self.verbatim else [STATED_TAG]
+        return [VERBATIM_TAG] if self.verbatim else []
 
 
 def holds_secret(text: str) -> bool:

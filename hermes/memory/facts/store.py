@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
@@ -43,6 +44,7 @@ from hermes.memory.facts.records import (
     record_history,
     row_to_fact,
     snapshot,
+    writes_from,
 )
 from hermes.memory.facts.search import FactSearch
 from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
@@ -63,6 +65,13 @@ __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "cont
 log = logging.getLogger(__name__)
 
 KINDS = ("semantic", "episodic", "procedural")
+# Trust learned from use (learn_trust): a small rise, capped, and a larger fall.
+IMPLICIT_RISE = 0.02
+IMPLICIT_FALL = 0.05
+IMPLICIT_MAX = 0.9
+IMPLICIT_RELIED = "implicit: a reply relied on it"
+IMPLICIT_CONTRADICTED = "implicit: the user contradicted it"
+IMPLICIT_ORIGIN = "learned from use"
 # Reciprocal-rank fusion's constant for related(): small, since each list is short (<= limit).
 RELATED_RRF_K = 10
 # The start of the text that related() embeds (MiniLM reads 256 tokens at most).
@@ -502,6 +511,65 @@ class FactStore:
                                     note="rating withdrawn")
         except NotFound:
             return None
+
+    def learn_trust(self, user: str, fact_id: int, relied: bool, *,
+                    reply_ids: Iterable[int] = ()) -> RateResult | None:
+        """Trust learned from use, without a button: a reply relied on the fact and the user
+        did not contradict it (+IMPLICIT_RISE, once per fact a day, never above IMPLICIT_MAX),
+        or the user contradicted it (-IMPLICIT_FALL). Recorded in its history as implicit
+        (origin ``learned from use``); the helpful/unhelpful counts are the buttons' alone.
+        None when nothing changed (the day's rise was had, or at the cap)."""
+        note = IMPLICIT_RELIED if relied else IMPLICIT_CONTRADICTED
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            now = self._now()
+            if relied:
+                since = to_ts(self.clock.now() - timedelta(days=1))
+                if fact.trust >= IMPLICIT_MAX or self.db.execute(
+                        "SELECT 1 FROM fact_history WHERE fact_id = ? AND user = ? AND "
+                        "action = 'rate' AND note = ? AND at > ? LIMIT 1",
+                        [fact.id, user, note, since]).fetchone():
+                    return None
+                new_trust = round(min(IMPLICIT_MAX, fact.trust + IMPLICIT_RISE), 6)
+            else:
+                new_trust = round(max(0.0, fact.trust - IMPLICIT_FALL), 6)
+            if new_trust == fact.trust:
+                return None
+            self.db.execute("UPDATE facts SET trust = ? WHERE id = ? AND user = ?",
+                            [new_trust, fact.id, user])
+            replies = [int(i) for i in reply_ids]
+            with writes_from(IMPLICIT_ORIGIN):
+                self._history(fact, "rate", {"trust": fact.trust},
+                              {"trust": new_trust, "replies": replies}, note=note, at=now)
+        return RateResult(fact.id, fact.trust, new_trust)
+
+    def shown_with(self, user: str, message_ids: Iterable[int], *, limit: int = 10
+                   ) -> list[Fact]:
+        """The user's active facts shown to the model for these replies (recorded by the turn),
+        at most ``limit``: what extraction asks about (relied on, contradicted)."""
+        ids = [int(i) for i in message_ids if in_sqlite_range(int(i))]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self._fetch(
+            user, f"{ACTIVE} AND f.id IN (SELECT s.fact_id FROM shown_facts s JOIN messages m "
+            f"ON m.id = s.message_id WHERE m.user = ? AND s.message_id IN ({marks}))",
+            [user, *ids, int(limit)], "ORDER BY f.id LIMIT ?")
+
+    def mark_relied(self, user: str, message_ids: Iterable[int], fact_ids: Iterable[int]) -> None:
+        """The replies among ``message_ids`` relied on these of the facts shown for them (a 👎
+        then lowers only those). The user's own messages and facts only."""
+        messages = [int(i) for i in message_ids]
+        facts = [int(i) for i in fact_ids]
+        if not messages or not facts:
+            return
+        m_marks, f_marks = ",".join("?" * len(messages)), ",".join("?" * len(facts))
+        with write_transaction(self.db):
+            self.db.execute(
+                f"UPDATE shown_facts SET relied = 1 WHERE message_id IN ({m_marks}) "
+                f"AND fact_id IN ({f_marks}) AND message_id IN (SELECT id FROM messages "
+                f"WHERE user = ?) AND fact_id IN (SELECT id FROM facts WHERE user = ?)",
+                [*messages, *facts, user, user])
 
     def _move_trust(self, user: str, fact_id: int, helpful: bool, delta: float, count: int,
                     *, note: str) -> RateResult:

@@ -335,3 +335,11 @@ def m031_fact_questions(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_fact_questions_open ON fact_questions(user, resolved_at, fact_id);
         """
     )
+
+
+@migrations()
+def m032_shown_facts_relied(db: sqlite_utils.Database) -> None:
+    # Trust that learns from use: extraction says which of the facts shown for a reply the reply
+    # relied on (hermes.learn.consolidate); a 👎 then lowers only those, not every fact shown
+    # (hermes.memory.facts.ratings). 0 for every reply until its extraction says otherwise.
+    db.execute("ALTER TABLE shown_facts ADD COLUMN relied INTEGER NOT NULL DEFAULT 0")
