@@ -120,3 +120,19 @@ def test_a_question_whose_fact_changed_is_answered(env):
     assert facts.pending_questions("owner") == []
     row = env.db.execute("SELECT resolution FROM fact_questions").fetchone()
     assert row[0] == "answered"
+
+
+def test_the_cli_lists_and_settles_them(env, cli):
+    user = env.settings.users.default
+    facts = env.memory.facts
+    lisbon = facts.add(user, "The user lives in Lisbon", tags=["fastlane"]).fact
+    question = facts.ask_before_overriding(user, lisbon.id, "The user lives in Porto")
+    out = cli("facts", "pending").stdout
+    assert f"[{question.id}] fact {lisbon.id}: The user lives in Lisbon" in out
+    assert "now perhaps: The user lives in Porto (not asked yet)" in out
+    assert cli("facts", "pending", "--user", "bob").stdout.startswith("No pending questions")
+    refused = cli("facts", "pending", "--accept", str(question.id), "--user", "bob")
+    assert refused.exit_code == 1 and "No pending question" in refused.stderr
+    done = cli("facts", "pending", "--accept", str(question.id))
+    assert done.exit_code == 0 and "The user lives in Porto" in done.stdout
+    assert cli("facts", "pending").stdout.startswith("No pending questions")

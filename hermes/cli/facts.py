@@ -306,6 +306,42 @@ def purge(
 
 
 @app.command()
+def pending(
+    ctx: typer.Context,
+    accept: int | None = typer.Option(None, "--accept", metavar="ID",
+                                      help="The inference is right: it supersedes the fact."),
+    reject: int | None = typer.Option(None, "--reject", metavar="ID",
+                                      help="The fact stays as the user said it."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Questions learning keeps instead of letting an inference override what the user said
+    (the next reply asks each once). --accept or --reject settles one."""
+    store, who = _store(ctx), _who(ctx, user)
+    if accept is not None or reject is not None:
+        if accept is not None and reject is not None:
+            raise QueryError("Give --accept or --reject, not both.")
+        question_id = accept if accept is not None else reject
+        assert question_id is not None
+        fact = store.settle_question(who, question_id, accept=accept is not None)
+        if as_json:
+            emit_json({"question": question_id, "fact": fact.to_json()})
+            return
+        echo(f"Settled question {question_id}: [{fact.id}] {fact.content}")
+        return
+    found = store.pending_questions(who)
+    if as_json:
+        emit_json([q.to_json() for q in found])
+        return
+    if not found:
+        echo("No pending questions.")
+    for q in found:
+        fact = store.get(who, q.fact_id)
+        asked = f"asked {q.asked_at[:16].replace('T', ' ')}" if q.asked_at else "not asked yet"
+        echo(f"[{q.id}] fact {fact.id}: {fact.content}\n    now perhaps: {q.content} ({asked})")
+
+
+@app.command()
 def tombstones(
     ctx: typer.Context,
     remove: int | None = typer.Option(None, "--remove", metavar="ID",
