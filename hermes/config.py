@@ -150,7 +150,7 @@ class AgentConfig(Section):
     compress_at: float = Field(0.75, gt=0, le=1)
 
 
-# The embedding models Hermes has itself (hermes.memory.embedding_models registers them).
+# The embedding models Hermes has itself (hermes.memory.embeddings.models registers them).
 BUILTIN_EMBEDDING_MODELS = ("e5", "minilm")
 
 
@@ -162,7 +162,7 @@ class SessionsConfig(Section):
     # Which model: minilm, e5 (hermes[embeddings]; hermes.memory.embeddings) or one a plugin
     # registers (register_embedding_models); vectors are stored per model
     embedding_model: str = "minilm"
-    # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
+    # Replace secrets in a message by a marker when it is recorded (hermes.safety.secrets)
     redact_secrets: bool = True
 
     @field_validator("embedding_model")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the records a hook registers; named for the type checker on
 
     from hermes.agent.tool_registry import Tool
     from hermes.frontends.base import FrontendFactory
-    from hermes.memory.embeddings import Embedder
+    from hermes.memory.embeddings.embedders import Embedder
 
     class RegisterFrontend(Protocol):
         """What ``register_frontends`` is called with (``FrontendRegistry.register``)."""

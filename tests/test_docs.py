@@ -175,14 +175,14 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(
 
     from hermes.agent.turn import Agent
     from hermes.frontends.repl import Repl
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
     monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)
 
     said: list[str] = []
-    shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: said.append(text),
+    shell = Repl(rt.memory, Agent(rt.memory), emit=lambda kind, text: said.append(text),
                  history=FileHistory(str(tmp_path / "history")))
     lines = _example(readme, "**1. Tell it something in the REPL.**")
     for typed, shown in zip(lines[::2], lines[1::2], strict=True):

@@ -110,7 +110,7 @@ async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
     events: list[tuple[str, str]] = []
     fake_model.reply("Hello from the daemon.")
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-        repl = Repl(daemon.rt, RemoteAgent(daemon.rt.settings),
+        repl = Repl(daemon.rt.memory, RemoteAgent(daemon.rt.settings),
                     emit=lambda kind, text: events.append((kind, text)),
                     history=FileHistory(str(tmp_path / "history")))
         running = asyncio.create_task(repl.run())

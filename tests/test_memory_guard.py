@@ -13,8 +13,8 @@ from hermes.errors import RefusedWrite
 from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import parse_actions
 from hermes.memory.basic import BasicMemory
-from hermes.memory.guard import find_problem, printable, shown
 from hermes.memory.transfer import export_user
+from hermes.safety.guard import find_problem, printable, shown
 from tests.test_transfer import import_refusing, record, write
 
 KEY = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"

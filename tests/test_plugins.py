@@ -88,14 +88,14 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
 
 
 def test_a_registered_front_end_is_a_cron_delivery_target(installed_plugin, rt):
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.add("digest", "owner", "every 30m", "Summarise my day", "postbox:inbox")
     assert [job.deliver for job in store.list_jobs()] == ["postbox:inbox"]
 
 
 def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):
     with pytest.raises(HermesError, match="deliver 'mailbox:inbox'"):
-        cron_store(rt).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
+        cron_store(rt.memory).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
 
 
 def test_each_front_end_judges_its_own_delivery_targets(installed_plugin, cli):
@@ -130,7 +130,7 @@ def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
     installed_plugin = broken_plugins
     settings = load_settings()
     past = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
-    cron_store(past).add("digest", "owner", "every 30m", "Count one two three",
+    cron_store(past.memory).add("digest", "owner", "every 30m", "Count one two three",
                                      "postbox:inbox")   # fired 5 minutes ago: caught up at start
     past.close()
     env = {k: v for k, v in os.environ.items()
@@ -331,3 +331,24 @@ def test_an_unknown_embedding_model_is_one_config_line(monkeypatch, cli, config_
     assert result.stderr == (f"Error: {config_file}: sessions.embedding_model: unknown "
                              "embedding model; use one of e5, minilm (a plugin can register "
                              "more) (got 'toy')\n")
+
+
+async def test_a_plugin_tool_that_opts_in_is_offered_to_mcp_clients(installed_plugin, rt):
+    """Tool(..., mcp=True): listed with the schema the plugin wrote, called as the model calls
+    it, for the server's user; a tool without it (the chat's own `facts`) is not offered."""
+    from mcp import Client
+
+    from hermes.frontends import mcp_server
+
+    async with Client(mcp_server.build_server(rt.memory, "alice")) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert "facts" not in listed and "session_search" not in listed
+        counted = listed["count_words"]
+        assert counted.input_schema == {"type": "object", "required": ["text"], "properties": {
+            "text": {"type": "string", "description": "Any text."}}}
+        assert counted.annotations.read_only_hint is True
+        result = await client.call_tool("count_words", {"text": "one two three"})
+        assert not result.is_error
+        assert json.loads(result.content[0].text) == {"words": 3, "user": "alice"}
+        missing = await client.call_tool("count_words", {})
+        assert missing.is_error

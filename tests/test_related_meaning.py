@@ -12,7 +12,7 @@ np = pytest.importorskip("numpy")
 from hermes.agent.turn import Agent  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
-from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 
 # A toy space: one axis per concept, words map to theirs (unknown words: nowhere).
@@ -84,7 +84,7 @@ async def test_the_extraction_model_is_shown_the_fact_a_paraphrase_changes(rt, f
     biscuit = facts.add("owner", "The user has a beagle named Biscuit").fact
     facts.vectors.index("owner")
     agent = Agent(rt.memory)
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     worker.attach(agent)
     session = rt.memory.sessions.create("owner", "terminal")
     fake_model.reply("I'm so sorry.")

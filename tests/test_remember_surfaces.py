@@ -16,6 +16,7 @@ from hermes.config import load_settings
 from hermes.frontends import mcp_server
 from hermes.frontends.commands import MemoryCommands
 from hermes.learn.worker import ExtractionWorker
+from hermes.memory.place import Scope
 from hermes.runtime import Runtime
 
 
@@ -29,12 +30,12 @@ def env(fake_model, clock):
 @pytest.fixture
 def agent(env):
     agent = Agent(env.memory)
-    ExtractionWorker(env).attach(agent)
+    ExtractionWorker(env.memory).attach(agent)
     return agent
 
 
 def test_slash_remember_says_the_user(env):
-    said = MemoryCommands(env).remember("alice", "My sister Ana lives in Porto")
+    said = MemoryCommands(env.memory).remember(Scope("alice"), "My sister Ana lives in Porto")
     assert said.endswith("The user's sister Ana lives in Porto")
     (fact,) = env.memory.facts.list_facts("alice")
     assert fact.content == "The user's sister Ana lives in Porto"
@@ -42,7 +43,7 @@ def test_slash_remember_says_the_user(env):
 
 
 def test_slash_remember_keeps_a_past_tense_as_said(env):
-    MemoryCommands(env).remember("alice", "I moved to Porto")
+    MemoryCommands(env.memory).remember(Scope("alice"), "I moved to Porto")
     (fact,) = env.memory.facts.list_facts("alice")
     assert fact.content == 'The user said: "I moved to Porto"'
     assert fact.tags == ["verbatim"]
@@ -62,7 +63,7 @@ def test_cli_facts_add_refuses_a_secret_in_one_line(cli, rt):
 
 
 async def test_mcp_facts_add_says_the_user(rt):
-    server = mcp_server.build_server(rt, "alice", write=True)
+    server = mcp_server.build_server(rt.memory, "alice", write=True)
     async with Client(server, client_info=Implementation(name="t", version="1")) as mcp:
         result = await mcp.call_tool("facts_add", {"content": "I'm allergic to penicillin"})
         assert not result.is_error
@@ -117,7 +118,7 @@ async def test_a_secret_to_remember_stores_nothing_and_is_said_once(agent, env, 
 
 async def test_words_kept_as_said_are_rewritten_by_extraction(env, fake_model):
     agent = Agent(env.memory)
-    worker = ExtractionWorker(env)
+    worker = ExtractionWorker(env.memory)
     worker.attach(agent)
     session = env.memory.sessions.create("owner", "terminal")
     fake_model.reply("Got it.")
@@ -141,7 +142,7 @@ async def test_words_kept_as_said_are_rewritten_by_extraction(env, fake_model):
 
 
 async def test_a_certain_rewrite_costs_no_extraction_call(agent, env, fake_model):
-    worker = ExtractionWorker(env)
+    worker = ExtractionWorker(env.memory)
     agent.after_reply.clear()
     agent.before_reply.clear()
     worker.attach(agent)

@@ -244,7 +244,7 @@ def test_search_reads_the_lengths_of_the_users_own_messages_only(store, clock, d
 
 def test_a_message_sharing_no_word_needs_the_models_floor_of_meaning(store, clock, db,
                                                                        monkeypatch):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     (car,) = say(store, clock, "owner", "my car is blue")
     (rain,) = say(store, clock, "owner", "rain all day")

@@ -73,7 +73,7 @@ async def test_saying_it_again_afterwards_stores_it(env, fake_model, clock):
     facts.forget("owner", old.id, "forgotten on request")
     clock.advance(minutes=5)
     agent = Agent(env.memory)
-    ExtractionWorker(env).attach(agent)
+    ExtractionWorker(env.memory).attach(agent)
     session = env.memory.sessions.create("owner", "terminal")
     fake_model.reply("Noted.")
     await agent.turn("owner", session.id,
@@ -119,7 +119,7 @@ async def test_consolidation_of_old_messages_does_not_resurrect(env, fake_model,
     lisbon = facts.add("owner", "The user lives in Lisbon").fact
     facts.forget("owner", nas.id)
     facts.update("owner", lisbon.id, "The user lives in Porto")
-    worker = ExtractionWorker(env, facts=facts, sessions=sessions)
+    worker = ExtractionWorker(env.memory, facts=facts, sessions=sessions)
     fake_model.reply(creates(NAS, "The user lives in Lisbon"))
     record = await worker.run_session("owner", session.id)
     assert record.status == "done"

@@ -26,7 +26,7 @@ def env(fake_model, clock):
 @pytest.fixture
 def chat(env):
     agent = Agent(env.memory)
-    worker = ExtractionWorker(env)
+    worker = ExtractionWorker(env.memory)
     worker.attach(agent)
     session = env.memory.sessions.create("owner", "terminal")
     return agent, worker, session.id

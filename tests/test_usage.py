@@ -266,7 +266,7 @@ async def test_extraction_is_counted_for_its_user(fake_model, rt):
     fake_model.reply(json.dumps([{"action": "create", "content": "The user lives in Lisbon.",
                                   "type": "semantic", "category": "general", "entities": [],
                                   "tags": []}]))
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     run = await worker.run_session("owner", session.id)
     await worker.drain()
     assert run.status == "done"

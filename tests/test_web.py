@@ -15,7 +15,7 @@ from tests.web_client import Panel
 
 @pytest.fixture
 async def panel(rt):
-    p = await Panel(WebContext(rt)).login()
+    p = await Panel(WebContext(rt.memory)).login()
     yield p
     await p.close()
 
@@ -27,7 +27,7 @@ def facts(rt):
 
 # --------------------------------------------------------------------------- who gets in
 async def test_pages_need_a_login_and_a_valid_token(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         response = await p.get("/facts")
         assert response.status_code == 303 and response.headers["location"] == "/login"
@@ -44,7 +44,7 @@ async def test_pages_need_a_login_and_a_valid_token(rt):
 
 
 async def test_only_a_hash_of_the_token_is_kept(rt):
-    ctx = WebContext(rt)
+    ctx = WebContext(rt.memory)
     token = ctx.tokens.create("owner")
     stored = ctx.tokens.path.read_text()
     assert token not in stored and ctx.tokens.user_for(token) == "owner"
@@ -52,7 +52,7 @@ async def test_only_a_hash_of_the_token_is_kept(rt):
 
 
 async def test_a_pasted_token_logs_in_and_logout_ends_the_session(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         token = p.ctx.tokens.create("owner")
         form = await p.get("/login")
@@ -75,7 +75,7 @@ def _session_cookie(response) -> bool:
 async def test_the_login_form_needs_its_own_csrf_token(rt):
     """Login CSRF: a page of another site must not log this browser in with a token of its
     author's (bob's), so that what its owner then types becomes bob's memory."""
-    p, other = Panel(WebContext(rt)), None
+    p, other = Panel(WebContext(rt.memory)), None
     try:
         bob = p.ctx.tokens.create("bob")
         form = await p.get("/login")
@@ -107,7 +107,7 @@ async def test_the_login_form_needs_its_own_csrf_token(rt):
 
 
 async def test_a_login_link_opened_from_another_site_is_refused(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         token = p.ctx.tokens.create("bob")
         for site in ("cross-site", "same-site"):  # same-site: another port of this host
@@ -151,8 +151,8 @@ async def test_another_users_ids_are_404(rt, facts):
     sessions = rt.memory.sessions
     owner_session = sessions.create("owner", "web").id
     message = sessions.append("owner", owner_session, "user", "hello").id
-    cron_store(rt).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
-    alice = await Panel(WebContext(rt)).login("alice")
+    cron_store(rt.memory).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
+    alice = await Panel(WebContext(rt.memory)).login("alice")
     try:
         for url in (f"/facts/{owner_fact}", f"/sessions/{owner_session}",
                     f"/chat?session={owner_session}"):
@@ -168,7 +168,7 @@ async def test_another_users_ids_are_404(rt, facts):
         listing = await alice.get("/facts")
         assert "hallway" not in listing.text
         assert facts.get("owner", owner_fact).active
-        assert cron_store(rt).get("owner-digest").enabled
+        assert cron_store(rt.memory).get("owner-digest").enabled
         assert "owner-digest" not in (await alice.get("/cron")).text
     finally:
         await alice.close()
@@ -311,7 +311,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
 
 
 async def test_cron_pause_resume(panel, rt):
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.add("digest", "owner", "every 1d", "Summarise my day", "terminal")
     page = await panel.post("/cron/digest/pause")
     assert "Paused digest" in page.text and not store.get("digest").enabled
@@ -351,7 +351,7 @@ def test_nothing_is_loaded_from_another_site():
 
 
 async def test_static_files_are_served_without_login(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         css = await p.get("/static/app.css")
         assert css.status_code == 200 and "text/css" in css.headers["content-type"]
@@ -365,9 +365,9 @@ def test_web_token_prints_a_login_link_for_that_user(cli, rt):
     link = result.stdout.strip()
     assert link.startswith("http://127.0.0.1:8765/login?token=")
     token = link.split("token=", 1)[1]
-    assert WebContext(rt).tokens.user_for(token) == "alice"
+    assert WebContext(rt.memory).tokens.user_for(token) == "alice"
     again = cli("web", "token", "--user", "alice").stdout.strip()
-    assert again != link and WebContext(rt).tokens.user_for(token) == "alice"
+    assert again != link and WebContext(rt.memory).tokens.user_for(token) == "alice"
 
 
 async def test_a_no_js_post_goes_back_only_to_a_page_of_this_site(panel):
@@ -400,7 +400,7 @@ def test_web_open_makes_a_token_for_the_user_and_hands_its_link_to_the_server(cl
     monkeypatch.setattr(web_cli, "_serve", serve)
     assert cli("web", "--open", "--user", "alice").exit_code == 0
     (link,) = served
-    assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
+    assert WebContext(rt.memory).tokens.user_for(link.split("token=", 1)[1]) == "alice"
     assert cli("web").exit_code == 0 and served[1] is None     # no --open: no new token
 
 

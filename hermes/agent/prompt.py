@@ -39,7 +39,6 @@ from hermes.memory import Memory
 from hermes.memory import context as context_file
 from hermes.memory.facts import query_ahead
 from hermes.memory.facts.query_ahead import QueryAhead
-from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
 from hermes.memory.sessions.records import speaker_name
@@ -189,7 +188,7 @@ class PromptBuilder:
         self.clock = memory.clock
         self.facts = facts or memory.facts
         self.basic = memory.basic
-        self.fact_recall = FactRecall(self.facts, memory.clock)
+        self.fact_recall = self.facts.recall
         self.sessions = sessions or memory.sessions
 
     # -- parts ------------------------------------------------------------------------------

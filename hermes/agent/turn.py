@@ -32,8 +32,8 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
-from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
+from hermes.safety.secrets import removed_note
 from hermes.store import usage
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError, StorageError
 from hermes.logs import log_to_file
-from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
+from hermes.safety.guard import printable
 from hermes.store.db import DatabaseBusy
 from hermes.store.failures import storage_problem
 

@@ -76,7 +76,7 @@ def backfill(
     if rt.settings.extraction.enabled is False:
         raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
                           "config.yaml to backfill.")
-    plan = bf.plan(rt, who, llm if llm.configured else None, since=since_ts,
+    plan = bf.plan(rt.memory, who, llm if llm.configured else None, since=since_ts,
                    source=known_source(source))
     if dry_run or not yes or not plan.model_calls:
         _print_plan(plan, as_json=as_json and dry_run)
@@ -84,11 +84,11 @@ def backfill(
         return
     if not yes and not typer.confirm("Go ahead?", err=True):
         raise typer.Exit(1)
-    worker = ExtractionWorker(rt, llm=llm)
+    worker = ExtractionWorker(rt.memory, llm=llm)
 
     async def main() -> bf.Report:
         try:
-            return await bf.run(rt, worker, plan, budget=limit,
+            return await bf.run(rt.memory, worker, plan, budget=limit,
                                 pacer=Pacer(rate or None, rt.clock.now),
                                 on_run=_progress(as_json))
         finally:

@@ -29,6 +29,7 @@ from hermes.cli.learn import (
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.sessions.store import HIGHLIGHT, Message, SearchHit, SessionStore
 from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
@@ -46,6 +47,10 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 def _store(ctx: typer.Context) -> SessionStore:
     return runtime(ctx).memory.sessions
+
+
+def _ops(ctx: typer.Context) -> MemoryOperations:
+    return MemoryOperations(runtime(ctx).memory)
 
 
 def parse_since(text: str, now_ts: str) -> str:
@@ -96,8 +101,8 @@ def list_(
     """Recent sessions, newest activity first (no model call)."""
     rt = runtime(ctx)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
-    sessions = _store(ctx).list_sessions(rt.user(user), source=known_source(source),
-                                         since=since_ts, limit=limit)
+    sessions = _ops(ctx).sessions_list(Scope(rt.user(user)), source=known_source(source),
+                                       since=since_ts, limit=limit)
     if as_json:
         emit_json([s.to_json() for s in sessions])
         return
@@ -129,8 +134,8 @@ def search(
     first; when that finds fewer than --limit, any-word matches fill the rest below them; cron
     sessions rank below conversations."""
     rt = runtime(ctx)
-    hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context,
-                              source=known_source(source))
+    hits = _ops(ctx).sessions_search(Scope(rt.user(user)), query, limit=limit,
+                                     context=context, source=known_source(source))
     for note in build_match(query).notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     if as_json:
@@ -179,14 +184,9 @@ def show(
     as_json: bool = JsonOption,
 ) -> None:
     """Read a whole session, or a window of it."""
-    rt = runtime(ctx)
-    store = _store(ctx)
-    who = rt.user(user)
-    session = store.get(who, session_id)
-    if around is not None:
-        messages = store.window(who, session_id, around, context)
-    else:
-        messages = store.messages(who, session_id)
+    ops, scope = _ops(ctx), Scope(runtime(ctx).user(user))
+    session = ops.session(scope, session_id)
+    messages = ops.session_messages(scope, session_id, around=around, context=context)
     if as_json:
         emit_json({**session.to_json(), "messages": [m.to_json() for m in messages]})
         return
@@ -211,16 +211,12 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.facts.vectors import FactVectors
-    from hermes.memory.sessions.vectors import MessageVectors
-
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
     # The model itself, not the search's words-only fallback: a missing extra is an error here.
-    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model),
-                             rt.memory.embedders.cache_dir)  # a long history: its file too
+    vectors, fact_vectors = rt.memory.vectors_to_index()  # a long history: its file too
     who = rt.user(user)
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(
@@ -232,7 +228,7 @@ def index(
             task = progress.add_task(description, total=None)
             return lambda done, total: progress.update(task, completed=done, total=total)
 
-        facts = FactVectors(rt.db, vectors.embedder).index(who, progress=bar("embedding facts"))
+        facts = fact_vectors.index(who, progress=bar("embedding facts"))
         done = vectors.index(who, progress=bar("embedding messages"))
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,
@@ -461,7 +457,7 @@ def summarize(
     if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts,
+    plan = sb.plan(rt.memory, who, llm if llm.configured else None, since=since_ts,
                    source=known_source(source))
     if as_json and dry_run:
         emit_json(plan.to_json())
@@ -482,7 +478,7 @@ def summarize(
     if not yes and not typer.confirm("Go ahead?", err=True):
         raise typer.Exit(1)
     try:
-        report = asyncio.run(sb.run(rt, llm, plan, budget=limit,
+        report = asyncio.run(sb.run(rt.memory, llm, plan, budget=limit,
                                     pacer=Pacer(rate or None, rt.clock.now)))
     except KeyboardInterrupt:
         echo("\nInterrupted. The summaries written are kept; run it again to continue.",
@@ -512,7 +508,7 @@ def redact(
     from hermes.memory.redact_stored import redact_stored
 
     rt = runtime(ctx)
-    report = redact_stored(rt, rt.user(user))
+    report = redact_stored(rt.memory, rt.user(user))
     if as_json:
         emit_json(report.to_json())
         return

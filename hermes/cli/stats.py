@@ -46,7 +46,7 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
     who = rt.user(user)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
     calls = usage.totals(rt.db, who, since_ts)
-    result = extraction_stats(rt.db, who)
+    result = extraction_stats(rt.memory, who)
     if as_json:
         emit_json({**result.to_json(), "model_usage": calls.to_json()})
         return

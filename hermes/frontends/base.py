@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from hermes.cron.runner import CronRunner
     from hermes.cron.store import CronJob
     from hermes.learn.worker import ExtractionWorker
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 
 @runtime_checkable
@@ -60,7 +60,7 @@ class FrontendContext:
     """What a front-end factory gets from ``hermes run``: the runtime and agent, and the
     daemon's services (stop, scheduled jobs, work at start, delivery routes)."""
 
-    rt: Runtime
+    memory: Memory
     agent: Agent
     worker: ExtractionWorker | None = None
     request_stop: Callable[[str], None] | None = None
@@ -86,7 +86,7 @@ class FrontendContext:
         built on first use, by the cron front-end or a front-end that runs jobs by hand."""
         from hermes.assembly import cron_runner
 
-        return cron_runner(self.rt, self.agent, self.deliverers)
+        return cron_runner(self.memory, self.agent, self.deliverers)
 
 
 FrontendFactory = Callable[[FrontendContext], Any]

@@ -32,14 +32,15 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
-from hermes.memory.guard import printable
+from hermes.memory.place import Scope
+from hermes.safety.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
+    from hermes.memory import Memory
     from hermes.memory.sessions.store import SessionStore
-    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -105,14 +106,14 @@ class TerminalSink:
 
 
 class Repl:
-    def __init__(self, rt: Runtime, agent: Agent, *, user: str | None = None,
+    def __init__(self, memory: Memory, agent: Agent, *, user: str | None = None,
                  emit: Emit | None = None, history: History | None = None) -> None:
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
         self.identity = terminal_identity()
-        self.user = user or rt.settings.resolve_user(self.identity)
+        self.user = user or memory.settings.resolve_user(self.identity)
         self.emit: Emit = emit or TerminalSink()
-        self.commands = MemoryCommands(rt)
+        self.commands = MemoryCommands(memory)
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
         self._reply: asyncio.Task[None] | None = None
@@ -120,8 +121,8 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            rt.settings.home_path.mkdir(parents=True, exist_ok=True)
-            history = FileHistory(str(rt.settings.home_path / "repl_history"))
+            memory.settings.home_path.mkdir(parents=True, exist_ok=True)
+            history = FileHistory(str(memory.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
             completer=SlashCompleter(), complete_while_typing=True,
@@ -157,7 +158,7 @@ class Repl:
 
     @property
     def sessions(self) -> SessionStore:
-        return self.commands.sessions
+        return self.memory.sessions
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
@@ -214,7 +215,8 @@ class Repl:
                 if left is not None:
                     await left(self.user)
                     return
-                await summarize.summarize_pending(self.rt, self.agent.background_llm, self.user)
+                await summarize.summarize_pending(self.memory, self.agent.background_llm,
+                                                  self.user)
             except Exception:
                 log.exception("repl: summarising the sessions left failed; retried later")
 
@@ -230,7 +232,7 @@ class Repl:
         try:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
             turn = self.agent.turn(self.user, session.id, text,
-                                   speaker=self.rt.settings.display_name(self.user))
+                                   speaker=self.memory.settings.display_name(self.user))
             async for chunk in turn:
                 self.emit("chunk", chunk)
             self.emit("end", "")
@@ -277,7 +279,7 @@ class Repl:
         return True
 
     def _run_command(self, name: str, arg: str) -> str:
-        cmds, user = self.commands, self.user
+        cmds, user = self.commands, Scope(self.user)  # the terminal is a private place
         needs_arg = {"/remember", "/forget", "/facts", "/probe", "/reason", "/rate", "/search"}
         if name in needs_arg and not arg:
             raise ValueError(name)
@@ -313,18 +315,16 @@ class Repl:
             raise ValueError(arg)
         helpful = parts[-1] == "up"
         if len(parts) == 2:
-            return self.commands.rate(self.user, int(parts[0].strip("[]")), helpful)
+            return self.commands.rate(Scope(self.user), int(parts[0].strip("[]")), helpful)
         if self.last_reply_id is None:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
-        from hermes.agent import feedback
-
         # One rating per reply, as with Discord reactions: again is a no-op, the other way
         # replaces it.
         rater = self.identity
-        if feedback.reply_rating(self.rt, self.user, self.last_reply_id, rater) == helpful:
+        ops, scope = self.commands.ops, Scope(self.user)
+        if ops.reply_rating(scope, self.last_reply_id, rater) == helpful:
             return f"The last reply is already rated {parts[-1]}."
-        rated = feedback.set_reply_rating(self.rt, self.user, self.last_reply_id, rater,
-                                          helpful)
+        rated = ops.set_reply_rating(scope, self.last_reply_id, rater, helpful)
         if not rated:
             return "No facts were recalled for the last reply; nothing to rate."
         return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
@@ -356,7 +356,7 @@ class ReplFrontend:
     async def start(self) -> bool:
         if not self.ctx.interactive:
             return False
-        self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        self.repl = Repl(self.ctx.memory, self.ctx.agent)
         notice = no_model_notice(self.ctx.agent)
         if notice:
             self.repl.emit("error", notice)

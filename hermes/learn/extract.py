@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.clock import parse_ts
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import speaker_name
+from hermes.safety.secrets import redact_text
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
 MAX_RELATED_FACTS = 15

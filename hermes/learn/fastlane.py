@@ -26,7 +26,7 @@ from hermes.errors import HermesError, RefusedWrite
 from hermes.memory.facts.statement import Statement, normalise_statement
 
 if TYPE_CHECKING:
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +172,8 @@ class FastLane:
     """``Agent.before_reply`` hook: write explicit remember-requests to the fact store now;
     ``after_reply``: cite the reply too, so the fact's conversation is its own exchange."""
 
-    def __init__(self, rt: Runtime, facts: Any | None = None) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, facts: Any | None = None) -> None:
+        self.memory = memory
         self._facts = facts
         # (user, user message id) -> the facts written for it, until its reply is recorded
         self._written: dict[tuple[str, int], list[int]] = {}
@@ -181,7 +181,7 @@ class FastLane:
     @property
     def facts(self) -> Any:
         if self._facts is None:
-            self._facts = self.rt.memory.facts
+            self._facts = self.memory.facts
         return self._facts
 
     def __call__(self, user: str, session_id: int, message: Any) -> None:

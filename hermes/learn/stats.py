@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-from hermes.config import FactsConfig
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
-from hermes.memory.facts.store import IMPLICIT_CONTRADICTED, IMPLICIT_RELIED, FactStore
+from hermes.memory.facts.store import IMPLICIT_CONTRADICTED, IMPLICIT_RELIED
+
+if TYPE_CHECKING:
+    from hermes.memory import Memory
 
 
 @dataclass
@@ -48,7 +48,8 @@ class ExtractionStats:
         return data
 
 
-def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
+def extraction_stats(memory: Memory, user: str) -> ExtractionStats:
+    db = memory.db
     stats = ExtractionStats(user)
     stats.by_status = runs.count_by_status(db, user)
     stats.runs = sum(stats.by_status.values())
@@ -58,7 +59,7 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     stats.failures = stats.by_status.get("retry", 0) + stats.by_status.get("failed", 0)
     stats.last_failure = runs.last_failure(db, user)
     stats.unanswered = runs.unanswered(db, user)
-    facts = FactStore(db, FactsConfig())
+    facts = memory.facts
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
     rows = db.execute("SELECT note, count(*) FROM fact_history WHERE user = ? AND action = "

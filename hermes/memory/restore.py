@@ -38,9 +38,7 @@ from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
 from hermes.memory.export_file import NOTHING, check_file, load_record
-from hermes.memory.guard import find_problem, shown
 from hermes.memory.restore_ledger import RestoreLedger, TakenOver
-from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.transfer import (
     _USER_TABLES,
     EXPORT_END,
@@ -49,6 +47,8 @@ from hermes.memory.transfer import (
     ExportReport,
 )
 from hermes.safe_text import scrub_value
+from hermes.safety.guard import find_problem, shown
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import begin_immediate
 from hermes.store.maintenance import table_columns
 

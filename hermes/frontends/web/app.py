@@ -38,12 +38,13 @@ from hermes.frontends.web.auth import (
     login_nonce,
 )
 from hermes.frontends.web.events import EventHub
+from hermes.memory.operations import MemoryOperations
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.runner import CronRunner
     from hermes.learn.worker import ExtractionWorker
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ Handler = Callable[[Request, "WebContext", WebSession], Awaitable[Response]]
 class WebContext:
     """What the routes need: the runtime, the agent, and the panel's own state."""
 
-    rt: Runtime
+    memory: Memory
     agent: Agent | None = None
     worker: ExtractionWorker | None = None
     runner: CronRunner | None = None
@@ -65,19 +66,24 @@ class WebContext:
 
     @cached_property
     def tokens(self) -> TokenStore:
-        return TokenStore(self.rt.settings.home_path, self.rt.clock)
+        return TokenStore(self.memory.settings.home_path, self.memory.clock)
 
     @cached_property
     def facts(self) -> Any:
-        return self.agent.facts if self.agent else self.rt.memory.facts
+        return self.agent.facts if self.agent else self.memory.facts
 
     @cached_property
     def session_store(self) -> Any:
-        return self.agent.sessions if self.agent else self.rt.memory.sessions
+        return self.agent.sessions if self.agent else self.memory.sessions
 
     @cached_property
     def basic(self) -> Any:
-        return self.agent.basic if self.agent else self.rt.memory.basic
+        return self.agent.basic if self.agent else self.memory.basic
+
+    @cached_property
+    def ops(self) -> MemoryOperations:
+        """The memory operations every page reads and writes through."""
+        return MemoryOperations(self.agent.memory if self.agent else self.memory)
 
     @cached_property
     def templates(self) -> jinja2.Environment:
@@ -254,5 +260,5 @@ def build_app(ctx: WebContext) -> Starlette:
     app.state.ctx = ctx
     # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
     # panel's first search does not wait for it.
-    ctx.rt.preload_embeddings()
+    ctx.memory.preload_embeddings()
     return app

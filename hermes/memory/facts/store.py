@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
@@ -49,13 +50,14 @@ from hermes.memory.facts.records import (
 from hermes.memory.facts.search import FactSearch
 from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
 from hermes.memory.facts.tombstones import Tombstones
-from hermes.memory.guard import check_text
 from hermes.safe_text import scrub
+from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 
 if TYPE_CHECKING:
     from hermes.memory.facts.query_ahead import QueryAhead
+    from hermes.memory.facts.recall import FactRecall
     from hermes.memory.facts.vectors import FactVectors
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
@@ -118,6 +120,13 @@ class FactStore:
         self.searcher = FactSearch(db, vectors)
         self.tombstones = Tombstones(db, config.merge_threshold)
         self.questions = FactQuestions(db)
+
+    @cached_property
+    def recall(self) -> FactRecall:
+        """What a turn recalls from these facts (its word counts cached across turns)."""
+        from hermes.memory.facts.recall import FactRecall
+
+        return FactRecall(self, self.clock)
 
     # -- reading one ------------------------------------------------------------------------
 

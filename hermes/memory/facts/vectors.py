@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite_utils
 
 from hermes.memory import vector_cells
-from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message_text
+from hermes.memory.embeddings.embedders import Embedder, Embedders, meaning_floor, message_text
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
 from hermes.memory.sessions.rerank import TimeSpan, time_spans

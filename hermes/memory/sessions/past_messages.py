@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from hermes.errors import QueryError
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
-from hermes.memory.sessions.search import SearchProfile, SessionSearch
+from hermes.memory.sessions.search import SearchProfile
 from hermes.memory.sessions.store import SessionStore
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_text
 from hermes.store.fts import MatchPlan, Term, build_match
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ def _search(store: SessionStore, user: str, query: str, limit: int,
             if not about_the_past(counted, missing):
                 return []
         query = _rarest(counted)
-    search = store.search_messages if by_meaning else _words_only(store).search_messages
+    search = store.search_messages if by_meaning else store.words_only.search_messages
     return search(user, query, limit=limit, exclude_session=exclude_session, any_word=ANY_WORD,
                   meaning=original, profile=PROMPT_PROFILE)
 
@@ -300,17 +300,6 @@ def _embeds(store: SessionStore, text: str) -> bool:
                     type(exc).__name__, exc)
         return False
     return True
-
-
-_word_searchers: WeakKeyDictionary[SessionStore, SessionSearch] = WeakKeyDictionary()
-
-
-def _words_only(store: SessionStore) -> SessionSearch:
-    """Session search over ``store``'s connection without message vectors."""
-    searcher = _word_searchers.get(store)
-    if searcher is None or searcher.db is not store.db:
-        searcher = _word_searchers[store] = SessionSearch(store.db, store.clock)
-    return searcher
 
 
 _reported: set[str] = set()

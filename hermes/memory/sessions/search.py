@@ -260,7 +260,7 @@ class SessionSearch:
             sims = semantic.similarities(self.vectors, user, text)
             # The nearest messages need no word, only the model's floor of meaning (its
             # message's or its window's): with a short history the nearest are everything.
-            from hermes.memory.embeddings import meaning_floor
+            from hermes.memory.embeddings.embedders import meaning_floor
 
             extra = sims.nearest(semantic_params.extra)
             floor = meaning_floor(self.vectors.embedder.model_id)

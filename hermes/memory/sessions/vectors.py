@@ -25,7 +25,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
 from hermes.memory import vector_cells, vector_file
-from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.embeddings.embedders import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.held_vectors import Matrix, top_k
 from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used

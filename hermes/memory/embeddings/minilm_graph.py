@@ -10,7 +10,7 @@ table alone: 47 MB). :func:`int8_graph` rewrites the graph in memory, before onn
   op): the activations are quantised to uint8 with one scale for the whole input, the product
   is computed in integers and scaled by the shipped per-column scales. The weights are the
   shipped ones exactly (as uint8 with a zero point of 128 on a CPU where onnxruntime's uint8 x
-  int8 kernel saturates: hermes.memory.int8_weights);
+  int8 kernel saturates: hermes.memory.embeddings.int8_weights);
 * the embedding lookups read int8 rows and scale them after the lookup (the same values);
 * the small nodes around the products are fused into onnxruntime's contrib kernels (biases,
   GELU, attention: :func:`_fused`), which a short query's run spent as much on as on the
@@ -232,7 +232,7 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
     """The model with its int8 weights used as int8 (see the module's docstring); with
     ``fused``, its small nodes in onnxruntime's contrib kernels too (:func:`_fused`); with
     ``unsigned`` (by default where the CPU's products would saturate), the weights given as
-    uint8 (hermes.memory.int8_weights)."""
+    uint8 (hermes.memory.embeddings.int8_weights)."""
     top = _fields(memoryview(model))
     graph_fields = [f for f in top if f.number == 7]
     if len(graph_fields) != 1 or not isinstance(graph_fields[0].value, memoryview):
@@ -299,7 +299,7 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
         raise GraphMismatch("no MatMul by an int8 weight")
     if fused:
         nodes = _fused(nodes, graph)
-    from hermes.memory.int8_weights import int8_products_saturate, unsigned_weights
+    from hermes.memory.embeddings.int8_weights import int8_products_saturate, unsigned_weights
 
     if int8_products_saturate() if unsigned is None else unsigned:
         nodes = unsigned_weights(nodes, graph)

@@ -1,6 +1,6 @@
 """MiniLM's int8 weights given to onnxruntime as uint8, on a CPU where its int8 products saturate.
 
-hermes.memory.minilm_graph turns each product by a shipped int8 weight into onnxruntime's
+hermes.memory.embeddings.minilm_graph turns each product by a shipped int8 weight into onnxruntime's
 ``DynamicQuantizeMatMul``: the activations quantised to uint8, multiplied by the int8 weight
 in integers. Its uint8 x int8 kernel on an x86 CPU without VNNI (AVX2 or AVX-512 alone:
 ``vpmaddubsw``) adds two products at a time into a saturating int16, and with MiniLM's
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import platform
 
-from hermes.memory.minilm_graph import (
+from hermes.memory.embeddings.minilm_graph import (
     _INT8,
     _UINT8,
     MS_DOMAIN,
