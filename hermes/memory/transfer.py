@@ -110,6 +110,9 @@ NOT_EXPORTED = {
     "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
     "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
                       "import",
+    "fact_questions": "inferences waiting for the user's word in this home's replies (issue 31); "
+                      "the facts they are about travel, the questions are asked again if "
+                      "learned again",
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
     "model_calls": "what this home's model calls cost (`hermes stats`), not memory",
