@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from hermes.store.migrations import migrations
+from hermes.store.migrations import migrations, run_script
 from hermes.store.migrations.exchanges import _ids_of, _m019_exchange
 
 
 @migrations()
 def m021_restores(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- `hermes import` of one file for one user, so that the same command run again after
         -- an interruption or a crash resumes it instead of refusing a home that now has memory
@@ -50,7 +50,7 @@ def m022_vector_changes(db: sqlite_utils.Database) -> None:
     # logged in vector_changes, in order: each process reads the changes past the last one it
     # saw and re-reads those rows (the user's own). The log is pruned to its newest rows
     # (MessageVectors.index); a process that finds a gap past what it saw reloads the user.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE vector_changes (
           seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -108,7 +108,7 @@ def m023_vector_cells(db: sqlite_utils.Database) -> None:
     # search scans the vectors of the cells nearest the query instead of every vector. The
     # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
     # is not a change of the vector: the change log (m022) now follows the vector columns only.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE vector_cells (
           kind TEXT NOT NULL,            -- message | fact
@@ -245,7 +245,7 @@ def m029_fast_lane_exchange(db: sqlite_utils.Database) -> None:
     # triggers that compute a fact's exchange are made again with that rule, and the fast-lane
     # facts there are re-indexed (facts_fts_au recomputes what touching their sources changes).
     exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
-    db.executescript(
+    run_script(db,
         f"""
         DROP TRIGGER facts_fts_ai;
         DROP TRIGGER facts_fts_au;
@@ -288,7 +288,7 @@ def m030_fact_tombstones(db: sqlite_utils.Database) -> None:
     # here, so that extraction, consolidation, `learn backfill` and re-imported conversations
     # never learn the same or a near-same statement again from messages said before ``at``
     # (hermes.memory.facts.tombstones). The user's memory: exported, listed, removable.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE fact_tombstones (
           id INTEGER PRIMARY KEY,
@@ -318,7 +318,7 @@ def m031_fact_questions(db: sqlite_utils.Database) -> None:
     # Ask before overriding what the user said: an inference that would supersede a fact the
     # user stated (or trusts highly) waits here as a question for the next reply and the
     # web panel (hermes.memory.facts.questions); the fact stays as it is until it is settled.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE fact_questions (
           id INTEGER PRIMARY KEY,
