@@ -52,6 +52,9 @@ STORED = [
     ("Don't forget: my car is due for its MOT on 5 Oct.",
      "The user's car is due for its MOT on 5 Oct"),
     ("Remember that my company is Acme Inc. in Leeds", "The user's company is Acme Inc. in Leeds"),
+    ("Remember that iPhone backups go to iCloud", "iPhone backups go to iCloud"),
+    ("Remember that eBay sends my invoices on the 1st",
+     "eBay sends the user's invoices on the 1st"),
     # past tense and other lexical verbs: kept as said, never inflected by rule
     ("Remember that I moved to Porto.", said("I moved to Porto")),
     ("Remember that I bought a Tesla", said("I bought a Tesla")),

@@ -145,7 +145,7 @@ def detect(text: str) -> list[Remembered]:
             if len(body.rstrip(".!")) < 3 or one_word or _NO_STATEMENT.match(body):
                 break
             try:
-                statement: Statement = normalise_statement(body)
+                statement: Statement = normalise_statement(body, sentence=True)
             except RefusedWrite as exc:
                 log.info("fast lane: not stored: %s", exc)
                 break

@@ -90,9 +90,13 @@ def is_verbatim(content: str) -> bool:
     return content.startswith(VERBATIM_PREFIX)
 
 
-def normalise_statement(text: str) -> Statement:
+def normalise_statement(text: str, *, sentence: bool = False) -> Statement:
     """The fact for ``text``, the words the user asked to be remembered (without the "remember
-    that" around them). RefusedWrite when there is nothing to store or it is a secret."""
+    that" around them). RefusedWrite when there is nothing to store or it is a secret.
+
+    The user's spelling is kept; a statement that now opens with "the user" opens with a
+    capital. ``sentence``: ``text`` was cut from a sentence ("remember that the NAS is ...",
+    the fast lane), so a first word in lower case is capitalised too ("iPhone" is not)."""
     body = re.sub(r"\s+", " ", text).strip()
     body = re.sub(r"^that\s+", "", body, flags=re.I).strip()
     body = re.sub(r"[\s.!;,]+$", "", body)
@@ -106,7 +110,9 @@ def normalise_statement(text: str) -> Statement:
     rewritten = _rewrite(body)
     if rewritten is None:
         return Statement(f'{VERBATIM_PREFIX}"{body}"', verbatim=True)
-    return Statement(_capitalised(rewritten))
+    if rewritten.startswith(SUBJECT) or (sentence and re.match(r"[a-z]+\b", rewritten)):
+        return Statement(_capitalised(rewritten))
+    return Statement(rewritten)
 
 
 def _capitalised(text: str) -> str:
