@@ -62,16 +62,10 @@ def extraction_stats(memory: Memory, user: str) -> ExtractionStats:
     facts = memory.facts
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
-    rows = db.execute("SELECT note, count(*) FROM fact_history WHERE user = ? AND action = "
-                      "'rate' GROUP BY note", [user]).fetchall()
-    for note, count in rows:
-        if note == IMPLICIT_RELIED:
-            stats.trust_implicit_up += int(count)
-        elif note == IMPLICIT_CONTRADICTED:
-            stats.trust_implicit_down += int(count)
-        elif note in ("helpful", "unhelpful", "rating withdrawn"):
-            stats.trust_explicit += int(count)
-    stats.questions_open = int(db.execute(
-        "SELECT count(*) FROM fact_questions WHERE user = ? AND resolved_at IS NULL",
-        [user]).fetchone()[0])
+    changes = facts.trust_changes(user)
+    stats.trust_implicit_up = changes.get(IMPLICIT_RELIED, 0)
+    stats.trust_implicit_down = changes.get(IMPLICIT_CONTRADICTED, 0)
+    stats.trust_explicit = sum(changes.get(n, 0) for n in ("helpful", "unhelpful",
+                                                           "rating withdrawn"))
+    stats.questions_open = len(facts.pending_questions(user))
     return stats

@@ -552,6 +552,13 @@ class FactStore:
                               {"trust": new_trust, "replies": replies}, note=note, at=now)
         return RateResult(fact.id, fact.trust, new_trust)
 
+    def trust_changes(self, user: str) -> dict[str, int]:
+        """How many trust changes of each kind (the history note: helpful, unhelpful, rating
+        withdrawn, or learned from use) the user's facts had (``hermes stats``)."""
+        rows = self.db.execute("SELECT note, count(*) FROM fact_history WHERE user = ? AND "
+                               "action = 'rate' GROUP BY note", [user]).fetchall()
+        return {str(note): int(count) for note, count in rows}
+
     def shown_with(self, user: str, message_ids: Iterable[int], *, limit: int = 10
                    ) -> list[Fact]:
         """The user's active facts shown to the model for these replies (recorded by the turn),
