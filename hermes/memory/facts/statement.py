@@ -99,8 +99,9 @@ def normalise_statement(text: str, *, sentence: bool = False) -> Statement:
     the fast lane), so a first word in lower case is capitalised too ("iPhone" is not)."""
     body = re.sub(r"\s+", " ", text).strip()
     body = re.sub(r"^that\s+", "", body, flags=re.I).strip()
-    body = re.sub(r"[\s.!;,]+$", "", body)
-    if not body:
+    if sentence:    # cut from a sentence: its end punctuation is the sentence's
+        body = re.sub(r"[\s.!;,]+$", "", body)
+    if not body.rstrip(".!;, "):
         raise RefusedWrite("Refused: a fact needs non-empty text.")
     if holds_secret(body):
         raise RefusedWrite(SECRET_REFUSAL)
