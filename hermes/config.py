@@ -20,6 +20,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
 )
 
@@ -170,9 +171,9 @@ class SessionsConfig(Section):
     def _registered_model(cls, value: str) -> str:
         if value in BUILTIN_EMBEDDING_MODELS:
             return value
-        from hermes.plugins import embedding_models  # another name: load the plugins
+        from hermes.plugins import loaded  # another name: load the plugins
 
-        names = embedding_models()
+        names = loaded().embedding_models
         if value not in names:
             raise ValueError(f"unknown embedding model; use one of {', '.join(names)} (a "
                              "plugin can register more)")
@@ -239,6 +240,10 @@ class WebConfig(Section):
     # None: 127.0.0.1. Anything but loopback must be set here explicitly, and warns at start
     host: str | None = None
     port: int = Field(8765, ge=0, le=65535)
+    # A login link (`hermes web token`) works for this many days; a browser logged in with it
+    # stays logged in for session_days (across restarts of the daemon)
+    token_days: float = Field(7.0, gt=0)
+    session_days: float = Field(30.0, gt=0)
 
 
 class LoggingConfig(Section):
@@ -287,6 +292,19 @@ class Settings(Section):
         return self.users.identities.get(identity, self.users.default if identity.startswith(
             "terminal:") else identity)
 
+
+    def section(self, name: str) -> BaseModel:
+        """A plugin front-end's section of the config (``register(name, ..., config=Model)``),
+        validated as the built-in sections are; the model's defaults when the file has none."""
+        found = getattr(self, name, None)
+        if isinstance(found, BaseModel):
+            return found
+        from hermes.plugins import loaded
+
+        model = loaded().frontends.config_sections().get(name)
+        if model is None:
+            raise ConfigError(f"No front-end declares a config section {name!r}.")
+        return model()
 
     def display_name(self, user: str) -> str | None:
         """The person's name for the model (``users.<user>.name``), or None: say "the user"."""
@@ -396,6 +414,23 @@ def read_env_file(path: Path) -> dict[str, str | None]:
     return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
 
 
+def settings_model(data: dict[str, Any]) -> type[Settings]:
+    """:class:`Settings`, with the sections the plugin front-ends declare when the config has
+    keys the built-in sections do not (the plugins are loaded only then); a key no front-end
+    declares stays an unknown key."""
+    unknown = set(data) - set(Settings.model_fields)
+    if not unknown:
+        return Settings
+    from hermes.plugins import loaded
+
+    sections = loaded().frontends.config_sections()
+    declared: dict[str, Any] = {key: (sections[key], Field(default_factory=sections[key]))
+                                for key in sorted(unknown) if key in sections}
+    if not declared:
+        return Settings
+    return create_model("Settings", __base__=Settings, **declared)
+
+
 def load_settings(
     config_path: str | Path | None = None,
     home: str | Path | None = None,
@@ -434,7 +469,7 @@ def load_settings(
     elif environ.get("HERMES_HOME"):
         data["home"] = environ["HERMES_HOME"]
     try:
-        settings = Settings.model_validate(data)
+        settings = settings_model(data).model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source

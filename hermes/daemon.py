@@ -180,7 +180,10 @@ class Daemon:
             self.scheduler.start()
             await self._start_frontends(agent)
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
-            socket = SocketServer(self.rt.memory, agent)
+            # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
+            # one cron runner of this process (its deliveries go through the front-ends).
+            socket = SocketServer(self.rt.memory, agent,
+                                  runner=self.ctx.runner if self.ctx else None)
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
@@ -216,15 +219,20 @@ class Daemon:
         """Build every registered front-end (a configuration error stops Hermes), then start
         each in order; one that fails to start stays off, logged. The started ones take the
         cron deliveries for their prefix."""
-        from hermes.frontends.base import FrontendContext, registered
+        from hermes import plugins
+        from hermes.assembly import cron_runner
+        from hermes.frontends.base import Deliverer, FrontendContext
 
+        deliverers: dict[str, Deliverer] = {}
         ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
                               request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
+                              deliverers=deliverers,
+                              runner=cron_runner(self.rt.memory, agent, deliverers),
                               turn_grace=self.turn_grace, sleep=self.sleep)
         self.ctx = ctx
-        entries = registered()
+        entries = plugins.loaded().frontends.entries
         for name, entry in entries.items():
             try:
                 frontend = entry.factory(ctx)

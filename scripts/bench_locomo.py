@@ -105,7 +105,7 @@ INDEXED: list[tuple[int, float, float]] = []
 def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None,
             cache: str | None = None):
     from hermes.memory.sessions.store import SessionStore
-    from hermes.memory.transfer import import_sessions
+    from hermes.memory.sessions.transcripts import import_sessions
 
     db = connect(home / "hermes.db")
     vectors = None
@@ -798,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fact_search.BM25 = fact_records.BM25.replace(
             f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
         label += f" (exchange weight {args.exchange_weight})"
-    from hermes.memory import vector_cells
+    from hermes.memory.vectors import cells as vector_cells
 
     scan_before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
     if args.fact_cells:

@@ -82,3 +82,35 @@ def test_every_store_comes_from_the_homes_memory() -> None:
         if wrong:
             found[name] = wrong
     assert found == {}, f"stores built outside hermes.memory.Memory: {found}"
+
+
+# memory/'s root: the façade (Memory, and the Place/Scope records its operations take), basic
+# memory and the context file; every other idea is a package of its own.
+MEMORY_ROOT = {"__init__.py", "place.py", "basic.py", "context.py"}
+
+# What the tiers stand on: each other's? never. What is below both (the embedding engine, the
+# stored vectors, the words of a text), text safety, the store, and the small floor modules.
+TIER_FLOOR = ("hermes.memory.embeddings", "hermes.memory.vectors", "hermes.memory.words",
+              "hermes.safety", "hermes.store", "hermes.clock", "hermes.errors", "hermes.config",
+              "hermes.safe_text")
+
+
+def test_memorys_root_holds_the_facade_basic_memory_the_context_file_and_packages() -> None:
+    root = ROOT / "memory"
+    assert {p.name for p in root.glob("*.py")} == MEMORY_ROOT
+    assert all((p / "__init__.py").exists() for p in root.iterdir()
+               if p.is_dir() and p.name != "__pycache__")
+
+
+def test_facts_and_sessions_import_neither_each_other_nor_anything_above_them() -> None:
+    found = {}
+    for name, tree in modules():
+        for tier in ("facts", "sessions"):
+            if not name.startswith(f"memory/{tier}/"):
+                continue
+            own = f"hermes.memory.{tier}"
+            wrong = sorted(m for m in imported(tree) if m.startswith("hermes")
+                           and not m.startswith((own, *TIER_FLOOR)))
+            if wrong:
+                found[name] = wrong
+    assert found == {}, f"a tier imports beside or above itself: {found}"

@@ -7,35 +7,20 @@ import asyncio
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.options import (
+    BudgetOption,
+    DryRunOption,
+    RateOption,
+    SinceOption,
+    SourceOption,
+    YesOption,
+    cost_text,
+)
 from hermes.cli.output import emit_json
 from hermes.errors import HermesError
 
 app = typer.Typer(no_args_is_help=True,
                   help="Learn facts from past conversations on request (imports, transcripts).")
-
-# The options of every opt-in background job over many sessions (`learn backfill`,
-# `sessions summarize`): the same words mean the same limits.
-SinceOption = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w or a date.",
-                           show_default=False)
-SourceOption = typer.Option(None, "--source", help="Only this source (import: ChatGPT/Claude "
-                            "exports).", show_default=False)
-DryRunOption = typer.Option(False, "--dry-run", help="Print the plan and its cost, and stop.")
-BudgetOption = typer.Option(None, "--budget", help="Stop before going past it: dollars ($2, "
-                            "0.50) or model calls (100).", show_default=False)
-RateOption = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a minute "
-                          "(0: no limit).")
-YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
-
-
-def cost_text(cost: float | None, model: str | None) -> str:
-    if cost == 0 and not model:
-        return "none (no model call)"
-    if not model:
-        return "unknown: no model is set (the plan needs none; the run does)"
-    if cost is None:
-        return f"unknown (litellm has no price for {model})"
-    return f"~${cost:.4f} with {model} (litellm's prices)"
-
 
 @app.command()
 def backfill(
@@ -55,18 +40,28 @@ def backfill(
     the same run records, so a re-run changes nothing and an interrupted backfill (Ctrl-C)
     continues where it stopped. First it prints how many sessions, messages and model calls
     it would take and the estimated cost (litellm's prices), and asks. ``--dry-run`` needs no
-    model: without one it counts and leaves the cost unknown."""
-    from hermes.agent.llm import LLM, ModelNotConfigured
+    model: without one it counts and leaves the cost unknown. With a daemon running on the home
+    (`hermes run`), the daemon makes the dry run's plan: it has the model layer loaded."""
     from hermes.budget import Budget, Pacer
-    from hermes.cli.sessions import known_source, parse_since
+    from hermes.cli.options import known_source, parse_since
     from hermes.clock import to_ts
-    from hermes.learn import backfill as bf
-    from hermes.learn.worker import ExtractionWorker, extraction_model_name
 
     rt = runtime(ctx)
     who = rt.user(user)
     limit = Budget.parse(budget)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    if dry_run and rt.settings.extraction.enabled is not False:
+        from hermes.daemon_calls import call, plan_from
+
+        remote = call(rt.settings, "learn.backfill_plan", who, since=since_ts,
+                      source=known_source(source))
+        if remote is not None:
+            _print_plan(plan_from(remote), as_json=as_json)
+            return
+    from hermes.agent.llm import LLM, ModelNotConfigured
+    from hermes.learn import backfill as bf
+    from hermes.learn.worker import ExtractionWorker, extraction_model_name
+
     llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
               env_file=rt.settings.home_path / ".env")
     if not llm.configured and not dry_run:

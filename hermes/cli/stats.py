@@ -40,7 +40,7 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
     extraction, summary, context) with prompt tokens, the share served from the provider's
     prompt cache and cost where litellm knows it; extraction runs, skips by reason, failures,
     facts created/merged/superseded/forgotten and fast-lane writes."""
-    from hermes.cli.sessions import parse_since
+    from hermes.cli.options import parse_since
 
     rt = runtime(ctx)
     who = rt.user(user)

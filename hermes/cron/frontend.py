@@ -25,6 +25,7 @@ class CronFrontend:
     source = "cron"
 
     def __init__(self, ctx: FrontendContext) -> None:
+        assert ctx.runner is not None, "hermes run gives every front-end its cron runner"
         self.ctx = ctx
         self.runner = ctx.runner
         # cron.jobs from the config, before anything starts (a bad job stops `hermes run`).

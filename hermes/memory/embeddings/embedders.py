@@ -475,9 +475,9 @@ class Embedders:
         return self._models[model]
 
     def _factory(self, model: str) -> Callable[..., Embedder]:
-        from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+        from hermes.plugins import loaded  # the built-ins and the plugins' models
 
-        models = embedding_models()
+        models = loaded().embedding_models
         if model not in models:
             raise HermesError(f"Unknown embedding model {model!r}: use one of "
                               f"{', '.join(models)}.")

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 # then stop matching (and are removed when the new one is saved).
 # 2: attention, GELU and biases fused (minilm_graph._fused); 3: query, key and value in one
 # product, and no SkipLayerNormalization (MiniLM's DISABLED_FUSIONS); 4: the weights as uint8
-# (minilm_graph._unsigned_weights: exact sums on a CPU without VNNI)
+# (int8_weights.unsigned_weights: exact sums on a CPU without VNNI)
 FORMAT = 4
 
 

@@ -15,7 +15,7 @@ def m021_restores(db: sqlite_utils.Database) -> None:
         """
         -- `hermes import` of one file for one user, so that the same command run again after
         -- an interruption or a crash resumes it instead of refusing a home that now has memory
-        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        -- (hermes.memory.transfer.ledger). Bookkeeping of this home, not memory: not exported.
         CREATE TABLE restores (
           id INTEGER PRIMARY KEY,
           user TEXT NOT NULL,
@@ -41,7 +41,7 @@ def m021_restores(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m022_vector_changes(db: sqlite_utils.Database) -> None:
-    # A process holds each user's vectors in memory (hermes.memory.vector_matrix) and read only
+    # A process holds each user's vectors in memory (hermes.memory.vectors.matrix) and read only
     # rows past the highest message id it had: an edited or redacted message kept its old
     # vector, and a running process never saw a vector deleted, replaced, or written for an
     # older message (a backlog is embedded newest first). Now an edit of a message's text or
@@ -104,7 +104,7 @@ def m022_vector_changes(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m023_vector_cells(db: sqlite_utils.Database) -> None:
-    # A coarse index (IVF) over a long history's vectors (hermes.memory.vector_cells): a
+    # A coarse index (IVF) over a long history's vectors (hermes.memory.vectors.cells): a
     # search scans the vectors of the cells nearest the query instead of every vector. The
     # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
     # is not a change of the vector: the change log (m022) now follows the vector columns only.
