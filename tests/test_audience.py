@@ -65,9 +65,9 @@ def test_a_session_opened_without_a_place_is_placed_by_its_channel(source, key, 
 
 # --------------------------------------------------------------------------- the migration
 def _old_home(path):
-    """A database as it was before m029, with rows of every kind of place."""
+    """A database as it was before m033, with rows of every kind of place."""
     db = sqlite_utils.Database(path)
-    migrations.apply(db, stop_before="m029_places")
+    migrations.apply(db, stop_before="m033_places")
     rows = [  # (id, user, source, channel_key)
         (1, "alice", "discord", "discord:dm:501"),
         (2, "alice", "discord", "discord:channel:777:user:9"),

@@ -252,7 +252,7 @@ def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
 async def test_oversized_arguments_and_an_unexpected_prompt_argument_are_one_line(rt, seeded):
     """Issue 30: no limit on MCP arguments; the prompt with an argument it does not take
     answered 'Internal server error'."""
-    server = mcp_server.build_server(rt, "alice", write=True)
+    server = mcp_server.build_server(rt.memory, "alice", write=True)
     async with client(server) as alice:
         big = "x" * (mcp_server.MAX_ARGUMENT_CHARS + 1)
         result = await alice.call_tool("facts_search", {"query": big})

@@ -401,7 +401,7 @@ class HermesBot(discord.Client):
 
     def _adopt(self, place: Place, channel: object) -> None:
         """Once per channel and process: rows placed in this channel (or thread) before its
-        server was known (migration m029, an unresolved cron delivery) take its full place."""
+        server was known (migration m033, an unresolved cron delivery) take its full place."""
         channel_id = getattr(channel, "id", None)
         if not place.shared or channel_id is None or channel_id in self._adopted:
             return

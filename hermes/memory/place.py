@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PRIVATE_KEY = "private"
-# A Discord channel whose server is not known (yet): rows placed by migration m029 from a
+# A Discord channel whose server is not known (yet): rows placed by migration m033 from a
 # channel key that never recorded the server, and a cron delivery to a channel Hermes cannot
 # look up. The Discord front-end renames them to the channel's full key when it next sees the
 # channel (hermes.memory.audience.adopt_place).
@@ -47,7 +47,7 @@ class Place:
 
     @classmethod
     def discord_unknown_thread(cls, thread_id: int | str) -> Place:
-        """A Discord thread whose parent channel is not known (migration m029's threads)."""
+        """A Discord thread whose parent channel is not known (migration m033's threads)."""
         return cls(f"discord:{UNKNOWN_GUILD}:thread:{thread_id}")
 
     def describe(self) -> str:

@@ -1,7 +1,7 @@
 """Where a memory may go: the one rule that decides what a reply read in a place may hold.
 
 Every fact, basic-memory entry and session carries the place it was learned in
-(:class:`~hermes.memory.place.Place`, migration m029), and facts and basic-memory entries a mark
+(:class:`~hermes.memory.place.Place`, migration m033), and facts and basic-memory entries a mark
 the user may set (``shared``: NULL follows the home's default, 1 shareable, 0 private). A reply
 read in a **private** place (a DM, the terminal, the web panel, MCP, the CLI) may hold all of the
 user's memory. A reply read in a **shared** place (a Discord channel; a thread counts as its
@@ -144,7 +144,7 @@ def visible_session_ids(db: sqlite_utils.Database, audience: Audience, user: str
 
 def place_of_channel(source: str, channel_key: str | None) -> Place:
     """The place of a session opened without one, from its channel key: what a front-end that
-    names no place gets (the same reading as migration m029's). A Discord key that is not a
+    names no place gets (the same reading as migration m033's). A Discord key that is not a
     DM's is a shared place whose server is unknown, never private."""
     if source != "discord" or not channel_key:
         return PRIVATE
@@ -166,7 +166,7 @@ PLACED_TABLES = ("sessions", "facts", "basic_memory")
 def adopt_place(db: sqlite_utils.Database, place: Place, *, channel_id: int,
                 thread_id: int | None = None) -> int:
     """Give the rows placed in a Discord channel (or thread) whose server was not known (by
-    migration m029, or a cron delivery that could not look the channel up) the channel's full
+    migration m033, or a cron delivery that could not look the channel up) the channel's full
     ``place``. Every user's rows: the channel is the same for everyone. How many rows moved."""
     old = [Place.discord_unknown(channel_id).key]
     if thread_id is not None:

@@ -1,6 +1,6 @@
 """Trust by source: what came from elsewhere than the user is trusted less until confirmed.
 
-A fact's ``source`` (m029) says where it came from: ``said`` (the user said or typed it: a
+A fact's ``source`` (m033) says where it came from: ``said`` (the user said or typed it: a
 conversation, ``/remember``, ``hermes facts add``, the web panel) or from elsewhere:
 ``inferred`` (the model's own inference), ``import`` (an imported file or chat transcript),
 ``tool`` (a tool's output, an MCP client's write), ``document`` (a document read). Memory
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from hermes.errors import RefusedWrite
 from hermes.memory.facts.records import SOURCES
-from hermes.memory.guard import standing_order
+from hermes.safety.guard import standing_order
 
 if TYPE_CHECKING:
     from hermes.config import FactsConfig
@@ -59,7 +59,7 @@ def start_trust(config: FactsConfig, source: str) -> float:
 
 def instruction_like(text: str) -> bool:
     """Whether ``text`` reads like an instruction to the assistant (the guard's one check,
-    hermes.memory.guard.standing_order: orders to answer or say something, to obey someone,
+    hermes.safety.guard.standing_order: orders to answer or say something, to obey someone,
     to send something away or follow a link, to change its role)."""
     return standing_order(text) is not None
 

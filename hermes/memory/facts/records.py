@@ -51,7 +51,7 @@ COLUMNS = (
     " f.forgotten_reason, f.source_session_id, f.source_message_ids, f.retrieved_count,"
     " f.helpful_count, f.unhelpful_count, f.place, f.shared, f.source, f.confirmed_at"
 )
-# Where a fact came from (facts.source, m029): what the user said or typed, and what came from
+# Where a fact came from (facts.source, m033): what the user said or typed, and what came from
 # elsewhere (the model's own inference, an import, a tool's output or an MCP client, a
 # document). A fact from elsewhere starts with less trust and ranks below the user's own until
 # confirmed (hermes.memory.facts.provenance).

@@ -9,9 +9,9 @@ The history, in the order it runs (each module registers its migrations when imp
 
 * :mod:`.schema`: m001-m017, the three tiers' tables, cron, extraction, vectors, model calls;
 * :mod:`.exchanges`: m018-m020, a fact found by the conversation it was learned from;
-* :mod:`.bookkeeping`: m021-m028, this home's own state beside the memory (import resumes, the
+* :mod:`.bookkeeping`: m021-m032, this home's own state beside the memory (import resumes, the
   vector change log, vector cells);
-* :mod:`.places`: m029-, where each memory was learned and where it came from (who may read it).
+* :mod:`.places`: m033-, where each memory was learned and where it came from (who may read it).
 """
 
 from __future__ import annotations

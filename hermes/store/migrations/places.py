@@ -1,4 +1,4 @@
-"""m029 on: where each memory was learned and where it came from (hermes.memory.audience)."""
+"""m033 on: where each memory was learned and where it came from (hermes.memory.audience)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sqlite_utils
 
 from hermes.store.migrations import migrations
 
-# A Discord channel key as the front-end wrote it before m029 (hermes.frontends.discord_bot):
+# A Discord channel key as the front-end wrote it before m033 (hermes.frontends.discord_bot):
 # discord:dm:<channel> (a DM: private), discord:channel:<channel>:user:<user> (a server channel;
 # its server was not recorded) and discord:thread:<thread> (a thread; neither its parent channel
 # nor its server was recorded).
@@ -15,7 +15,7 @@ _THREAD = "discord:thread:"
 
 
 @migrations()
-def m029_places(db: sqlite_utils.Database) -> None:
+def m033_places(db: sqlite_utils.Database) -> None:
     # Every stored item knows where it was learned: a reply read in a shared place (a Discord
     # channel, whose members all read it) is built only from what they may see
     # (hermes.memory.audience). 'private' is every private place (a DM, the terminal, the web
