@@ -163,6 +163,53 @@ async def test_the_same_front_and_tail_in_a_private_place(fake_model, rt, stored
     assert "Osgood" in fake_model.last.tail
 
 
+async def test_a_pending_question_is_asked_only_where_its_readers_may_see_it(
+        fake_model, rt, stored):
+    """A question about what the user said (issue 31's pending questions, in the prompt's
+    tail): about a private fact, or inferred from a DM, it waits for a private reply; one about
+    the channel's own fact, inferred in the channel, is asked there. Listing and settling in
+    the channel's scope reach only the latter."""
+    from hermes.errors import NotFound
+    from hermes.memory.operations import MemoryOperations
+
+    facts = rt.memory.facts
+    dm = stored["dm"]
+    private_q = facts.ask_before_overriding(USER, stored["secret"].id,
+                                            "Nadia Kovacs lent the user money for Quillmoor",
+                                            session_id=dm.id)
+    # the channel's own fact, but inferred from what was said in the DM: waits too
+    from_dm = facts.ask_before_overriding(USER, stored["public"].id,
+                                          "Nadia Kovacs runs the Brackenholt club",
+                                          session_id=dm.id)
+    agent = Agent(rt.memory)
+    channel = rt.memory.sessions.create(USER, "discord", channel_key="k", place=HERE)
+    fake_model.reply("ok")
+    await agent.turn(USER, channel.id, "anything new?").run()
+    assert "Quillmoor" not in fake_model.last.prompt
+    assert "Brackenholt" not in fake_model.last.prompt
+    assert "pending_question" not in fake_model.last.prompt
+    ops = MemoryOperations(rt.memory)
+    assert ops.pending_questions(Scope(USER, HERE)) == []
+    for question in (private_q, from_dm):
+        with pytest.raises(NotFound):
+            ops.settle_question(Scope(USER, HERE), question.id, accept=True)
+    club = stored["club"]
+    own = facts.ask_before_overriding(USER, stored["public"].id,
+                                      "Nadia Kovacs runs the Fernwick film club",
+                                      session_id=club.id)
+    fake_model.reply("ok")
+    await agent.turn(USER, channel.id, "and now?").run()
+    assert "Fernwick film club" in fake_model.last.tail
+    assert [q.id for q in ops.pending_questions(Scope(USER, HERE))] == [own.id]
+    # the DM's reply asks what waited (unasked until a private reply)
+    private = rt.memory.sessions.create(USER, "discord", channel_key="discord:dm:9")
+    fake_model.reply("ok")
+    await agent.turn(USER, private.id, "hello").run()
+    assert "Quillmoor" in fake_model.last.tail
+    assert ops.settle_question(Scope(USER, PRIVATE), private_q.id, accept=False).id == \
+        stored["secret"].id
+
+
 # --------------------------------------------------------------------------- cron
 @pytest.mark.parametrize(("deliver", "shared"), [("discord:2", True), ("terminal", False),
                                                  ("discord:77", True)])

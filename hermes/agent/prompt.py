@@ -304,7 +304,7 @@ class PromptBuilder:
             conversation.shown_messages.update(shown_messages)
         if changes:
             parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
-        asks = self.facts.questions_to_ask(user)
+        asks = self.facts.questions_to_ask(user, place=conversation.snapshot.place)
         if asks:
             parts.append(("pending_question", QUESTION_NOTE + "\n" + "\n".join(
                 defuse(question_line(q, f)) for q, f in asks)))

@@ -854,24 +854,37 @@ class FactStore:
             return self.questions.ask(user, fact.id, text, session_id=session_id,
                                       message_ids=[int(m) for m in message_ids], now=self._now())
 
-    def pending_questions(self, user: str) -> list[Question]:
-        with write_transaction(self.db):
-            return self.questions.pending(user)
+    def _questions_audience(self, place: Place) -> tuple[tuple[str, list[Any]],
+                                                         tuple[str, list[Any]]]:
+        """The audience's conditions over a question's fact and its session (none: private)."""
+        return self._visible(place), self.audience.sessions(place, "s")
 
-    def questions_to_ask(self, user: str) -> list[tuple[Question, Fact]]:
+    def pending_questions(self, user: str, *, place: Place = PRIVATE) -> list[Question]:
+        """Open questions (in a shared ``place``: about what its readers may see, inferred
+        from a conversation they may read)."""
+        with write_transaction(self.db):
+            return self.questions.pending(user, audience=self._questions_audience(place))
+
+    def questions_to_ask(self, user: str, *,
+                         place: Place = PRIVATE) -> list[tuple[Question, Fact]]:
         """The open question(s) for the next reply to ask, with their facts; marked asked.
-        Every turn asks: without an open question that is one index read, no write."""
+        Every turn asks: without an open question that is one index read, no write. A reply
+        read in a shared ``place`` asks only about what its readers may see."""
         if not self.questions.any_unasked(user):
             return []
         with write_transaction(self.db):
-            found = self.questions.to_ask(user, self._now())
-            return [(q, self.get(user, q.fact_id)) for q in found]
+            found = self.questions.to_ask(user, self._now(),
+                                          audience=self._questions_audience(place))
+            return [(q, self.get(user, q.fact_id, place=place)) for q in found]
 
-    def settle_question(self, user: str, question_id: int, accept: bool) -> Fact:
+    def settle_question(self, user: str, question_id: int, accept: bool, *,
+                        place: Place = PRIVATE) -> Fact:
         """The user's decision: accept (the inferred statement supersedes the fact, as a
-        correction) or reject (the fact stays). Returns the fact as it now is."""
+        correction) or reject (the fact stays). Returns the fact as it now is. In a shared
+        ``place``, only a question it may hold (NotFound otherwise)."""
         with write_transaction(self.db):
-            question = self.questions.get(user, question_id)
+            question = self.questions.get(user, question_id,
+                                          audience=self._questions_audience(place))
             self.questions.resolve(user, question.id, "accepted" if accept else "rejected",
                                    self._now())
             if not accept:

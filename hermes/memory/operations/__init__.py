@@ -149,10 +149,11 @@ class MemoryOperations:
 
     def pending_questions(self, scope: Scope) -> list[Question]:
         """Inferences kept instead of overriding what the user said."""
-        return self.memory.facts.pending_questions(scope.user)
+        return self.memory.facts.pending_questions(scope.user, place=scope.place)
 
     def settle_question(self, scope: Scope, question_id: int, *, accept: bool) -> Fact:
-        return self.memory.facts.settle_question(scope.user, question_id, accept)
+        return self.memory.facts.settle_question(scope.user, question_id, accept,
+                                                 place=scope.place)
 
     def rate(self, scope: Scope, fact_id: int, helpful: bool, *,
              confirms: bool = False) -> RateResult:
