@@ -177,6 +177,11 @@ async def test_a_pending_question_is_asked_only_where_its_readers_may_see_it(
     private_q = facts.ask_before_overriding(USER, stored["secret"].id,
                                             "Nadia Kovacs lent the user money for Quillmoor",
                                             session_id=dm.id)
+    # inferred from what was said in the channel, but about the private fact: waits too
+    club = stored["club"]
+    about_private = facts.ask_before_overriding(USER, stored["secret"].id,
+                                                "Nadia Kovacs lent the user Zarrowby shares",
+                                                session_id=club.id)
     # the channel's own fact, but inferred from what was said in the DM: waits too
     from_dm = facts.ask_before_overriding(USER, stored["public"].id,
                                           "Nadia Kovacs runs the Brackenholt club",
@@ -187,13 +192,13 @@ async def test_a_pending_question_is_asked_only_where_its_readers_may_see_it(
     await agent.turn(USER, channel.id, "anything new?").run()
     assert "Quillmoor" not in fake_model.last.prompt
     assert "Brackenholt" not in fake_model.last.prompt
+    assert "Zarrowby" not in fake_model.last.prompt
     assert "pending_question" not in fake_model.last.prompt
     ops = MemoryOperations(rt.memory)
     assert ops.pending_questions(Scope(USER, HERE)) == []
-    for question in (private_q, from_dm):
+    for question in (private_q, from_dm, about_private):
         with pytest.raises(NotFound):
             ops.settle_question(Scope(USER, HERE), question.id, accept=True)
-    club = stored["club"]
     own = facts.ask_before_overriding(USER, stored["public"].id,
                                       "Nadia Kovacs runs the Fernwick film club",
                                       session_id=club.id)
