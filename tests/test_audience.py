@@ -225,6 +225,33 @@ def test_marking_an_entry_shareable(memory):
     assert [e.mark for e in basic.entries("alice", place=HERE)] == ["shareable"]
 
 
+def test_an_edited_entry_keeps_its_place_and_mark(memory):
+    """`hermes memory edit` / the web panel's edit: a line changed where it stood is that
+    entry, changed (id, place and mark kept); a new line is a new private entry."""
+    from hermes.memory.operations import MemoryOperations, Scope
+
+    basic = memory.basic
+    standup = basic.add("alice", "Standup at nine", place=HERE).entry
+    editor = basic.add("alice", "Favourite editor: helix").entry
+    basic.mark("alice", "helix", 1)
+    drawer = basic.add("alice", "Passport in the blue drawer", place=HERE).entry
+    basic.mark("alice", "drawer", 0)
+    assert standup and editor and drawer
+    ops = MemoryOperations(memory)
+    before = ops.basic_entries(Scope("alice"))
+    ops.basic_edit(Scope("alice"), before, ["Standup at ten", "Favourite editor: kakoune",
+                                            "Passport in the red drawer", "Likes green tea"])
+    after = {e.text: e for e in basic.entries("alice")}
+    assert (after["Standup at ten"].id, after["Standup at ten"].place) == (standup.id, HERE.key)
+    assert (after["Favourite editor: kakoune"].id, after["Favourite editor: kakoune"].mark) \
+        == (editor.id, "shareable")
+    assert (after["Passport in the red drawer"].id, after["Passport in the red drawer"].mark) \
+        == (drawer.id, "private")
+    assert after["Likes green tea"].place == "private"
+    assert [e.text for e in basic.entries("alice", place=HERE)] == \
+        ["Standup at ten", "Favourite editor: kakoune"]
+
+
 def test_sessions_in_a_shared_place(memory):
     store = memory.sessions
     dm = store.create("alice", "discord", channel_key="discord:dm:1")

@@ -8,6 +8,7 @@ is refused with the usage and the current entries, never truncated.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -58,7 +59,8 @@ class Op:
     action: Literal["add", "replace", "remove"]
     text: str | None = None
     target: int | str | None = None
-    # For edits: removing an entry that is already gone is not an error.
+    # For edits: removing an entry that is already gone is not an error; replacing one that
+    # is gone adds the text, and replacing one with a text another entry holds removes it.
     missing_ok: bool = False
 
 
@@ -130,7 +132,7 @@ class Simulation:
         if op.action == "add":
             self.add(normalise(op.text or ""))
         elif op.action == "replace":
-            self.replace(op.target, normalise(op.text or ""))
+            self.replace(op.target, normalise(op.text or ""), missing_ok=op.missing_ok)
         elif op.action == "remove":
             self.remove(op.target, missing_ok=op.missing_ok)
         else:  # pragma: no cover - Op's type forbids it
@@ -152,9 +154,20 @@ class Simulation:
         shown = [i for i, e in enumerate(self.working) if self.visible(e)]
         return shown[resolve([self.working[i] for i in shown], target)]
 
-    def replace(self, target: int | str | None, text: str) -> None:
-        index = self._resolve(target)
+    def replace(self, target: int | str | None, text: str, *, missing_ok: bool = False) -> None:
+        try:
+            index = self._resolve(target)
+        except NotFound:
+            if not missing_ok:
+                raise
+            self.add(text)              # an edit of an entry removed meanwhile: its new text
+            return
         old = self.working[index]
+        if missing_ok and any(e.text == text and e.id != old.id for e in self.working):
+            # an edit to a text written meanwhile as another entry: that entry stands
+            self.working.pop(index)
+            self.statuses.append("duplicate")
+            return
         if any(e.text == text and e.id != old.id for e in self.working):
             raise RefusedWrite(
                 f"Refused: replacing [{old.id}] would duplicate an existing entry. "
@@ -365,12 +378,25 @@ class BasicMemory:
         ``before`` is what the editor was shown; ``texts`` is what came back. Only the
         difference between the two is applied, so an entry another process added while the
         editor was open is kept, and one it removed stays removed. Unchanged lines keep their
-        ids. The cap is checked on the final result.
+        ids; a line changed where it stood is the same entry, changed: it keeps its id, the
+        place it was written in and the user's mark (hermes.memory.audience), so an edit never
+        moves an entry into or out of a channel's view. The cap is checked on the final result.
         """
-        wanted = [normalise(t) for t in texts if normalise(t)]
-        shown = {e.text for e in before}
-        ops = [Op("remove", target=e.id, missing_ok=True) for e in before if e.text not in wanted]
-        ops += [Op("add", text=t) for t in dict.fromkeys(wanted) if t not in shown]
+        wanted = list(dict.fromkeys(normalise(t) for t in texts if normalise(t)))
+        old_texts = [e.text for e in before]
+        shown = set(old_texts)
+        ops: list[Op] = []
+        blocks = difflib.SequenceMatcher(a=old_texts, b=wanted, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in blocks:
+            if tag == "equal":
+                continue
+            gone = [e for e in before[i1:i2] if e.text not in wanted]
+            new = [t for t in wanted[j1:j2] if t not in shown]
+            # where lines were changed in place, the first changed lines are those entries
+            ops += [Op("replace", target=e.id, text=t, missing_ok=True)
+                    for e, t in zip(gone, new, strict=False)]
+            ops += [Op("remove", target=e.id, missing_ok=True) for e in gone[len(new):]]
+            ops += [Op("add", text=t) for t in new[len(gone):]]
         if not ops:
             return WriteResult("unchanged", "No changes.", self.usage(user), self.limit)
         return self.batch(user, ops)
