@@ -115,13 +115,66 @@ def test_memory_tool(rt, stored):
     assert rt.memory.basic.entries(USER)[-1].place == HERE.key and added["status"] == "added"
 
 
-def test_an_add_that_merges_into_a_private_fact_does_not_show_it(rt, stored):
+def test_a_statement_said_in_a_channel_that_private_memory_holds(rt, stored):
+    """Said in the channel word for word: the channel has heard it, the private fact is the
+    channel's now (one fact; private places still see it). Said shorter: the private fact
+    says more than the channel heard, so the channel gets a fact of its own."""
+    secret = stored["secret"]
+    short = run(rt, HERE, "facts", action="add", content="Nadia Kovacs lent the user money")
+    assert short["status"] == "created" and short["fact"]["id"] != secret.id
+    assert "Fernwick flat" not in json.dumps(short)
+    assert rt.memory.facts.get(USER, secret.id).place == "private"
+    same = run(rt, HERE, "facts", action="add",
+               content="Nadia Kovacs lent the user money for the Fernwick flat!")
+    assert same["status"] == "merged" and same["fact"]["id"] == secret.id
+    assert rt.memory.facts.get(USER, secret.id).place == HERE.key
+    found = run(rt, HERE, "facts", action="search", query="Nadia Kovacs money Fernwick flat")
+    assert secret.id in [f["id"] for f in found["facts"]]
+    assert run(rt, PRIVATE, "facts", action="probe", entity="Nadia Kovacs")["facts"]
+
+
+def test_what_the_user_marked_private_stays_private_when_said_in_a_channel(rt, stored):
+    secret = stored["secret"]
+    rt.memory.facts.mark(USER, secret.id, 0)
     merged = run(rt, HERE, "facts", action="add",
-                 content="Nadia Kovacs lent the user money for the Fernwick flat!")
+                 content="Nadia Kovacs lent the user money for the Fernwick flat")
     assert merged["status"] == "merged" and merged["fact"] is None
-    assert str(stored["secret"].id) not in json.dumps(merged)
-    assert run(rt, PRIVATE, "facts", action="add", content="Nadia Kovacs lent the user money "
-               "for the Fernwick flat.")["fact"]["id"] == stored["secret"].id
+    assert rt.memory.facts.get(USER, secret.id).place == "private"
+    assert "lent the user money" not in json.dumps(
+        run(rt, HERE, "facts", action="search", query="Nadia Kovacs money"))
+
+
+def test_a_private_statement_never_rewrites_what_a_channel_reads(rt, stored):
+    """Said in private, more than the channel's fact says: a private fact of its own (the
+    channel's fact keeps its words); the same words: they confirm the channel's fact."""
+    public = stored["public"]
+    more = run(rt, PRIVATE, "facts", action="add",
+               content="Nadia Kovacs runs the Fernwick book club and owes the user rent")
+    assert more["status"] == "created" and more["fact"]["id"] != public.id
+    assert rt.memory.facts.get(USER, public.id).content == public.content
+    seen = json.dumps(run(rt, HERE, "facts", action="probe", entity="Nadia Kovacs"))
+    assert "book club" in seen and "owes the user rent" not in seen
+    again = run(rt, PRIVATE, "facts", action="add",
+                content="Nadia Kovacs runs the Fernwick book club.")
+    assert again["status"] == "merged" and again["fact"]["id"] == public.id
+    assert rt.memory.facts.get(USER, public.id).place == HERE.key
+
+
+def test_another_channels_fact_said_here_is_this_channels_too(rt, stored):
+    there = Place.discord_channel(1, 3)
+    theirs = rt.memory.facts.add(USER, "The Fernwick quiz is on Tuesdays", place=there).fact
+    here = run(rt, HERE, "facts", action="add", content="The Fernwick quiz is on Tuesdays")
+    assert here["status"] == "created" and here["fact"]["id"] != theirs.id
+    assert rt.memory.facts.get(USER, theirs.id).place == there.key
+    # said here again: this channel's copy is the duplicate (exact, then near), not theirs
+    again = rt.memory.facts.add(USER, "The Fernwick quiz is on Tuesdays.", place=HERE)
+    assert (again.id, again.status, again.match) == (here["fact"]["id"], "merged", "exact")
+    ours = rt.memory.facts.add(USER, "The Fernwick darts night is on Fridays", place=HERE).fact
+    newer = rt.memory.facts.add(USER, "The Fernwick darts night is on Fridays", place=there)
+    assert newer.status == "created"
+    near = rt.memory.facts.add(USER, "The Fernwick darts night is on Fridays, weekly",
+                               place=HERE)
+    assert (near.id, near.match) == (ours.id, "near")
 
 
 # --------------------------------------------------------------------------- the prompt

@@ -121,6 +121,19 @@ class Audience:
             return item_place != PRIVATE_KEY
         return True
 
+    def covers(self, place_key: str, shared: int | None, new_place: Place) -> bool:
+        """Whether every shared place that may see an item (learned in ``place_key``, marked
+        ``shared``) would also see a new item learned in ``new_place`` (unmarked): only then
+        may the new item's words go into the old one (a merge of facts) without reaching
+        readers who never heard them."""
+        if shared == KEEP_PRIVATE or self.policy == "everything":
+            return True
+        if shared != SHAREABLE and not Place(place_key).shared:
+            return True                    # seen in no shared place
+        if self.policy == "shareable":
+            return new_place.shared        # every shared place sees either
+        return shared != SHAREABLE and new_place.key == place_key
+
     def sees_session(self, place: Place, session_place: str) -> bool:
         """:meth:`sessions` for one session already read."""
         return self.sees_item(place, session_place, None)

@@ -23,7 +23,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.audience import Audience, and_condition
+from hermes.memory.audience import KEEP_PRIVATE, Audience, and_condition
 from hermes.memory.facts import provenance
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
@@ -247,29 +247,36 @@ class FactStore:
             where_learned, source = self._learned_in(user, source_session_id, place, source)
             now = self._now()
             self.tombstones.check(user, text, said_at)
-            exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
+            def seen_here(place_key: str, mark: int | None) -> bool:
+                return self.audience.sees_item(where_learned, place_key, mark)
+
+            # (the fact the place it was said in sees first: a shared place may have its own)
+            exact = sorted(self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key],
+                                       "ORDER BY f.id"),
+                           key=lambda f: not seen_here(f.place, f.shared))[:1]
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
-                fact = self.duplicates.merge(exact[0], text, [], tag_list, message_ids,
-                                        now, "exact duplicate")
-                fact = self._confirm_if_said(fact, source, now)
-                return AddResult(fact.id, "merged", fact, "exact", 100.0)
+                fact = self._fold(exact[0], text, [], tag_list, message_ids, now,
+                                  "exact duplicate", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "exact", 100.0)
             # Names found in the text are a guess: the first ones, up to the bound.
             names = entities if entities else self.entity_store.candidates(user, text)[
                 : self.config.max_entities_per_fact]
             linked = self.entity_store.ensure_all(user, names)
             if exact:
-                fact = self.duplicates.merge(exact[0], text, linked, tag_list, message_ids,
-                                        now, "exact duplicate")
-                fact = self._confirm_if_said(fact, source, now)
-                return AddResult(fact.id, "merged", fact, "exact", 100.0)
-            near = self.duplicates.near_duplicate(user, text, [i for i, _ in linked])
+                fact = self._fold(exact[0], text, linked, tag_list, message_ids, now,
+                                  "exact duplicate", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "exact", 100.0)
+            near = self.duplicates.near_duplicate(user, text, [i for i, _ in linked],
+                                                  prefer=seen_here)
             if near is not None:
                 existing, similarity = near
-                fact = self.duplicates.merge(existing, text, linked, tag_list, message_ids,
-                                        now, f"near duplicate ({similarity:.0f})")
-                fact = self._confirm_if_said(fact, source, now)
-                return AddResult(fact.id, "merged", fact, "near", similarity)
+                fact = self._fold(existing, text, linked, tag_list, message_ids, now,
+                                  f"near duplicate ({similarity:.0f})", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "near", similarity)
             fact_id = insert_fact(
                 self.db, user=user, content=text, category=category, kind=kind, tags=tag_list,
                 entity_names=[n for _, n in linked],
@@ -292,6 +299,44 @@ class FactStore:
                               at=now)
                 fact = self.get(user, fact_id)
         return AddResult(fact_id, "created", fact)
+
+    def _fold(self, existing: Fact, text: str, linked: list[tuple[int, str]], tags: list[str],
+              message_ids: list[int], now: str, note: str, where: Place,
+              source: str) -> Fact | None:
+        """Merge a statement made in ``where`` into the fact it duplicates, unless that would
+        let a place's readers learn more than was said to them (hermes.memory.audience); None:
+        store it as a fact of its own (inside the caller's transaction).
+
+        * Everyone who may see the fact would see the statement too: it merges (said in a
+          channel into what the user marked private: the mark stands, the channel sees none).
+        * Said in a channel, known until now only in private places: when the merged fact says
+          no more than the channel heard, it merges and is the channel's from now on (private
+          places still see it); when it says more, the channel gets a fact of its own.
+        * Said where fewer may see it (a DM about a channel's fact): the same statement
+          confirms the fact and changes nothing else; other words are a fact of their own,
+          never written into what the channel reads."""
+        audience = self.audience
+        seen_here = audience.sees_item(where, existing.place, existing.shared)
+        if audience.covers(existing.place, existing.shared, where):
+            if seen_here or existing.shared == KEEP_PRIVATE:
+                fact = self.duplicates.merge(existing, text, linked, tags, message_ids, now,
+                                             note)
+            elif content_key(self.duplicates.merged_wording(existing, text)) == \
+                    content_key(text):
+                fact = self.duplicates.merge(existing, text, linked, tags, message_ids, now,
+                                             note)
+                self.db.execute("UPDATE facts SET place = ? WHERE id = ? AND user = ?",
+                                [where.key, fact.id, fact.user])
+                self._history(fact, "place", {"place": fact.place}, {"place": where.key},
+                              note=f"said in {where.describe()}", at=now)
+                fact = self.get(fact.user, fact.id)
+            else:
+                return None
+        elif seen_here and content_key(existing.content) == content_key(text):
+            fact = existing
+        else:
+            return None
+        return self._confirm_if_said(fact, source, now)
 
     def _confirm_if_said(self, fact: Fact, source: str, now: str) -> Fact:
         """The user saying a fact from elsewhere again confirms it (inside the caller's
