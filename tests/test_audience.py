@@ -271,6 +271,25 @@ def test_sessions_in_a_shared_place(memory):
     assert store.place_of("alice", here.id) == HERE
 
 
+def test_a_channel_finds_its_conversations_under_a_long_private_history(memory):
+    """The channel's one conversation about the kiln ranks below 60 private ones: the search
+    for the channel asks deeper until it has it (or the search has no more)."""
+    store = memory.sessions
+    for n in range(60):
+        dm = store.create("alice", "terminal")
+        store.append("alice", dm.id, "user", f"the kiln glaze kiln firing kiln schedule {n}")
+        store.close("alice", dm.id)
+    here = store.create("alice", "discord", channel_key="c", place=HERE)
+    store.append("alice", here.id, "user", "we talked about the kiln once, and about many "
+                 "other things: the rota, the library, the garden, the bins, the stairs")
+    store.close("alice", here.id)
+    assert [h.session.id for h in store.search("alice", "kiln", limit=3, place=HERE)] == \
+        [here.id]
+    assert [h.session.id for h in store.search_messages("alice", "kiln", limit=3,
+                                                         place=HERE)] == [here.id]
+    assert here.id not in [h.session.id for h in store.search("alice", "kiln", limit=3)]
+
+
 def test_recall_by_meaning_alone_and_by_common_words_in_a_shared_place(memory, rt):
     """FactRecall.nearest (session search's fact evidence by meaning) and the newest facts for
     common words (recall without vectors) read for the place too."""

@@ -13,9 +13,9 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlite_utils
 
@@ -51,6 +51,10 @@ __all__ = [
     "HIGHLIGHT", "ROLES", "SCORE_CAP", "SOURCES", "Message", "MessageHit", "SearchHit",
     "Session", "SessionStore",
 ]
+
+
+# a search hit (SearchHit or MessageHit): each names its session
+_Hit = TypeVar("_Hit", SearchHit, MessageHit)
 
 
 class SessionStore:
@@ -233,9 +237,10 @@ class SessionStore:
                                         source=source, facts=facts)
         if not allowed:
             return []
-        hits = self.searcher.search(user, query, limit=self._deeper(limit), context=context,
-                                    source=source, facts=self._facts_in(place, facts))
-        kept = [hit for hit in hits if hit.session.id in allowed][:limit]
+        fact_search = self._facts_in(place, facts)
+        kept = self._until_enough(limit, lambda deeper: self.searcher.search(
+            user, query, limit=deeper, context=context, source=source, facts=fact_search),
+            allowed)
         for hit in kept:  # what was learned there, as its readers may see it
             hit.learned = self._visible_learned(user, place, hit.learned)
         return kept
@@ -260,25 +265,39 @@ class SessionStore:
                 any_word=any_word, meaning=meaning, profile=profile, facts=facts)
         if not allowed or allowed <= {exclude_session}:
             return []
-        hits = searcher.search_messages(
-            user, query, limit=self._deeper(limit), source=source,
-            exclude_session=exclude_session, any_word=any_word, meaning=meaning,
-            profile=profile, facts=self._facts_in(place, facts))
-        return [hit for hit in hits if hit.session.id in allowed][:limit]
+        fact_search = self._facts_in(place, facts)
+        return self._until_enough(limit, lambda deeper: searcher.search_messages(
+            user, query, limit=deeper, source=source, exclude_session=exclude_session,
+            any_word=any_word, meaning=meaning, profile=profile, facts=fact_search), allowed)
 
     # -- the audience of a search (hermes.memory.audience) ------------------------------------
-    # Session search ranks over all of the user's conversations (its candidates, re-ranking by
-    # context and meaning, and fact evidence are built for that); a search for a shared place
-    # asks it for more and keeps the conversations held where the reply may go. Every part of a
-    # hit (its messages, context, title, summary) is its session's: keeping the session keeps
-    # everything it shows. (A private place: no filter at all, the search as it always ran.)
+    # Session search ranks over all of the user's conversations (its candidates come from the
+    # words' index, bm25's best, the message vectors and fact evidence, each built for that); a
+    # search for a shared place asks it for more and keeps the conversations held where the
+    # reply may go, asking deeper again (DEEPER times, up to MOST_DEEP) while it has fewer than
+    # asked and the search had more to give: a channel with a few conversations under a long
+    # private history still finds them. Every part of a hit (its messages, context, title,
+    # summary) is its session's: keeping the session keeps everything it shows. (A private
+    # place: no filter at all, the search as it always ran.)
     DEEPER = 4
+    MOST_DEEP = 320
 
     def _allowed(self, user: str, place: Place) -> set[int] | None:
         return visible_session_ids(self.db, self.audience, user, place)
 
     def _deeper(self, limit: int) -> int:
         return max(limit * self.DEEPER, 20)
+
+    def _until_enough(self, limit: int, search: Callable[[int], Sequence[_Hit]],
+                      allowed: set[int]) -> list[_Hit]:
+        """The first ``limit`` hits of ``search(deeper)`` in the ``allowed`` sessions."""
+        deeper = self._deeper(limit)
+        while True:
+            hits = search(deeper)
+            kept = [hit for hit in hits if hit.session.id in allowed][:limit]
+            if len(kept) >= limit or len(hits) < deeper or deeper >= self.MOST_DEEP:
+                return kept
+            deeper = min(deeper * self.DEEPER, self.MOST_DEEP)
 
     def _facts_in(self, place: Place, facts: Sequence[FactHit] | None
                   ) -> Sequence[FactHit] | FactSearch | None:
