@@ -1,7 +1,9 @@
 """Settings: the config.yaml model, its loading and validation, and where Hermes keeps state.
 
 Precedence, lowest first: built-in defaults, the YAML file, ``HERMES_<SECTION>__<KEY>`` environment
-variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state.
+variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state; with neither,
+the config's ``home`` (relative to the config file's folder), else :func:`hermes.home.default_home`.
+Nothing here depends on the current directory.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+import hermes.home
 from hermes.errors import ConfigError
 
 DEFAULT_USER = "owner"
@@ -267,14 +270,20 @@ class Settings(Section):
     # Where the settings came from (the config file, "+ environment"); not a config key. Errors
     # found after loading (a cron job's delivery, checked against the front-ends) start with it.
     _source: str = PrivateAttr("defaults")
+    # What named the home: "--home", "HERMES_HOME", the config file, or "default".
+    _home_from: str = PrivateAttr("default")
 
     @property
     def source(self) -> str:
         return self._source
 
     @property
+    def home_from(self) -> str:
+        return self._home_from if self.home else "default"
+
+    @property
     def home_path(self) -> Path:
-        return Path(self.home or "data").expanduser().resolve()
+        return Path(self.home).expanduser().resolve() if self.home else hermes.home.default_home()
 
     @property
     def db_path(self) -> Path:
@@ -352,20 +361,26 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
 
 def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
                      home: str | Path | None = None) -> Path | None:
-    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, ./config.yaml.
+    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, the checkout's
+    config.yaml (running from a source checkout).
 
-    The home is `--home` when given, else $HERMES_HOME: `hermes --home /b` must read
-    /b/config.yaml, never the config of the home $HERMES_HOME names.
+    The home is `--home` when given, else $HERMES_HOME, else the default home: `hermes --home
+    /b` must read /b/config.yaml, never the config of the home $HERMES_HOME names. The current
+    folder's config.yaml is not read: one in a folder a person happens to be in (another
+    project's) would decide the home and the model.
     """
     if explicit:
         return Path(explicit).expanduser()
     if environ.get("HERMES_CONFIG"):
         return Path(environ["HERMES_CONFIG"]).expanduser()
     home = home if home is not None else environ.get("HERMES_HOME")
-    if home and (Path(home).expanduser() / "config.yaml").exists():
-        return Path(home).expanduser() / "config.yaml"
-    local = Path("config.yaml")
-    return local if local.exists() else None
+    in_home = (Path(home).expanduser() if home else hermes.home.default_home()) / "config.yaml"
+    if in_home.exists():
+        return in_home
+    checkout = hermes.home.source_checkout()
+    if checkout is not None and (checkout / "config.yaml").exists():
+        return checkout / "config.yaml"
+    return None
 
 
 def read_text_file(path: Path, what: str) -> str:
@@ -429,13 +444,20 @@ def load_settings(
     if overrides:
         data = _merge(data, overrides)
         source = f"{source} + environment"
+    home_from = "default"
     if home is not None:
-        data["home"] = str(home)
+        data["home"], home_from = str(Path(home).expanduser().resolve()), "--home"
     elif environ.get("HERMES_HOME"):
-        data["home"] = environ["HERMES_HOME"]
+        data["home"] = str(Path(environ["HERMES_HOME"]).expanduser().resolve())
+        home_from = "HERMES_HOME"
+    elif isinstance(data.get("home"), str) and data["home"].strip() and path is not None:
+        # The config's home is relative to the config file's folder, never the current one
+        data["home"] = str((path.parent / Path(data["home"]).expanduser()).resolve())
+        home_from = str(path)
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source
+    settings._home_from = home_from
     return settings

@@ -34,6 +34,7 @@ from hermes.assembly import build_agent
 from hermes.cron.schedule import timezone_for
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
+from hermes.home import make_home
 from hermes.local_socket import SocketServer
 from hermes.memory.secrets import RedactingFilter
 from hermes.store.db import connect
@@ -71,7 +72,7 @@ class HomeLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -101,7 +102,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
     from hermes import logs
 
     config = settings.logging
-    settings.home_path.mkdir(parents=True, exist_ok=True)
+    make_home(settings.home_path)
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(logging.Formatter(logs.FORMAT))

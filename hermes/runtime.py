@@ -15,6 +15,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock
 from hermes.config import Settings
 from hermes.errors import ConfigError
+from hermes.home import make_home
 from hermes.memory import Memory
 from hermes.store.db import connect
 
@@ -28,7 +29,7 @@ class Runtime:
     def db(self) -> sqlite_utils.Database:
         home = self.settings.home_path
         try:
-            home.mkdir(parents=True, exist_ok=True)
+            make_home(home)
         except OSError as exc:
             blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()),
                            None)

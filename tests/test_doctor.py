@@ -108,11 +108,12 @@ def test_doctor_on_a_healthy_home(cli, hermes_home: Path) -> None:
     report = result.json()
     assert report["ok"] is True
     names = {c["name"] for c in report["checks"]}
-    assert names == {"config", "home", "database", "migrations", "disk", "background", "model",
-                     "discord"}
+    assert names == {"config", "home", "modes", "database", "migrations", "disk", "background",
+                     "model", "discord"}
     assert all(c["status"] == "ok" for c in report["checks"])
     text = cli("doctor")
-    assert text.exit_code == 0 and f"ok    home        {hermes_home} is writable" in text.stdout
+    assert text.exit_code == 0 and f"ok    home        {hermes_home} is writable (named by " \
+        "HERMES_HOME)" in text.stdout
 
 
 def test_doctor_reports_a_broken_config_and_checks_the_rest(cli, config_file: Path) -> None:

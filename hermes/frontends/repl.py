@@ -32,6 +32,7 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
+from hermes.home import create_private_file, make_home
 from hermes.memory.guard import printable
 
 if TYPE_CHECKING:
@@ -120,7 +121,9 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            rt.settings.home_path.mkdir(parents=True, exist_ok=True)
+            make_home(rt.settings.home_path)
+            # What was typed: its owner's alone (prompt_toolkit appends with the umask's mode)
+            create_private_file(rt.settings.home_path / "repl_history")
             history = FileHistory(str(rt.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
