@@ -272,10 +272,16 @@ class Settings(Section):
     _source: str = PrivateAttr("defaults")
     # What named the home: "--home", "HERMES_HOME", the config file, or "default".
     _home_from: str = PrivateAttr("default")
+    # Lines for the person found while loading (a setting that is not read), said by the CLI
+    _notes: list[str] = PrivateAttr(default_factory=list)
 
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._notes)
 
     @property
     def home_from(self) -> str:
@@ -411,6 +417,21 @@ def read_env_file(path: Path) -> dict[str, str | None]:
     return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
 
 
+# Read from the environment only: the .env they would be read from is in the home they name.
+NOT_FROM_ENV_FILE = ("HERMES_HOME", "HERMES_CONFIG")
+
+
+def env_file_settings(path: Path) -> dict[str, str]:
+    """The ``HERMES_<SECTION>__<KEY>`` lines of a home's .env (see :data:`NOT_FROM_ENV_FILE`)."""
+    return {key: value for key, value in read_env_file(path).items()
+            if key.startswith("HERMES_") and "__" in key and value is not None}
+
+
+def env_file_ignored(path: Path) -> list[str]:
+    """The variables of a home's .env that are not read from it (doctor says so)."""
+    return [key for key in read_env_file(path) if key in NOT_FROM_ENV_FILE]
+
+
 def load_settings(
     config_path: str | Path | None = None,
     home: str | Path | None = None,
@@ -440,10 +461,6 @@ def load_settings(
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
         data = loaded
-    overrides = _env_overrides(environ)
-    if overrides:
-        data = _merge(data, overrides)
-        source = f"{source} + environment"
     home_from = "default"
     if home is not None:
         data["home"], home_from = str(Path(home).expanduser().resolve()), "--home"
@@ -454,10 +471,30 @@ def load_settings(
         # The config's home is relative to the config file's folder, never the current one
         data["home"] = str((path.parent / Path(data["home"]).expanduser()).resolve())
         home_from = str(path)
+    # HERMES_<SECTION>__<KEY> lines of the home's .env count as environment variables that
+    # the real environment overrides (as the provider keys there do).
+    home_dir = Path(data["home"]) if isinstance(data.get("home"), str) and data["home"] \
+        else hermes.home.default_home()
+    env_file = home_dir / ".env"
+    in_file = env_file_settings(env_file)
+    ignored = env_file_ignored(env_file) if env_file.exists() else []
+    overrides = _env_overrides({**in_file, **environ})
+    if overrides:
+        data = _merge(data, overrides)
+        if in_file:
+            source = f"{source} + {env_file}"
+        if _env_overrides(environ):
+            source = f"{source} + environment"
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source
     settings._home_from = home_from
+    if ignored:
+        settings._notes.append(
+            f"Warning: {' and '.join(ignored)} in {env_file} {'is' if len(ignored) == 1 else 'are'}"
+            " not read from there (that file is found through the home they would name); set "
+            f"{'it' if len(ignored) == 1 else 'them'} in the environment (or use --home, "
+            "--config).")
     return settings

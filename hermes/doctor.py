@@ -60,6 +60,9 @@ def _config(settings: Settings, problem: ConfigError | None, explicit: Path | No
     if problem is not None:
         return Check("config", "fail", str(problem))
     path = config_path_from(dict(os.environ), explicit, home)
+    if settings.notes:
+        return Check("config", "warn", " ".join(n.removeprefix("Warning: ") for n in
+                                                  settings.notes))
     return Check("config", "ok", f"{path} is valid" if path else "no config file; built-in "
                  "defaults and HERMES_* variables")
 

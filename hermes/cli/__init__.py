@@ -177,6 +177,8 @@ def root(
     # backups, caches) is its owner's alone, whatever the umask it was started with.
     umask = os.umask(PRIVATE_UMASK)
     ctx.call_on_close(lambda: os.umask(umask))
+    for note in settings.notes:
+        typer.echo(note, err=True)
     if settings.home_from == "default" and ctx.invoked_subcommand != "doctor":
         _say_where_the_home_is(settings.home_path)
     ctx.obj = Runtime(settings)
