@@ -208,6 +208,35 @@ def test_doctor_model_is_called_only_with_model(cli, fake_model) -> None:
     assert result.exit_code == 0
 
 
+def test_doctor_model_times_the_request_alone(cli, fake_model, monkeypatch) -> None:
+    """Not litellm's import (seconds on a cold start): a model answering in 0.01 s was said
+    to answer in 5.6-8.4 s."""
+    import hermes.doctor
+    from hermes.agent import llm
+
+    elapsed = [100.0]
+    load, imported = llm.load_litellm, []
+
+    def slow_import():  # the first call imports (seconds); later ones return the module
+        if not imported:
+            imported.append(True)
+            elapsed[0] += 5.0
+        return load()
+
+    def answer(request):
+        elapsed[0] += 0.25
+        return "ok"
+
+    monkeypatch.setattr(hermes.doctor, "now", lambda: elapsed[0])
+    monkeypatch.setattr(llm, "load_litellm", slow_import)
+    # a server of one's own: no key to look for, so nothing loads litellm before the request
+    monkeypatch.setenv("HERMES_MODEL__API_BASE", "http://127.0.0.1:9/v1")
+    fake_model.respond(answer)
+    model = _checks(cli("doctor", "--model", "--json"), "model")[0]
+    assert model["detail"] == ("fake/scripted at http://127.0.0.1:9/v1 (model.api_base) "
+                               "answered in 0.2 s")
+
+
 def test_doctor_model_that_refuses(cli, fake_model) -> None:
     from tests.fakellm import bad_request
 
