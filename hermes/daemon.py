@@ -23,7 +23,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
@@ -173,7 +172,6 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         try:
-            await self._preload()
             agent, self.worker = build_agent(self.rt)
             self.scheduler = AsyncIOScheduler(
                 timezone=timezone_for(self.rt.settings.cron.timezone))
@@ -188,6 +186,7 @@ class Daemon:
             statuses = [s for f in self.built.values() if (s := getattr(f, "status", None))]
             log.info("hermes: running (%s)", ", ".join(
                 [*statuses, f"home: {self.rt.settings.home_path}"]))
+            self._preload()
             notice = no_model_notice(agent)
             if notice:
                 log.warning("%s", notice)
@@ -197,20 +196,18 @@ class Daemon:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    async def _preload(self) -> None:
-        """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
-        job could first touch it on the event loop and stall everything else that long; and
-        load the embedding model beside it."""
+    def _preload(self) -> None:
+        """Once Hermes is up (front-ends started, the socket listening): import litellm (~3 s
+        of CPU) and load the embedding model, each in a thread of its own, so that the first
+        reply does not pay for them and nothing waits for them to start. A model call that
+        comes first waits for the import off the event loop (:meth:`LLM.ready`)."""
         from hermes.agent import llm
 
         settings = self.rt.settings
+        if settings.model.name:
+            llm.preload_litellm(settings.model.name)
         if settings.sessions.embeddings:
-            # The embedding model as well, in its own thread: it loads when it first embeds,
-            # which would otherwise be the first reply's search.
             self.rt.memory.embedders.preload(settings.sessions.embedding_model)
-        started = time.monotonic()
-        await asyncio.to_thread(llm.load_litellm)
-        log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)
 
     # ------------------------------------------------------------------ front-ends
     async def _start_frontends(self, agent: Agent) -> None:

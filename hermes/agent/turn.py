@@ -170,6 +170,10 @@ class Turn:
             version = conversation.version
             prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
             counted = usage.Scope(user, "chat", session_id)
+            # Counting the prompt's tokens needs litellm: an import still under way (a daemon
+            # just started, a cold `hermes ask`) is waited for off the event loop, once the
+            # prompt is assembled.
+            await agent.llm.ready()
             prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
             if compressed:
                 conversation, prompt = self._restart(prompt, message)
