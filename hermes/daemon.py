@@ -179,7 +179,10 @@ class Daemon:
             self.scheduler.start()
             await self._start_frontends(agent)
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
-            socket = SocketServer(self.rt, agent)
+            # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
+            # one cron runner of this process (its deliveries go through the front-ends).
+            socket = SocketServer(self.rt, agent,
+                                  runner=self.ctx.runner if self.ctx else None)
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")

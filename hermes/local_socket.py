@@ -10,8 +10,9 @@ file permissions; the daemon also checks the peer's uid with SO_PEERCRED where t
 that user can already read and write ``hermes.db`` directly and run any command with any
 ``--user``. So the client names the user it acts for, resolved exactly as the in-process command
 resolves it (``--user``, else ``users.default``), and the daemon acts for that user only: a turn
-runs on a session only if that session belongs to that user. The socket accepts two requests,
-nothing else: run a turn, and "the person left" (summarise that user's ended sessions).
+runs on a session only if that session belongs to that user. The socket accepts three requests,
+nothing else: run a turn, "the person left" (summarise that user's ended sessions), and a call
+of hermes/daemon_calls.py (a CLI command's search or cron run, for that user).
 
 Protocol: one JSON request line from the client; the daemon answers with JSON lines:
 ``{"chunk": text}`` as the reply streams, then ``{"result": {...}}`` (a TurnResult) or
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
     from hermes.agent.turn import Agent
     from hermes.config import Settings
+    from hermes.cron.runner import CronRunner
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -153,9 +155,10 @@ class SocketServer:
     """Serves the local socket for the daemon: turns on the daemon's agent, for the user the
     client names, on sessions of that user only."""
 
-    def __init__(self, rt: Runtime, agent: Agent) -> None:
+    def __init__(self, rt: Runtime, agent: Agent, *, runner: CronRunner | None = None) -> None:
         self.rt = rt
         self.agent = agent
+        self.runner = runner
         self.path = socket_path(rt.settings)
         self._server: asyncio.AbstractServer | None = None
         self.turns: set[asyncio.Task[Any]] = set()
@@ -214,6 +217,8 @@ class SocketServer:
                 return
             if request.get("op") == "turn":
                 await self._turn(writer, user, request)
+            elif request.get("op") == "call":
+                await self._call(writer, user, request)
             elif request.get("op") == "left":
                 self._left(user)
                 await self._write(writer, {"ok": True})
@@ -243,6 +248,28 @@ class SocketServer:
         # A model failure is the turn's result (the message is recorded); its exit code too.
         exit_code = turn.exception.exit_code if turn.exception is not None else 0
         await self._write(writer, {"result": asdict(turn.result), "exit_code": exit_code})
+
+    async def _call(self, writer: asyncio.StreamWriter, user: str,
+                    request: dict[str, Any]) -> None:
+        """A CLI command's work done here (hermes/daemon_calls.py): its result, or one line."""
+        from hermes.daemon_calls import Services, answer
+
+        try:
+            args = request.get("args") or {}
+            if not isinstance(args, dict):
+                raise HermesError("Refused: a call's arguments are an object.")
+            result = await answer(Services(self.rt, self.agent, self.runner), user,
+                                  str(request.get("name")), args)
+        except HermesError as exc:
+            await self._write(writer, {"error": str(exc),
+                                       "exit_code": getattr(exc, "exit_code", 1)})
+            return
+        except Exception:
+            log.exception("local socket: the call %r failed", request.get("name"))
+            await self._write(writer, {"error": "The daemon failed to answer; it has been "
+                                       "logged (hermes.log).", "exit_code": 1})
+            return
+        await self._write(writer, {"result": result})
 
     def _left(self, user: str) -> None:
         import asyncio

@@ -140,3 +140,52 @@ async def test_the_clients_probe_is_not_logged_as_a_client_that_went_away(daemon
     await until(lambda: not daemon.socket.turns)        # each probe's handler has finished
     assert [r.getMessage() for r in caplog.records if r.name == "hermes.local_socket"
             and "went away" in r.getMessage()] == []
+
+
+async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
+                                                                        monkeypatch):
+    """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with
+    a daemon running: it does the work (its models are loaded), the command prints what it
+    would have printed itself."""
+    import hermes.daemon_calls as calls
+    from hermes.assembly import cron_store
+
+    rt = daemon.rt
+    rt.memory.facts.add("owner", "The NAS runs Debian 13 and Redis", entities=["NAS"])
+    rt.memory.facts.add("alice", "Alice's NAS runs Redis too", entities=["NAS"])
+    sid = rt.memory.sessions.create("owner", "discord", title="NAS upgrade").id
+    rt.memory.sessions.append("owner", sid, "user", "Upgrading Redis on the NAS tonight")
+    answered: list[tuple[str, str]] = []
+    commands = [("facts", "search", "redis nas"), ("facts", "search", "redis", "--json"),
+                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json")]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, work in list(calls.CALLS.items()):
+            async def spy(services, user, args, name=name, work=work):
+                answered.append((name, user))
+                return await work(services, user, args)
+            patch.setitem(calls.CALLS, name, spy)
+        through_daemon = [await asyncio.to_thread(cli, *c) for c in commands]
+        plan = await asyncio.to_thread(cli, "learn", "backfill", "--dry-run", "--json")
+        patch.setattr(calls, "call", lambda *a, **k: None)   # no daemon: in-process
+        in_process = [await asyncio.to_thread(cli, *c) for c in commands]
+    assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2 + [
+        "learn.backfill_plan"]
+    # The daemon's plan is priced with its model (this process has none: the cost is unknown)
+    assert plan.exit_code == 0, plan.stderr
+    assert plan.json()["sessions"] == 1 and plan.json()["model"] == "fake/scripted"
+    assert {u for _, u in answered} == {"owner"}
+    for remote, local in zip(through_daemon, in_process, strict=True):
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stdout == local.stdout
+    assert "Debian 13" in through_daemon[0].stdout and "Alice" not in through_daemon[0].stdout
+    assert "NAS upgrade" in through_daemon[2].stdout
+
+    cron_store(rt).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
+    fake_model.reply("Digest: the NAS is fine.")
+    ran = await asyncio.to_thread(cli, "cron", "run", "digest")       # no model here: the daemon
+    assert ran.exit_code == 0, ran.stderr
+    assert "ok" in ran.stdout and "Digest: the NAS is fine." in ran.stdout
+    (run,) = cron_store(rt).runs(name="digest")
+    assert run.kind == "manual" and run.status == "ok"
+    refused = await asyncio.to_thread(cli, "cron", "run", "digest", "--user", "alice")
+    assert refused.exit_code != 0

@@ -95,19 +95,52 @@ class Agent:
         # message was still recorded). Keep them quick: schedule work, do not do it here.
         self.after_reply: list[AfterReply] = []
 
-    def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None) -> Turn:
-        return Turn(self, user, session_id, text, speaker=speaker)
+    def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None,
+             transcript: Transcript | None = None) -> Turn:
+        return Turn(self, user, session_id, text, speaker=speaker, transcript=transcript)
 
-    def toolbox(self, user: str, session_id: int) -> ToolBox:
-        return ToolBox(self.memory, user, session_id=session_id)
+    def toolbox(self, user: str, session_id: int, *, read_only: bool = False) -> ToolBox:
+        return ToolBox(self.memory, user, session_id=session_id, read_only=read_only)
+
+
+class Transcript:
+    """A conversation kept in this process only: the web panel's temporary chat. A turn given
+    one reads and appends its messages here instead of the session store, runs no hooks (the
+    fast lane, extraction: nothing is learned from it), records no facts as shown, counts its
+    model calls for no session, and its model may read memory but not write it. Its session id
+    is negative, so it never meets a stored one (the agent's held conversations are keyed by
+    it)."""
+
+    def __init__(self, session_id: int, clock: Any) -> None:
+        assert session_id < 0, "a transcript's session id is negative"
+        self.session_id = session_id
+        self.clock = clock
+        self.kept: list[Message] = []
+        # The facts each reply was shown (its receipt), as ratings.record_shown keeps them
+        # for a stored reply
+        self.shown: dict[int, list[int]] = {}
+
+    def messages(self, user: str, session_id: int, *, after_id: int = 0) -> list[Message]:
+        return [m for m in self.kept if m.id > after_id]
+
+    def append(self, user: str, session_id: int, role: str, content: str, *,
+               speaker: str | None = None, tool_name: str | None = None,
+               tool_args: str | None = None, tool_call_id: str | None = None) -> Message:
+        from hermes.clock import to_ts
+
+        message = Message(len(self.kept) + 1, self.session_id, role, speaker, content,
+                          to_ts(self.clock.now()), tool_name, tool_args, tool_call_id)
+        self.kept.append(message)
+        return message
 
 
 class Turn:
     """Async-iterate for the reply's text chunks; ``result`` is set when iteration ends."""
 
     def __init__(self, agent: Agent, user: str, session_id: int, text: str, *,
-                 speaker: str | None = None) -> None:
+                 speaker: str | None = None, transcript: Transcript | None = None) -> None:
         self.agent = agent
+        self.transcript = transcript
         self.user = user
         self.session_id = session_id
         self.text = text
@@ -138,7 +171,7 @@ class Turn:
 
     async def _run(self) -> AsyncIterator[str]:
         agent, user, session_id = self.agent, self.user, self.session_id
-        sessions = agent.sessions
+        sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
@@ -147,9 +180,10 @@ class Turn:
         # Secrets were redacted as the message was recorded: from here on only the redacted
         # text is used (the model, recall, the hooks), and the reply says so once.
         secret_note = removed_note(self.text, message.content)
-        await self._before_reply(message)
+        if self.transcript is None:
+            await self._before_reply(message)
 
-        toolbox = agent.toolbox(user, session_id)
+        toolbox = agent.toolbox(user, session_id, read_only=self.transcript is not None)
         shown: list[int] = []
         emitted: list[str] = []
         round_text: list[str] = []    # the text of the current round, as the model sent it
@@ -169,7 +203,8 @@ class Turn:
                 earlier = []
             version = conversation.version
             prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
-            counted = usage.Scope(user, "chat", session_id)
+            counted = usage.Scope(user, "chat",
+                                  session_id if self.transcript is None else None)
             # Counting the prompt's tokens needs litellm: an import still under way (a daemon
             # just started, a cold `hermes ask`) is waited for off the event loop, once the
             # prompt is assembled.
@@ -326,6 +361,10 @@ class Turn:
 
     def _record_reply(self, text: str, shown: list[int]) -> int:
         agent, user = self.agent, self.user
+        if self.transcript is not None:             # kept here only: nothing is recorded
+            kept = self.transcript.append(user, self.session_id, "assistant", text)
+            self.transcript.shown[kept.id] = list(dict.fromkeys(shown))
+            return kept.id
         reply = agent.sessions.append(user, self.session_id, "assistant", text)
         ids = list(dict.fromkeys(shown))
         if ids:
@@ -345,6 +384,8 @@ class Turn:
                 log.exception("before_reply hook %r failed", hook)
 
     def _after_reply(self, result: TurnResult) -> None:
+        if self.transcript is not None:             # a temporary chat: nothing to learn from
+            return
         for hook in self.agent.after_reply:
             try:
                 hook(result)
