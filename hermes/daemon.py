@@ -208,7 +208,7 @@ class Daemon:
 
         settings = self.rt.settings
         if settings.model.name:
-            llm.preload_litellm(settings.model.name)
+            llm.preload_litellm()
         if settings.sessions.embeddings:
             self.rt.memory.embedders.preload(settings.sessions.embedding_model)
 

@@ -255,7 +255,7 @@ async def test_a_call_waits_for_a_background_import_without_blocking_the_loop(fa
     monkeypatch.setattr(llm_module, "_litellm", None)
     monkeypatch.setattr(llm_module, "_preload", None)
     monkeypatch.setattr(llm_module, "load_litellm", slow_import)
-    llm_module.preload_litellm("fake/scripted")           # what `hermes run` does once it is up
+    llm_module.preload_litellm()                          # what `hermes run` does once it is up
     fake_model.reply("Hello")
     reply = asyncio.create_task(collect(make_llm(fake_model)))
     ticks = 0
@@ -266,12 +266,3 @@ async def test_a_call_waits_for_a_background_import_without_blocking_the_loop(fa
     gate.set()
     texts, final = await asyncio.wait_for(reply, 10)
     assert final.text == "Hello" and calls[0] == "hermes-litellm-import"
-    # the warm-up is litellm's own mock call: it never reached the provider
-    assert len(fake_model.requests) == 1
-
-
-def test_the_warm_up_never_reaches_the_provider(fake_model):
-    from hermes.agent.llm import load_litellm, warm_up
-
-    warm_up(load_litellm(), "fake/scripted")
-    assert fake_model.requests == []

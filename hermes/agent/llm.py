@@ -178,47 +178,28 @@ _preload: threading.Thread | None = None
 _preload_lock = threading.Lock()
 
 
-def preload_litellm(model: str | None = None) -> None:
-    """Import litellm in a background thread now (once), then make one mock call of ``model``
-    through it (``mock_response``: no request leaves the process) so that the lazy imports of
-    litellm's first call (its logging, cost and stream machinery: ~0.6 s of CPU) are done too.
-
-    For a process that will call the model soon but has other work first: a cold `hermes ask`
-    (the prompt is assembled meanwhile), the daemon once it is up. :meth:`LLM.ready` waits
-    for it without blocking the event loop. With litellm already imported it does nothing."""
+def preload_litellm() -> None:
+    """Import litellm in a background thread now (once): for the daemon once it is up, so its
+    first reply does not pay for the import and nothing waits for it to start.
+    :meth:`LLM.ready` waits for it without blocking the event loop. With litellm already
+    imported it does nothing. (A cold `hermes ask` imports it where it needs it: a thread
+    beside its own work gained nothing, both being Python under one lock; scripts/bench_cli.py.)
+    """
     global _preload
     with _preload_lock:
         if _litellm is not None or _preload is not None:
             return
         # Not a daemon thread: a process that ends meanwhile (an early error) waits for it,
         # rather than tearing the interpreter down under an import.
-        _preload = threading.Thread(target=_import_and_warm, args=(model,),
-                                    name="hermes-litellm-import")
+        _preload = threading.Thread(target=_import, name="hermes-litellm-import")
         _preload.start()
 
 
-def _import_and_warm(model: str | None) -> None:
+def _import() -> None:
     try:
-        litellm = load_litellm()
+        load_litellm()
     except Exception:  # noqa: BLE001 - the import is retried, and fails loudly, where it is used
         log.debug("litellm's background import failed", exc_info=True)
-        return
-    warm_up(litellm, model)
-
-
-def warm_up(litellm: Any, model: str | None) -> None:
-    """One mock streamed call of ``model`` (litellm answers ``mock_response`` itself, before any
-    provider is reached), so a real call starts without litellm's first-call set-up."""
-    if not model:
-        return
-    try:
-        stream = litellm.completion(model=model, messages=[{"role": "user", "content": "ok"}],
-                                    mock_response="ok", stream=True,
-                                    stream_options={"include_usage": True})
-        for _ in stream:
-            pass
-    except Exception as exc:  # noqa: BLE001 - only a head start: the real call does the set-up
-        log.debug("litellm warm-up for %s: %s", model, exc)
 
 
 def load_env_file(path: Path) -> list[str]:
@@ -286,8 +267,8 @@ class LLM:
         return bool(self.name)
 
     async def ready(self) -> None:
-        """Have litellm imported (and warmed up, when :func:`preload_litellm` is under way),
-        waiting in a worker thread so that the event loop keeps serving meanwhile."""
+        """Have litellm imported (behind a :func:`preload_litellm` under way, or importing it
+        now), waiting in a worker thread so that the event loop keeps serving meanwhile."""
         preload = _preload
         if preload is not None and preload.is_alive():
             await asyncio.to_thread(preload.join)

@@ -82,11 +82,6 @@ def agent_for(rt: Runtime, user: str | None = None) -> tuple[Any, Any, bool]:
     if daemon_running(rt.settings):
         return RemoteAgent(rt.settings), None, False
     require_model(rt)  # first: without a model, nothing is loaded only to stop
-    from hermes.agent.llm import preload_litellm
-
-    # litellm (~3 s of CPU) imports in a thread meanwhile: the agent's modules, the session and
-    # the prompt (the embedding model's load and the database's reads run beside it)
-    preload_litellm(rt.settings.model.name)
     later = plan_embeddings(rt, user)
     from hermes.assembly import build_agent
 
