@@ -44,6 +44,21 @@ AfterReply = Callable[["TurnResult"], None]
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
                    "you have; do not call tools.")
 ROUND_SEPARATOR = "\n\n"
+# The longest message a turn takes, from every front-end (the terminal, the local socket, the
+# web panel, Discord, cron): about 16k tokens. A longer one is refused in one line before
+# anything is recorded or sent: it would be stored whole, indexed and sent to the model on every
+# later turn, and its screening and indexing run on the daemon's loop (~0.15 us a character).
+# A long document belongs in `hermes sessions import`.
+MAX_MESSAGE_CHARS = 64_000
+
+
+class MessageTooLong(HermesError):
+    """A message over MAX_MESSAGE_CHARS: nothing of it was recorded."""
+
+
+def too_long_message(length: int) -> str:
+    return (f"Refused: the message is {length:,} characters, over the limit of "
+            f"{MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter message.")
 STOPPED_MARK = " [stopped]"
 
 
@@ -171,6 +186,13 @@ class Turn:
 
     async def _run(self) -> AsyncIterator[str]:
         agent, user, session_id = self.agent, self.user, self.session_id
+        if len(self.text) > MAX_MESSAGE_CHARS:
+            self.exception = MessageTooLong(too_long_message(len(self.text)))
+            self._result = TurnResult(
+                user=user, session_id=session_id, user_message_id=0,
+                assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
+                memory_written=False, error=str(self.exception))
+            return
         sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
