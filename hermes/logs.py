@@ -60,7 +60,7 @@ class _FileOnFirstLine(logging.Handler):
                 make_home(self.settings.home_path)
             except OSError:
                 return  # an unusable home is the command's one-line error, not the log's
-            from hermes.memory.secrets import RedactingFilter
+            from hermes.safety.secrets import RedactingFilter
 
             self.inner = file_handler(self.settings)
             self.inner.addFilter(RedactingFilter())  # no secret is ever written to a log

@@ -190,7 +190,7 @@ async def test_the_repl_history_is_private(rt) -> None:
 
     with umask(0o022), create_pipe_input() as inp, \
             create_app_session(input=inp, output=DummyOutput()):
-        Repl(rt, Agent(rt.memory), emit=lambda kind, text: None)
+        Repl(rt.memory, Agent(rt.memory), emit=lambda kind, text: None)
     assert mode(rt.settings.home_path / "repl_history") == 0o600
 
 
@@ -198,7 +198,7 @@ async def test_an_outbox_file_is_private(rt, clock, hermes_home: Path) -> None:
     from hermes.assembly import cron_store
     from tests.test_cron import ScriptedPrompt, runner_for
 
-    job = cron_store(rt).add("digest", "owner", "every 30m", "Summarise", "file:out/d.md")
+    job = cron_store(rt.memory).add("digest", "owner", "every 30m", "Summarise", "file:out/d.md")
     runner = runner_for(rt, ScriptedPrompt("The day."))
     clock.advance(minutes=31)
     with umask(0o022):
@@ -226,7 +226,7 @@ def test_a_context_file_a_token_and_the_lock_are_private(rt, hermes_home: Path) 
 
     rt.memory.basic.add("owner", "Prefers tea")
     with umask(0o022):
-        asyncio.run(context_file.refresh(rt, "owner", None))
+        asyncio.run(context_file.refresh(rt.memory, "owner", None))
         TokenStore(hermes_home, rt.clock).create("owner")
         lock = HomeLock(hermes_home)
         lock.acquire()
@@ -240,8 +240,8 @@ def test_a_context_file_a_token_and_the_lock_are_private(rt, hermes_home: Path) 
 def test_the_caches_vector_files_and_graphs_are_private(tmp_path: Path) -> None:
     import numpy as np
 
-    from hermes.memory.graph_cache import GraphCache
-    from hermes.memory.vector_file import save
+    from hermes.memory.embeddings.graph_cache import GraphCache
+    from hermes.memory.vectors.file import save
 
     with umask(0o022):
         save(tmp_path / "cache" / "v.vec", {"model": "toy"},
