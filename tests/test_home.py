@@ -4,12 +4,19 @@ every kind of file Hermes writes in it (or for it) 0600, whatever the umask."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import re
+import shlex
+import shutil
 import sqlite3
 import stat
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -304,3 +311,91 @@ def test_an_existing_database_keeps_working_when_it_cannot_be_made_private(tmp_p
 
     connect(path).conn.close()
     assert mode(path) == 0o644  # left alone: `hermes doctor` says so
+
+
+# --------------------------------------------------------------------------- a session of use
+def private_or_not(home: Path) -> tuple[set[str], list[str]]:
+    """Every file under ``home`` (relative names) and what is not private in it: a folder not
+    0700, a file not 0600 (the daemon's socket: nothing for group or others)."""
+    files: set[str] = set()
+    loose: list[str] = []
+    for folder, _dirs, names in os.walk(home):
+        if mode(Path(folder)) != 0o700:
+            loose.append(f"{Path(folder).relative_to(home.parent)}/ {mode(Path(folder)):04o}")
+        for name in names:
+            path = Path(folder) / name
+            info = path.lstat()
+            files.add(str(path.relative_to(home)))
+            bad = info.st_mode & 0o077 if stat.S_ISSOCK(info.st_mode) \
+                else stat.S_IMODE(info.st_mode) != 0o600
+            if bad:
+                loose.append(f"{path.relative_to(home)} {stat.S_IMODE(info.st_mode):04o}")
+    return files, loose
+
+
+def wait_until(condition: Callable[[], bool], tmux: Any, timeout: float = 120) -> None:
+    """Polled, as a terminal is (a file appearing has no event to wait on here)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, tmux.screen()
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_session_of_use_leaves_nothing_another_account_can_read(
+        tmp_path: Path, hermes_home: Path, config_file: Path, cli) -> None:
+    """`hermes run` started with umask 022 (its REPL on a real terminal, the web panel, a cron
+    job delivering to a file, the local socket) and used as the README's tour uses it, with the
+    CLI beside it: every file it leaves in the home is 0600 and every folder 0700, while it
+    runs and after it stopped; a backup and an export outside the home too."""
+    from datetime import timedelta
+    from urllib.request import urlopen
+
+    from hermes.assembly import cron_store
+    from hermes.clock import FakeClock, SystemClock
+    from tests.test_repl_terminal import Tmux
+    from tests.web_client import hermes_env
+
+    config_file.write_text("sessions: {embeddings: false}\nextraction: {enabled: false}\n",
+                           encoding="utf-8")
+    # A job that fired 5 minutes ago (inside the grace window): the daemon runs it at start
+    rt = Runtime(load_settings(), clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
+    cron_store(rt.memory).add("digest", "owner", "every 30m", "Summarise my day",
+                              "file:digests/today.md")
+    rt.close()
+    # Every model call (the job, the replies, the session's summary) gets the same words
+    env = hermes_env(hermes_home, config_file, TERM="xterm-256color",
+                     HERMES_TEST_REPLIES=json.dumps(["Noted, all of it."] * 12))
+    tmux = Tmux(["sh", "-c", f"umask 022 && exec {shlex.quote(sys.executable)} "
+                 "-m tests.daemon_harness run"], env, CHECKOUT, width=400)
+    try:
+        shown = tmux.wait_for("hermes>")
+        tmux.keys("/remember The NAS is in the hallway closet", "Enter")
+        tmux.wait_for("Remembered [1]")
+        tmux.keys("where is the NAS?", "Enter")
+        tmux.wait_for("Noted, all of it.")
+        link = re.search(r"Web panel: log in at (\S+)", tmux.wait_for("Web panel: log in at"))
+        assert link is not None, shown
+        with urlopen(link.group(1), timeout=60) as page:    # a browser's login: its session
+            assert page.status == 200
+        with umask(0o022):
+            assert cli("facts", "search", "NAS").exit_code == 0
+            asked = cli("ask", "and the router?")           # through the daemon's socket
+            assert asked.exit_code == 0 and "Noted, all of it." in asked.stdout, asked.stderr
+            assert cli("web", "token").exit_code == 0
+            assert cli("db", "backup", str(tmp_path / "copy.db")).exit_code == 0
+            assert cli("export", "-o", str(tmp_path / "me.jsonl")).exit_code == 0
+        wait_until(lambda: (hermes_home / "outbox" / "digests" / "today.md").exists(), tmux)
+        running, loose = private_or_not(hermes_home)
+        assert loose == [], loose
+        tmux.keys("C-d")                                    # leaving the REPL stops Hermes
+        wait_until(lambda: not (hermes_home / "hermes.sock").exists(), tmux)
+    finally:
+        tmux.kill()
+    stopped, loose = private_or_not(hermes_home)
+    assert loose == [], loose
+    assert {"hermes.db", "hermes.db-wal", "hermes.db-shm", "hermes.log", "hermes.lock",
+            "hermes.sock", "repl_history", "web/tokens.json", "web/sessions.json",
+            "outbox/digests/today.md"} <= running | stopped, running
+    assert mode(hermes_home) == 0o700
+    assert mode(tmp_path / "copy.db") == 0o600 and mode(tmp_path / "me.jsonl") == 0o600
