@@ -45,6 +45,13 @@ log = logging.getLogger(__name__)
 SOCKET_NAME = "hermes.sock"
 # A Unix socket path is at most 107 bytes on Linux; a longer home has no socket (in-process).
 MAX_PATH_BYTES = 107
+# A request is one line: a message of at most MAX_MESSAGE_CHARS (hermes.agent.turn) as JSON
+# (up to 12 bytes a character as \\u escapes) fits with room to spare. A longer line is refused
+# in one line (asyncio's default of 64 KiB closed the connection: "daemon closed the connection").
+REQUEST_LIMIT = 1024 * 1024
+# A reply line: the result carries the whole reply's text (64 KiB made a long reply a
+# traceback, "Separator is found, but chunk is longer than limit").
+REPLY_LIMIT = 64 * 1024 * 1024
 
 
 def socket_path(settings: Settings) -> Path:
@@ -86,14 +93,27 @@ class RemoteTurn:
     async def __aiter__(self) -> AsyncIterator[str]:
         import asyncio
 
+        from hermes.agent.turn import MAX_MESSAGE_CHARS, MessageTooLong, too_long_message
+
+        text = str(self.request.get("text") or "")
+        if len(text) > MAX_MESSAGE_CHARS:  # refused here as in-process: nothing is sent
+            from hermes.agent.turn import TurnResult
+
+            self.exception = MessageTooLong(too_long_message(len(text)))
+            self.result = TurnResult(
+                user=str(self.request.get("user")), session_id=int(self.request["session_id"]),
+                user_message_id=0, assistant_message_id=None, text="", shown_fact_ids=[],
+                tool_calls=0, memory_written=False, error=str(self.exception))
+            return
         try:
-            reader, writer = await asyncio.open_unix_connection(os.fspath(self.path))
+            reader, writer = await asyncio.open_unix_connection(os.fspath(self.path),
+                                                                limit=REPLY_LIMIT)
         except OSError:
             raise DaemonError("The Hermes daemon stopped; run the command again.") from None
         try:
             writer.write(json.dumps(self.request).encode() + b"\n")
             await writer.drain()
-            while line := await reader.readline():
+            while line := await _read_line(reader, "reply"):
                 message = json.loads(line)
                 if "chunk" in message:
                     yield message["chunk"]
@@ -141,6 +161,18 @@ class RemoteAgent:
         writer.close()
 
 
+async def _read_line(reader: asyncio.StreamReader, what: str) -> bytes:
+    """One line, or a DaemonError saying it is over the limit (the rest is not read)."""
+    import asyncio
+
+    try:
+        return await reader.readline()
+    except (ValueError, asyncio.LimitOverrunError):
+        limit = REQUEST_LIMIT if what == "request" else REPLY_LIMIT
+        raise DaemonError(f"Refused: a {what} over {limit // 1024 // 1024} MiB on the local "
+                          "socket.") from None
+
+
 # --------------------------------------------------------------------------- the daemon side
 def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
     sock = writer.get_extra_info("socket")
@@ -177,7 +209,8 @@ class SocketServer:
         self.path.unlink(missing_ok=True)
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._serve, path=os.fspath(self.path))
+            self._server = await asyncio.start_unix_server(self._serve, path=os.fspath(self.path),
+                                                           limit=REQUEST_LIMIT)
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -208,7 +241,11 @@ class SocketServer:
             if uid is not None and uid not in (os.getuid(), 0):
                 await self._write(writer, {"error": "Refused: another OS user's connection."})
                 return
-            line = await reader.readline()
+            try:
+                line = await _read_line(reader, "request")
+            except DaemonError as exc:
+                await self._write(writer, {"error": str(exc), "exit_code": 1})
+                return
             if not line:                # daemon_running's probe: connected, sent nothing
                 return
             try:

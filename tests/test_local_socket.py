@@ -142,6 +142,42 @@ async def test_the_clients_probe_is_not_logged_as_a_client_that_went_away(daemon
             and "went away" in r.getMessage()] == []
 
 
+async def test_long_questions_and_long_replies_cross_the_socket_within_the_limits(
+        daemon, cli, fake_model, hermes_home, monkeypatch):
+    """Issue 30: over 64 KiB a question failed only with a daemon, and a reply was a
+    traceback. Now a reply of 1 MiB arrives whole; a message over the turn's limit is the
+    same one line with or without a daemon; a raw line over the socket's limit is refused."""
+    from hermes.agent import turn as turn_module
+    from hermes.local_socket import REQUEST_LIMIT
+
+    long_reply = "word " * (1024 * 1024 // 5)     # 1 MiB, in 4 chunks
+    fake_model.reply(long_reply, chunk_size=len(long_reply) // 4 + 1)
+    question = "é" * 12_000                       # 72 KB of JSON escapes
+    result = await asyncio.to_thread(cli, "ask", question)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == long_reply + "\n"
+    sent = fake_model.requests[-1].messages[-1]["content"]
+    assert sent.endswith(question)
+
+    too_long = "x" * (turn_module.MAX_MESSAGE_CHARS + 1)
+    refused = await asyncio.to_thread(cli, "ask", too_long)
+    line = (f"Error: Refused: the message is {len(too_long):,} characters, over the limit "
+            f"of {turn_module.MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter "
+            "message.\n")
+    assert (refused.exit_code, refused.stderr) == (1, line)
+    # the daemon refuses it too, for a client that does not check
+    (answer,) = await asyncio.to_thread(
+        _request, hermes_home / "hermes.sock",
+        {"op": "turn", "user": "owner", "session_id":
+         daemon.rt.memory.sessions.create("owner", "terminal").id, "text": too_long})
+    assert answer["exit_code"] == 1 and answer["result"]["error"] == line[len("Error: "):-1]
+    (over,) = await asyncio.to_thread(
+        _request, hermes_home / "hermes.sock",
+        {"op": "turn", "user": "owner", "session_id": 1, "text": "y" * REQUEST_LIMIT})
+    assert over == {"error": "Refused: a request over 1 MiB on the local socket.",
+                    "exit_code": 1}
+
+
 async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
                                                                         monkeypatch):
     """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with

@@ -87,6 +87,8 @@ async def test_the_login_form_needs_its_own_csrf_token(rt):
             await p.client.post("/login", data={"token": bob, "csrf": "x" + csrf}),  # wrong
             await p.client.post("/login", data={"token": bob, "csrf": csrf},          # foreign
                                 headers={"Origin": "http://evil.example"}),
+            await p.client.post("/login", data={"token": bob, "csrf": csrf},   # other scheme
+                                headers={"Origin": "https://testserver"}),
             await p.client.post("/login", data={"token": bob, "csrf": csrf},
                                 headers={"Sec-Fetch-Site": "cross-site"}),
         ]
@@ -593,3 +595,29 @@ def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     assert errors == [f"Error: The web panel cannot listen on 127.0.0.1:{port} (Address already "
                       "in use); set web.port to a free port (HERMES_WEB__PORT=8766 hermes web)."]
     assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(rt):
+    """Issue 30: /login read 128 MiB before its 403; a 16 MiB chat message was stored."""
+    from hermes.frontends.web.body_limit import MAX_BODY_BYTES
+
+    p = Panel(WebContext(rt.memory))
+    try:
+        big = {"token": "x" * (MAX_BODY_BYTES + 1), "csrf": "y"}
+        refused = await p.client.post("/login", data=big)
+        assert refused.status_code == 413
+        assert refused.text == ("Refused: a request body over 1 MiB (a message is at most "
+                                "64,000 characters).")
+
+        async def streamed():                      # no Content-Length: counted as it comes
+            for _ in range(MAX_BODY_BYTES // 65536 + 2):
+                yield b"a" * 65536
+
+        chunked = await p.client.post("/login", content=streamed(),
+                                      headers={"content-type": "application/x-www-form-urlencoded"})
+        assert chunked.status_code == 413
+        await p.login()
+        assert (await p.get("/chat")).status_code == 200
+        assert rt.memory.sessions.list_sessions("owner") == []
+    finally:
+        await p.close()

@@ -44,6 +44,21 @@ AfterReply = Callable[["TurnResult"], None]
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
                    "you have; do not call tools.")
 ROUND_SEPARATOR = "\n\n"
+# The longest message a turn takes, from every front-end (the terminal, the local socket, the
+# web panel, Discord, cron): about 16k tokens. A longer one is refused in one line before
+# anything is recorded or sent: it would be stored whole, indexed and sent to the model on every
+# later turn, and its screening and indexing run on the daemon's loop (~0.15 us a character).
+# A long document belongs in `hermes sessions import`.
+MAX_MESSAGE_CHARS = 64_000
+
+
+class MessageTooLong(HermesError):
+    """A message over MAX_MESSAGE_CHARS: nothing of it was recorded."""
+
+
+def too_long_message(length: int) -> str:
+    return (f"Refused: the message is {length:,} characters, over the limit of "
+            f"{MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter message.")
 STOPPED_MARK = " [stopped]"
 
 
@@ -198,6 +213,9 @@ class Turn:
         """The turn, step by step: record the message, build the prompt, let the model answer
         in rounds (running the tools it calls between them), add the closing notes, record the
         reply and what this turn sent."""
+        if len(self.text) > MAX_MESSAGE_CHARS:
+            self._refuse_too_long()
+            return
         state = await self._record_message()
         error: str | None = None
         try:
@@ -219,6 +237,14 @@ class Turn:
             self._close(state, error=None, stopped=True)
             raise
         self._close(state, error=error)
+
+    def _refuse_too_long(self) -> None:
+        """A message over MAX_MESSAGE_CHARS: refused in one line, nothing recorded."""
+        self.exception = MessageTooLong(too_long_message(len(self.text)))
+        self._result = TurnResult(
+            user=self.user, session_id=self.session_id, user_message_id=0,
+            assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
+            memory_written=False, error=str(self.exception))
 
     async def _record_message(self) -> _TurnState:
         """The user's message recorded first (kept even when the model is down), what the

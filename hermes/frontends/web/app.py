@@ -168,7 +168,9 @@ def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True           # no Origin (an old browser, a test client): the token decides
-    return urlsplit(origin).netloc == request.url.netloc
+    # The scheme too: https://127.0.0.1:<port> is another origin than the panel's http one.
+    given = urlsplit(origin)
+    return (given.scheme, given.netloc) == (request.url.scheme, request.url.netloc)
 
 
 def _from_another_site(request: Request) -> bool:
@@ -312,7 +314,12 @@ def build_app(ctx: WebContext) -> Starlette:
         *routes_memory.routes(page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    from starlette.middleware import Middleware
+
+    from hermes.frontends.web.body_limit import BodyLimit
+
+    # Every body the panel reads is bounded (issue 30, i30): see body_limit.py.
+    app = Starlette(routes=routes, middleware=[Middleware(BodyLimit)])
     app.state.ctx = ctx
     # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
     # panel's first search does not wait for it.
