@@ -87,7 +87,8 @@ def asgi_post(app: Any, path: str, body_chunks, *, length: int | None,
 
 
 def web_cases(rt: Any) -> None:
-    from hermes.frontends.web.app import WebContext, build_app
+    from hermes.frontends.web.app import WebContext
+    from hermes.frontends.web.site import build_app
 
     app = build_app(WebContext(rt.memory))
     chunk = b"a" * MiB
