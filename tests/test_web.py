@@ -611,6 +611,29 @@ def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()
 
 
+async def test_a_fact_shows_its_tombstone_and_settles_a_pending_question(panel, facts, rt):
+    """Issue 31: a forgotten fact's tombstone is on its page; an inference waiting for the
+    user's word is decided there."""
+    gone = facts.add("owner", "The NAS is in the attic").fact
+    await panel.post(f"/facts/{gone.id}/forget")
+    page = await panel.get(f"/facts/{gone.id}")
+    assert "Tombstone" in page.text and "not learned again" in page.text
+    lisbon = facts.add("owner", "The user lives in Lisbon", tags=["fastlane"]).fact
+    question = facts.ask_before_overriding("owner", lisbon.id, "The user lives in Porto")
+    page = await panel.get(f"/facts/{lisbon.id}")
+    assert "Waiting for your word" in page.text and "The user lives in Porto" in page.text
+    settled = await panel.post(f"/facts/{lisbon.id}/settle",
+                               {"question": str(question.id), "decision": "accept"})
+    new_id = int(settled.headers["location"].rsplit("/", 1)[1])
+    assert facts.get("owner", new_id).content == "The user lives in Porto"
+    assert "Waiting for your word" not in (await panel.get(f"/facts/{new_id}")).text
+    bob = facts.add("bob", "Bob lives in Lisbon", tags=["fastlane"]).fact
+    theirs = facts.ask_before_overriding("bob", bob.id, "Bob lives in Porto")
+    refused = await panel.post(f"/facts/{new_id}/settle",
+                               {"question": str(theirs.id), "decision": "accept"})
+    assert refused.status_code == 404 and facts.get("bob", bob.id).active
+
+
 async def test_a_body_over_the_limit_is_refused_before_it_is_read(rt):
     """Issue 30: /login read 128 MiB before its 403; a 16 MiB chat message was stored."""
     from hermes.frontends.web.body_limit import MAX_BODY_BYTES

@@ -27,6 +27,8 @@ MAX_FAILED_WRITES = 3
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
                     "edit`, or ask me to consolidate it.)")
 SHOW_MESSAGES = 40
+# "forget what I said about the NAS" retires at most this many facts at once.
+FORGET_AT_ONCE = 20
 # The model pays for every word of a result: long texts (a message, a summary) are cut to this.
 SNIPPET_CHARS = 300
 
@@ -229,6 +231,15 @@ class ToolBox:
                              source_session_id=self.session_id)
             return shapes.updated_json(new, fact_id), True, []
         if action == "forget":
+            if args.get("id") is None and args.get("entity"):
+                # "forget what I said about the NAS": every fact about it, each leaving a
+                # tombstone (what was said before is not learned again)
+                about = ops.probe(scope, str(args["entity"]), limit=FORGET_AT_ONCE)
+                if not about:
+                    raise ToolError(f"No fact is about {args['entity']!r}; search first.")
+                gone = [ops.forget(scope, f.id, args.get("reason")) for f in about]
+                return {"status": "forgotten", "ids": [f.id for f in gone],
+                        **shapes.facts_json(gone)}, True, []
             fact = ops.forget(scope, _need_int(args, "id"), args.get("reason"))
             return shapes.forgotten_json(fact), True, []
         raise ToolError(_bad_action(action, ["search", "probe", "reason", "add", "update",
@@ -355,7 +366,8 @@ BUILTIN_TOOLS: list[Tool] = [
         "Long-term fact store. search: facts matching query. probe: everything about one "
         "entity. reason: facts connecting several entities. add: store one self-contained fact "
         "(content, optional entities, category, tags). update: replace fact id's content "
-        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
+        "(optional entities; the old version is kept as history). forget: retire fact id, or "
+        "every fact about entity (reason); what was said before is then not learned again.",
         {
             "action": {"type": "string",
                        "enum": ["search", "probe", "reason", "add", "update", "forget"]},

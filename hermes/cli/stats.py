@@ -70,6 +70,9 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
         f"  facts         {result.created} created, {result.merged} merged, "
         f"{result.superseded} superseded, {result.forgotten} forgotten; "
         f"{result.fast_lane} via the fast lane; {result.active_facts} active",
+        f"  trust         {result.trust_implicit_up} up / {result.trust_implicit_down} down "
+        f"learned from use, {result.trust_explicit} by ratings; "
+        f"{result.questions_open} question(s) open",
     ]
     unknown_runs = result.runs_without_cost + result.unanswered
     if result.cost is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
+from hermes.memory.facts.store import IMPLICIT_CONTRADICTED, IMPLICIT_RELIED
 
 if TYPE_CHECKING:
     from hermes.memory import Memory
@@ -30,6 +31,12 @@ class ExtractionStats:
     cost: float | None = None                                 # USD, where litellm knew it
     runs_without_cost: int = 0                                # model-calling runs it did not
     active_facts: int = 0
+    # Trust changes: learned from use (a reply relied on a fact, the user contradicted one)
+    # and explicit (a 👍/👎, a rating), from the facts' history
+    trust_implicit_up: int = 0
+    trust_implicit_down: int = 0
+    trust_explicit: int = 0
+    questions_open: int = 0                                   # asked before overriding the user
 
     @property
     def calls_per_run(self) -> float:
@@ -55,4 +62,10 @@ def extraction_stats(memory: Memory, user: str) -> ExtractionStats:
     facts = memory.facts
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
+    changes = facts.trust_changes(user)
+    stats.trust_implicit_up = changes.get(IMPLICIT_RELIED, 0)
+    stats.trust_implicit_down = changes.get(IMPLICIT_CONTRADICTED, 0)
+    stats.trust_explicit = sum(changes.get(n, 0) for n in ("helpful", "unhelpful",
+                                                           "rating withdrawn"))
+    stats.questions_open = len(facts.pending_questions(user))
     return stats

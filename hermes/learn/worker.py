@@ -137,7 +137,9 @@ class ExtractionWorker:
         if self._llm is None and not self.config.model:
             self._llm = getattr(agent, "background_llm", None)
         agent.before_reply.append(self._reply_started)
-        agent.before_reply.append(FastLane(self.memory, self.facts))
+        fast_lane = FastLane(self.memory, self.facts)
+        agent.before_reply.append(fast_lane)
+        agent.after_reply.append(fast_lane.after_reply)
         agent.after_reply.append(self.after_reply)
 
     def _reply_started(self, user: str, session_id: int, message: Message) -> None:
@@ -382,9 +384,12 @@ class ExtractionWorker:
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Message]) -> Prompt:
         """(in the worker thread) The related facts, numbered, and the prompt."""
         related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+        # The facts the replies were built from: the model says which they relied on.
+        shown = s.facts.shown_with(user, [m.id for m in messages if m.role == "assistant"])
         return build_prompt(
             messages, related, user_name=self._user_name(user, messages),
             now=self.memory.clock.now(), categories=self.memory.settings.facts.categories,
+            shown=shown,
         )
 
     def _consolidate_run(self, s: _Stores, user: str, session_id: int,

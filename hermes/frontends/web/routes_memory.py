@@ -238,9 +238,14 @@ def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, 
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
+    # What the user may decide about it (an inference waiting for their word) and what was
+    # forgotten of it (not learned again from older conversations): issue 31.
+    questions = [q for q in ctx.ops.pending_questions(ws.scope) if q.fact_id == fact.id]
+    tombstones = ctx.ops.fact_tombstones(ws.scope, fact.id)
     return render(ctx, request, ws, "fact.html", status=status, fact=fact,
                   history=[(h, history_lines(h)) for h in history],
-                  sources=sources, error=error, notice=notice)
+                  sources=sources, error=error, notice=notice, questions=questions,
+                  tombstones=tombstones)
 
 
 async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -248,7 +253,7 @@ async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """update | forget | restore | purge (confirmed) | rate."""
+    """update | forget | restore | purge (confirmed) | rate | settle (a pending question)."""
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
@@ -277,6 +282,13 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         elif action == "rate":
             result = ops.rate(scope, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
+        elif action == "settle":
+            question = _int(form.get("question", ""), "The question id")
+            accept = form.get("decision") == "accept"
+            now = ops.settle_question(scope, question, accept=accept)
+            if now.id != fact_id:
+                return RedirectResponse(f"/facts/{now.id}", status_code=303)
+            notice = f"Kept fact {fact_id} as it was."
         else:
             raise NotFound(f"No fact action {action!r}.")
     except RefusedWrite as exc:

@@ -55,6 +55,9 @@ EXPORTED_TABLES: tuple[ExportedTable, ...] = (
                   {"fact_id": "facts", "entity_id": "entities"}),
     ExportedTable("fact_history", "SELECT * FROM fact_history WHERE user = ? ORDER BY id",
                   {"fact_id": "facts"}),
+    ExportedTable("fact_tombstones",
+                  "SELECT * FROM fact_tombstones WHERE user = ? ORDER BY id",
+                  {"fact_id": "facts"}),
     ExportedTable("sessions", "SELECT * FROM sessions WHERE user = ? ORDER BY id",
                   {"extracted_through": "messages"}),
     ExportedTable("messages",
@@ -84,6 +87,9 @@ NOT_EXPORTED = {
     "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
     "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
                       "import",
+    "fact_questions": "inferences waiting for the user's word in this home's replies (issue 31); "
+                      "the facts they are about travel, the questions are asked again if "
+                      "learned again",
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
     "model_calls": "what this home's model calls cost (`hermes stats`), not memory",
@@ -93,6 +99,7 @@ NOT_EXPORTED = {
 }
 # Tables whose rows carry the user (rewritten to the importing user).
 USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",
+                "fact_tombstones",
                 "sessions", "messages", "message_refs", "extraction_runs", "reply_ratings"}
 
 
