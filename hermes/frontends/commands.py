@@ -32,7 +32,8 @@ class MemoryCommands:
         result = self.ops.add(scope, text)
         if result.status == "merged":
             return f"Already known; merged into [{result.id}] {result.fact.content}"
-        return f"Remembered [{result.id}] {result.fact.content}"
+        replaces = "".join(f" (replaces [{i}])" for i in result.superseded)
+        return f"Remembered [{result.id}] {result.fact.content}{replaces}"
 
     def forget(self, scope: Scope, fact_id: int) -> str:
         fact = self.ops.forget(scope, fact_id, reason="forgotten on request")
