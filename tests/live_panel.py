@@ -151,8 +151,18 @@ class LivePanel:
                 await self.worker.drain(5)
             self.rt.close()
 
+        async def cancel_the_rest() -> None:
+            # (litellm's logging worker, the event streams): ended here, not destroyed pending
+            # when the interpreter exits
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
         try:
             self.call(stop())
+            self.call(cancel_the_rest())
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
+            self.loop.close()

@@ -146,6 +146,20 @@ async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, cl
         await restarted.close()
 
 
+async def test_a_damaged_sessions_or_tokens_file_is_one_line_not_a_traceback(rt):
+    p = await Panel(WebContext(rt)).login()
+    try:
+        web = rt.settings.home_path / "web"
+        (web / "sessions.json").write_text("{not json", encoding="utf-8")
+        page = await p.get("/chat")
+        assert page.status_code == 500 and "sessions.json is damaged" in page.text
+        (web / "tokens.json").write_text("[]", encoding="utf-8")
+        login = await p.get("/login?token=abc")
+        assert login.status_code == 500 and "tokens.json is damaged" in login.text
+    finally:
+        await p.close()
+
+
 async def test_logins_page_lists_and_revokes_only_the_users_own(rt):
     alice = await Panel(WebContext(rt.memory)).login("alice")
     owner = await Panel(alice.ctx).login("owner")

@@ -186,7 +186,11 @@ def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         ctx: WebContext = request.app.state.ctx
-        ws = ctx.sessions.get(request.cookies.get(COOKIE))
+        try:
+            ws = ctx.sessions.get(request.cookies.get(COOKIE))
+        except HermesError as exc:          # a damaged sessions file: one line
+            log.error("web: %s", exc)
+            return error_page(ctx, request, None, 500, str(exc))
         if ws is None:
             if request.method == "GET" and not wants_json(request):
                 return RedirectResponse("/login", status_code=303)
@@ -274,7 +278,11 @@ async def login(request: Request) -> Response:
                                "its token here.")
     if not token:
         return _login_page(ctx, request)
-    found = ctx.tokens.login(token)
+    try:
+        found = ctx.tokens.login(token)
+    except HermesError as exc:              # a damaged tokens file: one line
+        log.error("web: %s", exc)
+        return _login_page(ctx, request, 500, str(exc))
     if found is None:
         why = ("That login link has expired" if ctx.tokens.expired(token)
                else "That login token is not valid")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.clock import Clock, parse_ts, to_ts
-from hermes.errors import NotFound
+from hermes.errors import HermesError, NotFound
 from hermes.memory.place import Scope
 
 COOKIE = "hermes_session"
@@ -51,9 +51,18 @@ def _digest(token: str) -> str:
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
+    """The file's entries; a damaged file is one clear error (HermesError), never a 500."""
     if not path.exists():
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HermesError(f"{path} is damaged ({exc}); delete it (every browser then logs in "
+                          "again; for tokens.json make a new link with `hermes web token`).") \
+            from None
+    return data
 
 
 def _write(path: Path, data: dict[str, dict[str, Any]]) -> None:
