@@ -59,6 +59,7 @@ COMMANDS: dict[str, str] = {
     "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
     "/mark": "ID|memory ENTRY shareable|private|default  where a fact or an entry may be "
              "repeated (a Discord channel)",
+    "/pending": "[accept|reject ID]  questions before an inference overrides you",
     "/memory": "show the basic-memory block",
     "/sessions": "recent conversations",
     "/search": "QUERY  search past conversations",
@@ -361,6 +362,8 @@ class Repl:
             return self._rate(arg)
         if name == "/mark":
             return self._mark(arg)
+        if name == "/pending":
+            return self._pending(arg)
         if name == "/memory":
             return cmds.memory(user)
         if name == "/sessions":
@@ -386,6 +389,14 @@ class Repl:
         if len(parts) != 2:
             raise ValueError(arg)
         return self.commands.mark(Scope(self.user), int(parts[0].strip("[]")), parts[-1])
+
+    def _pending(self, arg: str) -> str:
+        parts = arg.split()
+        if not parts:
+            return self.commands.pending(Scope(self.user))
+        if len(parts) != 2 or parts[0] not in ("accept", "reject"):
+            raise ValueError(arg)
+        return self.commands.pending(Scope(self.user), parts[0], int(parts[1].strip("[]")))
 
     def _rate(self, arg: str) -> str:
         parts = arg.split()
