@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import locomo_data as data  # noqa: E402
 import locomo_perturb  # noqa: E402
+import recall_probes  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.memory.embeddings import DEFAULT_MODEL, MODELS  # noqa: E402
@@ -161,7 +162,8 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
 
 def dense_only(conv: data.Conversation, home: Path, args) -> Searcher:
     """The embedding model alone: the messages nearest to the question as asked."""
-    db, store = _import(conv, home, summaries=False, embeddings=args.embeddings or DEFAULT_MODEL)
+    db, store = _import(conv, home, summaries=False, embeddings=args.embeddings or DEFAULT_MODEL,
+                        cache=args.vector_cache)
     user = conv.sample_id
     dia_of = _dia_ids_by_message(db, user)
 
@@ -172,13 +174,49 @@ def dense_only(conv: data.Conversation, home: Path, args) -> Searcher:
 
 
 def hermes_sessions(conv: data.Conversation, home: Path, args) -> Searcher:
-    """``SessionStore.search`` as the tool shows it: one best message per session."""
-    db, store = _import(conv, home, summaries=args.summaries)
+    """``SessionStore.search`` as the CLI and the model's ``session_search`` tool show it: one
+    best message per session (hybrid with ``--embeddings``, with the facts' evidence with
+    ``--with-facts``, as :func:`hermes_messages`). Its turn figures count each session's one
+    shown message; its session figures are the order it lists the conversations in."""
+    db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings,
+                        cache=args.vector_cache)
     user = conv.sample_id
+    facts = _load_facts(conv, db, args) if args.with_facts else None
+
+    def fact_search(who: str, question: str, meaning: str | None):
+        from hermes.memory.facts.recall import FactRecall
+        from hermes.memory.sessions.fact_evidence import hits_for
+
+        return hits_for(FactRecall(facts, facts.clock), who, question, meaning,
+                        facts.vectors.model_id if facts.vectors is not None else None)
 
     def search(question: str) -> list[list[str]]:
-        return [[hit.match.external_id] for hit in store.search(user, question, limit=RANKED)]
+        hits = store.search(user, question, limit=RANKED,
+                            facts=fact_search if facts is not None else ())
+        return [[hit.match.external_id] for hit in hits if hit.match is not None]
 
+    return search
+
+
+def random_order(conv: data.Conversation, home: Path, args) -> Searcher:
+    """A random ordering, the floor every retriever must clear: the messages in a random order
+    (turn figures) and, for the session figures, the sessions in a random order of their own
+    (each as likely as any other, whatever its length). Seeded per conversation."""
+    import random
+
+    rng = random.Random(f"random:{conv.sample_id}")
+    turns = [t.dia_id for s in conv.sessions for t in s.turns]
+    numbers = [s.number for s in conv.sessions]
+
+    def search(question: str) -> list[list[str]]:
+        order = turns[:]
+        rng.shuffle(order)
+        sessions = numbers[:]
+        rng.shuffle(sessions)
+        search.session_order = sessions
+        return [[d] for d in order[:RANKED]]
+
+    search.session_order = numbers
     return search
 
 
@@ -432,6 +470,7 @@ RETRIEVERS: dict[str, Callable[..., Searcher]] = {
     "hermes": hermes_messages,
     "hermes-sessions": hermes_sessions,
     "dense": dense_only,
+    "random": random_order,
     "fts-or": reference_fts("unicode61", drop_stopwords=False),
     "fts-porter": reference_fts("porter unicode61", drop_stopwords=True),
 }
@@ -460,12 +499,15 @@ def recall_params(**changes: float | int) -> Iterator[None]:
 # -- scoring ----------------------------------------------------------------------------------
 
 
-def score(evidence: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Turn and session recall at each k for one question."""
+def score(evidence: Sequence[str], groups: Sequence[Sequence[str]],
+          sessions: Sequence[int] | None = None) -> dict[str, float]:
+    """Turn and session recall at each k for one question (``sessions``: the session order,
+    when the retriever ranks sessions apart from messages; else each session at its best
+    message's place)."""
     wanted = set(evidence)
     wanted_sessions = {data.session_of(d) for d in wanted}
-    session_order: list[int] = []
-    for group in groups:
+    session_order: list[int] = list(sessions or [])
+    for group in groups if sessions is None else ():
         for dia_id in group:
             session = data.session_of(dia_id)
             if session not in session_order:
@@ -491,7 +533,7 @@ def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], arg
             start, cpu = time.perf_counter(), time.process_time()
             groups = search(q.question)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-            metrics = score(q.evidence, groups)
+            metrics = score(q.evidence, groups, getattr(search, "session_order", None))
             full = getattr(search, "full", None)
             if full is not None:  # --mode prompt: evidence turns shown in full
                 metrics["full"] = len(set(q.evidence) & full) / len(set(q.evidence))
@@ -530,11 +572,18 @@ def summarise(rows: Sequence[Scored]) -> Summary:
     summary = Summary(len(rows), {m: _mean(rows, m) for m in METRICS}, _percentile(ms, 0.5),
                       _percentile(ms, 0.99), _percentile([r.cpu * 1000 for r in rows], 0.5),
                       _percentile([r.cpu * 1000 for r in rows], 0.99))
-    for category, name in data.CATEGORIES.items():
+    for category, name in categories().items():
         subset = [r for r in rows if r.category == category]
+        if not subset and category not in data.CATEGORIES:
+            continue
         summary.by_category[f"{category} {name}"] = {"n": len(subset),
                                                       **{m: _mean(subset, m) for m in METRICS}}
     return summary
+
+
+def categories() -> dict[int, str]:
+    """LoCoMo's question categories, then the probes' (``--probes``)."""
+    return {**data.CATEGORIES, **recall_probes.CATEGORIES}
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -583,7 +632,7 @@ def misses_table(label: str, rows: Sequence[Scored]) -> str:
     lines = [f"### {label}: where the evidence turns ended up", "",
              "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     groups = [(f"{c} {name}", [r for r in rows if r.category == c])
-              for c, name in data.CATEGORIES.items()]
+              for c, name in categories().items()]
     groups += [("tuning half", [r for r in rows if r.sample_id in data.TUNING_HALF]),
                ("held-out half", [r for r in rows if r.sample_id not in data.TUNING_HALF]),
                ("**all**", list(rows))]
@@ -615,9 +664,13 @@ def halves_of(rows: Sequence[Scored]) -> dict[str, Summary]:
 COMPARE: list[tuple[str, str, str | None]] = [
     ("plain FTS5 (unicode61, OR)", "fts-or", None),
     ("FTS5 porter + stopwords", "fts-porter", None),
+    ("random ordering", "random", None),
+    ("MiniLM alone", "dense", "minilm"),
     ("Hermes bm25 (words only)", "hermes", None),
     ("Hermes + e5 re-rank", "hermes", "e5"),
     ("Hermes + MiniLM re-rank", "hermes", "minilm"),
+    ("SessionStore.search, words only", "hermes-sessions", None),
+    ("SessionStore.search + MiniLM", "hermes-sessions", "minilm"),
 ]
 
 
@@ -656,7 +709,9 @@ def compare(convs: Sequence[data.Conversation], args) -> str:
     plain = results[0][1] if results and results[0][0] == COMPARE[0][0] else None
     head = ["", "turn R@5 tuning", "held-out", "all", "x plain FTS5 tuning / held-out",
             "sess R@5 tuning", "held-out", "all", "CPU ms p50 / p99", "indexing msgs/s CPU"]
-    lines = ["### sessions: search_messages compared (LoCoMo, 1,536 questions)", "",
+    asked = len(results[0][1]["all"].metrics and []) or (results[0][1]["all"].n if results else 0)
+    what = f"probes: {args.probes}" if args.probes else "LoCoMo"
+    lines = [f"### sessions compared ({what}, {asked:,} questions)", "",
              "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for name, halves, indexing in results:
         tune, held, every = (halves[h] for h in ("tuning half", "held-out half", "all"))
@@ -723,6 +778,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         choices=sorted(locomo_perturb.PERTURBATIONS),
                         help="rewrite the data to look less like LoCoMo before every retriever "
                              "sees it (repeatable; see scripts/locomo_perturb.py)")
+    parser.add_argument("--probes", choices=["implicit", "paraphrase"],
+                        help="ask Hermes's own probes instead of LoCoMo's questions: each "
+                             "probe's exchange inserted as a two-turn session of its own "
+                             "(scripts/recall_probes.py)")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
                         help="print N questions whose evidence missed the top 5")
@@ -741,6 +800,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
     convs = locomo_perturb.perturb(convs, args.perturb)
+    if args.probes:
+        convs = recall_probes.insert(convs, args.probes)
     make = {"facts": hermes_facts, "prompt": hermes_prompt}.get(args.mode) \
         or RETRIEVERS[args.retriever]
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
@@ -764,6 +825,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " + LoCoMo session summaries"
     if args.with_facts and args.mode == "sessions":
         label += " + LoCoMo observations as facts"
+    if args.probes:
+        label += f" (probes: {args.probes})"
+        args.notes.append(f"probes: {args.probes}, {sum(len(c.questions) for c in convs)} "
+                          "questions, each exchange a two-turn session of its own")
     if args.perturb:
         label += " (perturbed: " + ", ".join(args.perturb) + ")"
         args.notes.append("perturbed: " + ", ".join(args.perturb))
