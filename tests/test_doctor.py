@@ -300,21 +300,22 @@ def test_an_ollama_model_without_api_base_uses_litellms_default_address(
         "ollama/llama3.1 at http://127.0.0.1:8080 (model.api_base) (not called")
 
 
-def test_the_readme_shows_the_migration_count_the_code_prints(cli) -> None:
-    """The README's `db check`, `doctor` and `db stats` examples name how many migrations a
-    home has: appending one makes this fail until the README says the new count."""
+def test_the_docs_show_the_migration_count_the_code_prints(cli) -> None:
+    """docs/backup.md's `db check`, `doctor` and `db stats` examples name how many migrations a
+    home has: appending one makes this fail until the page says the new count."""
     import re
 
     from hermes.store.migrations import migrations
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "backup.md").read_text(encoding="utf-8")
     count = len(migrations._migrations)
     _seed(cli)
     check = [ln for ln in cli("db", "check").stdout.splitlines() if "migrations:" in ln]
     assert check == [f"  ok    migrations: all {count} applied"]
-    assert check[0] in readme, f"README: say `all {count} applied` in the `db check` example"
+    assert check[0] in readme, \
+        f"docs/backup.md: say `all {count} applied` in the `db check` example"
     doctor = [ln for ln in cli("doctor").stdout.splitlines() if ln.startswith("ok    migrations")]
     assert doctor == [f"ok    migrations  all {count} applied"]
-    assert doctor[0] in readme, f"README: say `all {count} applied` in the `doctor` example"
+    assert doctor[0] in readme, f"docs/backup.md: say `all {count} applied` in the `doctor` example"
     assert re.findall(r"^_sqlite_migrations +(\d+) *$", readme, re.M) == [str(count)], (
-        f"README: the `db stats` example has {count} _sqlite_migrations rows")
+        f"docs/backup.md: the `db stats` example has {count} _sqlite_migrations rows")

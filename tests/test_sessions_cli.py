@@ -395,9 +395,11 @@ def test_db_path_and_backup_take_no_user(cli, tmp_path):
     assert cli("db", "backup", str(tmp_path / "b.db")).exit_code == 0
 
 
-def test_the_readmes_example_file_gives_the_readmes_lines(cli):
+def test_the_docs_example_file_gives_the_docs_lines(cli):
+    """docs/sessions.md shows what `hermes sessions import/list/search` print for the example
+    file in the repository."""
     example = Path(__file__).parent.parent / "scripts" / "example_transcripts.jsonl"
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "sessions.md").read_text(encoding="utf-8")
     assert "$ hermes sessions import scripts/example_transcripts.jsonl" in readme
     result = cli("sessions", "import", str(example))
     assert result.exit_code == 1  # its fourth line is malformed on purpose
