@@ -21,7 +21,7 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.sessions import fact_evidence, rerank, semantic, session_rank
+from hermes.memory.sessions import fact_evidence, fusion, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
     Bm25,
@@ -263,7 +263,7 @@ class SessionSearch:
             from hermes.memory.embeddings import meaning_floor
 
             extra = sims.nearest(semantic_params.extra)
-            floor = meaning_floor(self.vectors.embedder.model_id)
+            floor = meaning_floor(self.vectors.embedder.model_id) * semantic_params.floor_share
             near, around = sims.of(extra)
             dense = sorted(((m, float(c)) for m, c, w in zip(extra, near, around, strict=True)
                             if max(c, w) >= floor), key=lambda d: -d[1])
@@ -297,11 +297,18 @@ class SessionSearch:
             texts = semantic.message_texts(self.db, user, pool, TIME_SCAN_CHARS)
             timed = {mid for mid, (_, text) in texts.items() if names_a_time(text)} \
                 if when else set()
+            # How far the query's words are trusted (hermes.memory.sessions.fusion): the
+            # coverage of its content words by the word ranking's best few messages.
+            words = fusion.query_words(self.db, plan, spans) if not plan.cjk else fusion.NO_WORDS
+            cover = fusion.coverage(
+                self.db, user, words,
+                [r.message_id for r in ranked[: semantic_params.trust_pool]]) \
+                if words.terms else None
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
-                params=semantic_params)
+                params=semantic_params, cover=cover)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)
         if evidence:
