@@ -42,6 +42,9 @@ from hermes.store.fts import STOPWORDS, MatchPlan, Term
 # A word's messages are counted up to this many (a count is a walk of its doclist): past it the
 # word is common, and its weight is that of a word in this many messages.
 DF_CAP = 2000
+# Under this many messages in the index, how rare a word is says little (in a home of four
+# messages every word is in half of them): the words are trusted wholly, as before.
+MIN_HISTORY = 200
 _WORD_CHARS = 1000  # the first this-many characters of a candidate are looked at
 _WORD = re.compile(r"[^\W_]+")
 
@@ -79,11 +82,14 @@ def content_terms(plan: MatchPlan, spans: Sequence[TimeSpan] = ()) -> list[Term]
 def query_words(db: sqlite_utils.Database, plan: MatchPlan,
                 spans: Sequence[TimeSpan] = ()) -> QueryWords:
     """The query's content words (:func:`content_terms`) with their idf over the messages'
-    index: ``ln(1 + (N - df + 0.5) / (df + 0.5))``, df counted up to DF_CAP."""
+    index: ``ln(1 + (N - df + 0.5) / (df + 0.5))``, df counted up to DF_CAP. None
+    (NO_WORDS: trust the words wholly) under MIN_HISTORY messages."""
     terms = content_terms(plan, spans)
     if not terms:
         return NO_WORDS
     total = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+    if total < MIN_HISTORY:
+        return NO_WORDS
     idf = []
     for term in terms:
         df = int(db.execute(

@@ -1,0 +1,87 @@
+"""How far session search trusts a query's words (hermes.memory.sessions.fusion): incidental
+words leave the ranking to meaning, specific ones keep it."""
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory.sessions import fusion, semantic  # noqa: E402
+from hermes.memory.sessions.rerank import time_spans  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.store.fts import build_match  # noqa: E402
+from tests.histories import say  # noqa: E402
+from tests.test_embeddings import ToyEmbedder  # noqa: E402
+
+FILLER = ("busy morning at work again", "work was long today, the morning meeting ran over",
+          "another morning, another day at work")
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+
+
+def long_history(store, clock, user="owner"):
+    """Past MIN_HISTORY messages of everyday chatter that says "morning" and "work" a lot."""
+    for i in range(fusion.MIN_HISTORY // 2 + 5):
+        say(store, clock, user, FILLER[i % 3], FILLER[(i + 1) % 3])
+
+
+def test_content_terms_leave_out_stopwords_contractions_and_the_dates_a_query_names():
+    plan = build_match("I'm sure we don't want the dentist in March 2025?")
+    words = [t.tokens for t in fusion.content_terms(plan, time_spans("in March 2025"))]
+    assert words == [("sure",), ("want",), ("dentist",)]
+
+
+def test_coverage_weighs_rare_words_and_reads_the_users_own_messages_only(store, clock, db):
+    long_history(store, clock)
+    (both,) = say(store, clock, "owner", "the kestrel came back this morning")
+    (common,) = say(store, clock, "owner", "lovely morning")
+    (bobs,) = say(store, clock, "bob", "a kestrel this morning")
+    words = fusion.query_words(db, build_match("kestrel morning"))
+    assert [t.tokens for t in words.terms] == [("kestrel",), ("morning",)]
+    assert words.idf[0] > 3 * words.idf[1]  # "morning" is in most messages
+    cover = fusion.coverage(db, "owner", words, [both, common, bobs])
+    assert cover[both] == pytest.approx(1.0)
+    assert 0 < cover[common] < 0.25
+    assert bobs not in cover
+
+
+def test_a_small_home_trusts_its_words_wholly(store, clock, db):
+    say(store, clock, "owner", "the kestrel came back", "lovely morning")
+    assert fusion.query_words(db, build_match("kestrel morning")) is fusion.NO_WORDS
+
+
+def test_trust_is_a_ramp_between_its_bounds():
+    assert fusion.trust(0.1, 0.18, 0.24) == 0.0
+    assert fusion.trust(0.21, 0.18, 0.24) == pytest.approx(0.5)
+    assert fusion.trust(0.3, 0.18, 0.24) == 1.0
+    assert fusion.evidence({1: 0.5, 2: 1.0}, {1: 1.0, 2: 0.3}) == pytest.approx(0.5)
+
+
+def test_incidental_words_leave_the_ranking_to_meaning(store, clock, db, monkeypatch):
+    long_history(store, clock)
+    # The exchange the new message depends on shares none of its words.
+    cue, _ = say(store, clock, "owner", "we adopted a dog from the shelter", "good for you!")
+    for _ in range(3):
+        say(store, clock, "owner", FILLER[0])
+    message = "the puppy trainer came by this morning before work"
+    hits = store.search_messages("owner", message, limit=5)
+    assert hits[0].message.id == cue
+    assert "bm25" not in hits[0].parts and hits[0].parts["dense"] > 0
+    # The trust alone does it (no lead for meaning beyond the words) ...
+    monkeypatch.setattr(semantic, "DEFAULT_SEMANTIC", semantic.SemanticParams(beyond=0.0))
+    assert store.search_messages("owner", message, limit=5)[0].message.id == cue
+    # ... and trusting the words wholly, as before, the chatter that says "morning" comes first.
+    monkeypatch.setattr(semantic, "DEFAULT_SEMANTIC", semantic.SemanticParams(
+        trust_low=-1.0, trust_high=-0.5, beyond=0.0))
+    assert store.search_messages("owner", message, limit=5)[0].message.id != cue
+
+
+def test_specific_words_keep_the_word_ranking(store, clock, db):
+    long_history(store, clock)
+    (inspection,) = say(store, clock, "owner", "the dog inspection passed this morning")
+    say(store, clock, "owner", "we adopted a dog from the shelter", "good for you!")
+    hits = store.search_messages("owner", "how did the dog inspection go?", limit=5)
+    assert hits[0].message.id == inspection and "bm25" in hits[0].parts
