@@ -331,3 +331,24 @@ def test_an_unknown_embedding_model_is_one_config_line(monkeypatch, cli, config_
     assert result.stderr == (f"Error: {config_file}: sessions.embedding_model: unknown "
                              "embedding model; use one of e5, minilm (a plugin can register "
                              "more) (got 'toy')\n")
+
+
+async def test_a_plugin_tool_that_opts_in_is_offered_to_mcp_clients(installed_plugin, rt):
+    """Tool(..., mcp=True): listed with the schema the plugin wrote, called as the model calls
+    it, for the server's user; a tool without it (the chat's own `facts`) is not offered."""
+    from mcp import Client
+
+    from hermes.frontends import mcp_server
+
+    async with Client(mcp_server.build_server(rt, "alice")) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert "facts" not in listed and "session_search" not in listed
+        counted = listed["count_words"]
+        assert counted.input_schema == {"type": "object", "required": ["text"], "properties": {
+            "text": {"type": "string", "description": "Any text."}}}
+        assert counted.annotations.read_only_hint is True
+        result = await client.call_tool("count_words", {"text": "one two three"})
+        assert not result.is_error
+        assert json.loads(result.content[0].text) == {"words": 3, "user": "alice"}
+        missing = await client.call_tool("count_words", {})
+        assert missing.is_error

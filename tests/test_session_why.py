@@ -53,7 +53,8 @@ def test_every_path_shows_the_reason_alike(rt, cli):
     assert "**" not in as_json[0]["snippet"]  # no word of the question is in that turn
     tool = ToolBox(rt.memory, "owner").run(ToolCall("1", "session_search", json.dumps(
         {"action": "search", "query": QUESTION})))
-    assert json.loads(tool.content)["results"][0]["learned_here"] == [FACT]
+    assert json.loads(tool.content)["results"][0]["learned"] == [{"fact_id": fact.id,
+                                                                  "content": FACT}]
     mcp = MemoryTools(rt, "owner").sessions_search(QUESTION)
     assert mcp["results"][0]["learned"] == [{"fact_id": fact.id, "content": FACT}]
     assert mcp["results"][1]["learned"] == []

@@ -192,7 +192,8 @@ async def test_fact_feedback_tool_round_trip(agent, fake_model, stores):
     session_id = new_session(agent)
     await ask(agent, "that wifi fact is wrong", session_id=session_id)
     assert facts.get("owner", fact.id).trust == pytest.approx(0.4)
-    assert tool_results(agent, session_id)[0][2]["rated"][0]["trust"] == 0.4
+    (rated,) = tool_results(agent, session_id)[0][2]["rated"]
+    assert rated["old_trust"] == 0.5 and rated["new_trust"] == pytest.approx(0.4)
 
 
 async def test_session_search_tool_round_trip(agent, fake_model, stores):

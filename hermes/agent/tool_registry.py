@@ -38,6 +38,9 @@ class Tool:
     # Whether a call writes memory; with write_actions, only calls whose "action" is one of them.
     writes: bool = False
     write_actions: frozenset[str] = frozenset()
+    # Offered to MCP clients too (`hermes mcp`; a tool that writes only with --write). Opt-in:
+    # a tool written for the model in a chat is not always one for another program's model.
+    mcp: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The tool as litellm's ``tools=`` list wants it."""
@@ -66,6 +69,9 @@ class ToolRegistry:
 
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
+
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self._tools.values()]

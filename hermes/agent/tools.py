@@ -20,57 +20,32 @@ from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_r
 from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.basic import Op, OverCapError, usage_of
-from hermes.memory.facts.store import Fact
-from hermes.memory.sessions.records import speaker_name
-from hermes.memory.sessions.store import Message, Session
+from hermes.memory.operations import MemoryOperations, Scope
+from hermes.memory.operations.shapes import (
+    added_json,
+    clipped,
+    entry_json,
+    facts_json,
+    forgotten_json,
+    hit_json,
+    message_json,
+    rated_json,
+    reasoned_json,
+    session_json,
+    updated_json,
+    written_json,
+)
 
 MAX_FAILED_WRITES = 3
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
                     "edit`, or ask me to consolidate it.)")
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 SHOW_MESSAGES = 40
+# The model pays for every word of a result: long texts (a message, a summary) are cut to this.
 SNIPPET_CHARS = 300
-
-
 
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def fact_brief(fact: Fact) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": fact.id, "content": fact.content, "trust": round(fact.trust, 2)}
-    if fact.category != "general":
-        data["category"] = fact.category
-    if fact.entities:
-        data["entities"] = fact.entities
-    return data
-
-
-def session_brief(session: Session) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": session.id, "source": session.source,
-                            "title": session.title or _cut(getattr(session, "preview", None), 80),
-                            "last_active": session.last_active_at[:16]}
-    if session.summary:
-        data["summary"] = _cut(session.summary, SNIPPET_CHARS)
-    return data
-
-
-def message_brief(message: Message) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": message.id, "role": message.role,
-                            "content": _cut(message.content, SNIPPET_CHARS)}
-    if speaker_name(message.speaker):
-        data["speaker"] = speaker_name(message.speaker)
-    return data
-
-
-def _cut(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class ToolError(Exception):
@@ -96,14 +71,13 @@ class ToolBox:
     """The tools of one turn, for one user."""
 
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
-                 tools: ToolRegistry | None = None) -> None:
+                 tools: ToolRegistry | None = None, scope: Scope | None = None) -> None:
         self.memory = memory
         self.tools = tools or default_registry()
         self.user = user
+        self.scope = scope or Scope(user)
+        self.ops = MemoryOperations(memory)
         self.session_id = session_id
-        self.facts = memory.facts
-        self.sessions = memory.sessions
-        self.basic = memory.basic
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
         # so the note to the user says what failed, not that memory is full when it is not.
@@ -124,7 +98,7 @@ class ToolBox:
 
     def _reasons(self) -> str:
         distinct = list(dict.fromkeys(self.write_failures))
-        shown = "; ".join(_clip(reason, 160) for reason in distinct[:3])
+        shown = "; ".join(clipped(reason, 160) for reason in distinct[:3])
         return shown + (f"; and {len(distinct) - 3} more" if len(distinct) > 3 else "")
 
     def stop_note(self) -> str:
@@ -155,7 +129,7 @@ class ToolBox:
             return self._failed_write(call.name, args, str(exc).split(" Current entries:")[0],
                                       usage=f"{usage_of(exc.entries)}/{exc.limit}",
                                       attempted=exc.attempted_chars,
-                                      entries=[{"id": e.id, "text": e.text} for e in exc.entries])
+                                      entries=[entry_json(e) for e in exc.entries])
         except ToolError as exc:
             if writes:
                 return self._failed_write(call.name, args, str(exc), **exc.extra)
@@ -203,78 +177,64 @@ class ToolBox:
     # -- memory -----------------------------------------------------------------------------
 
     def _memory(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
-        action = args.get("action")
+        action, ops, scope = args.get("action"), self.ops, self.scope
         if action == "add":
-            result = self.basic.add(self.user, _need(args, "text"))
+            result = ops.basic_add(scope, _need(args, "text"))
         elif action == "replace":
-            result = self.basic.replace(self.user, _need(args, "target"), _need(args, "text"))
+            result = ops.basic_replace(scope, _need(args, "target"), _need(args, "text"))
         elif action == "remove":
-            result = self.basic.remove(self.user, _need(args, "target"))
+            result = ops.basic_remove(scope, _need(args, "target"))
         elif action == "batch":
-            ops = args.get("ops")
-            if not isinstance(ops, list) or not ops:
+            steps = args.get("ops")
+            if not isinstance(steps, list) or not steps:
                 raise ToolError("batch needs ops: a list of {action, text, target}.")
             parsed = []
-            for op in ops:
+            for op in steps:
                 if not isinstance(op, dict) or op.get("action") not in ("add", "replace",
                                                                         "remove"):
                     raise ToolError("each op needs action add, replace or remove.")
                 parsed.append(Op(op["action"], text=op.get("text"), target=op.get("target")))
-            result = self.basic.batch(self.user, parsed)
+            result = ops.basic_batch(scope, parsed)
         else:
             raise ToolError(_bad_action(action, ["add", "replace", "remove", "batch"]))
-        data: dict[str, Any] = {"status": result.status, "message": result.message,
-                                "usage": f"{result.chars}/{result.limit}"}
-        if result.entry is not None:
-            data["id"] = result.entry.id
-            if action != "remove":
-                # The entry as stored: the prompt's front keeps the session's snapshot, so this
-                # result (and the next turns' tail) is where the model sees the new text.
-                data["text"] = result.entry.text
-        return data, result.status not in ("duplicate", "unchanged"), []
+        return written_json(result), result.status not in ("duplicate", "unchanged"), []
 
     # -- facts ------------------------------------------------------------------------------
 
     def _facts(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
-        action = args.get("action")
+        action, ops, scope = args.get("action"), self.ops, self.scope
         limit = _limit(args, 10)
         if action == "search":
-            found = self.facts.search(self.user, _need(args, "query"), limit=limit)
-            return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
+            found = ops.search(scope, _need(args, "query"), limit=limit)
+            return facts_json(found), False, [f.id for f in found]
         if action == "probe":
-            found = self.facts.probe(self.user, _need(args, "entity"), limit=limit)
-            return {"facts": [fact_brief(f) for f in found]}, False, [f.id for f in found]
+            found = ops.probe(scope, _need(args, "entity"), limit=limit)
+            return facts_json(found), False, [f.id for f in found]
         if action == "reason":
             entities = args.get("entities")
             if not isinstance(entities, list) or len(entities) < 2:
                 raise ToolError("reason needs entities: a list of at least two names.")
-            result = self.facts.reason(self.user, [str(e) for e in entities], limit=limit)
-            data: dict[str, Any] = {"facts": [fact_brief(f) for f in result.facts]}
-            if result.path:
-                data["path"] = result.path
-            if getattr(result, "unknown", None):
-                data["unknown"] = result.unknown
-            return data, False, [f.id for f in result.facts]
+            result = ops.reason(scope, [str(e) for e in entities], limit=limit)
+            return reasoned_json(result), False, [f.id for f in result.facts]
         if action == "add":
             tags = args.get("tags") or ()
-            added = self.facts.add(
-                self.user, _need(args, "content"),
+            added = ops.add(
+                scope, _need(args, "content"),
                 entities=[str(e) for e in args.get("entities") or []] or None,
                 category=str(args.get("category") or "general"),
                 tags=[str(t) for t in tags] if isinstance(tags, list) else (),
                 source_session_id=self.session_id,
             )
-            return {"status": added.status, "fact": fact_brief(added.fact)}, True, []
+            return added_json(added), True, []
         if action == "update":
-            fact = self.facts.update(
-                self.user, _need_int(args, "id"), _need(args, "content"),
-                entities=[str(e) for e in args.get("entities") or []] or None,
-                source_session_id=self.session_id)
-            return {"status": "updated", "fact": fact_brief(fact),
-                    "replaces": _need_int(args, "id")}, True, []
+            fact_id = _need_int(args, "id")
+            new = ops.update(scope, fact_id, _need(args, "content"),
+                             entities=[str(e) for e in args.get("entities") or []] or None,
+                             source_session_id=self.session_id)
+            return updated_json(new, fact_id), True, []
         if action == "forget":
-            fact = self.facts.forget(self.user, _need_int(args, "id"), args.get("reason"))
-            return {"status": "forgotten", "id": fact.id}, True, []
+            fact = ops.forget(scope, _need_int(args, "id"), args.get("reason"))
+            return forgotten_json(fact), True, []
         raise ToolError(_bad_action(action, ["search", "probe", "reason", "add", "update",
                                              "forget"]))
 
@@ -290,8 +250,8 @@ class ToolBox:
         rated, errors = [], []
         for raw in ids:
             try:
-                result = self.facts.rate(self.user, int(raw), rating == "helpful")
-                rated.append({"id": result.id, "trust": round(result.new_trust, 2)})
+                rated.append(rated_json(self.ops.rate(self.scope, int(raw),
+                                                      rating == "helpful")))
             except (HermesError, ValueError, TypeError) as exc:
                 errors.append({"id": raw, "error": str(exc)})
         if not rated:
@@ -304,29 +264,24 @@ class ToolBox:
     # -- sessions ---------------------------------------------------------------------------
 
     def _sessions(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
-        action = args.get("action")
+        action, ops, scope = args.get("action"), self.ops, self.scope
         source = args.get("source") or None
+        clip = SNIPPET_CHARS
         if action == "browse":
-            found = self.sessions.list_sessions(self.user, source=source, limit=_limit(args, 10))
-            return {"sessions": [session_brief(s) for s in found]}, False, []
+            found = ops.sessions_list(scope, source=source, limit=_limit(args, 10))
+            return {"sessions": [session_json(s, clip=clip) for s in found]}, False, []
         if action == "search":
-            hits = self.sessions.search(self.user, _need(args, "query"), limit=_limit(args, 5),
-                                        source=source)
-            return {"results": [
-                {"session": session_brief(hit.session), "snippet": hit.snippet,
-                 "messages": [message_brief(m) for m in hit.context],
-                 # why it was found when no word says it: what was learned there
-                 **({"learned_here": [text for _, text in hit.learned]} if hit.learned else {})}
-                for hit in hits
-            ]}, False, []
+            hits = ops.sessions_search(scope, _need(args, "query"), limit=_limit(args, 5),
+                                       source=source)
+            return {"results": [hit_json(hit, clip=clip) for hit in hits]}, False, []
         if action == "show":
             session_id = _need_int(args, "session_id")
-            session = self.sessions.get(self.user, session_id)
-            messages = [m for m in self.sessions.messages(self.user, session_id)
+            session = ops.session(scope, session_id)
+            messages = [m for m in ops.session_messages(scope, session_id)
                         if m.role in ("user", "assistant")]
             shown = messages[-SHOW_MESSAGES:]
-            data: dict[str, Any] = {"session": session_brief(session),
-                                    "messages": [message_brief(m) for m in shown]}
+            data: dict[str, Any] = {"session": session_json(session, clip=clip),
+                                    "messages": [message_json(m, clip=clip) for m in shown]}
             if len(messages) > len(shown):
                 data["omitted_earlier"] = len(messages) - len(shown)
             return data, False, []

@@ -9,6 +9,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import NotFound
+from hermes.memory.operations import MemoryOperations, Scope
 
 app = typer.Typer(no_args_is_help=True,
                   help="The cross-thread context file: recent activity across every channel.")
@@ -43,7 +44,7 @@ def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
 
     rt = runtime(ctx)
     who = rt.user(user)
-    text = context.read(rt, who)
+    text = MemoryOperations(rt.memory).context(Scope(who))
     if text is None:
         raise NotFound(f"No context file for {who!r} yet; run `hermes context refresh`.")
     if as_json:

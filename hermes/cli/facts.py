@@ -11,7 +11,8 @@ from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError, QueryError
 from hermes.memory.facts.matched import why_found
-from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.facts.store import Fact
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.store.fts import brief, build_match
 
 app = typer.Typer(
@@ -27,28 +28,22 @@ class Rating(StrEnum):
     unhelpful = "unhelpful"
 
 
-def _store(ctx: typer.Context) -> FactStore:
-    return runtime(ctx).memory.facts
+def _ops(ctx: typer.Context) -> MemoryOperations:
+    # No daemon job embeds what a command writes: with recall by meaning on, it is embedded now.
+    return MemoryOperations(runtime(ctx).memory, embed_writes=True)
 
 
-def _who(ctx: typer.Context, user: str | None) -> str:
-    return runtime(ctx).user(user)
+def _scope(ctx: typer.Context, user: str | None) -> Scope:
+    return Scope(runtime(ctx).user(user))
 
 
-def _embed(store: FactStore, user: str, fact_id: int) -> None:
-    """With recall by meaning on, the fact just written gets its vector now: no daemon job
-    runs for a command (a failure is one log line; the fact is saved)."""
-    if store.vectors is not None:
-        store.vectors.catch_up(user, [fact_id])
-
-
-def _check_category(store: FactStore, category: str | None, found: list[Fact]) -> None:
+def _check_category(ops: MemoryOperations, category: str | None, found: list[Fact]) -> None:
     """A category that is not in facts.categories and matched nothing is most likely misspelt:
     say which there are instead of "No facts found." (a fact kept under a category since
     removed from the config is still listed)."""
-    if category is not None and not found and category not in store.config.categories:
+    if category is not None and not found and category not in ops.categories:
         raise QueryError(f"Unknown category {category!r}: the categories are "
-                         f"{', '.join(store.config.categories)} (facts.categories).")
+                         f"{', '.join(ops.categories)} (facts.categories).")
 
 
 def _line(fact: Fact, *, show_score: bool = False) -> str:
@@ -101,10 +96,8 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a fact. An exact or near duplicate merges into the existing fact instead."""
-    store, who = _store(ctx), _who(ctx, user)
-    result = store.add(who, text, entities=entity or None, category=category,
-                       tags=tag, kind=kind, importance=importance)
-    _embed(store, who, result.id)
+    result = _ops(ctx).add(_scope(ctx, user), text, entities=entity or None,
+                           category=category, tags=tag, kind=kind, importance=importance)
     if as_json:
         emit_json({"id": result.id, "status": result.status})
         return
@@ -137,11 +130,10 @@ def search(
         raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
     for note in plan.notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
-    store = _store(ctx)
     # explain=True always: the reasons shown come from it (the results only: ~1 ms)
-    facts = store.search(_who(ctx, user), query, limit=limit, category=category,
-                         min_trust=min_trust, explain=True)
-    _check_category(store, category, facts)
+    facts = _ops(ctx).search(_scope(ctx, user), query, limit=limit, category=category,
+                             min_trust=min_trust, explain=True)
+    _check_category(_ops(ctx), category, facts)
     _print_facts(facts, as_json, show_score=True, explain=explain)
 
 
@@ -156,8 +148,7 @@ def probe(
     """Every fact about an entity (or its aliases), by trust then recency."""
     if not entity.strip():  # an unset shell variable: a mistake, not "no facts about ''"
         raise HermesError("Nothing to probe: give an entity name (`hermes facts probe NAS`).")
-    store = _store(ctx)
-    facts = store.probe(_who(ctx, user), entity, limit=limit)
+    facts = _ops(ctx).probe(_scope(ctx, user), entity, limit=limit)
     _print_facts(facts, as_json, empty=f"No facts about {entity!r}.")
 
 
@@ -170,8 +161,7 @@ def reason(
     as_json: bool = JsonOption,
 ) -> None:
     """Facts connecting entities: linked to all, then to several; else the shortest chain."""
-    store = _store(ctx)
-    result = store.reason(_who(ctx, user), entities, limit=limit)
+    result = _ops(ctx).reason(_scope(ctx, user), entities, limit=limit)
     if as_json:
         emit_json([{**f.to_json(), "path": result.path} for f in result.facts])
         return
@@ -192,8 +182,7 @@ def rate(
     as_json: bool = JsonOption,
 ) -> None:
     """Rate a fact: helpful raises its trust, unhelpful lowers it (low trust hides it)."""
-    store = _store(ctx)
-    result = store.rate(_who(ctx, user), fact_id, rating is Rating.helpful)
+    result = _ops(ctx).rate(_scope(ctx, user), fact_id, rating is Rating.helpful)
     if as_json:
         emit_json({"id": result.id, "old_trust": result.old_trust,
                    "new_trust": result.new_trust})
@@ -209,8 +198,7 @@ def show(
     as_json: bool = JsonOption,
 ) -> None:
     """Show one fact with all its fields."""
-    store = _store(ctx)
-    fact = store.get(_who(ctx, user), fact_id)
+    fact = _ops(ctx).get(_scope(ctx, user), fact_id)
     if as_json:
         emit_json(fact.to_json())
         return
@@ -231,9 +219,7 @@ def update(
     as_json: bool = JsonOption,
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
-    store, who = _store(ctx), _who(ctx, user)
-    new = store.update(who, fact_id, text, note=note, entities=entity or None)
-    _embed(store, who, new.id)
+    new = _ops(ctx).update(_scope(ctx, user), fact_id, text, note=note, entities=entity or None)
     if as_json:
         emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
         return
@@ -249,8 +235,7 @@ def forget(
     as_json: bool = JsonOption,
 ) -> None:
     """Hide a fact everywhere (soft delete). `restore` brings it back."""
-    store = _store(ctx)
-    fact = store.forget(_who(ctx, user), fact_id, reason)
+    fact = _ops(ctx).forget(_scope(ctx, user), fact_id, reason)
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
@@ -265,8 +250,7 @@ def restore(
     as_json: bool = JsonOption,
 ) -> None:
     """Bring back a forgotten fact."""
-    store = _store(ctx)
-    fact = store.restore(_who(ctx, user), fact_id)
+    fact = _ops(ctx).restore(_scope(ctx, user), fact_id)
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
@@ -282,12 +266,11 @@ def purge(
     as_json: bool = JsonOption,
 ) -> None:
     """Delete a fact for good, with its history and the older versions it superseded."""
-    store = _store(ctx)
-    who = _who(ctx, user)
-    fact = store.get(who, fact_id)
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    fact = ops.get(scope, fact_id)
     if not yes and not typer.confirm(f"Delete fact {fact.id} for good? {fact.content}"):
         raise typer.Exit(1)
-    store.purge(who, fact_id)
+    ops.purge(scope, fact_id)
     if as_json:
         emit_json({"id": fact_id, "status": "purged"})
         return
@@ -304,18 +287,16 @@ def list_facts(
     as_json: bool = JsonOption,
 ) -> None:
     """List facts, most recently changed first."""
-    store = _store(ctx)
-    facts = store.list_facts(_who(ctx, user), category=category, include_inactive=include_all,
-                       limit=limit)
-    _check_category(store, category, facts)
+    facts = _ops(ctx).list_facts(_scope(ctx, user), category=category,
+                                 include_inactive=include_all, limit=limit)
+    _check_category(_ops(ctx), category, facts)
     _print_facts(facts, as_json)
 
 
 @app.command()
 def entities(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
     """List entities with their aliases and how many active facts are about each."""
-    store = _store(ctx)
-    found = store.entities(_who(ctx, user))
+    found = _ops(ctx).entities(_scope(ctx, user))
     if as_json:
         emit_json([e.to_json() for e in found])
         return
@@ -336,8 +317,7 @@ def alias(
     as_json: bool = JsonOption,
 ) -> None:
     """Give an entity another name, so probe and reason find it by either."""
-    store = _store(ctx)
-    found = store.entity_store.add_alias(_who(ctx, user), entity, other_name)
+    found = _ops(ctx).alias(_scope(ctx, user), entity, other_name)
     if as_json:
         emit_json(found.to_json())
         return
@@ -353,14 +333,13 @@ def history(
 ) -> None:
     """Where a fact came from (session and messages) and every change, with old and new
     values."""
-    store = _store(ctx)
-    entries = store.history(_who(ctx, user), fact_id)
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    entries = ops.history(scope, fact_id)
     if as_json:
         emit_json(entries)
         return
     origin = next((e["origin"] for e in entries if e["action"] == "add"), None)
-    for line in _source_lines(ctx, _who(ctx, user), store.get(_who(ctx, user), fact_id),
-                              origin):
+    for line in _source_lines(ops, scope, ops.get(scope, fact_id), origin):
         echo(line)
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
@@ -372,7 +351,7 @@ def history(
             echo(f"    new: {json.dumps(entry['new'], ensure_ascii=False)}")
 
 
-def _source_lines(ctx: typer.Context, user: str, fact: Fact,
+def _source_lines(ops: MemoryOperations, scope: Scope, fact: Fact,
                   origin: str | None = None) -> list[str]:
     """The conversation a fact was learned from: its session and the user's words (or the
     client that added it, such as an MCP client)."""
@@ -382,10 +361,9 @@ def _source_lines(ctx: typer.Context, user: str, fact: Fact,
         if origin:
             return [f"source: added by {origin}, not learned from a conversation"]
         return ["source: added directly, not learned from a conversation"]
-    sessions = runtime(ctx).memory.sessions
     ids = fact.source_message_ids
     try:
-        session = sessions.get(user, fact.source_session_id)
+        session = ops.session(scope, fact.source_session_id)
     except NotFound:
         return [f"source: session {fact.source_session_id} (no longer stored), messages {ids}"]
     lines = [f"source: session {session.id} ({session.source}, started "
@@ -393,7 +371,7 @@ def _source_lines(ctx: typer.Context, user: str, fact: Fact,
              f"{', '.join(str(i) for i in ids) or '(none recorded)'}"]
     if ids:
         wanted = set(ids)
-        for message in sessions.messages(user, session.id, after_id=min(ids) - 1):
+        for message in ops.session_messages(scope, session.id, after=min(ids) - 1):
             if message.id > max(ids):
                 break
             if message.id in wanted and message.role == "user":

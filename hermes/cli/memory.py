@@ -13,14 +13,18 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
-from hermes.memory.basic import BasicMemory, WriteResult
+from hermes.memory.basic import WriteResult
+from hermes.memory.operations import MemoryOperations, Scope
 
 app = typer.Typer(no_args_is_help=True, help="The basic-memory block injected into every prompt.")
 
 
-def _memory(ctx: typer.Context) -> BasicMemory:
-    rt = runtime(ctx)
-    return rt.memory.basic
+def _ops(ctx: typer.Context) -> MemoryOperations:
+    return MemoryOperations(runtime(ctx).memory)
+
+
+def _scope(ctx: typer.Context, user: str | None) -> Scope:
+    return Scope(runtime(ctx).user(user))
 
 
 def _report(result: WriteResult, as_json: bool) -> None:
@@ -41,20 +45,18 @@ def _report(result: WriteResult, as_json: bool) -> None:
 @app.command()
 def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
     """Show the block exactly as the model sees it, with usage against the cap."""
-    rt = runtime(ctx)
-    memory = _memory(ctx)
-    who = rt.user(user)
+    ops, scope = _ops(ctx), _scope(ctx, user)
     if as_json:
-        entries = memory.entries(who)
+        entries = ops.basic_entries(scope)
         emit_json(
             {
                 "entries": [{"id": e.id, "text": e.text} for e in entries],
-                "chars": memory.usage(who),
-                "limit": memory.limit,
+                "chars": ops.basic_usage(scope),
+                "limit": ops.basic_limit,
             }
         )
         return
-    echo(memory.render(who))
+    echo(ops.basic_render(scope))
 
 
 @app.command()
@@ -62,7 +64,7 @@ def add(
     ctx: typer.Context, text: str, user: str = UserOption, as_json: bool = JsonOption
 ) -> None:
     """Add an entry. Refused when over the cap, or when it looks like a secret or an injection."""
-    _report(_memory(ctx).add(runtime(ctx).user(user), text), as_json)
+    _report(_ops(ctx).basic_add(_scope(ctx, user), text), as_json)
 
 
 @app.command()
@@ -74,7 +76,7 @@ def replace(
     as_json: bool = JsonOption,
 ) -> None:
     """Replace an entry (by id or by a unique substring) with new text."""
-    _report(_memory(ctx).replace(runtime(ctx).user(user), target, text), as_json)
+    _report(_ops(ctx).basic_replace(_scope(ctx, user), target, text), as_json)
 
 
 @app.command()
@@ -85,7 +87,7 @@ def remove(
     as_json: bool = JsonOption,
 ) -> None:
     """Remove an entry (by id or by a unique substring)."""
-    _report(_memory(ctx).remove(runtime(ctx).user(user), target), as_json)
+    _report(_ops(ctx).basic_remove(_scope(ctx, user), target), as_json)
 
 
 EDIT_HEADER = (
@@ -98,11 +100,9 @@ EDIT_HEADER_LINES = {line.strip() for line in EDIT_HEADER.splitlines()}
 @app.command()
 def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
     """Open $EDITOR on the block and apply the result atomically (the cap is re-checked)."""
-    rt = runtime(ctx)
-    memory = _memory(ctx)
-    who = rt.user(user)
+    ops, scope = _ops(ctx), _scope(ctx, user)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    before = memory.entries(who)
+    before = ops.basic_entries(scope)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "basic-memory.txt"
         path.write_text(EDIT_HEADER + "".join(f"{e.text}\n" for e in before), encoding="utf-8")
@@ -121,4 +121,4 @@ def edit(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
             # Only our own header lines are comments: an entry may start with "#".
             if line.strip() and line.strip() not in EDIT_HEADER_LINES
         ]
-    _report(memory.apply_edit(who, before, lines), as_json)
+    _report(ops.basic_edit(scope, before, lines), as_json)

@@ -29,6 +29,7 @@ from hermes.cli.learn import (
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.sessions.store import HIGHLIGHT, Message, SearchHit, SessionStore
 from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
 from hermes.runtime import Runtime
@@ -46,6 +47,10 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 def _store(ctx: typer.Context) -> SessionStore:
     return runtime(ctx).memory.sessions
+
+
+def _ops(ctx: typer.Context) -> MemoryOperations:
+    return MemoryOperations(runtime(ctx).memory)
 
 
 def parse_since(text: str, now_ts: str) -> str:
@@ -96,8 +101,8 @@ def list_(
     """Recent sessions, newest activity first (no model call)."""
     rt = runtime(ctx)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
-    sessions = _store(ctx).list_sessions(rt.user(user), source=known_source(source),
-                                         since=since_ts, limit=limit)
+    sessions = _ops(ctx).sessions_list(Scope(rt.user(user)), source=known_source(source),
+                                       since=since_ts, limit=limit)
     if as_json:
         emit_json([s.to_json() for s in sessions])
         return
@@ -129,8 +134,8 @@ def search(
     first; when that finds fewer than --limit, any-word matches fill the rest below them; cron
     sessions rank below conversations."""
     rt = runtime(ctx)
-    hits = _store(ctx).search(rt.user(user), query, limit=limit, context=context,
-                              source=known_source(source))
+    hits = _ops(ctx).sessions_search(Scope(rt.user(user)), query, limit=limit,
+                                     context=context, source=known_source(source))
     for note in build_match(query).notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     if as_json:
@@ -179,14 +184,9 @@ def show(
     as_json: bool = JsonOption,
 ) -> None:
     """Read a whole session, or a window of it."""
-    rt = runtime(ctx)
-    store = _store(ctx)
-    who = rt.user(user)
-    session = store.get(who, session_id)
-    if around is not None:
-        messages = store.window(who, session_id, around, context)
-    else:
-        messages = store.messages(who, session_id)
+    ops, scope = _ops(ctx), Scope(runtime(ctx).user(user))
+    session = ops.session(scope, session_id)
+    messages = ops.session_messages(scope, session_id, around=around, context=context)
     if as_json:
         emit_json({**session.to_json(), "messages": [m.to_json() for m in messages]})
         return

@@ -31,6 +31,7 @@ from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
+from hermes.memory.place import Scope
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -302,7 +303,7 @@ class HermesBot(discord.Client):
 
     # ------------------------------------------------------------------ slash commands
     async def _respond(self, interaction: discord.Interaction,
-                       action: Callable[[str], str]) -> None:
+                       action: Callable[[Scope], str]) -> None:
         """Answer a slash command privately. Discord wants a first response within 3 s, and a
         search can take longer (embeddings, a large memory): defer first, then follow up."""
         if not self.is_allowed(interaction.user, interaction.channel):
@@ -316,7 +317,9 @@ class HermesBot(discord.Client):
         await interaction.response.defer(ephemeral=True, thinking=True)
         user = self.user_for(interaction.user.id)
         try:
-            text = action(user)
+            # The answer is ephemeral: only its user reads it, a private place wherever the
+            # command was typed.
+            text = action(Scope(user))
         except HermesError as exc:
             text = str(exc)
         except Exception:
@@ -346,7 +349,8 @@ class HermesBot(discord.Client):
 
         @tree.command(name="new", description="Start a new conversation here")
         async def new(interaction: discord.Interaction) -> None:
-            await self._respond(interaction, lambda u: self._new_session(u, interaction))
+            await self._respond(interaction,
+                                lambda scope: self._new_session(scope.user, interaction))
 
         facts = app_commands.Group(name="facts", description="Search what Hermes knows")
 

@@ -33,6 +33,7 @@ from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
 from hermes.memory.guard import printable
+from hermes.memory.place import Scope
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -157,7 +158,7 @@ class Repl:
 
     @property
     def sessions(self) -> SessionStore:
-        return self.commands.sessions
+        return self.rt.memory.sessions
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
@@ -277,7 +278,7 @@ class Repl:
         return True
 
     def _run_command(self, name: str, arg: str) -> str:
-        cmds, user = self.commands, self.user
+        cmds, user = self.commands, Scope(self.user)  # the terminal is a private place
         needs_arg = {"/remember", "/forget", "/facts", "/probe", "/reason", "/rate", "/search"}
         if name in needs_arg and not arg:
             raise ValueError(name)
@@ -313,7 +314,7 @@ class Repl:
             raise ValueError(arg)
         helpful = parts[-1] == "up"
         if len(parts) == 2:
-            return self.commands.rate(self.user, int(parts[0].strip("[]")), helpful)
+            return self.commands.rate(Scope(self.user), int(parts[0].strip("[]")), helpful)
         if self.last_reply_id is None:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
         from hermes.agent import feedback

@@ -1,5 +1,6 @@
 """A Hermes plugin for the tests, loaded through the ``hermes`` entry-point group (see
-tests/test_plugins.py, which writes its dist-info): a ``count_words`` tool, a ``postbox``
+tests/test_plugins.py, which writes its dist-info): a ``count_words`` tool (offered to MCP
+clients too), a ``postbox``
 front-end that writes what happens to it into ``<home>/postbox.txt``, a command, and a toy
 embedding model ``toy`` (words hashed into 16 dimensions)."""
 
@@ -19,10 +20,12 @@ def count_words(box: Any, args: dict[str, Any]) -> dict[str, Any]:
 
 @hookimpl
 def register_tools(register):  # type: ignore[no-untyped-def]
+    # Offered to MCP clients as well (mcp=True).
     register(Tool("count_words", "Count the words of text.",
-                  {"type": "object", "properties": {"text": {"type": "string"}},
+                  {"type": "object", "properties": {"text": {"type": "string",
+                                                             "description": "Any text."}},
                    "required": ["text"]},
-                  count_words))
+                  count_words, mcp=True))
 
 
 class Postbox:

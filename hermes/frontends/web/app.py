@@ -38,6 +38,7 @@ from hermes.frontends.web.auth import (
     login_nonce,
 )
 from hermes.frontends.web.events import EventHub
+from hermes.memory.operations import MemoryOperations
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -78,6 +79,11 @@ class WebContext:
     @cached_property
     def basic(self) -> Any:
         return self.agent.basic if self.agent else self.rt.memory.basic
+
+    @cached_property
+    def ops(self) -> MemoryOperations:
+        """The memory operations every page reads and writes through."""
+        return MemoryOperations(self.agent.memory if self.agent else self.rt.memory)
 
     @cached_property
     def templates(self) -> jinja2.Environment:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes.clock import Clock, to_ts
+from hermes.memory.place import Scope
 
 COOKIE = "hermes_session"
 CSRF_FIELD = "csrf"
@@ -78,6 +79,12 @@ class WebSession:
     id: str
     user: str
     csrf: str
+
+    @property
+    def scope(self) -> Scope:
+        """What the memory operations act on: the user, in a private place (the panel is
+        read by its user alone)."""
+        return Scope(self.user)
 
 
 class Sessions:

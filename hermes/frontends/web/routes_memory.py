@@ -1,8 +1,9 @@
 """Memory pages: basic memory, facts (search / probe / reason, edit, forget, restore, purge,
 aliases, history), sessions, the context file, cron jobs and runs, and stats.
 
-Each handler gets the logged-in user from :func:`hermes.frontends.web.app.page` and passes it to
-every store call. A refused write is shown inline on the page it came from, with its reason.
+Each handler gets the logged-in user from :func:`hermes.frontends.web.app.page` and passes its
+scope (the user, in a private place: only they read the panel) to every memory operation. A
+refused write is shown inline on the page it came from, with its reason.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ def _float(value: str | None) -> float | None:
 def _memory_page(ctx: WebContext, request: Request, ws: WebSession, *, status: int = 200,
                  error: str | None = None, notice: str | None = None,
                  draft: str = "") -> Response:
-    entries = ctx.basic.entries(ws.user)
-    used = ctx.basic.usage(ws.user)
+    entries = ctx.ops.basic_entries(ws.scope)
+    used = ctx.ops.basic_usage(ws.scope)
     return render(ctx, request, ws, "memory.html", status=status, entries=entries, used=used,
-                  limit=ctx.basic.limit, error=error, notice=notice, draft=draft,
+                  limit=ctx.ops.basic_limit, error=error, notice=notice, draft=draft,
                   block="\n".join(e.text for e in entries))
 
 
@@ -55,27 +56,28 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
     form = await form_of(request)
     action = request.path_params["action"]
     draft = form.get("text", "")
+    ops, scope = ctx.ops, ws.scope
     try:
         if action == "add":
-            result = ctx.basic.add(ws.user, draft)
+            result = ops.basic_add(scope, draft)
         elif action == "replace":
-            result = ctx.basic.replace(ws.user, _int(form.get("id"), "The entry id"), draft)
+            result = ops.basic_replace(scope, _int(form.get("id"), "The entry id"), draft)
         elif action == "remove":
-            result = ctx.basic.remove(ws.user, _int(form.get("id"), "The entry id"))
+            result = ops.basic_remove(scope, _int(form.get("id"), "The entry id"))
         elif action == "edit":
             # Only what this page showed counts as "before": an entry added elsewhere since
             # is kept, as `hermes memory edit` does.
             draft = form.get("block", "")
             texts = [line for line in draft.splitlines() if line.strip()]
             shown = set(form.get("shown", "").splitlines())
-            before = [e for e in ctx.basic.entries(ws.user) if e.text in shown]
-            result = ctx.basic.apply_edit(ws.user, before, texts)
+            before = [e for e in ops.basic_entries(scope) if e.text in shown]
+            result = ops.basic_edit(scope, before, texts)
         else:
             raise NotFound(f"No memory action {action!r}.")
     except RefusedWrite as exc:
         if wants_json(request):
-            return JSONResponse({"error": str(exc), "used": ctx.basic.usage(ws.user),
-                                 "limit": ctx.basic.limit}, status_code=422)
+            return JSONResponse({"error": str(exc), "used": ops.basic_usage(scope),
+                                 "limit": ops.basic_limit}, status_code=422)
         return _memory_page(ctx, request, ws, status=422, error=str(exc), draft=draft)
     except NotFound as exc:
         return _memory_page(ctx, request, ws, status=404, error=str(exc), draft=draft)
@@ -93,26 +95,26 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     category, entity = q.get("category") or None, q.get("entity", "").strip()
     status = q.get("status", "active")
     min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
-    store, user = ctx.facts, ws.user
+    ops, scope = ctx.ops, ws.scope
     path: list[str] = []
     error = None
     found: list[Any] = []
     try:
         if query and mode == "probe":
-            found = store.probe(user, query)
+            found = ops.probe(scope, query)
         elif query and mode == "reason":
-            result = store.reason(user, [p.strip() for p in query.split(",") if p.strip()])
+            result = ops.reason(scope, [p.strip() for p in query.split(",") if p.strip()])
             found, path = result.facts, result.path
             if result.unknown:
                 error = "Unknown: " + ", ".join(result.unknown)
         elif query:
-            found = store.search(user, query, limit=50, category=category,
-                                 min_trust=min_trust if min_trust is not None else None)
+            found = ops.search(scope, query, limit=50, category=category,
+                               min_trust=min_trust if min_trust is not None else None)
         elif entity:
-            found = store.probe(user, entity)
+            found = ops.probe(scope, entity)
         else:
-            found = store.list_facts(user, category=category, include_inactive=status != "active",
-                               limit=FACT_LIMIT)
+            found = ops.list_facts(scope, category=category, include_inactive=status != "active",
+                                   limit=FACT_LIMIT)
     except QueryError as exc:
         error = str(exc)
     if status in ("superseded", "forgotten"):
@@ -130,19 +132,19 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                   category=category or "", entity=entity, state=status,
                   min_trust="" if min_trust is None else min_trust,
                   max_trust="" if max_trust is None else max_trust, chain=path, error=error,
-                  categories=ctx.rt.settings.facts.categories)
+                  categories=ops.categories)
 
 
 def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, *,
                status: int = 200, error: str | None = None,
                notice: str | None = None) -> Response:
-    fact = ctx.facts.get(ws.user, fact_id)
-    history = ctx.facts.history(ws.user, fact_id)
+    fact = ctx.ops.get(ws.scope, fact_id)
+    history = ctx.ops.history(ws.scope, fact_id)
     sources = []
     if fact.source_session_id is not None:
         wanted = set(fact.source_message_ids)
         try:
-            sources = [m for m in ctx.session_store.messages(ws.user, fact.source_session_id)
+            sources = [m for m in ctx.ops.session_messages(ws.scope, fact.source_session_id)
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
@@ -159,29 +161,29 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
-    store, user = ctx.facts, ws.user
-    store.get(user, fact_id)                    # 404 for another user's fact, before anything
+    ops, scope = ctx.ops, ws.scope
+    ops.get(scope, fact_id)                     # 404 for another user's fact, before anything
     try:
         if action == "update":
-            new = store.update(user, fact_id, form.get("content", ""),
-                               note=form.get("note") or "edited in the web panel")
+            new = ops.update(scope, fact_id, form.get("content", ""),
+                             note=form.get("note") or "edited in the web panel")
             return RedirectResponse(f"/facts/{new.id}", status_code=303)
         if action == "forget":
-            store.forget(user, fact_id, reason=form.get("reason") or "forgotten in the web panel")
+            ops.forget(scope, fact_id, reason=form.get("reason") or "forgotten in the web panel")
             notice = f"Forgot fact {fact_id}; restore brings it back."
         elif action == "restore":
-            store.restore(user, fact_id)
+            ops.restore(scope, fact_id)
             notice = f"Restored fact {fact_id}."
         elif action == "purge":
             if form.get("confirm") != "yes":
                 return _fact_page(ctx, request, ws, fact_id, status=422,
                                   error="Purging deletes the fact and its older versions for "
                                   "good: tick the confirmation box to do it.")
-            store.purge(user, fact_id)
+            ops.purge(scope, fact_id)
             return render(ctx, request, ws, "error.html", status=200, title="Purged",
                           message=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
-            result = store.rate(user, fact_id, form.get("rating") == "up")
+            result = ops.rate(scope, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
         else:
             raise NotFound(f"No fact action {action!r}.")
@@ -191,7 +193,7 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
 
 
 async def entities(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    return render(ctx, request, ws, "entities.html", entities=ctx.facts.entities(ws.user),
+    return render(ctx, request, ws, "entities.html", entities=ctx.ops.entities(ws.scope),
                   error=None, notice=None)
 
 
@@ -203,12 +205,12 @@ async def alias(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     try:
         if not name or not other:
             raise RefusedWrite("Refused: give both the entity and its other name.")
-        entity = ctx.facts.entity_store.add_alias(ws.user, name, other)
+        entity = ctx.ops.alias(ws.scope, name, other)
         notice = f"{other} is now another name of {entity.name}."
     except RefusedWrite as exc:
         error, status = str(exc), 422
     return render(ctx, request, ws, "entities.html", status=status,
-                  entities=ctx.facts.entities(ws.user), error=error, notice=notice)
+                  entities=ctx.ops.entities(ws.scope), error=error, notice=notice)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -218,11 +220,11 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
     hits, listing, error = [], [], None
     if query:
         try:
-            hits = ctx.session_store.search(ws.user, query, limit=20, source=source)
+            hits = ctx.ops.sessions_search(ws.scope, query, limit=20, source=source)
         except QueryError as exc:
             error = str(exc)
     else:
-        listing = ctx.session_store.list_sessions(ws.user, source=source, limit=100)
+        listing = ctx.ops.sessions_list(ws.scope, source=source, limit=100)
     from hermes.frontends.base import session_sources
     from hermes.memory.sessions.store import SOURCES
 
@@ -232,8 +234,8 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     session_id = _int(request.path_params["id"], "The session id")
-    found = ctx.session_store.get(ws.user, session_id)
-    messages = ctx.session_store.messages(ws.user, session_id)
+    found = ctx.ops.session(ws.scope, session_id)
+    messages = ctx.ops.session_messages(ws.scope, session_id)
     around = request.query_params.get("around")
     return render(ctx, request, ws, "session.html", session=found, messages=messages,
                   around=_int(around, "The message id") if around else None)
@@ -241,9 +243,7 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    from hermes.memory import context
-
-    return render(ctx, request, ws, "context.html", text=context.read(ctx.rt, ws.user),
+    return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
                   limit=ctx.rt.settings.context.max_chars, notice=None)
 
 

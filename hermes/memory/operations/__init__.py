@@ -1,0 +1,181 @@
+"""The one set of memory operations every surface calls: the model's chat tools, the MCP
+server, the front-ends' commands (Discord, the terminal), the web panel and the CLI.
+
+Each operation takes a :class:`~hermes.memory.place.Scope` (the user it acts for, and the place
+its result will be read in) and returns records (:class:`Fact`, :class:`Session`, ...); their one
+JSON shape is :mod:`hermes.memory.operations.shapes`. A rule about what may be written, read or
+shown (where a memory may go, how "remember X" is worded, what a forgotten fact leaves behind)
+is written here, or in the store under it, once, and every surface has it.
+
+The operations hold no state of their own: they are the home's :class:`~hermes.memory.Memory`
+seen from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hermes.memory.place import Scope
+
+if TYPE_CHECKING:
+    from hermes.memory import Memory
+    from hermes.memory.basic import Entry, Op, WriteResult
+    from hermes.memory.facts.entities import Entity
+    from hermes.memory.facts.store import AddResult, Fact, RateResult, ReasonResult
+    from hermes.memory.sessions.records import Message, SearchHit, Session
+
+__all__ = ["MemoryOperations", "Scope"]
+
+
+class MemoryOperations:
+    """The memory operations of one home.
+
+    ``embed_writes``: a fact written here gets its vector at once (with recall by meaning on).
+    For the surfaces that run no vector job of their own (the CLI, the MCP server); the daemon's
+    job embeds what its chat turns write."""
+
+    def __init__(self, memory: Memory, *, embed_writes: bool = False) -> None:
+        self.memory = memory
+        self.embed_writes = embed_writes
+
+    # -- basic memory -----------------------------------------------------------------------
+
+    @property
+    def basic_limit(self) -> int:
+        return self.memory.basic.limit
+
+    def basic_entries(self, scope: Scope) -> list[Entry]:
+        return self.memory.basic.entries(scope.user)
+
+    def basic_usage(self, scope: Scope) -> int:
+        return self.memory.basic.usage(scope.user)
+
+    def basic_render(self, scope: Scope) -> str:
+        """The block exactly as the model sees it."""
+        return self.memory.basic.render(scope.user)
+
+    def basic_add(self, scope: Scope, text: str) -> WriteResult:
+        return self.memory.basic.add(scope.user, text)
+
+    def basic_replace(self, scope: Scope, target: int | str, text: str) -> WriteResult:
+        return self.memory.basic.replace(scope.user, target, text)
+
+    def basic_remove(self, scope: Scope, target: int | str) -> WriteResult:
+        return self.memory.basic.remove(scope.user, target)
+
+    def basic_batch(self, scope: Scope, ops: Sequence[Op]) -> WriteResult:
+        """Several ops, all or none; the cap is checked on the result."""
+        return self.memory.basic.batch(scope.user, ops)
+
+    def basic_edit(self, scope: Scope, before: Sequence[Entry],
+                   texts: Sequence[str]) -> WriteResult:
+        """The block as edited (``before``: what the editor showed; ``texts``: what came
+        back), applied at once."""
+        return self.memory.basic.apply_edit(scope.user, before, texts)
+
+    # -- facts: writing ---------------------------------------------------------------------
+
+    def add(self, scope: Scope, content: str, *, entities: list[str] | None = None,
+            category: str = "general", tags: Iterable[str] = (), kind: str = "semantic",
+            importance: float | None = None,
+            source_session_id: int | None = None) -> AddResult:
+        """Store a fact, or merge it into the duplicate already there."""
+        added = self.memory.facts.add(scope.user, content, entities=entities, category=category,
+                                      tags=tags, kind=kind, importance=importance,
+                                      source_session_id=source_session_id)
+        self._embed(scope, added.id)
+        return added
+
+    def update(self, scope: Scope, fact_id: int, content: str, *, note: str | None = None,
+               entities: list[str] | None = None,
+               source_session_id: int | None = None) -> Fact:
+        """A new version of a fact; the old one is kept as superseded."""
+        new = self.memory.facts.update(scope.user, fact_id, content, note=note,
+                                       entities=entities, source_session_id=source_session_id)
+        self._embed(scope, new.id)
+        return new
+
+    def forget(self, scope: Scope, fact_id: int, reason: str | None = None) -> Fact:
+        return self.memory.facts.forget(scope.user, fact_id, reason)
+
+    def restore(self, scope: Scope, fact_id: int) -> Fact:
+        return self.memory.facts.restore(scope.user, fact_id)
+
+    def purge(self, scope: Scope, fact_id: int) -> None:
+        self.memory.facts.purge(scope.user, fact_id)
+
+    def rate(self, scope: Scope, fact_id: int, helpful: bool) -> RateResult:
+        return self.memory.facts.rate(scope.user, fact_id, helpful)
+
+    def alias(self, scope: Scope, entity: str, other_name: str) -> Entity:
+        return self.memory.facts.entity_store.add_alias(scope.user, entity, other_name)
+
+    def _embed(self, scope: Scope, fact_id: int) -> None:
+        """The fact just written gets its vector now (a failure is one log line; the fact is
+        saved)."""
+        vectors = self.memory.facts.vectors
+        if self.embed_writes and vectors is not None:
+            vectors.catch_up(scope.user, [fact_id])
+
+    # -- facts: reading ---------------------------------------------------------------------
+
+    def search(self, scope: Scope, query: str, *, limit: int = 10,
+               category: str | None = None, min_trust: float | None = None,
+               explain: bool = False) -> list[Fact]:
+        return self.memory.facts.search(scope.user, query, limit=limit, category=category,
+                                        min_trust=min_trust, explain=explain)
+
+    def probe(self, scope: Scope, entity: str, *, limit: int | None = None) -> list[Fact]:
+        return self.memory.facts.probe(scope.user, entity, limit=limit)
+
+    def reason(self, scope: Scope, entities: list[str], *, limit: int = 20) -> ReasonResult:
+        return self.memory.facts.reason(scope.user, entities, limit=limit)
+
+    @property
+    def categories(self) -> list[str]:
+        """The fact categories this home knows (facts.categories)."""
+        return list(self.memory.settings.facts.categories)
+
+    def get(self, scope: Scope, fact_id: int) -> Fact:
+        return self.memory.facts.get(scope.user, fact_id)
+
+    def list_facts(self, scope: Scope, *, category: str | None = None,
+                   include_inactive: bool = False, limit: int = 50) -> list[Fact]:
+        return self.memory.facts.list_facts(scope.user, category=category,
+                                            include_inactive=include_inactive, limit=limit)
+
+    def history(self, scope: Scope, fact_id: int) -> list[dict[str, Any]]:
+        return self.memory.facts.history(scope.user, fact_id)
+
+    def entities(self, scope: Scope) -> list[Entity]:
+        return self.memory.facts.entities(scope.user)
+
+    # -- sessions and the context file ------------------------------------------------------
+
+    def sessions_list(self, scope: Scope, *, source: str | None = None,
+                      since: str | None = None, limit: int = 20) -> list[Session]:
+        return self.memory.sessions.list_sessions(scope.user, source=source, since=since,
+                                                  limit=limit)
+
+    def sessions_search(self, scope: Scope, query: str, *, limit: int = 5, context: int = 2,
+                        source: str | None = None) -> list[SearchHit]:
+        return self.memory.sessions.search(scope.user, query, limit=limit, context=context,
+                                           source=source)
+
+    def session(self, scope: Scope, session_id: int) -> Session:
+        return self.memory.sessions.get(scope.user, session_id)
+
+    def session_messages(self, scope: Scope, session_id: int, *, around: int | None = None,
+                         context: int = 5, after: int = 0) -> list[Message]:
+        """A session's messages (those after the message id ``after``), or the window of
+        ``context`` either side of ``around``."""
+        if around is not None:
+            return self.memory.sessions.window(scope.user, session_id, around, context)
+        return self.memory.sessions.messages(scope.user, session_id, after_id=after)
+
+    def context(self, scope: Scope) -> str | None:
+        """The context file, or None before its first refresh."""
+        from hermes.memory import context
+
+        return context.read(self.memory, scope.user)
