@@ -207,7 +207,8 @@ class SessionSearch:
         # one query for every session (a search of 32 hits has ~30: asmp, notes pass 10)
         sessions = read_sessions(self.db, user, (r.session_id for r, _ in found))
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
-                           "like" if plan.cjk else mode, r.parts) for r, mode in found]
+                           "like" if plan.cjk else mode, r.parts, _matched(r))
+                for r, mode in found]
 
     def _fact_ramp(self) -> tuple[float, float] | None:
         """The cosine ramp of the fact evidence's strength for this search's model (the
@@ -263,7 +264,8 @@ class SessionSearch:
             from hermes.memory.embeddings import meaning_floor
 
             extra = sims.nearest(semantic_params.extra)
-            floor = meaning_floor(self.vectors.embedder.model_id) * semantic_params.floor_share
+            shown_floor = meaning_floor(self.vectors.embedder.model_id)
+            floor = shown_floor * semantic_params.floor_share
             near, around = sims.of(extra)
             dense = sorted(((m, float(c)) for m, c, w in zip(extra, near, around, strict=True)
                             if max(c, w) >= floor), key=lambda d: -d[1])
@@ -308,7 +310,7 @@ class SessionSearch:
                 ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
-                params=semantic_params, cover=cover)
+                params=semantic_params, cover=cover, floor=shown_floor)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)
         if evidence:
@@ -343,10 +345,13 @@ class SessionSearch:
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
                                                    facts=facts)
         for r in messages:
-            if r.session_id not in seen:
+            # A fill-in that matched neither words nor meaning (a candidate by meaning under
+            # the floor of what is shown) lists no conversation: "tomato variety" listed
+            # Kyoto, Lisbon and "hello there" below the tomato session.
+            if r.session_id not in seen and rerank.shown(r):
                 seen.add(r.session_id)
                 cand = None if "title/summary" in r.parts else _Candidate(
-                    r.message_id, r.session_id, r.score)
+                    r.message_id, r.session_id, r.score, _matched(r))
                 ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
         if empty:  # sessions without messages, found by their title or summary
             ranked.extend((sid, score, None, 1.0) for sid, score in empty)
@@ -526,6 +531,12 @@ class SessionSearch:
             ):
                 result[sid] = source
         return result
+
+
+def _matched(r: rerank.RankedMessage) -> str:
+    """What a ranked message matched, as a hit says it: its own ``matched``, else "facts" when
+    a fact learned from it lifted it."""
+    return r.matched or ("facts" if r.parts.get("facts") else "")
 
 
 def _time_named_first(

@@ -93,6 +93,10 @@ class SemanticParams:
     # meaning beyond words that are trusted (where they are not, meaning ranks anyway).
     beyond: float = 1.0
     beyond_pool: int = 5
+    # A candidate shows as matched by meaning when its cosine (or its window's) reaches the
+    # model's floor and this share of the best candidate's: "hello there" (0.21 to "tomato
+    # variety", whose session holds both words at 0.69) is not a match by meaning.
+    shown_share: float = 0.5
     # The nearest messages and windows join the candidates from this share of the model's
     # floor of meaning (hermes.memory.embeddings.meaning_floor; MiniLM 0.2 -> 0.1): a lone
     # exchange that shares no word stands out of a history at 0.15-0.2; what is *shown* keeps
@@ -347,7 +351,7 @@ def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
     """How far this query's words are trusted (hermes.memory.sessions.fusion): the best
     coverage x agreement among the word ranking's best ``trust_pool`` messages, where a
     message's agreement is its cosine (or its window's, the better) as a share of the best
-    cosine among the candidates."""
+    cosine among the candidates (1 for a message not embedded yet: nothing says otherwise)."""
     np = _np()
     if not len(message) or np.all(np.isnan(message)):
         return 1.0  # nothing embedded yet: the words alone, as before
@@ -356,6 +360,9 @@ def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
         return 1.0
     agreement = {}
     for r, m, w in zip(pool[: params.trust_pool], message, window, strict=False):
+        if np.isnan(m) and np.isnan(w):
+            agreement[r.message_id] = 1.0  # not embedded yet: its words speak for it
+            continue
         cosine = max(0.0 if np.isnan(m) else float(m), 0.0 if np.isnan(w) else float(w))
         agreement[r.message_id] = min(1.0, cosine / closest)
     held = {mid: c for mid, c in cover.items() if mid in agreement}
@@ -387,6 +394,7 @@ def rerank_by_meaning(
     limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
     lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
     voices: Mapping[int, int] | None = None, cover: Mapping[int, float] | None = None,
+    floor: float = -1.0,
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
@@ -396,7 +404,8 @@ def rerank_by_meaning(
     ``voices``: each candidate's :func:`hermes.memory.sessions.disclosure.speaks_of_self`
     (none known: no such part); ``cover``: the word ranking's best ``params.trust_pool``
     messages' coverage of the query's words (hermes.memory.sessions.fusion.coverage), whence
-    how far the words are trusted (None: wholly, as before)."""
+    how far the words are trusted (None: wholly, as before); ``floor``: the model's floor of
+    meaning, under which nothing is a match by meaning (each result's ``matched``)."""
     if not ranked:
         return []
     np = _np()
@@ -429,9 +438,12 @@ def rerank_by_meaning(
     beyond = _beyond_words(message, words, wordless, params)
     total = own + trusted * (params.session * of_session + beyond)
     order = sorted(range(len(pool)), key=lambda i: (-total[i], -pool[i].message_id))[:limit]
+    close = _by_meaning(message, window, floor, params.shown_share)
     out: list[RankedMessage] = []
     for i in order:
         r = pool[i]
+        matched = ("both" if close[i] else "words") if r.matched else \
+            ("meaning" if close[i] else "")
         parts = {k: v / top * (1.0 if k == "date" else trusted) for k, v in r.parts.items()}
         parts.update({"dense": params.message * float(near[i]),
                       "window": trusted * params.window * float(around[i]),
@@ -442,11 +454,23 @@ def rerank_by_meaning(
                       "session best": trusted * params.session * float(of_session[i]),
                       "beyond words": trusted * float(beyond[i])})
         out.append(RankedMessage(r.message_id, r.session_id, float(total[i]),
-                                 {k: v for k, v in parts.items() if v}, r.session_matched))
+                                 {k: v for k, v in parts.items() if v}, r.session_matched,
+                                 matched))
     for r in ranked[params.pool :]:
         if len(out) >= limit:
             break
         if r.message_id not in wanted:
             out.append(RankedMessage(r.message_id, r.session_id, r.score / top,
-                                     {k: v / top for k, v in r.parts.items()}, r.session_matched))
+                                     {k: v / top for k, v in r.parts.items()}, r.session_matched,
+                                     r.matched))
     return out
+
+
+def _by_meaning(message: Any, window: Any, floor: float, share: float) -> Any:
+    """Which candidates match by meaning: their cosine, or their window's, at the ``floor`` and
+    at ``share`` of the best candidate's."""
+    np = _np()
+    near = np.nan_to_num(np.fmax(message, window), nan=-1.0)
+    if not len(near):
+        return near.astype(bool)
+    return (near >= floor) & (near >= share * float(near.max()))
