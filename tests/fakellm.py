@@ -54,6 +54,7 @@ class Reply:
     tool_calls: list[FakeToolCall] = field(default_factory=list)
     usage: tuple[int, int] = (10, 5)
     chunk_size: int = 4
+    arguments_chunk_size: int = 8  # a tool call's arguments stream in pieces of this size
 
 
 @dataclass
@@ -164,10 +165,11 @@ class ScriptedLLM(CustomLLM):
         return self
 
     def tool_call(self, name: str, arguments: dict[str, Any] | str | None = None, *,
-                  text: str = "", id: str | None = None) -> ScriptedLLM:
-        """One model response calling one tool (``arguments`` as a dict, or raw JSON text)."""
+                  text: str = "", id: str | None = None, chunk_size: int = 8) -> ScriptedLLM:
+        """One model response calling one tool (``arguments`` as a dict, or raw JSON text,
+        streamed in pieces of ``chunk_size`` characters)."""
         call = FakeToolCall(name, {} if arguments is None else arguments, id)
-        self.script.append(Reply(text=text, tool_calls=[call]))
+        self.script.append(Reply(text=text, tool_calls=[call], arguments_chunk_size=chunk_size))
         return self
 
     def tool_calls(self, *calls: tuple[str, dict[str, Any] | str], text: str = "") -> ScriptedLLM:
@@ -267,7 +269,8 @@ class ScriptedLLM(CustomLLM):
             yield _chunk(text=piece)
         for index, call in enumerate(step.tool_calls):
             call_id = call.id or f"call_{next(_ids)}"
-            for j, piece in enumerate(_pieces(call.arguments_json(), 8) or [""]):
+            for j, piece in enumerate(_pieces(call.arguments_json(), step.arguments_chunk_size)
+                                              or [""]):
                 yield _chunk(tool_use={
                     "id": call_id if j == 0 else None, "type": "function",
                     "function": {"name": call.name if j == 0 else None, "arguments": piece},

@@ -305,7 +305,8 @@ async def test_a_tool_call_with_nested_arguments_goes_back_to_the_model(fake_mod
     from hermes.runtime import Runtime
 
     rt = Runtime(load_settings(), clock=clock)
-    fake_model.tool_call("facts", "[" * 50_000)
+    # in 50 pieces (8 characters each were 6,250 chunks through litellm's stream wrapper)
+    fake_model.tool_call("facts", "[" * 50_000, chunk_size=1000)
     fake_model.reply("Sorry, let me answer directly.")
     session = rt.memory.sessions.create("owner", "terminal")
     result = await Agent(rt.memory).turn("owner", session.id, "what do you know?").run()

@@ -20,9 +20,15 @@ from hermes.learn.worker import ExtractionWorker
 from hermes.memory import context as context_file
 from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
+from tests.fakellm import Reply
 from tests.test_secrets import corpus
 
 SECRETS = corpus("secret")
+# The echo's replies run to 3,000 characters; in the fake's usual 4-character pieces they were
+# ~42,000 chunks through litellm's stream wrapper, most of this file's time. Where a reply is
+# cut does not matter here (a reply is redacted as it is recorded, not piece by piece; the
+# cutting itself is tested in test_turn and test_llm).
+ECHO_CHUNK = 256
 FOLLOW_UP = ("Also, I need to plan the migration of the staging database next week, it has "
              "grown a lot since the summer.")
 
@@ -37,13 +43,15 @@ def echoing_model(fake_model):
         last_user = next((str(m.get("content") or "") for m in reversed(request.messages)
                           if m.get("role") == "user"), "")
         if request.tools:
-            return f"Noted: {last_user}"
-        if "long-term memory of a personal assistant" in request.system:
-            return json.dumps([{"action": "create", "content": f"The user said {last_user[:180]}",
+            text = f"Noted: {last_user}"
+        elif "long-term memory of a personal assistant" in request.system:
+            text = json.dumps([{"action": "create", "content": f"The user said {last_user[:180]}",
                                 "category": "general", "entities": [], "tags": []}])
-        if "title and summary" in request.system:
-            return json.dumps({"title": "Notes", "summary": user_text[:600]})
-        return user_text[:3000]  # the context note: the material, repeated
+        elif "title and summary" in request.system:
+            text = json.dumps({"title": "Notes", "summary": user_text[:600]})
+        else:
+            text = user_text[:3000]  # the context note: the material, repeated
+        return Reply(text=text, chunk_size=ECHO_CHUNK)
 
     fake_model.respond(echo)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from hermes.store.migrations import migrations
+from hermes.store.migrations import migrations, run_script
 
 
 @migrations()
 def m021_restores(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- `hermes import` of one file for one user, so that the same command run again after
         -- an interruption or a crash resumes it instead of refusing a home that now has memory
@@ -49,7 +49,7 @@ def m022_vector_changes(db: sqlite_utils.Database) -> None:
     # logged in vector_changes, in order: each process reads the changes past the last one it
     # saw and re-reads those rows (the user's own). The log is pruned to its newest rows
     # (MessageVectors.index); a process that finds a gap past what it saw reloads the user.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE vector_changes (
           seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -107,7 +107,7 @@ def m023_vector_cells(db: sqlite_utils.Database) -> None:
     # search scans the vectors of the cells nearest the query instead of every vector. The
     # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
     # is not a change of the vector: the change log (m022) now follows the vector columns only.
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE vector_cells (
           kind TEXT NOT NULL,            -- message | fact

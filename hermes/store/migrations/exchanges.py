@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from hermes.store.migrations import TOKENIZE, migrations
+from hermes.store.migrations import TOKENIZE, migrations, run_script
 
 
 # A fact's exchange (m018): the text of its source messages, the same user's only, in message
@@ -43,7 +43,7 @@ def m018_facts_fts_exchange(db: sqlite_utils.Database) -> None:
     # through the facts_fts_source view. Triggers keep all of it in step with every write of
     # a fact (insert, update of text, tags, entities or sources, delete) and of a source
     # message (edit, redaction, delete), whoever writes: FactStore, an import or raw SQL.
-    db.executescript(
+    run_script(db,
         """
         DROP TRIGGER IF EXISTS facts_fts_ai;
         DROP TRIGGER IF EXISTS facts_fts_ad;
@@ -80,7 +80,7 @@ def m018_facts_fts_exchange(db: sqlite_utils.Database) -> None:
                f"(SELECT f.id AS id, f.user AS user, {_exchange_of('f')} AS t FROM facts f "
                f"WHERE f.id IN (SELECT fact_id FROM fact_sources)) WHERE t != ''")
     exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
-    db.executescript(
+    run_script(db,
         f"""
         CREATE VIRTUAL TABLE facts_fts USING fts5(
           content, tags, entity_names, exchange, content='facts_fts_source', content_rowid='id',
@@ -136,7 +136,7 @@ def m018_facts_fts_exchange(db: sqlite_utils.Database) -> None:
             SELECT f.id, f.content, f.tags, f.entity_names, {exchange_now.format('f')}
             FROM facts f WHERE f.id IN ({citing});
     """
-    db.executescript(
+    run_script(db,
         f"""
         CREATE TRIGGER messages_exchange_au AFTER UPDATE OF content, speaker ON messages
         WHEN EXISTS (SELECT 1 FROM fact_sources WHERE message_id = old.id) BEGIN
@@ -202,7 +202,7 @@ def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
     # citing facts by touching their source_message_ids (facts_fts_au recomputes everything:
     # one place, and no facts trigger ever updates facts).
     exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
-    db.executescript(
+    run_script(db,
         """
         DROP TRIGGER facts_fts_ai;
         DROP TRIGGER facts_fts_ad;
@@ -237,7 +237,7 @@ def m019_exchange_with_the_message_answered(db: sqlite_utils.Database) -> None:
                f"(SELECT f.id AS id, f.user AS user, {_m019_exchange('f')} AS t FROM facts f "
                "WHERE f.id IN (SELECT fact_id FROM fact_sources)) WHERE t != ''")
     db.execute("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
-    db.executescript(
+    run_script(db,
         f"""
         CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
           INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
@@ -299,7 +299,7 @@ def m020_fact_context_follows_its_messages(db: sqlite_utils.Database) -> None:
     # and the order of two AFTER triggers is not defined. Only the message's own user's facts.
     citing = ("SELECT s.fact_id FROM fact_sources s WHERE s.message_id = old.id "
               "AND s.user = old.user")
-    db.executescript(
+    run_script(db,
         f"""
         CREATE TRIGGER messages_context_vector_bu BEFORE UPDATE OF content, speaker ON messages
         WHEN (new.content IS NOT old.content OR new.speaker IS NOT old.speaker)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from hermes.store.migrations import TOKENIZE, migrations
+from hermes.store.migrations import TOKENIZE, migrations, run_script
 
 
 def _fts_triggers(table: str, fts: str, columns: list[str]) -> str:
@@ -28,7 +28,7 @@ def _fts_triggers(table: str, fts: str, columns: list[str]) -> str:
 
 @migrations()
 def m001_basic_memory(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Tier 1: the always-injected block, one row per entry. Row-level writes (never a
         -- whole-block rewrite) are what lets two processes write at once without losing entries.
@@ -47,7 +47,7 @@ def m001_basic_memory(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m002_facts(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Tier 2: atomic, self-contained statements with trust, entities and history.
         CREATE TABLE facts (
@@ -115,7 +115,7 @@ def m002_facts(db: sqlite_utils.Database) -> None:
         CREATE INDEX idx_fact_history_fact ON fact_history(fact_id, id);
         """
     )
-    db.executescript(
+    run_script(db,
         f"""
         CREATE VIRTUAL TABLE facts_fts USING fts5(
           content, tags, entity_names, content='facts', content_rowid='id', tokenize='{TOKENIZE}'
@@ -127,7 +127,7 @@ def m002_facts(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m003_sessions(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Tier 3: every conversation, from every front-end. Never deleted by summarising.
         CREATE TABLE sessions (
@@ -176,7 +176,7 @@ def m003_sessions(db: sqlite_utils.Database) -> None:
         END;
         """
     )
-    db.executescript(
+    run_script(db,
         f"""
         CREATE VIRTUAL TABLE messages_fts USING fts5(
           content, speaker, content='messages', content_rowid='id', tokenize='{TOKENIZE}'
@@ -192,7 +192,7 @@ def m003_sessions(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m004_turns(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Which facts the model was shown for each assistant message, so that rating a reply
         -- (a 👎 on Discord, /rate in the terminal) reaches exactly those facts.
@@ -215,7 +215,7 @@ def m004_turns(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m005_extraction(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- One row per extraction run over a range of a session's messages. The unique key makes
         -- a re-run of the same range a no-op.
@@ -246,7 +246,7 @@ def m005_extraction(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m006_cron(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         CREATE TABLE cron_jobs (
           id INTEGER PRIMARY KEY,
@@ -278,7 +278,7 @@ def m006_cron(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m007_cron_run_kind(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- schedule: a fire time of the job's schedule; manual: `hermes cron run`. Only scheduled
         -- runs count when working out which fire times a restarted daemon has missed.
@@ -297,7 +297,7 @@ def m008_facts_vocab(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m009_message_vectors(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Optional hybrid recall (sessions.embeddings, hermes[embeddings]): one vector per
         -- message and model, filled lazily before a search. float16, L2-normalised.
@@ -315,7 +315,7 @@ def m009_message_vectors(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m010_reply_ratings(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- One 👍/👎 per (reply, person who reacted): a repeated reaction does not rate again,
         -- switching replaces the rating, removing the reaction withdraws it. `applied` holds the
@@ -336,7 +336,7 @@ def m010_reply_ratings(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- For config jobs: the `enabled` the config had at the last sync. When the config's
         -- value changes, the job follows it; otherwise a pause/resume from the CLI stands.
@@ -348,7 +348,7 @@ def m011_cron_config_enabled(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m012_fact_vectors(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Fact recall by meaning (hermes.memory.facts.vectors): one vector per fact and model,
         -- written in the background (never on the reply path). content_key is the text the
@@ -368,7 +368,7 @@ def m012_fact_vectors(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m013_fact_history_origin(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- Who made a change, when it was not Hermes' own conversation: for example
         -- mcp:claude-desktop for a write from an MCP client. NULL for chat, extraction and CLI.
@@ -441,7 +441,7 @@ def m015_cron_job_names_per_user(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m016_model_calls(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- One row per model call, as litellm reported it (hermes.store.usage): what a
         -- conversation and the background work cost, and how much of it a prompt cache served.
@@ -465,7 +465,7 @@ def m016_model_calls(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m017_fact_context_vectors(db: sqlite_utils.Database) -> None:
-    db.executescript(
+    run_script(db,
         """
         -- A second vector per fact (hermes.memory.facts.vectors): the exchange it was learned
         -- from (its source messages), so that a question worded like the conversation finds
