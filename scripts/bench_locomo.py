@@ -352,7 +352,8 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
     def search(question: str) -> list[list[str]]:
         message = store.append(user, session.id, "user", question)
         try:
-            prompt = builder.build(user, question, [message], first_turn=True)
+            prompt = builder.build(user, recall_query(question, args), [message],
+                                   first_turn=True)
         finally:
             db.execute("DELETE FROM messages WHERE id = ?", [message.id])
         size = sum(len(str(m.get("content") or "")) for m in prompt.messages)
@@ -371,6 +372,32 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
     content_of = dict(db.execute("SELECT id, content FROM messages WHERE user = ?", [user]))
 
     return search
+
+
+# --rewrite: the background model's calls (hermes.agent.recall_rewrite), scripted: one per
+# question that refers back, answered from scripts/recall_probes.py (nothing usable for others)
+REWRITES: list[tuple[str, str | None]] = []
+
+
+def recall_query(question: str, args) -> str:
+    """What the turn's recall searches for ``question`` (``--rewrite``: the rewrite path, the
+    model scripted; else the question)."""
+    if not getattr(args, "rewrite", False):
+        return question
+    import asyncio
+
+    from hermes.agent import recall_rewrite
+
+    if not recall_rewrite.refers_back(question):
+        return question
+    scripted = recall_probes.scripted_rewrites()
+
+    async def ask(messages: list[dict]) -> str:
+        return scripted.get(question, "")
+
+    found = asyncio.run(recall_rewrite.rewrite(ask, question))
+    REWRITES.append((question, found))
+    return recall_rewrite.recall_text(question, found)
 
 
 class _CachedEmbedder:
@@ -496,6 +523,37 @@ def recall_params(**changes: float | int) -> Iterator[None]:
         kwdefaults["params"] = before
 
 
+@contextmanager
+def semantic_params(**changes: float | int) -> Iterator[None]:
+    """Other knobs of the re-scoring by meaning (``--semantic``, ``--versus``;
+    hermes.memory.sessions.semantic.SemanticParams) while the block runs."""
+    from hermes.memory.sessions import semantic
+
+    before = semantic.DEFAULT_SEMANTIC
+    semantic.DEFAULT_SEMANTIC = dataclasses.replace(before, **changes)
+    try:
+        yield
+    finally:
+        semantic.DEFAULT_SEMANTIC = before
+
+
+# The meaning stage as it was before issue 35 (words trusted wholly, no lead for meaning beyond
+# them, the nearest joining from the model's whole floor): ``--versus before``.
+BEFORE_35 = {"trust_low": -1.0, "trust_high": -1.0, "beyond": 0.0, "floor_share": 1.0,
+             "shown_share": 0.0}
+
+
+def _knobs(items: Sequence[str]) -> dict[str, float | int]:
+    knobs: dict[str, float | int] = {}
+    for item in items:
+        if item == "before":
+            knobs.update(BEFORE_35)
+            continue
+        name, _, value = item.partition("=")
+        knobs[name] = float(value) if "." in value or "e" in value else int(value)
+    return knobs
+
+
 # -- scoring ----------------------------------------------------------------------------------
 
 
@@ -523,13 +581,17 @@ def score(evidence: Sequence[str], groups: Sequence[Sequence[str]],
     return result
 
 
-def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], args) -> list[Scored]:
+def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], args,
+                     versus: list[Scored] | None = None) -> list[Scored]:
+    """Each question of ``conv`` asked and scored. With ``versus`` (a list to fill) and
+    ``args.versus``, each question is asked a second time with those SemanticParams, the two
+    in alternating order (a paired A/B on one machine state): its rows go to ``versus``."""
+    knobs = _knobs(getattr(args, "versus", None) or [])
     with tempfile.TemporaryDirectory(prefix="hermes-locomo-") as tmp:
         search = make(conv, Path(tmp), args)
         scored = []
-        for q in conv.questions:
-            if not q.evidence:
-                continue
+
+        def ask(q: data.Question) -> Scored:
             start, cpu = time.perf_counter(), time.process_time()
             groups = search(q.question)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -540,8 +602,21 @@ def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], arg
             held = getattr(search, "held", None)
             if held is not None:  # --mode facts: where the evidence turns ended up
                 metrics.update(miss_kinds(q.evidence, groups, held))
-            scored.append(Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
-                                 metrics, seconds, cpu))
+            return Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
+                          metrics, seconds, cpu)
+
+        for n, q in enumerate(q for q in conv.questions if q.evidence):
+            if versus is None or not knobs:
+                scored.append(ask(q))
+                continue
+            if n % 2:
+                with semantic_params(**knobs):
+                    versus.append(ask(q))
+                scored.append(ask(q))
+            else:
+                scored.append(ask(q))
+                with semantic_params(**knobs):
+                    versus.append(ask(q))
         return scored
 
 
@@ -623,6 +698,24 @@ def report(label: str, halves: dict[str, Summary]) -> str:
     parts.append(f"Latency per query (all): p50 {s.p50_ms:.2f} ms, p99 {s.p99_ms:.2f} ms wall "
                  f"clock; p50 {s.cpu_p50_ms:.2f} ms, p99 {s.cpu_p99_ms:.2f} ms CPU")
     return "\n\n".join(parts)
+
+
+def paired(rows: Sequence[Scored], other: Sequence[Scored], name: str) -> str:
+    """The same questions asked both ways in one run (``--versus``): recall moved, and the
+    paired CPU cost per question (this run's defaults minus ``name``)."""
+    diffs = [a.cpu - b.cpu for a, b in zip(rows, other, strict=True)]
+    lines = [f"Paired ({len(diffs)} questions, alternating order): defaults - {name}"]
+    for half, keep in (("tuning half", True), ("held-out half", False), ("all", None)):
+        pick = [(a, b) for a, b in zip(rows, other, strict=True)
+                if keep is None or (a.sample_id in data.TUNING_HALF) == keep]
+        moved = {m: statistics.fmean(a.metrics[m] - b.metrics[m] for a, b in pick)
+                 for m in ("turn@5", "sess@5")} if pick else {}
+        lines.append(f"  {half}: turn R@5 {moved.get('turn@5', 0):+.3f}, "
+                     f"session R@5 {moved.get('sess@5', 0):+.3f}")
+    lines.append(f"  CPU per question: p50 {_percentile([r.cpu * 1000 for r in rows], 0.5):.2f} "
+                 f"vs {_percentile([r.cpu * 1000 for r in other], 0.5):.2f} ms, median paired "
+                 f"difference {_percentile([d * 1000 for d in diffs], 0.5):+.2f} ms")
+    return "\n".join(lines)
 
 
 def misses_table(label: str, rows: Sequence[Scored]) -> str:
@@ -753,6 +846,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="any RecallParams knob for this run (repeatable), e.g. "
                              "--param date_boost=0 to measure what the date signal adds")
+    parser.add_argument("--semantic", action="append", default=[], metavar="NAME=VALUE",
+                        help="any SemanticParams knob (the re-scoring by meaning) for this run "
+                             "(repeatable); 'before': the meaning stage before issue 35")
+    parser.add_argument("--versus", action="append", default=[], metavar="NAME=VALUE",
+                        help="ask every question a second time with these SemanticParams "
+                             "knobs, in alternating order, and report both side by side with "
+                             "the paired CPU (repeatable; 'before': as before issue 35)")
     parser.add_argument("--fusion", choices=["zscore", "sum", "rrf"],
                         help="facts hybrid: how bm25 and cosine are fused (default: "
                              "hermes.memory.facts.vectors.FUSION)")
@@ -778,7 +878,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         choices=sorted(locomo_perturb.PERTURBATIONS),
                         help="rewrite the data to look less like LoCoMo before every retriever "
                              "sees it (repeatable; see scripts/locomo_perturb.py)")
-    parser.add_argument("--probes", choices=["implicit", "paraphrase"],
+    parser.add_argument("--rewrite", action="store_true",
+                        help="prompt mode: a question that refers back gets the turn's one "
+                             "query rewrite first (hermes.agent.recall_rewrite), the model "
+                             "scripted by scripts/recall_probes.py; counts the calls")
+    parser.add_argument("--probes", choices=["implicit", "paraphrase", "refers-back"],
                         help="ask Hermes's own probes instead of LoCoMo's questions: each "
                              "probe's exchange inserted as a two-turn session of its own "
                              "(scripts/recall_probes.py)")
@@ -789,6 +893,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.notes = []
     INDEXED.clear()
     PROMPT_SIZES.clear()
+    REWRITES.clear()
     if args.mode == "prompt" and "shown" not in METRICS:
         METRICS.insert(0, "shown")  # the headline: evidence turns anywhere in the prompt
         METRICS.insert(1, "full")  # the same, a past message counting only if not cut short
@@ -825,6 +930,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " + LoCoMo session summaries"
     if args.with_facts and args.mode == "sessions":
         label += " + LoCoMo observations as facts"
+    if args.rewrite:
+        label += " (rewrite, scripted model)"
     if args.probes:
         label += f" (probes: {args.probes})"
         args.notes.append(f"probes: {args.probes}, {sum(len(c.questions) for c in convs)} "
@@ -869,15 +976,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fact_cells:
         vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS = 1, args.fact_cells
         label += f" (fact cells, ~{args.fact_cells} rows scanned)"
-    with recall_params(**knobs), _restored(vector_cells, fact_vectors, scan_before):
+    versus: list[Scored] = []
+    semantic = _knobs(args.semantic)
+    if semantic:
+        label += " (semantic " + ", ".join(f"{k}={v}" for k, v in semantic.items()) + ")"
+    with recall_params(**knobs), semantic_params(**semantic), \
+            _restored(vector_cells, fact_vectors, scan_before):
         for conv in convs:
-            rows.extend(run_conversation(conv, make, args))
+            rows.extend(run_conversation(conv, make, args, versus))
             print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} "
                   "questions", file=sys.stderr)
     halves = halves_of(rows)
     print(report(label, halves))
+    if versus:
+        other = " ".join(args.versus)
+        print("\n\n" + report(f"{label} versus {other}", halves_of(versus)))
+        print("\n" + paired(rows, versus, other))
     if rows and MISS_KINDS[0] in rows[0].metrics:
         print("\n\n" + misses_table(label, rows))
+    if args.rewrite:
+        print(f"Rewrites: {len(REWRITES)} background-model calls for {len(rows)} questions "
+              f"({len(REWRITES) / max(1, len(rows)):.2f} a turn; "
+              f"{sum(1 for _, found in REWRITES if found)} answered)")
     if PROMPT_SIZES:
         sizes = [p[0] for p in PROMPT_SIZES]
         recalled = [p[1] for p in PROMPT_SIZES]

@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIRST_SESSION = 101  # inserted sessions are numbered from here (LoCoMo's stop at 35)
 SEED = 35
 # Probe categories (beside LoCoMo's 1-4 in reports): the kind of link from cue to later message.
-CATEGORIES = {11: "causal", 12: "preference", 13: "state change", 21: "paraphrase"}
+CATEGORIES = {11: "causal", 12: "preference", 13: "state change", 21: "paraphrase",
+              31: "refers back"}
 KIND = {"causal": 11, "preference": 12, "state": 13}
 
 
@@ -570,6 +571,104 @@ PARAPHRASE: list[tuple[str, str, str]] = [
     ("places", "I hiked the Inca Trail in May.", "Which famous Peruvian trek did I do?"),
 ]
 
+# (domain, cue, a later message that refers back to it without its words, and what a model
+# asked "what did the earlier message most likely say?" could answer from the later message
+# alone: hermes.agent.recall_rewrite, scripted in bench_locomo --rewrite). The answers were
+# written for the later message; they guess the subject the later message hints at, and are
+# what the scripted model replies, so the figures are those of a model that guesses this well.
+REFERS_BACK: list[tuple[str, str, str, str]] = [
+    ("family", "My sister got engaged on a hike in the mountains.",
+     "Remember the big news about my sibling I told you? The date is set for June.",
+     "My sister got engaged and is planning her wedding."),
+    ("health", "I've been diagnosed with diabetes, type two.",
+     "As I said, the health thing is under control now, my numbers look much better.",
+     "I was diagnosed with a condition, maybe diabetes or high blood pressure."),
+    ("work", "I got laid off on Friday.",
+     "The thing I told you about with my job? I start somewhere new on Monday.",
+     "I lost my job, I was laid off or fired."),
+    ("places", "We moved to a tiny village in the hills.",
+     "Like I mentioned, life out here is slow, the shop shuts at four.",
+     "We moved out of the city to a small village in the countryside."),
+    ("habits", "I quit coffee two weeks ago, the jitters were ruining my afternoons.",
+     "Remember what I gave up? Day twenty and no headaches anymore.",
+     "I gave up coffee or caffeine, or stopped drinking or smoking."),
+    ("family", "We adopted a rescue greyhound last weekend.",
+     "The new family member I told you about chewed through a shoe today.",
+     "We got a new dog or puppy, we adopted a pet."),
+    ("decisions", "I turned down the offer from the startup, too risky.",
+     "As I said before, saying no was right, they just let half their people go.",
+     "I turned down a job offer from a company."),
+    ("health", "I twisted my knee skiing, so no stairs for a while.",
+     "The injury I mentioned earlier is healing, physio says another month.",
+     "I hurt my knee or my ankle, an injury from sport."),
+    ("family", "My mom moved in with us after her surgery.",
+     "Remember how I said we have a houseguest now? She's rearranged every cupboard.",
+     "My mother or mother-in-law moved in with us."),
+    ("work", "I got promoted to team lead.",
+     "The change at work I told you about comes with a bigger desk, at least.",
+     "I got promoted at work, a new role as manager or lead."),
+    ("places", "I'm spending the winter in Thailand.",
+     "Like I said, it's warm here, I haven't worn socks in weeks.",
+     "I'm spending the winter somewhere warm abroad, in Asia."),
+    ("habits", "I started learning Japanese for our trip.",
+     "Remember the language I told you I'm studying? I read my first menu today.",
+     "I started learning Japanese or another language."),
+    ("health", "I'm lactose intolerant, so dairy is out.",
+     "As I mentioned, I can't have the cheesy stuff, so I ordered the salad.",
+     "I am lactose intolerant and can't eat dairy."),
+    ("family", "We're expecting twins in the fall!",
+     "The double surprise I told you about: both are kicking now.",
+     "We are expecting twins, a pregnancy."),
+    ("decisions", "We decided to homeschool the kids this year.",
+     "The plan we talked about for my children's education is going better than expected.",
+     "We decided to homeschool our children or change their school."),
+    ("work", "I quit my job at the bank to start a bakery.",
+     "Remember what I told you about my big career leap? We sold out of everything by noon.",
+     "I quit my job to start my own business, a shop or a bakery."),
+    ("places", "Our building's elevator has been broken for weeks.",
+     "The annoying thing I told you about at our block of flats is still not fixed.",
+     "The elevator or the heating in our building is broken."),
+    ("habits", "I sold my car last month and now bike everywhere.",
+     "Like I said, no more wheels for me except the two-wheeled kind.",
+     "I sold my car and ride a bicycle everywhere now."),
+    ("health", "Needles terrify me, I nearly faint at the clinic.",
+     "You know the fear I told you about? I got through my blood test without passing out.",
+     "I am scared of needles and injections."),
+    ("family", "My brother and I haven't spoken since the argument at Dad's funeral.",
+     "The falling-out I mentioned last time: we finally had coffee together.",
+     "I fell out with my brother or sister after an argument."),
+    ("work", "I'm on parental leave until September.",
+     "As I said, I'm off until the autumn, so no meetings for me.",
+     "I'm on parental leave or a break from work."),
+    ("decisions", "We picked the blue tiles for the bathroom.",
+     "Remember the renovation choice I told you about? It looks great installed.",
+     "We chose tiles or colours for the bathroom or kitchen renovation."),
+    ("places", "We rented a cabin by the lake for the summer.",
+     "The holiday place I told you about has a family of ducks now.",
+     "We rented a cabin or a house by a lake for the summer."),
+    ("habits", "I've been doing yoga every morning at six.",
+     "Like I mentioned, the early routine is paying off, my back feels great.",
+     "I do yoga or exercise every morning early."),
+    ("health", "The dentist says I grind my teeth at night.",
+     "The thing I told you my tooth doctor found? The guard really helps.",
+     "The dentist said I grind my teeth."),
+    ("family", "My daughter just started kindergarten.",
+     "Remember the big milestone for my little one? She made her first friend.",
+     "My daughter or son started school or kindergarten."),
+    ("work", "Our startup just ran out of funding.",
+     "The bad news I mentioned about the company got worse, we close Friday.",
+     "Our company or startup is in trouble, out of money."),
+    ("places", "I just moved to Seattle.",
+     "As I said, the new city suits me, even with all the grey skies.",
+     "I moved to a new city, maybe Seattle or London."),
+    ("habits", "I've been volunteering at the animal shelter on Saturdays.",
+     "The weekend thing I told you about: I'm taking a cat home.",
+     "I volunteer at an animal shelter on weekends."),
+    ("decisions", "I signed up for a marathon in October.",
+     "Remember the race I told you I entered? Only eight weeks of training left.",
+     "I signed up for a marathon or a race."),
+]
+
 # What the other person answers: short, generic, as chats go (each checked against the later
 # message like the cue; the first that shares no word is used, rotating through the list).
 REPLIES = [
@@ -593,7 +692,16 @@ def probes(which: str) -> list[Probe]:
     if which == "paraphrase":
         return [Probe("paraphrase", "paraphrase", domain, cue, question)
                 for domain, cue, question in PARAPHRASE]
-    raise ValueError(f"no probe set {which!r} (implicit, paraphrase)")
+    if which == "refers-back":
+        return [Probe("refers-back", "refers back", domain, cue, later)
+                for domain, cue, later, _ in REFERS_BACK]
+    raise ValueError(f"no probe set {which!r} (implicit, paraphrase, refers-back)")
+
+
+def scripted_rewrites() -> dict[str, str]:
+    """The scripted model's answer to "what did the earlier message say?" for each later
+    message of the refers-back set (bench_locomo --rewrite)."""
+    return {later: answer for _, _, later, answer in REFERS_BACK}
 
 
 def _tokenize_check_db() -> sqlite3.Connection:
@@ -659,7 +767,7 @@ def insert(convs: list[data.Conversation], which: str) -> list[data.Conversation
                 data.Turn(f"D{number}:1", teller, probe.cue),
                 data.Turn(f"D{number}:2", other, reply),
             ]))
-            category = KIND.get(probe.kind, 21)
+            category = KIND.get(probe.kind, 31 if probe.set == "refers-back" else 21)
             questions.append(data.Question(probe.later, probe.cue, category, [f"D{number}:1"]))
         sessions.sort(key=lambda s: s.started_at)
         out.append(dataclasses.replace(conv, sessions=sessions, questions=questions))
@@ -671,7 +779,7 @@ def check() -> list[str]:
     reply), or that is a duplicate; [] when the sets are clean."""
     conn = _tokenize_check_db()
     problems = []
-    for which in ("implicit", "paraphrase"):
+    for which in ("implicit", "paraphrase", "refers-back"):
         seen: set[str] = set()
         for i, probe in enumerate(probes(which)):
             shared = shared_words(probe.later, probe.cue, conn=conn)
@@ -688,6 +796,7 @@ if __name__ == "__main__":
     found = check()
     for line in found:
         print(line)
-    print(f"implicit {len(IMPLICIT)}, paraphrase {len(PARAPHRASE)}: "
+    print(f"implicit {len(IMPLICIT)}, paraphrase {len(PARAPHRASE)}, "
+          f"refers back {len(REFERS_BACK)}: "
           f"{len(found)} problem(s)", file=sys.stderr)
     raise SystemExit(1 if found else 0)

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent import recall_rewrite
 from hermes.agent.compress import Compressor
 from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
@@ -112,6 +113,7 @@ class Turn:
         self.session_id = session_id
         self.text = text
         self.speaker = speaker
+        self._recall: str | None = None  # what recall searched (hermes.agent.recall_rewrite)
         self._result: TurnResult | None = None
         self.exception: HermesError | None = None  # the model error behind result.error
         self._started = False
@@ -168,7 +170,8 @@ class Turn:
                 agent.conversations.put(user, session_id, conversation)
                 earlier = []
             version = conversation.version
-            prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
+            self._recall = await self._recall_query(message)
+            prompt = agent.prompts.compose(user, self._recall, conversation, [*earlier, message])
             counted = usage.Scope(user, "chat", session_id)
             prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
             if compressed:
@@ -285,8 +288,38 @@ class Turn:
         conversation.last_sent = previous.last_sent if previous is not None else None
         conversation.through = message.id - 1
         agent.conversations.put(self.user, self.session_id, conversation)
-        prompt = agent.prompts.compose(self.user, message.content, conversation, [message])
+        prompt = agent.prompts.compose(self.user, self._recall or message.content, conversation,
+                                       [message])
         return conversation, prompt
+
+    async def _recall_query(self, message: Message) -> str:
+        """What recall searches for ``message``: its text, and for a message that refers back
+        (hermes.agent.recall_rewrite) what the earlier message most likely said, asked of the
+        background model once, within ``agent.recall_rewrite_seconds``. A failure or a
+        timeout: the text alone, in one log line."""
+        agent, text = self.agent, message.content
+        settings = agent.settings
+        if not (settings.recall_rewrite and agent.background_llm.configured
+                and recall_rewrite.refers_back(text)):
+            return text
+        recent = [m.content for m in agent.sessions.window(self.user, self.session_id,
+                                                            message.id, 6)
+                  if m.id < message.id and m.role in ("user", "assistant") and m.content]
+        where = usage.Scope(self.user, "recall", self.session_id)
+
+        async def ask(messages: list[dict[str, Any]]) -> str:
+            done = await agent.background_llm.complete(
+                messages, max_tokens=recall_rewrite.MAX_TOKENS, scope=where, cache=False)
+            return done.text
+
+        try:
+            found = await asyncio.wait_for(recall_rewrite.rewrite(ask, text, recent),
+                                           timeout=settings.recall_rewrite_seconds)
+        except (TimeoutError, HermesError) as exc:
+            log.warning("recall rewrite skipped (%s): recalled by the message alone",
+                        type(exc).__name__ if isinstance(exc, TimeoutError) else exc)
+            return text
+        return recall_rewrite.recall_text(text, found)
 
     @staticmethod
     def _remember(conversation: Conversation | None, exchange: list[dict[str, Any]],

@@ -301,7 +301,9 @@ class SessionSearch:
                 if when else set()
             # How far the query's words are trusted (hermes.memory.sessions.fusion): the
             # coverage of its content words by the word ranking's best few messages.
-            words = fusion.query_words(self.db, plan, spans) if not plan.cjk else fusion.NO_WORDS
+            # (trust_high <= 0: the words trusted wholly, as before; their coverage not read)
+            words = fusion.query_words(self.db, plan, spans) \
+                if not plan.cjk and semantic_params.trust_high > 0 else fusion.NO_WORDS
             cover = fusion.coverage(
                 self.db, user, words,
                 [r.message_id for r in ranked[: semantic_params.trust_pool]]) \
