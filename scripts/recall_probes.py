@@ -741,10 +741,13 @@ def reply_for(index: int, later: str, cue: str, conn: sqlite3.Connection) -> str
     raise ValueError(f"no reply shares no word with {later!r}")
 
 
-def insert(convs: list[data.Conversation], which: str) -> list[data.Conversation]:
+def insert(convs: list[data.Conversation], which: str, *,
+           facts: bool = False) -> list[data.Conversation]:
     """``convs`` with the probes of set ``which`` inserted as two-turn sessions, and the probes'
     later messages as their only questions (category by kind: :data:`CATEGORIES`). The
-    sessions keep chronological order (a home stores them as they happen)."""
+    sessions keep chronological order (a home stores them as they happen). ``facts``: each cue
+    is also an observation (a fact learned from its turn, in its words), as the extractor
+    would have learned something from it."""
     conn = _tokenize_check_db()
     chosen = probes(which)
     rng = random.Random(f"{SEED}:{which}")
@@ -756,6 +759,7 @@ def insert(convs: list[data.Conversation], which: str) -> list[data.Conversation
         span = max((latest - first).total_seconds(), 3600.0)
         sessions = list(conv.sessions)
         questions = []
+        observations = list(conv.observations)
         for n, (i, probe) in enumerate(mine):
             number = FIRST_SESSION + n
             teller, other = conv.speakers if i % 2 == 0 else conv.speakers[::-1]
@@ -769,8 +773,12 @@ def insert(convs: list[data.Conversation], which: str) -> list[data.Conversation
             ]))
             category = KIND.get(probe.kind, 31 if probe.set == "refers-back" else 21)
             questions.append(data.Question(probe.later, probe.cue, category, [f"D{number}:1"]))
+            if facts:
+                observations.append(data.Observation(teller, probe.cue, number,
+                                                     [f"D{number}:1"]))
         sessions.sort(key=lambda s: s.started_at)
-        out.append(dataclasses.replace(conv, sessions=sessions, questions=questions))
+        out.append(dataclasses.replace(conv, sessions=sessions, questions=questions,
+                                       observations=observations))
     return out
 
 

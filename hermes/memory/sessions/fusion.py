@@ -80,24 +80,45 @@ def content_terms(plan: MatchPlan, spans: Sequence[TimeSpan] = ()) -> list[Term]
 
 
 def query_words(db: sqlite_utils.Database, plan: MatchPlan,
-                spans: Sequence[TimeSpan] = ()) -> QueryWords:
-    """The query's content words (:func:`content_terms`) with their idf over the messages'
-    index: ``ln(1 + (N - df + 0.5) / (df + 0.5))``, df counted up to DF_CAP. None
-    (NO_WORDS: trust the words wholly) under MIN_HISTORY messages."""
+                spans: Sequence[TimeSpan] = (), *, index: str = "messages",
+                least: int = MIN_HISTORY) -> QueryWords:
+    """The query's content words (:func:`content_terms`) with their idf over an index (the
+    messages', or ``index="facts"``): ``ln(1 + (N - df + 0.5) / (df + 0.5))``, df counted up
+    to DF_CAP. None (NO_WORDS: trust the words wholly) under ``least`` rows."""
+    if index not in ("messages", "facts"):
+        raise ValueError(f"no index {index!r}")
     terms = content_terms(plan, spans)
     if not terms:
         return NO_WORDS
-    total = int(db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
-    if total < MIN_HISTORY:
+    total = int(db.execute(f"SELECT coalesce(max(id), 0) FROM {index}").fetchone()[0])
+    if total < least:
         return NO_WORDS
     idf = []
     for term in terms:
         df = int(db.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? "
+            f"SELECT count(*) FROM (SELECT 1 FROM {index}_fts WHERE {index}_fts MATCH ? "
             f"LIMIT {DF_CAP})", [term.fts]).fetchone()[0])
         n = max(total, df)
         idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
     return QueryWords(tuple(terms), tuple(idf))
+
+
+def indexed_coverage(db: sqlite_utils.Database, words: QueryWords, index: str,
+                     ids: Sequence[int]) -> dict[int, float]:
+    """:func:`coverage` as the index matches (every column of ``index``'s FTS5 table: a fact's
+    text, its entities, tags and the exchange it was learned from), for the rows ``ids``
+    (which the caller has read for its user: the ids are the user's own)."""
+    rows = list(dict.fromkeys(int(i) for i in ids))
+    if not rows or not words.terms or words.total <= 0:
+        return {}
+    held = dict.fromkeys(rows, 0.0)
+    marks = ",".join("?" * len(rows))
+    for term, idf in zip(words.terms, words.idf, strict=True):
+        for (rowid,) in db.execute(
+                f"SELECT rowid FROM {index}_fts WHERE {index}_fts MATCH ? "
+                f"AND rowid IN ({marks})", [term.fts, *rows]).fetchall():
+            held[int(rowid)] += idf
+    return {i: v / words.total for i, v in held.items()}
 
 
 def coverage(db: sqlite_utils.Database, user: str, words: QueryWords,
