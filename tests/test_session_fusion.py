@@ -85,3 +85,30 @@ def test_specific_words_keep_the_word_ranking(store, clock, db):
     say(store, clock, "owner", "we adopted a dog from the shelter", "good for you!")
     hits = store.search_messages("owner", "how did the dog inspection go?", limit=5)
     assert hits[0].message.id == inspection and "bm25" in hits[0].parts
+
+
+def test_untrusted_words_still_choose_the_turn_within_its_conversation():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # One conversation: the turn holding the query's words (1) and its neighbour (2), a shade
+    # closer in meaning; another conversation's message (3), closest of all. The words cover
+    # little of the query: not trusted to choose the conversation.
+    ranked = [RankedMessage(1, 10, 1.0, {"bm25": 1.0}), RankedMessage(2, 10, 0.3,
+                                                                      {"neighbours": 0.3}),
+              RankedMessage(3, 20, 0.0, {}, matched="")]
+    sims = semantic.Similarities(np.array([1, 2, 3]), np.array([0.30, 0.32, 0.40], np.float32),
+                                 np.array([0.30, 0.32, 0.40], np.float32))
+    cover = {1: 0.05, 2: 0.0}
+
+    def scores(**params):
+        out = semantic.rerank_by_meaning(ranked, sims, limit=3, cover=cover,
+                                         params=semantic.SemanticParams(**params))
+        return [r.message_id for r in out], {r.message_id: r.score for r in out}
+
+    order, score = scores()
+    assert order[0] == 3  # meaning chooses the conversation
+    # the words still choose the turn within it: the neighbour loses its lead over the turn
+    # that holds them (a weight of 0.5 reverses the two; none leaves the neighbour ahead)
+    _, unordered = scores(within=0.0)
+    assert score[2] - score[1] < unordered[2] - unordered[1]
+    assert scores(within=0.5)[0] == [3, 1, 2] and scores(within=0.0)[0] == [3, 2, 1]

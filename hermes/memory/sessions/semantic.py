@@ -86,13 +86,18 @@ class SemanticParams:
     # (scripts/recall_probes.py): docs/retrieval.md.
     trust_low: float = 0.18
     trust_high: float = 0.24
-    trust_pool: int = 10
+    trust_pool: int = 20
     # A candidate without a word of the query, closer in meaning than the best of the word
     # ranking's best ``beyond_pool`` messages, gains ``beyond`` x how much closer (each cosine
     # as a share of the way from the candidates' median to their best) x the words' trust:
     # meaning beyond words that are trusted (where they are not, meaning ranks anyway).
     beyond: float = 1.0
     beyond_pool: int = 5
+    # Words not trusted to choose the conversation still order the messages of one: a message
+    # loses ``within`` x (1 - trust) x how far its word part is below its session's best (the
+    # turn that holds the words, not its neighbour, stands for the exchange). Chosen on the
+    # tuning halves: 0.1 / 0.2 / 0.3 (LoCoMo's tuning half the same as before at 0.2).
+    within: float = 0.2
     # A candidate shows as matched by meaning when its cosine (or its window's) reaches the
     # model's floor and this share of the best candidate's: "hello there" (0.21 to "tomato
     # variety", whose session holds both words at 0.69) is not a match by meaning.
@@ -428,9 +433,18 @@ def rerank_by_meaning(
     trusted = 1.0 if cover is None else _word_trust(pool, message, window, cover, params)
     # The word ranking's date part is a match of time, not of words: never weighed down.
     dated = np.array([r.parts.get("date", 0.0) for r in pool], dtype=np.float64)
-    own = (trusted * ((words - dated) / top + params.window * around + params.length * size)
+    worded = (words - dated) / top
+    own = (trusted * (worded + params.window * around + params.length * size)
            + dated / top + params.message * near + params.meaning_only * wordless
            + params.temporal * when + params.of_self * told)
+    below = np.zeros(len(pool), np.float64)
+    if trusted < 1 and params.within:
+        best_words: dict[int, float] = {}
+        for r, value in zip(pool, worded, strict=True):
+            best_words[r.session_id] = max(best_words.get(r.session_id, -1e9), float(value))
+        below = (1 - trusted) * params.within * (
+            worded - np.array([best_words[r.session_id] for r in pool], dtype=np.float64))
+        own = own + below
     best: dict[int, float] = {}
     for r, value in zip(pool, own, strict=True):
         best[r.session_id] = max(best.get(r.session_id, -1e9), float(value))
@@ -452,7 +466,8 @@ def rerank_by_meaning(
                       "temporal": params.temporal * float(when[i]),
                       "of self": params.of_self * float(told[i]),
                       "session best": trusted * params.session * float(of_session[i]),
-                      "beyond words": trusted * float(beyond[i])})
+                      "beyond words": trusted * float(beyond[i]),
+                      "words in its session": float(below[i])})
         out.append(RankedMessage(r.message_id, r.session_id, float(total[i]),
                                  {k: v for k, v in parts.items() if v}, r.session_matched,
                                  matched))
