@@ -244,6 +244,10 @@ class WebConfig(Section):
     # None: 127.0.0.1. Anything but loopback must be set here explicitly, and warns at start
     host: str | None = None
     port: int = Field(8765, ge=0, le=65535)
+    # A login link (`hermes web token`) works for this many days; a browser logged in with it
+    # stays logged in for session_days (across restarts of the daemon)
+    token_days: float = Field(7.0, gt=0)
+    session_days: float = Field(30.0, gt=0)
 
 
 class LoggingConfig(Section):

@@ -168,6 +168,7 @@ class Daemon:
     async def _run(self) -> None:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+        self._preflight()  # nothing started yet: nothing to stop
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
@@ -180,7 +181,10 @@ class Daemon:
             self.scheduler.start()
             await self._start_frontends(agent)
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
-            socket = SocketServer(self.rt, agent)
+            # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
+            # one cron runner of this process (its deliveries go through the front-ends).
+            socket = SocketServer(self.rt, agent,
+                                  runner=self.ctx.runner if self.ctx else None)
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
@@ -195,6 +199,17 @@ class Daemon:
             await self._shutdown()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+
+    def _preflight(self) -> None:
+        """What stops `hermes run`, checked before anything loads, so that its one Error line
+        comes first (it came after the model had loaded and its INFO lines): the database
+        opens (a folder, an empty file), and every job of cron.jobs is valid."""
+        from hermes.cron.store import check_config_jobs
+
+        settings = self.rt.settings
+        self.rt.db  # noqa: B018  (opening it is the check)
+        check_config_jobs(settings.cron.jobs, settings.source, timezone=settings.cron.timezone,
+                          home=settings.home_path, default_user=settings.users.default)
 
     async def _preload(self) -> None:
         """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a

@@ -10,8 +10,9 @@ file permissions; the daemon also checks the peer's uid with SO_PEERCRED where t
 that user can already read and write ``hermes.db`` directly and run any command with any
 ``--user``. So the client names the user it acts for, resolved exactly as the in-process command
 resolves it (``--user``, else ``users.default``), and the daemon acts for that user only: a turn
-runs on a session only if that session belongs to that user. The socket accepts two requests,
-nothing else: run a turn, and "the person left" (summarise that user's ended sessions).
+runs on a session only if that session belongs to that user. The socket accepts three requests,
+nothing else: run a turn, "the person left" (summarise that user's ended sessions), and a call
+of hermes/daemon_calls.py (a CLI command's search or cron run, for that user).
 
 Protocol: one JSON request line from the client; the daemon answers with JSON lines:
 ``{"chunk": text}`` as the reply streams, then ``{"result": {...}}`` (a TurnResult) or
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
     from hermes.agent.turn import Agent
     from hermes.config import Settings
+    from hermes.cron.runner import CronRunner
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,13 @@ log = logging.getLogger(__name__)
 SOCKET_NAME = "hermes.sock"
 # A Unix socket path is at most 107 bytes on Linux; a longer home has no socket (in-process).
 MAX_PATH_BYTES = 107
+# A request is one line: a message of at most MAX_MESSAGE_CHARS (hermes.agent.turn) as JSON
+# (up to 12 bytes a character as \\u escapes) fits with room to spare. A longer line is refused
+# in one line (asyncio's default of 64 KiB closed the connection: "daemon closed the connection").
+REQUEST_LIMIT = 1024 * 1024
+# A reply line: the result carries the whole reply's text (64 KiB made a long reply a
+# traceback, "Separator is found, but chunk is longer than limit").
+REPLY_LIMIT = 64 * 1024 * 1024
 
 
 def socket_path(settings: Settings) -> Path:
@@ -85,14 +94,27 @@ class RemoteTurn:
     async def __aiter__(self) -> AsyncIterator[str]:
         import asyncio
 
+        from hermes.agent.turn import MAX_MESSAGE_CHARS, MessageTooLong, too_long_message
+
+        text = str(self.request.get("text") or "")
+        if len(text) > MAX_MESSAGE_CHARS:  # refused here as in-process: nothing is sent
+            from hermes.agent.turn import TurnResult
+
+            self.exception = MessageTooLong(too_long_message(len(text)))
+            self.result = TurnResult(
+                user=str(self.request.get("user")), session_id=int(self.request["session_id"]),
+                user_message_id=0, assistant_message_id=None, text="", shown_fact_ids=[],
+                tool_calls=0, memory_written=False, error=str(self.exception))
+            return
         try:
-            reader, writer = await asyncio.open_unix_connection(os.fspath(self.path))
+            reader, writer = await asyncio.open_unix_connection(os.fspath(self.path),
+                                                                limit=REPLY_LIMIT)
         except OSError:
             raise DaemonError("The Hermes daemon stopped; run the command again.") from None
         try:
             writer.write(json.dumps(self.request).encode() + b"\n")
             await writer.drain()
-            while line := await reader.readline():
+            while line := await _read_line(reader, "reply"):
                 message = json.loads(line)
                 if "chunk" in message:
                     yield message["chunk"]
@@ -140,6 +162,18 @@ class RemoteAgent:
         writer.close()
 
 
+async def _read_line(reader: asyncio.StreamReader, what: str) -> bytes:
+    """One line, or a DaemonError saying it is over the limit (the rest is not read)."""
+    import asyncio
+
+    try:
+        return await reader.readline()
+    except (ValueError, asyncio.LimitOverrunError):
+        limit = REQUEST_LIMIT if what == "request" else REPLY_LIMIT
+        raise DaemonError(f"Refused: a {what} over {limit // 1024 // 1024} MiB on the local "
+                          "socket.") from None
+
+
 # --------------------------------------------------------------------------- the daemon side
 def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
     sock = writer.get_extra_info("socket")
@@ -153,9 +187,10 @@ class SocketServer:
     """Serves the local socket for the daemon: turns on the daemon's agent, for the user the
     client names, on sessions of that user only."""
 
-    def __init__(self, rt: Runtime, agent: Agent) -> None:
+    def __init__(self, rt: Runtime, agent: Agent, *, runner: CronRunner | None = None) -> None:
         self.rt = rt
         self.agent = agent
+        self.runner = runner
         self.path = socket_path(rt.settings)
         self._server: asyncio.AbstractServer | None = None
         self.turns: set[asyncio.Task[Any]] = set()
@@ -172,7 +207,8 @@ class SocketServer:
         self.path.unlink(missing_ok=True)
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._serve, path=os.fspath(self.path))
+            self._server = await asyncio.start_unix_server(self._serve, path=os.fspath(self.path),
+                                                           limit=REQUEST_LIMIT)
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -203,7 +239,11 @@ class SocketServer:
             if uid is not None and uid not in (os.getuid(), 0):
                 await self._write(writer, {"error": "Refused: another OS user's connection."})
                 return
-            line = await reader.readline()
+            try:
+                line = await _read_line(reader, "request")
+            except DaemonError as exc:
+                await self._write(writer, {"error": str(exc), "exit_code": 1})
+                return
             if not line:                # daemon_running's probe: connected, sent nothing
                 return
             try:
@@ -214,6 +254,8 @@ class SocketServer:
                 return
             if request.get("op") == "turn":
                 await self._turn(writer, user, request)
+            elif request.get("op") == "call":
+                await self._call(writer, user, request)
             elif request.get("op") == "left":
                 self._left(user)
                 await self._write(writer, {"ok": True})
@@ -243,6 +285,28 @@ class SocketServer:
         # A model failure is the turn's result (the message is recorded); its exit code too.
         exit_code = turn.exception.exit_code if turn.exception is not None else 0
         await self._write(writer, {"result": asdict(turn.result), "exit_code": exit_code})
+
+    async def _call(self, writer: asyncio.StreamWriter, user: str,
+                    request: dict[str, Any]) -> None:
+        """A CLI command's work done here (hermes/daemon_calls.py): its result, or one line."""
+        from hermes.daemon_calls import Services, answer
+
+        try:
+            args = request.get("args") or {}
+            if not isinstance(args, dict):
+                raise HermesError("Refused: a call's arguments are an object.")
+            result = await answer(Services(self.rt, self.agent, self.runner), user,
+                                  str(request.get("name")), args)
+        except HermesError as exc:
+            await self._write(writer, {"error": str(exc),
+                                       "exit_code": getattr(exc, "exit_code", 1)})
+            return
+        except Exception:
+            log.exception("local socket: the call %r failed", request.get("name"))
+            await self._write(writer, {"error": "The daemon failed to answer; it has been "
+                                       "logged (hermes.log).", "exit_code": 1})
+            return
+        await self._write(writer, {"result": result})
 
     def _left(self, user: str) -> None:
         import asyncio

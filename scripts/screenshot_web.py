@@ -1,10 +1,12 @@
-"""Take the README's screenshot of the web panel's chat page (docs/chat.png), and measure the
-page's weight: the bytes of its HTML, CSS and JavaScript.
+"""Take the screenshots of the web panel's chat page, on a desktop (docs/chat.png) and on a
+phone (docs/chat-phone.png, 390x844), and measure the page's weight: the bytes of its HTML, CSS
+and JavaScript.
 
     python scripts/screenshot_web.py [--out docs/chat.png]
 
-A temporary home with a short conversation, the facts shown for its reply and one fact arriving
-live (through the same listener extraction uses); the panel on a free port; Debian's chromium
+A temporary home with a short conversation whose reply is Markdown (rendered), the receipt under
+it unfolded (the fact it used, the fact learned from it), and that fact arriving live in the
+sidebar (through the same listener extraction uses); the panel on a free port; Debian's chromium
 through Playwright (apt-get install chromium; pip install -e '.[test]').
 """
 
@@ -40,7 +42,10 @@ def seed(rt) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     sessions.append("owner", session.id, "user", "Which editor do I like again? I'm setting up "
                     "the new laptop and starting at Acme Corp on Monday.")
     reply = sessions.append("owner", session.id, "assistant",
-                            "Helix: it's your favourite editor. Good luck at Acme Corp on Monday!")
+                            "**Helix**: it's your favourite editor. On the new laptop:\n\n"
+                            "```sh\nsudo apt install hx\n```\n\n"
+                            "and `hx --tutor` for a refresher. Good luck at *Acme Corp* on "
+                            "Monday!")
     with write_transaction(rt.db):
         rt.db.execute("INSERT INTO shown_facts (message_id, fact_id) VALUES (?, ?)",
                       [reply.id, editor])
@@ -86,8 +91,19 @@ async def main(out: Path) -> None:
         extraction_listener(frontend.ctx)(SimpleNamespace(
             user="owner", session_id=session_id, last_message_id=reply_id, changes=changes))
         await page.locator("#facts li.fresh").wait_for()
+        await page.locator(".receipt summary").last.click()
+        await page.locator(".receipt .learned-here li").last.wait_for()
         out.parent.mkdir(parents=True, exist_ok=True)
         await page.screenshot(path=str(out))
+        phone = await browser.new_page(viewport={"width": 390, "height": 844},
+                                       device_scale_factor=1)
+        await phone.goto(link)
+        await phone.goto(f"{frontend.url}/chat?session={session_id}")
+        await phone.locator(".receipt summary").last.click()
+        await phone.locator(".receipt").last.scroll_into_view_if_needed()
+        phone_out = out.with_name(out.stem + "-phone" + out.suffix)
+        await phone.screenshot(path=str(phone_out))
+        print(f"wrote {phone_out}")
         await browser.close()
     await frontend.stop()
     rt.close()

@@ -280,3 +280,55 @@ def test_a_secret_in_an_export_is_redacted_like_any_recorded_message(rt):
     assert not store.search("owner", key[8:30])
     again = import_export(store, "owner", export, "claude")  # still the same message
     assert (again.messages_added, again.messages_existing) == (0, 2)
+
+
+def test_an_archive_that_unzips_past_the_limit_is_one_line_and_imports_nothing(
+        cli, rt, tmp_path, monkeypatch):
+    """The pass's zip: 510 KB holding 512 MiB of whitespace (1,083 MB peak). Refused by the
+    member's stated size before a byte is unzipped; the limit is scaled down here."""
+    from hermes.memory.sessions import chat_exports
+
+    monkeypatch.setattr(chat_exports, "MAX_EXPORT_BYTES", 1024 * 1024)
+    bomb = tmp_path / "export.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", "[" + " " * (3 * 1024 * 1024) + "]")
+    assert bomb.stat().st_size < 10_000
+    result = cli("sessions", "import", str(bomb), "--format", "chatgpt")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "Error: export.zip (conversations.json): 3 MiB of conversations is over the import "
+        "limit of 1 MiB; nothing was imported.")
+    plain = tmp_path / "conversations.json"
+    plain.write_text("[" + " " * (2 * 1024 * 1024) + "]", encoding="utf-8")
+    result = cli("sessions", "import", str(plain), "--format", "chatgpt")
+    assert result.exit_code == 1 and "over the import limit of 1 MiB" in result.stderr
+    assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_a_damaged_member_of_the_zip_is_one_line(cli, rt, tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", json.dumps(chatgpt_export()) * 20)
+    data = bytearray(archive.read_bytes())
+    start = data.index(b"conversations.json") + len("conversations.json")
+    for offset in range(start + 40, start + 140):   # inside the deflated stream
+        data[offset] ^= 0x5A
+    archive.write_bytes(bytes(data))
+    result = cli("sessions", "import", str(archive), "--format", "chatgpt")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: export.zip: cannot read the zip (")
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+    assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_a_lone_surrogate_in_a_chatgpt_message_keeps_its_conversation(rt, tmp_path):
+    """Half an emoji ("\\ud83e") made the whole conversation unstorable; the JSONL importer
+    already kept it with U+FFFD in its place."""
+    raw = json.dumps(chatgpt_export()).replace("My tomatoes", "My \\ud83e tomatoes", 1)
+    path = tmp_path / "conversations.json"
+    path.write_text(raw, encoding="utf-8")
+    report = import_export(rt.memory.sessions, "owner", load_export(path), "chatgpt")
+    assert not any("could not be stored" in why for _, why in report.errors)
+    texts = [m.content for s in rt.memory.sessions.list_sessions("owner")
+             for m in rt.memory.sessions.messages("owner", s.id)]
+    assert any(t.startswith("My \ufffd tomatoes") for t in texts)

@@ -604,3 +604,26 @@ async def test_shutdown_waits_for_the_terminal_summary_within_the_background_gra
     repl = daemon.frontends["terminal"].repl
     assert "summary of the terminal session cut short" in caplog.text
     assert all(task.done() for task in repl.background)
+
+
+def test_hermes_run_says_a_bad_cron_job_before_it_loads_anything(
+        cli, monkeypatch, hermes_home, config_file):
+    """Issue 30: the cron check ran after the model had loaded, so INFO lines came first."""
+    import logging
+
+    from hermes.agent import llm
+
+    loaded = []
+    monkeypatch.setattr(llm, "load_litellm", lambda: loaded.append(1))
+    config_file.write_text("cron:\n  jobs:\n"
+                           "    - {name: digest, schedule: 'every blue moon', prompt: hi}\n")
+    try:
+        result = cli("run", "--no-repl")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert result.exit_code == 2 and loaded == []
+    assert result.stderr.startswith("Error: ") and "cron.jobs.0.schedule" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -509,3 +509,40 @@ async def test_cron_delivery_posts_to_the_channel_in_pieces(env):
     await env.bot.deliver(None, str(env.world.channel_id), "digest " * 500)
     posted = env.api.messages_in(env.world.channel_id)
     assert len(posted) == 2 and all(len(c.json["content"]) <= 2000 for c in posted)
+
+
+async def test_a_reply_that_used_facts_carries_a_one_line_receipt(env, fake_model, rt):
+    facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
+    listed = ", ".join(f"#{i}" for i in sorted(shown))
+    assert reply.json["content"].endswith(
+        f"\n-# used {len(shown)} facts ({listed}) · react 👍/👎 to rate them · /forget ID drops "
+        "one")
+    stored = rt.db.execute("SELECT content FROM messages WHERE role = 'assistant'").fetchone()[0]
+    assert stored == "Miso is your cat, and Miso likes tuna."        # not part of the reply
+    fake_model.reply("Hello again.")
+    plain = env.world.dm("alice", "hello")
+    await env.bot.on_message(plain)
+    assert env.api.messages_in(plain.channel.id)[-1].json["content"] == "Hello again."
+
+
+async def test_what_a_reply_taught_is_added_to_its_receipt_when_extraction_commits(
+        env, fake_model, rt):
+    import asyncio
+    from types import SimpleNamespace
+
+    from hermes.learn.consolidate import Consolidation, FactChange
+
+    facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
+    assistant_id = rt.db.execute(
+        "SELECT max(id) FROM messages WHERE role = 'assistant'").fetchone()[0]
+    new = facts.add(alice, "Miso is a grey tabby").id
+    env.bot.learned(SimpleNamespace(user=alice, session_id=1, last_message_id=assistant_id,
+                                    changes=Consolidation(changes=[FactChange("created", new)])))
+    env.bot.learned(SimpleNamespace(user=alice, session_id=1, last_message_id=assistant_id + 99,
+                                    changes=Consolidation(changes=[FactChange("created", new)])))
+    await asyncio.gather(*env.bot._tasks)
+    (edit,) = env.api.sent("PATCH", "/channels/{channel_id}/messages/{message_id}")
+    assert edit.json["content"].endswith(
+        f"· react 👍/👎 to rate them · /forget ID drops one · learned #{new} "
+        f"(/forget {new} undoes it)")
+    assert int(edit.route.url.rsplit("/", 1)[-1]) == int(reply.response["id"])

@@ -9,6 +9,8 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -160,14 +162,31 @@ def test_every_docs_page_is_in_the_index():
     assert {p for p in pages if f"]({p})" not in index} == set()
 
 
+@pytest.fixture(scope="module")
+def minilm():
+    """One real MiniLM for this file's examples (each CLI call would load its own)."""
+    from hermes.memory.embeddings import MiniLM
+
+    return MiniLM()
+
+
+@pytest.fixture
+def default_config(config_file, monkeypatch, minilm):
+    """The configuration a new user has: hybrid recall with MiniLM (the suite's is words only
+    with a toy model)."""
+    from hermes.memory import embeddings
+
+    config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
+    monkeypatch.setitem(embeddings.MODELS, "minilm", lambda: minilm)
+
+
 def _example(text: str, after: str) -> list[str]:
     """The lines of the first code block after the paragraph starting with ``after``."""
     start = text.index("```\n", text.index(after)) + 4
     return text[start:text.index("```", start)].splitlines()
 
 
-async def test_the_readmes_tour_prints_what_the_readme_shows(
-        rt, cli, config_file, monkeypatch, tmp_path):
+async def test_the_readmes_tour_prints_what_the_readme_shows(rt, cli, default_config, tmp_path):
     """The tour's REPL lines and `hermes facts` lines, run as the tour runs them: the default
     configuration (hybrid recall with the real MiniLM), the fact remembered in the REPL, found
     by its words at once and by meaning once `hermes sessions index` has embedded it."""
@@ -175,11 +194,8 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(
 
     from hermes.agent.turn import Agent
     from hermes.frontends.repl import Repl
-    from hermes.memory import embeddings
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
-    monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)
 
     said: list[str] = []
     shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: said.append(text),
@@ -210,3 +226,154 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(
     match = re.fullmatch(pattern, printed)
     assert match, printed
     assert abs(float(match[1]) - 0.37) <= 0.02
+
+
+NUMBER = re.compile(r"\d+\.\d+")
+
+
+def _same_output(shown: str, printed: str) -> bool:
+    """Equal, but a decimal may differ by 0.02: a cosine or a score from the embedding model
+    moves in its last places with the CPU's kernels; every word, id and count must match."""
+    if NUMBER.sub("#", shown) != NUMBER.sub("#", printed):
+        return False
+    return all(abs(float(a) - float(b)) <= 0.02
+               for a, b in zip(NUMBER.findall(shown), NUMBER.findall(printed), strict=True))
+
+
+def replay(cli, lines: list[str], prompt: str = "$ hermes ") -> list[str]:
+    """Run every ``$ hermes ...`` line of an example through the real CLI; the lines the
+    example shows after it that the command did not print (or printed otherwise)."""
+    wrong: list[str] = []
+    command: list[str] | None = None
+    expected: list[str] = []
+
+    def check() -> None:
+        if command is None:
+            return
+        result = cli(*command)
+        printed = (result.stdout + result.stderr).splitlines()
+        if len(printed) != len(expected) or not all(
+                _same_output(a, b) for a, b in zip(expected, printed, strict=True)):
+            wrong.append(f"hermes {' '.join(command)}:\n  shown   {expected}\n  printed {printed}")
+
+    for line in lines:
+        if line.startswith(prompt):
+            check()
+            command, expected = shlex.split(line.removeprefix(prompt)), []
+        else:
+            expected.append(line)
+    check()
+    return wrong
+
+
+def test_the_replay_finds_a_changed_line(cli):
+    assert _same_output("(meaning 0.69; trust 0.50)", "(meaning 0.67; trust 0.50)")
+    assert not _same_output("(meaning 0.69; trust 0.50)", "(meaning 0.59; trust 0.50)")
+    assert not _same_output("[1] a (trust 0.50)", "[2] a (trust 0.50)")
+    added = ["$ hermes memory add 'Runs Debian'", "Added [1]. Basic memory now 15/8,000 chars."]
+    assert replay(cli, added) == []
+    assert replay(cli, ["$ hermes memory add 'Runs Debian'", "Added [9]."]) != []
+
+
+def test_the_memory_pages_examples_are_what_hermes_prints(cli, default_config):
+    """docs/memory.md's `hermes memory` and `hermes facts` examples, run on a new home in the
+    default configuration (hybrid recall with the real MiniLM)."""
+    page = (ROOT / "docs" / "memory.md").read_text(encoding="utf-8")
+    basic = _example(page, "## Basic memory")
+    facts = _example(page, "## The fact store")
+    assert len(basic) >= 6 and len(facts) >= 30
+    assert replay(cli, basic) == []
+    assert replay(cli, facts) == []
+
+
+def test_other_pages_examples_are_what_hermes_prints(cli):
+    """Examples that need no history: the guard's refusal, the plugin list."""
+    secrets = (ROOT / "docs" / "secrets.md").read_text(encoding="utf-8")
+    plugins = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert replay(cli, _example(secrets, "**Every field of every write is checked**")) == []
+    assert replay(cli, _example(plugins, "`hermes plugins` (`--json`) lists")) == []
+
+
+def test_the_cron_pages_example_is_what_hermes_prints(cli, config_file):
+    """docs/cron.md's config, then its commands, on the test clock (2026-11-29 12:00 UTC)."""
+    import yaml
+
+    page = (ROOT / "docs" / "cron.md").read_text(encoding="utf-8")
+    start = page.index("```yaml\n") + len("```yaml\n")
+    config = page[start:page.index("```", start)]
+    assert [job["name"] for job in yaml.safe_load(config)["cron"]["jobs"]] == [
+        "daily-digest", "weekly-review"]
+    config_file.write_text(config, encoding="utf-8")
+    example = _example(page, "and one added from the command line:")
+    assert len(example) == 13 and replay(cli, example) == []
+
+
+COMMAND = re.compile(r"(?:^\$ |`|^hermes> )hermes((?: --?[a-z-]+(?: [^\s`]+)?)*) ([a-z][a-z-]*)"
+                     r"(?: ([a-z][a-z-]*))?", re.M)
+
+
+def unknown_commands(texts: dict[str, str]) -> list[str]:
+    """`hermes NAME [SUB]` in prose or examples where NAME or SUB is no command (renamed,
+    removed, misspelt)."""
+    from hermes.cli import COMMANDS, load_command
+
+    unknown = []
+    for name, text in texts.items():
+        for match in COMMAND.finditer(text):
+            command, sub = match[2], match[3]
+            group = load_command(command) if command in COMMANDS else None
+            subs = getattr(group, "commands", None)
+            if group is None or (subs is not None and sub and sub not in subs
+                                 and not getattr(group, "invoke_without_command", False)):
+                unknown.append(f"{name}: {match[0]}")
+    return unknown
+
+
+def test_every_command_the_docs_name_exists():
+    texts = {p.name: p.read_text(encoding="utf-8") for p in _docs() if p.name != "cli.md"}
+    assert unknown_commands(texts) == []
+    assert unknown_commands({"x.md": "Run `hermes facts frobnicate` or `hermes memroy show`,\n"
+                                     "$ hermes --home /tmp/h facts serch x\n"}) == [
+        "x.md: `hermes facts frobnicate", "x.md: `hermes memroy show",
+        "x.md: $ hermes --home /tmp/h facts serch"]
+
+
+def missing_paths(texts: dict[str, str], root: Path) -> list[str]:
+    """`hermes/...`, `scripts/...` and `tests/...` paths the docs name that do not exist (a
+    module moved or renamed)."""
+    return [f"{name}: {match[1]}" for name, text in texts.items()
+            for match in re.finditer(r"`((?:hermes|scripts|tests)/[\w./-]*\w/?)`", text)
+            if not (root / match[1]).exists()]
+
+
+def test_every_file_the_docs_name_exists(tmp_path):
+    texts = {p.name: p.read_text(encoding="utf-8") for p in _docs()}
+    assert missing_paths(texts, ROOT) == []
+    (tmp_path / "hermes").mkdir()
+    (tmp_path / "hermes" / "turn.py").write_text("", encoding="utf-8")
+    assert missing_paths({"x.md": "`hermes/turn.py` and `hermes/agent/turn.py`"}, tmp_path) == [
+        "x.md: hermes/agent/turn.py"]
+
+
+def unknown_modules(table: str, root: Path) -> list[str]:
+    """Files and folders named in the module table of docs/architecture.md (`hermes/x/` rows
+    naming `y.py`, `z/` inside) that no longer exist anywhere under hermes/."""
+    present = {str(p.relative_to(root)) + ("/" if p.is_dir() else "")
+               for p in (root / "hermes").rglob("*") if "__pycache__" not in p.parts}
+    unknown = []
+    for line in table.splitlines():
+        if not line.startswith("| `hermes"):
+            continue
+        for name in re.findall(r"`([\w/]+(?:\.py|\.md|/))`", line):
+            if not any(p == name or p.endswith("/" + name) for p in present):
+                unknown.append(name)
+    return unknown
+
+
+def test_every_module_in_the_architecture_table_exists(tmp_path):
+    table = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert unknown_modules(table, ROOT) == []
+    (tmp_path / "hermes" / "agent").mkdir(parents=True)
+    (tmp_path / "hermes" / "agent" / "turn.py").write_text("", encoding="utf-8")
+    assert unknown_modules("| `hermes/agent/` | `turn.py` (one turn), `feedback.py` (gone) |",
+                           tmp_path) == ["feedback.py"]

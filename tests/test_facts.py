@@ -574,6 +574,8 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     "\u200fOmar\u200e", "\u202aOmar\u202c", "Om\u200bar",  # bidi marks, a zero-width space
     "-Omar*", "**Omar**", "_Omar_", "~Omar~",          # wrapping punctuation
     "Ｏｍａｒ",                                          # full-width letters
+    "\x1bOmar", "Omar\x07",                             # control characters (issue 30)
+    "#Omar+", "@Omar:",                                # marks search trims (issue 30)
 ])
 def test_probe_finds_near_exact_names(facts, typed):
     fact = facts.add("owner", "Omar hosts the Vaultwarden server", entities=["Omar"]).fact

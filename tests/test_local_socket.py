@@ -140,3 +140,88 @@ async def test_the_clients_probe_is_not_logged_as_a_client_that_went_away(daemon
     await until(lambda: not daemon.socket.turns)        # each probe's handler has finished
     assert [r.getMessage() for r in caplog.records if r.name == "hermes.local_socket"
             and "went away" in r.getMessage()] == []
+
+
+async def test_long_questions_and_long_replies_cross_the_socket_within_the_limits(
+        daemon, cli, fake_model, hermes_home, monkeypatch):
+    """Issue 30: over 64 KiB a question failed only with a daemon, and a reply was a
+    traceback. Now a reply of 1 MiB arrives whole; a message over the turn's limit is the
+    same one line with or without a daemon; a raw line over the socket's limit is refused."""
+    from hermes.agent import turn as turn_module
+    from hermes.local_socket import REQUEST_LIMIT
+
+    long_reply = "word " * (1024 * 1024 // 5)     # 1 MiB, in 4 chunks
+    fake_model.reply(long_reply, chunk_size=len(long_reply) // 4 + 1)
+    question = "é" * 12_000                       # 72 KB of JSON escapes
+    result = await asyncio.to_thread(cli, "ask", question)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == long_reply + "\n"
+    sent = fake_model.requests[-1].messages[-1]["content"]
+    assert sent.endswith(question)
+
+    too_long = "x" * (turn_module.MAX_MESSAGE_CHARS + 1)
+    refused = await asyncio.to_thread(cli, "ask", too_long)
+    line = (f"Error: Refused: the message is {len(too_long):,} characters, over the limit "
+            f"of {turn_module.MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter "
+            "message.\n")
+    assert (refused.exit_code, refused.stderr) == (1, line)
+    # the daemon refuses it too, for a client that does not check
+    (answer,) = await asyncio.to_thread(
+        _request, hermes_home / "hermes.sock",
+        {"op": "turn", "user": "owner", "session_id":
+         daemon.rt.memory.sessions.create("owner", "terminal").id, "text": too_long})
+    assert answer["exit_code"] == 1 and answer["result"]["error"] == line[len("Error: "):-1]
+    (over,) = await asyncio.to_thread(
+        _request, hermes_home / "hermes.sock",
+        {"op": "turn", "user": "owner", "session_id": 1, "text": "y" * REQUEST_LIMIT})
+    assert over == {"error": "Refused: a request over 1 MiB on the local socket.",
+                    "exit_code": 1}
+
+
+async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
+                                                                        monkeypatch):
+    """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with
+    a daemon running: it does the work (its models are loaded), the command prints what it
+    would have printed itself."""
+    import hermes.daemon_calls as calls
+    from hermes.assembly import cron_store
+
+    rt = daemon.rt
+    rt.memory.facts.add("owner", "The NAS runs Debian 13 and Redis", entities=["NAS"])
+    rt.memory.facts.add("alice", "Alice's NAS runs Redis too", entities=["NAS"])
+    sid = rt.memory.sessions.create("owner", "discord", title="NAS upgrade").id
+    rt.memory.sessions.append("owner", sid, "user", "Upgrading Redis on the NAS tonight")
+    answered: list[tuple[str, str]] = []
+    commands = [("facts", "search", "redis nas"), ("facts", "search", "redis", "--json"),
+                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json")]
+    with pytest.MonkeyPatch.context() as patch:
+        for name, work in list(calls.CALLS.items()):
+            async def spy(services, user, args, name=name, work=work):
+                answered.append((name, user))
+                return await work(services, user, args)
+            patch.setitem(calls.CALLS, name, spy)
+        through_daemon = [await asyncio.to_thread(cli, *c) for c in commands]
+        plan = await asyncio.to_thread(cli, "learn", "backfill", "--dry-run", "--json")
+        patch.setattr(calls, "call", lambda *a, **k: None)   # no daemon: in-process
+        in_process = [await asyncio.to_thread(cli, *c) for c in commands]
+    assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2 + [
+        "learn.backfill_plan"]
+    # The daemon's plan is priced with its model (this process has none: the cost is unknown)
+    assert plan.exit_code == 0, plan.stderr
+    assert plan.json()["sessions"] == 1 and plan.json()["model"] == "fake/scripted"
+    assert {u for _, u in answered} == {"owner"}
+    for remote, local in zip(through_daemon, in_process, strict=True):
+        assert remote.exit_code == local.exit_code == 0, remote.stderr
+        assert remote.stdout == local.stdout
+    assert "Debian 13" in through_daemon[0].stdout and "Alice" not in through_daemon[0].stdout
+    assert "NAS upgrade" in through_daemon[2].stdout
+
+    cron_store(rt).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
+    fake_model.reply("Digest: the NAS is fine.")
+    ran = await asyncio.to_thread(cli, "cron", "run", "digest")       # no model here: the daemon
+    assert ran.exit_code == 0, ran.stderr
+    assert "ok" in ran.stdout and "Digest: the NAS is fine." in ran.stdout
+    (run,) = cron_store(rt).runs(name="digest")
+    assert run.kind == "manual" and run.status == "ok"
+    refused = await asyncio.to_thread(cli, "cron", "run", "digest", "--user", "alice")
+    assert refused.exit_code != 0

@@ -245,3 +245,23 @@ def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ}, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_oversized_arguments_and_an_unexpected_prompt_argument_are_one_line(rt, seeded):
+    """Issue 30: no limit on MCP arguments; the prompt with an argument it does not take
+    answered 'Internal server error'."""
+    server = mcp_server.build_server(rt, "alice", write=True)
+    async with client(server) as alice:
+        big = "x" * (mcp_server.MAX_ARGUMENT_CHARS + 1)
+        result = await alice.call_tool("facts_search", {"query": big})
+        assert result.is_error
+        assert text(result) == (f"Refused: the arguments are {len(big):,} characters, over the "
+                                "limit of 64,000; nothing was done.")
+        result = await alice.call_tool("facts_add", {"content": big})
+        assert result.is_error and text(result).startswith("Refused: the arguments are")
+        assert data(await alice.call_tool("facts_search", {"query": "backups"}))
+        with pytest.raises(Exception) as raised:
+            await alice.get_prompt("what_you_know_about_me", {"topic": "work"})
+        assert "takes no arguments (got topic)" in str(raised.value)
+        assert "Internal" not in str(raised.value)
+    assert not rt.memory.facts.search("alice", "xxxx")

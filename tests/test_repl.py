@@ -329,3 +329,34 @@ async def test_leaving_ends_the_session_and_summarises_it_in_the_background(
     await again.leave()
     await asyncio.gather(*again.repl.background)
     assert len(rt.memory.sessions.list_sessions("owner")) == 2
+
+
+async def test_a_reply_is_followed_by_its_receipt_used_then_learned(fake_model, rt, pipe,
+                                                                    tmp_path):
+    import json
+
+    from hermes.assembly import build_agent
+
+    rt.settings.extraction.enabled = True
+    user = rt.settings.users.default
+    miso = rt.memory.facts.add(user, "Miso is the cat of the owner", entities=["Miso"]).id
+    rt.memory.facts.add("alice", "Alice's cat is called Miso too", entities=["Miso"])
+    agent, worker = build_agent(rt)
+    events: list[tuple[str, str]] = []
+    shell = Repl(rt, agent, emit=lambda kind, text: events.append((kind, text)),
+                 history=FileHistory(str(tmp_path / "history")))
+    shell.learn_from(worker)
+    repl = Session(shell, events, pipe)
+    fake_model.reply("Miso is your cat.")
+    fake_model.reply(json.dumps([{"action": "create", "content": "Miso is a grey tabby",
+                                  "type": "semantic", "category": "general",
+                                  "entities": ["Miso"], "tags": []}]))
+    pipe.send_text("what is Miso? She is a grey tabby." + ENTER)
+    await repl.reply_done()
+    assert repl.said("info")[-1] == (f"(used 1 fact: #{miso} · /rate up|down rates them, "
+                                     "/forget ID drops one)")
+    await worker.drain(10)
+    (tabby,) = [f for f in rt.memory.facts.list_facts(user) if "tabby" in f.content]
+    assert repl.said("info")[-1] == (f"(learned #{tabby.id}: Miso is a grey tabby · "
+                                     f"/forget {tabby.id} undoes it)")
+    await repl.leave()

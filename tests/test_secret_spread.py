@@ -19,6 +19,7 @@ from hermes.daemon import setup_logging
 from hermes.learn.worker import ExtractionWorker
 from hermes.memory import context as context_file
 from hermes.memory.sessions.store import SessionStore
+from hermes.memory.transfer import export_user
 from hermes.runtime import Runtime
 from tests.fakellm import Reply
 from tests.test_secrets import corpus
@@ -67,8 +68,9 @@ def places(rt, fake_model, secret: str) -> dict[str, int]:
 
     found["messages"] = rows("SELECT content, tool_args FROM messages")
     phrase = '"' + secret.replace('"', " ") + '"'
-    found["messages_fts"] = db.execute(
-        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [phrase]).fetchone()[0]
+    for index in ("messages_fts", "sessions_fts", "facts_fts"):
+        found[index] = db.execute(
+            f"SELECT count(*) FROM {index} WHERE {index} MATCH ?", [phrase]).fetchone()[0]
     found["sessions"] = rows("SELECT title, summary FROM sessions")
     found["facts"] = rows("SELECT content, tags, entity_names FROM facts")
     found["entities"] = rows("SELECT name FROM entities")
@@ -80,6 +82,7 @@ def places(rt, fake_model, secret: str) -> dict[str, int]:
     found["context_file"] = int(secret in note)
     log = rt.settings.home_path / "hermes.log"
     found["hermes.log"] = log.read_text(encoding="utf-8").count(secret) if log.exists() else 0
+    found["export"] = sum(secret in line for line in export_user(db, "owner"))
     return found
 
 
@@ -207,5 +210,46 @@ async def test_a_tool_result_quoting_an_old_secret_reaches_the_model_redacted(
         tool_messages = [m for m in fake_model.last.messages if m.get("role") == "tool"]
         assert tool_messages and "deploy" in tool_messages[0]["content"]
         assert "glpat-xY7zK2mN9pQ4rS6tU8vW" not in json.dumps(fake_model.last.messages)
+    finally:
+        rt.close()
+
+
+# Issue 30's pass: four secrets pasted the ways people paste them, each phrasing a message of its
+# own, followed through every place (12 kinds, counted by places()).
+PASTED = {
+    "sk-proj-Xa81kQ9vLmN2pR7sT4uW6yZ0bC3dE5fG8hJ1a1f3": [
+        "here is my OpenAI key: sk-proj-Xa81kQ9vLmN2pR7sT4uW6yZ0bC3dE5fG8hJ1a1f3",
+        "OPENAI_API_KEY=sk-proj-Xa81kQ9vLmN2pR7sT4uW6yZ0bC3dE5fG8hJ1a1f3 in the .env"],
+    "AKIAIOSFODNN7EXAMPLE": [
+        "the AWS access key is AKIAIOSFODNN7EXAMPLE for the backup bucket",
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE"],
+    "Tr0ub4dor&3": [
+        "db password is Tr0ub4dor&3, the wifi password is correcthorsebatterystaple",
+        "the staging database password Tr0ub4dor&3 (postgres user)",
+        "pw: Tr0ub4dor&3",
+        "connect with postgres://app:Tr0ub4dor&3@db.internal/app"],
+    "correcthorsebatterystaple": [
+        "the wifi password is correcthorsebatterystaple, guest network too",
+        "wifi passphrase correcthorsebatterystaple",
+        "the db password is hunter22 and the wifi password is correcthorsebatterystaple"],
+}
+
+
+async def test_the_passes_four_pasted_secrets_reach_none_of_the_twelve_places(
+        fake_model, clock, logged):
+    rt = Runtime(load_settings(), clock=clock)
+    try:
+        agent = Agent(rt.memory)
+        planted = [(text, secret) for secret, texts in PASTED.items() for text in texts]
+        await plant_everything(rt, agent, fake_model, planted)
+        kinds = set()
+        leaks = {}
+        for secret in PASTED:
+            spread = places(rt, fake_model, secret)
+            kinds |= set(spread)
+            if any(spread.values()):
+                leaks[secret] = {k: v for k, v in spread.items() if v}
+        assert len(kinds) == 12
+        assert leaks == {}
     finally:
         rt.close()

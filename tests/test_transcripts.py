@@ -77,3 +77,20 @@ def test_a_line_refused_at_its_messages_counts_nothing(rt):
     # again, with the session already there: its existing-count is not kept either
     again = import_sessions(store, "owner", [line([msg("fine"), msg("boom")], external_id="a")])
     assert (again.sessions_existing, again.messages_existing, again.skipped) == (0, 0, 1)
+
+
+def test_an_endless_line_is_refused_in_one_line_not_read_whole(cli, rt, tmp_path, monkeypatch):
+    """Issue 30: an import file is read line by line; a line of any length was read whole."""
+    from hermes.memory.sessions import transcripts
+
+    monkeypatch.setattr(transcripts, "MAX_LINE_BYTES", 1024 * 1024)
+    path = tmp_path / "endless.jsonl"
+    path.write_text("x" * (1024 * 1024 + 1), encoding="utf-8")
+    for command in (("sessions", "import", str(path)), ("import", str(path))):
+        result = cli(*command)
+        assert result.exit_code == 1, result.stderr
+        # (a file this size gets a progress bar, which ends its line first)
+        assert result.stderr.strip() == (
+            "Error: endless.jsonl: line 1 is over the import limit of 1 MiB a line (is it a "
+            "file Hermes wrote?); it and the lines after it were not imported.")
+    assert rt.memory.sessions.list_sessions("owner") == []

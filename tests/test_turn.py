@@ -419,3 +419,21 @@ async def test_three_failed_writes_that_are_not_a_full_memory_say_what_failed(ag
     assert "Memory is full" not in result.text
     assert result.text.endswith("(3 memory writes failed in this turn, so I stopped trying: "
                                 "facts forget: No fact with id 999 for user 'owner'.)")
+
+
+async def test_a_message_over_the_limit_is_refused_in_one_line_and_nothing_is_recorded(
+        rt, fake_model):
+    from hermes.agent.turn import MAX_MESSAGE_CHARS, Agent, MessageTooLong
+
+    agent = Agent(rt.memory)
+    session = rt.memory.sessions.create("owner", "terminal")
+    turn = agent.turn("owner", session.id, "x" * (MAX_MESSAGE_CHARS + 1))
+    result = await turn.run()
+    assert isinstance(turn.exception, MessageTooLong)
+    assert result.error == (f"Refused: the message is {MAX_MESSAGE_CHARS + 1:,} characters, "
+                            f"over the limit of {MAX_MESSAGE_CHARS:,}; nothing was recorded. "
+                            "Send a shorter message.")
+    assert rt.memory.sessions.messages("owner", session.id) == []
+    assert fake_model.requests == []
+    await agent.turn("owner", session.id, "x" * MAX_MESSAGE_CHARS).run()   # at the limit: kept
+    assert len(rt.memory.sessions.messages("owner", session.id)) >= 1

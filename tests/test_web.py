@@ -87,6 +87,8 @@ async def test_the_login_form_needs_its_own_csrf_token(rt):
             await p.client.post("/login", data={"token": bob, "csrf": "x" + csrf}),  # wrong
             await p.client.post("/login", data={"token": bob, "csrf": csrf},          # foreign
                                 headers={"Origin": "http://evil.example"}),
+            await p.client.post("/login", data={"token": bob, "csrf": csrf},   # other scheme
+                                headers={"Origin": "https://testserver"}),
             await p.client.post("/login", data={"token": bob, "csrf": csrf},
                                 headers={"Sec-Fetch-Site": "cross-site"}),
         ]
@@ -122,6 +124,81 @@ async def test_a_login_link_opened_from_another_site_is_refused(rt):
         await p.close()
 
 
+async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, clock):
+    first = await Panel(WebContext(rt)).login()
+    token = first.ctx.tokens.create("owner")
+    restarted = Panel(WebContext(rt))                  # the daemon again, on the same home
+    try:
+        restarted.client.cookies = first.client.cookies
+        assert (await restarted.get("/chat")).status_code == 200
+        assert oct((rt.settings.home_path / "web" / "sessions.json").stat().st_mode & 0o777) \
+            == "0o600"
+        assert first.client.cookies["hermes_session"] not in \
+            (rt.settings.home_path / "web" / "sessions.json").read_text()   # only its hash
+        clock.advance(days=8)                           # the link: 7 days
+        expired = await restarted.get(f"/login?token={token}")
+        assert expired.status_code == 403 and "expired" in expired.text
+        assert (await restarted.get("/chat")).status_code == 200     # the session: 30 days
+        clock.advance(days=23)
+        assert (await restarted.get("/chat")).status_code == 303
+    finally:
+        await first.close()
+        await restarted.close()
+
+
+async def test_a_damaged_sessions_or_tokens_file_is_one_line_not_a_traceback(rt):
+    p = await Panel(WebContext(rt)).login()
+    try:
+        web = rt.settings.home_path / "web"
+        (web / "sessions.json").write_text("{not json", encoding="utf-8")
+        page = await p.get("/chat")
+        assert page.status_code == 500 and "sessions.json is damaged" in page.text
+        (web / "tokens.json").write_text("[]", encoding="utf-8")
+        login = await p.get("/login?token=abc")
+        assert login.status_code == 500 and "tokens.json is damaged" in login.text
+    finally:
+        await p.close()
+
+
+async def test_logins_page_lists_and_revokes_only_the_users_own(rt):
+    alice = await Panel(WebContext(rt)).login("alice")
+    owner = await Panel(alice.ctx).login("owner")
+    try:
+        (alices,) = alice.ctx.tokens.list("alice")
+        page = await owner.get("/logins")
+        assert alices.id not in page.text
+        refused = await owner.post("/logins/revoke", {"id": alices.id})
+        assert refused.status_code == 404 and alice.ctx.tokens.list("alice")
+        listing = await alice.get("/logins")
+        assert f"<code>{alices.id}</code> <strong>(this browser)</strong>" in listing.text
+        made = await alice.post("/logins/new", follow_redirects=True)
+        assert "A new login link, shown only now" in made.text
+        assert len(alice.ctx.tokens.list("alice")) == 2
+        gone = await alice.post("/logins/revoke", {"id": alices.id})
+        assert gone.headers["location"] == "/login"              # this browser's own login
+        assert (await alice.get("/chat")).status_code == 303
+        assert (await owner.get("/chat")).status_code == 200
+    finally:
+        await alice.close()
+        await owner.close()
+
+
+def test_web_token_list_and_revoke(cli, rt):
+    link = cli("web", "token", "--user", "alice", "--days", "1").stdout.strip()
+    ctx = WebContext(rt)
+    (listed,) = cli("web", "token", "--list", "--json").json()
+    assert listed["user"] == "alice" and listed["expires_at"].startswith("2026-11-30T12:00")
+    session = ctx.sessions.start("alice", listed["id"])
+    table = cli("web", "token", "--list").stdout
+    assert listed["id"] in table and "alice" in table
+    revoked = cli("web", "token", "--revoke", listed["id"])
+    assert revoked.exit_code == 0 and "1 browser(s) logged out" in revoked.stdout
+    assert ctx.tokens.user_for(link.split("token=")[1]) is None
+    assert WebContext(rt).sessions.get(session.id) is None
+    unknown = cli("web", "token", "--revoke", "nope1234")
+    assert unknown.exit_code != 0 and "No login token" in unknown.stderr
+
+
 async def test_every_write_needs_the_csrf_token(panel, rt):
     basic = BasicMemory(rt.db)
     missing = await panel.post("/memory/add", {"text": "Runs Debian"}, csrf=False)
@@ -136,7 +213,7 @@ async def test_every_write_needs_the_csrf_token(panel, rt):
     ok = await panel.client.post("/memory/add", data={"text": "Runs Debian"},
                                  headers={"X-CSRF-Token": panel.csrf,
                                           "Origin": "http://testserver"})
-    assert ok.status_code == 200 and [e.text for e in basic.entries("owner")] == ["Runs Debian"]
+    assert ok.status_code == 303 and [e.text for e in basic.entries("owner")] == ["Runs Debian"]
 
 
 async def test_the_user_comes_from_the_login_never_from_the_request(panel, rt):
@@ -162,6 +239,7 @@ async def test_another_users_ids_are_404(rt, facts):
                           (f"/facts/{owner_fact}/update", {"content": "Mine now"}),
                           ("/cron/owner-digest/pause", {}),
                           (f"/chat/rate/{message}", {"rating": "down"}),
+                          (f"/chat/{owner_session}/delete", {"confirm": "yes"}),
                           ("/chat/send", {"session": str(owner_session), "text": "hi"})):
             response = await alice.post(url, data)
             assert response.status_code == 404, url
@@ -169,19 +247,54 @@ async def test_another_users_ids_are_404(rt, facts):
         assert "hallway" not in listing.text
         assert facts.get("owner", owner_fact).active
         assert cron_store(rt).get("owner-digest").enabled
+        assert sessions.get("owner", owner_session).message_count == 1
         assert "owner-digest" not in (await alice.get("/cron")).text
     finally:
         await alice.close()
 
 
+async def test_every_write_redirects_with_a_notice_once_and_a_form_sent_twice_does_it_once(
+        panel, rt, facts):
+    """Post/Redirect/Get: a reload of the page after a write reloads the page; the same form
+    sent again (its one-time token) changes nothing."""
+    fact_id = facts.add("owner", "Carol mentors Bob on Fridays", entities=["Carol"]).id
+    cron_store(rt).add("digest", "owner", "every 1d", "Summarise my day", "terminal")
+    writes = [("/memory/add", {"text": "Runs Debian"}, "/memory", "Added [1]"),
+              (f"/facts/{fact_id}/rate", {"rating": "down"}, f"/facts/{fact_id}",
+               "Trust 0.50 -&gt; 0.40"),
+              ("/entities/alias", {"entity": "Carol", "alias": "Caz"}, "/entities",
+               "Caz is now another name of Carol"),
+              ("/context/refresh", {}, "/context", "Refreshed"),
+              ("/cron/digest/pause", {}, "/cron", "Paused digest"),
+              (f"/facts/{fact_id}/forget", {}, f"/facts/{fact_id}", f"Forgot fact {fact_id}")]
+    for url, data, target, notice in writes:
+        form = {**data, "once": f"form-{url}"}
+        done = await panel.post(url, form)
+        assert done.status_code == 303 and done.headers["location"] == target, url
+        assert notice in (await panel.get(target)).text, url
+        assert notice not in (await panel.get(target)).text, url      # once
+        again = await panel.post(url, form, headers={"Referer": f"http://testserver{target}"})
+        assert again.status_code == 303 and again.headers["location"] == target
+        assert "already sent" in (await panel.get(target)).text
+    assert [e.text for e in BasicMemory(rt.db).entries("owner")] == ["Runs Debian"]
+    assert facts.get("owner", fact_id).trust == pytest.approx(0.4)
+    # A refused write may be sent again (its form was not used up).
+    refused = {"text": "x" * 9000, "once": "too-long"}
+    assert (await panel.post("/memory/add", refused)).status_code == 422
+    assert (await panel.post("/memory/add", refused)).status_code == 422
+
+
 # --------------------------------------------------------------------------- basic memory
 async def test_basic_memory_add_replace_remove_and_the_gauge(panel, rt):
-    page = await panel.post("/memory/add", {"text": "Runs Debian 13 on the home server"})
-    assert page.status_code == 200 and "Added [1]" in page.text
+    added = await panel.post("/memory/add", {"text": "Runs Debian 13 on the home server"})
+    assert added.status_code == 303 and added.headers["location"] == "/memory"
+    page = await panel.get("/memory")
+    assert "Added [1]" in page.text
     assert 'value="37"' in page.text and "37 / 8,000 chars" in page.text
-    page = await panel.post("/memory/replace", {"id": "1", "text": "Runs Debian 13"})
+    page = await panel.post("/memory/replace", {"id": "1", "text": "Runs Debian 13"},
+                            follow_redirects=True)
     assert "Runs Debian 13" in page.text and "18 / 8,000" in page.text
-    page = await panel.post("/memory/remove", {"id": "1"})
+    page = await panel.post("/memory/remove", {"id": "1"}, follow_redirects=True)
     assert BasicMemory(rt.db).entries("owner") == [] and "(empty)" in page.text
 
 
@@ -203,7 +316,7 @@ async def test_whole_block_edit_is_one_transaction_and_keeps_entries_added_elsew
     shown = re.search(r'name="shown" value="([^"]*)"', page.text).group(1).replace("&#10;", "\n")
     basic.add("owner", "Added in the terminal meanwhile")
     page = await panel.post("/memory/edit", {"shown": shown, "block": "First\nThird"})
-    assert page.status_code == 200
+    assert page.status_code == 303
     assert [e.text for e in basic.entries("owner")] == ["First", "Added in the terminal meanwhile",
                                                          "Third"]
     refused = await panel.post("/memory/edit", {"shown": "First", "block": "First\n" + "y" * 8000})
@@ -230,8 +343,44 @@ async def test_fact_search_probe_reason_and_filters(panel, facts):
     assert "Carol mentors" in trust.text and "deployed redis" not in trust.text
     entity = await panel.get("/facts", params={"entity": "Carol"})
     assert "Carol mentors" in entity.text and "deployed redis" not in entity.text
-    nonsense = await panel.get("/facts", params={"min_trust": "lots"})
-    assert nonsense.status_code == 400 and "Trust must be a number" in nonsense.text
+    nonsense = await panel.get("/facts", params={"min_trust": "lots", "q": "redis"})
+    assert nonsense.status_code == 422 and "Trust must be a number" in nonsense.text
+    assert 'id="min_trust" name="min_trust" value="lots"' in nonsense.text   # the form, kept
+    assert 'id="q" name="q" type="search" value="redis"' in nonsense.text
+
+
+async def test_probe_suggests_entity_names_holding_the_words(panel, facts):
+    facts.add("owner", "Project Atlas ships in March", entities=["Project Atlas"])
+    facts.add("owner", "Atlas Copco makes the compressor", entities=["Atlas Copco"])
+    facts.add("alice", "Alice's Atlas Mountains trip", entities=["Atlas Mountains"])
+    page = await panel.get("/facts", params={"q": "Atlas", "mode": "probe"})
+    assert "Did you mean" in page.text
+    assert '/facts?mode=probe&amp;q=Project%20Atlas">Project Atlas</a>' in page.text
+    assert "Atlas Copco" in page.text and "Atlas Mountains" not in page.text
+    exact = await panel.get("/facts", params={"q": "Project Atlas", "mode": "probe"})
+    assert "ships in March" in exact.text and "Did you mean" not in exact.text
+
+
+async def test_a_fact_added_by_hand_and_its_history_read_as_changes(panel, facts):
+    added = await panel.post("/facts/add", {"content": "Carol mentors Bob on Fridays",
+                                            "entities": "Carol, Bob", "category": "person"})
+    fact_id = int(added.headers["location"].rsplit("/", 1)[1])
+    fact = facts.get("owner", fact_id)
+    assert fact.category == "person" and set(fact.entities) >= {"Carol", "Bob"}
+    await panel.post(f"/facts/{fact_id}/rate", {"rating": "down"})
+    new = await panel.post(f"/facts/{fact_id}/update", {"content": "Carol mentors Bob on "
+                                                                   "Mondays"})
+    new_id = int(new.headers["location"].rsplit("/", 1)[1])
+    old_page = (await panel.get(f"/facts/{fact_id}")).text
+    assert "added: \u201cCarol mentors Bob on Fridays\u201d (trust 0.50, person" in old_page
+    assert "unhelpful: trust 0.50 \u2192 0.40" in old_page
+    assert f"replaced by #{new_id}" in old_page
+    new_page = (await panel.get(f"/facts/{new_id}")).text
+    assert ("\u201cCarol mentors Bob on Fridays\u201d \u2192 \u201cCarol mentors Bob on Mondays"
+            "\u201d") in new_page
+    assert "{&#34;" not in new_page and '{"' not in new_page           # no raw JSON
+    refused = await panel.post("/facts/add", {"content": "the db password is Tr0ub4dor&3"})
+    assert refused.status_code == 422 and "secret" in refused.text       # kept to fix
 
 
 async def test_fact_edit_forget_restore_rate_and_history(panel, facts):
@@ -248,7 +397,7 @@ async def test_fact_edit_forget_restore_rate_and_history(panel, facts):
     assert facts.get("owner", new_id).status == "forgotten"
     await panel.post(f"/facts/{new_id}/restore")
     assert facts.get("owner", new_id).active
-    page = await panel.post(f"/facts/{new_id}/rate", {"rating": "down"})
+    page = await panel.post(f"/facts/{new_id}/rate", {"rating": "down"}, follow_redirects=True)
     assert "0.50 -&gt; 0.40" in page.text
     history = await panel.get(f"/facts/{new_id}")
     for action in ("update", "forget", "restore", "rate"):
@@ -259,7 +408,8 @@ async def test_purge_needs_confirmation(panel, facts):
     fact_id = facts.add("owner", "The NAS is in the hallway closet").id
     unconfirmed = await panel.post(f"/facts/{fact_id}/purge")
     assert unconfirmed.status_code == 422 and facts.get("owner", fact_id)
-    done = await panel.post(f"/facts/{fact_id}/purge", {"confirm": "yes"})
+    done = await panel.post(f"/facts/{fact_id}/purge", {"confirm": "yes"},
+                            follow_redirects=True)
     assert done.status_code == 200 and "deleted" in done.text
     assert (await panel.get(f"/facts/{fact_id}")).status_code == 404
 
@@ -279,7 +429,8 @@ async def test_a_fact_shows_its_source_messages_with_links_into_the_session(pane
 
 async def test_aliases(panel, facts):
     facts.add("owner", "PostgreSQL runs on the NAS", entities=["PostgreSQL"])
-    page = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": "pg"})
+    page = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": "pg"},
+                            follow_redirects=True)
     assert "pg is now another name of PostgreSQL" in page.text
     assert "pg" in facts.entity_store.resolve("owner", "pg").aliases
     empty = await panel.post("/entities/alias", {"entity": "PostgreSQL", "alias": ""})
@@ -287,6 +438,26 @@ async def test_aliases(panel, facts):
 
 
 # --------------------------------------------------------------------------- the rest
+async def test_deleting_a_conversation_takes_its_messages_and_keeps_what_was_learned(
+        panel, rt, facts):
+    sessions = rt.memory.sessions
+    sid = sessions.create("owner", "web").id
+    said = sessions.append("owner", sid, "user", "My bike is a blue Brompton").id
+    reply = sessions.append("owner", sid, "assistant", "A blue Brompton, noted.").id
+    learned = facts.add("owner", "The user's bike is a blue Brompton", source_session_id=sid,
+                        source_message_ids=[said]).id
+    rt.memory.ratings.record_shown("owner", reply, [learned])
+    refused = await panel.post(f"/chat/{sid}/delete")
+    assert refused.status_code == 400 and "Tick the box" in refused.text
+    done = await panel.post(f"/chat/{sid}/delete", {"confirm": "yes"}, follow_redirects=True)
+    assert "Deleted the conversation" in done.text and "(2 messages)" in done.text
+    assert sessions.search("owner", "Brompton") == []
+    assert rt.db.execute("SELECT count(*) FROM shown_facts WHERE message_id = ?",
+                         [reply]).fetchone()[0] == 0
+    assert facts.get("owner", learned).active                 # the fact stays
+    assert (await panel.get(f"/facts/{learned}")).status_code == 200
+
+
 async def test_sessions_browse_and_search_with_the_match_in_context(panel, rt):
     sessions = rt.memory.sessions
     sid = sessions.create("owner", "discord", title="Docker networking").id
@@ -305,7 +476,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
     facts.add("owner", "The home server runs Debian 13")
     before = await panel.get("/context")
     assert "No context file yet" in before.text
-    page = await panel.post("/context/refresh")
+    page = await panel.post("/context/refresh", follow_redirects=True)
     assert "Refreshed" in page.text and "The home server runs Debian 13" in page.text
     assert (rt.settings.home_path / "context" / "owner.md").exists()
 
@@ -313,7 +484,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
 async def test_cron_pause_resume(panel, rt):
     store = cron_store(rt)
     store.add("digest", "owner", "every 1d", "Summarise my day", "terminal")
-    page = await panel.post("/cron/digest/pause")
+    page = await panel.post("/cron/digest/pause", follow_redirects=True)
     assert "Paused digest" in page.text and not store.get("digest").enabled
     await panel.post("/cron/digest/resume")
     assert store.get("digest").enabled
@@ -321,12 +492,20 @@ async def test_cron_pause_resume(panel, rt):
     assert no_runner.status_code == 400 and "scheduler" in no_runner.text
 
 
-async def test_stats_page_shows_only_the_users_rows(panel, rt, facts):
+async def test_stats_page_shows_model_usage_and_cost_per_source_as_hermes_stats(panel, rt,
+                                                                               facts):
+    from hermes.store import usage
+
     facts.add("owner", "The NAS is in the hallway closet")
-    facts.add("alice", "Alice's own fact")
+    call = usage.Call("gpt-x", 1200, 600, 0, 80, 0.0021)
+    usage.record(rt.db, call, "2026-11-29T11:00:00Z", usage.Scope("owner", "chat", None))
+    usage.record(rt.db, call, "2026-11-29T11:01:00Z", usage.Scope("owner", "extraction", None))
+    usage.record(rt.db, call, "2026-11-29T11:02:00Z", usage.Scope("alice", "chat", None))
     page = await panel.get("/stats")
-    assert "1 active" in page.text
-    assert re.search(r"<td>facts</td><td>1</td>", page.text)
+    assert re.search(r"<td>chat</td><td>1</td><td>1,200</td><td>50%</td><td>80</td>"
+                     r"<td>\$0.0021</td>", page.text)
+    assert re.search(r"<td>all</td><td>2</td><td>2,400</td>.*<td>\$0.0042</td>", page.text)
+    assert "1 active" in page.text and "Your rows" not in page.text
 
 
 async def test_unknown_ids_and_bad_numbers_are_one_line(panel):
@@ -430,3 +609,29 @@ def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     assert errors == [f"Error: The web panel cannot listen on 127.0.0.1:{port} (Address already "
                       "in use); set web.port to a free port (HERMES_WEB__PORT=8766 hermes web)."]
     assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(rt):
+    """Issue 30: /login read 128 MiB before its 403; a 16 MiB chat message was stored."""
+    from hermes.frontends.web.body_limit import MAX_BODY_BYTES
+
+    p = Panel(WebContext(rt))
+    try:
+        big = {"token": "x" * (MAX_BODY_BYTES + 1), "csrf": "y"}
+        refused = await p.client.post("/login", data=big)
+        assert refused.status_code == 413
+        assert refused.text == ("Refused: a request body over 1 MiB (a message is at most "
+                                "64,000 characters).")
+
+        async def streamed():                      # no Content-Length: counted as it comes
+            for _ in range(MAX_BODY_BYTES // 65536 + 2):
+                yield b"a" * 65536
+
+        chunked = await p.client.post("/login", content=streamed(),
+                                      headers={"content-type": "application/x-www-form-urlencoded"})
+        assert chunked.status_code == 413
+        await p.login()
+        assert (await p.get("/chat")).status_code == 200
+        assert rt.memory.sessions.list_sessions("owner") == []
+    finally:
+        await p.close()

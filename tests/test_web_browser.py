@@ -6,47 +6,20 @@ link refused), sending a message with the keyboard and seeing the
 reply stream in pieces, a learned fact appearing in the sidebar without a reload (and how long
 that took after the commit), 👎 under the next reply dropping that fact's trust, basic memory
 edited past its cap and refused inline, a page read without JavaScript, and a phone-width page
-without sideways scrolling. A failing test leaves a screenshot in bench-results/.
-
-In CI (CI=true) a missing browser fails these tests; on a developer machine they are skipped
-with the reason (`apt-get install chromium`, `pip install -e '.[test]'`).
+without sideways scrolling. A failing test leaves a screenshot in bench-results/ (tests/browser.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.browser import TIMEOUT_MS, browser_mark, launched, screenshot_on_failure
 from tests.web_client import HermesProcess, hermes_env
 
-SHOTS = Path(__file__).resolve().parent.parent / "bench-results"
-CHROMIUM = os.environ.get("HERMES_TEST_CHROMIUM", "/usr/bin/chromium")
-# As root (CI) chromium needs --no-sandbox; the rest keep it from reaching the network.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-TIMEOUT_MS = 15000
-
-
-def _missing() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[test]')"
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
-    return None
-
-
-MISSING = _missing()
-if MISSING and os.environ.get("CI") == "true":
-    pytest.fail(f"browser tests cannot run in CI: {MISSING}", pytrace=False)
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = browser_mark()
 
 REPLIES = [
     "Congratulations on the new job at Initech!",                     # turn 1
@@ -78,12 +51,8 @@ def daemon(tmp_path_factory) -> Iterator[tuple[HermesProcess, str]]:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -97,17 +66,6 @@ def logged_in(browser, daemon):
     assert page.url.endswith("/chat")
     yield context
     context.close()
-
-
-@contextlib.contextmanager
-def screenshot_on_failure(page, name: str) -> Iterator[None]:
-    try:
-        yield
-    except BaseException:
-        SHOTS.mkdir(exist_ok=True)
-        with contextlib.suppress(Exception):
-            page.screenshot(path=str(SHOTS / f"web-{name}.png"), full_page=True)
-        raise
 
 
 def test_chat_streams_learns_live_and_a_thumbs_down_drops_trust(logged_in, daemon):

@@ -86,7 +86,7 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
         "Your favourite editor is Helix."
     done = events[-1][1]
     assert done["error"] is None and f'data-fact-id="{fact_id}"' in done["html"]
-    assert "Shown to the model (1)" in done["html"]
+    assert "used <span class=\"used-count\">1</span> fact · learned" in done["html"]
     # 👎: exactly the facts shown for this reply, recorded as the web user's one rating
     rated = await chat.client.post(f"/chat/rate/{done['message_id']}", data={"rating": "down"},
                                    headers={"Accept": "application/json",
@@ -137,8 +137,13 @@ async def test_sessions_on_the_left_browse_and_search(chat, web_rt):
     assert "A discord thread" not in page.text
     found = await chat.get("/chat", params={"q": "pg_upgrade"})
     assert "Postgres upgrade plan" in found.text and "Holiday packing" not in found.text
-    new = await chat.post("/chat/new")
-    assert new.status_code == 303 and "session=" in new.headers["location"]
+    new = await chat.post("/chat/new")           # stored at its first message, not before
+    assert new.status_code == 303 and new.headers["location"] == "/chat?new=1"
+    assert len(sessions.list_sessions("owner", source="web")) == 2
+    empty = await chat.get("/chat?new=1")
+    assert 'name="session" value=""' in empty.text and "pg_upgrade --link" not in empty.text
+    bad = await chat.get("/chat", params={"q": "?!"})
+    assert bad.status_code == 200 and 'role="alert"' in bad.text
 
 
 def test_events_reach_only_their_own_user():
@@ -300,7 +305,7 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
     panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
     try:
         fake_model.reply("Digest: a quiet day.")
-        page = await panel.post("/cron/digest/run")
+        page = await panel.post("/cron/digest/run", follow_redirects=True)
         assert page.status_code == 200 and "Ran digest: ok" in page.text
         assert "Digest: a quiet day." in page.text                 # the run, with its output
         assert (web_rt.settings.home_path / "outbox" / "digests" / "today.md").read_text().strip() \
@@ -325,3 +330,45 @@ def test_hermes_web_runs_the_panel_alone_and_stops_on_sigterm(tmp_path):
     finally:
         code = proc.stop()
     assert code == 0 and "Traceback" not in "\n".join(proc.seen)
+
+
+async def test_a_temporary_chat_is_neither_kept_nor_learned_from(chat, web_rt, fake_model):
+    """Its turns read memory (a fact is used and shown), but no message, session, shown fact,
+    fast-lane fact, extraction run or memory write is left behind; another user cannot reach
+    it."""
+    facts = web_rt.memory.facts
+    helix = facts.add("owner", "The user's favourite editor is Helix").id
+    before = {t: web_rt.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+              for t in ("sessions", "messages", "shown_facts", "facts", "extraction_runs")}
+    fake_model.tool_call("memory", {"action": "add", "text": "Likes Helix"})
+    fake_model.reply("Helix, your favourite editor.")
+    first = await chat.client.post(
+        "/chat/send", data={"text": "Remember that I use Helix. Which editor do I like?",
+                            "temporary": "1"},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    events = dict(events_of(first.text))
+    chat_id = events["start"]["session_id"]
+    assert chat_id < 0 and "item_html" not in events["start"]        # not in the list
+    assert "used <span class=\"used-count\">1</span> fact" in events["done"]["html"]
+    assert f'data-fact-id="{helix}"' in events["done"]["html"]
+    assert "/chat/rate/" not in events["done"]["html"]
+    tool_result = fake_model.requests[1].messages[-1]["content"]
+    assert "temporary chat" in tool_result                           # the write was refused
+    fake_model.reply("Still Helix.")
+    again = await chat.post("/chat/send", {"text": "And again?", "session": str(chat_id)})
+    assert again.status_code == 303 and again.headers["location"] == f"/chat?session={chat_id}#end"
+    assert "Remember that I use Helix." in fake_model.last.prompt     # the chat goes on
+    page = await chat.get(f"/chat?session={chat_id}")
+    assert "Still Helix." in page.text and "Temporary chat: neither kept" in page.text
+    if chat.ctx.worker is not None:
+        await chat.ctx.worker.drain(10)
+    after = {t: web_rt.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in before}
+    assert after == before
+    assert web_rt.memory.basic.entries("owner") == []
+    alice = await Panel(chat.ctx).login("alice")
+    try:
+        assert (await alice.get(f"/chat?session={chat_id}")).status_code == 404
+        assert (await alice.post("/chat/send", {"text": "hi", "session": str(chat_id)})
+                ).status_code == 404
+    finally:
+        await alice.close()

@@ -71,8 +71,11 @@ class ToolBox:
     """The tools of one turn, for one user."""
 
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
-                 tools: ToolRegistry | None = None, scope: Scope | None = None) -> None:
+                 tools: ToolRegistry | None = None, scope: Scope | None = None,
+                 read_only: bool = False) -> None:
         self.memory = memory
+        # A temporary chat's turn: memory may be read, never written (nothing is learned)
+        self.read_only = read_only
         self.tools = tools or default_registry()
         self.user = user
         self.scope = scope or Scope(user)
@@ -119,6 +122,10 @@ class ToolBox:
             return self._error(call.name, args, f"Unknown tool {call.name!r}; the tools are "
                                f"{', '.join(self.tools.names())}.")
         writes = tool.is_write(args)
+        if writes and self.read_only:
+            return self._error(call.name, args, "Not written: this is a temporary chat, which "
+                               "is neither kept nor learned from; memory can be read here, not "
+                               "changed. Tell the user to say it in a normal chat.")
         if writes and self.writes_stopped:
             return self._stop(call.name, args)
         try:

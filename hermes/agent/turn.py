@@ -45,6 +45,21 @@ AfterReply = Callable[["TurnResult"], None]
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
                    "you have; do not call tools.")
 ROUND_SEPARATOR = "\n\n"
+# The longest message a turn takes, from every front-end (the terminal, the local socket, the
+# web panel, Discord, cron): about 16k tokens. A longer one is refused in one line before
+# anything is recorded or sent: it would be stored whole, indexed and sent to the model on every
+# later turn, and its screening and indexing run on the daemon's loop (~0.15 us a character).
+# A long document belongs in `hermes sessions import`.
+MAX_MESSAGE_CHARS = 64_000
+
+
+class MessageTooLong(HermesError):
+    """A message over MAX_MESSAGE_CHARS: nothing of it was recorded."""
+
+
+def too_long_message(length: int) -> str:
+    return (f"Refused: the message is {length:,} characters, over the limit of "
+            f"{MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter message.")
 STOPPED_MARK = " [stopped]"
 
 
@@ -96,19 +111,52 @@ class Agent:
         # message was still recorded). Keep them quick: schedule work, do not do it here.
         self.after_reply: list[AfterReply] = []
 
-    def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None) -> Turn:
-        return Turn(self, user, session_id, text, speaker=speaker)
+    def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None,
+             transcript: Transcript | None = None) -> Turn:
+        return Turn(self, user, session_id, text, speaker=speaker, transcript=transcript)
 
-    def toolbox(self, user: str, session_id: int) -> ToolBox:
-        return ToolBox(self.memory, user, session_id=session_id)
+    def toolbox(self, user: str, session_id: int, *, read_only: bool = False) -> ToolBox:
+        return ToolBox(self.memory, user, session_id=session_id, read_only=read_only)
+
+
+class Transcript:
+    """A conversation kept in this process only: the web panel's temporary chat. A turn given
+    one reads and appends its messages here instead of the session store, runs no hooks (the
+    fast lane, extraction: nothing is learned from it), records no facts as shown, counts its
+    model calls for no session, and its model may read memory but not write it. Its session id
+    is negative, so it never meets a stored one (the agent's held conversations are keyed by
+    it)."""
+
+    def __init__(self, session_id: int, clock: Any) -> None:
+        assert session_id < 0, "a transcript's session id is negative"
+        self.session_id = session_id
+        self.clock = clock
+        self.kept: list[Message] = []
+        # The facts each reply was shown (its receipt), as ratings.record_shown keeps them
+        # for a stored reply
+        self.shown: dict[int, list[int]] = {}
+
+    def messages(self, user: str, session_id: int, *, after_id: int = 0) -> list[Message]:
+        return [m for m in self.kept if m.id > after_id]
+
+    def append(self, user: str, session_id: int, role: str, content: str, *,
+               speaker: str | None = None, tool_name: str | None = None,
+               tool_args: str | None = None, tool_call_id: str | None = None) -> Message:
+        from hermes.clock import to_ts
+
+        message = Message(len(self.kept) + 1, self.session_id, role, speaker, content,
+                          to_ts(self.clock.now()), tool_name, tool_args, tool_call_id)
+        self.kept.append(message)
+        return message
 
 
 class Turn:
     """Async-iterate for the reply's text chunks; ``result`` is set when iteration ends."""
 
     def __init__(self, agent: Agent, user: str, session_id: int, text: str, *,
-                 speaker: str | None = None) -> None:
+                 speaker: str | None = None, transcript: Transcript | None = None) -> None:
         self.agent = agent
+        self.transcript = transcript
         self.user = user
         self.session_id = session_id
         self.text = text
@@ -140,7 +188,14 @@ class Turn:
 
     async def _run(self) -> AsyncIterator[str]:
         agent, user, session_id = self.agent, self.user, self.session_id
-        sessions = agent.sessions
+        if len(self.text) > MAX_MESSAGE_CHARS:
+            self.exception = MessageTooLong(too_long_message(len(self.text)))
+            self._result = TurnResult(
+                user=user, session_id=session_id, user_message_id=0,
+                assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
+                memory_written=False, error=str(self.exception))
+            return
+        sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
@@ -149,9 +204,10 @@ class Turn:
         # Secrets were redacted as the message was recorded: from here on only the redacted
         # text is used (the model, recall, the hooks), and the reply says so once.
         secret_note = removed_note(self.text, message.content)
-        await self._before_reply(message)
+        if self.transcript is None:
+            await self._before_reply(message)
 
-        toolbox = agent.toolbox(user, session_id)
+        toolbox = agent.toolbox(user, session_id, read_only=self.transcript is not None)
         shown: list[int] = []
         emitted: list[str] = []
         round_text: list[str] = []    # the text of the current round, as the model sent it
@@ -172,7 +228,8 @@ class Turn:
             version = conversation.version
             self._recall = await self._recall_query(message)
             prompt = agent.prompts.compose(user, self._recall, conversation, [*earlier, message])
-            counted = usage.Scope(user, "chat", session_id)
+            counted = usage.Scope(user, "chat",
+                                  session_id if self.transcript is None else None)
             prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
             if compressed:
                 conversation, prompt = self._restart(prompt, message)
@@ -302,10 +359,14 @@ class Turn:
         if not (settings.recall_rewrite and agent.background_llm.configured
                 and recall_rewrite.refers_back(text)):
             return text
-        recent = [m.content for m in agent.sessions.window(self.user, self.session_id,
-                                                            message.id, 6)
-                  if m.id < message.id and m.role in ("user", "assistant") and m.content]
-        where = usage.Scope(self.user, "recall", self.session_id)
+        # the turns before it: a temporary chat's from its transcript (nothing stored)
+        before = (self.transcript.messages(self.user, self.session_id)
+                  if self.transcript is not None
+                  else agent.sessions.window(self.user, self.session_id, message.id, 6))
+        recent = [m.content for m in before
+                  if m.id < message.id and m.role in ("user", "assistant") and m.content][-6:]
+        where = usage.Scope(self.user, "recall",
+                            self.session_id if self.transcript is None else None)
 
         async def ask(messages: list[dict[str, Any]]) -> str:
             done = await agent.background_llm.complete(
@@ -355,6 +416,10 @@ class Turn:
 
     def _record_reply(self, text: str, shown: list[int]) -> int:
         agent, user = self.agent, self.user
+        if self.transcript is not None:             # kept here only: nothing is recorded
+            kept = self.transcript.append(user, self.session_id, "assistant", text)
+            self.transcript.shown[kept.id] = list(dict.fromkeys(shown))
+            return kept.id
         reply = agent.sessions.append(user, self.session_id, "assistant", text)
         ids = list(dict.fromkeys(shown))
         if ids:
@@ -374,6 +439,8 @@ class Turn:
                 log.exception("before_reply hook %r failed", hook)
 
     def _after_reply(self, result: TurnResult) -> None:
+        if self.transcript is not None:             # a temporary chat: nothing to learn from
+            return
         for hook in self.agent.after_reply:
             try:
                 hook(result)

@@ -128,11 +128,18 @@ def _print_run(run: CronRun) -> None:
 
 @app.command()
 def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """Run a job now, outside its schedule, and deliver the reply as configured."""
+    """Run a job now, outside its schedule, and deliver the reply as configured. With a daemon
+    running on the home (`hermes run`) the daemon runs it, with its model layer loaded and its
+    own deliveries (a terminal delivery shows in the daemon's terminal)."""
+    from hermes.cron.store import CronRun
+    from hermes.daemon_calls import call, record_from
+
     rt = runtime(ctx)
     store = _store(ctx)
-    store.get(name, user=user)
-    result = asyncio.run(_run_now(rt, name, user))
+    job = store.get(name, user=user)
+    remote = call(rt.settings, "cron.run", job.user, name=job.name)
+    result = record_from(CronRun, remote) if remote is not None else asyncio.run(
+        _run_now(rt, name, user))
     if as_json:
         emit_json(result.to_json())
     else:

@@ -124,15 +124,21 @@ def search(
     """Search by words and by meaning, best first, trust multiplying. Each result says why it
     was found: the query's words it holds, those found only in the conversation it was learned
     from, and its closeness in meaning (0-1); --explain adds the parts of the score. Without
-    the embedding model: all words first (in the fact itself), then any of them."""
+    the embedding model: all words first (in the fact itself), then any of them. With a daemon
+    running on the home (`hermes run`) the daemon answers: it has the model loaded."""
+    from hermes.daemon_calls import call, facts_from
+
     plan = build_match(query)
     if plan.empty:  # the same answer as `hermes sessions search`
         raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
     for note in plan.notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
+    scope = _scope(ctx, user)
+    remote = call(runtime(ctx).settings, "facts.search", scope.user, query=query, limit=limit,
+                  category=category, min_trust=min_trust)
     # explain=True always: the reasons shown come from it (the results only: ~1 ms)
-    facts = _ops(ctx).search(_scope(ctx, user), query, limit=limit, category=category,
-                             min_trust=min_trust, explain=True)
+    facts = facts_from(remote) if remote is not None else _ops(ctx).search(
+        scope, query, limit=limit, category=category, min_trust=min_trust, explain=True)
     _check_category(_ops(ctx), category, facts)
     _print_facts(facts, as_json, show_score=True, explain=explain)
 

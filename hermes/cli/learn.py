@@ -55,18 +55,28 @@ def backfill(
     the same run records, so a re-run changes nothing and an interrupted backfill (Ctrl-C)
     continues where it stopped. First it prints how many sessions, messages and model calls
     it would take and the estimated cost (litellm's prices), and asks. ``--dry-run`` needs no
-    model: without one it counts and leaves the cost unknown."""
-    from hermes.agent.llm import LLM, ModelNotConfigured
+    model: without one it counts and leaves the cost unknown. With a daemon running on the home
+    (`hermes run`), the daemon makes the dry run's plan: it has the model layer loaded."""
     from hermes.budget import Budget, Pacer
     from hermes.cli.sessions import known_source, parse_since
     from hermes.clock import to_ts
-    from hermes.learn import backfill as bf
-    from hermes.learn.worker import ExtractionWorker, extraction_model_name
 
     rt = runtime(ctx)
     who = rt.user(user)
     limit = Budget.parse(budget)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    if dry_run and rt.settings.extraction.enabled is not False:
+        from hermes.daemon_calls import call, plan_from
+
+        remote = call(rt.settings, "learn.backfill_plan", who, since=since_ts,
+                      source=known_source(source))
+        if remote is not None:
+            _print_plan(plan_from(remote), as_json=as_json)
+            return
+    from hermes.agent.llm import LLM, ModelNotConfigured
+    from hermes.learn import backfill as bf
+    from hermes.learn.worker import ExtractionWorker, extraction_model_name
+
     llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
               env_file=rt.settings.home_path / ".env")
     if not llm.configured and not dry_run:

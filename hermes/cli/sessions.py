@@ -132,10 +132,16 @@ def search(
 
     Best session first, with its summary and the matching message in context. All words
     first; when that finds fewer than --limit, any-word matches fill the rest below them; cron
-    sessions rank below conversations."""
+    sessions rank below conversations. With a daemon running on the home (`hermes run`) the
+    daemon answers: it has the embedding model loaded."""
+    from hermes.daemon_calls import call, hits_from
+
     rt = runtime(ctx)
-    hits = _ops(ctx).sessions_search(Scope(rt.user(user)), query, limit=limit,
-                                     context=context, source=known_source(source))
+    who, wanted = rt.user(user), known_source(source)
+    remote = call(rt.settings, "sessions.search", who, query=query, limit=limit,
+                  context=context, source=wanted)
+    hits = hits_from(remote) if remote is not None else _ops(ctx).sessions_search(
+        Scope(who), query, limit=limit, context=context, source=wanted)
     for note in build_match(query).notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     if as_json:

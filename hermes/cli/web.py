@@ -5,23 +5,25 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from typing import Any
 
 import typer
 
-from hermes.cli import UserOption, runtime
+from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.output import echo, emit_json
 from hermes.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
                   help="The web panel: chat with a live Learned Facts sidebar, and memory.")
 
 
-def _login_link(rt: Runtime, user: str) -> str:
+def _login_link(rt: Runtime, user: str, days: float | None = None) -> str:
     from hermes.frontends.web.auth import TokenStore
     from hermes.frontends.web.server import LOOPBACK
 
     config = rt.settings.web
     host = config.host or LOOPBACK
-    token = TokenStore(rt.settings.home_path, rt.clock).create(user)
+    token = TokenStore(rt.settings.home_path, rt.clock, days=config.token_days).create(user, days)
     return f"http://{host}:{config.port}/login?token={token}"
 
 
@@ -87,8 +89,55 @@ async def _serve(rt: Runtime, link: str | None) -> None:
 
 
 @app.command("token")
-def token(ctx: typer.Context, user: str | None = UserOption) -> None:
+def token(
+    ctx: typer.Context,
+    user: str | None = UserOption,
+    days: float | None = typer.Option(None, "--days", min=0.01, help="How long the new link "
+                                      "works (default: web.token_days, 7)."),
+    list_: bool = typer.Option(False, "--list", help="List the login tokens (never the tokens "
+                               "themselves: only their ids), with --user: that user's."),
+    revoke: str | None = typer.Option(None, "--revoke", metavar="ID", help="Revoke a token by "
+                                      "its id (from --list) and log out the browsers it "
+                                      "logged in."),
+    as_json: bool = JsonOption,
+) -> None:
     """Make a new login token for a user (default: owner) and print its login link. The token
-    is shown only now; Hermes keeps its hash. Older tokens keep working."""
+    is shown only now; Hermes keeps its hash. It works for web.token_days (7); a browser logged
+    in with it stays logged in for web.session_days (30), across restarts. --list and --revoke
+    manage them (the panel's Logins page too)."""
+    from hermes.frontends.web.auth import Sessions, TokenStore
+
     rt = runtime(ctx)
-    typer.echo(_login_link(rt, rt.user(user)))
+    config = rt.settings.web
+    tokens = TokenStore(rt.settings.home_path, rt.clock, days=config.token_days)
+    sessions = Sessions(rt.settings.home_path, rt.clock, days=config.session_days)
+    if revoke is not None:
+        gone = tokens.revoke(revoke, rt.user(user) if user else None)
+        ended = sessions.end_for_token(gone.id)
+        if as_json:
+            emit_json({"revoked": gone.id, "user": gone.user, "sessions_ended": ended})
+        else:
+            echo(f"Revoked token {gone.id} of {gone.user}; {ended} browser(s) logged out.")
+        return
+    if list_:
+        listed = tokens.list(rt.user(user) if user else None)
+        counts: dict[str, int] = {}
+        for name in {t.user for t in listed}:
+            counts.update(sessions.count_by_token(name))
+        rows: list[dict[str, Any]] = [{"id": t.id, "user": t.user, "created_at": t.created_at,
+                 "expires_at": t.expires_at, "expired": t.expired,
+                 "sessions": counts.get(t.id, 0)} for t in listed]
+        if as_json:
+            emit_json(rows)
+            return
+        if not rows:
+            echo("No login tokens. `hermes web token` makes one.")
+            return
+        echo(f"{'ID':<11} {'USER':<12} {'CREATED':<17} {'EXPIRES':<17} BROWSERS")
+        for r in rows:
+            expires = ("expired" if r["expired"] else
+                       str(r["expires_at"] or "never")[:16].replace("T", " "))
+            echo(f"{r['id']:<11} {r['user']:<12} {r['created_at'][:16].replace('T', ' '):<17} "
+                 f"{expires:<17} {r['sessions']}")
+        return
+    typer.echo(_login_link(rt, rt.user(user), days))

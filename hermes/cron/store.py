@@ -94,6 +94,31 @@ def _run(row: dict[str, Any]) -> CronRun:
                    started_at=row["started_at"], finished_at=row["finished_at"])
 
 
+def check_config_jobs(jobs: list[CronJobConfig], source: str, *, timezone: str, home: Path,
+                      default_user: str = DEFAULT_USER) -> None:
+    """ConfigError (starting with ``source``) for the first bad job of ``cron.jobs``: its
+    schedule, delivery target or prompt, or two jobs of one user with one name. Needs no
+    database: `hermes run` calls it before it loads anything, so its one Error line comes
+    first."""
+    for number, job in enumerate(jobs):
+        key = f"{source}: cron.jobs.{number}"
+        try:
+            parse_schedule(job.schedule, timezone)
+        except ScheduleError as exc:
+            raise ConfigError(f"{key}.schedule ({job.name!r}): {exc}") from None
+        try:
+            check_deliver(job.deliver, home)
+        except ScheduleError as exc:
+            raise ConfigError(f"{key}.deliver ({job.name!r}): {exc}") from None
+        problem = find_problem(job.prompt)
+        if problem:
+            raise ConfigError(f"{key}.prompt ({job.name!r}): {problem}")
+    # Names are unique per user: two users may each have a "digest".
+    keys = [(job.user or default_user, job.name) for job in jobs]
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"{source}: cron.jobs: two jobs of the same user have the same name")
+
+
 class CronStore:
     """Cron jobs and their runs. Jobs are the operator's configuration, named uniquely."""
 
@@ -206,23 +231,9 @@ class CronStore:
         config still always pauses). A bad job is a ConfigError that starts with ``source``
         (the config file, ``Settings.source``), as the errors found at load do.
         """
-        for number, job in enumerate(jobs):
-            key = f"{source}: cron.jobs.{number}"
-            try:
-                parse_schedule(job.schedule, self.timezone)
-            except ScheduleError as exc:
-                raise ConfigError(f"{key}.schedule ({job.name!r}): {exc}") from None
-            try:
-                check_deliver(job.deliver, self.home)
-            except ScheduleError as exc:
-                raise ConfigError(f"{key}.deliver ({job.name!r}): {exc}") from None
-            problem = find_problem(job.prompt)
-            if problem:
-                raise ConfigError(f"{key}.prompt ({job.name!r}): {problem}")
-        # Names are unique per user: two users may each have a "digest".
+        check_config_jobs(jobs, source, timezone=self.timezone, home=self.home,
+                          default_user=self.default_user)
         keys = [(job.user or self.default_user, job.name) for job in jobs]
-        if len(set(keys)) != len(keys):
-            raise ConfigError(f"{source}: cron.jobs: two jobs of the same user have the same name")
         with write_transaction(self.db):
             existing = {(r["user"], r["name"]): r for r in self._rows("SELECT * FROM cron_jobs")}
             for job in jobs:

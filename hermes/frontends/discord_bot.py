@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,24 @@ def channel_key_for_interaction(interaction: discord.Interaction) -> str:
                         interaction.user.id)
 
 
+RECEIPTS_KEPT = 200
+DISCORD_LIMIT = 2000
+
+
+def learned_line(ids: list[int]) -> str:
+    listed = ", ".join(f"#{i}" for i in sorted(ids))
+    first = sorted(ids)[0]
+    return f"learned {listed} (/forget {first} undoes it)"
+
+
+def receipt_line(shown: list[int]) -> str:
+    """The reply's receipt in Discord: one line of small text (``-#``) under it, saying which
+    facts it used and how to rate or drop them (the memory stays the same: it is not stored)."""
+    ids = ", ".join(f"#{i}" for i in sorted(shown))
+    noun = "fact" if len(shown) == 1 else "facts"
+    return f"-# used {len(shown)} {noun} ({ids}) · react 👍/👎 to rate them · /forget ID drops one"
+
+
 class HermesBot(discord.Client):
     def __init__(self, rt: Runtime, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
@@ -101,6 +120,8 @@ class HermesBot(discord.Client):
         self._tasks: set[asyncio.Task[None]] = set()
         self._turns: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        # A reply's last message, for its receipt to say what was learned from it later
+        self._receipts: OrderedDict[int, discord.Message] = OrderedDict()
         self._add_commands()
 
     # ------------------------------------------------------------------ lifecycle
@@ -226,11 +247,45 @@ class HermesBot(discord.Client):
             final = f"Sorry, I could not answer: {result.error}"
         elif result.error:
             final = cut_off(final, result.error)    # a partial reply must not look complete
+        elif result.shown_fact_ids:
+            final += "\n" + receipt_line(result.shown_fact_ids)
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:
                 feedback.link_ref(self.rt, user, ref_for(piece.id, message.author.id),
                                   result.assistant_message_id)
+            if sent:
+                self._receipts[result.assistant_message_id] = sent[-1]
+                while len(self._receipts) > RECEIPTS_KEPT:
+                    self._receipts.popitem(last=False)
+
+    def learned(self, record: Any) -> None:
+        """An ``ExtractionWorker.on_commit`` listener: a fact learned from a reply of this bot
+        is added to that reply's receipt line (``· learned #12, /forget 12 undoes it``)."""
+        sent = self._receipts.get(record.last_message_id)
+        if sent is None or record.changes is None:
+            return
+        ids = [c.fact_id for c in record.changes.changes if c.kind in ("created", "superseded")]
+        if not ids:
+            return
+        task = asyncio.ensure_future(self._add_learned(record.last_message_id, sent, ids))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _add_learned(self, reply_id: int, sent: discord.Message, ids: list[int]) -> None:
+        learned = learned_line(ids)
+        lines = sent.content.split("\n")
+        if lines[-1].startswith("-# "):
+            lines[-1] += " · " + learned
+        else:
+            lines.append("-# " + learned)
+        content = "\n".join(lines)
+        if len(content) > DISCORD_LIMIT:
+            return                       # no room left in the message; the facts page has it
+        try:
+            self._receipts[reply_id] = await sent.edit(content=content)
+        except discord.DiscordException:
+            log.warning("discord: could not add what was learned to a reply's receipt")
 
     async def _show(self, message: discord.Message, sent: list[discord.Message],
                     pieces: list[str]) -> None:

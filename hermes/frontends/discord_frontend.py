@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes.config import read_env_file
 
@@ -56,8 +56,14 @@ class DiscordFrontend:
         from hermes.frontends.discord_bot import HermesBot
 
         self.bot = HermesBot(self.ctx.rt, self.ctx.agent)
+        if self.ctx.worker is not None:      # what a reply taught, added to its receipt
+            self.ctx.worker.on_commit.append(self._learned)
         self._loop = asyncio.create_task(self._keep_up(), name="hermes-discord")
         return True
+
+    def _learned(self, record: Any) -> None:
+        if self.bot is not None:             # (the bot of now: a retry makes a new one)
+            self.bot.learned(record)
 
     async def _keep_up(self) -> None:
         """Keep Discord up: a failed start is retried with backoff; a rejected token or a
@@ -106,6 +112,8 @@ class DiscordFrontend:
     async def stop(self) -> None:
         """No new messages; running turns may finish (the turn grace); then the client closes."""
         self._stopping = True
+        if self.ctx.worker is not None and self._learned in self.ctx.worker.on_commit:
+            self.ctx.worker.on_commit.remove(self._learned)
         if self.bot is None:
             return
         cut = await self.bot.drain(self.ctx.turn_grace)

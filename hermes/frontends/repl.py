@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.application.current import get_app_or_none
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
+    from hermes.learn.runs import RunRecord
+    from hermes.learn.worker import ExtractionWorker
     from hermes.memory.sessions.store import SessionStore
     from hermes.runtime import Runtime
 
@@ -66,6 +69,15 @@ HELP = ("Enter sends, Esc-Enter adds a line, Ctrl-C stops a reply, Ctrl-D leaves
         + "\n".join(f"  {name:<10} {meta}" for name, meta in COMMANDS.items()))
 
 
+def receipt(shown: list[int]) -> str:
+    """The line under a reply: the facts it used (what it learned follows as it is learned)."""
+    if not shown:
+        return "(used no stored facts)"
+    ids = ", ".join(f"#{i}" for i in sorted(shown))
+    return (f"(used {len(shown)} fact{'s' if len(shown) != 1 else ''}: {ids} · /rate up|down "
+            "rates them, /forget ID drops one)")
+
+
 class SlashCompleter(Completer):
     """Completes a slash command while the input is one word starting with '/'."""
 
@@ -80,29 +92,48 @@ class SlashCompleter(Completer):
 
 
 class TerminalSink:
-    """Prints above the running prompt. Stream chunks are held to whole lines: a partial line
-    printed while the prompt is live would be wiped by its next redraw."""
+    """Prints above the running prompt. A reply shows as it streams: its whole lines are
+    printed above the prompt, the line still being written is drawn by the prompt itself, in
+    the line above ``hermes>`` (printed there it would be wiped by the prompt's next redraw),
+    and until the first text comes that line says "thinking…"."""
 
     STYLES = {"info": "ansigray", "error": "ansired", "reply": "", "cron": "ansicyan"}
+    THINKING = "thinking…"
 
     def __init__(self) -> None:
         self._line = ""
+        self._thinking = False
 
     def __call__(self, kind: str, text: str) -> None:
         # Replies and memory may hold control characters: shown as escapes, never obeyed.
         text = printable(text)
-        if kind == "chunk":
+        if kind == "thinking":
+            self._thinking = True
+        elif kind == "chunk":
+            self._thinking = False
             self._line += text
             if "\n" in self._line:
                 done, self._line = self._line.rsplit("\n", 1)
                 print_formatted_text(done)
-            return
-        if kind == "end":
+        elif kind == "end":
             if self._line:
                 print_formatted_text(self._line)
             self._line = ""
+            self._thinking = False
+        else:
+            print_formatted_text(FormattedText([(self.STYLES.get(kind, ""), text)]))
             return
-        print_formatted_text(FormattedText([(self.STYLES.get(kind, ""), text)]))
+        app = get_app_or_none()
+        if app is not None:
+            app.invalidate()
+
+    def above_prompt(self) -> list[tuple[str, str]]:
+        """The prompt's first line while a reply is written: the line so far, or thinking."""
+        if self._line:
+            return [("", self._line + "\n")]
+        if self._thinking:
+            return [("ansigray italic", self.THINKING + "\n")]
+        return []
 
 
 class Repl:
@@ -116,6 +147,7 @@ class Repl:
         self.commands = MemoryCommands(rt)
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
+        self._sessions: set[int] = set()           # where this REPL talked (for _learned)
         self._reply: asyncio.Task[None] | None = None
         self._left = False
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
@@ -124,10 +156,34 @@ class Repl:
             rt.settings.home_path.mkdir(parents=True, exist_ok=True)
             history = FileHistory(str(rt.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
-            "hermes> ", history=history, multiline=True, prompt_continuation="...     ",
+            self._prompt_message, history=history, multiline=True, prompt_continuation="...     ",
             completer=SlashCompleter(), complete_while_typing=True,
             key_bindings=self._keys(),
         )
+
+    def learn_from(self, worker: ExtractionWorker | None) -> None:
+        """Say under the conversation what extraction learned from it, as it commits (the
+        second half of a reply's receipt; the first is printed with the reply)."""
+        if worker is not None and self._learned not in worker.on_commit:
+            worker.on_commit.append(self._learned)
+
+    def _learned(self, record: RunRecord) -> None:
+        if record.user != self.user or record.session_id not in self._sessions:
+            return
+        for change in record.changes.changes if record.changes else []:
+            if change.kind not in ("created", "superseded"):
+                continue
+            try:
+                fact = self.rt.memory.facts.get(self.user, change.fact_id)
+            except HermesError:
+                continue
+            was = f", replacing #{change.old_id}" if change.old_id else ""
+            self.emit("info", f"(learned #{fact.id}{was}: {fact.content} · /forget {fact.id} "
+                      "undoes it)")
+
+    def _prompt_message(self) -> FormattedText:
+        above = getattr(self.emit, "above_prompt", None)
+        return FormattedText([*(above() if above is not None else []), ("", "hermes> ")])
 
     # ------------------------------------------------------------------ state
     def replying(self) -> bool:
@@ -232,6 +288,7 @@ class Repl:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
             turn = self.agent.turn(self.user, session.id, text,
                                    speaker=self.rt.settings.display_name(self.user))
+            self.emit("thinking", "")
             async for chunk in turn:
                 self.emit("chunk", chunk)
             self.emit("end", "")
@@ -241,9 +298,8 @@ class Repl:
             elif result.error:                      # a partial reply must not look complete
                 self.emit("error", f"(reply cut off: {result.error})")
             self.last_reply_id = result.assistant_message_id
-            if result.shown_fact_ids:
-                ids = ", ".join(str(i) for i in result.shown_fact_ids)
-                self.emit("info", f"(recalled facts {ids}; /rate up|down rates them)")
+            self._sessions.add(session.id)
+            self.emit("info", receipt(result.shown_fact_ids))
         except asyncio.CancelledError:
             self.emit("end", "")
             self.emit("info", "[stopped]")
@@ -358,6 +414,7 @@ class ReplFrontend:
         if not self.ctx.interactive:
             return False
         self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        self.repl.learn_from(self.ctx.worker)
         notice = no_model_notice(self.ctx.agent)
         if notice:
             self.repl.emit("error", notice)

@@ -4,11 +4,17 @@ Every page and action goes through :func:`page` (a logged-in session is required
 needs the session's CSRF token and a same-origin request) and receives the user the login fixed.
 Memory is read and written only through the stores, with that user: an id of another user's
 fact, session or cron job is a 404, as an unknown one is.
+
+A write answers with a redirect to the page that shows its result (Post/Redirect/Get), which
+says what was done once (:func:`redirect`); every form carries a one-time token, so the same
+form sent again (the back button, a double click) does nothing. A refused write is shown on
+the spot with the draft kept (sending it again is refused again).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import jinja2
+import jinja2.runtime
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -24,12 +32,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from hermes.errors import HermesError, NotFound
+from hermes.frontends.web import markdown
 from hermes.frontends.web.auth import (
     COOKIE,
     CSRF_FIELD,
     CSRF_HEADER,
     LOGIN_COOKIE,
     LOGIN_COOKIE_SECONDS,
+    ONCE_FIELD,
     Sessions,
     TokenStore,
     WebSession,
@@ -61,12 +71,20 @@ class WebContext:
     worker: ExtractionWorker | None = None
     runner: CronRunner | None = None
     hub: EventHub = field(default_factory=EventHub)
-    sessions: Sessions = field(default_factory=Sessions)
     chat_locks: dict[int, Any] = field(default_factory=dict)  # session id -> asyncio.Lock
+    replies: dict[int, Any] = field(default_factory=dict)  # session id -> RunningReply
+    # Temporary chats, in this process only: (negative) id -> (user, agent.turn.Transcript)
+    temporary: dict[int, tuple[str, Any]] = field(default_factory=dict)
 
     @cached_property
     def tokens(self) -> TokenStore:
-        return TokenStore(self.rt.settings.home_path, self.rt.clock)
+        return TokenStore(self.rt.settings.home_path, self.rt.clock,
+                          days=self.rt.settings.web.token_days)
+
+    @cached_property
+    def sessions(self) -> Sessions:
+        return Sessions(self.rt.settings.home_path, self.rt.clock,
+                        days=self.rt.settings.web.session_days)
 
     @cached_property
     def facts(self) -> Any:
@@ -90,11 +108,27 @@ class WebContext:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                  autoescape=True, trim_blocks=True, lstrip_blocks=True)
         env.filters["short_time"] = lambda ts: (ts or "")[:16].replace("T", " ")
+        env.globals["form_fields"] = form_fields
+        env.filters["markdown"] = markdown.to_html
         return env
+
+
+@jinja2.pass_context
+def form_fields(context: jinja2.runtime.Context) -> Markup:
+    """The hidden fields of a write's form: the session's CSRF token, and a token of this form
+    alone (sent a second time, by the back button or a double click, it does nothing)."""
+    return Markup('<input type="hidden" name="{}" value="{}">'
+                  '<input type="hidden" name="{}" value="{}">').format(
+        CSRF_FIELD, context.get("csrf", ""), ONCE_FIELD, secrets.token_urlsafe(12))
 
 
 def render(ctx: WebContext, request: Request, ws: WebSession | None, name: str,
            status: int = 200, csrf: str | None = None, **values: Any) -> HTMLResponse:
+    """A whole page; with the one-time notice of the write that redirected here, if any."""
+    if ws is not None:
+        for key, text in ctx.sessions.take_flash(ws.id).items():
+            if not values.get(key):
+                values[key] = text
     html = ctx.templates.get_template(name).render(
         request=request, user=ws.user if ws else None,
         csrf=csrf if csrf is not None else ws.csrf if ws else "", path=request.url.path,
@@ -122,11 +156,21 @@ def back(request: Request, default: str) -> RedirectResponse:
     return RedirectResponse(target, status_code=303)
 
 
+def redirect(ctx: WebContext, ws: WebSession, url: str, *, notice: str | None = None,
+             error: str | None = None) -> RedirectResponse:
+    """Post/Redirect/Get: a write answers with a redirect to the page that shows its result,
+    and that page says ``notice`` once. A reload there reloads the page, never the write."""
+    ctx.sessions.flash(ws.id, notice=notice, error=error)
+    return RedirectResponse(url, status_code=303)
+
+
 def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True           # no Origin (an old browser, a test client): the token decides
-    return urlsplit(origin).netloc == request.url.netloc
+    # The scheme too: https://127.0.0.1:<port> is another origin than the panel's http one.
+    given = urlsplit(origin)
+    return (given.scheme, given.netloc) == (request.url.scheme, request.url.netloc)
 
 
 def _from_another_site(request: Request) -> bool:
@@ -142,7 +186,11 @@ def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         ctx: WebContext = request.app.state.ctx
-        ws = ctx.sessions.get(request.cookies.get(COOKIE))
+        try:
+            ws = ctx.sessions.get(request.cookies.get(COOKIE))
+        except HermesError as exc:          # a damaged sessions file: one line
+            log.error("web: %s", exc)
+            return error_page(ctx, request, None, 500, str(exc))
         if ws is None:
             if request.method == "GET" and not wants_json(request):
                 return RedirectResponse("/login", status_code=303)
@@ -156,18 +204,28 @@ def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
                 return error_page(ctx, request, ws, 403,
                                   "Refused: the form's CSRF token is missing or wrong. "
                                   "Reload the page and try again.")
+        # A form's one-time token (scripts' posts carry the CSRF header and guard themselves)
+        once = (getattr(request.state, "form", {}).get(ONCE_FIELD)
+                if request.method != "GET" else None)
+        if once and not ctx.sessions.claim_form(ws.id, once):
+            ctx.sessions.flash(ws.id, notice="That form was already sent; it was not done "
+                               "again.")
+            return back(request, "/chat")
         try:
-            return await handler(request, ctx, ws)
+            response = await handler(request, ctx, ws)
         except NotFound as exc:
-            return error_page(ctx, request, ws, 404, str(exc))
+            response = error_page(ctx, request, ws, 404, str(exc))
         except HermesError as exc:
-            return error_page(ctx, request, ws, 400, str(exc))
+            response = error_page(ctx, request, ws, 400, str(exc))
         except ValueError:
-            return error_page(ctx, request, ws, 400, "That id or number is not valid.")
+            response = error_page(ctx, request, ws, 400, "That id or number is not valid.")
         except Exception:
             log.exception("web: %s %s failed", request.method, request.url.path)
-            return error_page(ctx, request, ws, 500,
-                              "Sorry, that failed; it has been logged (hermes.log).")
+            response = error_page(ctx, request, ws, 500,
+                                  "Sorry, that failed; it has been logged (hermes.log).")
+        if once and response.status_code >= 400:
+            ctx.sessions.release_form(ws.id, once)      # refused: sending it again may work
+        return response
 
     endpoint.__name__ = handler.__name__
     return endpoint
@@ -220,14 +278,22 @@ async def login(request: Request) -> Response:
                                "its token here.")
     if not token:
         return _login_page(ctx, request)
-    user = ctx.tokens.user_for(token)
-    if user is None:
-        return _login_page(ctx, request, 403, "That login token is not valid. "
-                           "`hermes web token` makes a new one.")
+    try:
+        found = ctx.tokens.login(token)
+    except HermesError as exc:              # a damaged tokens file: one line
+        log.error("web: %s", exc)
+        return _login_page(ctx, request, 500, str(exc))
+    if found is None:
+        why = ("That login link has expired" if ctx.tokens.expired(token)
+               else "That login token is not valid")
+        return _login_page(ctx, request, 403, f"{why}. `hermes web token` makes a new one.")
+    user, token_id = found
     ctx.sessions.end(request.cookies.get(COOKIE))
-    ws = ctx.sessions.start(user)
+    ws = ctx.sessions.start(user, token_id)
     response = RedirectResponse("/chat", status_code=303)
+    # Kept by the browser for the session's life (a browser restart does not log out)
     response.set_cookie(COOKIE, ws.id, httponly=True, samesite="strict", path="/",
+                        max_age=int(ctx.sessions.days * 86400),
                         secure=request.url.scheme == "https")
     response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
@@ -256,7 +322,12 @@ def build_app(ctx: WebContext) -> Starlette:
         *routes_memory.routes(page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    from starlette.middleware import Middleware
+
+    from hermes.frontends.web.body_limit import BodyLimit
+
+    # Every body the panel reads is bounded (issue 30, i30): see body_limit.py.
+    app = Starlette(routes=routes, middleware=[Middleware(BodyLimit)])
     app.state.ctx = ctx
     # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
     # panel's first search does not wait for it.

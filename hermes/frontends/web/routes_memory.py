@@ -16,8 +16,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hermes.errors import NotFound, QueryError, RefusedWrite
-from hermes.frontends.web.app import WebContext, form_of, render, wants_json
+from hermes.frontends.web.app import WebContext, back, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
+from hermes.memory.place import Scope
 
 FACT_LIMIT = 200
 
@@ -84,24 +85,28 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
     if wants_json(request):
         return JSONResponse({"message": result.message, "used": result.chars,
                              "limit": result.limit})
-    return _memory_page(ctx, request, ws, notice=result.message)
+    return redirect(ctx, ws, "/memory", notice=result.message)
 
 
 # --------------------------------------------------------------------------- facts
 async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """Search / probe / reason, or the list with filters (category, entity, trust, status)."""
+    """Search / probe / reason, or the list with filters (category, entity, trust, status).
+    A filter that is not valid is said beside the form, which keeps what was typed."""
     q = request.query_params
     query, mode = q.get("q", "").strip(), q.get("mode", "search")
     category, entity = q.get("category") or None, q.get("entity", "").strip()
     status = q.get("status", "active")
-    min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
     ops, scope = ctx.ops, ws.scope
     path: list[str] = []
     error = None
     found: list[Any] = []
+    suggestions: list[Any] = []
+    min_trust = max_trust = None
     try:
+        min_trust, max_trust = _float(q.get("min_trust")), _float(q.get("max_trust"))
         if query and mode == "probe":
             found = ops.probe(scope, query)
+            suggestions = entity_suggestions(ctx, scope, query)
         elif query and mode == "reason":
             result = ops.reason(scope, [p.strip() for p in query.split(",") if p.strip()])
             found, path = result.facts, result.path
@@ -112,6 +117,7 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                                min_trust=min_trust if min_trust is not None else None)
         elif entity:
             found = ops.probe(scope, entity)
+            suggestions = entity_suggestions(ctx, scope, entity)
         else:
             found = ops.list_facts(scope, category=category, include_inactive=status != "active",
                                    limit=FACT_LIMIT)
@@ -128,11 +134,95 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         found = [f for f in found if f.trust >= min_trust]
     if max_trust is not None:
         found = [f for f in found if f.trust <= max_trust]
-    return render(ctx, request, ws, "facts.html", facts=found, query=query, mode=mode,
+    return render(ctx, request, ws, "facts.html", status=422 if error and not path else 200,
+                  facts=found, query=query, mode=mode,
                   category=category or "", entity=entity, state=status,
-                  min_trust="" if min_trust is None else min_trust,
-                  max_trust="" if max_trust is None else max_trust, chain=path, error=error,
+                  min_trust=q.get("min_trust", ""), max_trust=q.get("max_trust", ""),
+                  chain=path, error=error, suggestions=suggestions,
                   categories=ops.categories)
+
+
+SUGGESTIONS = 8
+
+
+def entity_suggestions(ctx: WebContext, scope: Scope, name: str) -> list[Any]:
+    """Entities whose name or alias holds the words asked for (probing "Atlas" finds "Project
+    Atlas"), the exact one left out, most used first."""
+    words = [w for w in name.casefold().split() if w]
+    if not words:
+        return []
+    found = []
+    for entity in ctx.ops.entities(scope):       # most used first
+        names = [entity.name.casefold(), *(a.casefold() for a in entity.aliases)]
+        if name.strip().casefold() in names:
+            continue
+        if any(all(w in n.split() or w in n for w in words) for n in names):
+            found.append(entity)
+            if len(found) == SUGGESTIONS:
+                break
+    return found
+
+
+async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """Add a fact by hand (the form on the Facts page)."""
+    form = await form_of(request)
+    content = form.get("content", "").strip()
+    entities = [e.strip() for e in form.get("entities", "").split(",") if e.strip()]
+    category = form.get("category") or "general"
+    try:
+        if not content:
+            raise RefusedWrite("Refused: write the fact first.")
+        fact = ctx.ops.add(ws.scope, content, category=category, entities=entities or None)
+    except RefusedWrite as exc:
+        return render(ctx, request, ws, "facts.html", status=422, facts=[], query="",
+                      mode="search", category="", entity="", state="active", min_trust="",
+                      max_trust="", chain=[], error=str(exc), suggestions=[],
+                      draft={"content": content, "entities": form.get("entities", ""),
+                             "category": category},
+                      categories=ctx.rt.settings.facts.categories)
+    return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.")
+
+
+HIDDEN_KEYS = {"id", "created_at", "updated_at", "valid_from", "kind", "importance",
+               "source_message_ids"}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return "none" if value in (None, "") else str(value)
+
+
+def history_lines(entry: dict[str, Any]) -> list[str]:
+    """One change of a fact as a person reads it: what it said, and what became what."""
+    old, new = entry.get("old") or {}, entry.get("new") or {}
+    action = entry["action"]
+    if action == "add":
+        about = f", about {_shown(new.get('entities'))}" if new.get("entities") else ""
+        return [f"added: \u201c{new.get('content', '')}\u201d (trust "
+                f"{_shown(new.get('trust'))}, {new.get('category', 'general')}{about})"]
+    if action == "update":
+        return [f"\u201c{old.get('content', '')}\u201d \u2192 \u201c{new.get('content', '')}"
+                f"\u201d (this version; the old one is #{old.get('id')})"]
+    if action == "supersede":
+        return [f"replaced by #{new.get('superseded_by')}"]
+    if action == "forget":
+        return [f"forgotten: {new.get('forgotten_reason') or entry.get('note') or 'no reason'}"]
+    if action == "restore":
+        return ["restored"]
+    if action == "rate" and "trust" in new:
+        return [f"{entry.get('note') or 'rated'}: trust {_shown(old.get('trust'))} \u2192 "
+                f"{_shown(new.get('trust'))}"]
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        if key in HIDDEN_KEYS or old.get(key) == new.get(key):
+            continue
+        label = key.replace("_", " ")
+        lines.append(f"{label}: {_shown(old.get(key))} \u2192 {_shown(new.get(key))}"
+                     if key in old else f"{label}: {_shown(new.get(key))}")
+    return lines or [action]
 
 
 def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, *,
@@ -148,7 +238,8 @@ def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, 
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
-    return render(ctx, request, ws, "fact.html", status=status, fact=fact, history=history,
+    return render(ctx, request, ws, "fact.html", status=status, fact=fact,
+                  history=[(h, history_lines(h)) for h in history],
                   sources=sources, error=error, notice=notice)
 
 
@@ -167,7 +258,8 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         if action == "update":
             new = ops.update(scope, fact_id, form.get("content", ""),
                              note=form.get("note") or "edited in the web panel")
-            return RedirectResponse(f"/facts/{new.id}", status_code=303)
+            return redirect(ctx, ws, f"/facts/{new.id}", notice=f"Saved as fact {new.id}; "
+                            f"the old version, {fact_id}, is kept (superseded).")
         if action == "forget":
             ops.forget(scope, fact_id, reason=form.get("reason") or "forgotten in the web panel")
             notice = f"Forgot fact {fact_id}; restore brings it back."
@@ -180,37 +272,43 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
                                   error="Purging deletes the fact and its older versions for "
                                   "good: tick the confirmation box to do it.")
             ops.purge(scope, fact_id)
-            return render(ctx, request, ws, "error.html", status=200, title="Purged",
-                          message=f"Fact {fact_id} and its older versions were deleted.")
+            return redirect(ctx, ws, "/facts",
+                            notice=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
             result = ops.rate(scope, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
         else:
             raise NotFound(f"No fact action {action!r}.")
     except RefusedWrite as exc:
+        if wants_json(request):
+            return JSONResponse({"error": str(exc)}, status_code=422)
         return _fact_page(ctx, request, ws, fact_id, status=422, error=str(exc))
-    return _fact_page(ctx, request, ws, fact_id, notice=notice)
+    if wants_json(request):             # a reply's receipt: the fact as it is now
+        now = ops.get(scope, fact_id)
+        return JSONResponse({"id": now.id, "status": now.status, "trust": round(now.trust, 2),
+                             "message": notice})
+    if form.get("back"):                # from under a reply: back to the chat
+        ctx.sessions.flash(ws.id, notice=notice)
+        return back(request, f"/facts/{fact_id}")
+    return redirect(ctx, ws, f"/facts/{fact_id}", notice=notice)
 
 
 async def entities(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    return render(ctx, request, ws, "entities.html", entities=ctx.ops.entities(ws.scope),
-                  error=None, notice=None)
+    return render(ctx, request, ws, "entities.html", entities=ctx.ops.entities(ws.scope))
 
 
 async def alias(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     form = await form_of(request)
     name, other = form.get("entity", "").strip(), form.get("alias", "").strip()
-    error = notice = None
-    status = 200
     try:
         if not name or not other:
             raise RefusedWrite("Refused: give both the entity and its other name.")
         entity = ctx.ops.alias(ws.scope, name, other)
-        notice = f"{other} is now another name of {entity.name}."
     except RefusedWrite as exc:
-        error, status = str(exc), 422
-    return render(ctx, request, ws, "entities.html", status=status,
-                  entities=ctx.ops.entities(ws.scope), error=error, notice=notice)
+        return render(ctx, request, ws, "entities.html", status=422,
+                      entities=ctx.ops.entities(ws.scope), error=str(exc))
+    return redirect(ctx, ws, "/entities", notice=f"{other} is now another name of "
+                    f"{entity.name}.")
 
 
 # --------------------------------------------------------------------------- sessions
@@ -244,7 +342,7 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
-                  limit=ctx.rt.settings.context.max_chars, notice=None)
+                  limit=ctx.rt.settings.context.max_chars)
 
 
 async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -252,10 +350,8 @@ async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> 
 
     llm = ctx.agent.background_llm if ctx.agent else None
     text = await context.refresh(ctx.rt, ws.user, llm)
-    return render(ctx, request, ws, "context.html", text=text,
-                  limit=ctx.rt.settings.context.max_chars,
-                  notice=f"Refreshed ({len(text):,}/{ctx.rt.settings.context.max_chars:,} "
-                  "chars).")
+    return redirect(ctx, ws, "/context", notice=f"Refreshed ({len(text):,}/"
+                    f"{ctx.rt.settings.context.max_chars:,} chars).")
 
 
 # --------------------------------------------------------------------------- cron
@@ -268,8 +364,7 @@ def _cron_store(ctx: WebContext) -> Any:
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     store = _cron_store(ctx)
     return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
-                  runs=store.runs(user=ws.user, limit=50), notice=None,
-                  can_run=ctx.runner is not None)
+                  runs=store.runs(user=ws.user, limit=50), can_run=ctx.runner is not None)
 
 
 async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -287,20 +382,47 @@ async def cron_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         notice = f"Ran {job.name}: {run.status}."
     else:
         raise NotFound(f"No cron action {action!r}.")
-    return render(ctx, request, ws, "cron.html", jobs=store.list_jobs(user=ws.user),
-                  runs=store.runs(user=ws.user, limit=50), notice=notice,
-                  can_run=ctx.runner is not None)
+    return redirect(ctx, ws, "/cron", notice=notice)
+
+
+# --------------------------------------------------------------------------- logins
+async def logins(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """This user's login tokens (never the tokens: their ids), the browsers each logged in,
+    and which one this browser used."""
+    counts = ctx.sessions.count_by_token(ws.user)
+    tokens = [(t, counts.get(t.id, 0)) for t in ctx.tokens.list(ws.user)]
+    return render(ctx, request, ws, "logins.html", tokens=tokens, mine=ws.token_id,
+                  token_days=ctx.tokens.days, session_days=ctx.sessions.days)
+
+
+async def login_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """new (a login link for another device, shown once) | revoke (a token, and the browsers
+    it logged in: this one too, if it is the one this browser used)."""
+    action = request.path_params["action"]
+    if action == "new":
+        link = f"{request.url.scheme}://{request.url.netloc}/login?token=" \
+               f"{ctx.tokens.create(ws.user)}"
+        return redirect(ctx, ws, "/logins", notice=f"A new login link, shown only now (it "
+                        f"works for {ctx.tokens.days:g} days): {link}")
+    if action == "revoke":
+        form = await form_of(request)
+        gone = ctx.tokens.revoke(form.get("id", ""), ws.user)   # only this user's
+        ended = ctx.sessions.end_for_token(gone.id)
+        if gone.id == ws.token_id:
+            return RedirectResponse("/login", status_code=303)
+        return redirect(ctx, ws, "/logins", notice=f"Revoked login {gone.id}; {ended} "
+                        "browser(s) logged out.")
+    raise NotFound(f"No login action {action!r}.")
 
 
 # --------------------------------------------------------------------------- stats
 async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
+    """What `hermes stats` says: model calls, tokens and cost per source, then learning."""
     from hermes.learn.stats import extraction_stats
-    from hermes.store.maintenance import table_stats
+    from hermes.store import usage
 
-    return render(ctx, request, ws, "stats.html",
-                  stats=extraction_stats(ctx.rt.db, ws.user),
-                  tables=[t for t in table_stats(ctx.rt.db, ws.user)
-                          if t.user_rows is not None])
+    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.rt.db, ws.user),
+                  usage=usage.totals(ctx.rt.db, ws.user))
 
 
 def routes(page: Callable[..., Any]) -> list[Route]:
@@ -308,6 +430,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/memory", page(memory)),
         Route("/memory/{action}", page(memory_write), methods=["POST"]),
         Route("/facts", page(facts)),
+        Route("/facts/add", page(fact_add), methods=["POST"]),
         Route("/facts/{id}", page(fact)),
         Route("/facts/{id}/{action}", page(fact_write), methods=["POST"]),
         Route("/entities", page(entities)),
@@ -319,5 +442,7 @@ def routes(page: Callable[..., Any]) -> list[Route]:
         Route("/cron", page(cron)),
         Route("/cron/{name}/{action}", page(cron_write), methods=["POST"]),
         Route("/stats", page(stats)),
+        Route("/logins", page(logins)),
+        Route("/logins/{action}", page(login_write), methods=["POST"]),
     ]
 

@@ -77,6 +77,10 @@ _POSSESSIVE = re.compile(r"(?<=\w)(?:['’]s|s['’])$")
 _TRAILING_DECORATION = "*_~-=|/\\!?.,;:'’\"`"
 
 
+# Marks at a word's edges, as search drops them; never U+FFFD (an undecodable byte is not a mark).
+_EDGE_MARKS = re.compile(r"^(?:[^\w\ufffd]|_)+|(?:[^\w\ufffd]|_)+$")
+
+
 def near_exact_keys(key: str) -> list[str]:
     """Other keys a name typed as ``key`` almost certainly means, closest first.
 
@@ -93,8 +97,9 @@ def near_exact_keys(key: str) -> list[str]:
             seen.add(candidate)
             variants.append(candidate)
 
+    # Control characters too (an escape key's "\x1b" typed into a terminal): search drops them.
     visible = unicodedata.normalize(
-        "NFKC", "".join(c for c in key if unicodedata.category(c) != "Cf"))
+        "NFKC", "".join(c for c in key if unicodedata.category(c) not in ("Cf", "Cc")))
     add(visible)
     bare = visible
     # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.
@@ -105,6 +110,11 @@ def near_exact_keys(key: str) -> list[str]:
     for form in (visible, bare):
         if _POSSESSIVE.search(form):
             add(form[:-2] if form[-2:] in ("'s", "’s") else form[:-1])
+    # Last, what search reads of it: the word without any mark at its edges ("#Omar+"), for a
+    # word of three characters or more ("C++" or "C#" never becomes "c").
+    core = _EDGE_MARKS.sub("", visible)
+    if len(core) >= 3:
+        add(core)
     return variants
 
 

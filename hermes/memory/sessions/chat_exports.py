@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ from hermes.memory.sessions.transcripts import (
     _ParsedSession,
     import_sessions,
 )
+from hermes.safe_text import scrub_value
 
 FORMATS = ("chatgpt", "claude")
 EXPORT_FILE = "conversations.json"
@@ -56,6 +58,34 @@ class ExportError(HermesError):
 # -- reading the file -----------------------------------------------------------------------------
 
 
+# The largest conversations.json read (in a file or unzipped from an archive): a zip's few
+# hundred KB can unzip to gigabytes, and json.loads needs several times the text in memory.
+MAX_EXPORT_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _too_big(name: str, size: int) -> str:
+    return (f"{name}: {size / 1024 / 1024:,.0f} MiB of conversations is over the import limit "
+            f"of {MAX_EXPORT_BYTES // 1024 // 1024} MiB; nothing was imported.")
+
+
+def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
+    """A member's bytes, refused before reading when its stated size is over the limit and
+    while reading when it unzips to more than it said (the header is the archive's word)."""
+    info = archive.getinfo(name)
+    if info.file_size > MAX_EXPORT_BYTES:
+        raise ExportError(_too_big(f"{path.name} ({name})", info.file_size))
+    chunks = []
+    read = 0
+    with archive.open(info) as member:
+        while chunk := member.read(_CHUNK):
+            read += len(chunk)
+            if read > MAX_EXPORT_BYTES:
+                raise ExportError(_too_big(f"{path.name} ({name})", read))
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def load_export(path: Path) -> list[Any]:
     """The list of conversations in ``conversations.json`` or in the export's zip."""
     if zipfile.is_zipfile(path):
@@ -66,11 +96,15 @@ def load_export(path: Path) -> list[Any]:
                 if not names:
                     raise ExportError(f"{path.name}: the zip holds no {EXPORT_FILE}; is it a "
                                       "ChatGPT or Claude data export?")
-                raw = archive.read(min(names, key=len))
-        except (zipfile.BadZipFile, OSError) as exc:
+                raw = _read_member(path, archive, min(names, key=len))
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+            # a damaged member (zlib.error, a bad CRC) is the file's fault, said in one line
             raise ExportError(f"{path.name}: cannot read the zip ({exc}).") from None
     else:
         try:
+            size = path.stat().st_size
+            if size > MAX_EXPORT_BYTES:
+                raise ExportError(_too_big(path.name, size))
             raw = path.read_bytes()
         except OSError as exc:
             raise ExportError(f"{path.name}: cannot read it ({exc.strerror or exc}).") from None
@@ -346,7 +380,9 @@ def _guarded(parse: Callable[[Any], _ParsedSession | None]
 
     def run(conversation: Any) -> _ParsedSession | None:
         try:
-            return parse(conversation)
+            # "\ud83e" escapes decode to lone surrogates, which no row can store: U+FFFD
+            # instead, as the JSON Lines importer does (the conversation was skipped whole).
+            return parse(scrub_value(conversation))
         except ImportLineError:
             raise
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:

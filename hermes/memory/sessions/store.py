@@ -164,6 +164,19 @@ class SessionStore:
             )
         return self.get(user, session_id)
 
+    def delete(self, user: str, session_id: int) -> int:
+        """Delete a session of ``user`` and everything recorded with it: its messages (their
+        search index and vectors), the facts shown for its replies and their ratings, its
+        extraction runs (all by ON DELETE CASCADE and the tables' triggers); a cron run keeps
+        its row without the session. Facts learned from it stay (they are the user's memory,
+        forgotten on their own). Returns how many messages went."""
+        with write_transaction(self.db):
+            self.get(user, session_id)                  # NotFound for another user's
+            count = self.db.execute("SELECT count(*) FROM messages WHERE session_id = ?",
+                                    [session_id]).fetchone()[0]
+            self.db.execute("DELETE FROM sessions WHERE id = ? AND user = ?", [session_id, user])
+        return int(count)
+
     def set_summary(
         self,
         user: str,

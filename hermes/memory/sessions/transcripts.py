@@ -227,10 +227,15 @@ def import_sessions(
     batch: list[tuple[int, Any]] = []
 
     def flush() -> None:
+        # Parsed and redacted before the write lock is taken: redaction is linear in the text
+        # but a batch of long messages is still work no other writer should wait for.
+        ready = [(number, _prepare_line(number, item, report, parse,
+                                        redact=store.redact_secrets))
+                 for number, item in batch]
         with write_transaction(db):
-            for number, item in batch:
-                _import_line(db, user, number, item, report, parse,
-                             redact=store.redact_secrets)
+            for number, parsed in ready:
+                if parsed is not None:
+                    _import_line(db, user, number, parsed, report)
         batch.clear()
         if progress is not None:
             progress(report.lines)
@@ -249,20 +254,27 @@ def import_sessions(
     return report
 
 
-def _import_line(
-    db: sqlite_utils.Database, user: str, number: int, item: Any, report: ImportReport,
-    parse: Callable[[Any], _ParsedSession | None],
-    *, redact: bool = True,
-) -> None:
+def _prepare_line(
+    number: int, item: Any, report: ImportReport,
+    parse: Callable[[Any], _ParsedSession | None], *, redact: bool = True,
+) -> _ParsedSession | None:
+    """One line parsed and redacted (None: an error or an empty line, counted in ``report``)."""
     try:
         parsed = parse(item)
     except ImportLineError as exc:
         report.errors.append((number, str(exc)))
-        return
+        return None
     if parsed is None:
         report.empty += 1
-        return
+        return None
     _redact_session(parsed, messages=redact)
+    return parsed
+
+
+def _import_line(
+    db: sqlite_utils.Database, user: str, number: int, parsed: _ParsedSession,
+    report: ImportReport,
+) -> None:
     conn = db.conn
     conn.execute("SAVEPOINT import_line")
     # Counted only once the whole line is stored: a line refused at its messages adds nothing.
@@ -352,11 +364,25 @@ def _new_messages(
     return fresh
 
 
+# The longest line read from an import file (`hermes sessions import`, `hermes import`): a
+# session with all its messages fits many times over; a file of one endless line (not an export)
+# is refused at it instead of read whole into memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
 def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
     """The lines of a UTF-8 file (a leading byte order mark dropped), reporting bytes read (for
-    a progress bar)."""
+    a progress bar). A line over MAX_LINE_BYTES is a HermesError (what came before it was
+    imported)."""
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle):
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise HermesError(
+                    f"{path.name}: line {number + 1:,} is over the import limit of "
+                    f"{MAX_LINE_BYTES // 1024 // 1024} MiB a line (is it a file Hermes wrote?); "
+                    "it and the lines after it were not imported.")
             if on_bytes is not None:
                 on_bytes(len(raw))
             yield raw.decode("utf-8-sig" if number == 0 else "utf-8", errors="replace")
+            number += 1

@@ -42,21 +42,42 @@
   var form = document.getElementById("send");
   if (form) {
     var box = document.getElementById("text"), messages = document.getElementById("messages");
+    // The input stays at the bottom of the screen: what scrolls into view stops above it
+    var fitInput = function () {
+      document.documentElement.style.scrollPaddingBottom = (form.offsetHeight + 8) + "px";
+    };
+    fitInput(); window.addEventListener("resize", fitInput);
+    // A conversation opens at its newest message
+    if (!location.hash && messages.querySelector(".msg")) {
+      document.getElementById("end").scrollIntoView({ block: "end" });
+    }
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
     });
+    var sendButton = document.getElementById("sendbutton"), stopButton = document.getElementById("stop");
+    function busy(on) {                   // while a reply streams, Send becomes Stop
+      if (on) form.dataset.busy = "1"; else delete form.dataset.busy;
+      sendButton.hidden = on; stopButton.hidden = !on;
+      if (on) stopButton.focus();
+    }
+    function stop() {
+      if (!form.dataset.busy) return;
+      post("/chat/stop", new URLSearchParams({ session: form.elements.session.value }), "application/json");
+    }
+    stopButton.addEventListener("click", stop);
+    document.addEventListener("keydown", function (e) { if (e.key === "Escape") stop(); });
     form.addEventListener("submit", async function (e) {
       e.preventDefault();
       var text = box.value.trim();
       if (!text || form.dataset.busy) return;
-      form.dataset.busy = "1";
+      busy(true);
       var empty = document.getElementById("empty"); if (empty) empty.remove();
       var mine = document.createElement("article"); mine.className = "msg user";
       mine.innerHTML = '<div class="text"></div>'; mine.firstChild.textContent = text;
       var reply = document.createElement("article"); reply.className = "msg assistant streaming";
-      reply.innerHTML = '<div class="text"></div>';
+      reply.innerHTML = '<div class="text md"></div>';
       messages.append(mine, reply);
-      var out = reply.firstChild, body = new URLSearchParams(new FormData(form)), chunks = 0;
+      var out = reply.firstChild, body = new URLSearchParams(new FormData(form)), chunks = 0, tail = null;
       box.value = "";
       try {
         var response = await post(form.action, body, "text/event-stream");
@@ -68,13 +89,28 @@
         await readEvents(response, function (name, data) {
           if (name === "start") {
             form.elements.session.value = data.session_id;
+            if (data.item_html) {         // a new conversation: on top of the list at once
+              var chats = document.getElementById("chats"), none = document.getElementById("nochats");
+              if (none) none.remove();
+              chats.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
+              chats.prepend(fromHTML(data.item_html));
+            }
             history.replaceState(null, "", "/chat?session=" + data.session_id);
           } else if (name === "chunk") {
-            out.textContent += data.text;
+            // Sanitised HTML of the reply so far (rendered on the server) now and then; the
+            // text that came since, as text, until the next
+            if (data.html !== undefined) { out.innerHTML = data.html; tail = null; }
+            else {
+              if (!tail) { tail = document.createElement("span"); tail.className = "tail"; out.append(tail); }
+              tail.textContent += data.text;
+            }
             messages.dataset.chunks = ++chunks;   // how many pieces the last reply came in
             reply.scrollIntoView({ block: "end" });
           } else if (name === "done") {
-            if (data.html) { var done = fromHTML(data.html); reply.replaceWith(done); reply = done; }
+            if (data.html) {
+              var done = fromHTML(data.html); reply.replaceWith(done); reply = done;
+              if (data.message_id) showLearned(data.message_id);
+            }
             else reply.classList.remove("streaming");
             if (data.error) {
               var err = document.createElement("p"); err.className = "error"; err.textContent = data.error;
@@ -85,10 +121,34 @@
       } catch (err) {
         out.textContent += "\n(connection lost: " + err + ")";
       } finally {
-        reply.classList.remove("streaming"); delete form.dataset.busy; box.focus();
+        reply.classList.remove("streaming"); busy(false); box.focus();
       }
     });
   }
+
+  // ---- a receipt's one-tap actions on one fact: rate it, "wrong: forget it", undo learning
+  document.addEventListener("submit", async function (e) {
+    var f = e.target;
+    if (!f.classList || !f.classList.contains("fact-act")) return;
+    e.preventDefault();
+    var body = new URLSearchParams(new FormData(f));
+    if (e.submitter && e.submitter.name) body.set(e.submitter.name, e.submitter.value);
+    var response = await post(f.action, body, "application/json");
+    var data = await response.json();
+    var item = f.closest("li");
+    if (!response.ok) { alert(data.error || "That failed"); return; }
+    document.querySelectorAll('[data-fact-id="' + data.id + '"] .trust, #fact-' + data.id + " .trust")
+      .forEach(function (el) { el.textContent = Number(data.trust).toFixed(2); });
+    if (data.status !== "active") {
+      document.querySelectorAll('li[data-fact-id="' + data.id + '"]').forEach(function (li) {
+        li.className = data.status;
+        var acts = li.querySelector(".acts"), done = document.createElement("em");
+        done.textContent = f.action.endsWith("/forget") && li.closest(".learned-here") ? "undone" : data.status;
+        acts.replaceChildren(done);
+      });
+    }
+    item.dataset.done = data.message || "";
+  });
 
   // ---- ratings: 👍/👎 rate the facts shown for a reply
   document.addEventListener("submit", async function (e) {
@@ -111,6 +171,18 @@
     });
   });
 
+  // Under the reply a fact was learned from: its receipt counts it, with Undo. Kept until that
+  // reply is on the page (its own stream may end after the fact's event came).
+  var learnedFor = {};
+  function showLearned(replyId) {
+    var here = document.querySelector("#m" + replyId + " .learned-here");
+    if (!here) return;
+    (learnedFor[replyId] || []).forEach(function (data) {
+      if (!here.querySelector('[data-fact-id="' + data.fact_id + '"]')) here.append(fromHTML(data.learned_html));
+    });
+    here.closest(".receipt").querySelector(".learned-count").textContent = here.children.length;
+  }
+
   // ---- Learned Facts: live from /events
   var list = document.getElementById("facts");
   if (list && window.EventSource) {
@@ -128,12 +200,9 @@
       item.dataset.committedAt = data.committed_at;
       item.dataset.shownAt = Date.now();
       list.prepend(item);
-      var here = document.querySelector("#m" + data.reply_id + " .learned-here");
-      if (here) {
-        var li = document.createElement("li");
-        li.innerHTML = '<a href="/facts/' + data.fact_id + '">#' + data.fact_id + "</a> learned: ";
-        li.append(document.createTextNode(data.content));
-        here.append(li);
+      if (data.learned_html) {
+        learnedFor[data.reply_id] = (learnedFor[data.reply_id] || []).concat([data]);
+        showLearned(data.reply_id);
       }
     });
     source.addEventListener("close", function () { source.close(); });

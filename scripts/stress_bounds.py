@@ -1,0 +1,212 @@
+"""Stress: hostile bodies, archives and socket messages against the limits of issue 30.
+
+    python scripts/stress_bounds.py
+
+Each case says what came back (one line, or the whole answer), whether anything raised, and the
+peak of Python's allocations while it ran (tracemalloc, above the start of the case; the goal is
+<= 64 MiB above idle). Also how long the longest message a turn takes (64,000 characters, the
+worst text for the secret screen) holds the event loop while it is recorded: the time another
+user's turn waits (goal <= 100 ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+import zipfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MiB = 1024 * 1024
+
+
+def measured(name: str, fn) -> None:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    started = time.perf_counter()
+    from hermes.errors import HermesError
+
+    try:
+        outcome = fn()
+        error = None
+    except HermesError as exc:  # the one line the user sees
+        outcome, error = f"one line: {exc}", None
+    except Exception as exc:  # counted: the goal is 0
+        outcome, error = None, f"{type(exc).__name__}: {exc}"
+    spent = time.perf_counter() - started
+    peak = (tracemalloc.get_traced_memory()[1] - base) / MiB
+    tracemalloc.stop()
+    said = error or str(outcome)
+    print(f"{name:44} {spent:7.2f} s  peak +{peak:7.1f} MiB  {'RAISED ' if error else ''}"
+          f"{said[:110]}", flush=True)
+    RESULTS.append((name, error is not None, peak))
+
+
+RESULTS: list[tuple[str, bool, float]] = []
+
+
+# -- web bodies, straight through the ASGI app (no client buffering the body) ----------------
+
+def asgi_post(app: Any, path: str, body_chunks, *, length: int | None,
+              headers: list[tuple[bytes, bytes]] | None = None) -> str:
+    async def run() -> str:
+        sent: list[dict[str, Any]] = []
+        chunks = iter(body_chunks)
+
+        async def receive() -> dict[str, Any]:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": chunk, "more_body": True}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        head = [(b"content-type", b"application/x-www-form-urlencoded"),
+                (b"host", b"127.0.0.1")]
+        if length is not None:
+            head.append((b"content-length", str(length).encode()))
+        scope = {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "headers": head + (headers or []), "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "http_version": "1.1",
+                 "root_path": "", "app": app}
+        await app(scope, receive, send)
+        status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        return f"{status} {body.decode(errors='replace')[:80]}"
+
+    return asyncio.run(run())
+
+
+def web_cases(rt: Any) -> None:
+    from hermes.frontends.web.app import WebContext, build_app
+
+    app = build_app(WebContext(rt))
+    chunk = b"a" * MiB
+    measured("web /login, 128 MiB with Content-Length",
+             lambda: asgi_post(app, "/login", iter([chunk] * 128), length=128 * MiB))
+    measured("web /login, 128 MiB streamed, no length",
+             lambda: asgi_post(app, "/login", iter([chunk] * 128), length=None))
+    measured("web /chat/new, 16 MiB streamed (no login)",
+             lambda: asgi_post(app, "/chat/new", iter([chunk] * 16), length=None))
+
+
+# -- archives ----------------------------------------------------------------------------------
+
+def archive_cases(folder: Path) -> None:
+    from hermes.memory.sessions.chat_exports import load_export
+
+    bomb = folder / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z, \
+            z.open("conversations.json", "w", force_zip64=True) as member:
+        member.write(b"[")
+        for _ in range(512):
+            member.write(b" " * MiB)
+        member.write(b"]")
+    print(f"(the bomb: {bomb.stat().st_size / 1024:.0f} KB zipped, 512 MiB unzipped)")
+    measured("zip of 512 MiB whitespace", lambda: load_export(bomb))
+    damaged = folder / "damaged.zip"
+    with zipfile.ZipFile(damaged, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", json.dumps([{"title": f"t{i}"} for i in range(5000)]))
+    data = bytearray(damaged.read_bytes())
+    for offset in range(100, 400):
+        data[offset] ^= 0x5A
+    damaged.write_bytes(bytes(data))
+    measured("zip with a damaged member", lambda: load_export(damaged))
+    plain = folder / "conversations.json"
+    with plain.open("wb") as handle:
+        handle.seek(300 * MiB)
+        handle.write(b"]")
+    measured("a 300 MiB conversations.json", lambda: load_export(plain))
+
+
+# -- the local socket, 1 MiB each way -------------------------------------------------------------
+
+def socket_cases(rt: Any) -> None:
+    from hermes.agent.turn import TurnResult
+    from hermes.local_socket import RemoteAgent, SocketServer
+
+    reply = "word " * (MiB // 5)
+
+    class Turn:
+        def __init__(self, user: str, session_id: int, text: str) -> None:
+            self.exception = None
+            self.result = TurnResult(user, session_id, 1, 2, reply, [], 0, False, None)
+            self.text = text
+
+        async def __aiter__(self):
+            yield reply
+
+    class Agent:
+        background_llm = None
+
+        def turn(self, user: str, session_id: int, text: str, **_: Any) -> Turn:
+            return Turn(user, session_id, text)
+
+    async def run(question: str) -> str:
+        server = SocketServer(rt, Agent())  # type: ignore[arg-type]
+        await server.start()
+        try:
+            session = rt.memory.sessions.create("owner", "terminal")
+            turn = RemoteAgent(rt.settings).turn("owner", session.id, question)
+            got = "".join([chunk async for chunk in turn])
+            if turn.exception is not None:
+                return f"one line: {turn.exception}"
+            return f"reply {len(got):,} characters, whole: {got == reply}"
+        finally:
+            await server.stop(1)
+
+    measured("socket: 60k-character question, 1 MiB reply",
+             lambda: asyncio.run(run("é" * 60_000)))
+    measured("socket: a 1 MiB question (over the limit)",
+             lambda: asyncio.run(run("q" * MiB)))
+
+
+# -- the event loop: the longest message, recorded ------------------------------------------------
+
+def loop_case(rt: Any) -> None:
+    from hermes.agent.turn import MAX_MESSAGE_CHARS
+
+    store = rt.memory.sessions
+    store.append("owner", store.create("owner", "terminal").id, "user", "warm: pin 1234")
+    worst = 0.0
+    for piece in ("pin is 1234 ", "4111 1111 1111 1111 ", "eyJaaaaaaaaa.", "1 " + "y" * 60,
+                  "password is x "):
+        text = (piece * (MAX_MESSAGE_CHARS // len(piece) + 1))[:MAX_MESSAGE_CHARS]
+        session = store.create("owner", "terminal")
+        started = time.process_time()
+        store.append("owner", session.id, "user", text)
+        worst = max(worst, time.process_time() - started)
+    print(f"{'longest message recorded (held the loop)':44} worst {worst * 1000:.0f} ms CPU "
+          "(goal <= 100 ms)")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["HERMES_HOME"] = str(Path(folder) / "home")
+        from hermes.config import load_settings
+        from hermes.runtime import Runtime
+
+        rt = Runtime(load_settings())
+        try:
+            web_cases(rt)
+            archive_cases(Path(folder))
+            socket_cases(rt)
+            loop_case(rt)
+        finally:
+            rt.close()
+    raised = sum(1 for _, r, _ in RESULTS if r)
+    print(f"cases: {len(RESULTS)}, raised: {raised}, worst peak +"
+          f"{max(p for _, _, p in RESULTS):.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Stress: the secret screen's time by input size, today's screen beside the one before issue 30.
+
+    python scripts/stress_redaction.py [--sizes 8000,16000,...] [--old-limit 20] [--only NAME]
+
+For each hostile text (the pass's '1 ' + 'y' * n, runs that made a rule re-scan, texts dense
+with secrets, ordinary prose) and each size, the CPU time of ``redact_text`` (time.process_time,
+one core). Beside it, in the same run, the rule that made the old screen quadratic on that text,
+as it was (kept here only, for the ratio): each old measurement stops growing once one took more
+than --old-limit seconds (the next size would take about four times as long).
+
+The goal (issue 30): linear, 2 MB in <= 0.5 s on one core. Also checked: every text's findings
+hold the secret planted at its end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hermes.memory.secrets import find_secrets, redact_text  # noqa: E402
+
+# The old screen's rules that were quadratic, as they were before issue 30 (main 3490154).
+OLD = {
+    "password in a URL": re.compile(r"[a-z][a-z0-9+.-]*://[^\s/:@]+:(?P<secret>[^\s/@]+)@", re.I),
+    "npm token": re.compile(r"\/\/.+\/:_authToken=\s*((npm_.+)|([A-Fa-f0-9-]{36})).*"),
+    "jwt": re.compile(r"eyJ[A-Za-z0-9-_=]+\.[A-Za-z0-9-_=]+\.?[A-Za-z0-9-_.+/=]*?"),
+    "openai key": re.compile(r"sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    "PIN": re.compile(
+        r"(?i)\b(?:pin(?:\s*(?:code|number))?|passcode|unlock code|door code|alarm code"
+        r"|gate code|garage code|safe code|lock code|security code|cvv|cvc|cv2)\b"
+        r"\s*(?:is|was|=|:|-|#)?\s*(?:is\s+)?(?P<secret>\d{3,8})\b"),
+    "private key": re.compile(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----(?:.*?-----END [A-Z ]*PRIVATE KEY"
+        r"( BLOCK)?-----|[\s\S]{0,4000})", re.S),
+}
+
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "12", "lazy", "dogs", "and", "my",
+         "password", "is", "not", "here,", "token", "key", "secret", "deploy",
+         "https://example.com/a?b=1", "user@example.com", "2024-05-01", "aws", "s3", "bucket",
+         "Omar's", "NAS"]
+
+
+def _repeat(piece: str):
+    return lambda n: (piece * (n // len(piece) + 1))[:n]
+
+
+def _prose(n: int) -> str:
+    rng = random.Random(1)
+    return " ".join(rng.choice(WORDS) for _ in range(n // 5 + 1))[:n]
+
+
+# name: (text of about n characters, the old rule that was slow on it or None)
+HOSTILE = {
+    "1 + y*n (the pass's case)": (lambda n: "1 " + "y" * n, "password in a URL"),
+    "prose": (_prose, "npm token"),
+    "pin + spaces": (lambda n: "pin" + " " * n + "x", "PIN"),
+    "eyJ- runs": (_repeat("eyJ-"), "jwt"),
+    "slashes": (_repeat("/"), "npm token"),
+    "sk- runs": (_repeat("sk-"), "openai key"),
+    "key headers, no end": (_repeat("-----BEGIN PRIVATE KEY-----"), "private key"),
+    "spaces": (lambda n: "1" + " " * n, None),
+    "digits": (_repeat("1"), None),
+    "password is x (dense)": (_repeat("password is x "), None),
+    "aws key words": (_repeat("aws key "), None),
+    "card numbers (dense)": (_repeat("4111 1111 1111 1111 "), None),
+    "jwt-shaped (dense)": (_repeat("eyJaaaaaaaaa."), None),
+    "tokens (dense)": (_repeat("sk-ant-aaaaaaaaaaaaaaaaaaaaaaaa "), None),
+    "non-ASCII": (lambda n: ("ſecret İs Kéy " * (n // 14 + 1))[:n], None),
+}
+PLANTED = "glpat-xY7zK2mN9pQ4rS6tU8vW"
+
+
+def cpu(fn, *args) -> float:
+    start = time.process_time()
+    fn(*args)
+    return time.process_time() - start
+
+
+def count_matches(pattern: re.Pattern[str], text: str) -> int:
+    return sum(1 for _ in pattern.finditer(text))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="8000,16000,32000,64000,128000,512000,2000000")
+    parser.add_argument("--old-limit", type=float, default=20.0,
+                        help="stop timing the old rule on a text once it took this long (s)")
+    parser.add_argument("--only", help="only the texts whose name holds this")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    worst_2mb = 0.0
+    print(f"{'text':28} {'size':>9} {'new s':>8} {'old rule s':>11} {'ratio':>8}")
+    for name, (make, old_name) in HOSTILE.items():
+        if args.only and args.only not in name:
+            continue
+        old_done = old_name is None
+        for size in sizes:
+            text = make(size)
+            new = cpu(redact_text, text)
+            old = None
+            if not old_done:
+                old = cpu(count_matches, OLD[old_name], text)
+                old_done = old > args.old_limit
+            if size >= 2_000_000:
+                worst_2mb = max(worst_2mb, new)
+            ratio = f"{old / new:8.0f}" if old is not None and new > 0 else ""
+            old_text = f"{old:11.2f}" if old is not None else ""
+            print(f"{name:28} {size:9,} {new:8.3f} {old_text:>11} {ratio:>8}", flush=True)
+        tail = make(5_000) + f"\nmy token is {PLANTED} ok"
+        assert PLANTED not in redact_text(tail), name
+        assert find_secrets(tail), name
+    if worst_2mb:
+        print(f"worst 2 MB text: {worst_2mb:.3f} s CPU (goal <= 0.5 s)")
+
+
+if __name__ == "__main__":
+    main()
