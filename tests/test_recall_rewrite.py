@@ -107,3 +107,16 @@ async def test_a_slow_rewrite_is_not_waited_for(agent, fake_model, clock):
     result = await agent.turn("owner", session_id, BACK).run()
     gate.set()
     assert result.error is None and ENGAGED not in fake_model.requests[-1].tail
+
+
+async def test_a_temporary_chat_rewrites_from_its_own_turns(agent, fake_model, clock):
+    from hermes.agent.turn import Transcript
+
+    told_before(agent, clock)
+    fake_model.reply("My sister got engaged.")
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", -1, BACK, transcript=Transcript(-1, clock)).run()
+    assert result.error is None and ENGAGED in fake_model.requests[-1].tail
+    rows = agent.memory.db.execute(
+        "SELECT source, session_id FROM model_calls ORDER BY id").fetchall()
+    assert rows == [("recall", None), ("chat", None)]  # counted for no session
