@@ -20,6 +20,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
 )
 
@@ -155,7 +156,7 @@ class AgentConfig(Section):
     compress_at: float = Field(0.75, gt=0, le=1)
 
 
-# The embedding models Hermes has itself (hermes.memory.embedding_models registers them).
+# The embedding models Hermes has itself (hermes.memory.embeddings.models registers them).
 BUILTIN_EMBEDDING_MODELS = ("e5", "minilm")
 
 
@@ -167,7 +168,7 @@ class SessionsConfig(Section):
     # Which model: minilm, e5 (hermes[embeddings]; hermes.memory.embeddings) or one a plugin
     # registers (register_embedding_models); vectors are stored per model
     embedding_model: str = "minilm"
-    # Replace secrets in a message by a marker when it is recorded (hermes.memory.secrets)
+    # Replace secrets in a message by a marker when it is recorded (hermes.safety.secrets)
     redact_secrets: bool = True
 
     @field_validator("embedding_model")
@@ -175,9 +176,9 @@ class SessionsConfig(Section):
     def _registered_model(cls, value: str) -> str:
         if value in BUILTIN_EMBEDDING_MODELS:
             return value
-        from hermes.plugins import embedding_models  # another name: load the plugins
+        from hermes.plugins import loaded  # another name: load the plugins
 
-        names = embedding_models()
+        names = loaded().embedding_models
         if value not in names:
             raise ValueError(f"unknown embedding model; use one of {', '.join(names)} (a "
                              "plugin can register more)")
@@ -297,6 +298,19 @@ class Settings(Section):
             "terminal:") else identity)
 
 
+    def section(self, name: str) -> BaseModel:
+        """A plugin front-end's section of the config (``register(name, ..., config=Model)``),
+        validated as the built-in sections are; the model's defaults when the file has none."""
+        found = getattr(self, name, None)
+        if isinstance(found, BaseModel):
+            return found
+        from hermes.plugins import loaded
+
+        model = loaded().frontends.config_sections().get(name)
+        if model is None:
+            raise ConfigError(f"No front-end declares a config section {name!r}.")
+        return model()
+
     def display_name(self, user: str) -> str | None:
         """The person's name for the model (``users.<user>.name``), or None: say "the user"."""
         profile = (self.users.__pydantic_extra__ or {}).get(user)
@@ -405,6 +419,23 @@ def read_env_file(path: Path) -> dict[str, str | None]:
     return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
 
 
+def settings_model(data: dict[str, Any]) -> type[Settings]:
+    """:class:`Settings`, with the sections the plugin front-ends declare when the config has
+    keys the built-in sections do not (the plugins are loaded only then); a key no front-end
+    declares stays an unknown key."""
+    unknown = set(data) - set(Settings.model_fields)
+    if not unknown:
+        return Settings
+    from hermes.plugins import loaded
+
+    sections = loaded().frontends.config_sections()
+    declared: dict[str, Any] = {key: (sections[key], Field(default_factory=sections[key]))
+                                for key in sorted(unknown) if key in sections}
+    if not declared:
+        return Settings
+    return create_model("Settings", __base__=Settings, **declared)
+
+
 def load_settings(
     config_path: str | Path | None = None,
     home: str | Path | None = None,
@@ -443,7 +474,7 @@ def load_settings(
     elif environ.get("HERMES_HOME"):
         data["home"] = environ["HERMES_HOME"]
     try:
-        settings = Settings.model_validate(data)
+        settings = settings_model(data).model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source

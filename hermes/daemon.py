@@ -35,7 +35,7 @@ from hermes.cron.schedule import timezone_for
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
 from hermes.local_socket import SocketServer
-from hermes.memory.secrets import RedactingFilter
+from hermes.safety.secrets import RedactingFilter
 from hermes.store.db import connect
 from hermes.store.failures import storage_problem
 
@@ -183,7 +183,7 @@ class Daemon:
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
             # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
             # one cron runner of this process (its deliveries go through the front-ends).
-            socket = SocketServer(self.rt, agent,
+            socket = SocketServer(self.rt.memory, agent,
                                   runner=self.ctx.runner if self.ctx else None)
             if await socket.start():
                 self.socket = socket
@@ -231,14 +231,20 @@ class Daemon:
         """Build every registered front-end (a configuration error stops Hermes), then start
         each in order; one that fails to start stays off, logged. The started ones take the
         cron deliveries for their prefix."""
-        from hermes.frontends.base import FrontendContext, registered
+        from hermes import plugins
+        from hermes.assembly import cron_runner
+        from hermes.frontends.base import Deliverer, FrontendContext
 
-        ctx = FrontendContext(self.rt, agent, worker=self.worker, request_stop=self.request_stop,
+        deliverers: dict[str, Deliverer] = {}
+        ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
+                              request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
+                              deliverers=deliverers,
+                              runner=cron_runner(self.rt.memory, agent, deliverers),
                               turn_grace=self.turn_grace, sleep=self.sleep)
         self.ctx = ctx
-        entries = registered()
+        entries = plugins.loaded().frontends.entries
         for name, entry in entries.items():
             try:
                 frontend = entry.factory(ctx)
@@ -352,16 +358,11 @@ class Daemon:
         memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.facts.vectors import FactVectors
-            from hermes.memory.sessions.vectors import MessageVectors
-
             db = connect(settings.db_path)
             try:
                 # This thread's own connection, with the models the home's memory loaded (a
                 # missing extra is this job's error: it exists only to embed).
-                embedder = memory.embedders.get(settings.sessions.embedding_model)
-                vectors = MessageVectors(db, embedder, memory.embedders.cache_dir)
-                facts = FactVectors(db, embedder)
+                vectors, facts = memory.on(db).vectors_to_index()
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
                            for user in users)
             finally:
@@ -387,7 +388,7 @@ class Daemon:
             if only_stale and path.exists() and path.stat().st_mtime > oldest:
                 continue
             try:
-                await context.refresh(self.rt, user, agent.background_llm)
+                await context.refresh(self.rt.memory, user, agent.background_llm)
                 done.append(user)
             except Exception:
                 log.exception("context refresh for %s failed; the old file stays", user)
@@ -398,7 +399,7 @@ class Daemon:
     async def close_idle(self, agent: Agent) -> None:
         from hermes.agent import summarize
 
-        outcomes = await summarize.close_idle(self.rt, agent.background_llm)
+        outcomes = await summarize.close_idle(self.rt.memory, agent.background_llm)
         if outcomes:
             log.info("idle sessions: %d summarised", len(outcomes))
 

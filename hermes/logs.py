@@ -46,7 +46,7 @@ class _FileOnFirstLine(logging.Handler):
                 self.settings.home_path.mkdir(parents=True, exist_ok=True)
             except OSError:
                 return  # an unusable home is the command's one-line error, not the log's
-            from hermes.memory.secrets import RedactingFilter
+            from hermes.safety.secrets import RedactingFilter
 
             self.inner = file_handler(self.settings)
             self.inner.addFilter(RedactingFilter())  # no secret is ever written to a log

@@ -91,7 +91,7 @@ def _job_due_at_start(home: Path) -> None:
     window, and fires next in 25 minutes (longer than any test run)."""
     settings = load_settings()
     rt = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
-    cron_store(rt).add("digest", "owner", "every 30m", "Summarise my day",
+    cron_store(rt.memory).add("digest", "owner", "every 30m", "Summarise my day",
                                    "file:digests/today.md")
     rt.close()
 
@@ -306,7 +306,7 @@ def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
     settings = load_settings()
     rt = Runtime(settings, clock=FakeClock())
     try:
-        store = cron_store(rt)
+        store = cron_store(rt.memory)
         store.sync_config(settings.cron.jobs)
         digest = store.get("daily-digest")
         assert digest.deliver.startswith("discord:") and "[SILENT]" in digest.prompt
@@ -440,7 +440,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
     import numpy as np
 
     from hermes.daemon import Daemon
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
     from hermes.memory.sessions.store import SessionStore
 
     class Toy:

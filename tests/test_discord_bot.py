@@ -42,7 +42,7 @@ def ticks() -> Ticks:
 async def env(fake_model, rt, monkeypatch, ticks):
     from hermes.agent.turn import Agent
 
-    bot = HermesBot(rt, Agent(rt.memory), monotonic=ticks)
+    bot = HermesBot(rt.memory, Agent(rt.memory), monotonic=ticks)
     api = FakeDiscordAPI()
     api.install(bot, monkeypatch)
     async with bot:
@@ -75,7 +75,7 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     facts = next(c for c in synced[0].json if c["name"] == "facts")
     assert {o["name"] for o in facts["options"]} == {"search", "probe", "reason"}
     # Unchanged commands are not synced again on the next start (syncing is rate-limited).
-    again = HermesBot(rt, env.bot.agent)
+    again = HermesBot(rt.memory, env.bot.agent)
     api = FakeDiscordAPI()
     api.app_id = env.api.app_id
     api.install(again, monkeypatch)
@@ -90,7 +90,7 @@ async def test_a_failed_command_sync_is_logged_and_the_bot_still_starts(rt, monk
 
     import discord
 
-    bot = HermesBot(rt, agent=None)
+    bot = HermesBot(rt.memory, agent=None)
     api = FakeDiscordAPI()
 
     def refuse(call):
@@ -117,7 +117,7 @@ async def test_background_work_starts_in_setup_hook_and_stops_on_close(rt, monke
         finally:
             stopped.set()
 
-    bot = HermesBot(rt, agent=None, background=[heartbeat])
+    bot = HermesBot(rt.memory, agent=None, background=[heartbeat])
     FakeDiscordAPI().install(bot, monkeypatch)
     async with bot:
         await asyncio.sleep(0)

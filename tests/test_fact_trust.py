@@ -1,5 +1,5 @@
 """Fact search trusts a query's words as far as they are specific
-(hermes.memory.facts.vectors.word_trust, hermes.memory.sessions.fusion): incidental words leave
+(hermes.memory.facts.vectors.word_trust, hermes.memory.words.trust): incidental words leave
 the fusion to meaning."""
 
 import pytest

@@ -67,7 +67,7 @@ async def repl(fake_model, rt, pipe, tmp_path):
     from hermes.agent.turn import Agent
 
     events: list[tuple[str, str]] = []
-    shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: events.append((kind, text)),
+    shell = Repl(rt.memory, Agent(rt.memory), emit=lambda kind, text: events.append((kind, text)),
                  history=FileHistory(str(tmp_path / "history")))
     session = Session(shell, events, pipe)
     yield session
@@ -266,7 +266,7 @@ def whole_repl(rt, pipe, tmp_path) -> Session:
     from hermes.assembly import build_agent
 
     events: list[tuple[str, str]] = []
-    shell = Repl(rt, build_agent(rt)[0], emit=lambda kind, text: events.append((kind, text)),
+    shell = Repl(rt.memory, build_agent(rt)[0], emit=lambda kind, text: events.append((kind, text)),
                  history=FileHistory(str(tmp_path / "history")))
     return Session(shell, events, pipe)
 
@@ -343,7 +343,7 @@ async def test_a_reply_is_followed_by_its_receipt_used_then_learned(fake_model, 
     rt.memory.facts.add("alice", "Alice's cat is called Miso too", entities=["Miso"])
     agent, worker = build_agent(rt)
     events: list[tuple[str, str]] = []
-    shell = Repl(rt, agent, emit=lambda kind, text: events.append((kind, text)),
+    shell = Repl(rt.memory, agent, emit=lambda kind, text: events.append((kind, text)),
                  history=FileHistory(str(tmp_path / "history")))
     shell.learn_from(worker)
     repl = Session(shell, events, pipe)

@@ -1,14 +1,16 @@
-"""How far session search trusts a query's words (hermes.memory.sessions.fusion): incidental
-words leave the ranking to meaning, specific ones keep it."""
+"""How far session search trusts a query's words (hermes.memory.words.trust; the messages'
+coverage: hermes.memory.sessions.fusion): incidental words leave the ranking to meaning,
+specific ones keep it."""
 
 import pytest
 
 np = pytest.importorskip("numpy")
 
 from hermes.memory.sessions import fusion, semantic  # noqa: E402
-from hermes.memory.sessions.rerank import time_spans  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.memory.words import trust  # noqa: E402
+from hermes.memory.words.dates import time_spans  # noqa: E402
 from hermes.store.fts import build_match  # noqa: E402
 from tests.histories import say  # noqa: E402
 from tests.test_embeddings import ToyEmbedder  # noqa: E402
@@ -24,13 +26,13 @@ def store(db, clock):
 
 def long_history(store, clock, user="owner"):
     """Past MIN_HISTORY messages of everyday chatter that says "morning" and "work" a lot."""
-    for i in range(fusion.MIN_HISTORY // 2 + 5):
+    for i in range(trust.MIN_HISTORY // 2 + 5):
         say(store, clock, user, FILLER[i % 3], FILLER[(i + 1) % 3])
 
 
 def test_content_terms_leave_out_stopwords_contractions_and_the_dates_a_query_names():
     plan = build_match("I'm sure we don't want the dentist in March 2025?")
-    words = [t.tokens for t in fusion.content_terms(plan, time_spans("in March 2025"))]
+    words = [t.tokens for t in trust.content_terms(plan, time_spans("in March 2025"))]
     assert words == [("sure",), ("want",), ("dentist",)]
 
 
@@ -39,7 +41,7 @@ def test_coverage_weighs_rare_words_and_reads_the_users_own_messages_only(store,
     (both,) = say(store, clock, "owner", "the kestrel came back this morning")
     (common,) = say(store, clock, "owner", "lovely morning")
     (bobs,) = say(store, clock, "bob", "a kestrel this morning")
-    words = fusion.query_words(db, build_match("kestrel morning"))
+    words = trust.query_words(db, build_match("kestrel morning"))
     assert [t.tokens for t in words.terms] == [("kestrel",), ("morning",)]
     assert words.idf[0] > 3 * words.idf[1]  # "morning" is in most messages
     cover = fusion.coverage(db, "owner", words, [both, common, bobs])
@@ -50,14 +52,14 @@ def test_coverage_weighs_rare_words_and_reads_the_users_own_messages_only(store,
 
 def test_a_small_home_trusts_its_words_wholly(store, clock, db):
     say(store, clock, "owner", "the kestrel came back", "lovely morning")
-    assert fusion.query_words(db, build_match("kestrel morning")) is fusion.NO_WORDS
+    assert trust.query_words(db, build_match("kestrel morning")) is trust.NO_WORDS
 
 
 def test_trust_is_a_ramp_between_its_bounds():
-    assert fusion.trust(0.1, 0.18, 0.24) == 0.0
-    assert fusion.trust(0.21, 0.18, 0.24) == pytest.approx(0.5)
-    assert fusion.trust(0.3, 0.18, 0.24) == 1.0
-    assert fusion.evidence({1: 0.5, 2: 1.0}, {1: 1.0, 2: 0.3}) == pytest.approx(0.5)
+    assert trust.trust(0.1, 0.18, 0.24) == 0.0
+    assert trust.trust(0.21, 0.18, 0.24) == pytest.approx(0.5)
+    assert trust.trust(0.3, 0.18, 0.24) == 1.0
+    assert trust.evidence({1: 0.5, 2: 1.0}, {1: 1.0, 2: 0.3}) == pytest.approx(0.5)
 
 
 def test_incidental_words_leave_the_ranking_to_meaning(store, clock, db, monkeypatch):

@@ -24,8 +24,7 @@ from hermes.agent.summarize import (
     transcript,
 )
 from hermes.budget import Budget, Pacer
-from hermes.memory.sessions.store import SessionStore
-from hermes.runtime import Runtime
+from hermes.memory import Memory
 
 # What one summary reply is assumed to take, for the estimate (a title and a few sentences).
 EST_COMPLETION_TOKENS = 120
@@ -69,21 +68,21 @@ class SummaryReport:
                 "stopped": self.stopped}
 
 
-def backlog(rt: Runtime, user: str, *, since: str | None = None,
+def backlog(memory: Memory, user: str, *, since: str | None = None,
             source: str | None = None) -> list[int]:
     """``user``'s sessions without a summary that are finished or imported, oldest first
     (``since``: active at or after it)."""
-    return SessionStore(rt.db, clock=rt.clock).summary_backlog(
+    return memory.sessions.summary_backlog(
         user, max_attempts=MAX_ATTEMPTS, since=since, source=source)
 
 
-def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
+def plan(memory: Memory, user: str, llm: Any, *, since: str | None = None,
          source: str | None = None) -> SummaryPlan:
     """What summarising the backlog would take, without calling the model."""
-    store = SessionStore(rt.db, clock=rt.clock)
+    store = memory.sessions
     result = SummaryPlan(user=user, model=getattr(llm, "name", None))
     system = PROMPT_FILE.read_text(encoding="utf-8")
-    for session_id in backlog(rt, user, since=since, source=source):
+    for session_id in backlog(memory, user, since=since, source=source):
         result.session_ids.append(session_id)
         messages = store.messages(user, session_id)
         if not _spoken(messages) or is_small_talk(messages):
@@ -102,14 +101,14 @@ def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
     return result
 
 
-async def run(rt: Runtime, llm: Any, the_plan: SummaryPlan, *, budget: Budget | None = None,
+async def run(memory: Memory, llm: Any, the_plan: SummaryPlan, *, budget: Budget | None = None,
               pacer: Pacer | None = None,
               on_done: Callable[[SummaryReport], None] | None = None) -> SummaryReport:
     """Summarise the planned sessions, oldest first; stop before a model call the budget does
     not allow (dollars are counted at the planned cost per call)."""
     budget = budget or Budget()
-    pacer = pacer or Pacer(None, rt.clock.now)
-    store = SessionStore(rt.db, clock=rt.clock)
+    pacer = pacer or Pacer(None, memory.clock.now)
+    store = memory.sessions
     report = SummaryReport()
     per_call = the_plan.cost_per_call
     for session_id in the_plan.session_ids:
@@ -122,7 +121,7 @@ async def run(rt: Runtime, llm: Any, the_plan: SummaryPlan, *, budget: Budget | 
                                   f"budget of ${budget.dollars:.2f} reached")
                 break
             await pacer.wait()
-        outcome = await summarize_session(rt, llm, the_plan.user, session_id)
+        outcome = await summarize_session(memory, llm, the_plan.user, session_id)
         report.outcomes.append(outcome)
         report.done += 1
         if needs_model:

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError, StorageError
 from hermes.logs import log_to_file
-from hermes.memory.guard import printable
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
+from hermes.safety.guard import printable
 from hermes.store.db import DatabaseBusy
 from hermes.store.failures import storage_problem
 
@@ -63,13 +63,15 @@ class HermesGroup(TyperGroup):
         if getattr(self, "_plugin_commands", False):
             return False
         self._plugin_commands = True
-        from hermes.plugins import guarded, hook_impls
+        from hermes import plugins
+
+        loaded = plugins.loaded()
 
         # Each plugin gets a Typer app, the way Hermes's own commands are written
         # (@cli.command(), cli.add_typer); what it adds joins this group. A plugin whose hook
         # raises adds nothing and is named once on stderr; the other commands stay.
-        for plugin, register_commands in hook_impls("register_commands"):
-            with guarded(plugin, "register_commands"):
+        for plugin, register_commands in loaded.hook_impls("register_commands"):
+            with loaded.guarded(plugin, "register_commands"):
                 extra = typer.Typer()
                 register_commands(cli=extra)
                 if extra.registered_commands or extra.registered_groups:

@@ -95,7 +95,11 @@ def add(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Add a fact. An exact or near duplicate merges into the existing fact instead."""
+    """Add a fact. An exact or near duplicate merges into the existing fact instead.
+
+    First person is written as "the user" where the rewrite is certain ("my sister" -> "The
+    user's sister"); otherwise your words are kept whole, as The user said: "...".
+    """
     result = _ops(ctx).add(_scope(ctx, user), text, entities=entity or None,
                            category=category, tags=tag, kind=kind, importance=importance)
     if as_json:
@@ -245,7 +249,8 @@ def forget(
     if as_json:
         emit_json({"id": fact.id, "status": fact.status})
         return
-    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
+    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back; until "
+         "then it is not learned again from what was said before now.")
 
 
 @app.command()
@@ -271,7 +276,10 @@ def purge(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Delete a fact for good, with its history and the older versions it superseded."""
+    """Delete a fact for good, with its history and the older versions it superseded.
+
+    A tombstone of its text stays, so that it is not learned again from older conversations
+    (`hermes facts tombstones --remove ID` deletes it)."""
     ops, scope = _ops(ctx), _scope(ctx, user)
     fact = ops.get(scope, fact_id)
     if not yes and not typer.confirm(f"Delete fact {fact.id} for good? {fact.content}"):
@@ -281,6 +289,73 @@ def purge(
         emit_json({"id": fact_id, "status": "purged"})
         return
     echo(f"Purged fact {fact_id}.")
+
+
+@app.command()
+def pending(
+    ctx: typer.Context,
+    accept: int | None = typer.Option(None, "--accept", metavar="ID",
+                                      help="The inference is right: it supersedes the fact."),
+    reject: int | None = typer.Option(None, "--reject", metavar="ID",
+                                      help="The fact stays as the user said it."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Questions learning keeps instead of letting an inference override what the user said
+    (the next reply asks each once). --accept or --reject settles one."""
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    if accept is not None or reject is not None:
+        if accept is not None and reject is not None:
+            raise QueryError("Give --accept or --reject, not both.")
+        question_id = accept if accept is not None else reject
+        assert question_id is not None
+        fact = ops.settle_question(scope, question_id, accept=accept is not None)
+        if as_json:
+            emit_json({"question": question_id, "fact": fact.to_json()})
+            return
+        echo(f"Settled question {question_id}: [{fact.id}] {fact.content}")
+        return
+    found = ops.pending_questions(scope)
+    if as_json:
+        emit_json([q.to_json() for q in found])
+        return
+    if not found:
+        echo("No pending questions.")
+    for q in found:
+        fact = ops.get(scope, q.fact_id)
+        asked = f"asked {q.asked_at[:16].replace('T', ' ')}" if q.asked_at else "not asked yet"
+        echo(f"[{q.id}] fact {fact.id}: {fact.content}\n    now perhaps: {q.content} ({asked})")
+
+
+@app.command()
+def tombstones(
+    ctx: typer.Context,
+    remove: int | None = typer.Option(None, "--remove", metavar="ID",
+                                      help="Delete this tombstone: older conversations may "
+                                      "teach its statement again."),
+    limit: int = LimitOption,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """What was forgotten, corrected or purged, newest first. Learning never stores such a
+    statement (or a near-same one) again from what was said before it; saying it again does."""
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    if remove is not None:
+        gone = ops.remove_tombstone(scope, remove)
+        if as_json:
+            emit_json({"removed": gone.to_json()})
+            return
+        echo(f"Removed tombstone {gone.id}: {gone.content}")
+        return
+    found = ops.tombstones(scope, limit=limit)
+    if as_json:
+        emit_json([t.to_json() for t in found])
+        return
+    if not found:
+        echo("No tombstones: nothing was forgotten, corrected or purged.")
+    for t in found:
+        fact = f"fact {t.fact_id}" if t.fact_id is not None else "purged"
+        echo(f"[{t.id}] {t.at[:16].replace('T', ' ')} {t.action} ({fact}): {t.content}")
 
 
 @app.command("list")
@@ -347,6 +422,9 @@ def history(
     origin = next((e["origin"] for e in entries if e["action"] == "add"), None)
     for line in _source_lines(ops, scope, ops.get(scope, fact_id), origin):
         echo(line)
+    for tombstone in ops.fact_tombstones(scope, fact_id):
+        echo(f"tombstone {tombstone.id}: {tombstone.action} at {tombstone.at}; not learned "
+             "again from what was said before")
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
         via = f"  via {entry['origin']}" if entry.get("origin") else ""

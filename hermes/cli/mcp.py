@@ -41,15 +41,15 @@ def mcp(
         typer.echo(mcp_server.client_config(print_config, home=rt.settings.home_path,
                                             user=who, write=write, config=config))
         return
-    server = mcp_server.build_server(rt, who, write=write)
+    server = mcp_server.build_server(rt.memory, who, write=write)
     if not http:
         mcp_server.serve_stdio(server)
         return
-    token = mcp_server.ensure_token(rt)
+    token = mcp_server.ensure_token(rt.settings)
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"Warning: binding {host}: anyone who can reach this address and has the "
                    "token can read this memory. Prefer 127.0.0.1 behind a tunnel.", err=True)
     typer.echo(f"hermes mcp: {who}'s memory ({'read and write' if write else 'read-only'}) at "
                f"http://{host}:{port}{mcp_server.HTTP_PATH}; bearer token in "
-               f"{mcp_server.token_path(rt)}", err=True)
+               f"{mcp_server.token_path(rt.settings)}", err=True)
     mcp_server.serve_http(server, token, host=host, port=port)

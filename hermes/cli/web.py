@@ -56,8 +56,8 @@ async def _serve(rt: Runtime, link: str | None) -> None:
     from hermes.frontends.web import WebFrontend
 
     agent, worker = build_agent(rt)
-    runner = cron_runner(rt, agent)
-    frontend = WebFrontend(rt, agent, worker=worker, runner=runner, alone=True)
+    runner = cron_runner(rt.memory, agent)
+    frontend = WebFrontend(rt.memory, agent, worker=worker, runner=runner, alone=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -7,15 +7,14 @@ read in), calls the memory operations and returns the text to show; errors meant
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hermes.errors import QueryError
 from hermes.memory.operations import MemoryOperations, Scope
 
 if TYPE_CHECKING:
+    from hermes.memory import Memory
     from hermes.memory.facts.store import Fact
-    from hermes.runtime import Runtime
 
 
 def _fact_line(fact: Fact) -> str:
@@ -23,12 +22,8 @@ def _fact_line(fact: Fact) -> str:
 
 
 class MemoryCommands:
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
-
-    @cached_property
-    def ops(self) -> MemoryOperations:
-        return MemoryOperations(self.rt.memory)
+    def __init__(self, memory: Memory) -> None:
+        self.ops = MemoryOperations(memory)
 
     def remember(self, scope: Scope, text: str) -> str:
         text = text.strip()

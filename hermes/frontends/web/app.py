@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.runner import CronRunner
     from hermes.learn.worker import ExtractionWorker
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ Handler = Callable[[Request, "WebContext", WebSession], Awaitable[Response]]
 class WebContext:
     """What the routes need: the runtime, the agent, and the panel's own state."""
 
-    rt: Runtime
+    memory: Memory
     agent: Agent | None = None
     worker: ExtractionWorker | None = None
     runner: CronRunner | None = None
@@ -78,30 +78,30 @@ class WebContext:
 
     @cached_property
     def tokens(self) -> TokenStore:
-        return TokenStore(self.rt.settings.home_path, self.rt.clock,
-                          days=self.rt.settings.web.token_days)
+        return TokenStore(self.memory.settings.home_path, self.memory.clock,
+                          days=self.memory.settings.web.token_days)
 
     @cached_property
     def sessions(self) -> Sessions:
-        return Sessions(self.rt.settings.home_path, self.rt.clock,
-                        days=self.rt.settings.web.session_days)
+        return Sessions(self.memory.settings.home_path, self.memory.clock,
+                        days=self.memory.settings.web.session_days)
 
     @cached_property
     def facts(self) -> Any:
-        return self.agent.facts if self.agent else self.rt.memory.facts
+        return self.agent.facts if self.agent else self.memory.facts
 
     @cached_property
     def session_store(self) -> Any:
-        return self.agent.sessions if self.agent else self.rt.memory.sessions
+        return self.agent.sessions if self.agent else self.memory.sessions
 
     @cached_property
     def basic(self) -> Any:
-        return self.agent.basic if self.agent else self.rt.memory.basic
+        return self.agent.basic if self.agent else self.memory.basic
 
     @cached_property
     def ops(self) -> MemoryOperations:
         """The memory operations every page reads and writes through."""
-        return MemoryOperations(self.agent.memory if self.agent else self.rt.memory)
+        return MemoryOperations(self.agent.memory if self.agent else self.memory)
 
     @cached_property
     def templates(self) -> jinja2.Environment:
@@ -331,5 +331,5 @@ def build_app(ctx: WebContext) -> Starlette:
     app.state.ctx = ctx
     # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
     # panel's first search does not wait for it.
-    ctx.rt.preload_embeddings()
+    ctx.memory.preload_embeddings()
     return app

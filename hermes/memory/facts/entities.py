@@ -25,7 +25,7 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.facts.records import ACTIVE
-from hermes.memory.guard import check_field
+from hermes.safety.guard import check_field
 from hermes.store.fts import STOPWORDS
 
 MAX_NAME_CHARS = 80

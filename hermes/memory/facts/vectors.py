@@ -27,18 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from hermes.memory import vector_cells
-from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message_text
+from hermes.memory.embeddings.embedders import Embedder, Embedders, meaning_floor, message_text
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
-from hermes.memory.sessions.rerank import TimeSpan, time_spans
-from hermes.memory.vector_matrix import (
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors.matrix import (
     Int8Rows,
     changes_since,
     last_change,
     model_size,
     prune_changes,
 )
+from hermes.memory.words import trust as words_trust
+from hermes.memory.words.dates import TimeSpan, time_spans
 from hermes.store.db import write_transaction
 from hermes.store.fts import MatchPlan
 
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 # 0.622 / 0.634): z-score kept.
 FUSION = "zscore"
 DENSE_WEIGHT = 1.5
-# How far the words are trusted (hermes.memory.sessions.fusion, as session search does): the
+# How far the words are trusted (hermes.memory.words.trust, as session search does): the
 # best coverage x agreement among the best TRUST_POOL facts by words (the idf-weighted share of
 # the query's content words a fact holds in any of its columns; its cosine as a share of the best
 # candidate's) at or under TRUST_LOW leaves the fusion to meaning (bm25's z weighs nothing), at
@@ -92,7 +93,7 @@ CONTEXT_CHARS = 2000
 # tuning half (turn R@5 0.588 -> 0.610 at 0.5; 0.3: 0.601, 0.8: 0.602); held-out 0.607 -> 0.613.
 SESSION_WEIGHT = 0.5
 # A query that names a time ("in January 2024", "on 9 October, 2022", "last week": the spans
-# session search reads too, hermes.memory.sessions.rerank.time_spans) puts the facts learned
+# session search reads too, hermes.memory.words.dates.time_spans) puts the facts learned
 # then first: a fact's date is when it was said (valid_from: the extraction worker sets it to
 # the last message of the exchange it learned from; else when it was written). The fused z of
 # a fact dated inside a named span gains DATE_WEIGHT, within DATE_SLACK_DAYS after one half of
@@ -102,7 +103,7 @@ SESSION_WEIGHT = 0.5
 # same within one question, and a smaller step towards a date filter.
 DATE_WEIGHT = 3.0
 DATE_SLACK_DAYS = 30
-# Once a user's facts are clustered (hermes.memory.vector_cells: 32,768 facts or more), a query
+# Once a user's facts are clustered (hermes.memory.vectors.cells: 32,768 facts or more), a query
 # scans the fact vectors of the cells nearest it, about this many (at most the messages'
 # SCAN_ROWS). The nearest facts found so are candidates only: every candidate's cosine is then
 # read by id, exactly (Similarity.of). LoCoMo's 35,204 MiniLM vectors clustered as facts are
@@ -212,7 +213,7 @@ class FactVectors:
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors (the fact's blended with its exchange's), loaded once, then kept
-        in step with every change logged since (hermes.memory.vector_matrix): new and
+        in step with every change logged since (hermes.memory.vectors.matrix): new and
         re-embedded facts, a context vector dropped because a source message was edited, a
         vector deleted with its fact, by this process or another."""
         np = self._np
@@ -368,7 +369,7 @@ class _Matrix:
 
 class Similarity:
     """One query's cosines to a user's facts: to every fact, or, once the user's facts are
-    clustered (hermes.memory.vector_cells), to those of the cells nearest the query; the
+    clustered (hermes.memory.vectors.cells), to those of the cells nearest the query; the
     cosines of facts asked for by id are exact either way."""
 
     def __init__(self, np: Any, matrix: _Matrix, query: Any,
@@ -524,25 +525,23 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
 
 def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeSpan],
                by_words: Sequence[int], cosines: dict[int, float]) -> float:
-    """How far a fact search trusts its query's words (hermes.memory.sessions.fusion): the
+    """How far a fact search trusts its query's words (hermes.memory.words.trust): the
     best coverage x agreement among the best TRUST_POOL facts by words (``by_words``, best
     first), ramped between TRUST_LOW and TRUST_HIGH; 1 under TRUST_MIN_FACTS facts, for a query
     without content words, or without any cosine to compare (nothing says otherwise)."""
-    from hermes.memory.sessions import fusion
-
     if TRUST_HIGH <= 0 or not by_words or not cosines:
         return 1.0
     closest = max(cosines.values())
     if closest <= 0:
         return 1.0
-    words = fusion.query_words(db, plan, spans, index="facts", least=TRUST_MIN_FACTS)
+    words = words_trust.query_words(db, plan, spans, index="facts", least=TRUST_MIN_FACTS)
     if not words.terms:
         return 1.0
     top = list(by_words[:TRUST_POOL])
-    cover = fusion.indexed_coverage(db, words, "facts", top)
+    cover = words_trust.indexed_coverage(db, words, "facts", top)
     agreement = {i: min(1.0, max(0.0, cosines[i]) / closest) if i in cosines else 1.0
                  for i in top}
-    return fusion.trust(fusion.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)
+    return words_trust.trust(words_trust.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)
 
 
 def _z(values: dict[int, float]) -> dict[int, float]:

@@ -54,8 +54,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes.memory.sessions import fusion
 from hermes.memory.sessions.rerank import RankedMessage
+from hermes.memory.words import trust
 from hermes.store.fts import STOPWORDS
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class SemanticParams:
     session: float = 0.297  # the best own score in its session (rescaled)
     extra: int = 20  # nearest messages, and nearest windows, joining the candidates
     pool: int = 100  # the word ranking's best this-many messages are re-scored
-    # How far the words are trusted (hermes.memory.sessions.fusion): the query's word evidence
+    # How far the words are trusted (hermes.memory.words.trust): the query's word evidence
     # (the best coverage x agreement among the word ranking's best ``trust_pool`` messages) at
     # or under ``trust_low`` leaves the score to meaning; at or over ``trust_high`` it is the
     # fitted score above. Between, the word part, the window, the length and the session part
@@ -353,7 +353,7 @@ def message_texts(db: Any, user: str, message_ids: Sequence[int],
 
 def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
                 cover: Mapping[int, float], params: SemanticParams) -> float:
-    """How far this query's words are trusted (hermes.memory.sessions.fusion): the best
+    """How far this query's words are trusted (hermes.memory.words.trust): the best
     coverage x agreement among the word ranking's best ``trust_pool`` messages, where a
     message's agreement is its cosine (or its window's, the better) as a share of the best
     cosine among the candidates (1 for a message not embedded yet: nothing says otherwise)."""
@@ -371,7 +371,7 @@ def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
         cosine = max(0.0 if np.isnan(m) else float(m), 0.0 if np.isnan(w) else float(w))
         agreement[r.message_id] = min(1.0, cosine / closest)
     held = {mid: c for mid, c in cover.items() if mid in agreement}
-    return fusion.trust(fusion.evidence(held, agreement), params.trust_low, params.trust_high)
+    return trust.trust(trust.evidence(held, agreement), params.trust_low, params.trust_high)
 
 
 def _beyond_words(message: Any, words: Any, wordless: Any, params: SemanticParams) -> Any:

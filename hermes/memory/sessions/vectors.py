@@ -6,7 +6,7 @@ Vectors are stored as float16 blobs (768 bytes a message with MiniLM). Messages 
 lazily: in the background by ``hermes run``, all at once by ``hermes sessions index``, and the
 newest few (INLINE_INDEX) before a search. A long history is also kept, as this process holds
 it, in a file under ``<home>/cache/vectors/`` that the next process maps instead of reading
-SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`). What a process holds
+SQLite (hermes.memory.vectors.file; :meth:`MessageVectors.windows_built`). What a process holds
 and how a query reads it is hermes.memory.sessions.held_vectors.
 """
 
@@ -24,16 +24,17 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
-from hermes.memory import vector_cells, vector_file
-from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.embeddings.embedders import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.held_vectors import Matrix, top_k
 from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
     _np,
     _Windows,
 )
-from hermes.memory.vector_cells import CellIndex
-from hermes.memory.vector_matrix import (
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors import file as vector_file
+from hermes.memory.vectors.cells import CellIndex
+from hermes.memory.vectors.matrix import (
     SCAN_CHUNK,
     Int8Rows,
     changes_since,
@@ -195,7 +196,7 @@ class MessageVectors:
 
     def _matrix(self, user: str) -> Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
-        (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
+        (hermes.memory.vectors.matrix): new vectors, and vectors replaced or dropped by any
         process (an edited, redacted or deleted message)."""
         model = self.embedder.model_id
         with self._lock:

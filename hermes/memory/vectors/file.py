@@ -8,7 +8,7 @@ faults: a search touches the centroids, the nearest cells' rows and a few window
 kernel shares the pages between processes and drops them under pressure.
 
 The file is derived data, never the truth: the database and its change log (``vector_changes``,
-hermes.memory.vector_matrix) are. It records the newest change it includes (``seq``), so a
+hermes.memory.vectors.matrix) are. It records the newest change it includes (``seq``), so a
 process that maps it re-reads only the rows changed since. One file per kind, user and model;
 the header names all three and is checked on every read, so a file is never served to another
 user even if renamed. A file that is missing, cut short, altered, of another format, model or
