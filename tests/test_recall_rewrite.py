@@ -39,7 +39,8 @@ def test_what_refers_back():
                  "you know the plan we talked about?", "remember when we went to Porto?"):
         assert recall_rewrite.refers_back(text), text
     for text in ("what database do we use?", "I said no to the offer", "the news is great",
-                 "remember to buy milk", ""):
+                 "remember to buy milk", "Remember that I use Helix. Which editor do I like?",
+                 "Remember the dentist is on Friday.", ""):
         assert not recall_rewrite.refers_back(text), text
 
 

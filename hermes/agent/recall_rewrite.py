@@ -28,7 +28,10 @@ _REFERS_BACK = re.compile(
     r"|i (?:mentioned|said) (?:before|earlier|last time)"
     r"|(?:the|that) (?:\w+ ){0,2}(?:thing|stuff|issue|problem|news|matter|situation|one|plan)"
     r" (?:i|we) (?:told you|mentioned|talked about|was telling you|said)"
-    r"|remember (?:when|what|how|that|the)\b"
+    r"|remember (?:when|what|how)\b"
+    # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
+    # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
+    r"|remember (?:that|the)\b[^.!?\n]*\?"
     r"|you know the (?:\w+ ){0,2}(?:thing|one|stuff|issue) (?:i|we)"
     r"|what i told you)", re.IGNORECASE)
 
