@@ -181,7 +181,7 @@ def root(
     ctx.call_on_close(lambda: os.umask(umask))
     for note in settings.notes:
         typer.echo(note, err=True)
-    if settings.home_from == "default" and ctx.invoked_subcommand != "doctor":
+    if not settings.home_named_now and ctx.invoked_subcommand != "doctor":
         _say_where_the_home_is(settings.home_path)
     ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
@@ -190,9 +190,10 @@ def root(
 
 
 def _say_where_the_home_is(home: Path) -> None:
-    """On first use of the default home, where it is (it is created by the first command that
-    writes); and, while Hermes memory sits in ./data of the current folder (where Hermes kept
-    it before it had one home), how to keep it. Both on stderr. (`hermes doctor` says both.)"""
+    """On first use of a home nobody named for this command (the default, or a config file's
+    ``home``), where it is (it is created by the first command that writes); and, while Hermes
+    memory sits in ./data of the current folder (where Hermes kept it before it had one home),
+    how to keep it. Both on stderr. (`hermes doctor` says both.)"""
     from hermes.home import old_home_note
 
     try:
@@ -249,6 +250,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("hermes.cli.daemon", "chat"),
     "mcp": ("hermes.cli.mcp", "mcp"),
     "plugins": ("hermes.cli.plugins", "plugins"),
+    "tools": ("hermes.cli.tools", "app"),
 }
 
 
