@@ -250,6 +250,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("hermes.cli.daemon", "chat"),
     "mcp": ("hermes.cli.mcp", "mcp"),
     "plugins": ("hermes.cli.plugins", "plugins"),
+    "tools": ("hermes.cli.tools", "app"),
 }
 
 
