@@ -308,6 +308,10 @@ def _import_line(
         )
         counts.messages_added += max(cursor.rowcount, 0)
     except Exception as exc:
+        if not conn.in_transaction:
+            # SQLite rolled the whole transaction back itself (a full disk can): no savepoint
+            # is left to return to, and the batch is gone; say why, not "no such savepoint".
+            raise
         conn.execute("ROLLBACK TO import_line")
         conn.execute("RELEASE import_line")
         # A full disk or a damaged file is not this line's fault: stop the import (what was
