@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hermes.cron.runner import CronRunner, Deliverer
     from hermes.cron.store import CronStore
     from hermes.learn.worker import ExtractionWorker
+    from hermes.memory import Memory
     from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -39,11 +40,11 @@ def build_agent(rt: Runtime, *, exits_after: bool = False
         background = LLM(once, model_name=rt.settings.model.background or rt.settings.model.name,
                          env_file=env_file)
         agent = Agent(rt.memory, background_llm=background)
-        worker = ExtractionWorker(rt, llm=LLM(once, model_name=extraction_model_name(
+        worker = ExtractionWorker(rt.memory, llm=LLM(once, model_name=extraction_model_name(
             rt.settings), env_file=env_file) if rt.settings.extraction.model else None)
     else:
         agent = Agent(rt.memory)
-        worker = ExtractionWorker(rt)
+        worker = ExtractionWorker(rt.memory)
     if not worker.enabled:
         log.info("fact extraction is off (extraction.enabled, or no model configured)")
         return agent, None
@@ -51,15 +52,16 @@ def build_agent(rt: Runtime, *, exits_after: bool = False
     return agent, worker
 
 
-def cron_store(rt: Runtime) -> CronStore:
+def cron_store(memory: Memory) -> CronStore:
     """The home's cron jobs and runs, in its time zone, with its default user."""
     from hermes.cron.store import CronStore
 
-    return CronStore(rt.db, timezone=rt.settings.cron.timezone, home=rt.settings.home_path,
-                     clock=rt.clock, default_user=rt.settings.users.default)
+    settings = memory.settings
+    return CronStore(memory.db, timezone=settings.cron.timezone, home=settings.home_path,
+                     clock=memory.clock, default_user=settings.users.default)
 
 
-def cron_runner(rt: Runtime, agent: Agent,
+def cron_runner(memory: Memory, agent: Agent,
                 deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
     """The cron runner of the home: each job's prompt through ``agent``, in a new ``cron``
     session of the job's user; replies go to ``deliverers`` (shared, filled as front-ends
@@ -68,6 +70,6 @@ def cron_runner(rt: Runtime, agent: Agent,
 
     from hermes.cron.runner import CronRunner, agent_prompt_runner
 
-    return CronRunner(cron_store(rt), agent_prompt_runner(rt.memory.sessions, agent),
-                      grace=timedelta(minutes=rt.settings.cron.grace_minutes),
+    return CronRunner(cron_store(memory), agent_prompt_runner(memory.sessions, agent),
+                      grace=timedelta(minutes=memory.settings.cron.grace_minutes),
                       deliverers=deliverers)

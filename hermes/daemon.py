@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.cron.schedule import timezone_for
+from hermes.daemon_calls import Services, answer
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
+from hermes.home import make_home
 from hermes.local_socket import SocketServer
-from hermes.memory.secrets import RedactingFilter
+from hermes.safety.secrets import RedactingFilter
 from hermes.store.db import connect
 from hermes.store.failures import storage_problem
 
@@ -71,7 +73,7 @@ class HomeLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -101,7 +103,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
     from hermes import logs
 
     config = settings.logging
-    settings.home_path.mkdir(parents=True, exist_ok=True)
+    make_home(settings.home_path)
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(logging.Formatter(logs.FORMAT))
@@ -173,7 +175,6 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         try:
-            await self._preload()
             agent, self.worker = build_agent(self.rt)
             self.scheduler = AsyncIOScheduler(
                 timezone=timezone_for(self.rt.settings.cron.timezone))
@@ -183,14 +184,16 @@ class Daemon:
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
             # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
             # one cron runner of this process (its deliveries go through the front-ends).
-            socket = SocketServer(self.rt, agent,
-                                  runner=self.ctx.runner if self.ctx else None)
+            services = Services(self.rt.memory, agent, self.ctx.runner if self.ctx else None)
+            socket = SocketServer(self.rt.memory, agent,
+                                  calls=functools.partial(answer, services))
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")
             statuses = [s for f in self.built.values() if (s := getattr(f, "status", None))]
             log.info("hermes: running (%s)", ", ".join(
                 [*statuses, f"home: {self.rt.settings.home_path}"]))
+            self._preload()
             notice = no_model_notice(agent)
             if notice:
                 log.warning("%s", notice)
@@ -211,34 +214,38 @@ class Daemon:
         check_config_jobs(settings.cron.jobs, settings.source, timezone=settings.cron.timezone,
                           home=settings.home_path, default_user=settings.users.default)
 
-    async def _preload(self) -> None:
-        """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
-        job could first touch it on the event loop and stall everything else that long; and
-        load the embedding model beside it."""
+    def _preload(self) -> None:
+        """Once Hermes is up (front-ends started, the socket listening): import litellm (~3 s
+        of CPU) and load the embedding model, each in a thread of its own, so that the first
+        reply does not pay for them and nothing waits for them to start. A model call that
+        comes first waits for the import off the event loop (:meth:`LLM.ready`)."""
         from hermes.agent import llm
 
         settings = self.rt.settings
+        if settings.model.name:
+            llm.preload_litellm()
         if settings.sessions.embeddings:
-            # The embedding model as well, in its own thread: it loads when it first embeds,
-            # which would otherwise be the first reply's search.
             self.rt.memory.embedders.preload(settings.sessions.embedding_model)
-        started = time.monotonic()
-        await asyncio.to_thread(llm.load_litellm)
-        log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)
 
     # ------------------------------------------------------------------ front-ends
     async def _start_frontends(self, agent: Agent) -> None:
         """Build every registered front-end (a configuration error stops Hermes), then start
         each in order; one that fails to start stays off, logged. The started ones take the
         cron deliveries for their prefix."""
-        from hermes.frontends.base import FrontendContext, registered
+        from hermes import plugins
+        from hermes.assembly import cron_runner
+        from hermes.frontends.base import Deliverer, FrontendContext
 
-        ctx = FrontendContext(self.rt, agent, worker=self.worker, request_stop=self.request_stop,
+        deliverers: dict[str, Deliverer] = {}
+        ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
+                              request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
+                              deliverers=deliverers,
+                              runner=cron_runner(self.rt.memory, agent, deliverers),
                               turn_grace=self.turn_grace, sleep=self.sleep)
         self.ctx = ctx
-        entries = registered()
+        entries = plugins.loaded().frontends.entries
         for name, entry in entries.items():
             try:
                 frontend = entry.factory(ctx)
@@ -352,16 +359,11 @@ class Daemon:
         memory = self.rt.memory  # built here, on the loop's thread and connection
 
         def work() -> int:
-            from hermes.memory.facts.vectors import FactVectors
-            from hermes.memory.sessions.vectors import MessageVectors
-
             db = connect(settings.db_path)
             try:
                 # This thread's own connection, with the models the home's memory loaded (a
                 # missing extra is this job's error: it exists only to embed).
-                embedder = memory.embedders.get(settings.sessions.embedding_model)
-                vectors = MessageVectors(db, embedder, memory.embedders.cache_dir)
-                facts = FactVectors(db, embedder)
+                vectors, facts = memory.on(db).vectors_to_index()
                 return sum(facts.index(user, stop=stopping) + vectors.index(user, stop=stopping)
                            for user in users)
             finally:
@@ -387,7 +389,7 @@ class Daemon:
             if only_stale and path.exists() and path.stat().st_mtime > oldest:
                 continue
             try:
-                await context.refresh(self.rt, user, agent.background_llm)
+                await context.refresh(self.rt.memory, user, agent.background_llm)
                 done.append(user)
             except Exception:
                 log.exception("context refresh for %s failed; the old file stays", user)
@@ -398,7 +400,7 @@ class Daemon:
     async def close_idle(self, agent: Agent) -> None:
         from hermes.agent import summarize
 
-        outcomes = await summarize.close_idle(self.rt, agent.background_llm)
+        outcomes = await summarize.close_idle(self.rt.memory, agent.background_llm)
         if outcomes:
             log.info("idle sessions: %d summarised", len(outcomes))
 

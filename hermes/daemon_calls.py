@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.config import Settings
     from hermes.cron.runner import CronRunner
+    from hermes.memory import Memory
     from hermes.memory.facts.records import Fact
     from hermes.memory.sessions.records import SearchHit
-    from hermes.runtime import Runtime
 
 # What a command waits for an answer; a cron run is a model call (and its delivery)
 TIMEOUT_SECONDS = 600.0
@@ -110,11 +110,11 @@ def hits_from(rows: list[dict[str, Any]]) -> list[SearchHit]:
 
 # --------------------------------------------------------------------------- the daemon's side
 class Services:
-    """What the calls run on: the daemon's runtime, and its agent and cron runner."""
+    """What the calls run on: the daemon's memory, and its agent and cron runner."""
 
-    def __init__(self, rt: Runtime, agent: Agent | None = None,
+    def __init__(self, memory: Memory, agent: Agent | None = None,
                  runner: CronRunner | None = None) -> None:
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
         self.runner = runner
 
@@ -125,7 +125,7 @@ Call = Callable[[Services, str, dict[str, Any]], Awaitable[Any]]
 def _ops(services: Services) -> Any:
     from hermes.memory.operations import MemoryOperations
 
-    return MemoryOperations(services.rt.memory)
+    return MemoryOperations(services.memory)
 
 
 async def _facts_search(services: Services, user: str, args: dict[str, Any]) -> Any:
@@ -161,10 +161,10 @@ async def _backfill_plan(services: Services, user: str, args: dict[str, Any]) ->
     from hermes.learn import backfill as bf
     from hermes.learn.worker import extraction_model_name
 
-    rt = services.rt
-    llm = LLM(rt.settings.model, model_name=extraction_model_name(rt.settings),
-              env_file=rt.settings.home_path / ".env")
-    plan = bf.plan(rt, user, llm if llm.configured else None, since=args.get("since"),
+    settings = services.memory.settings
+    llm = LLM(settings.model, model_name=extraction_model_name(settings),
+              env_file=settings.home_path / ".env")
+    plan = bf.plan(services.memory, user, llm if llm.configured else None, since=args.get("since"),
                    source=args.get("source"))
     return dataclasses.asdict(plan)
 

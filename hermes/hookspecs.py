@@ -14,17 +14,19 @@ from pluggy import HookimplMarker, HookspecMarker
 
 if TYPE_CHECKING:  # the records a hook registers; named for the type checker only
     import typer
+    from pydantic import BaseModel
 
     from hermes.agent.tool_registry import Tool
     from hermes.frontends.base import FrontendFactory
-    from hermes.memory.embeddings import Embedder
+    from hermes.memory.embeddings.embedders import Embedder
 
     class RegisterFrontend(Protocol):
-        """What ``register_frontends`` is called with (``FrontendRegistry.register``)."""
+        """What ``register_frontends`` is called with (``hermes.plugins.Frontends.register``)."""
 
         def __call__(self, name: str, factory: FrontendFactory, *,
                      accepts: Callable[[str], bool] | None = ...,
-                     deliver_form: str | None = ...) -> None: ...
+                     deliver_form: str | None = ...,
+                     config: type[BaseModel] | None = ...) -> None: ...
 
 hookspec = HookspecMarker("hermes")
 hookimpl = HookimplMarker("hermes")
@@ -39,8 +41,10 @@ def register_tools(register: Callable[[Tool], None]) -> None:
 def register_frontends(register: RegisterFrontend) -> None:
     """Register front-ends ``hermes run`` starts: ``register(name, factory)``, where
     ``factory(FrontendContext)`` returns a :class:`hermes.frontends.base.Frontend` (or None to
-    stay off) and ``name`` is its cron delivery prefix (``name:target``): ``accepts(target)``
-    judges a job's target for it, and ``deliver_form`` is how one is written in errors."""
+    stay off) and ``name`` is its cron delivery prefix, its sessions' source and the key of its
+    config section (``config``: a pydantic model, read back with ``settings.section(name)``);
+    ``accepts(target)`` judges a job's target for it, and ``deliver_form`` is how one is
+    written in errors."""
 
 
 @hookspec

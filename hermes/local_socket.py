@@ -26,7 +26,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
     from hermes.agent.turn import Agent
     from hermes.config import Settings
-    from hermes.cron.runner import CronRunner
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -187,11 +186,14 @@ class SocketServer:
     """Serves the local socket for the daemon: turns on the daemon's agent, for the user the
     client names, on sessions of that user only."""
 
-    def __init__(self, rt: Runtime, agent: Agent, *, runner: CronRunner | None = None) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, agent: Agent, *,
+                 calls: Callable[[str, str, dict[str, Any]], Awaitable[Any]] | None = None
+                 ) -> None:
+        self.memory = memory
         self.agent = agent
-        self.runner = runner
-        self.path = socket_path(rt.settings)
+        # ``calls(user, name, args)``: the CLI commands the daemon answers (hermes/daemon_calls)
+        self.calls = calls
+        self.path = socket_path(memory.settings)
         self._server: asyncio.AbstractServer | None = None
         self.turns: set[asyncio.Task[Any]] = set()
         self.background: set[asyncio.Task[Any]] = set()
@@ -273,7 +275,7 @@ class SocketServer:
         from hermes.errors import HermesError
 
         try:
-            session = self.rt.memory.sessions.get(user, int(request["session_id"]))
+            session = self.memory.sessions.get(user, int(request["session_id"]))
         except (HermesError, KeyError, TypeError, ValueError) as exc:
             # Another user's session is "no such session" for this one.
             await self._write(writer, {"error": str(exc), "exit_code": 1})
@@ -289,14 +291,13 @@ class SocketServer:
     async def _call(self, writer: asyncio.StreamWriter, user: str,
                     request: dict[str, Any]) -> None:
         """A CLI command's work done here (hermes/daemon_calls.py): its result, or one line."""
-        from hermes.daemon_calls import Services, answer
-
         try:
             args = request.get("args") or {}
             if not isinstance(args, dict):
                 raise HermesError("Refused: a call's arguments are an object.")
-            result = await answer(Services(self.rt, self.agent, self.runner), user,
-                                  str(request.get("name")), args)
+            if self.calls is None:
+                raise HermesError("Refused: this socket answers no calls.")
+            result = await self.calls(user, str(request.get("name")), args)
         except HermesError as exc:
             await self._write(writer, {"error": str(exc),
                                        "exit_code": getattr(exc, "exit_code", 1)})
@@ -315,7 +316,7 @@ class SocketServer:
 
         async def work() -> None:
             try:
-                await summarize.summarize_pending(self.rt, self.agent.background_llm, user)
+                await summarize.summarize_pending(self.memory, self.agent.background_llm, user)
             except Exception:
                 log.exception("local socket: summarising %s's ended sessions failed", user)
 

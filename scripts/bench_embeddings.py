@@ -100,10 +100,10 @@ def install_size(extra: str) -> tuple[int, list[tuple[str, int]]]:
 
 def measure(model: str, conversations: int, repeat: int, path: str | None) -> dict:
     from hermes.clock import FakeClock
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
     from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.transcripts import import_sessions
     from hermes.memory.sessions.vectors import MessageVectors
-    from hermes.memory.transfer import import_sessions
     from hermes.store.db import connect
 
     convs, _ = data.load(path)

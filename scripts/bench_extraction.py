@@ -178,7 +178,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
         agent = Agent(rt.memory)
         worker = None
         if extraction:
-            worker = ExtractionWorker(rt)
+            worker = ExtractionWorker(rt.memory)
             worker.attach(agent)
         session = rt.memory.sessions.create("owner", "terminal")
         oracle = Oracle(rt.memory.facts)
@@ -202,7 +202,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
         drain_s = time.perf_counter() - drain_started
     facts = rt.memory.facts
     active = facts.list_facts("owner", limit=10_000)
-    stats = extraction_stats(rt.db, "owner").to_json()
+    stats = extraction_stats(rt.memory, "owner").to_json()
     rt.close()
     return {"latencies": latencies, "loop_cpu": loop_cpu, "drain_s": drain_s,
             "active": [f.content for f in active], "stats": stats, "script": script,

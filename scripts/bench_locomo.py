@@ -50,7 +50,7 @@ import locomo_data as data  # noqa: E402
 import locomo_perturb  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
-from hermes.memory.embeddings import DEFAULT_MODEL, MODELS  # noqa: E402
+from hermes.memory.embeddings.embedders import DEFAULT_MODEL, MODELS  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 
 KS = (1, 5, 10)
@@ -105,7 +105,7 @@ INDEXED: list[tuple[int, float, float]] = []
 def _import(conv: data.Conversation, home: Path, *, summaries: bool, embeddings: str | None = None,
             cache: str | None = None):
     from hermes.memory.sessions.store import SessionStore
-    from hermes.memory.transfer import import_sessions
+    from hermes.memory.sessions.transcripts import import_sessions
 
     db = connect(home / "hermes.db")
     vectors = None
@@ -381,7 +381,7 @@ _CACHED: dict[Path, _CachedEmbedder] = {}
 def cached_embedder(model: str, cache: str | None):
     import atexit
 
-    from hermes.memory.embeddings import E5_SMALL, MINILM, Embedders
+    from hermes.memory.embeddings.embedders import E5_SMALL, MINILM, Embedders
 
     inner = Embedders().get(model)
     if not cache:
@@ -629,7 +629,7 @@ def compare(convs: Sequence[data.Conversation], args) -> str:
     """Every COMPARE row on the same questions: turn and session R@5 per half, the gain over
     plain FTS5 (x, per half), per-query CPU and, without --vector-cache, indexing speed."""
     from hermes.errors import HermesError
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
 
     results: list[tuple[str, dict[str, Summary], str]] = []
     for name, retriever, model in COMPARE:
@@ -798,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fact_search.BM25 = fact_records.BM25.replace(
             f", {fact_records.EXCHANGE_WEIGHT})", f", {args.exchange_weight})")
         label += f" (exchange weight {args.exchange_weight})"
-    from hermes.memory import vector_cells
+    from hermes.memory.vectors import cells as vector_cells
 
     scan_before = (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
     if args.fact_cells:

@@ -1,4 +1,4 @@
-"""What redaction costs per message on the reply path (hermes.memory.secrets.redact).
+"""What redaction costs per message on the reply path (hermes.safety.secrets.redact).
 
 CPU time (time.process_time), so the figure means something on a loaded machine:
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hermes.memory.secrets import redact  # noqa: E402
+from hermes.safety.secrets import redact  # noqa: E402
 
 CHAT = [
     "ok thanks",

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
-from hermes.memory.transfer import import_sessions  # noqa: E402
+from hermes.memory.sessions.transcripts import import_sessions  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ Cases, each a fresh `python -m hermes` process on the same home:
 
 * *words only*: ``sessions.embeddings: false``;
 * *MiniLM* (the default): the model loaded as every later process does, its optimised graph
-  read from ``<home>/cache`` (hermes.memory.graph_cache);
+  read from ``<home>/cache`` (hermes.memory.embeddings.graph_cache);
 * *MiniLM, first load*: the cache removed before each run, so the graph is rewritten,
   optimised by onnxruntime and saved (what the first command in a new home pays);
 * *MiniLM, a new user*: `hermes ask` for a user with nothing embedded: words only until the

@@ -110,7 +110,7 @@ def real_words(size: int = 4000) -> list[str]:
     MiniLM's own tokenizer (its vocabulary lists whole words roughly by frequency: "with",
     "that", "from", ... "school", ...): one token each, as most English words are. Nothing of
     LoCoMo's; the same list on every machine with the embeddings-minilm extra."""
-    from hermes.memory.embeddings import _minilm_tokenizer_path
+    from hermes.memory.embeddings.embedders import _minilm_tokenizer_path
     from hermes.store.fts import STOPWORDS
 
     tokens = json.loads(Path(_minilm_tokenizer_path()).read_text(encoding="utf-8"))

@@ -1,5 +1,5 @@
 """Vector search at scale: the old in-memory layout (float32 rows, one matrix-vector product)
-next to today's (int8 rows with a per-row scale, hermes.memory.vector_matrix), and an IVF
+next to today's (int8 rows with a per-row scale, hermes.memory.vectors.matrix), and an IVF
 coarse index measured as an option (numpy k-means cells; not what Hermes runs).
 
     OMP_NUM_THREADS=1 nice -n 10 python scripts/bench_vectors.py [--sizes 100000 1000000]
@@ -182,7 +182,7 @@ def load_only(path: str, layout: str) -> None:
 
 
 def report(name: str, x: np.ndarray, qs: np.ndarray, with_load: bool, cells: int) -> None:
-    from hermes.memory.vector_matrix import Int8Rows
+    from hermes.memory.vectors.matrix import Int8Rows
 
     print(f"\n## {name}: {len(x):,} vectors x {x.shape[1]}, {len(qs)} queries "
           f"(load average {os.getloadavg()[0]:.1f})")
@@ -223,8 +223,8 @@ def end_to_end(x: np.ndarray, qs: np.ndarray, modes: Sequence[str],
     search's vector part (semantic.similarities, its nearest 20 messages and windows, the exact
     cosines of a 100-message word pool), exact scan vs cells."""
 
-    from hermes.memory import vector_cells
     from hermes.memory.sessions.vectors import _float32_of
+    from hermes.memory.vectors import cells as vector_cells
     from hermes.store.db import connect
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -363,7 +363,7 @@ def e2e_only(tmp: str, mode: str) -> None:
             return qs[int(text)]
 
     if mode != "old":
-        from hermes.memory import vector_cells
+        from hermes.memory.vectors import cells as vector_cells
 
         if mode == "exact":
             vector_cells.load = lambda *a: None  # type: ignore[assignment]  # as unclustered

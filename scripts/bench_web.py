@@ -40,7 +40,7 @@ async def main(n: int) -> None:
     rt = Runtime(load_settings(home=Path(tempfile.mkdtemp(prefix="hermes-bench-web-")),
                                environ={}), clock=SystemClock())
     session_id, reply_id = seed(rt)
-    frontend = WebFrontend(rt, None, port=0)
+    frontend = WebFrontend(rt.memory, None, port=0)
     await frontend.start()
     link = frontend.login_url(frontend.ctx.tokens.create("owner"))
     chat = f"{frontend.url}/chat?session={session_id}"

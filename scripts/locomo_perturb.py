@@ -133,7 +133,7 @@ def sentences(conv: data.Conversation) -> data.Conversation:
 def no_dates(conv: data.Conversation) -> data.Conversation:
     """Questions without the dates they name ("... in July 2023?" -> "...?"): LoCoMo's are the
     session dates, which a real question need not know."""
-    from hermes.memory.sessions.rerank import time_spans
+    from hermes.memory.words.dates import time_spans
 
     def strip(question: str) -> str:
         for span in sorted(time_spans(question), key=lambda s: -len(s.text)):

@@ -66,7 +66,7 @@ async def main(out: Path) -> None:
     home = Path(tempfile.mkdtemp(prefix="hermes-shot-"))
     rt = Runtime(load_settings(home=home, environ={}), clock=SystemClock())
     session_id, reply_id = seed(rt)
-    frontend = WebFrontend(rt, None, port=0)
+    frontend = WebFrontend(rt.memory, None, port=0)
     await frontend.start()
     link = frontend.login_url(frontend.ctx.tokens.create("owner"))
     async with httpx.AsyncClient() as client:

@@ -34,11 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hermes.agent.feedback import set_reply_rating  # noqa: E402
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
 from hermes.errors import HermesError  # noqa: E402
 from hermes.memory.basic import BasicMemory  # noqa: E402
+from hermes.memory.operations import MemoryOperations, Scope  # noqa: E402
 from hermes.memory.transfer import (  # noqa: E402
     EXPORT_END,
     TABLES,
@@ -96,7 +96,7 @@ def seed(rt: Runtime, user: str) -> None:
             rt.db.execute("INSERT INTO extraction_runs (user, session_id, first_message_id, "
                           "last_message_id, status, started_at) VALUES (?, ?, ?, ?, 'done', ?)",
                           [user, session.id, reply.id - 1, reply.id, "2026-11-29T12:00:00Z"])
-        set_reply_rating(rt, user, reply.id, "discord:42", False)
+        MemoryOperations(rt.memory).set_reply_rating(Scope(user), reply.id, "discord:42", False)
 
 
 def mutate(rng: random.Random, records: list[dict[str, Any]], bob_ids: list[int],

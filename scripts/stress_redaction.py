@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hermes.memory.secrets import find_secrets, redact_text  # noqa: E402
+from hermes.safety.secrets import find_secrets, redact_text  # noqa: E402
 
 # The old screen's rules that were quadratic, as they were before issue 30 (main 3490154).
 OLD = {

@@ -57,9 +57,9 @@ class WordsEmbedder:
 
 @pytest.fixture(autouse=True)
 def toy_default_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default model, as every Memory builds it (hermes.memory.embeddings.MODELS, the
+    """The default model, as every Memory builds it (hermes.memory.embeddings.embedders.MODELS, the
     factories the built-in plugin registers), is the toy above."""
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     monkeypatch.setitem(embeddings.MODELS, "minilm", WordsEmbedder)
 

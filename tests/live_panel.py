@@ -114,13 +114,13 @@ class LivePanel:
 
         self.rt = Runtime(self.settings, clock=self.clock)
         self.agent, self.worker = build_agent(self.rt)
-        self.runner = cron_runner(self.rt, self.agent)
+        self.runner = cron_runner(self.rt.memory, self.agent)
         await self._serve()
 
     async def _serve(self) -> None:
         from hermes.frontends.web.server import WebFrontend
 
-        self.frontend = WebFrontend(self.rt, self.agent, worker=self.worker,
+        self.frontend = WebFrontend(self.rt.memory, self.agent, worker=self.worker,
                                     runner=self.runner, port=0)
         assert await self.frontend.start()
 

@@ -117,9 +117,9 @@ def test_a_budget_of_calls_stops_cleanly_and_the_next_run_continues(env, cli, fa
 
 async def test_an_interrupted_backfill_resumes_with_the_run_it_was_in(env, fake_model, clock):
     llm = LLM.from_settings(env.settings, background=True)
-    worker = ExtractionWorker(env, llm=llm)
+    worker = ExtractionWorker(env.memory, llm=llm)
     release = fake_model.block()
-    task = asyncio.create_task(bf.run(env, worker, bf.plan(env, "owner", llm)))
+    task = asyncio.create_task(bf.run(env.memory, worker, bf.plan(env.memory, "owner", llm)))
     await fake_model.reached.wait()
     task.cancel()  # what Ctrl-C does to asyncio.run's task
     with pytest.raises(asyncio.CancelledError):
@@ -127,13 +127,13 @@ async def test_an_interrupted_backfill_resumes_with_the_run_it_was_in(env, fake_
     release.set()
     await worker.drain(1)
     assert env.memory.facts.list_facts("owner") == []
-    plan = bf.plan(env, "owner", llm)
+    plan = bf.plan(env.memory, "owner", llm)
     assert (plan.retries, plan.model_calls, len(plan.sessions)) == (1, 2, 3)
     fake_model.reply(actions("Ana, the user's sister, is a nurse in Lisbon."))
     fake_model.reply(actions("The user lives in Porto since September 2025."))
-    report = await bf.run(env, ExtractionWorker(env, llm=llm), plan)
+    report = await bf.run(env.memory, ExtractionWorker(env.memory, llm=llm), plan)
     assert (report.model_calls, report.created, report.stopped) == (2, 2, None)
-    assert bf.plan(env, "owner", llm).model_calls == 0
+    assert bf.plan(env.memory, "owner", llm).model_calls == 0
 
 
 async def test_the_pace_limits_calls_per_minute_without_sleeping(env, fake_model, clock):
@@ -147,8 +147,8 @@ async def test_the_pace_limits_calls_per_minute_without_sleeping(env, fake_model
 
     llm = LLM.from_settings(env.settings, background=True)
     fake_model.reply(actions("Ana is a nurse.")).reply(actions("The user lives in Porto."))
-    report = await bf.run(env, ExtractionWorker(env, llm=llm), bf.plan(env, "owner", llm),
-                          pacer=Pacer(6, clock.now, sleep))
+    report = await bf.run(env.memory, ExtractionWorker(env.memory, llm=llm),
+                          bf.plan(env.memory, "owner", llm), pacer=Pacer(6, clock.now, sleep))
     assert report.model_calls == 2 and slept == [10.0]
 
 

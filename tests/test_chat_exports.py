@@ -260,9 +260,9 @@ async def test_the_daemon_leaves_imported_sessions_alone(fake_model, clock, tmp_
     store.append("owner", live.id, "user", "I adopted a cat called Miso last week, a tabby.")
     clock.advance(days=2)
     fake_model.reply('{"title": "Miso", "summary": "A new cat."}')
-    outcomes = await close_idle(rt, LLM.from_settings(rt.settings, background=True))
+    outcomes = await close_idle(rt.memory, LLM.from_settings(rt.settings, background=True))
     assert [o.session_id for o in outcomes] == [live.id]  # the live session only
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     assert [t.get_name() for t in worker.catch_up()] == [f"extract:owner:{live.id}"]
     await worker.drain(0)
     rt.close()

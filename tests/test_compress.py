@@ -117,3 +117,42 @@ async def test_too_long_twice_is_one_clear_error(long_session, fake_model):
     fake_model.error(context_window_exceeded())
     result = await Agent(rt.memory).turn("owner", session_id, "again?").run()
     assert "too long" in result.error and result.assistant_message_id is None
+
+
+async def test_a_second_compression_keeps_the_first_summary(fake_model, clock):
+    """Issue 31: four short turns, one ~2,500-word message, then two short turns in a 4,000
+    token window. The history then starts with a summary and holds fewer than keep_recent
+    messages, yet is over budget: the summary must be folded into the next one, never
+    dropped (before, the 6th and 7th requests carried no summary at all)."""
+    from hermes.agent.compress import INSTRUCTIONS
+
+    rt = Runtime(load_settings(), clock=clock)
+    set_context_window(4000)
+    session = rt.memory.sessions.create("owner", "terminal")
+    summaries: list[str] = []
+
+    def answer(request):  # summary calls get a summary; turns get a short reply
+        if request.messages[0]["content"] == INSTRUCTIONS:
+            summaries.append(request.messages[1]["content"])
+            return f"summary {len(summaries)}: zebras are striped, live in Africa, eat grass"
+        return "Noted."
+
+    for _ in range(12):
+        fake_model.respond(answer)
+    agent = Agent(rt.memory)
+    turns = ["Zebras are striped.", "Zebras live in Africa.", "Zebras eat grass.",
+             "Zebras live in herds.", "the grass on the plain is green and tall " * 250,
+             "Tell me more.", "And their foals?"]
+    for text in turns:
+        await agent.turn("owner", session.id, text).run()
+    replies = [r for r in fake_model.requests if r.messages[0]["content"] != INSTRUCTIONS]
+    assert len(replies) == 7
+    for number, request in enumerate(replies[4:], start=5):
+        carried = [m for m in request.messages if m["role"] == "system"
+                   and str(m["content"]).startswith(SUMMARY_PREFIX)]
+        assert carried and "zebras" in carried[0]["content"], f"request {number}"
+        budget = int(4000 * rt.settings.agent.compress_at)
+        assert agent.llm.count_tokens(request.messages) <= budget
+    # every later summary was written from the one before it
+    assert all("(Summary of what came before: summary" in s for s in summaries[1:])
+    rt.close()

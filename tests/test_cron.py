@@ -36,11 +36,11 @@ class ScriptedPrompt:
 
 @pytest.fixture
 def store(rt):
-    return cron_store(rt)
+    return cron_store(rt.memory)
 
 
 def runner_for(rt, prompt, **kw) -> CronRunner:
-    return CronRunner(cron_store(rt), prompt,
+    return CronRunner(cron_store(rt.memory), prompt,
                       grace=timedelta(minutes=rt.settings.cron.grace_minutes), **kw)
 
 
@@ -186,7 +186,7 @@ def test_config_jobs_are_synced_and_a_pause_survives(store):
 
 def test_config_jobs_follow_a_changed_enabled_and_default_to_the_default_user(rt):
     rt.settings.users.default = "alice"
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     jobs = [CronJobConfig(name="digest", schedule="0 8 * * *", prompt="Summarise",
                           enabled=False),
             CronJobConfig(name="bobs", user="bob", schedule="0 9 * * *", prompt="Hi")]
@@ -258,7 +258,7 @@ async def test_outside_grace_nothing_runs_everything_recorded(rt, clock, store):
 
 async def test_at_most_once_across_a_restart(settings, clock, tmp_path):
     first = Runtime(settings, clock=clock)
-    job = cron_store(first).add("digest", "owner", "0 13 * * *", "Digest")
+    job = cron_store(first.memory).add("digest", "owner", "0 13 * * *", "Digest")
     clock.set("2026-11-29T13:00:01Z")
     prompt = ScriptedPrompt()
     assert len(await runner_for(first, prompt).catch_up()) == 1
@@ -277,15 +277,15 @@ async def test_two_processes_claiming_one_fire_time_run_it_once(settings, clock)
     # Two daemons (two connections) reach the same fire time: the run row is the claim, and the
     # one whose INSERT was ignored must not run the job (lastrowid alone would still be set).
     first, second = Runtime(settings, clock=clock), Runtime(load_settings(), clock=clock)
-    job = cron_store(first).add("digest", "owner", "0 13 * * *", "Digest")
+    job = cron_store(first.memory).add("digest", "owner", "0 13 * * *", "Digest")
     clock.set("2026-11-29T13:00:00Z")
     fire = at("2026-11-29T13:00:00Z")
     prompt = ScriptedPrompt()
     assert (await runner_for(first, prompt).execute(job, fire)).status == "ok"
     assert await runner_for(second, prompt).execute(job, fire) is None
-    assert cron_store(second).claim(job.id, fire) is None
+    assert cron_store(second.memory).claim(job.id, fire) is None
     assert prompt.calls == ["digest"]
-    assert [r.status for r in cron_store(second).runs(name="digest")] == ["ok"]
+    assert [r.status for r in cron_store(second.memory).runs(name="digest")] == ["ok"]
     first.close()
     second.close()
 
@@ -366,7 +366,7 @@ async def test_scheduler_gets_one_trigger_per_enabled_job():
 
     settings = load_settings()
     rt = Runtime(settings, clock=FakeClock())
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.add("a", "owner", "0 8 * * *", "x")
     store.add("b", "owner", "every 30m", "y")
     runner = runner_for(rt, ScriptedPrompt())

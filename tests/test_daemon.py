@@ -91,7 +91,7 @@ def _job_due_at_start(home: Path) -> None:
     window, and fires next in 25 minutes (longer than any test run)."""
     settings = load_settings()
     rt = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
-    cron_store(rt).add("digest", "owner", "every 30m", "Summarise my day",
+    cron_store(rt.memory).add("digest", "owner", "every 30m", "Summarise my day",
                                    "file:digests/today.md")
     rt.close()
 
@@ -279,26 +279,35 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     assert session.ended_at is not None and session.title == "hi there"
 
 
-async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
+async def test_litellm_is_imported_off_the_loop_once_hermes_is_up(rt, monkeypatch):
+    """`hermes run` is ready (front-ends started, the schedule running) without waiting for
+    litellm's import (~3 s of CPU): it runs in a worker thread once Hermes is up."""
     import threading
 
     from hermes.agent import llm
     from hermes.daemon import Daemon
 
+    rt.settings.model.name = "fake/scripted"
     daemon = Daemon(rt)
-    calls: list[tuple[bool, object, object]] = []
+    calls: list[tuple[bool, bool, bool]] = []
+    imported = threading.Event()
 
     def fake_load():
         calls.append((threading.current_thread() is threading.main_thread(),
-                      daemon.ctx, daemon.scheduler))
+                      daemon.ctx is not None and "web" in daemon.built,
+                      daemon.scheduler is not None and daemon.scheduler.running))
+        imported.set()
 
+    monkeypatch.setattr(llm, "_litellm", None)
+    monkeypatch.setattr(llm, "_preload", None)
     monkeypatch.setattr(llm, "load_litellm", fake_load)
     running = asyncio.create_task(daemon.run())
     await until(lambda: daemon.scheduler is not None and daemon.scheduler.running)
+    await asyncio.to_thread(imported.wait, 30)
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
-    # Once, in a worker thread (the ~5-10 s import must not stall the loop), before any job.
-    assert calls == [(False, None, None)]
+    # Once, in a worker thread (the import must not stall the loop), after the start.
+    assert calls == [(False, True, True)]
 
 
 def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
@@ -306,7 +315,7 @@ def test_the_example_service_config_is_valid(monkeypatch, hermes_home):
     settings = load_settings()
     rt = Runtime(settings, clock=FakeClock())
     try:
-        store = cron_store(rt)
+        store = cron_store(rt.memory)
         store.sync_config(settings.cron.jobs)
         digest = store.get("daily-digest")
         assert digest.deliver.startswith("discord:") and "[SILENT]" in digest.prompt
@@ -440,7 +449,7 @@ async def test_message_vectors_are_indexed_in_the_background_and_stop_at_shutdow
     import numpy as np
 
     from hermes.daemon import Daemon
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
     from hermes.memory.sessions.store import SessionStore
 
     class Toy:

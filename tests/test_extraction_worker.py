@@ -22,7 +22,7 @@ def env(fake_model, clock):
 
 @pytest.fixture
 def worker(env):
-    return ExtractionWorker(env)
+    return ExtractionWorker(env.memory)
 
 
 @pytest.fixture
@@ -288,7 +288,7 @@ async def test_the_extraction_prompt_names_the_person_never_the_identity(
                  speaker="terminal:root")
     store.append("owner", session.id, "assistant", "Noted!")
     fake_model.reply(actions())
-    await ExtractionWorker(rt).run_session("owner", session.id)
+    await ExtractionWorker(rt.memory).run_session("owner", session.id)
     rt.close()
     request = fake_model.last
     assert "terminal:root" not in request.system + str(request.messages)

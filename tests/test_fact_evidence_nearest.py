@@ -75,7 +75,7 @@ class Source:
 
 
 def test_hits_for_asks_the_nearest_only_when_the_strength_is_the_cosine():
-    from hermes.memory.embeddings import MINILM
+    from hermes.memory.embeddings.embedders import MINILM
 
     low = fact_evidence.RAMPS[MINILM][0]
     source = Source(["near"])

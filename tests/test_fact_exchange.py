@@ -10,9 +10,8 @@ from sqlite_utils.migrations import Migrations
 from hermes.config import FactsConfig
 from hermes.memory.facts.records import EXCHANGE_WEIGHT
 from hermes.memory.facts.store import FactStore
-from hermes.memory.restore import import_user
 from hermes.memory.sessions.store import SessionStore
-from hermes.memory.transfer import export_user
+from hermes.memory.transfer import export_user, import_user
 from hermes.store.db import connect, migrate
 from hermes.store.migrations import migrations
 

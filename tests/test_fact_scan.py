@@ -10,11 +10,11 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from hermes.config import FactsConfig  # noqa: E402
-from hermes.memory import vector_cells  # noqa: E402
 from hermes.memory.facts import vectors as fact_vectors  # noqa: E402
 from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors  # noqa: E402
+from hermes.memory.vectors import cells as vector_cells  # noqa: E402
 from tests.test_fact_vectors import ToyEmbedder  # noqa: E402
 
 TOPICS = ["my car", "the automobile", "a tesla", "the puppy", "my dog", "a pet", "the rain",

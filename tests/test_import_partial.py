@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from hermes.memory import restore
 from hermes.memory.basic import BasicMemory
-from hermes.memory.transfer import EXPORT_END, export_user, import_user, sealed_lines
+from hermes.memory.transfer import EXPORT_END, export_user, import_user, restore, sealed_lines
 from tests.test_transfer import write
 
 

@@ -27,7 +27,7 @@ def agent(env):
 
 @pytest.fixture
 def worker(env, agent):
-    worker = ExtractionWorker(env)
+    worker = ExtractionWorker(env.memory)
     worker.attach(agent)
     return worker
 

@@ -110,7 +110,7 @@ async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(
     events: list[tuple[str, str]] = []
     fake_model.reply("Hello from the daemon.")
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-        repl = Repl(daemon.rt, RemoteAgent(daemon.rt.settings),
+        repl = Repl(daemon.rt.memory, RemoteAgent(daemon.rt.settings),
                     emit=lambda kind, text: events.append((kind, text)),
                     history=FileHistory(str(tmp_path / "history")))
         running = asyncio.create_task(repl.run())
@@ -216,12 +216,12 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
     assert "Debian 13" in through_daemon[0].stdout and "Alice" not in through_daemon[0].stdout
     assert "NAS upgrade" in through_daemon[2].stdout
 
-    cron_store(rt).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
+    cron_store(rt.memory).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
     fake_model.reply("Digest: the NAS is fine.")
     ran = await asyncio.to_thread(cli, "cron", "run", "digest")       # no model here: the daemon
     assert ran.exit_code == 0, ran.stderr
     assert "ok" in ran.stdout and "Digest: the NAS is fine." in ran.stdout
-    (run,) = cron_store(rt).runs(name="digest")
+    (run,) = cron_store(rt.memory).runs(name="digest")
     assert run.kind == "manual" and run.status == "ok"
     refused = await asyncio.to_thread(cli, "cron", "run", "digest", "--user", "alice")
     assert refused.exit_code != 0

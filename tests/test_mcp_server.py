@@ -171,8 +171,8 @@ async def test_facts_history_shows_the_mcp_client(rt, cli):
 
 @asynccontextmanager
 async def http_server(rt, user: str, *, write: bool = False):
-    server = mcp_server.build_server(rt, user, write=write)
-    token = mcp_server.ensure_token(rt)
+    server = mcp_server.build_server(rt.memory, user, write=write)
+    token = mcp_server.ensure_token(rt.settings)
     inner = server.streamable_http_app(streamable_http_path=mcp_server.HTTP_PATH)
     async with inner.router.lifespan_context(inner):
         app = mcp_server.BearerGate(inner, token)
@@ -205,9 +205,9 @@ async def test_http_needs_the_bearer_token_on_every_request(rt, seeded):
 
 
 def test_the_token_is_created_once_and_private(rt):
-    first = mcp_server.ensure_token(rt)
-    assert len(first) >= 40 and mcp_server.ensure_token(rt) == first
-    mode = stat.S_IMODE(mcp_server.token_path(rt).stat().st_mode)
+    first = mcp_server.ensure_token(rt.settings)
+    assert len(first) >= 40 and mcp_server.ensure_token(rt.settings) == first
+    mode = stat.S_IMODE(mcp_server.token_path(rt.settings).stat().st_mode)
     assert mode == 0o600
 
 
@@ -225,13 +225,36 @@ def test_print_config_for_each_client(cli, hermes_home, config_file):
 
 def test_binding_beyond_loopback_warns(cli, monkeypatch):
     served = []
-    monkeypatch.setattr(mcp_server, "serve_http",
-                        lambda server, token, *, host, port: served.append((host, port)))
+
+    def serve(server, token, *, host, sock):
+        served.append((host, sock.getsockname()[1]))
+        sock.close()
+
+    monkeypatch.setattr(mcp_server, "serve_http", serve)
     quiet = cli("mcp", "--http", "--port", "9999")
     assert served == [("127.0.0.1", 9999)] and "Warning" not in quiet.stderr
     loud = cli("mcp", "--http", "--host", "0.0.0.0")
-    assert served[-1] == ("0.0.0.0", 8765)
+    assert served[-1] == ("0.0.0.0", mcp_server.DEFAULT_PORT)
     assert loud.stderr.startswith("Warning: binding 0.0.0.0")
+
+
+def test_http_has_its_own_port_and_a_taken_one_is_one_line(cli, monkeypatch):
+    import socket
+
+    from hermes.config import WebConfig
+
+    assert WebConfig().port != mcp_server.DEFAULT_PORT     # `hermes run` serves the panel there
+    monkeypatch.setattr(mcp_server, "serve_http", lambda *a, **k: pytest.fail("served"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("mcp", "--http", "--port", str(port))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == (f"Error: hermes mcp cannot listen on 127.0.0.1:{port} (Address "
+                             "already in use); another program uses it (`hermes run` serves "
+                             "the web panel on web.port, 8765 by default): choose another with "
+                             "--port.\n")
 
 
 def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
@@ -240,7 +263,7 @@ def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
 
     code = ("import sys; from hermes.cli import app; from hermes.config import load_settings; "
             "from hermes.runtime import Runtime; from hermes.frontends import mcp_server; "
-            "mcp_server.build_server(Runtime(load_settings()), 'owner', write=True); "
+            "mcp_server.build_server(Runtime(load_settings()).memory, 'owner', write=True); "
             "print(sorted(m for m in ('litellm', 'discord', 'openai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ}, check=True).stdout
@@ -250,7 +273,7 @@ def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):
 async def test_oversized_arguments_and_an_unexpected_prompt_argument_are_one_line(rt, seeded):
     """Issue 30: no limit on MCP arguments; the prompt with an argument it does not take
     answered 'Internal server error'."""
-    server = mcp_server.build_server(rt, "alice", write=True)
+    server = mcp_server.build_server(rt.memory, "alice", write=True)
     async with client(server) as alice:
         big = "x" * (mcp_server.MAX_ARGUMENT_CHARS + 1)
         result = await alice.call_tool("facts_search", {"query": big})

@@ -28,14 +28,14 @@ def test_a_fact_has_one_shape_for_the_model_and_for_mcp(rt):
                     entities=["Postgres", "NAS"], tags=["backups"])
     ops.add(ALICE, "Alice owns a cat", category="person")
     chat = tool(rt, "alice", "facts", action="search", query="postgres backups")
-    mcp = MemoryTools(rt, "alice").facts_search("postgres backups")
+    mcp = MemoryTools(rt.memory, "alice").facts_search("postgres backups")
     assert chat == mcp == {"facts": [fact_json(added.fact)]}
     assert mcp["facts"][0] == {"id": added.id, "content": added.fact.content, "trust": 0.5,
                                "category": "general", "entities": ["Postgres", "NAS"],
                                "tags": ["backups"]}
     # probe and reason, written by either surface, give the same records too
     assert (tool(rt, "alice", "facts", action="probe", entity="NAS")
-            == MemoryTools(rt, "alice").facts_probe("NAS"))
+            == MemoryTools(rt.memory, "alice").facts_probe("NAS"))
     forgotten = tool(rt, "alice", "facts", action="forget", id=added.id)
     assert forgotten == {"status": "forgotten", "id": added.id}
 
@@ -46,7 +46,7 @@ def test_sessions_have_one_shape_and_the_model_reads_them_clipped(rt):
     long = "the deploy failed because of the nginx config " * 20
     store.append("alice", chat.id, "user", long)
     model = tool(rt, "alice", "session_search", action="show", session_id=chat.id)
-    mcp = MemoryTools(rt, "alice").sessions_show(chat.id)
+    mcp = MemoryTools(rt.memory, "alice").sessions_show(chat.id)
     assert model.keys() == mcp.keys()
     assert model["session"].keys() == mcp["session"].keys()
     (said,) = mcp["messages"]
@@ -63,7 +63,7 @@ def test_an_identity_is_never_shown_as_a_speaker(rt):
     chat = store.create("alice", "terminal")
     store.append("alice", chat.id, "user", "hello", speaker="terminal:root")
     store.append("alice", chat.id, "user", "hi", speaker="Alice")
-    shown = MemoryTools(rt, "alice").sessions_show(chat.id)["messages"]
+    shown = MemoryTools(rt.memory, "alice").sessions_show(chat.id)["messages"]
     assert "speaker" not in shown[0] and shown[1]["speaker"] == "Alice"
 
 

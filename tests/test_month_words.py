@@ -1,27 +1,27 @@
 """Month names that are also words or names ("a march", "April called", "an august house",
-"June's car"): a month only as a date, for the spans a query names (rerank.time_spans) and for
+"June's car"): a month only as a date, for the spans a query names (dates.time_spans) and for
 the messages that name a time (timewords.names_a_time), as "may" already was."""
 
 from datetime import UTC, datetime
 
 import pytest
 
-from hermes.memory.sessions import rerank
 from hermes.memory.sessions.store import SessionStore
 from hermes.memory.sessions.timewords import names_a_time
+from hermes.memory.words import dates
 from tests.histories import say
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def months(text):
-    return sorted({(s.start.year, s.start.month) for s in rerank.time_spans(text, NOW)})
+    return sorted({(s.start.year, s.start.month) for s in dates.time_spans(text, NOW)})
 
 
 def test_a_month_that_is_also_a_word_is_a_month_only_as_a_date():
     for words in ("a march for peace", "April called", "an august house", "June's car",
                   "they march on", "may I ask"):
-        assert rerank.time_spans(words, NOW) == [], words
+        assert dates.time_spans(words, NOW) == [], words
     assert (2025, 3) in months("what did we cook in March")
     assert (2025, 8) in months("the trip last August")
     assert months("March 2023") == [(2023, 3)]

@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 
 from hermes import plugins
-from hermes.agent import tool_registry
 from hermes.agent.turn import Agent
 from hermes.assembly import cron_store
 from hermes.clock import FakeClock, SystemClock
 from hermes.config import load_settings
 from hermes.errors import HermesError
-from hermes.frontends import base
 from hermes.memory.sessions.store import SessionStore
 from hermes.runtime import Runtime
 from tests.test_daemon import REPO, Process
@@ -40,11 +38,9 @@ def write_dist_info(site: Path, name: str = "postbox",
 
 
 def forget_loaded_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Loaded once per process: start this test from nothing (restored after it).
-    monkeypatch.setattr(plugins, "_manager", None)
-    monkeypatch.setattr(tool_registry, "_default", None)
-    monkeypatch.setattr(base, "_registered", None)
-    monkeypatch.setattr(plugins, "_embedding_models", None)
+    # One registry a process, loaded when first asked: start this test from nothing (the
+    # process's registry is restored after it).
+    monkeypatch.setattr(plugins, "_loaded", None)
 
 
 @pytest.fixture
@@ -56,16 +52,16 @@ def installed_plugin(tmp_path, monkeypatch) -> Path:
 
 
 def test_the_entry_point_loads_the_plugin_beside_the_default_ones(installed_plugin):
-    assert "postbox" in plugins.plugin_names()
-    assert "hermes.agent.builtin_tools" in plugins.plugin_names()
+    assert "postbox" in plugins.loaded().names()
+    assert "hermes.agent.builtin_tools" in plugins.loaded().names()
 
 
 def test_without_the_entry_point_there_is_no_plugin(monkeypatch):
     forget_loaded_plugins(monkeypatch)
-    assert "postbox" not in plugins.plugin_names()
-    assert tool_registry.default_registry().get("count_words") is None
+    assert "postbox" not in plugins.loaded().names()
+    assert plugins.loaded().tools.get("count_words") is None
     # Only Hermes's own front-ends, registered by its default plugin the same way.
-    assert list(base.registered_frontends()) == ["discord", "terminal", "web", "cron"]
+    assert list(plugins.loaded().frontends.entries) == ["discord", "terminal", "web", "cron"]
 
 
 async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
@@ -88,14 +84,14 @@ async def test_the_scripted_model_calls_the_plugin_tool_through_the_turn_engine(
 
 
 def test_a_registered_front_end_is_a_cron_delivery_target(installed_plugin, rt):
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.add("digest", "owner", "every 30m", "Summarise my day", "postbox:inbox")
     assert [job.deliver for job in store.list_jobs()] == ["postbox:inbox"]
 
 
 def test_an_unknown_prefix_is_still_refused(installed_plugin, rt):
     with pytest.raises(HermesError, match="deliver 'mailbox:inbox'"):
-        cron_store(rt).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
+        cron_store(rt.memory).add("digest", "owner", "every 30m", "Hi", "mailbox:inbox")
 
 
 def test_each_front_end_judges_its_own_delivery_targets(installed_plugin, cli):
@@ -120,7 +116,7 @@ def test_the_plugin_command_runs_and_the_built_ins_load_no_plugin(installed_plug
     assert cli("postbox-hello").stdout.strip() == "hello from the postbox plugin"
     forget_loaded_plugins(monkeypatch)
     cli("memory", "show")
-    assert plugins._manager is None
+    assert plugins._loaded is None
 
 
 def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
@@ -130,7 +126,7 @@ def test_hermes_run_starts_delivers_to_and_stops_the_plugin_front_end(
     installed_plugin = broken_plugins
     settings = load_settings()
     past = Runtime(settings, clock=FakeClock(SystemClock().now() - timedelta(minutes=35)))
-    cron_store(past).add("digest", "owner", "every 30m", "Count one two three",
+    cron_store(past.memory).add("digest", "owner", "every 30m", "Count one two three",
                                      "postbox:inbox")   # fired 5 minutes ago: caught up at start
     past.close()
     env = {k: v for k, v in os.environ.items()
@@ -249,16 +245,16 @@ def test_a_plugin_that_does_not_import_or_raises_is_named_and_the_rest_works(bro
 
 def test_a_hook_that_raises_registers_nothing_and_the_others_register(broken_plugins):
     # Tools: the built-ins and postbox's, nothing of the hook that raised after registering.
-    assert tool_registry.default_registry().names() == (
+    loaded = plugins.loaded()
+    assert loaded.tools.names() == (
         "memory", "facts", "fact_feedback", "session_search", "count_words")
-    assert list(base.registered_frontends()) == ["discord", "terminal", "web", "cron",
-                                                 "postbox"]
-    assert list(plugins.embedding_models()) == ["e5", "minilm", "toy"]
-    assert [(f.name, f.stage) for f in plugins.failures()] == [
+    assert list(loaded.frontends.entries) == ["discord", "terminal", "web", "cron", "postbox"]
+    assert list(loaded.embedding_models) == ["e5", "minilm", "toy"]
+    assert [(f.name, f.stage) for f in loaded.failures] == [
         ("broken", "load"), ("faulty", "register_tools"), ("faulty", "register_frontends"),
         ("faulty", "register_embedding_models")]
-    assert plugins.failures()[-1].error == ("HermesError: register_embedding_models: a model is "
-                                            "already named 'e5'")
+    assert loaded.failures[-1].error == ("HermesError: register_embedding_models: a model is "
+                                         "already named 'e5'")
 
 
 def test_hermes_plugins_lists_the_failed_plugins(broken_plugins, cli):
@@ -340,7 +336,7 @@ async def test_a_plugin_tool_that_opts_in_is_offered_to_mcp_clients(installed_pl
 
     from hermes.frontends import mcp_server
 
-    async with Client(mcp_server.build_server(rt, "alice")) as client:
+    async with Client(mcp_server.build_server(rt.memory, "alice")) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert "facts" not in listed and "session_search" not in listed
         counted = listed["count_words"]
@@ -352,3 +348,46 @@ async def test_a_plugin_tool_that_opts_in_is_offered_to_mcp_clients(installed_pl
         assert json.loads(result.content[0].text) == {"words": 3, "user": "alice"}
         missing = await client.call_tool("count_words", {})
         assert missing.is_error
+        # the sessions' sources a client may ask for: the built-in ones and the plugin's
+        source = listed["sessions_list"].input_schema["properties"]["source"]
+        assert source["anyOf"][0]["enum"] == ["discord", "terminal", "cron", "import", "web",
+                                              "postbox"]
+
+
+def test_a_plugin_front_end_has_its_own_config_section(installed_plugin, cli, config_file):
+    """`postbox:` in config.yaml is the plugin's section (register(..., config=Model)),
+    validated like a built-in one: defaults without it, one line for a wrong key. Its
+    identities are plumbing, as Hermes's are."""
+    from hermes.memory.sessions.records import speaker_name
+
+    assert load_settings().section("postbox").file == "postbox.txt"
+    config_file.write_text("postbox:\n  file: letters.txt\n", encoding="utf-8")
+    assert load_settings().section("postbox").file == "letters.txt"
+    config_file.write_text("postbox:\n  folder: letters\n", encoding="utf-8")
+    wrong = cli("memory", "show")
+    assert wrong.exit_code == 2
+    assert wrong.stderr == f"Error: {config_file}: postbox.folder: unknown key\n"
+    assert speaker_name("postbox:ana") is None and speaker_name("Ana") == "Ana"
+
+
+def test_without_the_plugin_its_config_section_is_an_unknown_key(monkeypatch, cli, config_file):
+    forget_loaded_plugins(monkeypatch)
+    config_file.write_text("postbox:\n  file: letters.txt\n", encoding="utf-8")
+    gone = cli("memory", "show")
+    assert gone.exit_code == 2
+    assert gone.stderr == f"Error: {config_file}: postbox: unknown key\n"
+
+
+def test_a_tool_written_once_is_the_models_an_mcp_clients_and_the_command_lines(
+        installed_plugin, cli):
+    """`hermes tools call` runs a registered tool as the model does (the same ToolBox): the
+    plugin's count_words, offered to the model and to MCP clients above, here too."""
+    listed = cli("tools", "list").stdout
+    assert "count_words (mcp too): Count the words of text." in listed
+    assert "facts: Long-term fact store." in listed
+    result = cli("tools", "call", "count_words", '{"text": "one two"}', "--user", "alice")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"words": 2, "user": "alice"}
+    refused = cli("tools", "call", "count_words", "{not json")
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: count_words: ")
+    unknown = cli("tools", "call", "teleport")
+    assert unknown.exit_code == 1 and "Unknown tool 'teleport'" in unknown.stderr

@@ -155,7 +155,7 @@ async def test_a_fact_forgotten_mid_session_is_announced(agent, rt, fake_model):
 async def test_the_fast_lane_mid_session_reaches_the_same_turn(agent, rt, fake_model):
     from hermes.learn.fastlane import FastLane
 
-    agent.before_reply.append(FastLane(rt, agent.facts))
+    agent.before_reply.append(FastLane(rt.memory, agent.facts))
     session_id = new_session(rt)
     fake_model.reply("hi").reply("Noted.")
     await agent.turn("owner", session_id, "hello").run()

@@ -15,7 +15,7 @@ from hermes.agent import prompt as prompt_module  # noqa: E402
 from hermes.agent.conversation import Conversation  # noqa: E402
 from hermes.agent.prompt import PromptBuilder  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
-from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
 from hermes.memory.facts import query_ahead  # noqa: E402
 from hermes.memory.facts import search as fact_search  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402

@@ -7,6 +7,7 @@ import pytest
 from hermes.errors import QueryError
 from hermes.memory.sessions import rerank
 from hermes.memory.sessions.store import SessionStore
+from hermes.memory.words import dates
 
 
 @pytest.fixture
@@ -169,7 +170,7 @@ def test_time_spans_read_dates_and_leave_the_verb_may_alone():
 
     def spans(text):
         return [(s.start.date().isoformat(), s.end.date().isoformat())
-                for s in rerank.time_spans(text, now)]
+                for s in dates.time_spans(text, now)]
 
     assert spans("what happened on October 13, 2023?") == [("2023-10-13", "2023-10-14")]
     assert spans("what happened on 8 May, 2023?") == [("2023-05-08", "2023-05-09")]
@@ -189,7 +190,7 @@ def test_a_date_beyond_the_calendar_is_words_not_an_error(store, clock):
     for query in ("what did we cook in January 0000", "cooked in December 9999",
                   "we cooked on December 30, 9999", "cooked on 31 December 9999"):
         assert contents(store.search_messages("owner", query)), query
-    assert rerank.time_spans("in December 9998")[0].end.year == 9999  # the last one read
+    assert dates.time_spans("in December 9998")[0].end.year == 9999  # the last one read
 
 
 def test_title_or_summary_alone_brings_the_session(store, clock, db):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.agent import feedback
 from hermes.errors import NotFound
 from hermes.memory.facts.ratings import ReplyRatings
 from hermes.memory.facts.records import writes_from
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.sessions.refs import MessageRefs
 
 
@@ -31,9 +31,10 @@ def test_withdrawing_a_rating_goes_through_the_fact_stores_rating(rt):
     with rt.db.conn:
         rt.db.execute("UPDATE facts SET trust = 0.98 WHERE id = ?", [high])
     with writes_from("discord"):
-        up = feedback.set_reply_rating(rt, "owner", reply, "discord:7", True)
+        ops, owner = MemoryOperations(rt.memory), Scope("owner")
+        up = ops.set_reply_rating(owner, reply, "discord:7", True)
         assert [(r.id, r.new_trust) for r in up] == [(high, 1.0), (mid, 0.55)]   # clamped
-        down = feedback.set_reply_rating(rt, "owner", reply, "discord:7", None)
+        down = ops.set_reply_rating(owner, reply, "discord:7", None)
     assert [(r.id, r.old_trust, r.new_trust) for r in down] == [(high, 1.0, 0.98),
                                                                 (mid, 0.55, 0.5)]
     for fact_id, trust in ((high, 0.98), (mid, 0.5)):
@@ -49,9 +50,9 @@ def test_withdrawing_a_rating_goes_through_the_fact_stores_rating(rt):
 def test_a_rating_of_another_users_reply_reaches_nothing(rt):
     facts, reply, (fact_id,) = reply_with_facts(rt, "owner", "Kim plays the oboe")
     with pytest.raises(NotFound, match="No message"):
-        feedback.set_reply_rating(rt, "bob", reply, "discord:7", False)
-    assert feedback.shown_fact_ids(rt, "bob", reply) == []
-    assert feedback.reply_rating(rt, "bob", reply, "discord:7") is None
+        MemoryOperations(rt.memory).set_reply_rating(Scope("bob"), reply, "discord:7", False)
+    assert MemoryOperations(rt.memory).shown_facts(Scope("bob"), reply) == []
+    assert MemoryOperations(rt.memory).reply_rating(Scope("bob"), reply, "discord:7") is None
     assert facts.get("owner", fact_id).trust == 0.5
 
 

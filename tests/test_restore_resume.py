@@ -15,9 +15,8 @@ import pytest
 
 from hermes.clock import FakeClock
 from hermes.config import Settings
-from hermes.memory import restore
 from hermes.memory.basic import BasicMemory
-from hermes.memory.transfer import export_user, import_user
+from hermes.memory.transfer import export_user, import_user, restore
 from hermes.runtime import Runtime
 from tests.test_transfer_scope import seed
 
@@ -117,7 +116,7 @@ def test_a_crashed_import_resumes(cli, tmp_path, dump):
     stop = next(n for n, line in enumerate(lines_of(dump), 1) if "message 0 about" in line) + 3
     script = (
         "import os, sys\n"
-        "from hermes.memory import restore\n"
+        "from hermes.memory.transfer import restore\n"
         "restore.BATCH_ROWS = 5\n"
         "real = restore._restore_line\n"
         "def dies(state, number, *args):\n"

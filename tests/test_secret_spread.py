@@ -87,7 +87,7 @@ def places(rt, fake_model, secret: str) -> dict[str, int]:
 
 
 async def plant_everything(rt, agent, fake_model, planted=SECRETS) -> None:
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     worker.attach(agent)
     sessions = rt.memory.sessions
     echoing_model(fake_model)
@@ -98,11 +98,11 @@ async def plant_everything(rt, agent, fake_model, planted=SECRETS) -> None:
         await worker.drain()
         sessions.close("owner", session.id)
         # half through the model summariser, half through the no-model summary
-        await summarize_session(rt, agent.background_llm if index % 2 else None, "owner",
+        await summarize_session(rt.memory, agent.background_llm if index % 2 else None, "owner",
                                 session.id)
-    plain = await context_file.refresh(rt, "owner", None)
+    plain = await context_file.refresh(rt.memory, "owner", None)
     leaked_before = [s for _, s in planted if s in plain]
-    written = await context_file.refresh(rt, "owner", agent.background_llm)
+    written = await context_file.refresh(rt.memory, "owner", agent.background_llm)
     assert plain and written and leaked_before == []
 
 

@@ -1,4 +1,4 @@
-"""The secret detector and redaction (hermes.memory.secrets) on a corpus of true and false
+"""The secret detector and redaction (hermes.safety.secrets) on a corpus of true and false
 positives (tests/data/secrets_corpus.tsv), and redaction where a message is recorded."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.memory.secrets import (
+from hermes.safety.secrets import (
     RedactingFilter,
     find_secrets,
     luhn_ok,
@@ -161,7 +161,7 @@ def test_the_fast_screen_says_what_the_screen_pattern_says():
     a text it wrongly screened out would keep its secret."""
     import random
 
-    from hermes.memory import secrets
+    from hermes.safety import secrets
 
     rng = random.Random(13)
     pieces = ["pass", "PWD", "Key", "toKen", "secret", "Bearer", "sk-", "SK_", "rk_", "hf_",

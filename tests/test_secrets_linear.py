@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from hermes.memory import secrets
-from hermes.memory.secrets import find_secrets, redact_text
+from hermes.safety import secrets
+from hermes.safety.secrets import find_secrets, redact_text
 
 
 def test_every_detect_secrets_pattern_was_reviewed_for_linear_time():

@@ -264,7 +264,7 @@ def test_the_fact_search_runs_once_and_only_in_the_any_word_round(db, clock):
 def test_a_hits_strength_is_its_cosine_on_the_models_ramp_times_its_trust(db, clock):
     from dataclasses import dataclass
 
-    from hermes.memory.embeddings import MINILM
+    from hermes.memory.embeddings.embedders import MINILM
 
     facts, store = stores(db, clock, False)
     ids = home(store, clock)

@@ -4,8 +4,9 @@ names a time lifts the conversations held then, by words only and with the model
 import pytest
 
 from hermes.memory.sessions import session_rank
-from hermes.memory.sessions.rerank import RankedMessage, time_spans
+from hermes.memory.sessions.rerank import RankedMessage
 from hermes.memory.sessions.store import SessionStore
+from hermes.memory.words.dates import time_spans
 
 
 def home(store, clock):

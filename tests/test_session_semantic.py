@@ -133,7 +133,7 @@ def test_windows_follow_sessions_not_arrival_and_grow_with_new_turns(store, cloc
         expected = float(vectors.sum(axis=0) @ q / np.linalg.norm(vectors.sum(axis=0)))
         return float(sims.of([mid])[1][0]), expected
 
-    # Vectors are held as int8 rows (hermes.memory.vector_matrix): a 5-dimension toy row's
+    # Vectors are held as int8 rows (hermes.memory.vectors.matrix): a 5-dimension toy row's
     # small components lose up to half a step (1/254 of the largest), hence 1e-2, not 1e-3.
     for mid, texts in ((a1, ("rain", "a car")), (b1, ("my dog",)), (a2, ("rain", "a car"))):
         got, expected = window_of(mid, *texts)
@@ -244,7 +244,7 @@ def test_search_reads_the_lengths_of_the_users_own_messages_only(store, clock, d
 
 def test_a_message_sharing_no_word_needs_the_models_floor_of_meaning(store, clock, db,
                                                                        monkeypatch):
-    from hermes.memory import embeddings
+    from hermes.memory.embeddings import embedders as embeddings
 
     (car,) = say(store, clock, "owner", "my car is blue")
     (rain,) = say(store, clock, "owner", "rain all day")

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from hermes.memory.basic import BasicMemory
 from hermes.memory.sessions.store import SessionStore
-from hermes.memory.transfer import import_sessions
+from hermes.memory.sessions.transcripts import import_sessions
 from hermes.runtime import Runtime
 from hermes.store.db import connect
 
@@ -203,7 +203,7 @@ def test_backup_is_consistent_while_another_connection_writes(rt, tmp_path):
             pass
         for i in range(3):
             target = tmp_path / f"backup-{i}.db"
-            from hermes.memory.transfer import backup
+            from hermes.store.maintenance import backup
 
             backup(rt.db, target)
             targets.append(target)

@@ -10,7 +10,7 @@ def test_redacting_loads_detect_secrets_without_running_requests():
     # running it was most of the cost of the first redaction in every `hermes ask`.
     code = textwrap.dedent("""
         import sys
-        from hermes.memory.secrets import redact_text
+        from hermes.safety.secrets import redact_text
         print(redact_text("the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789 and "
                           "AKIAIOSFODNN7EXAMPLE"))
         print("urllib3" in sys.modules, "requests.sessions" in sys.modules)

@@ -1,4 +1,4 @@
-"""The date words are English only (hermes.memory.sessions.timewords, rerank.time_spans, the
+"""The date words are English only (hermes.memory.sessions.timewords, words.dates.time_spans, the
 facts' time spans): a question in another language ranks exactly as it would with no temporal
 part at all, by session search and by the fact store; a short month form alone ("Jan", "mar")
 is a name or a word, not a month."""
@@ -13,8 +13,9 @@ from hermes.config import FactsConfig
 from hermes.memory.facts import vectors as fact_vectors
 from hermes.memory.facts.store import FactStore
 from hermes.memory.facts.vectors import FactVectors
-from hermes.memory.sessions import rerank, search
+from hermes.memory.sessions import search
 from hermes.memory.sessions.store import SessionStore
+from hermes.memory.words import dates
 from tests.test_fact_vectors import ToyEmbedder
 
 QUESTIONS = [
@@ -27,7 +28,7 @@ QUESTIONS = [
 
 
 def without_the_temporal_part(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rerank, "time_spans", lambda *a, **k: [])
+    monkeypatch.setattr(dates, "time_spans", lambda *a, **k: [])
     monkeypatch.setattr(fact_vectors, "time_spans", lambda *a, **k: [])
     monkeypatch.setattr(search, "asks_when", lambda text: False)
 
@@ -35,12 +36,12 @@ def without_the_temporal_part(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_short_month_forms_need_their_year_or_in_before_them() -> None:
     now = datetime(2026, 11, 29, tzinfo=UTC)
     for text in ("¿Qué dijimos del mar?", "Did Jan call?", "Was hat Jan gesagt?", "dec"):
-        assert rerank.time_spans(text, now) == [], text
+        assert dates.time_spans(text, now) == [], text
     for text, start in (("a trip in Mar 2023", "2023-03-01"), ("dec 2024", "2024-12-01"),
                         ("on Jan 5, 2024", "2024-01-05"), ("since Jan, 2025", "2025-01-01")):
-        assert [s.start.date().isoformat() for s in rerank.time_spans(text, now)] == [start]
-    assert len(rerank.time_spans("back in Jan", now)) > 1  # every year: still a month
-    assert len(rerank.time_spans("in March", now)) > 1
+        assert [s.start.date().isoformat() for s in dates.time_spans(text, now)] == [start]
+    assert len(dates.time_spans("back in Jan", now)) > 1  # every year: still a month
+    assert len(dates.time_spans("in March", now)) > 1
 
 
 def session_ranking(store: SessionStore, question: str) -> list[tuple[int, float]]:

@@ -12,10 +12,10 @@ import sqlite3
 
 import pytest
 
-from hermes.agent.feedback import set_reply_rating
 from hermes.clock import FakeClock
 from hermes.config import load_settings
 from hermes.memory.basic import BasicMemory
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.transfer import (
     EXPORT_END,
     EXPORTED_TABLES,
@@ -53,7 +53,7 @@ def seed(rt: Runtime, user: str) -> None:
                    [reply.id, session.id])
         db.execute("UPDATE facts SET source_session_id = ?, source_message_ids = ? WHERE id = ?",
                    [session.id, json.dumps([reply.id - 1]), fact_id])
-    set_reply_rating(rt, user, reply.id, "discord:42", False)
+    MemoryOperations(rt.memory).set_reply_rating(Scope(user), reply.id, "discord:42", False)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ np = pytest.importorskip("numpy")
 
 from hermes.agent.turn import Agent  # noqa: E402
 from hermes.config import load_settings  # noqa: E402
-from hermes.memory import embeddings  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.runtime import Runtime  # noqa: E402
 from tests.test_fact_vectors import ToyEmbedder  # noqa: E402

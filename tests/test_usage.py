@@ -224,11 +224,13 @@ async def test_a_compression_summary_is_sent_without_marks(provider, clock, monk
     rt = Runtime(load_settings(), clock=clock)
     agent = Agent(rt.memory)
     session = rt.memory.sessions.create("owner", "terminal")
-    # over the budget from the second turn on; the fifth is the first with older turns to fold
+    # over the budget from the second turn on; the third is the first with an older turn to
+    # fold (fewer than keep_recent messages over budget: fewer are kept), and each turn after
+    # it is over again
     results = [await agent.turn("owner", session.id, f"hello {n} " + "and more " * 60).run()
                for n in range(5)]
     assert all(r.error is None for r in results), results
-    assert [r.compressed for r in results] == [False] * 4 + [True]
+    assert [r.compressed for r in results] == [False, False, True, True, True]
     summary = [b for b in provider if not b.get("stream")]
     assert summary and all("Condense" in str(b["system"]) for b in summary)
     assert _marks(summary) == 0
@@ -264,7 +266,7 @@ async def test_extraction_is_counted_for_its_user(fake_model, rt):
     fake_model.reply(json.dumps([{"action": "create", "content": "The user lives in Lisbon.",
                                   "type": "semantic", "category": "general", "entities": [],
                                   "tags": []}]))
-    worker = ExtractionWorker(rt)
+    worker = ExtractionWorker(rt.memory)
     run = await worker.run_session("owner", session.id)
     await worker.drain()
     assert run.status == "done"

@@ -1,4 +1,4 @@
-"""The coarse index over a long history (hermes.memory.vector_cells): clustered by the
+"""The coarse index over a long history (hermes.memory.vectors.cells): clustered by the
 background vector pass, scanned cell by cell by a search, scoped by user, and true to edits.
 Thresholds are shrunk so that a few toy messages make a "long" history."""
 
@@ -9,12 +9,12 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from hermes.config import FactsConfig  # noqa: E402
-from hermes.memory import vector_cells  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors  # noqa: E402
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.memory.vectors import cells as vector_cells  # noqa: E402
 from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
 
 TOPICS = ["my automobile", "the car again", "a puppy", "my dog", "rain all day",
@@ -123,7 +123,7 @@ def test_fact_cells_find_by_meaning_and_stay_in_their_users_facts(db, clock):
 
 
 def test_appending_rows_keeps_every_older_view_and_the_cell_index_rebuilds_past_its_tail():
-    from hermes.memory.vector_matrix import Int8Rows
+    from hermes.memory.vectors.matrix import Int8Rows
 
     rng = np.random.default_rng(0)
     unit = rng.standard_normal((40, 8)).astype(np.float32)
@@ -256,7 +256,7 @@ def test_without_simsimd_the_scan_multiplies_in_numpy_with_the_same_result(
     with_simsimd = found()
     monkeypatch.setitem(sys.modules, "simsimd", None)  # `import simsimd` raises ImportError
     monkeypatch.setattr(vector_cells, "_SIMSIMD", [])
-    with caplog.at_level("WARNING", logger="hermes.memory.vector_cells"):
+    with caplog.at_level("WARNING", logger="hermes.memory.vectors.cells"):
         without = found()
     for (m1, w1, c1), (m2, w2, c2) in zip(with_simsimd, without, strict=True):
         assert m1 == m2 and w1 == w2 and np.array_equal(c1, c2)

@@ -1,5 +1,5 @@
 """Vectors that stay true: an edited, redacted or deleted message loses its vector, and every
-process that holds vectors in memory sees each change (hermes.memory.vector_matrix, migration
+process that holds vectors in memory sees each change (hermes.memory.vectors.matrix, migration
 m022), whoever made it. The model is the toy embedder of tests/test_embeddings.py."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from hermes.config import FactsConfig  # noqa: E402
-from hermes.memory import vector_matrix  # noqa: E402
 from hermes.memory.facts.store import FactStore  # noqa: E402
 from hermes.memory.facts.vectors import FactVectors  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.memory.vectors import matrix as vector_matrix  # noqa: E402
 from hermes.store.db import write_transaction  # noqa: E402
 from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""A long history's vectors kept under <home>/cache/vectors (hermes.memory.vector_file): saved
+"""A long history's vectors kept under <home>/cache/vectors (hermes.memory.vectors.file): saved
 once the session windows are built, mapped by the next process instead of read out of SQLite,
 kept true by the change log, never served to another user, rebuilt when damaged, stale or of
 another model, and a full disk leaves the in-memory path. Thresholds are shrunk so that a few
@@ -19,12 +19,13 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from hermes.memory import vector_cells, vector_file  # noqa: E402
 from hermes.memory.sessions import semantic  # noqa: E402
 from hermes.memory.sessions import vectors as message_vectors  # noqa: E402
 from hermes.memory.sessions.store import SessionStore  # noqa: E402
 from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
-from hermes.memory.vector_matrix import prune_changes  # noqa: E402
+from hermes.memory.vectors import cells as vector_cells  # noqa: E402
+from hermes.memory.vectors import file as vector_file  # noqa: E402
+from hermes.memory.vectors.matrix import prune_changes  # noqa: E402
 from hermes.store.db import connect  # noqa: E402
 from tests.test_embeddings import ToyEmbedder, say  # noqa: E402
 
@@ -229,7 +230,7 @@ def two_users_files(store, cache):
 
 
 def test_redacting_a_users_messages_discards_their_file_only(store, rt, cache):
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
     owners, bobs = two_users_files(store, cache)
@@ -309,7 +310,7 @@ def test_a_write_killed_midway_leaves_no_file_behind_for_long(store, rt, cache):
 
 
 def test_redacting_removes_a_killed_writes_copy_too(store, rt, cache):
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     say(store, store.clock, "owner", "deploy with glpat-xY7zK2mN9pQ4rS6tU8vW please")
     history(store)

@@ -15,7 +15,7 @@ from tests.web_client import Panel
 
 @pytest.fixture
 async def panel(rt):
-    p = await Panel(WebContext(rt)).login()
+    p = await Panel(WebContext(rt.memory)).login()
     yield p
     await p.close()
 
@@ -27,7 +27,7 @@ def facts(rt):
 
 # --------------------------------------------------------------------------- who gets in
 async def test_pages_need_a_login_and_a_valid_token(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         response = await p.get("/facts")
         assert response.status_code == 303 and response.headers["location"] == "/login"
@@ -44,7 +44,7 @@ async def test_pages_need_a_login_and_a_valid_token(rt):
 
 
 async def test_only_a_hash_of_the_token_is_kept(rt):
-    ctx = WebContext(rt)
+    ctx = WebContext(rt.memory)
     token = ctx.tokens.create("owner")
     stored = ctx.tokens.path.read_text()
     assert token not in stored and ctx.tokens.user_for(token) == "owner"
@@ -52,7 +52,7 @@ async def test_only_a_hash_of_the_token_is_kept(rt):
 
 
 async def test_a_pasted_token_logs_in_and_logout_ends_the_session(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         token = p.ctx.tokens.create("owner")
         form = await p.get("/login")
@@ -75,7 +75,7 @@ def _session_cookie(response) -> bool:
 async def test_the_login_form_needs_its_own_csrf_token(rt):
     """Login CSRF: a page of another site must not log this browser in with a token of its
     author's (bob's), so that what its owner then types becomes bob's memory."""
-    p, other = Panel(WebContext(rt)), None
+    p, other = Panel(WebContext(rt.memory)), None
     try:
         bob = p.ctx.tokens.create("bob")
         form = await p.get("/login")
@@ -109,7 +109,7 @@ async def test_the_login_form_needs_its_own_csrf_token(rt):
 
 
 async def test_a_login_link_opened_from_another_site_is_refused(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         token = p.ctx.tokens.create("bob")
         for site in ("cross-site", "same-site"):  # same-site: another port of this host
@@ -125,9 +125,9 @@ async def test_a_login_link_opened_from_another_site_is_refused(rt):
 
 
 async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, clock):
-    first = await Panel(WebContext(rt)).login()
+    first = await Panel(WebContext(rt.memory)).login()
     token = first.ctx.tokens.create("owner")
-    restarted = Panel(WebContext(rt))                  # the daemon again, on the same home
+    restarted = Panel(WebContext(rt.memory))                  # the daemon again, on the same home
     try:
         restarted.client.cookies = first.client.cookies
         assert (await restarted.get("/chat")).status_code == 200
@@ -147,7 +147,7 @@ async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, cl
 
 
 async def test_a_damaged_sessions_or_tokens_file_is_one_line_not_a_traceback(rt):
-    p = await Panel(WebContext(rt)).login()
+    p = await Panel(WebContext(rt.memory)).login()
     try:
         web = rt.settings.home_path / "web"
         (web / "sessions.json").write_text("{not json", encoding="utf-8")
@@ -161,7 +161,7 @@ async def test_a_damaged_sessions_or_tokens_file_is_one_line_not_a_traceback(rt)
 
 
 async def test_logins_page_lists_and_revokes_only_the_users_own(rt):
-    alice = await Panel(WebContext(rt)).login("alice")
+    alice = await Panel(WebContext(rt.memory)).login("alice")
     owner = await Panel(alice.ctx).login("owner")
     try:
         (alices,) = alice.ctx.tokens.list("alice")
@@ -185,7 +185,7 @@ async def test_logins_page_lists_and_revokes_only_the_users_own(rt):
 
 def test_web_token_list_and_revoke(cli, rt):
     link = cli("web", "token", "--user", "alice", "--days", "1").stdout.strip()
-    ctx = WebContext(rt)
+    ctx = WebContext(rt.memory)
     (listed,) = cli("web", "token", "--list", "--json").json()
     assert listed["user"] == "alice" and listed["expires_at"].startswith("2026-11-30T12:00")
     session = ctx.sessions.start("alice", listed["id"])
@@ -194,7 +194,7 @@ def test_web_token_list_and_revoke(cli, rt):
     revoked = cli("web", "token", "--revoke", listed["id"])
     assert revoked.exit_code == 0 and "1 browser(s) logged out" in revoked.stdout
     assert ctx.tokens.user_for(link.split("token=")[1]) is None
-    assert WebContext(rt).sessions.get(session.id) is None
+    assert WebContext(rt.memory).sessions.get(session.id) is None
     unknown = cli("web", "token", "--revoke", "nope1234")
     assert unknown.exit_code != 0 and "No login token" in unknown.stderr
 
@@ -228,8 +228,8 @@ async def test_another_users_ids_are_404(rt, facts):
     sessions = rt.memory.sessions
     owner_session = sessions.create("owner", "web").id
     message = sessions.append("owner", owner_session, "user", "hello").id
-    cron_store(rt).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
-    alice = await Panel(WebContext(rt)).login("alice")
+    cron_store(rt.memory).add("owner-digest", "owner", "every 1d", "Digest", "terminal")
+    alice = await Panel(WebContext(rt.memory)).login("alice")
     try:
         for url in (f"/facts/{owner_fact}", f"/sessions/{owner_session}",
                     f"/chat?session={owner_session}"):
@@ -246,7 +246,7 @@ async def test_another_users_ids_are_404(rt, facts):
         listing = await alice.get("/facts")
         assert "hallway" not in listing.text
         assert facts.get("owner", owner_fact).active
-        assert cron_store(rt).get("owner-digest").enabled
+        assert cron_store(rt.memory).get("owner-digest").enabled
         assert sessions.get("owner", owner_session).message_count == 1
         assert "owner-digest" not in (await alice.get("/cron")).text
     finally:
@@ -258,7 +258,7 @@ async def test_every_write_redirects_with_a_notice_once_and_a_form_sent_twice_do
     """Post/Redirect/Get: a reload of the page after a write reloads the page; the same form
     sent again (its one-time token) changes nothing."""
     fact_id = facts.add("owner", "Carol mentors Bob on Fridays", entities=["Carol"]).id
-    cron_store(rt).add("digest", "owner", "every 1d", "Summarise my day", "terminal")
+    cron_store(rt.memory).add("digest", "owner", "every 1d", "Summarise my day", "terminal")
     writes = [("/memory/add", {"text": "Runs Debian"}, "/memory", "Added [1]"),
               (f"/facts/{fact_id}/rate", {"rating": "down"}, f"/facts/{fact_id}",
                "Trust 0.50 -&gt; 0.40"),
@@ -482,7 +482,7 @@ async def test_context_file_refresh_now(panel, rt, facts):
 
 
 async def test_cron_pause_resume(panel, rt):
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.add("digest", "owner", "every 1d", "Summarise my day", "terminal")
     page = await panel.post("/cron/digest/pause", follow_redirects=True)
     assert "Paused digest" in page.text and not store.get("digest").enabled
@@ -530,7 +530,7 @@ def test_nothing_is_loaded_from_another_site():
 
 
 async def test_static_files_are_served_without_login(rt):
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         css = await p.get("/static/app.css")
         assert css.status_code == 200 and "text/css" in css.headers["content-type"]
@@ -544,9 +544,9 @@ def test_web_token_prints_a_login_link_for_that_user(cli, rt):
     link = result.stdout.strip()
     assert link.startswith("http://127.0.0.1:8765/login?token=")
     token = link.split("token=", 1)[1]
-    assert WebContext(rt).tokens.user_for(token) == "alice"
+    assert WebContext(rt.memory).tokens.user_for(token) == "alice"
     again = cli("web", "token", "--user", "alice").stdout.strip()
-    assert again != link and WebContext(rt).tokens.user_for(token) == "alice"
+    assert again != link and WebContext(rt.memory).tokens.user_for(token) == "alice"
 
 
 async def test_a_no_js_post_goes_back_only_to_a_page_of_this_site(panel):
@@ -579,8 +579,30 @@ def test_web_open_makes_a_token_for_the_user_and_hands_its_link_to_the_server(cl
     monkeypatch.setattr(web_cli, "_serve", serve)
     assert cli("web", "--open", "--user", "alice").exit_code == 0
     (link,) = served
-    assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
+    assert WebContext(rt.memory).tokens.user_for(link.split("token=", 1)[1]) == "alice"
     assert cli("web").exit_code == 0 and served[1] is None     # no --open: no new token
+
+
+def test_web_open_with_the_daemon_running_opens_its_panel_with_a_new_token(cli, rt,
+                                                                             monkeypatch):
+    import webbrowser
+
+    import hermes.cli.web as web_cli
+    import hermes.local_socket
+
+    opened = []
+    monkeypatch.setattr(hermes.local_socket, "daemon_running", lambda settings: True)
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    monkeypatch.setattr(web_cli, "_serve", lambda *a: pytest.fail("a second panel was started"))
+    result = cli("web", "--open", "--user", "alice")
+    assert result.exit_code == 0, result.stderr
+    (link,) = opened
+    assert link.startswith("http://127.0.0.1:8765/login?token=") and link in result.stderr
+    assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
+    monkeypatch.setenv("HERMES_WEB__ENABLED", "false")
+    off = cli("web", "--open")
+    assert off.exit_code == 1 and off.stderr.startswith("Error: The Hermes daemon on this home "
+                                                        "runs without the web panel")
 
 
 def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
@@ -607,15 +629,38 @@ def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     assert result.exit_code == 1 and result.stdout == ""
     errors = [line for line in result.stderr.splitlines() if "cannot listen" in line]
     assert errors == [f"Error: The web panel cannot listen on 127.0.0.1:{port} (Address already "
-                      "in use); set web.port to a free port (HERMES_WEB__PORT=8766 hermes web)."]
+                      "in use); set web.port to a free port (HERMES_WEB__PORT=8780 hermes web)."]
     assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()
+
+
+async def test_a_fact_shows_its_tombstone_and_settles_a_pending_question(panel, facts, rt):
+    """Issue 31: a forgotten fact's tombstone is on its page; an inference waiting for the
+    user's word is decided there."""
+    gone = facts.add("owner", "The NAS is in the attic").fact
+    await panel.post(f"/facts/{gone.id}/forget")
+    page = await panel.get(f"/facts/{gone.id}")
+    assert "Tombstone" in page.text and "not learned again" in page.text
+    lisbon = facts.add("owner", "The user lives in Lisbon", tags=["fastlane"]).fact
+    question = facts.ask_before_overriding("owner", lisbon.id, "The user lives in Porto")
+    page = await panel.get(f"/facts/{lisbon.id}")
+    assert "Waiting for your word" in page.text and "The user lives in Porto" in page.text
+    settled = await panel.post(f"/facts/{lisbon.id}/settle",
+                               {"question": str(question.id), "decision": "accept"})
+    new_id = int(settled.headers["location"].rsplit("/", 1)[1])
+    assert facts.get("owner", new_id).content == "The user lives in Porto"
+    assert "Waiting for your word" not in (await panel.get(f"/facts/{new_id}")).text
+    bob = facts.add("bob", "Bob lives in Lisbon", tags=["fastlane"]).fact
+    theirs = facts.ask_before_overriding("bob", bob.id, "Bob lives in Porto")
+    refused = await panel.post(f"/facts/{new_id}/settle",
+                               {"question": str(theirs.id), "decision": "accept"})
+    assert refused.status_code == 404 and facts.get("bob", bob.id).active
 
 
 async def test_a_body_over_the_limit_is_refused_before_it_is_read(rt):
     """Issue 30: /login read 128 MiB before its 403; a 16 MiB chat message was stored."""
     from hermes.frontends.web.body_limit import MAX_BODY_BYTES
 
-    p = Panel(WebContext(rt))
+    p = Panel(WebContext(rt.memory))
     try:
         big = {"token": "x" * (MAX_BODY_BYTES + 1), "csrf": "y"}
         refused = await p.client.post("/login", data=big)

@@ -10,12 +10,12 @@ import logging
 import httpx
 import pytest
 
-from hermes.agent import feedback
 from hermes.assembly import build_agent
 from hermes.config import load_settings
 from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.events import EventHub
 from hermes.frontends.web.server import WebFrontend
+from hermes.memory.operations import MemoryOperations, Scope
 from hermes.runtime import Runtime
 from tests.web_client import Panel
 
@@ -40,7 +40,7 @@ def web_rt(fake_model, clock):
 @pytest.fixture
 async def chat(web_rt):
     agent, worker = build_agent(web_rt)
-    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker)).login()
+    panel = await Panel(WebContext(web_rt.memory, agent=agent, worker=worker)).login()
     yield panel
     await panel.close()
     if worker is not None:
@@ -92,7 +92,8 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
                                    headers={"Accept": "application/json",
                                             "X-CSRF-Token": chat.csrf})
     assert rated.json() == {"rating": "down", "changed": 1, "trust": {str(fact_id): 0.4}}
-    assert feedback.reply_rating(web_rt, "owner", done["message_id"], "web:owner") is False
+    ops = MemoryOperations(web_rt.memory)
+    assert ops.reply_rating(Scope("owner"), done["message_id"], "web:owner") is False
     # the same rating again withdraws it, as removing a Discord reaction does
     again = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"},
                             headers={"Accept": "application/json"})
@@ -175,7 +176,7 @@ async def read_event(lines, name: str) -> dict:
 
 async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt, fake_model):
     agent, worker = build_agent(web_rt)
-    frontend = WebFrontend(web_rt, agent, worker=worker, port=0)
+    frontend = WebFrontend(web_rt.memory, agent, worker=worker, port=0)
     assert await frontend.start()
     client = httpx.AsyncClient(base_url=frontend.url, timeout=10)
     try:
@@ -213,11 +214,11 @@ async def test_extraction_commits_reach_the_sidebar_as_server_sent_events(web_rt
 
 
 async def test_a_port_in_use_leaves_the_panel_off_with_one_line(web_rt, caplog):
-    first = WebFrontend(web_rt, None, port=0)
+    first = WebFrontend(web_rt.memory, None, port=0)
     assert await first.start()
     try:
         caplog.set_level(logging.ERROR)
-        second = WebFrontend(web_rt, None, port=first.port)
+        second = WebFrontend(web_rt.memory, None, port=first.port)
         assert await second.start() is False
         assert "cannot listen" in caplog.text and "web.port" in caplog.text
     finally:
@@ -226,11 +227,11 @@ async def test_a_port_in_use_leaves_the_panel_off_with_one_line(web_rt, caplog):
 
 async def test_a_non_loopback_host_warns(web_rt, caplog):
     caplog.set_level(logging.WARNING)
-    frontend = WebFrontend(web_rt, None, host="0.0.0.0", port=0)
+    frontend = WebFrontend(web_rt.memory, None, host="0.0.0.0", port=0)
     assert await frontend.start()
     await frontend.stop()
     assert "not only this machine" in caplog.text
-    quiet = WebFrontend(web_rt, None, port=0)
+    quiet = WebFrontend(web_rt.memory, None, port=0)
     caplog.clear()
     assert await quiet.start()
     await quiet.stop()
@@ -298,11 +299,12 @@ async def test_cron_run_now_runs_the_job_through_the_daemons_runner(web_rt, fake
     from hermes.assembly import cron_runner, cron_store
 
     agent, worker = build_agent(web_rt)
-    runner = cron_runner(web_rt, agent)
-    cron_store(web_rt).add("digest", "owner", "every 1d", "Summarise my day",
+    runner = cron_runner(web_rt.memory, agent)
+    cron_store(web_rt.memory).add("digest", "owner", "every 1d", "Summarise my day",
                                        "file:digests/today.md")
-    cron_store(web_rt).add("alices", "alice", "every 1d", "Hers", "terminal")
-    panel = await Panel(WebContext(web_rt, agent=agent, worker=worker, runner=runner)).login()
+    cron_store(web_rt.memory).add("alices", "alice", "every 1d", "Hers", "terminal")
+    panel = await Panel(WebContext(web_rt.memory, agent=agent, worker=worker,
+                                   runner=runner)).login()
     try:
         fake_model.reply("Digest: a quiet day.")
         page = await panel.post("/cron/digest/run", follow_redirects=True)

@@ -105,14 +105,14 @@ def test_a_write_redirects_with_a_notice_once_and_is_never_repeated(visit, live)
     from hermes.assembly import cron_store
 
     live.model.chat["Summarise the NAS"] = "Digest: the NAS is fine."
-    cron_store(live.rt).add(f"{user}-digest", user, "every 1d", "Summarise the NAS",
+    cron_store(live.rt.memory).add(f"{user}-digest", user, "every 1d", "Summarise the NAS",
                             f"file:{user}.md")
     visit.go("/cron")
     page.get_by_role("button", name="Run now").click()
     page.get_by_role("status").filter(has_text=f"Ran {user}-digest: ok").wait_for()
     page.reload()
     page.wait_for_load_state()
-    assert len(cron_store(live.rt).runs(user=user)) == 1
+    assert len(cron_store(live.rt.memory).runs(user=user)) == 1
 
 
 HOSTILE = ("**Raspberry Pi OS Lite (64-bit)** is the one.\n\n```sh\nsudo apt update\n```\n\n"

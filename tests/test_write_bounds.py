@@ -60,7 +60,7 @@ async def test_a_runaway_extraction_output_writes_only_the_capped_run(fake_model
     runaway = creates(2000)
     runaway[0]["entities"] = [f"Host{i}" for i in range(10_000)]
     fake_model.reply(json.dumps(runaway))
-    run = await ExtractionWorker(rt).run_session("owner", session.id)
+    run = await ExtractionWorker(rt.memory).run_session("owner", session.id)
     assert (run.status, run.created) == ("done", 50)
     assert "1,950 action(s) past the cap" in (run.reason or "")
     facts = rt.memory.facts

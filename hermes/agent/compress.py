@@ -107,18 +107,21 @@ class Compressor:
             previous = str(body[0]["content"])[len(SUMMARY_PREFIX):].strip()
             body = body[1:]
         keep = self.keep_recent
-        history = body
+        history = list(prompt.history)
         while True:
             cut = turn_start(body, len(body) - keep)
-            if cut <= 0:
-                break  # nothing older left to fold in
-            previous = await self._summarise(body[:cut], previous, scope)
-            body = body[cut:]
-            history = [summary_message(previous), *body]
-            if self.llm.count_tokens([system, *history], tools) <= budget or keep <= 2:
+            if cut > 0:
+                previous = await self._summarise(body[:cut], previous, scope)
+                body = body[cut:]
+                history = [summary_message(previous), *body]
+                if self.llm.count_tokens([system, *history], tools) <= budget:
+                    break
+            # Over budget with fewer than ``keep`` messages after the summary (a long message
+            # since the last compression): keep fewer turns verbatim, never drop the summary.
+            if keep <= 2:
                 break
             keep = max(2, keep // 2)
-        if history is prompt.history or history == list(prompt.history):
+        if history == list(prompt.history):
             return prompt, False
         self.compressions += 1
         log.info("compressed a conversation to a summary and %d recent messages", len(body))

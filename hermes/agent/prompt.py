@@ -15,11 +15,13 @@ everything but the newest turn from its prompt cache (a prompt is a cache key):
    fact already shown earlier in the session is not repeated), ``<recalled_conversations>``
    (past messages of other sessions, ``memory.sessions.past_messages``), both within one
    character budget (:meth:`PromptBuilder.recalled`), and ``<memory_changes>`` (basic-memory
-   entries and facts written since the snapshot, each shown once).
+   entries and facts written since the snapshot, each shown once), and ``<pending_question>``
+   (an inference that would override what the user said, to ask about once:
+   :mod:`hermes.memory.facts.questions`).
    :meth:`PromptBuilder.volatile_parts` is the list to extend with another part.
 
-Memory text can never close a tag early: tag names inside it are defused. Nothing here writes;
-the turn records which facts were shown.
+Memory text can never close a tag early: tag names inside it are defused. Nothing here writes
+but the mark that a pending question was asked; the turn records which facts were shown.
 """
 
 from __future__ import annotations
@@ -37,14 +39,13 @@ from hermes.memory import Memory
 from hermes.memory import context as context_file
 from hermes.memory.facts import query_ahead
 from hermes.memory.facts.query_ahead import QueryAhead
-from hermes.memory.facts.recall import FactRecall
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
-             "memory_changes", "recalled_conversations")
+             "memory_changes", "recalled_conversations", "pending_question")
 _TAG_IN_TEXT = re.compile(r"<(/?)(" + "|".join(PART_TAGS) + r")\b", re.I)
 
 # Every block built from memory carries the same note: memory is data. Text that came from a
@@ -60,6 +61,10 @@ PAST_NOTE = ("Past conversations matching this message (date, title; the matchin
              f">); session_search reads more. {DATA_NOTE}")
 CHANGES_NOTE = f"Memory written since this session started (newer than basic memory). {DATA_NOTE}"
 MAX_CHANGES = 20
+QUESTION_NOTE = ("Before relying on what the user told you, ask them once in this reply, "
+                 "briefly and in your own words, whether this changed (e.g. \"In May you said "
+                 "you live in Lisbon; is it Porto now?\"). Do not change the fact yourself. "
+                 f"{DATA_NOTE}")
 # The turn's query embedding starts on a worker thread before the fact side's SQL when a core is
 # free ("auto": hermes.memory.facts.query_ahead.core_free), always (True) or never (False). Read
 # at call time: scripts/bench_turn.py --overlap / --serial measure either.
@@ -77,6 +82,13 @@ def part(tag: str, body: str) -> str:
 
 def format_time(now: datetime) -> str:
     return now.strftime("%A %d %B %Y, %H:%M UTC")
+
+
+def question_line(question: Any, fact: Fact) -> str:
+    """One pending question (hermes.memory.facts.questions) as the model reads it."""
+    since = (fact.valid_from or fact.created_at)[:10]
+    return (f"On {since} the user told you: {fact.content} (fact #{fact.id}). Something they "
+            f"said since suggests instead: {question.content}")
 
 
 def fact_line(fact: Fact) -> str:
@@ -176,7 +188,7 @@ class PromptBuilder:
         self.clock = memory.clock
         self.facts = facts or memory.facts
         self.basic = memory.basic
-        self.fact_recall = FactRecall(self.facts, memory.clock)
+        self.fact_recall = self.facts.recall
         self.sessions = sessions or memory.sessions
 
     # -- parts ------------------------------------------------------------------------------
@@ -282,6 +294,10 @@ class PromptBuilder:
             conversation.shown_messages.update(shown_messages)
         if changes:
             parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
+        asks = self.facts.questions_to_ask(user)
+        if asks:
+            parts.append(("pending_question", QUESTION_NOTE + "\n" + "\n".join(
+                defuse(question_line(q, f)) for q, f in asks)))
         return parts, recalled, shown_messages
 
     def recalled(self, user: str, query: str, conversation: Conversation,

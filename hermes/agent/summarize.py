@@ -19,10 +19,10 @@ from typing import Literal
 
 from hermes.agent.llm import LLM, ModelNotConfigured, ModelUnavailable
 from hermes.clock import to_ts
-from hermes.memory.secrets import redact_text
+from hermes.memory import Memory
 from hermes.memory.sessions.records import speaker_name
-from hermes.memory.sessions.store import Message, SessionStore
-from hermes.runtime import Runtime
+from hermes.memory.sessions.store import Message
+from hermes.safety.secrets import redact_text
 from hermes.store import usage
 
 log = logging.getLogger(__name__)
@@ -127,10 +127,10 @@ def _clean_title(title: str) -> str:
     return " ".join(words[: TITLE_WORDS + 4])
 
 
-async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
+async def summarize_session(memory: Memory, llm: LLM | None, user: str,
                             session_id: int) -> SummaryOutcome:
     """Title and summarise one session and store the result on it."""
-    sessions = rt.memory.sessions
+    sessions = memory.sessions
     messages = sessions.messages(user, session_id)
     if not _spoken(messages):
         sessions.set_summary(user, session_id, title="Empty session", status="done")
@@ -166,55 +166,55 @@ async def summarize_session(rt: Runtime, llm: LLM | None, user: str,
     return SummaryOutcome(session_id, "done", title, summary)
 
 
-def pending(rt: Runtime, user: str) -> list[int]:
+def pending(memory: Memory, user: str) -> list[int]:
     """Ended sessions of ``user`` still without a summary (never tried, or failed before).
 
     Imported sessions (those with an importer's external id) are not: a large import would
     turn into thousands of model calls at the next start. They are summarised only when asked
     (``hermes sessions summarize``)."""
-    return SessionStore(rt.db, clock=rt.clock).needing_summary(user, max_attempts=MAX_ATTEMPTS)
+    return memory.sessions.needing_summary(user, max_attempts=MAX_ATTEMPTS)
 
 
-async def summarize_pending(rt: Runtime, llm: LLM | None, user: str) -> list[SummaryOutcome]:
+async def summarize_pending(memory: Memory, llm: LLM | None, user: str) -> list[SummaryOutcome]:
     """Summarise the user's ended sessions still without a summary: the one just left, one
     left by a process that exited before its summary was written, a failed one to retry."""
-    outcomes = [await summarize_session(rt, llm, user, session_id)
-                for session_id in pending(rt, user)]
-    await first_context(rt, llm, user, outcomes)
+    outcomes = [await summarize_session(memory, llm, user, session_id)
+                for session_id in pending(memory, user)]
+    await first_context(memory, llm, user, outcomes)
     return outcomes
 
 
-async def first_context(rt: Runtime, llm: LLM | None, user: str,
+async def first_context(memory: Memory, llm: LLM | None, user: str,
                         outcomes: list[SummaryOutcome]) -> None:
     """The user's first context file, as soon as a session has ended with something to say
     (the daemon's six-hourly refresh keeps it current afterwards). A failure is logged: the
     next session ending tries again."""
     from hermes.memory import context
 
-    if not any(o.status != "empty" for o in outcomes) or context.path_for(rt, user).exists():
+    if not any(o.status != "empty" for o in outcomes) or context.path_for(memory, user).exists():
         return
     try:
-        await context.refresh(rt, user, llm)
+        await context.refresh(memory, user, llm)
     except Exception:
         log.exception("the first context file for %s could not be written", user)
 
 
-async def close_idle(rt: Runtime, llm: LLM | None, now: datetime | None = None,
+async def close_idle(memory: Memory, llm: LLM | None, now: datetime | None = None,
                      *, user: str | None = None) -> list[SummaryOutcome]:
     """Close every session idle past ``sessions.idle_minutes`` and summarise ended sessions.
 
     Also retries summaries that failed before. The daemon calls this on a timer; one user's
     failure never stops the others'.
     """
-    now = now or rt.clock.now()
-    before = to_ts(now - timedelta(minutes=rt.settings.sessions.idle_minutes))
-    sessions = rt.memory.sessions
+    now = now or memory.clock.now()
+    before = to_ts(now - timedelta(minutes=memory.settings.sessions.idle_minutes))
+    sessions = memory.sessions
     outcomes = []
     for who in [user] if user else sessions.users():
         for session in sessions.idle(who, before):
             sessions.close(who, session.id)
-        done = [await summarize_session(rt, llm, who, session_id)
-                for session_id in pending(rt, who)]
-        await first_context(rt, llm, who, done)
+        done = [await summarize_session(memory, llm, who, session_id)
+                for session_id in pending(memory, who)]
+        await first_context(memory, llm, who, done)
         outcomes.extend(done)
     return outcomes

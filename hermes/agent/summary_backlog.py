@@ -23,29 +23,19 @@ from hermes.agent.summarize import (
     summarize_session,
     transcript,
 )
-from hermes.budget import Budget, Pacer
-from hermes.memory.sessions.store import SessionStore
-from hermes.runtime import Runtime
+from hermes.budget import Budget, Pacer, PlannedCalls, Spending
+from hermes.memory import Memory
 
 # What one summary reply is assumed to take, for the estimate (a title and a few sentences).
 EST_COMPLETION_TOKENS = 120
 
 
 @dataclass
-class SummaryPlan:
+class SummaryPlan(PlannedCalls):
     user: str
     model: str | None
     session_ids: list[int] = field(default_factory=list)
-    model_calls: int = 0
     without_call: int = 0    # empty or small talk: titled without the model
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-
-    @property
-    def cost_per_call(self) -> float | None:
-        return None if self.cost is None or not self.model_calls else \
-            self.cost / self.model_calls
 
     def to_json(self) -> dict[str, Any]:
         return {"user": self.user, "model": self.model, "sessions": len(self.session_ids),
@@ -69,21 +59,21 @@ class SummaryReport:
                 "stopped": self.stopped}
 
 
-def backlog(rt: Runtime, user: str, *, since: str | None = None,
+def backlog(memory: Memory, user: str, *, since: str | None = None,
             source: str | None = None) -> list[int]:
     """``user``'s sessions without a summary that are finished or imported, oldest first
     (``since``: active at or after it)."""
-    return SessionStore(rt.db, clock=rt.clock).summary_backlog(
+    return memory.sessions.summary_backlog(
         user, max_attempts=MAX_ATTEMPTS, since=since, source=source)
 
 
-def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
+def plan(memory: Memory, user: str, llm: Any, *, since: str | None = None,
          source: str | None = None) -> SummaryPlan:
     """What summarising the backlog would take, without calling the model."""
-    store = SessionStore(rt.db, clock=rt.clock)
+    store = memory.sessions
     result = SummaryPlan(user=user, model=getattr(llm, "name", None))
     system = PROMPT_FILE.read_text(encoding="utf-8")
-    for session_id in backlog(rt, user, since=since, source=source):
+    for session_id in backlog(memory, user, since=since, source=source):
         result.session_ids.append(session_id)
         messages = store.messages(user, session_id)
         if not _spoken(messages) or is_small_talk(messages):
@@ -102,32 +92,26 @@ def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
     return result
 
 
-async def run(rt: Runtime, llm: Any, the_plan: SummaryPlan, *, budget: Budget | None = None,
+async def run(memory: Memory, llm: Any, the_plan: SummaryPlan, *, budget: Budget | None = None,
               pacer: Pacer | None = None,
               on_done: Callable[[SummaryReport], None] | None = None) -> SummaryReport:
     """Summarise the planned sessions, oldest first; stop before a model call the budget does
     not allow (dollars are counted at the planned cost per call)."""
-    budget = budget or Budget()
-    pacer = pacer or Pacer(None, rt.clock.now)
-    store = SessionStore(rt.db, clock=rt.clock)
+    spending = Spending(budget, pacer or Pacer(None, memory.clock.now), the_plan.cost_per_call)
+    store = memory.sessions
     report = SummaryReport()
-    per_call = the_plan.cost_per_call
     for session_id in the_plan.session_ids:
         messages = store.messages(the_plan.user, session_id)
         needs_model = bool(_spoken(messages)) and not is_small_talk(messages)
-        if needs_model:
-            if not budget.allows(report.model_calls, report.estimated_cost, per_call):
-                report.stopped = (f"budget of {budget.calls} model call(s) reached"
-                                  if budget.calls is not None else
-                                  f"budget of ${budget.dollars:.2f} reached")
-                break
-            await pacer.wait()
-        outcome = await summarize_session(rt, llm, the_plan.user, session_id)
+        if needs_model and not await spending.may_call():
+            report.stopped = spending.stopped
+            break
+        outcome = await summarize_session(memory, llm, the_plan.user, session_id)
         report.outcomes.append(outcome)
         report.done += 1
-        if needs_model:
-            report.model_calls += 1
-            report.estimated_cost += per_call or 0.0
+        if needs_model:    # counted at the planned cost per call
+            spending.spend(1)
+            report.model_calls, report.estimated_cost = spending.calls, spending.cost
         report.failed += int(outcome.status == "failed")
         if on_done:
             on_done(report)

@@ -2,8 +2,9 @@
 
 A tool is one registration: its name, the description and JSON schema the model sees, its
 handler and whether it writes memory (a write counts toward the three failed writes that stop
-the model). Tools arrive through the ``register_tools`` plugin hook; Hermes's own are the
-default plugin :mod:`hermes.agent.builtin_tools`.
+the model). Tools arrive through the ``register_tools`` plugin hook (the registry of a process is
+``hermes.plugins.loaded().tools``); Hermes's own are the default plugin
+:mod:`hermes.agent.builtin_tools`.
 """
 
 from __future__ import annotations
@@ -75,24 +76,3 @@ class ToolRegistry:
 
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self._tools.values()]
-
-    @classmethod
-    def from_plugins(cls) -> ToolRegistry:
-        from hermes.plugins import call_registering
-
-        registry = cls()
-        # pluggy calls the last registered plugin first: the default plugins (registered after
-        # the entry points), so the built-in tools lead the list the model sees.
-        call_registering("register_tools", registry.register)
-        return registry
-
-
-_default: ToolRegistry | None = None
-
-
-def default_registry() -> ToolRegistry:
-    """Every plugin's tools, collected once per process."""
-    global _default
-    if _default is None:
-        _default = ToolRegistry.from_plugins()
-    return _default

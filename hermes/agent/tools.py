@@ -15,31 +15,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes import plugins
 from hermes.agent.llm import ToolCall
-from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult, default_registry
+from hermes.agent.tool_registry import Tool, ToolRegistry, ToolResult
 from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.basic import Op, OverCapError, usage_of
-from hermes.memory.operations import MemoryOperations, Scope
-from hermes.memory.operations.shapes import (
-    added_json,
-    clipped,
-    entry_json,
-    facts_json,
-    forgotten_json,
-    hit_json,
-    message_json,
-    rated_json,
-    reasoned_json,
-    session_json,
-    updated_json,
-    written_json,
-)
+from hermes.memory.operations import MemoryOperations, Scope, shapes
 
 MAX_FAILED_WRITES = 3
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
                     "edit`, or ask me to consolidate it.)")
 SHOW_MESSAGES = 40
+# "forget what I said about the NAS" retires at most this many facts at once.
+FORGET_AT_ONCE = 20
 # The model pays for every word of a result: long texts (a message, a summary) are cut to this.
 SNIPPET_CHARS = 300
 
@@ -72,14 +61,16 @@ class ToolBox:
 
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
                  tools: ToolRegistry | None = None, scope: Scope | None = None,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, embed_writes: bool = False) -> None:
         self.memory = memory
         # A temporary chat's turn: memory may be read, never written (nothing is learned)
         self.read_only = read_only
-        self.tools = tools or default_registry()
+        self.tools = tools or plugins.loaded().tools
         self.user = user
         self.scope = scope or Scope(user)
-        self.ops = MemoryOperations(memory)
+        # embed_writes: where no vector job runs (the CLI, the MCP server), a fact written
+        # here gets its vector at once
+        self.ops = MemoryOperations(memory, embed_writes=embed_writes)
         self.session_id = session_id
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
@@ -101,7 +92,7 @@ class ToolBox:
 
     def _reasons(self) -> str:
         distinct = list(dict.fromkeys(self.write_failures))
-        shown = "; ".join(clipped(reason, 160) for reason in distinct[:3])
+        shown = "; ".join(shapes.clipped(reason, 160) for reason in distinct[:3])
         return shown + (f"; and {len(distinct) - 3} more" if len(distinct) > 3 else "")
 
     def stop_note(self) -> str:
@@ -136,7 +127,7 @@ class ToolBox:
             return self._failed_write(call.name, args, str(exc).split(" Current entries:")[0],
                                       usage=f"{usage_of(exc.entries)}/{exc.limit}",
                                       attempted=exc.attempted_chars,
-                                      entries=[entry_json(e) for e in exc.entries])
+                                      entries=[shapes.entry_json(e) for e in exc.entries])
         except ToolError as exc:
             if writes:
                 return self._failed_write(call.name, args, str(exc), **exc.extra)
@@ -204,7 +195,7 @@ class ToolBox:
             result = ops.basic_batch(scope, parsed)
         else:
             raise ToolError(_bad_action(action, ["add", "replace", "remove", "batch"]))
-        return written_json(result), result.status not in ("duplicate", "unchanged"), []
+        return shapes.written_json(result), result.status not in ("duplicate", "unchanged"), []
 
     # -- facts ------------------------------------------------------------------------------
 
@@ -213,16 +204,16 @@ class ToolBox:
         limit = _limit(args, 10)
         if action == "search":
             found = ops.search(scope, _need(args, "query"), limit=limit)
-            return facts_json(found), False, [f.id for f in found]
+            return shapes.facts_json(found), False, [f.id for f in found]
         if action == "probe":
             found = ops.probe(scope, _need(args, "entity"), limit=limit)
-            return facts_json(found), False, [f.id for f in found]
+            return shapes.facts_json(found), False, [f.id for f in found]
         if action == "reason":
             entities = args.get("entities")
             if not isinstance(entities, list) or len(entities) < 2:
                 raise ToolError("reason needs entities: a list of at least two names.")
             result = ops.reason(scope, [str(e) for e in entities], limit=limit)
-            return reasoned_json(result), False, [f.id for f in result.facts]
+            return shapes.reasoned_json(result), False, [f.id for f in result.facts]
         if action == "add":
             tags = args.get("tags") or ()
             added = ops.add(
@@ -232,16 +223,25 @@ class ToolBox:
                 tags=[str(t) for t in tags] if isinstance(tags, list) else (),
                 source_session_id=self.session_id,
             )
-            return added_json(added), True, []
+            return shapes.added_json(added), True, []
         if action == "update":
             fact_id = _need_int(args, "id")
             new = ops.update(scope, fact_id, _need(args, "content"),
                              entities=[str(e) for e in args.get("entities") or []] or None,
                              source_session_id=self.session_id)
-            return updated_json(new, fact_id), True, []
+            return shapes.updated_json(new, fact_id), True, []
         if action == "forget":
+            if args.get("id") is None and args.get("entity"):
+                # "forget what I said about the NAS": every fact about it, each leaving a
+                # tombstone (what was said before is not learned again)
+                about = ops.probe(scope, str(args["entity"]), limit=FORGET_AT_ONCE)
+                if not about:
+                    raise ToolError(f"No fact is about {args['entity']!r}; search first.")
+                gone = [ops.forget(scope, f.id, args.get("reason")) for f in about]
+                return {"status": "forgotten", "ids": [f.id for f in gone],
+                        **shapes.facts_json(gone)}, True, []
             fact = ops.forget(scope, _need_int(args, "id"), args.get("reason"))
-            return forgotten_json(fact), True, []
+            return shapes.forgotten_json(fact), True, []
         raise ToolError(_bad_action(action, ["search", "probe", "reason", "add", "update",
                                              "forget"]))
 
@@ -257,7 +257,7 @@ class ToolBox:
         rated, errors = [], []
         for raw in ids:
             try:
-                rated.append(rated_json(self.ops.rate(self.scope, int(raw),
+                rated.append(shapes.rated_json(self.ops.rate(self.scope, int(raw),
                                                       rating == "helpful")))
             except (HermesError, ValueError, TypeError) as exc:
                 errors.append({"id": raw, "error": str(exc)})
@@ -276,19 +276,19 @@ class ToolBox:
         clip = SNIPPET_CHARS
         if action == "browse":
             found = ops.sessions_list(scope, source=source, limit=_limit(args, 10))
-            return {"sessions": [session_json(s, clip=clip) for s in found]}, False, []
+            return {"sessions": [shapes.session_json(s, clip=clip) for s in found]}, False, []
         if action == "search":
             hits = ops.sessions_search(scope, _need(args, "query"), limit=_limit(args, 5),
                                        source=source)
-            return {"results": [hit_json(hit, clip=clip) for hit in hits]}, False, []
+            return {"results": [shapes.hit_json(hit, clip=clip) for hit in hits]}, False, []
         if action == "show":
             session_id = _need_int(args, "session_id")
             session = ops.session(scope, session_id)
             messages = [m for m in ops.session_messages(scope, session_id)
                         if m.role in ("user", "assistant")]
             shown = messages[-SHOW_MESSAGES:]
-            data: dict[str, Any] = {"session": session_json(session, clip=clip),
-                                    "messages": [message_json(m, clip=clip) for m in shown]}
+            data: dict[str, Any] = {"session": shapes.session_json(session, clip=clip),
+                                    "messages": [shapes.message_json(m, clip=clip) for m in shown]}
             if len(messages) > len(shown):
                 data["omitted_earlier"] = len(messages) - len(shown)
             return data, False, []
@@ -366,7 +366,8 @@ BUILTIN_TOOLS: list[Tool] = [
         "Long-term fact store. search: facts matching query. probe: everything about one "
         "entity. reason: facts connecting several entities. add: store one self-contained fact "
         "(content, optional entities, category, tags). update: replace fact id's content "
-        "(optional entities; the old version is kept as history). forget: retire fact id (reason).",
+        "(optional entities; the old version is kept as history). forget: retire fact id, or "
+        "every fact about entity (reason); what was said before is then not learned again.",
         {
             "action": {"type": "string",
                        "enum": ["search", "probe", "reason", "add", "update", "forget"]},
@@ -400,4 +401,4 @@ BUILTIN_TOOLS: list[Tool] = [
 
 def tool_schemas() -> list[dict[str, Any]]:
     """Every registered tool's schema, in the order the model sees them."""
-    return default_registry().schemas()
+    return plugins.loaded().tools.schemas()

@@ -19,7 +19,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +32,8 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
-from hermes.memory.secrets import removed_note
 from hermes.memory.sessions.store import Message
+from hermes.safety.secrets import removed_note
 from hermes.store import usage
 
 log = logging.getLogger(__name__)
@@ -149,6 +149,31 @@ class Transcript:
         return message
 
 
+@dataclass
+class _TurnState:
+    """What one turn builds as it goes, step by step (see :meth:`Turn._run`)."""
+
+    sessions: Any                   # the session store, or a temporary chat's transcript
+    message: Message                # the user's message, as recorded (redacted)
+    earlier: list[Message]          # what the conversation does not hold yet
+    conversation: Conversation | None
+    toolbox: ToolBox
+    secret_note: str | None
+    last_id: int                    # the newest stored message of this turn
+    counted: usage.Scope            # whose model calls these are
+    prompt: Prompt | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the next request
+    exchange: list[dict[str, Any]] = field(default_factory=list)  # this turn's, as sent
+    completion: Completion | None = None                          # the last round's
+    shown: list[int] = field(default_factory=list)                # facts shown to the model
+    emitted: list[str] = field(default_factory=list)              # the reply's text so far
+    round_text: list[str] = field(default_factory=list)  # the current round's, as sent
+    tool_names: list[str] = field(default_factory=list)
+    version: int = 0
+    cost: float | None = None
+    compressed: bool = False
+
+
 class Turn:
     """Async-iterate for the reply's text chunks; ``result`` is set when iteration ends."""
 
@@ -185,151 +210,205 @@ class Turn:
     # -- the turn ---------------------------------------------------------------------------
 
     async def _run(self) -> AsyncIterator[str]:
-        agent, user, session_id = self.agent, self.user, self.session_id
+        """The turn, step by step: record the message, build the prompt, let the model answer
+        in rounds (running the tools it calls between them), add the closing notes, record the
+        reply and what this turn sent."""
         if len(self.text) > MAX_MESSAGE_CHARS:
-            self.exception = MessageTooLong(too_long_message(len(self.text)))
-            self._result = TurnResult(
-                user=user, session_id=session_id, user_message_id=0,
-                assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
-                memory_written=False, error=str(self.exception))
+            self._refuse_too_long()
             return
+        state = await self._record_message()
+        error: str | None = None
+        try:
+            self._prepare(state)
+            await self._fit(state)
+            async for text in self._rounds(state):
+                yield text
+            for note in self._closing_notes(state):
+                yield note
+        except (ModelUnavailable, ModelNotConfigured) as exc:
+            self.exception = exc
+            error = str(exc) + (f" {state.secret_note}" if state.secret_note else "")
+            state.round_text = []
+            # Surfaced to the front-end through result.error; logged for the daemon log.
+            log.info("turn for %s in session %s: %s", self.user, self.session_id, error)
+        except (asyncio.CancelledError, GeneratorExit):
+            # The user stopped the reply (Ctrl-C in the REPL, a closed stream): keep what they
+            # saw, marked as stopped, then let the cancellation go on.
+            self._close(state, error=None, stopped=True)
+            raise
+        self._close(state, error=error)
+
+    def _refuse_too_long(self) -> None:
+        """A message over MAX_MESSAGE_CHARS: refused in one line, nothing recorded."""
+        self.exception = MessageTooLong(too_long_message(len(self.text)))
+        self._result = TurnResult(
+            user=self.user, session_id=self.session_id, user_message_id=0,
+            assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
+            memory_written=False, error=str(self.exception))
+
+    async def _record_message(self) -> _TurnState:
+        """The user's message recorded first (kept even when the model is down), what the
+        session said before it that the conversation does not hold yet, and the before_reply
+        hooks (the fast lane)."""
+        agent, user, session_id = self.agent, self.user, self.session_id
         sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
         message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
-        # Secrets were redacted as the message was recorded: from here on only the redacted
-        # text is used (the model, recall, the hooks), and the reply says so once.
-        secret_note = removed_note(self.text, message.content)
         if self.transcript is None:
             await self._before_reply(message)
+        # Secrets were redacted as the message was recorded: from here on only the redacted
+        # text is used (the model, recall, the hooks), and the reply says so once.
+        return _TurnState(
+            sessions=sessions, message=message, earlier=earlier, conversation=conversation,
+            toolbox=agent.toolbox(user, session_id, read_only=self.transcript is not None),
+            secret_note=removed_note(self.text, message.content), last_id=message.id,
+            counted=usage.Scope(user, "chat",
+                                session_id if self.transcript is None else None))
 
-        toolbox = agent.toolbox(user, session_id, read_only=self.transcript is not None)
-        shown: list[int] = []
-        emitted: list[str] = []
-        round_text: list[str] = []    # the text of the current round, as the model sent it
-        exchange: list[dict[str, Any]] = []  # this turn's messages, as sent
-        last_id = message.id          # the newest stored message of this turn
-        version = 0
-        tool_names: list[str] = []
-        cost: float | None = None
-        compressed = False
-        error: str | None = None
-        try:
-            if not agent.llm.configured:
-                raise ModelNotConfigured(agent.llm.not_configured_message())
-            if conversation is None:
-                conversation = agent.prompts.start(user, earlier)
-                agent.conversations.put(user, session_id, conversation)
-                earlier = []
-            version = conversation.version
-            prompt = agent.prompts.compose(user, message.content, conversation, [*earlier, message])
-            counted = usage.Scope(user, "chat",
-                                  session_id if self.transcript is None else None)
-            prompt, compressed = await agent.compressor.fit(prompt, tool_schemas(), scope=counted)
-            if compressed:
-                conversation, prompt = self._restart(prompt, message)
-                version = conversation.version
-            shown.extend(prompt.shown_fact_ids)
-            exchange = [prompt.history[-1]]
-            messages = list(prompt.messages)
-            max_rounds = agent.settings.max_tool_rounds
-            round_no = 0
-            shrunk = False
-            while round_no <= max_rounds:
-                tools = tool_schemas() if round_no < max_rounds else None
-                request = messages
-                if tools is None and round_no > 0:
-                    # A one-off instruction for this request only: not kept in the conversation.
-                    request = [*messages, {"role": "system", "content": TOOL_LIMIT_NOTE}]
-                completion: Completion | None = None
-                first_chunk = True
-                round_text = []
-                # How long this request's cache entries live: longer after a pause.
-                sent_at = agent.memory.clock.now().timestamp()
-                ttl = cache_ttl(agent.memory.settings.model.prompt_cache, conversation.last_sent,
-                                sent_at)
-                try:
-                    async for chunk in agent.llm.stream(request, tools, scope=counted,
-                                                        cache_ttl=ttl):
-                        if chunk.final is not None:
-                            completion = chunk.final
-                        elif chunk.text:
-                            if first_chunk and emitted:
-                                emitted.append(ROUND_SEPARATOR)
-                                yield ROUND_SEPARATOR
-                            first_chunk = False
-                            emitted.append(chunk.text)
-                            round_text.append(chunk.text)
-                            yield chunk.text
-                except ContextTooLong:
-                    # Our token count was optimistic for this model: compress to half of what
-                    # was sent and try once more, before anything reached the user.
-                    if shrunk or emitted or round_no > 0:
-                        raise
-                    shrunk = True
-                    budget = agent.llm.count_tokens(messages, tools) // 2
-                    prompt, now_compressed = await agent.compressor.fit(
-                        prompt, tool_schemas(), budget=budget, scope=counted)
-                    if now_compressed:
-                        compressed = True
-                        conversation, prompt = self._restart(prompt, message)
-                        version = conversation.version
-                        exchange = [prompt.history[-1]]
-                    messages = list(prompt.messages)
-                    continue
-                assert completion is not None
-                conversation.last_sent = sent_at
-                if completion.cost is not None:
-                    cost = (cost or 0.0) + completion.cost
-                if not (tools and completion.tool_calls):
-                    break
-                messages.append(completion.assistant_message())
-                exchange.append(messages[-1])
-                round_no += 1
-                for call in completion.tool_calls:
-                    outcome = toolbox.run(call)
-                    tool_names.append(call.name)
-                    shown.extend(outcome.fact_ids)
-                    recorded = sessions.append(
-                        user, session_id, "tool", outcome.content, tool_name=call.name,
-                        # JSON always: unparseable arguments as a JSON string
-                        tool_args=json.dumps(outcome.args or call.arguments, ensure_ascii=False),
-                        tool_call_id=call.id)
-                    last_id = recorded.id
-                    # As recorded: a result quoting an old message carries no secret onward.
-                    messages.append({"role": "tool", "tool_call_id": call.id,
-                                     "content": recorded.content})
-                    exchange.append(messages[-1])
-            if toolbox.writes_stopped:
-                note = (ROUND_SEPARATOR if emitted else "") + toolbox.stop_note()
-                emitted.append(note)
-                round_text.append(note)
-                yield note
-            if secret_note:
-                note = (ROUND_SEPARATOR if emitted else "") + secret_note
-                emitted.append(note)
-                round_text.append(note)
-                yield note
-        except (ModelUnavailable, ModelNotConfigured) as exc:
-            self.exception = exc
-            error = str(exc) + (f" {secret_note}" if secret_note else "")
-            round_text = []
-            # Surfaced to the front-end through result.error; logged for the daemon log.
-            log.info("turn for %s in session %s: %s", user, session_id, error)
-        except (asyncio.CancelledError, GeneratorExit):
-            # The user stopped the reply (Ctrl-C in the REPL, a closed stream): keep what they
-            # saw, marked as stopped, then let the cancellation go on.
-            reply_id = self._finish(message.id, "".join(emitted), shown, tool_names, toolbox,
-                                    cost, compressed, error=None, stopped=True)
-            self._remember(conversation, exchange, round_text, reply_id or last_id, version,
-                           replied=False, stopped=True)
-            raise
-        reply_id = self._finish(message.id, "".join(emitted), shown, tool_names, toolbox, cost,
-                                compressed, error=error)
-        self._remember(conversation, exchange, round_text, reply_id or last_id, version,
-                       replied=error is None)
+    def _prepare(self, state: _TurnState) -> None:
+        """The conversation this turn extends (started from memory when there is none) and the
+        prompt for the message: its stable front, the conversation, the volatile tail."""
+        agent = self.agent
+        if not agent.llm.configured:
+            raise ModelNotConfigured(agent.llm.not_configured_message())
+        if state.conversation is None:
+            state.conversation = agent.prompts.start(self.user, state.earlier)
+            agent.conversations.put(self.user, self.session_id, state.conversation)
+            state.earlier = []
+        state.version = state.conversation.version
+        state.prompt = agent.prompts.compose(self.user, state.message.content,
+                                             state.conversation,
+                                             [*state.earlier, state.message])
+
+    async def _fit(self, state: _TurnState, *, budget: int | None = None) -> None:
+        """The prompt fitted to the model's context (``budget``: to this many tokens), the
+        older turns summarised when it did not fit, and the conversation started again over
+        the summary."""
+        assert state.prompt is not None
+        first = budget is None
+        # Counting the prompt's tokens needs litellm: an import still under way (a daemon just
+        # started, a cold `hermes ask`) is waited for off the event loop, once the prompt is
+        # assembled.
+        await self.agent.llm.ready()
+        state.prompt, compressed = await self.agent.compressor.fit(
+            state.prompt, tool_schemas(), budget=budget, scope=state.counted)
+        if compressed:
+            state.compressed = True
+            state.conversation, state.prompt = self._restart(state.prompt, state.message)
+            state.version = state.conversation.version
+        if first:
+            state.shown.extend(state.prompt.shown_fact_ids)
+        if first or compressed:
+            state.exchange = [state.prompt.history[-1]]
+        state.messages = list(state.prompt.messages)
+
+    async def _rounds(self, state: _TurnState) -> AsyncIterator[str]:
+        """The model's rounds: each streams text and may call tools, whose results go back in
+        the next round, up to max_tool_rounds; the last round is offered no tools."""
+        agent = self.agent
+        max_rounds = agent.settings.max_tool_rounds
+        round_no = 0
+        shrunk = False
+        while round_no <= max_rounds:
+            tools = tool_schemas() if round_no < max_rounds else None
+            try:
+                async for text in self._stream(state, tools, round_no):
+                    yield text
+            except ContextTooLong:
+                # Our token count was optimistic for this model: compress to half of what
+                # was sent and try once more, before anything reached the user.
+                if shrunk or state.emitted or round_no > 0:
+                    raise
+                shrunk = True
+                await self._fit(state,
+                                budget=agent.llm.count_tokens(state.messages, tools) // 2)
+                continue
+            completion = state.completion
+            assert completion is not None
+            if not (tools and completion.tool_calls):
+                break
+            state.messages.append(completion.assistant_message())
+            state.exchange.append(state.messages[-1])
+            round_no += 1
+            self._call_tools(state, completion)
+
+    async def _stream(self, state: _TurnState, tools: list[dict[str, Any]] | None,
+                      round_no: int) -> AsyncIterator[str]:
+        """One request to the model, its text streamed as it comes (a separator between the
+        text of two rounds); its completion kept in ``state``."""
+        agent = self.agent
+        assert state.conversation is not None
+        request = state.messages
+        if tools is None and round_no > 0:
+            # A one-off instruction for this request only: not kept in the conversation.
+            request = [*state.messages, {"role": "system", "content": TOOL_LIMIT_NOTE}]
+        state.completion = None
+        first_chunk = True
+        state.round_text = []
+        # How long this request's cache entries live: longer after a pause.
+        sent_at = agent.memory.clock.now().timestamp()
+        ttl = cache_ttl(agent.memory.settings.model.prompt_cache, state.conversation.last_sent,
+                        sent_at)
+        async for chunk in agent.llm.stream(request, tools, scope=state.counted,
+                                            cache_ttl=ttl):
+            if chunk.final is not None:
+                state.completion = chunk.final
+            elif chunk.text:
+                if first_chunk and state.emitted:
+                    state.emitted.append(ROUND_SEPARATOR)
+                    yield ROUND_SEPARATOR
+                first_chunk = False
+                state.emitted.append(chunk.text)
+                state.round_text.append(chunk.text)
+                yield chunk.text
+        assert state.completion is not None
+        state.conversation.last_sent = sent_at
+        if state.completion.cost is not None:
+            state.cost = (state.cost or 0.0) + state.completion.cost
+
+    def _call_tools(self, state: _TurnState, completion: Completion) -> None:
+        """Run each tool the model called, record the call and its result, and add the result
+        to the next request."""
+        user, session_id = self.user, self.session_id
+        for call in completion.tool_calls:
+            outcome = state.toolbox.run(call)
+            state.tool_names.append(call.name)
+            state.shown.extend(outcome.fact_ids)
+            recorded = state.sessions.append(
+                user, session_id, "tool", outcome.content, tool_name=call.name,
+                # JSON always: unparseable arguments as a JSON string
+                tool_args=json.dumps(outcome.args or call.arguments, ensure_ascii=False),
+                tool_call_id=call.id)
+            state.last_id = recorded.id
+            # As recorded: a result quoting an old message carries no secret onward.
+            state.messages.append({"role": "tool", "tool_call_id": call.id,
+                                   "content": recorded.content})
+            state.exchange.append(state.messages[-1])
+
+    def _closing_notes(self, state: _TurnState) -> Iterator[str]:
+        """What the reply ends with: why memory writes were stopped, and that a secret was
+        removed from the message."""
+        notes = [state.toolbox.stop_note()] if state.toolbox.writes_stopped else []
+        if state.secret_note:
+            notes.append(state.secret_note)
+        for note in notes:
+            text = (ROUND_SEPARATOR if state.emitted else "") + note
+            state.emitted.append(text)
+            state.round_text.append(text)
+            yield text
+
+    def _close(self, state: _TurnState, *, error: str | None, stopped: bool = False) -> None:
+        """Record the reply (the result, the after_reply hooks) and what this turn sent, for
+        the next request to extend."""
+        reply_id = self._finish(state.message.id, "".join(state.emitted), state.shown,
+                                state.tool_names, state.toolbox, state.cost, state.compressed,
+                                error=error, stopped=stopped)
+        self._remember(state.conversation, state.exchange, state.round_text,
+                       reply_id or state.last_id, state.version,
+                       replied=error is None and not stopped, stopped=stopped)
 
     def _restart(self, compressed: Prompt, message: Message) -> tuple[Conversation, Prompt]:
         """After a compression: a fresh snapshot of memory in front of the summary and the kept

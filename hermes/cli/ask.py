@@ -17,8 +17,9 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.config import terminal_identity
-from hermes.memory.guard import printable
+from hermes.memory import Memory
 from hermes.runtime import Runtime
+from hermes.safety.guard import printable
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +47,16 @@ def plan_embeddings(rt: Runtime, user: str | None) -> bool:
     settings = rt.settings
     if not settings.sessions.embeddings:
         return False
-    from hermes.memory.embeddings import has_vectors
+    from hermes.memory.embeddings.embedders import has_vectors
 
     if user is None or has_vectors(rt.db, user):
         rt.memory.embedders.preload(settings.sessions.embedding_model)
         return False
     rt.settings = settings.model_copy(update={
         "sessions": settings.sessions.model_copy(update={"embeddings": False})})
-    rt.__dict__.pop("memory", None)  # (not built yet; if it were, rebuilt with words only)
+    built = rt.__dict__.pop("memory", None)
+    if built is not None:  # rebuilt with words only, on the same connection
+        rt.__dict__["memory"] = Memory(rt.settings, rt.clock, db=built.db)
     return True
 
 
@@ -62,13 +65,12 @@ def embed_after_reply(rt: Runtime, user: str, model: str) -> None:
     the reply is out (see :func:`plan_embeddings`). A model that cannot load is one log line,
     as in a search: the reply and the history are kept either way."""
     from hermes.errors import HermesError
-    from hermes.memory.facts.vectors import FactVectors
-    from hermes.memory.sessions.vectors import INLINE_INDEX, MessageVectors
+    from hermes.memory.sessions.vectors import INLINE_INDEX
 
     try:
-        embedder = rt.memory.embedders.get(model)
-        MessageVectors(rt.db, embedder).index(user, limit=INLINE_INDEX)
-        FactVectors(rt.db, embedder).index(user)
+        messages, facts = rt.memory.vectors_to_index(model, keep_file=False)
+        messages.index(user, limit=INLINE_INDEX)
+        facts.index(user)
     except HermesError as exc:
         log.warning("session search by meaning is off, words only: %s", exc)
 
@@ -197,7 +199,7 @@ async def _finish(rt: Runtime, agent, worker, user: str) -> None:
         await agent.left(user)
         return
     summary = asyncio.ensure_future(
-        summarize.summarize_pending(rt, agent.background_llm, user))
+        summarize.summarize_pending(rt.memory, agent.background_llm, user))
     await asyncio.gather(worker.drain(LEARN_TIMEOUT_SECONDS) if worker is not None
                          else asyncio.sleep(0),
                          finish_or_cancel([summary], LEARN_TIMEOUT_SECONDS))

@@ -29,7 +29,7 @@ def refresh(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOpti
     who = rt.user(user)
     llm = LLM.from_settings(rt.settings, background=True)
     llm.record_usage(rt.db, rt.clock)
-    text = asyncio.run(context.refresh(rt, who, llm if llm.configured else None))
+    text = asyncio.run(context.refresh(rt.memory, who, llm if llm.configured else None))
     path = context.path_for(rt, who)
     if as_json:
         emit_json({"user": who, "path": str(path), "chars": len(text), "text": text})

@@ -19,7 +19,7 @@ app = typer.Typer(no_args_is_help=True, help="Scheduled prompts: add, list, run,
 
 def _store(ctx: typer.Context) -> CronStore:
     rt = runtime(ctx)
-    store = cron_store(rt)
+    store = cron_store(rt.memory)
     store.sync_config(rt.settings.cron.jobs, rt.settings.source)
     return store
 
@@ -152,7 +152,7 @@ async def _run_now(rt: Runtime, name: str, user: str | None) -> CronRun:
     from hermes.assembly import build_agent, cron_runner
 
     agent, worker = build_agent(rt)
-    runner = cron_runner(rt, agent)
+    runner = cron_runner(rt.memory, agent)
     try:
         return await runner.run_now(name, user=user)
     finally:

@@ -45,7 +45,7 @@ def chat(ctx: typer.Context, user: str = UserOption) -> None:
         from hermes.aio import finish_or_cancel
 
         agent, worker, _ = agent_for(rt)  # the daemon's, over its socket, when one runs
-        repl = Repl(rt, agent, user=rt.user(user) if user else None)
+        repl = Repl(rt.memory, agent, user=rt.user(user) if user else None)
         repl.learn_from(worker)
         # A session left by an earlier chat that exited before its summary was written.
         repl.summarize_in_background()

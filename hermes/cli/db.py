@@ -136,9 +136,7 @@ def export(
         said = ", ".join(f"{n:,} {kind}" for kind, n in sorted(counts.items())) or "nothing"
         echo(f"Exported for {who!r} to {output}: {said}.", err=True)
     if count <= 2:  # a misspelt --user would make a backup of nothing, and say it worked
-        from hermes.memory.sessions.store import SessionStore
-
-        others = [u for u in SessionStore(rt.db, rt.clock).users() if u != who]
+        others = [u for u in rt.memory.sessions.users() if u != who]
         known = f" (users with memory here: {', '.join(others)})" if others else ""
         echo(f"Warning: {who!r} has no memory in this home{known}; the export holds no "
              "records.", err=True)

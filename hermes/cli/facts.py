@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from typing import Any
 
 import typer
 
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 
 LimitOption = typer.Option(10, "--limit", "-n", min=1, help="At most this many results.")
+FactIdArgument = typer.Argument(..., metavar="ID")
 
 
 class Rating(StrEnum):
@@ -35,6 +37,14 @@ def _ops(ctx: typer.Context) -> MemoryOperations:
 
 def _scope(ctx: typer.Context, user: str | None) -> Scope:
     return Scope(runtime(ctx).user(user))
+
+
+def _answer(as_json: bool, data: Any, line: str) -> None:
+    """What a write says: its JSON with --json, else its line."""
+    if as_json:
+        emit_json(data)
+    else:
+        echo(line)
 
 
 def _check_category(ops: MemoryOperations, category: str | None, found: list[Fact]) -> None:
@@ -95,15 +105,22 @@ def add(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Add a fact. An exact or near duplicate merges into the existing fact instead."""
+    """Add a fact. An exact or near duplicate merges into the existing fact instead; a fact
+    it contradicts ("my doctor is Dr. Jones" after "... Dr. Smith") is superseded by it.
+
+    First person is written as "the user" where the rewrite is certain ("my sister" -> "The
+    user's sister"); otherwise your words are kept whole, as The user said: "...".
+    """
     result = _ops(ctx).add(_scope(ctx, user), text, entities=entity or None,
                            category=category, tags=tag, kind=kind, importance=importance)
     if as_json:
-        emit_json({"id": result.id, "status": result.status})
+        emit_json({"id": result.id, "status": result.status,
+                   **({"supersedes": result.superseded} if result.superseded else {})})
         return
     about = f" about {', '.join(result.fact.entities)}" if result.fact.entities else ""
+    replaces = "".join(f" It replaces fact {i}." for i in result.superseded)
     if result.status == "created":
-        echo(f"Created fact {result.id}{about}.")
+        echo(f"Created fact {result.id}{about}.{replaces}")
     else:
         how = "an exact duplicate" if result.match == "exact" else "a near duplicate"
         echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")
@@ -182,24 +199,22 @@ def reason(
 @app.command()
 def rate(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     rating: Rating = typer.Argument(..., help="helpful or unhelpful"),  # noqa: B008
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Rate a fact: helpful raises its trust, unhelpful lowers it (low trust hides it)."""
     result = _ops(ctx).rate(_scope(ctx, user), fact_id, rating is Rating.helpful)
-    if as_json:
-        emit_json({"id": result.id, "old_trust": result.old_trust,
-                   "new_trust": result.new_trust})
-        return
-    echo(f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
+    _answer(as_json, {"id": result.id, "old_trust": result.old_trust,
+                      "new_trust": result.new_trust},
+            f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
 
 
 @app.command()
 def show(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -216,7 +231,7 @@ def show(
 @app.command()
 def update(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     text: str = typer.Argument(..., help="The corrected statement."),
     note: str | None = typer.Option(None, "--note", help="Why it changed (kept in history)."),
     entity: list[str] = typer.Option([], "--entity", "-e",
@@ -226,61 +241,118 @@ def update(
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
     new = _ops(ctx).update(_scope(ctx, user), fact_id, text, note=note, entities=entity or None)
-    if as_json:
-        emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
-        return
-    echo(f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
+    _answer(as_json, {"id": new.id, "status": "updated", "supersedes": fact_id},
+            f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
 
 
 @app.command()
 def forget(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     reason: str | None = typer.Option(None, "--reason", help="Why (kept in history)."),
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Hide a fact everywhere (soft delete). `restore` brings it back."""
     fact = _ops(ctx).forget(_scope(ctx, user), fact_id, reason)
-    if as_json:
-        emit_json({"id": fact.id, "status": fact.status})
-        return
-    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back.")
+    _answer(as_json, {"id": fact.id, "status": fact.status},
+            f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back; until "
+            "then it is not learned again from what was said before now.")
 
 
 @app.command()
 def restore(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Bring back a forgotten fact."""
     fact = _ops(ctx).restore(_scope(ctx, user), fact_id)
-    if as_json:
-        emit_json({"id": fact.id, "status": fact.status})
-        return
-    echo(f"Restored fact {fact.id}.")
+    _answer(as_json, {"id": fact.id, "status": fact.status}, f"Restored fact {fact.id}.")
 
 
 @app.command()
 def purge(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Delete a fact for good, with its history and the older versions it superseded."""
+    """Delete a fact for good, with its history and the older versions it superseded.
+
+    A tombstone of its text stays, so that it is not learned again from older conversations
+    (`hermes facts tombstones --remove ID` deletes it)."""
     ops, scope = _ops(ctx), _scope(ctx, user)
     fact = ops.get(scope, fact_id)
     if not yes and not typer.confirm(f"Delete fact {fact.id} for good? {fact.content}"):
         raise typer.Exit(1)
     ops.purge(scope, fact_id)
-    if as_json:
-        emit_json({"id": fact_id, "status": "purged"})
+    _answer(as_json, {"id": fact_id, "status": "purged"}, f"Purged fact {fact_id}.")
+
+
+@app.command()
+def pending(
+    ctx: typer.Context,
+    accept: int | None = typer.Option(None, "--accept", metavar="ID",
+                                      help="The inference is right: it supersedes the fact."),
+    reject: int | None = typer.Option(None, "--reject", metavar="ID",
+                                      help="The fact stays as the user said it."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Questions learning keeps instead of letting an inference override what the user said
+    (the next reply asks each once). --accept or --reject settles one."""
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    if accept is not None or reject is not None:
+        if accept is not None and reject is not None:
+            raise QueryError("Give --accept or --reject, not both.")
+        question_id = accept if accept is not None else reject
+        assert question_id is not None
+        fact = ops.settle_question(scope, question_id, accept=accept is not None)
+        _answer(as_json, {"question": question_id, "fact": fact.to_json()},
+                f"Settled question {question_id}: [{fact.id}] {fact.content}")
         return
-    echo(f"Purged fact {fact_id}.")
+    found = ops.pending_questions(scope)
+    if as_json:
+        emit_json([q.to_json() for q in found])
+        return
+    if not found:
+        echo("No pending questions.")
+    for q in found:
+        fact = ops.get(scope, q.fact_id)
+        asked = f"asked {q.asked_at[:16].replace('T', ' ')}" if q.asked_at else "not asked yet"
+        echo(f"[{q.id}] fact {fact.id}: {fact.content}\n    now perhaps: {q.content} ({asked})")
+
+
+@app.command()
+def tombstones(
+    ctx: typer.Context,
+    remove: int | None = typer.Option(None, "--remove", metavar="ID",
+                                      help="Delete this tombstone: older conversations may "
+                                      "teach its statement again."),
+    limit: int = LimitOption,
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """What was forgotten, corrected or purged, newest first. Learning never stores such a
+    statement (or a near-same one) again from what was said before it; saying it again does."""
+    ops, scope = _ops(ctx), _scope(ctx, user)
+    if remove is not None:
+        gone = ops.remove_tombstone(scope, remove)
+        _answer(as_json, {"removed": gone.to_json()},
+                f"Removed tombstone {gone.id}: {gone.content}")
+        return
+    found = ops.tombstones(scope, limit=limit)
+    if as_json:
+        emit_json([t.to_json() for t in found])
+        return
+    if not found:
+        echo("No tombstones: nothing was forgotten, corrected or purged.")
+    for t in found:
+        fact = f"fact {t.fact_id}" if t.fact_id is not None else "purged"
+        echo(f"[{t.id}] {t.at[:16].replace('T', ' ')} {t.action} ({fact}): {t.content}")
 
 
 @app.command("list")
@@ -324,16 +396,13 @@ def alias(
 ) -> None:
     """Give an entity another name, so probe and reason find it by either."""
     found = _ops(ctx).alias(_scope(ctx, user), entity, other_name)
-    if as_json:
-        emit_json(found.to_json())
-        return
-    echo(f"{found.name} is also: {', '.join(found.aliases)}")
+    _answer(as_json, found.to_json(), f"{found.name} is also: {', '.join(found.aliases)}")
 
 
 @app.command()
 def history(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -347,6 +416,9 @@ def history(
     origin = next((e["origin"] for e in entries if e["action"] == "add"), None)
     for line in _source_lines(ops, scope, ops.get(scope, fact_id), origin):
         echo(line)
+    for tombstone in ops.fact_tombstones(scope, fact_id):
+        echo(f"tombstone {tombstone.id}: {tombstone.action} at {tombstone.at}; not learned "
+             "again from what was said before")
     for entry in entries:
         note = f"  ({entry['note']})" if entry["note"] else ""
         via = f"  via {entry['origin']}" if entry.get("origin") else ""

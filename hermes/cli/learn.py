@@ -7,35 +7,20 @@ import asyncio
 import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli.options import (
+    BudgetOption,
+    DryRunOption,
+    RateOption,
+    SinceOption,
+    SourceOption,
+    YesOption,
+    cost_text,
+)
 from hermes.cli.output import emit_json
 from hermes.errors import HermesError
 
 app = typer.Typer(no_args_is_help=True,
                   help="Learn facts from past conversations on request (imports, transcripts).")
-
-# The options of every opt-in background job over many sessions (`learn backfill`,
-# `sessions summarize`): the same words mean the same limits.
-SinceOption = typer.Option(None, "--since", help="Only sessions active since: 7d, 2w or a date.",
-                           show_default=False)
-SourceOption = typer.Option(None, "--source", help="Only this source (import: ChatGPT/Claude "
-                            "exports).", show_default=False)
-DryRunOption = typer.Option(False, "--dry-run", help="Print the plan and its cost, and stop.")
-BudgetOption = typer.Option(None, "--budget", help="Stop before going past it: dollars ($2, "
-                            "0.50) or model calls (100).", show_default=False)
-RateOption = typer.Option(20.0, "--rate", min=0.0, help="At most this many model calls a minute "
-                          "(0: no limit).")
-YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
-
-
-def cost_text(cost: float | None, model: str | None) -> str:
-    if cost == 0 and not model:
-        return "none (no model call)"
-    if not model:
-        return "unknown: no model is set (the plan needs none; the run does)"
-    if cost is None:
-        return f"unknown (litellm has no price for {model})"
-    return f"~${cost:.4f} with {model} (litellm's prices)"
-
 
 @app.command()
 def backfill(
@@ -58,7 +43,7 @@ def backfill(
     model: without one it counts and leaves the cost unknown. With a daemon running on the home
     (`hermes run`), the daemon makes the dry run's plan: it has the model layer loaded."""
     from hermes.budget import Budget, Pacer
-    from hermes.cli.sessions import known_source, parse_since
+    from hermes.cli.options import known_source, parse_since
     from hermes.clock import to_ts
 
     rt = runtime(ctx)
@@ -86,7 +71,7 @@ def backfill(
     if rt.settings.extraction.enabled is False:
         raise HermesError("Extraction is off (extraction.enabled: false); turn it on in "
                           "config.yaml to backfill.")
-    plan = bf.plan(rt, who, llm if llm.configured else None, since=since_ts,
+    plan = bf.plan(rt.memory, who, llm if llm.configured else None, since=since_ts,
                    source=known_source(source))
     if dry_run or not yes or not plan.model_calls:
         _print_plan(plan, as_json=as_json and dry_run)
@@ -94,11 +79,11 @@ def backfill(
         return
     if not yes and not typer.confirm("Go ahead?", err=True):
         raise typer.Exit(1)
-    worker = ExtractionWorker(rt, llm=llm)
+    worker = ExtractionWorker(rt.memory, llm=llm)
 
     async def main() -> bf.Report:
         try:
-            return await bf.run(rt, worker, plan, budget=limit,
+            return await bf.run(rt.memory, worker, plan, budget=limit,
                                 pacer=Pacer(rate or None, rt.clock.now),
                                 on_run=_progress(as_json))
         finally:

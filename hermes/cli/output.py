@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from hermes.memory.guard import printable
+from hermes.safety.guard import printable
 
 
 def __getattr__(name: str) -> Any:

@@ -14,23 +14,22 @@ def plugins(ctx: typer.Context, as_json: bool = JsonOption) -> None:
     """The loaded plugins (entry points and the built-in default plugins), the hooks each
     implements, and the tools, front-ends and embedding models they register; a plugin that
     failed to load, or whose hook raised, is listed as failed with the error."""
-    from hermes.agent.tool_registry import default_registry
-    from hermes.frontends.base import registered_frontends
-    from hermes.plugins import DEFAULT_PLUGINS, embedding_models, failures, manager
+    from hermes.plugins import DEFAULT_PLUGINS, loaded
 
-    pm = manager()
+    registry = loaded()
+    pm = registry.manager
     found: list[dict[str, Any]] = []
     for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: str(item[0])):
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
         found.append({"name": name, "default": name in DEFAULT_PLUGINS, "hooks": hooks})
-    tools = list(default_registry().names())
-    frontends = list(registered_frontends())
-    models = list(embedding_models())
+    tools = list(registry.tools.names())
+    frontends = list(registry.frontends.entries)
+    models = list(registry.embedding_models)
     group = ctx.find_root().command
     load_commands = getattr(group, "_load_plugin_commands", None)
     if load_commands is not None:  # every hook is called once, so each failure shows here
         load_commands()
-    failed = [{"name": f.name, "stage": f.stage, "error": f.error} for f in failures()]
+    failed = [{"name": f.name, "stage": f.stage, "error": f.error} for f in registry.failures]
     if as_json:
         emit_json({"plugins": found, "tools": tools, "frontends": frontends,
                    "embedding_models": models, "failed": failed})

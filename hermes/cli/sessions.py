@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -18,16 +16,20 @@ from rich.progress import (
 )
 
 from hermes.cli import JsonOption, UserOption, runtime
-from hermes.cli.learn import (
+from hermes.cli.options import (
     BudgetOption,
     DryRunOption,
     RateOption,
     SinceOption,
     SourceOption,
     YesOption,
+    cost_text,
+    known_source,
+    parse_since,
+    session_sources,
 )
 from hermes.cli.output import console, echo, emit_json, err_console, literal
-from hermes.clock import parse_ts, to_ts
+from hermes.clock import to_ts
 from hermes.errors import HermesError
 from hermes.memory.operations import MemoryOperations, Scope
 from hermes.memory.sessions.store import HIGHLIGHT, Message, SearchHit, SessionStore
@@ -41,8 +43,6 @@ app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search
 PROGRESS_BYTES = 1_000_000
 # Exports with at least this many conversations get one too.
 PROGRESS_CONVERSATIONS = 50
-_DURATION = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def _store(ctx: typer.Context) -> SessionStore:
@@ -51,22 +51,6 @@ def _store(ctx: typer.Context) -> SessionStore:
 
 def _ops(ctx: typer.Context) -> MemoryOperations:
     return MemoryOperations(runtime(ctx).memory)
-
-
-def parse_since(text: str, now_ts: str) -> str:
-    """``30m``, ``12h``, ``7d``, ``2w`` (ago), or an ISO date or time."""
-    found = _DURATION.match(text)
-    if found:
-        amount, unit = int(found.group(1)), found.group(2)
-        try:
-            return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
-        except OverflowError:
-            raise HermesError(f"--since: {text.strip()} ago is before the year 1.") from None
-    try:
-        return to_ts(parse_ts(text.strip()))
-    except ValueError:
-        raise HermesError(f"--since: expected 7d, 12h, 30m, 2w or a date like 2026-11-01 "
-                          f"(got {text!r}).") from None
 
 
 def short_time(ts: str | None) -> str:
@@ -217,16 +201,12 @@ def index(
 
     `hermes run` does this in the background (and extraction embeds the facts it writes); a
     search embeds only the newest few messages itself, and never a fact."""
-    from hermes.memory.facts.vectors import FactVectors
-    from hermes.memory.sessions.vectors import MessageVectors
-
     rt = runtime(ctx)
     if not rt.settings.sessions.embeddings:
         raise HermesError("Hybrid recall is off (sessions.embeddings: false): there is nothing "
                           "to index. Turn it on in config.yaml first.")
     # The model itself, not the search's words-only fallback: a missing extra is an error here.
-    vectors = MessageVectors(rt.db, rt.memory.embedders.get(rt.settings.sessions.embedding_model),
-                             rt.memory.embedders.cache_dir)  # a long history: its file too
+    vectors, fact_vectors = rt.memory.vectors_to_index()  # a long history: its file too
     who = rt.user(user)
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(
@@ -238,7 +218,7 @@ def index(
             task = progress.add_task(description, total=None)
             return lambda done, total: progress.update(task, completed=done, total=total)
 
-        facts = FactVectors(rt.db, vectors.embedder).index(who, progress=bar("embedding facts"))
+        facts = fact_vectors.index(who, progress=bar("embedding facts"))
         done = vectors.index(who, progress=bar("embedding messages"))
     if as_json:
         emit_json({"user": who, "model": vectors.embedder.model_id, "embedded": done,
@@ -299,32 +279,10 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
         ) as progress:
             task = progress.add_task(f"importing {file.name}", total=size)
             lines = read_lines(file, on_bytes=lambda n: progress.advance(task, n))
-            report = import_sessions(store, rt.user(user), lines, sources=_sources())
+            report = import_sessions(store, rt.user(user), lines, sources=session_sources())
     else:
-        report = import_sessions(store, rt.user(user), read_lines(file), sources=_sources())
+        report = import_sessions(store, rt.user(user), read_lines(file), sources=session_sources())
     _finish_import(report, as_json)
-
-
-def _sources() -> tuple[str, ...]:
-    """The sources an imported session may have: the built-in ones and every registered
-    front-end's (a plugin's front-end records its sessions under its name)."""
-    from hermes.frontends.base import session_sources
-    from hermes.memory.sessions.store import SOURCES
-
-    return session_sources(SOURCES)
-
-
-def known_source(source: str | None) -> str | None:
-    """``--source`` as stored (lower case), or one line naming the sources: a misspelt one is
-    a mistake, not "no sessions". The plugins are loaded only for a name not built in."""
-    from hermes.memory.sessions.store import SOURCES
-
-    if source is None:
-        return None
-    name = source.strip().lower()
-    if name in SOURCES or name in _sources():
-        return name
-    raise HermesError(f"--source {source!r}: use one of {', '.join(_sources())}.")
 
 
 def _looks_like_export(file: Path) -> bool:
@@ -457,7 +415,6 @@ def summarize(
     from hermes.agent import summary_backlog as sb
     from hermes.agent.llm import LLM, ModelNotConfigured
     from hermes.budget import Budget, Pacer
-    from hermes.cli.learn import cost_text
 
     rt = runtime(ctx)
     who = rt.user(user)
@@ -467,7 +424,7 @@ def summarize(
     if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
     llm.record_usage(rt.db, rt.clock)
-    plan = sb.plan(rt, who, llm if llm.configured else None, since=since_ts,
+    plan = sb.plan(rt.memory, who, llm if llm.configured else None, since=since_ts,
                    source=known_source(source))
     if as_json and dry_run:
         emit_json(plan.to_json())
@@ -488,7 +445,7 @@ def summarize(
     if not yes and not typer.confirm("Go ahead?", err=True):
         raise typer.Exit(1)
     try:
-        report = asyncio.run(sb.run(rt, llm, plan, budget=limit,
+        report = asyncio.run(sb.run(rt.memory, llm, plan, budget=limit,
                                     pacer=Pacer(rate or None, rt.clock.now)))
     except KeyboardInterrupt:
         echo("\nInterrupted. The summaries written are kept; run it again to continue.",
@@ -515,10 +472,10 @@ def redact(
     Messages and their search index, session titles and summaries and the context file are
     rewritten in place, once; facts and basic-memory entries that hold a secret are listed, to
     forget or edit. Other users' rows are not touched."""
-    from hermes.memory.redact_stored import redact_stored
+    from hermes.memory.transfer.redact_stored import redact_stored
 
     rt = runtime(ctx)
-    report = redact_stored(rt, rt.user(user))
+    report = redact_stored(rt.memory, rt.user(user))
     if as_json:
         emit_json(report.to_json())
         return

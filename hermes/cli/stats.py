@@ -40,13 +40,13 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
     extraction, summary, context) with prompt tokens, the share served from the provider's
     prompt cache and cost where litellm knows it; extraction runs, skips by reason, failures,
     facts created/merged/superseded/forgotten and fast-lane writes."""
-    from hermes.cli.sessions import parse_since
+    from hermes.cli.options import parse_since
 
     rt = runtime(ctx)
     who = rt.user(user)
     since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
     calls = usage.totals(rt.db, who, since_ts)
-    result = extraction_stats(rt.db, who)
+    result = extraction_stats(rt.memory, who)
     if as_json:
         emit_json({**result.to_json(), "model_usage": calls.to_json()})
         return
@@ -70,6 +70,9 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
         f"  facts         {result.created} created, {result.merged} merged, "
         f"{result.superseded} superseded, {result.forgotten} forgotten; "
         f"{result.fast_lane} via the fast lane; {result.active_facts} active",
+        f"  trust         {result.trust_implicit_up} up / {result.trust_implicit_down} down "
+        f"learned from use, {result.trust_explicit} by ratings; "
+        f"{result.questions_open} question(s) open",
     ]
     unknown_runs = result.runs_without_cost + result.unanswered
     if result.cost is not None:

@@ -25,10 +25,11 @@ class CronFrontend:
     source = "cron"
 
     def __init__(self, ctx: FrontendContext) -> None:
+        assert ctx.runner is not None, "hermes run gives every front-end its cron runner"
         self.ctx = ctx
         self.runner = ctx.runner
         # cron.jobs from the config, before anything starts (a bad job stops `hermes run`).
-        self.runner.store.sync_config(ctx.rt.settings.cron.jobs, ctx.rt.settings.source)
+        self.runner.store.sync_config(ctx.memory.settings.cron.jobs, ctx.memory.settings.source)
 
     @property
     def status(self) -> str:

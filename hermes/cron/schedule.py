@@ -128,15 +128,17 @@ def check_deliver(deliver: str, home: Path) -> str:
     front-end accepts, judged by that front-end (``discord:<channel id>``, ``terminal``, a
     plugin's ``<name>:<target>``)."""
     # The registry loads the plugins: only here, when a job is added or synced.
-    from hermes.frontends.base import accepts_delivery, delivery_forms
+    from hermes import plugins
+
+    frontends = plugins.loaded().frontends
 
     kind, _, rest = deliver.partition(":")
     if kind == "file" and rest:
         file_target(home, rest)
         return deliver
-    if kind != "file" and accepts_delivery(kind, rest):
+    if kind != "file" and frontends.accepts(kind, rest):
         return deliver
-    forms = [*delivery_forms(), "file:<path under the home's outbox/>"]
+    forms = [*frontends.delivery_forms(), "file:<path under the home's outbox/>"]
     raise ScheduleError(f"deliver {deliver!r}: use {', '.join(forms[:-1])} or {forms[-1]}")
 
 

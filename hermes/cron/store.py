@@ -33,7 +33,7 @@ from hermes.cron.schedule import (
     repeated_wall_time,
 )
 from hermes.errors import ConfigError, NotFound
-from hermes.memory.guard import check_field, find_problem
+from hermes.safety.guard import check_field, find_problem
 from hermes.store.db import write_transaction
 
 # How far a resume looks for fire times that passed while the job was paused.

@@ -37,7 +37,7 @@ from hermes.memory.place import Scope
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.store import CronJob
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def receipt_line(shown: list[int]) -> str:
 
 
 class HermesBot(discord.Client):
-    def __init__(self, rt: Runtime, agent: Agent | None, *,
+    def __init__(self, memory: Memory, agent: Agent | None, *,
                  monotonic: Callable[[], float] = time.monotonic,
                  background: list[Callable[[], Coroutine[Any, Any, None]]] | None = None) -> None:
         intents = discord.Intents.default()
@@ -109,10 +109,10 @@ class HermesBot(discord.Client):
         # Model output and cron digests are not trusted to ping: no @everyone/@here, roles or
         # users, ever. (Replies also pass mention_author=False.)
         super().__init__(intents=intents, allowed_mentions=discord.AllowedMentions.none())
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
-        self.config = rt.settings.discord
-        self.commands = MemoryCommands(rt)
+        self.config = memory.settings.discord
+        self.commands = MemoryCommands(memory)
         self.tree = app_commands.CommandTree(self)
         self.monotonic = monotonic
         self.accepting = True
@@ -137,7 +137,7 @@ class HermesBot(discord.Client):
         spec = json.dumps([c.to_dict(self.tree) for c in self.tree.get_commands()],
                           sort_keys=True)
         digest = hashlib.sha256(f"{self.application_id}:{spec}".encode()).hexdigest()
-        marker = self.rt.settings.home_path / "discord-commands.sha256"
+        marker = self.memory.settings.home_path / "discord-commands.sha256"
         if marker.exists() and marker.read_text(encoding="utf-8").strip() == digest:
             log.info("discord: slash commands unchanged, not synced")
             return
@@ -179,7 +179,7 @@ class HermesBot(discord.Client):
         return False
 
     def user_for(self, discord_id: int) -> str:
-        return self.rt.settings.resolve_user(f"discord:{discord_id}")
+        return self.memory.settings.resolve_user(f"discord:{discord_id}")
 
     def wants(self, message: discord.Message) -> bool:
         """Should Hermes answer this message? Nothing is stored for one it does not want."""
@@ -226,11 +226,9 @@ class HermesBot(discord.Client):
                 self._turns.discard(task)
 
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
-        from hermes.agent import feedback
-
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
-        session = self.rt.memory.sessions.open_for(user, "discord", key)
+        session = self.memory.sessions.open_for(user, "discord", key)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
         sent: list[discord.Message] = []
         streamed = ""
@@ -252,8 +250,8 @@ class HermesBot(discord.Client):
         await self._show(message, sent, chunk_message(final) or ["(no reply)"])
         if result.assistant_message_id is not None:
             for piece in sent:
-                feedback.link_ref(self.rt, user, ref_for(piece.id, message.author.id),
-                                  result.assistant_message_id)
+                self.commands.ops.link_ref(Scope(user), ref_for(piece.id, message.author.id),
+                                           result.assistant_message_id)
             if sent:
                 self._receipts[result.assistant_message_id] = sent[-1]
                 while len(self._receipts) > RECEIPTS_KEPT:
@@ -320,22 +318,20 @@ class HermesBot(discord.Client):
         if payload.user_id == self.user.id or payload.user_id not in self._allowed_ids(payload):
             return
         try:
-            from hermes.agent import feedback
-
-            user = self.user_for(payload.user_id)
+            ops, scope = self.commands.ops, Scope(self.user_for(payload.user_id))
             ref = ref_for(payload.message_id, payload.user_id)
-            message_id = feedback.message_for_ref(self.rt, user, ref)
+            message_id = ops.message_for_ref(scope, ref)
             if message_id is None:
                 return          # not a Hermes reply, or a reply for someone else
             helpful = emoji == THUMBS_UP
             rater = f"discord:{payload.user_id}"
             if not added:
-                if feedback.reply_rating(self.rt, user, message_id, rater) != helpful:
+                if ops.reply_rating(scope, message_id, rater) != helpful:
                     return      # removing a reaction that is not the one in effect
                 rating: bool | None = None
             else:
                 rating = helpful
-            rated = feedback.set_reply_rating(self.rt, user, message_id, rater, rating)
+            rated = ops.set_reply_rating(scope, message_id, rater, rating)
             log.info("discord: %s %s on reply %d changed %d fact(s)", emoji,
                      "added" if added else "removed", message_id, len(rated))
         except Exception:
@@ -402,6 +398,16 @@ class HermesBot(discord.Client):
         async def rate(interaction: discord.Interaction, fact_id: int, rating: str) -> None:
             await self._respond(interaction, lambda u: cmds.rate(u, fact_id, rating == "up"))
 
+        @tree.command(name="pending",
+                      description="Questions before an inference overrides what you said")
+        @app_commands.describe(settle="Settle one: accept the inference or keep your fact",
+                               question_id="The question's id (from /pending)")
+        @app_commands.choices(settle=[app_commands.Choice(name="accept", value="accept"),
+                                      app_commands.Choice(name="reject", value="reject")])
+        async def pending(interaction: discord.Interaction, settle: str = "",
+                          question_id: int | None = None) -> None:
+            await self._respond(interaction, lambda u: cmds.pending(u, settle, question_id))
+
         @tree.command(name="new", description="Start a new conversation here")
         async def new(interaction: discord.Interaction) -> None:
             await self._respond(interaction,
@@ -441,7 +447,7 @@ class HermesBot(discord.Client):
             tree.add_command(group)
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
-        store = self.rt.memory.sessions
+        store = self.memory.sessions
         current = store.open_for(user, "discord", channel_key_for_interaction(interaction))
         if current.message_count:
             store.close(user, current.id)

@@ -41,7 +41,7 @@ class DiscordFrontend:
 
     def __init__(self, ctx: FrontendContext, token: str | None = None) -> None:
         self.ctx = ctx
-        self.token = token if token is not None else discord_token(ctx.rt.settings)
+        self.token = token if token is not None else discord_token(ctx.memory.settings)
         self.bot: HermesBot | None = None
         self._stopping = False
         self._loop: asyncio.Task[None] | None = None
@@ -55,7 +55,7 @@ class DiscordFrontend:
             return False
         from hermes.frontends.discord_bot import HermesBot
 
-        self.bot = HermesBot(self.ctx.rt, self.ctx.agent)
+        self.bot = HermesBot(self.ctx.memory, self.ctx.agent)
         if self.ctx.worker is not None:      # what a reply taught, added to its receipt
             self.ctx.worker.on_commit.append(self._learned)
         self._loop = asyncio.create_task(self._keep_up(), name="hermes-discord")
@@ -71,7 +71,7 @@ class DiscordFrontend:
         import discord
 
         assert self.bot is not None and self.token
-        config = self.ctx.rt.settings.discord
+        config = self.ctx.memory.settings.discord
         if not (config.allowed_users or config.allowed_roles or config.allowed_channels):
             log.warning("discord: no allowlist (discord.allowed_users / allowed_roles / "
                         "allowed_channels), so nobody will be served")
@@ -101,7 +101,7 @@ class DiscordFrontend:
             delay = min(delay * 2, DISCORD_RETRY_MAX)
             if self._stopping:
                 return
-            self.bot = type(old)(self.ctx.rt, old.agent)
+            self.bot = type(old)(self.ctx.memory, old.agent)
 
     def _fail(self, message: str) -> None:
         if self.ctx.fail is not None:

@@ -30,11 +30,12 @@ import json
 import logging
 import os
 import secrets
+import socket
 import sys
 import typing
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
@@ -45,27 +46,18 @@ from hermes.agent.tool_registry import Tool, ToolRegistry
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
 from hermes.memory.facts.records import writes_from
-from hermes.memory.operations import MemoryOperations, Scope
-from hermes.memory.operations.shapes import (
-    added_json,
-    entry_json,
-    facts_json,
-    forgotten_json,
-    hit_json,
-    message_json,
-    rated_json,
-    reasoned_json,
-    session_json,
-    updated_json,
-    written_json,
-)
-from hermes.runtime import Runtime
+from hermes.memory.operations import MemoryOperations, Scope, shapes
+
+if TYPE_CHECKING:
+    from hermes.config import Settings
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
 SOURCE = "mcp"
 TOKEN_FILE = "mcp_token"
-DEFAULT_PORT = 8765
+# Its own port: the web panel's is 8765 (web.port), and `hermes run` serves it by default
+DEFAULT_PORT = 8766
 HTTP_PATH = "/mcp"
 SHOW_MESSAGES = 100
 CLIENTS = ("claude-desktop", "claude-code", "cursor")
@@ -82,8 +74,8 @@ def _write(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
 Limit = Annotated[int, Field(ge=1, le=50, description="At most this many results.")]
 Target = Annotated[int | str, Field(description="An entry id, or a unique part of its text.")]
 FactId = Annotated[int, Field(description="A fact id (from search, probe or reason).")]
-# The built-in session sources (hermes.memory.sessions.records.SOURCES; a test keeps them
-# equal): a Literal, so the schema the client sees lists them without loading plugins.
+# A session source: the client's schema lists them (the built-in ones and every registered
+# front-end's name, hermes.plugins.Frontends.sources), filled in by build_server.
 SourceName = Literal["discord", "terminal", "cron", "import", "web"]
 
 
@@ -98,15 +90,15 @@ class MemoryTools:
     call, not at start: an MCP client waits for ``initialize``, and the stores' imports (the
     secret detector among them) are a quarter of a second of it."""
 
-    def __init__(self, rt: Runtime, user: str) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, user: str) -> None:
+        self.memory = memory
         self.user = user
         self.scope = Scope(user)  # an MCP client is a private place
 
     @functools.cached_property
     def ops(self) -> MemoryOperations:
         # No vector job runs in this server: a fact written here is embedded at once.
-        return MemoryOperations(self.rt.memory, embed_writes=True)
+        return MemoryOperations(self.memory, embed_writes=True)
 
     def context_text(self) -> str | None:
         return self.ops.context(self.scope)
@@ -118,25 +110,25 @@ class MemoryTools:
         Hermes puts in every prompt, with its usage against the character cap."""
         entries = self.ops.basic_entries(self.scope)
         return {"usage": f"{self.ops.basic_usage(self.scope)}/{self.ops.basic_limit}",
-                "entries": [entry_json(e) for e in entries]}
+                "entries": [shapes.entry_json(e) for e in entries]}
 
     def memory_add(self, text: Annotated[str, Field(description="One short line.")]
                    ) -> dict[str, Any]:
         """Add an entry to BASIC MEMORY (only what is worth knowing in every conversation;
         details belong in facts_add). Past the character cap the write is refused with the
         usage and the entries: replace or remove entries first. Never store secrets."""
-        return written_json(self.ops.basic_add(self.scope, text))
+        return shapes.written_json(self.ops.basic_add(self.scope, text))
 
     def memory_replace(self, target: Target,
                        text: Annotated[str, Field(description="The new text.")]
                        ) -> dict[str, Any]:
         """Replace one BASIC MEMORY entry (by id or a unique part of its text) with new
         text; the cap is checked on the result."""
-        return written_json(self.ops.basic_replace(self.scope, target, text))
+        return shapes.written_json(self.ops.basic_replace(self.scope, target, text))
 
     def memory_remove(self, target: Target) -> dict[str, Any]:
         """Remove one BASIC MEMORY entry (by id or a unique part of its text)."""
-        return written_json(self.ops.basic_remove(self.scope, target))
+        return shapes.written_json(self.ops.basic_remove(self.scope, target))
 
     # facts
 
@@ -145,20 +137,20 @@ class MemoryTools:
                      category: Annotated[str | None, Field(description="Only this category."
                                                            )] = None) -> dict[str, Any]:
         """Search the user's long-term facts (ranked by relevance and trust)."""
-        return facts_json(self.ops.search(self.scope, query, limit=limit, category=category))
+        return shapes.facts_json(self.ops.search(self.scope, query, limit=limit, category=category))
 
     def facts_probe(self, entity: Annotated[str, Field(description="A name: a person, a "
                                                        "project, a tool, a place.")],
                     limit: Limit = 20) -> dict[str, Any]:
         """Everything known about one entity (or one of its aliases), by trust."""
-        return facts_json(self.ops.probe(self.scope, entity, limit=limit))
+        return shapes.facts_json(self.ops.probe(self.scope, entity, limit=limit))
 
     def facts_reason(self, entities: Annotated[list[str], Field(min_length=1, max_length=10,
                                                                description="Two or more names.")],
                      limit: Limit = 20) -> dict[str, Any]:
         """Facts that connect several entities; with no direct link, the shortest chain
         through shared entities (``path``)."""
-        return reasoned_json(self.ops.reason(self.scope, entities, limit=limit))
+        return shapes.reasoned_json(self.ops.reason(self.scope, entities, limit=limit))
 
     def facts_add(self, content: Annotated[str, Field(description="One self-contained "
                                                      "statement, names instead of pronouns.")],
@@ -170,7 +162,7 @@ class MemoryTools:
                   tags: list[str] | None = None) -> dict[str, Any]:
         """Store one long-term fact about the user or their world. A duplicate or near
         duplicate is merged into the existing fact (status merged). Never store secrets."""
-        return added_json(self.ops.add(self.scope, content, entities=entities or None,
+        return shapes.added_json(self.ops.add(self.scope, content, entities=entities or None,
                                        category=category, tags=tags or ()))
 
     def facts_update(self, id: FactId,
@@ -180,20 +172,20 @@ class MemoryTools:
                      ) -> dict[str, Any]:
         """Correct a fact: the new version replaces it and the old one is kept as history."""
         new = self.ops.update(self.scope, id, content, note=note, entities=entities or None)
-        return updated_json(new, id)
+        return shapes.updated_json(new, id)
 
     def facts_forget(self, id: FactId,
                      reason: Annotated[str | None, Field(description="Why.")] = None
                      ) -> dict[str, Any]:
         """Retire a fact that is wrong or no longer true (a soft delete, restorable with
         `hermes facts restore`)."""
-        return forgotten_json(self.ops.forget(self.scope, id, reason))
+        return shapes.forgotten_json(self.ops.forget(self.scope, id, reason))
 
     def facts_rate(self, id: FactId, rating: Literal["helpful", "unhelpful"]
                    ) -> dict[str, Any]:
         """Rate a fact you were given: helpful raises its trust, unhelpful (wrong, outdated,
         irrelevant) lowers it."""
-        return rated_json(self.ops.rate(self.scope, id, rating == "helpful"))
+        return shapes.rated_json(self.ops.rate(self.scope, id, rating == "helpful"))
 
     # sessions and context
 
@@ -210,14 +202,14 @@ class MemoryTools:
                 raise HermesError(f"since: expected a date like 2026-11-01 (got {since!r})."
                                   ) from None
         found = self.ops.sessions_list(self.scope, source=source, since=since_ts, limit=limit)
-        return {"sessions": [session_json(s) for s in found]}
+        return {"sessions": [shapes.session_json(s) for s in found]}
 
     def sessions_search(self, query: Annotated[str, Field(description="Words or a question.")],
                         limit: Limit = 5, source: SourceName | None = None) -> dict[str, Any]:
         """Search every past conversation; each hit has the session, the best matching
         message and the messages around it, and the facts learned there that found it."""
         hits = self.ops.sessions_search(self.scope, query, limit=limit, source=source)
-        return {"results": [hit_json(h) for h in hits]}
+        return {"results": [shapes.hit_json(h) for h in hits]}
 
     def sessions_show(self, session_id: Annotated[int, Field(description="From sessions_list "
                                                              "or sessions_search.")],
@@ -230,8 +222,8 @@ class MemoryTools:
         messages = self.ops.session_messages(self.scope, session_id, around=around,
                                              context=context)
         shown = messages[-SHOW_MESSAGES:]
-        data: dict[str, Any] = {"session": session_json(session),
-                                "messages": [message_json(m) for m in shown]}
+        data: dict[str, Any] = {"session": shapes.session_json(session),
+                                "messages": [shapes.message_json(m) for m in shown]}
         if len(messages) > len(shown):
             data["omitted_earlier"] = len(messages) - len(shown)
         return data
@@ -310,7 +302,8 @@ def _refuse_prompt_arguments(server: MCPServer) -> None:
     server.get_prompt = get_prompt  # type: ignore[method-assign]
 
 
-def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool
+def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool,
+             sources: tuple[str, ...] = ()
              ) -> Callable[..., Awaitable[dict[str, Any] | CallToolResult]]:
     """The method as an async tool: run on the event loop (one SQLite connection, never two
     calls at once), a HermesError turned into a tool error with exactly the CLI's message, a
@@ -335,6 +328,9 @@ def _as_tool(method: Callable[..., dict[str, Any]], *, origin: bool
     # The SDK builds the argument schema from the signature: give it the method's parameters
     # with their annotations resolved (this module defers them), plus the context.
     hints = typing.get_type_hints(method, include_extras=True)
+    if sources:  # the registered sessions' sources, not only the built-in ones
+        named: Any = Literal.__getitem__(sources)
+        hints = {k: named | None if v == SourceName | None else v for k, v in hints.items()}
     signature = inspect.signature(method)
     params = [p.replace(annotation=hints.get(p.name, p.annotation))
               for p in signature.parameters.values()]
@@ -355,7 +351,13 @@ def _plugin_tool(ops: MemoryTools, tool: Tool
         from hermes.agent.tools import ToolBox
 
         given = {k: v for k, v in args.items() if v is not None}
-        box = ToolBox(ops.rt.memory, ops.user, tools=_only(tool), scope=ops.scope)
+        size = _argument_chars(given)
+        if size > MAX_ARGUMENT_CHARS:
+            return CallToolResult(content=[TextContent(type="text", text=(
+                f"Refused: the arguments are {size:,} characters, over the limit of "
+                f"{MAX_ARGUMENT_CHARS:,}; nothing was done."))], is_error=True)
+        box = ToolBox(ops.memory, ops.user, tools=_only(tool), scope=ops.scope,
+                      embed_writes=True)  # this server runs no vector job
         with writes_from(client_origin(ctx) if tool.writes else None):
             outcome = box.run(ToolCall("mcp", tool.name, json.dumps(given)))
         return CallToolResult(content=[TextContent(type="text", text=outcome.content)],
@@ -386,10 +388,10 @@ def _only(tool: Tool) -> ToolRegistry:
 def add_plugin_tools(server: MCPServer, ops: MemoryTools, *, write: bool) -> list[str]:
     """Offer the plugins' tools that opted in (``mcp=True``; a writing one only with
     ``write``). Their names, as listed to the client."""
-    from hermes.agent.tool_registry import default_registry
+    from hermes import plugins
 
     added = []
-    for tool in default_registry().tools():
+    for tool in plugins.loaded().tools.tools():
         if not tool.mcp or (tool.writes and not write):
             continue
         if tool.name in READ_TOOLS or tool.name in WRITE_TOOLS:
@@ -408,11 +410,11 @@ def add_plugin_tools(server: MCPServer, ops: MemoryTools, *, write: bool) -> lis
     return added
 
 
-def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
-    """The MCP server for ``user``'s memory in ``rt``'s home (write tools only with
-    ``write``)."""
-    ops = MemoryTools(rt, user)
-    rt.preload_embeddings()  # while the client connects: its first search does not wait
+def build_server(memory: Memory, user: str, *, write: bool = False) -> MCPServer:
+    """The MCP server for ``user``'s memory (write tools only with ``write``). The home's
+    database is opened at the first call, not here."""
+    ops = MemoryTools(memory, user)
+    memory.preload_embeddings()  # while the client connects: its first search does not wait
     mode = "read and write" if write else "read-only"
     server = MCPServer(
         "hermes", title="Hermes memory", version="0.1.0",
@@ -423,12 +425,16 @@ def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
             "told you, never secrets."),
         log_level="WARNING",
     )
+    from hermes import plugins
+    from hermes.memory.sessions.records import SOURCES
+
+    sources = plugins.loaded().frontends.sources(SOURCES)
     for name in READ_TOOLS:
-        server.add_tool(_as_tool(getattr(ops, name), origin=False), name=name,
+        server.add_tool(_as_tool(getattr(ops, name), origin=False, sources=sources), name=name,
                         annotations=READ, structured_output=True)
     if write:
         for name, (destructive, idempotent) in WRITE_TOOLS.items():
-            server.add_tool(_as_tool(getattr(ops, name), origin=True), name=name,
+            server.add_tool(_as_tool(getattr(ops, name), origin=True, sources=sources), name=name,
                             annotations=_write(destructive=destructive, idempotent=idempotent),
                             structured_output=True)
 
@@ -464,13 +470,13 @@ def build_server(rt: Runtime, user: str, *, write: bool = False) -> MCPServer:
 # -- transports -------------------------------------------------------------------------------
 
 
-def token_path(rt: Runtime) -> Path:
-    return rt.settings.home_path / TOKEN_FILE
+def token_path(settings: Settings) -> Path:
+    return settings.home_path / TOKEN_FILE
 
 
-def ensure_token(rt: Runtime) -> str:
+def ensure_token(settings: Settings) -> str:
     """The HTTP bearer token, created once (mode 0600) under the home."""
-    path = token_path(rt)
+    path = token_path(settings)
     try:
         token = path.read_text(encoding="utf-8").strip()
         if token:
@@ -521,13 +527,30 @@ def serve_stdio(server: MCPServer) -> None:
     server.run("stdio")
 
 
-def serve_http(server: MCPServer, token: str, *, host: str, port: int) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket for ``serve_http``, bound before anything says the server is up:
+    an address in use is one HermesError line, not uvicorn's ``[Errno 98]`` after a success
+    line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise HermesError(f"hermes mcp cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                          "another program uses it (`hermes run` serves the web panel on "
+                          "web.port, 8765 by default): choose another with --port.") from None
+    sock.listen(64)
+    return sock
+
+
+def serve_http(server: MCPServer, token: str, *, host: str, sock: socket.socket) -> None:
     import anyio
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, token, host=host), host=host, port=port,
-                            log_level="warning")
-    anyio.run(uvicorn.Server(config).serve)
+    config = uvicorn.Config(http_app(server, token, host=host), log_level="warning")
+    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
 
 
 # -- client configuration ----------------------------------------------------------------------

@@ -33,8 +33,9 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
-from hermes.memory.guard import printable
+from hermes.home import create_private_file, make_home
 from hermes.memory.place import Scope
+from hermes.safety.guard import printable
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from hermes.frontends.base import FrontendContext
     from hermes.learn.runs import RunRecord
     from hermes.learn.worker import ExtractionWorker
+    from hermes.memory import Memory
     from hermes.memory.sessions.store import SessionStore
-    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "/probe": "ENTITY  everything about one entity",
     "/reason": "A, B  what connects entities",
     "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
+    "/pending": "[accept|reject ID]  questions before an inference overrides you",
     "/memory": "show the basic-memory block",
     "/sessions": "recent conversations",
     "/search": "QUERY  search past conversations",
@@ -137,14 +139,14 @@ class TerminalSink:
 
 
 class Repl:
-    def __init__(self, rt: Runtime, agent: Agent, *, user: str | None = None,
+    def __init__(self, memory: Memory, agent: Agent, *, user: str | None = None,
                  emit: Emit | None = None, history: History | None = None) -> None:
-        self.rt = rt
+        self.memory = memory
         self.agent = agent
         self.identity = terminal_identity()
-        self.user = user or rt.settings.resolve_user(self.identity)
+        self.user = user or memory.settings.resolve_user(self.identity)
         self.emit: Emit = emit or TerminalSink()
-        self.commands = MemoryCommands(rt)
+        self.commands = MemoryCommands(memory)
         self.channel_key = self.identity
         self.last_reply_id: int | None = None
         self._sessions: set[int] = set()           # where this REPL talked (for _learned)
@@ -153,8 +155,10 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            rt.settings.home_path.mkdir(parents=True, exist_ok=True)
-            history = FileHistory(str(rt.settings.home_path / "repl_history"))
+            make_home(memory.settings.home_path)
+            # What was typed: its owner's alone (prompt_toolkit appends with the umask's mode)
+            create_private_file(memory.settings.home_path / "repl_history")
+            history = FileHistory(str(memory.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             self._prompt_message, history=history, multiline=True, prompt_continuation="...     ",
             completer=SlashCompleter(), complete_while_typing=True,
@@ -174,7 +178,7 @@ class Repl:
             if change.kind not in ("created", "superseded"):
                 continue
             try:
-                fact = self.rt.memory.facts.get(self.user, change.fact_id)
+                fact = self.memory.facts.get(self.user, change.fact_id)
             except HermesError:
                 continue
             was = f", replacing #{change.old_id}" if change.old_id else ""
@@ -214,7 +218,7 @@ class Repl:
 
     @property
     def sessions(self) -> SessionStore:
-        return self.rt.memory.sessions
+        return self.memory.sessions
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> None:
@@ -271,7 +275,8 @@ class Repl:
                 if left is not None:
                     await left(self.user)
                     return
-                await summarize.summarize_pending(self.rt, self.agent.background_llm, self.user)
+                await summarize.summarize_pending(self.memory, self.agent.background_llm,
+                                                  self.user)
             except Exception:
                 log.exception("repl: summarising the sessions left failed; retried later")
 
@@ -287,7 +292,7 @@ class Repl:
         try:
             session = self.sessions.open_for(self.user, "terminal", self.channel_key)
             turn = self.agent.turn(self.user, session.id, text,
-                                   speaker=self.rt.settings.display_name(self.user))
+                                   speaker=self.memory.settings.display_name(self.user))
             self.emit("thinking", "")
             async for chunk in turn:
                 self.emit("chunk", chunk)
@@ -352,6 +357,8 @@ class Repl:
             return cmds.reason(user, arg.split(","))
         if name == "/rate":
             return self._rate(arg)
+        if name == "/pending":
+            return self._pending(arg)
         if name == "/memory":
             return cmds.memory(user)
         if name == "/sessions":
@@ -364,6 +371,14 @@ class Repl:
             return self._new()
         raise AssertionError(name)
 
+    def _pending(self, arg: str) -> str:
+        parts = arg.split()
+        if not parts:
+            return self.commands.pending(Scope(self.user))
+        if len(parts) != 2 or parts[0] not in ("accept", "reject"):
+            raise ValueError(arg)
+        return self.commands.pending(Scope(self.user), parts[0], int(parts[1].strip("[]")))
+
     def _rate(self, arg: str) -> str:
         parts = arg.split()
         if not parts or parts[-1] not in ("up", "down") or len(parts) > 2:
@@ -373,15 +388,13 @@ class Repl:
             return self.commands.rate(Scope(self.user), int(parts[0].strip("[]")), helpful)
         if self.last_reply_id is None:
             raise QueryError("No reply to rate yet; /rate ID up|down rates one fact.")
-        from hermes.agent import feedback
-
         # One rating per reply, as with Discord reactions: again is a no-op, the other way
         # replaces it.
         rater = self.identity
-        if feedback.reply_rating(self.rt, self.user, self.last_reply_id, rater) == helpful:
+        ops, scope = self.commands.ops, Scope(self.user)
+        if ops.reply_rating(scope, self.last_reply_id, rater) == helpful:
             return f"The last reply is already rated {parts[-1]}."
-        rated = feedback.set_reply_rating(self.rt, self.user, self.last_reply_id, rater,
-                                          helpful)
+        rated = ops.set_reply_rating(scope, self.last_reply_id, rater, helpful)
         if not rated:
             return "No facts were recalled for the last reply; nothing to rate."
         return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
@@ -413,7 +426,7 @@ class ReplFrontend:
     async def start(self) -> bool:
         if not self.ctx.interactive:
             return False
-        self.repl = Repl(self.ctx.rt, self.ctx.agent)
+        self.repl = Repl(self.ctx.memory, self.ctx.agent)
         self.repl.learn_from(self.ctx.worker)
         notice = no_model_notice(self.ctx.agent)
         if notice:

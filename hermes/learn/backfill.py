@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.budget import Budget, Pacer
+from hermes.budget import Budget, Pacer, PlannedCalls, Spending
 from hermes.learn import gate
 from hermes.learn import runs as run_records
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
@@ -30,31 +30,24 @@ from hermes.learn.worker import (
     ExtractionWorker,
     RunRecord,
 )
+from hermes.memory import Memory
 from hermes.memory.facts.store import FactStore
-from hermes.memory.sessions.store import Message, Session, SessionStore
-from hermes.runtime import Runtime
+from hermes.memory.sessions.store import Message, Session
 
 # What one extraction reply is assumed to take, for the estimate (a JSON list of a few facts).
 EST_COMPLETION_TOKENS = 200
 
 
 @dataclass
-class Plan:
+class Plan(PlannedCalls):
+    """``model_calls``: the runs the gate lets through, the interrupted ones included."""
+
     user: str
     model: str | None
     sessions: list[Session] = field(default_factory=list)
     messages: int = 0
-    model_calls: int = 0     # runs the gate lets through, including interrupted ones
     gate_skips: int = 0      # runs the gate skips without a call
     retries: int = 0         # runs interrupted before (Ctrl-C), taken first
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None  # dollars, by litellm's prices; None: the model has no price
-
-    @property
-    def cost_per_call(self) -> float | None:
-        return None if self.cost is None or not self.model_calls else \
-            self.cost / self.model_calls
 
     def to_json(self) -> dict[str, Any]:
         return {"user": self.user, "model": self.model, "sessions": len(self.sessions),
@@ -94,20 +87,20 @@ class Report:
                 "waited_seconds": round(self.waited_seconds, 1)}
 
 
-def backlog(rt: Runtime, user: str, *, since: str | None = None,
+def backlog(memory: Memory, user: str, *, since: str | None = None,
             source: str | None = None) -> list[Session]:
     """``user``'s sessions with user messages past their extraction watermark, or with a run
     waiting for its retry, oldest first (``since``: active at or after it)."""
-    retrying = {r.session_id for r in run_records.waiting_retry(rt.db, user)}
-    return SessionStore(rt.db, clock=rt.clock).learning_backlog(
+    retrying = {r.session_id for r in run_records.waiting_retry(memory.db, user)}
+    return memory.sessions.learning_backlog(
         user, since=since, source=source, also=retrying)
 
 
-def _chunks(rt: Runtime, session: Session, messages: list[Message], watermark: int
+def _chunks(memory: Memory, session: Session, messages: list[Message], watermark: int
             ) -> list[tuple[list[Message], gate.GateDecision]]:
     """The runs the worker will make over the messages past ``watermark``, with the gate's
     decision for each (the same inputs the worker gives it)."""
-    config = rt.settings.extraction
+    config = memory.settings.extraction
     # As the run would decide: unset is on with a model, and a run has one (a plan needs none).
     enabled = config.enabled is not False
     runs = []
@@ -123,29 +116,29 @@ def _chunks(rt: Runtime, session: Session, messages: list[Message], watermark: i
     return runs
 
 
-def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
+def plan(memory: Memory, user: str, llm: Any, *, since: str | None = None,
          source: str | None = None) -> Plan:
     """What a backfill would do, without calling the model. ``llm`` counts tokens and prices
     them (hermes.agent.llm.LLM)."""
-    sessions = SessionStore(rt.db, clock=rt.clock)
-    facts = rt.memory.facts
+    sessions = memory.sessions
+    facts = memory.facts
     result = Plan(user=user, model=getattr(llm, "name", None))
     prompts: list[list[dict[str, Any]]] = []
-    for session in backlog(rt, user, since=since, source=source):
+    for session in backlog(memory, user, since=since, source=source):
         result.sessions.append(session)
         messages = sessions.messages(user, session.id)
-        for retry in _retry_ranges(rt, user, session.id):
+        for retry in _retry_ranges(memory, user, session.id):
             chunk = [m for m in messages if retry[0] <= m.id <= retry[1]]
             if chunk:
                 result.retries += 1
                 result.model_calls += 1
-                prompts.append(_prompt(rt, facts, user, chunk))
+                prompts.append(_prompt(memory, facts, user, chunk))
         watermark = sessions.extracted_through(user, session.id)
         result.messages += sum(1 for m in messages if m.id > watermark)
-        for chunk, decision in _chunks(rt, session, messages, watermark):
+        for chunk, decision in _chunks(memory, session, messages, watermark):
             if decision.run:
                 result.model_calls += 1
-                prompts.append(_prompt(rt, facts, user, chunk))
+                prompts.append(_prompt(memory, facts, user, chunk))
             else:
                 result.gate_skips += 1
     if prompts and llm is not None and getattr(llm, "name", None):
@@ -157,57 +150,60 @@ def plan(rt: Runtime, user: str, llm: Any, *, since: str | None = None,
     return result
 
 
-def _prompt(rt: Runtime, facts: FactStore, user: str, chunk: list[Message]
+def _prompt(memory: Memory, facts: FactStore, user: str, chunk: list[Message]
             ) -> list[dict[str, Any]]:
     related = facts.related(user, related_query(chunk), limit=MAX_RELATED_FACTS)
     speakers = [m.speaker for m in chunk if m.role == "user" and m.speaker]
     return build_prompt(chunk, related, user_name=speakers[-1] if speakers else "the user",
-                        now=rt.clock.now(), categories=rt.settings.facts.categories).messages
+                        now=memory.clock.now(),
+                        categories=memory.settings.facts.categories).messages
 
 
-def _retry_ranges(rt: Runtime, user: str, session_id: int) -> list[tuple[int, int]]:
+def _retry_ranges(memory: Memory, user: str, session_id: int) -> list[tuple[int, int]]:
     return [(r.first_message_id, r.last_message_id)
-            for r in run_records.waiting_retry(rt.db, user) if r.session_id == session_id]
+            for r in run_records.waiting_retry(memory.db, user) if r.session_id == session_id]
 
 
-def _run_cost(rt: Runtime, user: str, run_id: int) -> float | None:
-    return run_records.cost(rt.db, user, run_id)
+def _run_cost(memory: Memory, user: str, run_id: int) -> float | None:
+    return run_records.cost(memory.db, user, run_id)
 
 
-async def run(rt: Runtime, worker: ExtractionWorker, the_plan: Plan, *,
+async def run(memory: Memory, worker: ExtractionWorker, the_plan: Plan, *,
               budget: Budget | None = None, pacer: Pacer | None = None,
               on_run: Callable[[Report], None] | None = None) -> Report:
     """Carry out ``the_plan``: the interrupted runs first, then each session's runs, oldest
     session first, through the live pipeline. Stops before a model call the budget does not
     allow (``report.stopped`` says why); a re-run continues where this one stopped."""
-    budget = budget or Budget()
-    pacer = pacer or Pacer(None, rt.clock.now)
+    pacer = pacer or Pacer(None, memory.clock.now)
+    spending = Spending(budget, pacer, the_plan.cost_per_call)
     report = Report()
     user = the_plan.user
-    next_cost = the_plan.cost_per_call
 
     async def may_call() -> bool:
-        if not budget.allows(report.model_calls, report.cost, next_cost):
-            report.stopped = _why(budget, report)
-            return False
-        await pacer.wait()
-        return True
+        allowed = await spending.may_call()
+        report.stopped = spending.stopped
+        return allowed
+
+    def add(record: RunRecord) -> None:
+        cost = _run_cost(memory, user, record.id)
+        report.add(record, cost)
+        spending.spend(record.model_calls, cost or 0.0)
 
     async def before_retry(record: RunRecord) -> bool:
         return await may_call()
 
     ids = {s.id for s in the_plan.sessions}
     for record in await worker.retry_failed(user, sessions=ids, before_each=before_retry):
-        report.add(record, _run_cost(rt, user, record.id))
+        add(record)
         if on_run:
             on_run(report)
-    sessions = SessionStore(rt.db, clock=rt.clock)
+    sessions = memory.sessions
     for session in the_plan.sessions:
         if report.stopped:
             break
         while True:
             messages = sessions.messages(user, session.id)
-            upcoming = _chunks(rt, session, messages,
+            upcoming = _chunks(memory, session, messages,
                                sessions.extracted_through(user, session.id))
             if not upcoming:
                 report.sessions_done += 1
@@ -218,15 +214,10 @@ async def run(rt: Runtime, worker: ExtractionWorker, the_plan: Plan, *,
             if ran is None:
                 report.sessions_done += 1
                 break
-            report.add(ran, _run_cost(rt, user, ran.id))
+            add(ran)
             if on_run:
                 on_run(report)
             await asyncio.sleep(0)  # let a Ctrl-C in between runs land here
     report.waited_seconds = pacer.waited
     return report
 
-
-def _why(budget: Budget, report: Report) -> str:
-    if budget.calls is not None and report.model_calls + 1 > budget.calls:
-        return f"budget of {budget.calls} model call(s) reached"
-    return f"budget of ${budget.dollars:.2f} reached (spent ${report.cost:.4f})"

@@ -27,32 +27,24 @@ from rapidfuzz import fuzz
 from rapidfuzz.utils import default_process
 
 from hermes.errors import HermesError
-from hermes.learn.parse import Action, CreateAction, DeleteAction, UpdateAction
+from hermes.learn.parse import (
+    Action,
+    ContradictedAction,
+    CreateAction,
+    DeleteAction,
+    ReliedAction,
+    UpdateAction,
+)
+from hermes.memory.facts.contradiction import contradicts
+from hermes.memory.facts.contradiction import norm as _norm
+from hermes.memory.facts.questions import stated_by_the_user
+from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
 
 log = logging.getLogger(__name__)
 
 # Same entities and at least this similar (token_set_ratio): the same fact in other words.
 PARAPHRASE_THRESHOLD = 70.0
-
-# Relations a subject has only one of at a time. A new value replaces the old one.
-_SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
-    ("lives_in", re.compile(
-        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:lives|is living|resides|is based|"
-        r"has moved|moved|relocated)\s+(?:in|to)\s+(?P<value>.+)$", re.I)),
-    ("works_at", re.compile(
-        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:works|is working|is employed|"
-        r"started working|has started working)\b[^.]*?\s(?:at|for|by)\s+(?P<value>.+)$", re.I)),
-    ("works_at", re.compile(r"^(?P<subject>.+?)\s+(?:has\s+)?joined\s+(?P<value>.+)$", re.I)),
-    ("relation_is", re.compile(
-        r"^(?P<subject>.+?)'s?\s+(?P<what>(?:current\s+)?(?:favou?rite\s+\w+(?:\s+\w+)?|manager|"
-        r"boss|employer|partner|wife|husband|girlfriend|boyfriend|birthday|email(?: address)?|"
-        r"phone number|job title|title|role|team|home city|city|address|car|laptop|phone|"
-        r"editor|shell|os|operating system|dentist|doctor|gym))\s+(?:is|are)\s+(?P<value>.+)$",
-        re.I)),
-    ("age", re.compile(r"^(?P<subject>.+?)\s+is\s+(?P<value>\d+)\s+years?\s+old\b", re.I)),
-]
-
 
 @dataclass(frozen=True)
 class FactChange:
@@ -70,40 +62,12 @@ class Consolidation:
     merged: int = 0
     superseded: int = 0
     forgotten: int = 0
+    asked: int = 0          # inferences kept as questions instead of overriding the user
+    trust_up: int = 0       # facts a reply relied on (trust learned from use)
+    trust_down: int = 0     # facts the user contradicted
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: list[FactChange] = field(default_factory=list)
-
-
-def _norm(text: str) -> str:
-    text = re.sub(r"\bfavorite\b", "favourite", text.casefold())
-    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text)).strip()
-
-
-def _frame(content: str) -> tuple[str, str, str] | None:
-    """(relation, subject, value) of a single-valued statement, or None."""
-    text = content.strip().rstrip(".")
-    for name, pattern in _SINGLE_VALUED:
-        match = pattern.match(text)
-        if match:
-            relation = name
-            if "what" in match.groupdict():
-                relation = f"{name}:{_norm(match.group('what')).replace('current ', '')}"
-            subject = _norm(match.group("subject"))
-            subject = re.sub(r"^the user$", "user", subject)
-            return relation, subject, _norm(match.group("value"))
-    return None
-
-
-def contradicts(new: str, old: str) -> bool:
-    """Whether ``new`` gives another value for the same subject and single-valued relation."""
-    a, b = _frame(new), _frame(old)
-    if a is None or b is None:
-        return False
-    if a[0] != b[0] or a[1] != b[1]:
-        return False
-    # "lives in Berlin since October" vs "lives in Berlin": the same value, not a contradiction
-    return not (a[2].startswith(b[2]) or b[2].startswith(a[2]))
 
 
 _FILLER = frozenset({
@@ -130,6 +94,19 @@ def says_nothing_new(new: str, old: str) -> bool:
 
 def _negated(text: str) -> bool:
     return bool(re.search(r"\b(?:not|no|never|n't|without)\b|n't\b", text, re.I))
+
+
+_PRONOUNS = frozenset({"i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "myself", "we",
+                       "our", "us", "user", "user's", "said", "that"})
+
+
+def _restates(new: str, verbatim: str) -> bool:
+    """Whether ``new`` says what a fact kept in the user's words says: most of its words
+    (pronouns aside) are in ``new``."""
+    words = _content_words(verbatim) - _PRONOUNS
+    if not words:
+        return False
+    return len(words & _content_words(new)) >= 0.6 * len(words)
 
 
 def _is_paraphrase(new: CreateAction, old: Any) -> bool:
@@ -172,10 +149,14 @@ def consolidate(
         log.info("consolidate: %s", text)
         result.notes.append(text)
 
-    for action in actions:
+    # A fact the user contradicted in this run gets no rise for having been relied on.
+    contradicted = {numbered[a.number].id for a in actions if isinstance(a, ContradictedAction)}
+    done_trust: set[int] = set(contradicted)
+    ordered = sorted(actions, key=lambda a: not isinstance(a, ContradictedAction))
+    for action in ordered:
         with step():
-            _apply(facts, user, action, numbered, done, result, session_id, sources,
-                   valid_from, note)
+            _apply(facts, user, action, numbered, done_trust if isinstance(
+                action, ReliedAction) else done, result, session_id, sources, valid_from, note)
     return result
 
 
@@ -183,6 +164,13 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
            result: Consolidation, session_id: int | None, sources: list[int],
            valid_from: str | None, note: Callable[[str], None]) -> None:
     try:
+        if isinstance(action, ReliedAction | ContradictedAction):
+            _trust_from_use(facts, user, action, numbered, done, result, sources, note)
+            return
+        if not isinstance(action, DeleteAction) and holds_secret(action.content):
+            # "The user's password is [redacted password]": a marker is not a fact.
+            note(f"{action.action} skipped: it holds a secret")
+            return
         if isinstance(action, UpdateAction):
             old = numbered[action.number]
             if old.id in done:
@@ -191,8 +179,13 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
             if _norm(old.content) == _norm(action.content):
                 result.merged += 1
                 return
+            if _must_ask(old, action.stated):
+                _ask(facts, user, old, action.content, result, session_id, sources, note)
+                done.add(old.id)
+                return
             new = facts.update(user, old.id, action.content, note="extraction: update",
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -231,10 +224,34 @@ def _create(
     live = [f for f in candidates.values() if f.id not in done and _active(f)]
     for old in live:
         if contradicts(action.content, old.content):
+            if valid_from and old.valid_from and valid_from < old.valid_from:
+                # Said before the fact it contradicts (a backfill of old messages): the newer
+                # statement stands; the older one is no news.
+                result.notes.append(f"older than fact {old.id}, not applied: {action.content}")
+                return
+            if _must_ask(old, action.stated):
+                _ask(facts, user, old, action.content, result, session_id, sources,
+                     result.notes.append)
+                done.add(old.id)
+                return
             new = facts.update(user, old.id, action.content,
                                note="extraction: contradicted by a newer statement",
                                entities=list(action.entities) or None,
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
+            done.add(old.id)
+            result.superseded += 1
+            result.fact_ids.append(new.id)
+            result.changes.append(FactChange("superseded", new.id, old.id))
+            return
+    for old in live:
+        if is_verbatim(old.content) and _restates(action.content, old.content):
+            # The user's words kept as said: the model's statement is their clean version.
+            new = facts.update(user, old.id, action.content,
+                               note="extraction: the user's words as a statement",
+                               entities=list(action.entities) or None,
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -245,7 +262,8 @@ def _create(
             # Re-adding the existing wording merges into it: sources and tags are unioned.
             merged = facts.add(user, old.content, entities=list(action.entities),
                                category=old.category, tags=list(action.tags), kind=old.kind,
-                               source_session_id=session_id, source_message_ids=sources)
+                               source_session_id=session_id, source_message_ids=sources,
+                               said_at=valid_from)
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
             result.merged += 1
             result.fact_ids.append(merged.id)
@@ -255,6 +273,7 @@ def _create(
         user, action.content, entities=list(action.entities) or None, category=action.category,
         tags=list(action.tags), kind=action.kind, importance=action.importance,
         source_session_id=session_id, source_message_ids=sources, valid_from=valid_from,
+        said_at=valid_from,
     )
     if added.status == "merged":
         result.merged += 1
@@ -267,3 +286,39 @@ def _create(
 def _active(fact: Any) -> bool:
     return not (getattr(fact, "forgotten_at", None) or getattr(fact, "superseded_by", None)
                 or getattr(fact, "valid_to", None))
+
+
+def _must_ask(old: Any, stated: str | None) -> bool:
+    """What the extraction model says it inferred, about a fact the user stated or trusts
+    highly: asked, not applied. A change it does not label applies as before (the prompt asks
+    for the label); the user's own words kept as said are rewritten."""
+    return stated == "inferred" and stated_by_the_user(old) and not is_verbatim(old.content)
+
+
+def _ask(facts: Any, user: str, old: Any, content: str, result: Consolidation,
+         session_id: int | None, sources: list[int], note: Callable[[str], None]) -> None:
+    question = facts.ask_before_overriding(user, old.id, content, session_id=session_id,
+                                           message_ids=sources)
+    result.asked += 1
+    note(f"asked before overriding fact {old.id} (question {question.id}): {content}")
+
+
+def _trust_from_use(facts: Any, user: str, action: ReliedAction | ContradictedAction,
+                    numbered: dict[int, Any], done: set[int], result: Consolidation,
+                    sources: list[int], note: Callable[[str], None]) -> None:
+    """A reply relied on shown facts (a small rise, capped per day; the replies remember it
+    for a 👎), or the user contradicted one (a fall, and what they said instead as a pending
+    correction)."""
+    if isinstance(action, ReliedAction):
+        ids = [numbered[n].id for n in action.numbers if numbered[n].id not in done]
+        facts.mark_relied(user, sources, [numbered[n].id for n in action.numbers])
+        for fact_id in ids:
+            if facts.learn_trust(user, fact_id, True, reply_ids=sources) is not None:
+                result.trust_up += 1
+        return
+    old = numbered[action.number]
+    if facts.learn_trust(user, old.id, False, reply_ids=sources) is not None:
+        result.trust_down += 1
+    if action.content and _active(old) and old.id not in done and \
+            _norm(action.content) != _norm(old.content) and not holds_secret(action.content):
+        _ask(facts, user, old, action.content, result, None, sources, note)

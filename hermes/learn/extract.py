@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.clock import parse_ts
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import speaker_name
+from hermes.safety.secrets import redact_text
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
 MAX_RELATED_FACTS = 15
@@ -45,6 +45,7 @@ class FactLike(Protocol):
 class Prompt:
     messages: list[dict[str, str]]              # what goes to LLM.complete
     numbered: dict[int, Any] = field(default_factory=dict)  # temporary number -> Fact
+    shown: list[int] = field(default_factory=list)  # numbers of the facts shown for a reply
 
 
 def load_template() -> str:
@@ -99,14 +100,25 @@ def build_prompt(
     now: datetime,
     categories: Sequence[str],
     template: str | None = None,
+    shown: Sequence[FactLike] = (),
 ) -> Prompt:
+    """``shown``: the facts the assistant was shown for its replies among ``messages``; they
+    are numbered with the related facts (after them), and the model says which the replies
+    relied on and which the user contradicted."""
     numbered = {number: fact for number, fact in enumerate(related[:MAX_RELATED_FACTS], start=1)}
+    number_of = {fact.id: number for number, fact in numbered.items()}
+    for fact in shown:
+        if fact.id not in number_of:
+            number_of[fact.id] = len(numbered) + 1
+            numbered[number_of[fact.id]] = fact
+    shown_numbers = [number_of[f.id] for f in shown]
     text = (template or load_template())
     for placeholder, value in (
         ("{{USER}}", user_name),
         ("{{TODAY}}", now.strftime("%Y-%m-%d (%A)")),
         ("{{CATEGORIES}}", ", ".join(categories)),
         ("{{FACTS}}", render_facts(numbered)),
+        ("{{SHOWN}}", ", ".join(str(n) for n in shown_numbers) or "(none)"),
     ):
         text = text.replace(placeholder, value)
     # The messages go last and are substituted last, so text in them is never re-substituted.
@@ -119,6 +131,7 @@ def build_prompt(
             {"role": "user", "content": conversation or "(no messages)"},
         ],
         numbered=numbered,
+        shown=shown_numbers,
     )
 
 

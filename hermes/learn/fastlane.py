@@ -4,25 +4,29 @@ Extraction runs after the reply, so without this the very next message could not
 user just asked Hermes to remember. Detection is a handful of anchored patterns (no model): the
 request must open a sentence ("Remember that ...", "Please note that ...", "Don't forget ...",
 "/remember ..."), so "do you remember what I said?" or "I remember when ..." never trigger it.
+Sentences end where a period is not an abbreviation's ("Dr. Smith", "St. Mary's", "J. R. R.
+Tolkien", "5 p.m."); a request goes on over the sentences after it while they say more about
+it ("Remember this: ...", "... She lives in Porto.").
 
-The remembered clause is rewritten from the first person ("my flight is at 9") to a
-self-contained statement ("The user's flight is at 9"). Facts always say "the user": a
-display name is how the model addresses the person, not the subject of their memory.
-Only safe rewrites are done; anything else is kept verbatim.
+What is stored is :func:`hermes.memory.facts.statement.normalise_statement` of the words after
+the trigger, the one rule every surface uses: first person rewritten only where that is
+certain, else the user's words kept whole (extraction rewrites them later); a secret never.
+A fast-lane fact's conversation is the message that said it and the reply to it
+(:meth:`FastLane.after_reply` adds the reply to its sources), never an earlier message.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.errors import HermesError
+from hermes.errors import HermesError, RefusedWrite
+from hermes.memory.facts.statement import Statement, normalise_statement
 
 if TYPE_CHECKING:
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -32,64 +36,121 @@ _POLITE = r"(?:(?:hey|ok|okay|so|and|also|oh|btw)\s*,?\s+)?(?:hermes\s*,?\s+)?(?
           r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
 _TRIGGERS = [
     # /remember TEXT (the slash command, anywhere a front-end passes it through)
-    re.compile(r"^\s*/remember\b\s*:?\s*(?P<body>.+)", re.I | re.S),
+    re.compile(r"^\s*/remember\b\s*(?P<colon>:?)\s*(?P<body>.+)", re.I | re.S),
     re.compile(
-        rf"^\s*{_POLITE}(?:remember|memori[sz]e)\b(?:\s+(?:this|that))?\s*[:,\-]?\s+"
-        r"(?P<body>(?!what\b|when\b|where\b|who\b|how\b|if\b|whether\b|me\b).+)",
+        rf"^\s*{_POLITE}(?:remember|memori[sz]e)\b(?:\s+(?:this|that))?\s*(?P<colon>[:,\-]?)\s+"
+        r"(?P<body>(?!what\b|when\b|where\b|who\b|how\b|if\b|whether\b|me\b|the\s+time\b).+)",
         re.I | re.S,
     ),
     re.compile(
-        rf"^\s*{_POLITE}(?:don'?t|do\s+not|never)\s+forget\b(?:\s+that)?\s*[:,\-]?\s+(?P<body>.+)",
+        rf"^\s*{_POLITE}(?:don'?t|don’t|do\s+not|never)\s+forget\b(?:\s+that)?\s*(?P<colon>[:,\-]?)"
+        r"\s+(?P<body>(?!what\b|when\b|where\b|who\b|how\b|me\b).+)",
         re.I | re.S,
     ),
     re.compile(
-        rf"^\s*{_POLITE}(?:(?:make|take)\s+a\s+note|note|take\s+note|keep\s+in\s+mind)\b"
-        r"(?:\s+(?:of\s+this|that))?\s*[:,\-]?\s+(?P<body>.+)",
+        rf"^\s*{_POLITE}(?:(?:make|take)\s+a\s+note|note\s+to\s+self|note|take\s+note|"
+        r"keep\s+in\s+mind)\b(?:\s+(?:of\s+this|that))?\s*(?P<colon>[:,\-]?)\s+"
+        r"(?P<body>(?!what\b|when\b|where\b|who\b|how\b|if\b|whether\b).+)",
         re.I | re.S,
     ),
 ]
-# A sentence ends at . ! ? or a newline followed by space and a capital / end of text.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])|\n+")
+# A period after one of these does not end a sentence ("Dr. Smith", "St. Mary's", "5 p.m.").
+_ABBREVIATIONS_TEXT = """
+    dr mr mrs ms mx prof st sr jr mt ft gen col capt lt sgt rev hon gov sen rep pres supt insp
+    no nr vs approx inc ltd co corp bros ave rd blvd dept univ est fig vol ed op apt
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
+    e.g i.e a.m p.m u.s u.k u.n d.c ph.d b.sc m.sc
+"""
+ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+(?=\S)|\n+")
+_LAST_WORD = re.compile(r"([\w.]+)\.$")
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")   # "U.S", "e.g", "p.m"
+# What is no statement to remember: "remember this", "that for me", "this conversation".
+_NO_STATEMENT = re.compile(r"^(?:this|that|it|these|those|things|stuff|everything|anything|"
+                           r"something|all)\b(?:\W+\w+){0,2}\W*$"
+                           r"|^(?:for\s+(?:me|later|now)|down|too|as\s+well|please)\W*$", re.I)
+# A sentence that goes on with what was being remembered: it refers back to it.
+_CONTINUES = re.compile(r"^(?:he|she|they|it|his|her|their|its|this|that|these|those|also|"
+                        r"and|but|plus|both)\b", re.I)
 
 
 @dataclass(frozen=True)
 class Remembered:
     """An explicit request found in a message."""
 
-    body: str        # the clause as the user wrote it
-    content: str     # the self-contained fact to store
+    body: str        # what the user asked to be remembered, as they wrote it
+    content: str     # the fact to store
     start: int       # span of the whole request (trigger + body) in the message
     end: int
+    verbatim: bool = False   # stored in the user's own words (extraction rewrites it)
+    tags: list[str] = field(default_factory=list)
 
 
-def _sentences(text: str) -> list[tuple[int, int]]:
+def sentences(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s sentences. A period ends one unless it closes an abbreviation
+    or an initial ("J. Smith")."""
     spans = []
     position = 0
     for match in _SENTENCE_END.finditer(text):
+        before = text[position:match.start()].rstrip("\"'”’)")
+        word = _LAST_WORD.search(before)
+        if "\n" not in match.group() and before.endswith(".") and word and (
+                word.group(1).lower() in ABBREVIATIONS or len(word.group(1)) == 1
+                or _INITIALS.fullmatch(word.group(1))):
+            continue
         spans.append((position, match.start()))
         position = match.end()
     spans.append((position, len(text)))
     return [(s, e) for s, e in spans if text[s:e].strip()]
 
 
-def detect(text: str, *, subject: str | None = None) -> list[Remembered]:
-    """Every explicit remember-request in ``text`` (one per sentence at most)."""
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
+
+
+def detect(text: str) -> list[Remembered]:
+    """Every explicit remember-request in ``text``. A secret, or a request with nothing to
+    store, is left out (the turn's own note says a secret was not kept)."""
     found: list[Remembered] = []
-    for start, end in _sentences(text):
+    spans = sentences(text)
+    index = 0
+    while index < len(spans):
+        start, end = spans[index]
+        index += 1
         sentence = text[start:end]
         for pattern in _TRIGGERS:
             match = pattern.match(sentence)
             if not match:
                 continue
-            body = match.group("body").strip().rstrip(".!").strip()
+            body = match.group("body").strip()
             polite_question = re.search(r"\b(?:can|could|would|will)\s+you\b", sentence, re.I)
-            if body.endswith("?") and not polite_question:
+            if _is_question(body) and not polite_question:
                 # "remember what?" / "note that it's fine?" read as questions, not requests
                 break
-            body = body.rstrip("?").strip()
-            if len(body) < 3:
+            # The sentences after it that say more about it belong to the request.
+            while index < len(spans):
+                following = text[spans[index][0]:spans[index][1]]
+                if _is_question(following) or any(p.match(following) for p in _TRIGGERS):
+                    break
+                if not (match.group("colon") == ":" or _CONTINUES.match(following)):
+                    break
+                end = spans[index][1]
+                body = f"{body.rstrip()} {following.strip()}"
+                index += 1
+            body = body.strip().rstrip("?").strip()
+            # "remember that conversation": one English word is no statement (CJK has no
+            # spaces to count)
+            one_word = (len(body.split()) < 2 and body.isascii()
+                        and not match.group("colon"))
+            if len(body.rstrip(".!")) < 3 or one_word or _NO_STATEMENT.match(body):
                 break
-            found.append(Remembered(body, to_statement(body, subject), start, end))
+            try:
+                statement: Statement = normalise_statement(body, sentence=True)
+            except RefusedWrite as exc:
+                log.info("fast lane: not stored: %s", exc)
+                break
+            found.append(Remembered(body.rstrip(".! "), statement.content, start, end,
+                                    statement.verbatim, statement.tags))
             break
     return found
 
@@ -105,74 +166,22 @@ def remainder(text: str, found: list[Remembered]) -> str:
     return " ".join(p.strip() for p in parts if p.strip())
 
 
-# -- first person -> a named subject --------------------------------------------------------
-
-_ADVERBS = (
-    "really|also|usually|always|never|often|sometimes|mostly|still|just|only|actually|generally|"
-    "typically|absolutely|definitely|now|currently|already|rarely|normally"
-)
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
-_MODALS = (
-    "can|can't|cannot|could|couldn't|should|shouldn't|would|wouldn't|will|won't|must|might|may|"
-    "didn't|did|was|wasn't"
-)
-
-
-def _third_person(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _IRREGULAR:
-        return _IRREGULAR[lower]
-    if re.search(r"(?:s|sh|ch|x|z|o)$", lower):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", lower):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def to_statement(body: str, subject: str | None = None) -> str:
-    """Rewrite first-person words so the fact stands on its own ("my" -> "the user's")."""
-    name = subject or "the user"
-    possessive = f"{name}'" if name.endswith("s") else f"{name}'s"
-    text = body.strip()
-    text = re.sub(r"^that\s+", "", text, flags=re.I)
-    # "I" is matched case-sensitively (a capital I is the pronoun); the rest ignore case.
-    rules: list[tuple[str, str | Callable[[re.Match[str]], str], int]] = [
-        (r"\bI\s+am\b|\bI'm\b|\bIm\b(?=\s)", f"{name} is", 0),
-        (r"\bI've\b|\bI\s+have\b", f"{name} has", 0),
-        (r"\bI'll\b|\bI\s+will\b", f"{name} will", 0),
-        (r"\bI'd\b", f"{name} would", 0),
-        (r"\bI\s+don'?t\b", f"{name} doesn't", 0),
-        (r"\bI\s+do\s+not\b", f"{name} does not", 0),
-        (rf"\bI\s+({_MODALS})\b", lambda m: f"{name} {m.group(1)}", 0),
-        (
-            rf"\bI\s+((?:(?:{_ADVERBS})\s+)*)([a-z]+)\b",
-            lambda m: f"{name} {m.group(1)}{_third_person(m.group(2))}",
-            0,
-        ),
-        (r"\b(?:my|mine)\b", possessive, re.I),
-        (r"\b(?:myself|me)\b", name, re.I),
-    ]
-    for pattern, replacement, flags in rules:
-        text = re.sub(pattern, replacement, text, flags=flags)
-    if re.match(r"^to\s+\w", text, re.I):
-        # "don't forget to call the dentist" -> an intention of the user
-        text = f"{name} needs {text}"
-    return text[:1].upper() + text[1:]
-
-
 # -- the hook ---------------------------------------------------------------------------------
 
 class FastLane:
-    """``Agent.before_reply`` hook: write explicit remember-requests to the fact store now."""
+    """``Agent.before_reply`` hook: write explicit remember-requests to the fact store now;
+    ``after_reply``: cite the reply too, so the fact's conversation is its own exchange."""
 
-    def __init__(self, rt: Runtime, facts: Any | None = None) -> None:
-        self.rt = rt
+    def __init__(self, memory: Memory, facts: Any | None = None) -> None:
+        self.memory = memory
         self._facts = facts
+        # (user, user message id) -> the facts written for it, until its reply is recorded
+        self._written: dict[tuple[str, int], list[int]] = {}
 
     @property
     def facts(self) -> Any:
         if self._facts is None:
-            self._facts = self.rt.memory.facts
+            self._facts = self.memory.facts
         return self._facts
 
     def __call__(self, user: str, session_id: int, message: Any) -> None:
@@ -185,14 +194,29 @@ class FastLane:
                 result = self.facts.add(
                     user,
                     item.content,
-                    tags=[FASTLANE_TAG],
+                    tags=[FASTLANE_TAG, *item.tags],
                     importance=0.8,
                     source_session_id=session_id,
                     source_message_ids=[message.id],
+                    said_at=getattr(message, "created_at", None),
+                    supersede=True,     # said outright: it replaces what it contradicts
                 )
             except HermesError as exc:
-                # A refused write (a secret, an injection) must not break the turn; the model
-                # still sees the message and can answer that it will not store it.
+                # A refused write (an injection) must not break the turn; the model still sees
+                # the message and can answer that it will not store it.
                 log.warning("fast lane: not stored (%s): %s", exc, item.content)
                 continue
+            self._written.setdefault((user, message.id), []).append(result.id)
             log.info("fast lane: %s fact %s: %s", result.status, result.id, item.content)
+
+    def after_reply(self, result: Any) -> None:
+        """``Agent.after_reply`` hook: the reply joins the sources of the facts written for
+        its message."""
+        written = self._written.pop((result.user, result.user_message_id), [])
+        if not written or result.assistant_message_id is None:
+            return
+        for fact_id in written:
+            try:
+                self.facts.add_sources(result.user, fact_id, [result.assistant_message_id])
+            except HermesError as exc:   # purged meanwhile: nothing to cite
+                log.info("fast lane: reply not cited by fact %s: %s", fact_id, exc)

@@ -7,7 +7,8 @@ and a model call for each of them is what makes extraction expensive. The gate s
 - ``cron``: a cron session (unless ``extraction.include_cron``);
 - ``memory_written``: the model already wrote memory with its tools this turn;
 - ``no_user_message``: nothing the user said is new;
-- ``fast_lane``: everything substantive was an explicit "remember ..." already stored;
+- ``fast_lane``: everything substantive was an explicit "remember ..." already stored (one
+  stored in the user's own words runs, reason ``verbatim``: the model writes it cleanly);
 - ``small_talk``: greetings, thanks, acknowledgements, short chit-chat;
 - ``no_statement``: questions and requests that say nothing about the user, their world or
   their plans ("what's the capital of Peru?", "write a haiku about rain").
@@ -173,6 +174,9 @@ def decide(
         found = fastlane.detect(text)
         rest = fastlane.remainder(text, found) if found else text
         remembered_any = remembered_any or bool(found)
+        if any(item.verbatim for item in found):
+            # Stored in the user's own words: the model writes the clean statement.
+            return GateDecision(True, "verbatim", found[0].body[:80])
         if has_substance(rest, min_chars=min_chars):
             return GateDecision(True, "statement", rest[:80])
         if asked and rest.strip() and not is_small_talk(rest):

@@ -31,6 +31,8 @@ _CREATE = {"create", "add", "new", "insert", "remember", "save", "store"}
 _UPDATE = {"update", "edit", "modify", "replace", "revise", "supersede", "correct", "change"}
 _DELETE = {"delete", "remove", "forget", "drop", "retract", "invalidate"}
 _NOOP = {"none", "noop", "no-op", "no_op", "skip", "keep", "ignore", "nothing"}
+_RELIED = {"relied_on", "relied", "used", "relied-on", "reliedon", "used_facts"}
+_CONTRADICTED = {"contradicted", "contradict", "disputed", "wrong"}
 
 _KIND_ALIASES = {
     "fact": "semantic", "preference": "semantic", "semantic": "semantic", "knowledge": "semantic",
@@ -56,6 +58,7 @@ class CreateAction:
     entities: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     importance: float | None = None
+    stated: str | None = None      # "explicit": the user said it outright; "inferred"; None
     action: Literal["create"] = "create"
 
 
@@ -63,6 +66,7 @@ class CreateAction:
 class UpdateAction:
     number: int
     content: str
+    stated: str | None = None      # "explicit": the user said the change outright; "inferred"
     action: Literal["update"] = "update"
 
 
@@ -73,7 +77,24 @@ class DeleteAction:
     action: Literal["delete"] = "delete"
 
 
-Action = CreateAction | UpdateAction | DeleteAction
+@dataclass(frozen=True)
+class ReliedAction:
+    """The facts (shown for a reply) that the assistant's reply relied on."""
+
+    numbers: tuple[int, ...]
+    action: Literal["relied_on"] = "relied_on"
+
+
+@dataclass(frozen=True)
+class ContradictedAction:
+    """A shown or existing fact the user said is wrong; ``content``: what they said instead."""
+
+    number: int
+    content: str | None = None
+    action: Literal["contradicted"] = "contradicted"
+
+
+Action = CreateAction | UpdateAction | DeleteAction | ReliedAction | ContradictedAction
 
 
 @dataclass
@@ -327,6 +348,21 @@ def _content(item: dict[str, Any]) -> str | None:
     return value or None
 
 
+def _stated(item: dict[str, Any]) -> str | None:
+    """Whether the user said it outright ("explicit") or the model inferred it ("inferred");
+    None when the output does not say (treated as inferred where that matters)."""
+    value = _first(item, "stated", "basis", "explicit")
+    if isinstance(value, bool):
+        return "explicit" if value else "inferred"
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("explicit", "explicitly", "stated", "said", "true", "yes"):
+            return "explicit"
+        if lowered in ("inferred", "implicit", "inference", "guess", "false", "no"):
+            return "inferred"
+    return None
+
+
 def _action_name(item: dict[str, Any]) -> str | None:
     value = _first(item, "action", "op", "operation", "type", "event")
     if isinstance(value, str):
@@ -410,8 +446,27 @@ def parse_actions(
                     tags=_capped(_string_list(_first(item, "tags", "labels", "keywords")),
                                  max_tags, "tags", where, result),
                     importance=_importance(_first(item, "importance", "priority", "salience")),
+                    stated=_stated(item),
                 )
             )
+        elif name in _RELIED:
+            raw_numbers = _first(item, "numbers", "facts", "ids", "number")
+            values = raw_numbers if isinstance(raw_numbers, list) else [raw_numbers]
+            numbers = tuple(dict.fromkeys(n for n in map(_number, values)
+                                          if n is not None and n in known))
+            if numbers:
+                result.actions.append(ReliedAction(numbers))
+            else:
+                result.skipped.append(f"{where}: {name} names no shown fact number")
+        elif name in _CONTRADICTED:
+            number = _number(_first(item, "number", "fact_number", "id", "fact", "n"))
+            if number is None or number not in known:
+                result.skipped.append(f"{where}: {name} of unknown fact number {number}")
+                continue
+            content = _content(item)
+            if content is not None and len(content) > max_content_chars:
+                content = None
+            result.actions.append(ContradictedAction(number, content))
         elif name in _UPDATE or name in _DELETE:
             number = _number(_first(item, "number", "fact_number", "id", "fact_id", "fact",
                                     "target", "n", "ref"))
@@ -427,7 +482,8 @@ def parse_actions(
                     max_content_chars)
                 if content is None:
                     continue
-                result.actions.append(UpdateAction(number=number, content=content))
+                result.actions.append(UpdateAction(number=number, content=content,
+                                                   stated=_stated(item)))
             else:
                 reason = _first(item, "reason", "why", "note")
                 result.actions.append(

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
-from hermes.config import FactsConfig
 from hermes.learn import runs
 from hermes.learn.fastlane import FASTLANE_TAG
-from hermes.memory.facts.store import FactStore
+from hermes.memory.facts.store import IMPLICIT_CONTRADICTED, IMPLICIT_RELIED
+
+if TYPE_CHECKING:
+    from hermes.memory import Memory
 
 
 @dataclass
@@ -31,6 +31,12 @@ class ExtractionStats:
     cost: float | None = None                                 # USD, where litellm knew it
     runs_without_cost: int = 0                                # model-calling runs it did not
     active_facts: int = 0
+    # Trust changes: learned from use (a reply relied on a fact, the user contradicted one)
+    # and explicit (a 👍/👎, a rating), from the facts' history
+    trust_implicit_up: int = 0
+    trust_implicit_down: int = 0
+    trust_explicit: int = 0
+    questions_open: int = 0                                   # asked before overriding the user
 
     @property
     def calls_per_run(self) -> float:
@@ -42,7 +48,8 @@ class ExtractionStats:
         return data
 
 
-def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
+def extraction_stats(memory: Memory, user: str) -> ExtractionStats:
+    db = memory.db
     stats = ExtractionStats(user)
     stats.by_status = runs.count_by_status(db, user)
     stats.runs = sum(stats.by_status.values())
@@ -52,7 +59,13 @@ def extraction_stats(db: sqlite_utils.Database, user: str) -> ExtractionStats:
     stats.failures = stats.by_status.get("retry", 0) + stats.by_status.get("failed", 0)
     stats.last_failure = runs.last_failure(db, user)
     stats.unanswered = runs.unanswered(db, user)
-    facts = FactStore(db, FactsConfig())
+    facts = memory.facts
     stats.fast_lane = facts.count_tagged(user, FASTLANE_TAG)
     stats.active_facts = facts.count_active(user)
+    changes = facts.trust_changes(user)
+    stats.trust_implicit_up = changes.get(IMPLICIT_RELIED, 0)
+    stats.trust_implicit_down = changes.get(IMPLICIT_CONTRADICTED, 0)
+    stats.trust_explicit = sum(changes.get(n, 0) for n in ("helpful", "unhelpful",
+                                                           "rating withdrawn"))
+    stats.questions_open = len(facts.pending_questions(user))
     return stats

@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent, TurnResult
     from hermes.config import Settings
     from hermes.learn.extract import Prompt
+    from hermes.memory import Memory
     from hermes.memory.facts.store import FactStore
     from hermes.memory.sessions.records import Message
     from hermes.memory.sessions.store import SessionStore
-    from hermes.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -86,20 +86,17 @@ def extraction_enabled(settings: Settings) -> bool:
 
 
 class ExtractionWorker:
-    def __init__(self, rt: Runtime, *, llm: LLM | None = None, facts: FactStore | None = None,
-                 sessions: SessionStore | None = None,
+    def __init__(self, memory: Memory, *, llm: LLM | None = None,
                  yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
 
-        self.rt = rt
-        self.config = rt.settings.extraction
+        self.memory = memory
+        self.config = memory.settings.extraction
         # On the loop's connection: the fast lane (on the reply path by design) and readers.
-        self.facts = facts or rt.memory.facts
-        self.sessions = sessions or rt.memory.sessions
+        self.facts = memory.facts
+        self.sessions = memory.sessions
         # Extraction's own database work (gate bookkeeping, related facts, consolidation, run
         # records, watermark) runs in one worker thread on its own connection, so that it never
-        # blocks the event loop a reply streams on. Stores handed in by a caller live on the
-        # caller's connection: then that work stays on the loop.
-        self._threaded = facts is None and sessions is None
+        # blocks the event loop a reply streams on.
         self._executor: ThreadPoolExecutor | None = None
         self._thread_stores: _Stores | None = None   # touched only in the worker thread
         self._thread_lock = threading.Lock()
@@ -122,14 +119,14 @@ class ExtractionWorker:
 
     @property
     def enabled(self) -> bool:
-        return extraction_enabled(self.rt.settings)
+        return extraction_enabled(self.memory.settings)
 
     @property
     def llm(self) -> LLM:
         if self._llm is None:
             from hermes.agent.llm import LLM
 
-            settings = self.rt.settings
+            settings = self.memory.settings
             self._llm = LLM(settings.model, model_name=extraction_model_name(settings),
                             env_file=settings.home_path / ".env")
         return self._llm
@@ -140,7 +137,9 @@ class ExtractionWorker:
         if self._llm is None and not self.config.model:
             self._llm = getattr(agent, "background_llm", None)
         agent.before_reply.append(self._reply_started)
-        agent.before_reply.append(FastLane(self.rt, self.facts))
+        fast_lane = FastLane(self.memory, self.facts)
+        agent.before_reply.append(fast_lane)
+        agent.after_reply.append(fast_lane.after_reply)
         agent.after_reply.append(self.after_reply)
 
     def _reply_started(self, user: str, session_id: int, message: Message) -> None:
@@ -210,16 +209,13 @@ class ExtractionWorker:
 
     # -- where the database work runs -----------------------------------------------------------
 
-    def _loop_stores(self) -> _Stores:
-        return _Stores(self.rt.db, self.facts, self.sessions)
-
     def _stores_in_thread(self) -> _Stores:
         """The worker thread's own connection (WAL: it reads and writes beside the loop's;
         the busy timeout covers the moments both want the write lock)."""
         if self._thread_stores is None:
-            db = connect(self.rt.settings.db_path)
+            db = connect(self.memory.settings.db_path)
             # The home's memory on this connection; the embedding models are the loop's own.
-            memory = self.rt.memory.on(db)
+            memory = self.memory.on(db)
             self._thread_stores = _Stores(db, memory.facts, memory.sessions)
         return self._thread_stores
 
@@ -230,12 +226,10 @@ class ExtractionWorker:
 
     async def _db(self, fn: Callable[[_Stores, *Ts], T], *args: *Ts) -> T:
         """``fn(stores, *args)`` in the worker thread (one thread: its connection is never used
-        by two at once), or inline on the caller's stores when they were handed in.
+        by two at once).
 
         A cancellation while the thread works waits for it to finish, so that what it wrote
         (or did not) is known, and is raised after."""
-        if not self._threaded:
-            return fn(self._loop_stores(), *args)
         with self._thread_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1,
@@ -385,14 +379,17 @@ class ExtractionWorker:
         """(in the worker thread) The extraction's model calls, for ``hermes stats``."""
         where = usage.Scope(user, "extraction", session_id)
         for call in calls:
-            usage.record(s.db, call, to_ts(self.rt.clock.now()), where)
+            usage.record(s.db, call, to_ts(self.memory.clock.now()), where)
 
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Message]) -> Prompt:
         """(in the worker thread) The related facts, numbered, and the prompt."""
         related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+        # The facts the replies were built from: the model says which they relied on.
+        shown = s.facts.shown_with(user, [m.id for m in messages if m.role == "assistant"])
         return build_prompt(
             messages, related, user_name=self._user_name(user, messages),
-            now=self.rt.clock.now(), categories=self.rt.settings.facts.categories,
+            now=self.memory.clock.now(), categories=self.memory.settings.facts.categories,
+            shown=shown,
         )
 
     def _consolidate_run(self, s: _Stores, user: str, session_id: int,
@@ -401,7 +398,7 @@ class ExtractionWorker:
         """(in the worker thread) Parse the output; apply it, the run row and the watermark in
         one transaction. ParseError when the output is unusable."""
         first, last = messages[0].id, messages[-1].id
-        bounds = self.rt.settings
+        bounds = self.memory.settings
         parsed = parse_actions(raw, known_numbers=prompt.numbered.keys(),
                                categories=bounds.facts.categories,
                                max_actions=bounds.extraction.max_actions,
@@ -520,23 +517,24 @@ class ExtractionWorker:
     # -- the extraction_runs table and the watermark ------------------------------------------
 
     def _now(self) -> str:
-        return to_ts(self.rt.clock.now())
+        return to_ts(self.memory.clock.now())
 
     def _user_name(self, user: str, messages: Sequence[Message]) -> str:
         """The person's name (a Discord display name, users.<user>.name), else "the user";
         never an identity such as terminal:root."""
         speakers = [speaker_name(m.speaker) for m in messages if m.role == "user"]
         named = [s for s in speakers if s]
-        return named[-1] if named else self.rt.settings.display_name(user) or "the user"
+        return named[-1] if named else self.memory.settings.display_name(user) or "the user"
 
     def run(self, user: str, run_id: int) -> RunRecord:
-        return self._run(self._loop_stores(), user, run_id)
+        """One run's record, read on the loop's connection."""
+        return run_records.get(self.memory.db, user, run_id)
 
     def _run(self, s: _Stores, user: str, run_id: int) -> RunRecord:
         return run_records.get(s.db, user, run_id)
 
     def runs(self, user: str, session_id: int | None = None) -> list[RunRecord]:
-        return run_records.of_user(self.rt.db, user, session_id)
+        return run_records.of_user(self.memory.db, user, session_id)
 
     def _find_run(self, s: _Stores, user: str, session_id: int, first: int, last: int
                   ) -> RunRecord | None:

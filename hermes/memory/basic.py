@@ -18,7 +18,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
-from hermes.memory.guard import check_text
+from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 
 DEFAULT_LIMIT = 8000
@@ -85,7 +85,7 @@ def usage_of(entries: Sequence[Entry]) -> int:
 
 def validate(ops: Sequence[Op]) -> None:
     """Refuse a batch that is wrong whatever the table holds: empty, or text that is empty
-    or unsafe (hermes.memory.guard)."""
+    or unsafe (hermes.safety.guard)."""
     if not ops:
         raise RefusedWrite("Refused: an empty batch changes nothing.")
     for op in ops:

@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.facts.store import Fact
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.store import Session
+from hermes.safety.secrets import redact_text
 from hermes.store import usage
 from hermes.store.files import atomic_text_file
 
 if TYPE_CHECKING:
     from hermes.config import Settings
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 
 class Home(Protocol):
-    """Where the file is: the settings of a home (a Runtime, or its Memory)."""
+    """Where the file is: the settings of a home (its Memory)."""
 
     @property
     def settings(self) -> Settings: ...
@@ -53,20 +53,20 @@ MAX_FACTS = 30
 MATERIAL_CHARS = 16_000
 
 
-def path_for(rt: Home, user: str) -> Path:
+def path_for(home: Home, user: str) -> Path:
     """``<home>/context/<user>.md``; a user name unsafe as a file name gets a stable hash."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", user) or "_"
     if safe != user or safe.startswith("."):
         safe = f"{safe.lstrip('.')}-{hashlib.sha1(user.encode()).hexdigest()[:8]}"
-    return rt.settings.home_path / "context" / f"{safe}.md"
+    return home.settings.home_path / "context" / f"{safe}.md"
 
 
-def read(rt: Home, user: str) -> str | None:
+def read(home: Home, user: str) -> str | None:
     """The user's context file, or None when none has been written yet.
 
     Redacted on the way in too: a file written before redaction existed, or edited by hand,
     must not put a secret into every first-turn prompt."""
-    path = path_for(rt, user)
+    path = path_for(home, user)
     try:
         # Edited by hand in Latin-1: U+FFFD for the bad bytes, never a failed prompt.
         return redact_text(path.read_text(encoding="utf-8", errors="replace"))
@@ -103,23 +103,23 @@ def _day(ts: str) -> str:
     return parse_ts(ts).strftime("%Y-%m-%d")
 
 
-def gather(rt: Runtime, user: str) -> tuple[list[Session], list[Fact]]:
+def gather(memory: Memory, user: str) -> tuple[list[Session], list[Fact]]:
     """Recent sessions (newest first) and recently changed facts for ``user``."""
-    since = to_ts(rt.clock.now() - timedelta(days=rt.settings.context.days))
-    sessions = rt.memory.sessions.list_sessions(user, since=since, limit=MAX_SESSIONS)
-    facts = rt.memory.facts.recent(user, since, limit=MAX_FACTS)
+    since = to_ts(memory.clock.now() - timedelta(days=memory.settings.context.days))
+    sessions = memory.sessions.list_sessions(user, since=since, limit=MAX_SESSIONS)
+    facts = memory.facts.recent(user, since, limit=MAX_FACTS)
     return sessions, facts
 
 
-def deterministic(rt: Runtime, user: str, sessions: Sequence[Session],
+def deterministic(memory: Memory, user: str, sessions: Sequence[Session],
                   facts: Sequence[Fact], *, limit: int | None = None) -> str:
     """The context note built from stored titles, summaries and facts, without a model.
 
     ``limit`` defaults to ``context.max_chars``; the model is given a larger version as material.
     """
-    limit = limit or rt.settings.context.max_chars
-    header = (f"# Recent context (last {rt.settings.context.days} days, "
-              f"as of {rt.clock.now().strftime('%Y-%m-%d %H:%M UTC')})")
+    limit = limit or memory.settings.context.max_chars
+    header = (f"# Recent context (last {memory.settings.context.days} days, "
+              f"as of {memory.clock.now().strftime('%Y-%m-%d %H:%M UTC')})")
     by_source: dict[str, list[str]] = {}
     open_items: list[str] = []
     for session in sessions:
@@ -161,35 +161,35 @@ def deterministic(rt: Runtime, user: str, sessions: Sequence[Session],
     return cap(text, limit)
 
 
-def _model_messages(rt: Runtime, draft: str) -> list[dict[str, Any]]:
+def _model_messages(memory: Memory, draft: str) -> list[dict[str, Any]]:
     instructions = PROMPT_FILE.read_text(encoding="utf-8").replace(
-        "{max_chars}", str(rt.settings.context.max_chars))
+        "{max_chars}", str(memory.settings.context.max_chars))
     return [
         {"role": "system", "content": instructions},
         {"role": "user", "content": draft},
     ]
 
 
-async def refresh(rt: Runtime, user: str, llm: Condenser | None) -> str:
+async def refresh(memory: Memory, user: str, llm: Condenser | None) -> str:
     """Rewrite the user's context file and return its text.
 
     With a model, the background model condenses the material; on any model failure, or with
     no model, the deterministic note is written instead (and the failure logged).
     """
-    sessions, facts = gather(rt, user)
-    text = deterministic(rt, user, sessions, facts)
+    sessions, facts = gather(memory, user)
+    text = deterministic(memory, user, sessions, facts)
     if llm is not None and getattr(llm, "configured", True) and (sessions or facts):
-        material = redact_text(deterministic(rt, user, sessions, facts, limit=MATERIAL_CHARS))
+        material = redact_text(deterministic(memory, user, sessions, facts, limit=MATERIAL_CHARS))
         try:
             with usage.scope(user=user, source="context"):
-                completion = await llm.complete(_model_messages(rt, material))
+                completion = await llm.complete(_model_messages(memory, material))
             written = completion.text.strip()
             if written:
-                text = cap(written, rt.settings.context.max_chars)
+                text = cap(written, memory.settings.context.max_chars)
         except HermesError as exc:  # the model layer's ModelUnavailable / ModelNotConfigured
             log.warning("context refresh for %s: model failed (%s); wrote the plain version",
                         user, exc)
     # The model may repeat what it read; older summaries may predate redaction.
     text = redact_text(text)
-    write_atomic(path_for(rt, user), text)
+    write_atomic(path_for(memory, user), text)
     return text

@@ -1,7 +1,8 @@
 """A Hermes plugin for the tests, loaded through the ``hermes`` entry-point group (see
 tests/test_plugins.py, which writes its dist-info): a ``count_words`` tool (offered to MCP
 clients too), a ``postbox``
-front-end that writes what happens to it into ``<home>/postbox.txt``, a command, and a toy
+front-end that writes what happens to it into ``<home>/postbox.txt`` (its own config section
+``postbox: {file: ...}`` names another file), a command, and a toy
 embedding model ``toy`` (words hashed into 16 dimensions)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.tool_registry import Tool
+from hermes.config import Section
 from hermes.hookspecs import hookimpl
 
 
@@ -28,11 +30,18 @@ def register_tools(register):  # type: ignore[no-untyped-def]
                   count_words, mcp=True))
 
 
+class PostboxConfig(Section):
+    """The plugin's own section of config.yaml (``postbox:``), validated as Hermes's are."""
+
+    file: str = "postbox.txt"  # under the home
+
+
 class Postbox:
     source = "postbox"
 
     def __init__(self, ctx: Any) -> None:
-        self.path: Path = ctx.rt.settings.home_path / "postbox.txt"
+        settings = ctx.memory.settings
+        self.path: Path = settings.home_path / settings.section("postbox").file
 
     def _write(self, line: str) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
@@ -52,7 +61,8 @@ class Postbox:
 @hookimpl
 def register_frontends(register):  # type: ignore[no-untyped-def]
     # Boxes have one-word names: the front-end judges the targets a cron job may name.
-    register("postbox", Postbox, accepts=str.isidentifier, deliver_form="postbox:<box name>")
+    register("postbox", Postbox, accepts=str.isidentifier, deliver_form="postbox:<box name>",
+             config=PostboxConfig)
 
 
 @hookimpl

@@ -29,6 +29,7 @@ from hermes.errors import NotFound, RefusedWrite
 from hermes.frontends.web.app import WebContext, back, form_of, redirect, render, wants_json
 from hermes.frontends.web.auth import WebSession
 from hermes.frontends.web.markdown import StreamRenderer
+from hermes.memory.place import Scope
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +51,14 @@ def _reply_view(ctx: WebContext, user: str, message: Any, learned: list[Any], *,
                 open: bool = False) -> dict[str, Any]:
     """An assistant message and its receipt: the facts shown for it (their trust, the
     rating), and what was learned from its turn (``open``: unfolded, under a new reply)."""
-    from hermes.agent import feedback
-
     shown = []
-    for fact_id in feedback.shown_fact_ids(ctx.rt, user, message.id):
+    for fact_id in ctx.ops.shown_facts(Scope(user), message.id):
         try:
             shown.append(ctx.facts.get(user, fact_id))
         except NotFound:
             continue
     return {"message": message, "shown": shown, "learned": learned, "open": open,
-            "rating": feedback.reply_rating(ctx.rt, user, message.id, rater_for(user))}
+            "rating": ctx.ops.reply_rating(Scope(user), message.id, rater_for(user))}
 
 
 def conversation(ctx: WebContext, user: str, session_id: int) -> list[dict[str, Any]]:
@@ -182,7 +181,7 @@ def _new_temporary(ctx: WebContext, user: str) -> Any:
     (hermes.agent.turn.Transcript); it lasts while this process runs."""
     from hermes.agent.turn import Transcript
 
-    transcript = Transcript(next(_temporary_ids), ctx.rt.clock)
+    transcript = Transcript(next(_temporary_ids), ctx.memory.clock)
     ctx.temporary[transcript.session_id] = (user, transcript)
     return transcript
 
@@ -318,18 +317,16 @@ async def stop(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     """👍/👎 on a reply: the facts shown for it, as a Discord reaction would. The rating in
     effect again withdraws it."""
-    from hermes.agent import feedback
-
     form = await form_of(request)
     message_id = int(request.path_params["id"])
     helpful = form.get("rating") == "up"
     rater = rater_for(ws.user)
-    current = feedback.reply_rating(ctx.rt, ws.user, message_id, rater)
+    current = ctx.ops.reply_rating(ws.scope, message_id, rater)
     wanted: bool | None = None if current == helpful else helpful
-    changes = feedback.set_reply_rating(ctx.rt, ws.user, message_id, rater, wanted)
+    changes = ctx.ops.set_reply_rating(ws.scope, message_id, rater, wanted)
     if wants_json(request):
-        facts = {f.id: f.trust for f in (ctx.facts.get(ws.user, i) for i in
-                                         feedback.shown_fact_ids(ctx.rt, ws.user, message_id))}
+        facts = {f.id: f.trust for f in (ctx.ops.get(ws.scope, i) for i in
+                                         ctx.ops.shown_facts(ws.scope, message_id))}
         return JSONResponse({"rating": None if wanted is None else ("up" if wanted else "down"),
                              "changed": len(changes),
                              "trust": {str(k): round(v, 2) for k, v in facts.items()}})

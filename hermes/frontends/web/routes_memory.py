@@ -179,7 +179,7 @@ async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Respons
                       max_trust="", chain=[], error=str(exc), suggestions=[],
                       draft={"content": content, "entities": form.get("entities", ""),
                              "category": category},
-                      categories=ctx.rt.settings.facts.categories)
+                      categories=ctx.ops.categories)
     return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.")
 
 
@@ -238,9 +238,14 @@ def _fact_page(ctx: WebContext, request: Request, ws: WebSession, fact_id: int, 
                        if m.id in wanted]
         except NotFound:
             sources = []            # the session was removed since
+    # What the user may decide about it (an inference waiting for their word) and what was
+    # forgotten of it (not learned again from older conversations): issue 31.
+    questions = [q for q in ctx.ops.pending_questions(ws.scope) if q.fact_id == fact.id]
+    tombstones = ctx.ops.fact_tombstones(ws.scope, fact.id)
     return render(ctx, request, ws, "fact.html", status=status, fact=fact,
                   history=[(h, history_lines(h)) for h in history],
-                  sources=sources, error=error, notice=notice)
+                  sources=sources, error=error, notice=notice, questions=questions,
+                  tombstones=tombstones)
 
 
 async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -248,7 +253,7 @@ async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """update | forget | restore | purge (confirmed) | rate."""
+    """update | forget | restore | purge (confirmed) | rate | settle (a pending question)."""
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
@@ -277,6 +282,13 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
         elif action == "rate":
             result = ops.rate(scope, fact_id, form.get("rating") == "up")
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
+        elif action == "settle":
+            question = _int(form.get("question", ""), "The question id")
+            accept = form.get("decision") == "accept"
+            now = ops.settle_question(scope, question, accept=accept)
+            if now.id != fact_id:
+                return RedirectResponse(f"/facts/{now.id}", status_code=303)
+            notice = f"Kept fact {fact_id} as it was."
         else:
             raise NotFound(f"No fact action {action!r}.")
     except RefusedWrite as exc:
@@ -323,11 +335,12 @@ async def sessions(request: Request, ctx: WebContext, ws: WebSession) -> Respons
             error = str(exc)
     else:
         listing = ctx.ops.sessions_list(ws.scope, source=source, limit=100)
-    from hermes.frontends.base import session_sources
+    from hermes import plugins
     from hermes.memory.sessions.store import SOURCES
 
     return render(ctx, request, ws, "sessions.html", hits=hits, sessions=listing, query=query,
-                  source=source or "", sources=session_sources(SOURCES), error=error)
+                  source=source or "", sources=plugins.loaded().frontends.sources(SOURCES),
+                  error=error)
 
 
 async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -342,23 +355,23 @@ async def session(request: Request, ctx: WebContext, ws: WebSession) -> Response
 # --------------------------------------------------------------------------- context file
 async def context_page(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     return render(ctx, request, ws, "context.html", text=ctx.ops.context(ws.scope),
-                  limit=ctx.rt.settings.context.max_chars)
+                  limit=ctx.memory.settings.context.max_chars)
 
 
 async def context_refresh(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.memory import context
 
     llm = ctx.agent.background_llm if ctx.agent else None
-    text = await context.refresh(ctx.rt, ws.user, llm)
+    text = await context.refresh(ctx.memory, ws.user, llm)
     return redirect(ctx, ws, "/context", notice=f"Refreshed ({len(text):,}/"
-                    f"{ctx.rt.settings.context.max_chars:,} chars).")
+                    f"{ctx.memory.settings.context.max_chars:,} chars).")
 
 
 # --------------------------------------------------------------------------- cron
 def _cron_store(ctx: WebContext) -> Any:
     from hermes.assembly import cron_store
 
-    return ctx.runner.store if ctx.runner else cron_store(ctx.rt)
+    return ctx.runner.store if ctx.runner else cron_store(ctx.memory)
 
 
 async def cron(request: Request, ctx: WebContext, ws: WebSession) -> Response:
@@ -421,8 +434,8 @@ async def stats(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     from hermes.learn.stats import extraction_stats
     from hermes.store import usage
 
-    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.rt.db, ws.user),
-                  usage=usage.totals(ctx.rt.db, ws.user))
+    return render(ctx, request, ws, "stats.html", stats=extraction_stats(ctx.memory, ws.user),
+                  usage=usage.totals(ctx.memory.db, ws.user))
 
 
 def routes(page: Callable[..., Any]) -> list[Route]:

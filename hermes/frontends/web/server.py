@@ -17,15 +17,16 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from hermes.frontends.web.app import WebContext, build_app
+from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.routes_chat import SOURCE, extraction_listener
+from hermes.frontends.web.site import build_app
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.runner import CronRunner
     from hermes.frontends.base import FrontendContext
     from hermes.learn.worker import ExtractionWorker
-    from hermes.runtime import Runtime
+    from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +59,18 @@ def _server_class() -> type:
 class WebFrontend:
     source = SOURCE
 
-    def __init__(self, rt: Runtime, agent: Agent | None, *,
+    def __init__(self, memory: Memory, agent: Agent | None, *,
                  worker: ExtractionWorker | None = None, runner: CronRunner | None = None,
                  host: str | None = None, port: int | None = None, alone: bool = False) -> None:
-        config = rt.settings.web
+        config = memory.settings.web
         # `hermes web` (alone): a failure to listen stops it with the `Error:` line, so the
         # log line is for hermes.log only; in `hermes run` it is the one console line.
         self.alone = alone
         self.failure: str | None = None
-        self.rt = rt
+        self.memory = memory
         self.host = host or config.host or LOOPBACK
         self.port = config.port if port is None else port
-        self.ctx = WebContext(rt, agent=agent, worker=worker, runner=runner)
+        self.ctx = WebContext(memory, agent=agent, worker=worker, runner=runner)
         self.app = build_app(self.ctx)
         self._server: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -86,7 +87,7 @@ class WebFrontend:
 
     def first_login(self) -> str | None:
         """A login link for the default user when none has a token yet (shown once)."""
-        user = self.rt.settings.users.default
+        user = self.memory.settings.users.default
         if self.ctx.tokens.has_token(user):
             return None
         return self.login_url(self.ctx.tokens.create(user))
@@ -161,9 +162,9 @@ class WebPanelFrontend:
 
     async def start(self) -> bool:
         ctx = self.ctx
-        if not ctx.rt.settings.web.enabled:
+        if not ctx.memory.settings.web.enabled:
             return False
-        panel = WebFrontend(ctx.rt, ctx.agent, worker=ctx.worker, runner=ctx.runner)
+        panel = WebFrontend(ctx.memory, ctx.agent, worker=ctx.worker, runner=ctx.runner)
         if not await panel.start():
             return False
         self.panel = panel

@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from hermes.memory.embeddings import Embedder
+    from hermes.memory.embeddings.embedders import Embedder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

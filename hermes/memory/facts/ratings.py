@@ -1,7 +1,8 @@
 """Ratings of replies: the facts a reply was built from (``shown_facts``, recorded by the turn)
 and the rating each person gave it (``reply_ratings``, at most one per reply and rater).
 
-A 👍/👎 reaches exactly the facts shown for that reply, through ``FactStore.rate``; taking a
+A 👍/👎 reaches the facts that reply relied on (extraction says which, ``shown_facts.relied``;
+until it has, every fact shown for it), through ``FactStore.rate``; taking a
 rating back goes through ``FactStore.withdraw_rating``, so both share the clamping, the
 rounding, the counters and the history row. Every read and write is scoped to one user: a
 reply, a fact or a rating of another user is never reached.
@@ -60,13 +61,26 @@ class ReplyRatings:
         ).fetchall()
         return [int(row[0]) for row in rows]
 
+    def rated_fact_ids(self, user: str, message_id: int) -> list[int]:
+        """The facts a rating of this reply reaches: those the reply relied on, once its
+        extraction has said which (``shown_facts.relied``); until then every fact shown."""
+        rows = self.db.execute(
+            "SELECT s.fact_id, s.relied FROM shown_facts s JOIN facts f ON f.id = s.fact_id "
+            "JOIN messages m ON m.id = s.message_id "
+            "WHERE s.message_id = ? AND m.user = ? AND f.user = ? ORDER BY s.fact_id",
+            [message_id, user, user],
+        ).fetchall()
+        relied = [int(r[0]) for r in rows if r[1]]
+        return relied or [int(r[0]) for r in rows]
+
     # -- rating ------------------------------------------------------------------------------
 
     def rate_reply(self, user: str, message_id: int, helpful: bool) -> list[RateResult]:
-        """Rate every fact shown for the reply ``message_id``. Empty when it used no facts."""
+        """Rate the facts the reply ``message_id`` relied on (every fact shown for it until its
+        extraction says which). Empty when it used no facts."""
         self.check_message(user, message_id)
         return [self.facts.rate(user, fact_id, helpful)
-                for fact_id in self.shown_fact_ids(user, message_id)]
+                for fact_id in self.rated_fact_ids(user, message_id)]
 
     def rating(self, user: str, message_id: int, rater: str) -> bool | None:
         """The rating in effect for a reply by ``rater``: True (👍), False (👎) or None."""
@@ -98,7 +112,7 @@ class ReplyRatings:
                                 "AND user = ?", [message_id, rater, user])
             if helpful is not None:
                 rated = [self.facts.rate(user, fact_id, helpful)
-                         for fact_id in self.shown_fact_ids(user, message_id)]
+                         for fact_id in self.rated_fact_ids(user, message_id)]
                 changes += rated
                 applied = {str(r.id): round(r.new_trust - r.old_trust, 6) for r in rated}
                 self.db.execute(

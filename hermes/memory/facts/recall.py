@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from hermes.clock import Clock
 from hermes.errors import QueryError
 from hermes.memory.facts.records import ACTIVE, COLUMNS, Fact, row_to_fact
-from hermes.memory.sessions.past_messages import has_substance
+from hermes.memory.words.substance import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
 

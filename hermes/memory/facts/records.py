@@ -19,7 +19,7 @@ from typing import Any, Literal
 import sqlite_utils
 
 from hermes.errors import NotFound
-from hermes.memory.guard import check_field
+from hermes.safety.guard import check_field
 from hermes.store.fts import MatchPlan
 
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).

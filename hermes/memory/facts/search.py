@@ -34,7 +34,7 @@ from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_f
 
 if TYPE_CHECKING:
     from hermes.memory.facts.vectors import FactVectors, Similarity
-    from hermes.memory.sessions.rerank import TimeSpan
+    from hermes.memory.words.dates import TimeSpan
 
 # A word's matches are kept to the user's active, trusted facts through this narrow index
 # (migration m024) rather than the wide table rows: ~0.35 instead of ~1.3 us a match. SQLite

@@ -11,8 +11,11 @@ processes adding at once never lose a fact or merge into a row the other just ch
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlite_utils
@@ -20,10 +23,12 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.facts.contradiction import contradicts, frame
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
 from hermes.memory.facts.matched import annotate
+from hermes.memory.facts.questions import FactQuestions, Question
 from hermes.memory.facts.records import (
     ACTIVE,
     BM25,
@@ -41,22 +46,41 @@ from hermes.memory.facts.records import (
     record_history,
     row_to_fact,
     snapshot,
+    writes_from,
 )
 from hermes.memory.facts.search import FactSearch
-from hermes.memory.guard import check_text
+from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
+from hermes.memory.facts.tombstones import Tombstones
 from hermes.safe_text import scrub
+from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 from hermes.store.fts import any_terms
 
 if TYPE_CHECKING:
     from hermes.memory.facts.query_ahead import QueryAhead
+    from hermes.memory.facts.recall import FactRecall
     from hermes.memory.facts.vectors import FactVectors
 
 # Fact and content_key live in fact_records; they are part of this module's public API.
 __all__ = ["AddResult", "Fact", "FactStore", "RateResult", "ReasonResult", "content_key",
            "normalise"]
 
+log = logging.getLogger(__name__)
+
 KINDS = ("semantic", "episodic", "procedural")
+# Trust learned from use (learn_trust): a small rise, capped, and a larger fall.
+IMPLICIT_RISE = 0.02
+IMPLICIT_FALL = 0.05
+IMPLICIT_MAX = 0.9
+IMPLICIT_RELIED = "implicit: a reply relied on it"
+IMPLICIT_CONTRADICTED = "implicit: the user contradicted it"
+IMPLICIT_ORIGIN = "learned from use"
+# Reciprocal-rank fusion's constant for related(): small, since each list is short (<= limit).
+RELATED_RRF_K = 10
+# The start of the text that related() embeds (MiniLM reads 256 tokens at most).
+RELATED_MEANING_CHARS = 1000
+# Related facts read for the ones a statement of the user's contradicts.
+RELATED_CONTRADICTED = 10
 MAX_CONTENT_CHARS = 2000
 
 
@@ -68,6 +92,8 @@ class AddResult:
     # For "merged": "exact" (normalised duplicate) or "near" (rapidfuzz), and the similarity.
     match: Literal["exact", "near"] | None = None
     similarity: float | None = None
+    # For "created" with ``supersede``: the facts it contradicted, now superseded by it.
+    superseded: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -97,6 +123,15 @@ class FactStore:
         self.vectors = vectors
         self.duplicates = Duplicates(db, config, self.entity_store)
         self.searcher = FactSearch(db, vectors)
+        self.tombstones = Tombstones(db, config.merge_threshold)
+        self.questions = FactQuestions(db)
+
+    @cached_property
+    def recall(self) -> FactRecall:
+        """What a turn recalls from these facts (its word counts cached across turns)."""
+        from hermes.memory.facts.recall import FactRecall
+
+        return FactRecall(self, self.clock)
 
     # -- reading one ------------------------------------------------------------------------
 
@@ -157,9 +192,21 @@ class FactStore:
         source_session_id: int | None = None,
         source_message_ids: Iterable[int] = (),
         valid_from: str | None = None,
+        said_at: str | None = None,
+        supersede: bool = False,
     ) -> AddResult:
-        """Add a fact, or merge it into an existing duplicate or near duplicate."""
+        """Add a fact, or merge it into an existing duplicate or near duplicate.
+
+        ``said_at``: when what it was learned from was said (extraction: its newest message).
+        A statement forgotten or corrected since is refused (:class:`Forgotten`); None (a
+        person's own write, now) never is. ``supersede``: what the user states outright (the
+        fast lane, /remember, facts add) replaces an active fact it contradicts (another value
+        of a single-valued relation: :mod:`hermes.memory.facts.contradiction`), which stays
+        in the history, superseded by it, instead of both staying active."""
         text = self._validate(content, category, kind)
+        # Read before the write lock (related facts may embed the text).
+        contradicted = [f.id for f in self.related(user, text, limit=RELATED_CONTRADICTED)
+                        if contradicts(text, f.content)] if supersede and frame(text) else []
         self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
             check_name(name)
@@ -171,6 +218,7 @@ class FactStore:
         key = content_key(text)
         with write_transaction(self.db):
             now = self._now()
+            self.tombstones.check(user, text, said_at)
             exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
@@ -199,7 +247,25 @@ class FactStore:
             link_entities(self.db, fact_id, [i for i, _ in linked])
             fact = self.get(user, fact_id)
             self._history(fact, "add", None, snapshot(fact), at=now)
-        return AddResult(fact_id, "created", fact)
+            superseded = []
+            for old_id in contradicted:
+                old = self.get(user, old_id)
+                if old.active:
+                    self._supersede(old, fact_id, "contradicted by what the user said", now)
+                    superseded.append(old.id)
+        return AddResult(fact_id, "created", fact, superseded=superseded)
+
+    def _supersede(self, old: Fact, new_id: int, note: str | None, now: str) -> None:
+        """``old`` replaced by fact ``new_id``: kept with ``valid_to`` and the link, a history
+        row, and a tombstone (what was said before is not learned again)."""
+        self.tombstones.record(old.user, old.id, old.content, "correct", note, now)
+        self.db.execute(
+            "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
+            "WHERE id = ? AND user = ?", [now, new_id, now, old.id, old.user],
+        )
+        self._history(self.get(old.user, old.id), "supersede",
+                      {"valid_to": None, "superseded_by": None},
+                      {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
 
     # -- searching --------------------------------------------------------------------------
 
@@ -314,10 +380,16 @@ class FactStore:
             fact.explain = {"path_step": position + 1}
         return ReasonResult(chain, [names[i] for i in path_ids], unknown)
 
-    def related(self, user: str, text: str, *, limit: int = 10) -> list[Fact]:
-        """Active facts that may bear on ``text``: those about entities it names, then FTS
-        matches on any of its terms. Used by extraction to decide add, merge or update."""
-        found: dict[int, Fact] = {}
+    def related(self, user: str, text: str, *, limit: int = 10,
+                by_meaning: bool = True) -> list[Fact]:
+        """Active facts that may bear on ``text``, the ones learning may update, merge or
+        contradict: those about entities it names, FTS matches on any of its terms, and (with
+        fact vectors, ``by_meaning``) the nearest by meaning, so that a paraphrase ("Our dog
+        passed away") finds the fact it changes ("The user has a beagle named Biscuit"). Each
+        side reads at most ``limit`` rows (meaning: the nearest ``2 x limit``, at the model's
+        floor or above); the three ranked lists are fused by reciprocal rank. Used by
+        extraction (the facts its model is shown) and consolidation (merge, contradiction)."""
+        ranked: list[list[Fact]] = []
         entity_ids = [i for i, _ in self.entity_store.known_in(user, text)]
         if entity_ids:
             marks = ",".join("?" * len(entity_ids))
@@ -327,11 +399,9 @@ class FactStore:
                 f"AND {ACTIVE} ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
                 [*entity_ids, user, int(limit)],
             ).fetchall()
-            for row in rows:
-                fact = row_to_fact(row)
-                found[fact.id] = fact
+            ranked.append([row_to_fact(row) for row in rows])
         terms = any_terms(text)
-        if terms and len(found) < limit:
+        if terms:
             rows = self.db.execute(
                 f"""
                 SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
@@ -340,10 +410,32 @@ class FactStore:
                 """,
                 [terms, user, int(limit)],
             ).fetchall()
-            for row in rows:
-                fact = row_to_fact(row)
-                found.setdefault(fact.id, fact)
-        return list(found.values())[:limit]
+            ranked.append([row_to_fact(row) for row in rows])
+        if by_meaning and self.vectors is not None:
+            ranked.append(self._related_by_meaning(user, text, limit))
+        return fuse_ranked(ranked, limit)
+
+    def _related_by_meaning(self, user: str, text: str, limit: int) -> list[Fact]:
+        """The user's active facts nearest ``text`` by meaning, nearest first. A failure to
+        embed is logged and leaves the words' side alone (never a failed extraction)."""
+        assert self.vectors is not None
+        try:
+            similarity = self.vectors.similarity(user, scrub(text)[:RELATED_MEANING_CHARS])
+            if similarity is None:
+                return []
+            floor = self.vectors.meaning_floor
+            near = {i: c for i, c in similarity.nearest(2 * limit).items() if c >= floor}
+        except Exception as exc:  # noqa: BLE001 - logged; the words still find related facts
+            log.warning("related facts by meaning for %s: %s", user, exc)
+            return []
+        if not near:
+            return []
+        marks = ",".join("?" * len(near))
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.id IN ({marks})",
+            [user, *near]).fetchall()
+        ordered = sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]
+        return [row_to_fact(row) for row in ordered]
 
     def recent(self, user: str, since: str, *, limit: int = 20) -> list[Fact]:
         """Active facts added or changed at or after ``since`` (a stored timestamp), newest
@@ -424,6 +516,24 @@ class FactStore:
                 f"WHERE user = ? AND id IN ({marks})", [user, *ids],
             )
 
+    def add_sources(self, user: str, fact_id: int, message_ids: Iterable[int]) -> None:
+        """Cite more of the user's messages as the fact's sources (the fast lane: the reply
+        to the message that said it). Ids of another user's messages are ignored; the fact's
+        exchange is indexed again by the facts trigger."""
+        ids = [int(i) for i in message_ids if in_sqlite_range(int(i))]
+        if not ids:
+            return
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            marks = ",".join("?" * len(ids))
+            mine = [int(r[0]) for r in self.db.execute(
+                f"SELECT id FROM messages WHERE user = ? AND id IN ({marks}) ORDER BY id",
+                [user, *ids]).fetchall()]
+            sources = list(dict.fromkeys([*fact.source_message_ids, *mine]))
+            if sources != fact.source_message_ids:
+                self.db.execute("UPDATE facts SET source_message_ids = ? WHERE id = ? AND user = ?",
+                                [json.dumps(sources), fact.id, user])
+
     def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
         """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
         delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
@@ -440,6 +550,72 @@ class FactStore:
                                     note="rating withdrawn")
         except NotFound:
             return None
+
+    def learn_trust(self, user: str, fact_id: int, relied: bool, *,
+                    reply_ids: Iterable[int] = ()) -> RateResult | None:
+        """Trust learned from use, without a button: a reply relied on the fact and the user
+        did not contradict it (+IMPLICIT_RISE, once per fact a day, never above IMPLICIT_MAX),
+        or the user contradicted it (-IMPLICIT_FALL). Recorded in its history as implicit
+        (origin ``learned from use``); the helpful/unhelpful counts are the buttons' alone.
+        None when nothing changed (the day's rise was had, or at the cap)."""
+        note = IMPLICIT_RELIED if relied else IMPLICIT_CONTRADICTED
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            now = self._now()
+            if relied:
+                since = to_ts(self.clock.now() - timedelta(days=1))
+                if fact.trust >= IMPLICIT_MAX or self.db.execute(
+                        "SELECT 1 FROM fact_history WHERE fact_id = ? AND user = ? AND "
+                        "action = 'rate' AND note = ? AND at > ? LIMIT 1",
+                        [fact.id, user, note, since]).fetchone():
+                    return None
+                new_trust = round(min(IMPLICIT_MAX, fact.trust + IMPLICIT_RISE), 6)
+            else:
+                new_trust = round(max(0.0, fact.trust - IMPLICIT_FALL), 6)
+            if new_trust == fact.trust:
+                return None
+            self.db.execute("UPDATE facts SET trust = ? WHERE id = ? AND user = ?",
+                            [new_trust, fact.id, user])
+            replies = [int(i) for i in reply_ids]
+            with writes_from(IMPLICIT_ORIGIN):
+                self._history(fact, "rate", {"trust": fact.trust},
+                              {"trust": new_trust, "replies": replies}, note=note, at=now)
+        return RateResult(fact.id, fact.trust, new_trust)
+
+    def trust_changes(self, user: str) -> dict[str, int]:
+        """How many trust changes of each kind (the history note: helpful, unhelpful, rating
+        withdrawn, or learned from use) the user's facts had (``hermes stats``)."""
+        rows = self.db.execute("SELECT note, count(*) FROM fact_history WHERE user = ? AND "
+                               "action = 'rate' GROUP BY note", [user]).fetchall()
+        return {str(note): int(count) for note, count in rows}
+
+    def shown_with(self, user: str, message_ids: Iterable[int], *, limit: int = 10
+                   ) -> list[Fact]:
+        """The user's active facts shown to the model for these replies (recorded by the turn),
+        at most ``limit``: what extraction asks about (relied on, contradicted)."""
+        ids = [int(i) for i in message_ids if in_sqlite_range(int(i))]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self._fetch(
+            user, f"{ACTIVE} AND f.id IN (SELECT s.fact_id FROM shown_facts s JOIN messages m "
+            f"ON m.id = s.message_id WHERE m.user = ? AND s.message_id IN ({marks}))",
+            [user, *ids, int(limit)], "ORDER BY f.id LIMIT ?")
+
+    def mark_relied(self, user: str, message_ids: Iterable[int], fact_ids: Iterable[int]) -> None:
+        """The replies among ``message_ids`` relied on these of the facts shown for them (a 👎
+        then lowers only those). The user's own messages and facts only."""
+        messages = [int(i) for i in message_ids]
+        facts = [int(i) for i in fact_ids]
+        if not messages or not facts:
+            return
+        m_marks, f_marks = ",".join("?" * len(messages)), ",".join("?" * len(facts))
+        with write_transaction(self.db):
+            self.db.execute(
+                f"UPDATE shown_facts SET relied = 1 WHERE message_id IN ({m_marks}) "
+                f"AND fact_id IN ({f_marks}) AND message_id IN (SELECT id FROM messages "
+                f"WHERE user = ?) AND fact_id IN (SELECT id FROM facts WHERE user = ?)",
+                [*messages, *facts, user, user])
 
     def _move_trust(self, user: str, fact_id: int, helpful: bool, delta: float, count: int,
                     *, note: str) -> RateResult:
@@ -463,8 +639,10 @@ class FactStore:
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,
                entities: list[str] | None = None,
                source_session_id: int | None = None,
-               source_message_ids: Iterable[int] = ()) -> Fact:
-        """Replace a fact with a new version. The old one stays, superseded (valid_to set).
+               source_message_ids: Iterable[int] = (), said_at: str | None = None) -> Fact:
+        """Replace a fact with a new version. The old one stays, superseded (valid_to set),
+        and leaves a tombstone (what was said before is not learned again); ``said_at`` as in
+        :meth:`add` (a new text forgotten since is refused).
 
         The new version is linked to the entities its text names (found as ``add`` finds them:
         known names, capitalised names, quoted terms), to ``entities`` when given, and to the
@@ -488,6 +666,7 @@ class FactStore:
             if content_key(text) == content_key(old.content):
                 raise RefusedWrite(f"Refused: the new text of fact {old.id} is the same as the "
                                    "old. Nothing was changed.")
+            self.tombstones.check(user, text, said_at)
             now = self._now()
             named_before = {i for i, _ in self.entity_store.known_in(user, old.content)}
             linked = self.entity_store.ensure_all(
@@ -505,20 +684,15 @@ class FactStore:
             names = [display[i] for i in entity_ids]
             new_id = insert_fact(
                 self.db, user=user, content=text, category=old.category, kind=old.kind,
-                tags=old.tags, entity_names=names, trust=old.trust, importance=old.importance,
+                tags=_tags_for(text, old.tags), entity_names=names, trust=old.trust,
+                importance=old.importance,
                 now=now, valid_from=now,
                 source_session_id=(source_session_id if source_session_id is not None
                                    else old.source_session_id),
                 source_message_ids=message_ids or old.source_message_ids)
             link_entities(self.db, new_id, entity_ids)
-            self.db.execute(
-                "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
-                "WHERE id = ? AND user = ?", [now, new_id, now, old.id, user],
-            )
+            self._supersede(old, new_id, note, now)
             new = self.get(user, new_id)
-            self._history(self.get(user, old.id), "supersede",
-                          {"valid_to": None, "superseded_by": None},
-                          {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
             self._history(new, "update", {"id": old.id, "content": old.content},
                           snapshot(new), note=note, at=now)
         return new
@@ -534,6 +708,7 @@ class FactStore:
                 "UPDATE facts SET forgotten_at = ?, forgotten_reason = ?, updated_at = ? "
                 "WHERE id = ? AND user = ?", [now, reason, now, fact.id, user],
             )
+            self.tombstones.record(user, fact.id, fact.content, "forget", reason, now)
             self._history(fact, "forget", {"forgotten_at": None},
                           {"forgotten_at": now, "forgotten_reason": reason}, note=reason, at=now)
             return self.get(user, fact.id)
@@ -549,11 +724,52 @@ class FactStore:
                 "UPDATE facts SET forgotten_at = NULL, forgotten_reason = NULL, updated_at = ? "
                 "WHERE id = ? AND user = ?", [now, fact.id, user],
             )
+            self.tombstones.restored(user, fact.id)
             self._history(fact, "restore",
                           {"forgotten_at": fact.forgotten_at,
                            "forgotten_reason": fact.forgotten_reason},
                           {"forgotten_at": None}, at=now)
             return self.get(user, fact.id)
+
+    # -- asking before an inference overrides what the user said ------------------------------
+
+    def ask_before_overriding(self, user: str, fact_id: int, content: str, *,
+                              session_id: int | None = None,
+                              message_ids: Iterable[int] = ()) -> Question:
+        """Keep ``content``, inferred, as a question about fact ``fact_id`` instead of
+        superseding it (hermes.memory.facts.questions)."""
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            text = self._validate(content, fact.category, fact.kind)
+            return self.questions.ask(user, fact.id, text, session_id=session_id,
+                                      message_ids=[int(m) for m in message_ids], now=self._now())
+
+    def pending_questions(self, user: str) -> list[Question]:
+        with write_transaction(self.db):
+            return self.questions.pending(user)
+
+    def questions_to_ask(self, user: str) -> list[tuple[Question, Fact]]:
+        """The open question(s) for the next reply to ask, with their facts; marked asked.
+        Every turn asks: without an open question that is one index read, no write."""
+        if not self.questions.any_unasked(user):
+            return []
+        with write_transaction(self.db):
+            found = self.questions.to_ask(user, self._now())
+            return [(q, self.get(user, q.fact_id)) for q in found]
+
+    def settle_question(self, user: str, question_id: int, accept: bool) -> Fact:
+        """The user's decision: accept (the inferred statement supersedes the fact, as a
+        correction) or reject (the fact stays). Returns the fact as it now is."""
+        with write_transaction(self.db):
+            question = self.questions.get(user, question_id)
+            self.questions.resolve(user, question.id, "accepted" if accept else "rejected",
+                                   self._now())
+            if not accept:
+                return self.get(user, question.fact_id)
+            return self.update(user, question.fact_id, question.content,
+                               note="confirmed by the user (pending question)",
+                               source_session_id=question.session_id,
+                               source_message_ids=question.message_ids or ())
 
     def purge(self, user: str, fact_id: int) -> None:
         """Delete a fact for good, with its history and every older version it superseded."""
@@ -572,6 +788,31 @@ class FactStore:
                 self.db.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ? "
                                 "AND user = ?", [doomed_id, user])
             marks = ",".join("?" * len(doomed))
+            # Gone, but not to be learned again from what was said before: the tombstones of
+            # its versions stay (``hermes facts tombstones --remove`` takes one away).
+            if not self.tombstones.of_fact(user, fact.id):
+                self.tombstones.record(user, fact.id, fact.content, "purge", None, self._now())
+            self.tombstones.purged(user, doomed)
             self.db.execute(f"DELETE FROM facts WHERE user = ? AND id IN ({marks})",
                             [user, *doomed])
 
+
+
+def _tags_for(content: str, tags: list[str]) -> list[str]:
+    """A new version's tags: the old ones, less ``verbatim`` once it is no longer the user's
+    words kept as said (extraction wrote the clean statement)."""
+    return tags if is_verbatim(content) else [t for t in tags if t != VERBATIM_TAG]
+
+
+def fuse_ranked(ranked: Sequence[Sequence[Fact]], limit: int) -> list[Fact]:
+    """Reciprocal-rank fusion of ranked lists of facts: a fact high in several lists first;
+    a tie keeps the order of the lists (entities, words, meaning) and of each list."""
+    scores: dict[int, float] = {}
+    facts: dict[int, Fact] = {}
+    for found in ranked:
+        for rank, fact in enumerate(found, start=1):
+            facts.setdefault(fact.id, fact)
+            scores[fact.id] = scores.get(fact.id, 0.0) + 1.0 / (RELATED_RRF_K + rank)
+    order = {fact_id: position for position, fact_id in enumerate(facts)}
+    best = sorted(facts, key=lambda i: (-scores[i], order[i]))[:limit]
+    return [facts[i] for i in best]

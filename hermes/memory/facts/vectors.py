@@ -27,19 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from hermes.memory import vector_cells
-from hermes.memory.embeddings import Embedder, Embedders, meaning_floor, message_text
+from hermes.memory.embeddings.embedders import Embedder, Embedders, meaning_floor, message_text
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.records import ACTIVE
-from hermes.memory.sessions.rerank import TimeSpan, time_spans
-from hermes.memory.vector_matrix import (
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors.matrix import (
     Int8Rows,
     changes_since,
     last_change,
     model_size,
-    prune_changes,
 )
-from hermes.store.db import write_transaction
+from hermes.memory.vectors.store import VectorStore
+from hermes.memory.words.dates import TimeSpan, time_spans
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -81,7 +80,7 @@ CONTEXT_CHARS = 2000
 # tuning half (turn R@5 0.588 -> 0.610 at 0.5; 0.3: 0.601, 0.8: 0.602); held-out 0.607 -> 0.613.
 SESSION_WEIGHT = 0.5
 # A query that names a time ("in January 2024", "on 9 October, 2022", "last week": the spans
-# session search reads too, hermes.memory.sessions.rerank.time_spans) puts the facts learned
+# session search reads too, hermes.memory.words.dates.time_spans) puts the facts learned
 # then first: a fact's date is when it was said (valid_from: the extraction worker sets it to
 # the last message of the exchange it learned from; else when it was written). The fused z of
 # a fact dated inside a named span gains DATE_WEIGHT, within DATE_SLACK_DAYS after one half of
@@ -91,7 +90,7 @@ SESSION_WEIGHT = 0.5
 # same within one question, and a smaller step towards a date filter.
 DATE_WEIGHT = 3.0
 DATE_SLACK_DAYS = 30
-# Once a user's facts are clustered (hermes.memory.vector_cells: 32,768 facts or more), a query
+# Once a user's facts are clustered (hermes.memory.vectors.cells: 32,768 facts or more), a query
 # scans the fact vectors of the cells nearest it, about this many (at most the messages'
 # SCAN_ROWS). The nearest facts found so are candidates only: every candidate's cosine is then
 # read by id, exactly (Similarity.of). LoCoMo's 35,204 MiniLM vectors clustered as facts are
@@ -101,24 +100,13 @@ DATE_SLACK_DAYS = 30
 FACT_SCAN_ROWS = 8192
 
 
-class FactVectors:
+class FactVectors(VectorStore):
     """The fact vectors of one database for one model."""
 
     def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
-        import numpy as np
-
-        self._np = np
-        self.db = db
-        self.embedder = embedder
+        super().__init__(db, embedder)
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
-        # Per user, facts whose stored vector is not a vector this model wrote (a damaged or
-        # hand-edited row): left out of search by meaning, embedded again by the next index.
-        self._damaged: dict[str, set[int]] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self.embedder.model_id
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None,
@@ -138,32 +126,22 @@ class FactVectors:
             f"f.content_key OR v.context_vector IS NULL{again}){among} ORDER BY f.id",
             [self.model_id, user],
         ).fetchall()
-        done = 0
-        if progress is not None:
-            progress(0, len(rows))
-        for start in range(0, len(rows), INDEX_BATCH):
-            if stop is not None and stop():
-                break
-            chunk = rows[start : start + INDEX_BATCH]
+
+        def values_of(chunk: Sequence[Any]) -> list[tuple[Any, ...]]:
             contexts = self._contexts(user, [r[3] for r in chunk])
             # One call for the facts and their exchanges (facts of one exchange share it).
             unique = list(dict.fromkeys(c for c in contexts if c))
             vectors = self.embedder.embed([*(r[1] for r in chunk), *unique])
             of_context = {c: vectors[len(chunk) + i] for i, c in enumerate(unique)}
             half = self._np.float16
-            with write_transaction(self.db):
-                self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
-                    "vector, context_vector) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
-                      of_context[context].astype(half).tobytes() if context else b"")
-                     for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
-                )
-                prune_changes(self.db)
-            done += len(chunk)
-            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
-            if progress is not None:
-                progress(done, len(rows))
+            return [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
+                     of_context[context].astype(half).tobytes() if context else b"")
+                    for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))]
+
+        done = self._write_batches(
+            user, rows, INDEX_BATCH, values_of,
+            "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, vector, "
+            "context_vector) VALUES (?, ?, ?, ?, ?, ?)", stop=stop, progress=progress)
         vector_cells.maybe_cluster(self.db, "fact", user, self.model_id,
                                    lambda rows: self._blended(self._sound(user, rows)),
                                    store_cells=False)
@@ -201,7 +179,7 @@ class FactVectors:
 
     def _matrix(self, user: str) -> _Matrix:
         """The user's vectors (the fact's blended with its exchange's), loaded once, then kept
-        in step with every change logged since (hermes.memory.vector_matrix): new and
+        in step with every change logged since (hermes.memory.vectors.matrix): new and
         re-embedded facts, a context vector dropped because a source message was edited, a
         vector deleted with its fact, by this process or another."""
         np = self._np
@@ -357,7 +335,7 @@ class _Matrix:
 
 class Similarity:
     """One query's cosines to a user's facts: to every fact, or, once the user's facts are
-    clustered (hermes.memory.vector_cells), to those of the cells nearest the query; the
+    clustered (hermes.memory.vectors.cells), to those of the cells nearest the query; the
     cosines of facts asked for by id are exact either way."""
 
     def __init__(self, np: Any, matrix: _Matrix, query: Any,

@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes.memory.facts.statement import normalise_statement
 from hermes.memory.place import Scope
 
 if TYPE_CHECKING:
     from hermes.memory import Memory
     from hermes.memory.basic import Entry, Op, WriteResult
     from hermes.memory.facts.entities import Entity
+    from hermes.memory.facts.questions import Question
     from hermes.memory.facts.store import AddResult, Fact, RateResult, ReasonResult
+    from hermes.memory.facts.tombstones import Tombstone
     from hermes.memory.sessions.records import Message, SearchHit, Session
 
 __all__ = ["MemoryOperations", "Scope"]
@@ -80,10 +83,23 @@ class MemoryOperations:
             category: str = "general", tags: Iterable[str] = (), kind: str = "semantic",
             importance: float | None = None,
             source_session_id: int | None = None) -> AddResult:
-        """Store a fact, or merge it into the duplicate already there."""
+        """Store a fact, or merge it into the duplicate already there.
+
+        What a person typed (no conversation behind it: /remember, the web panel, MCP, the CLI)
+        is worded by the one "remember X" rule first
+        (:func:`hermes.memory.facts.statement.normalise_statement`: first person as "the user"
+        where certain, else their words kept whole; a secret refused). The model's own writes
+        in a chat (``source_session_id``) are statements already."""
+        tags = list(tags)
+        typed = source_session_id is None
+        if typed:
+            statement = normalise_statement(content)
+            content, tags = statement.content, [*tags, *statement.tags]
+        # What a person states outright replaces the fact it contradicts ("my doctor is Dr.
+        # Jones" after "... Dr. Smith"): superseded, in the history, not both active.
         added = self.memory.facts.add(scope.user, content, entities=entities, category=category,
                                       tags=tags, kind=kind, importance=importance,
-                                      source_session_id=source_session_id)
+                                      source_session_id=source_session_id, supersede=typed)
         self._embed(scope, added.id)
         return added
 
@@ -105,6 +121,29 @@ class MemoryOperations:
     def purge(self, scope: Scope, fact_id: int) -> None:
         self.memory.facts.purge(scope.user, fact_id)
 
+    # -- what was forgotten, and what waits for the user's word (issue 31) -------------------
+
+    def tombstones(self, scope: Scope, *, limit: int = 100) -> list[Tombstone]:
+        """What was forgotten, corrected or purged (never learned again from older messages)."""
+        return self.memory.facts.tombstones.of_user(scope.user, limit=limit)
+
+    def fact_tombstones(self, scope: Scope, fact_id: int) -> list[Tombstone]:
+        return self.memory.facts.tombstones.of_fact(scope.user, fact_id)
+
+    def remove_tombstone(self, scope: Scope, tombstone_id: int) -> Tombstone:
+        """Older conversations may teach that statement again."""
+        from hermes.store.db import write_transaction
+
+        with write_transaction(self.memory.facts.db):
+            return self.memory.facts.tombstones.remove(scope.user, tombstone_id)
+
+    def pending_questions(self, scope: Scope) -> list[Question]:
+        """Inferences kept instead of overriding what the user said."""
+        return self.memory.facts.pending_questions(scope.user)
+
+    def settle_question(self, scope: Scope, question_id: int, *, accept: bool) -> Fact:
+        return self.memory.facts.settle_question(scope.user, question_id, accept)
+
     def rate(self, scope: Scope, fact_id: int, helpful: bool) -> RateResult:
         return self.memory.facts.rate(scope.user, fact_id, helpful)
 
@@ -117,6 +156,34 @@ class MemoryOperations:
         vectors = self.memory.facts.vectors
         if self.embed_writes and vectors is not None:
             vectors.catch_up(scope.user, [fact_id])
+
+    # -- a reply's rating (a Discord reaction, /rate in the terminal, the web panel's thumbs) -
+
+    def shown_facts(self, scope: Scope, message_id: int) -> list[int]:
+        """The facts the model was shown for the reply ``message_id`` (the user's only)."""
+        return self.memory.ratings.shown_fact_ids(scope.user, message_id)
+
+    def rate_reply(self, scope: Scope, message_id: int, helpful: bool) -> list[RateResult]:
+        """Rate every fact shown for the reply. Empty when it used no facts."""
+        return self.memory.ratings.rate_reply(scope.user, message_id, helpful)
+
+    def set_reply_rating(self, scope: Scope, message_id: int, rater: str,
+                         helpful: bool | None) -> list[RateResult]:
+        """One person's rating of a reply (``rater``, e.g. ``discord:<id>``), idempotent; None
+        withdraws it. The trust changes made now."""
+        return self.memory.ratings.set_rating(scope.user, message_id, rater, helpful)
+
+    def reply_rating(self, scope: Scope, message_id: int, rater: str) -> bool | None:
+        """The rating in effect for a reply by ``rater``: True (👍), False (👎) or None."""
+        return self.memory.ratings.rating(scope.user, message_id, rater)
+
+    def link_ref(self, scope: Scope, ref: str, message_id: int) -> None:
+        """Remember that a front-end's ``ref`` (a Discord message) shows ``message_id``."""
+        self.memory.refs.link(scope.user, ref, message_id)
+
+    def message_for_ref(self, scope: Scope, ref: str) -> int | None:
+        """The message behind a front-end's ``ref``, or None (also for another user's)."""
+        return self.memory.refs.message_for(scope.user, ref)
 
     # -- facts: reading ---------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from hermes.config import FactsConfig
-from hermes.memory.embeddings import MINILM, MINILM_INT8
+from hermes.memory.embeddings.embedders import MINILM, MINILM_INT8
 from hermes.memory.sessions.rerank import RankedMessage
 from hermes.memory.sessions.session_rank import pstdev
 

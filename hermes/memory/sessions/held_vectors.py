@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.memory import vector_cells
 from hermes.memory.sessions.semantic import Similarities, _np
-from hermes.memory.vector_cells import CellIndex
-from hermes.memory.vector_matrix import Int8Rows
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors.cells import CellIndex
+from hermes.memory.vectors.matrix import Int8Rows
 
 # With cells, the windows nearest a query are looked for around its nearest this-many messages.
 WINDOW_SEEDS = 400

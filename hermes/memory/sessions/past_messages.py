@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from hermes.errors import QueryError
-from hermes.memory.secrets import redact_text
 from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
-from hermes.memory.sessions.search import SearchProfile, SessionSearch
+from hermes.memory.sessions.search import SearchProfile
 from hermes.memory.sessions.store import SessionStore
+from hermes.memory.words.substance import CHATTER
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_text
 from hermes.store.fts import MatchPlan, Term, build_match
 
 log = logging.getLogger(__name__)
@@ -38,13 +39,6 @@ BEFORE, AFTER = 1, 2
 # Matches asked of session search per excerpt wanted (some fall in the current session, some
 # overlap an excerpt already taken).
 SEARCH_FACTOR = 4
-# Words that say nothing about the past ("ok!", "thanks", "good morning"): a message made only
-# of these and stopwords recalls nothing.
-CHATTER = frozenset("""
-    ok okay k kk thanks thank thx ty cheers yes yeah yep yup no nope nah hi hello hey bye
-    goodbye cool great nice good fine sure lol haha wow morning evening night please sorry
-    awesome perfect right alright done np welcome
-    """.split())  # noqa: SIM905 - a word block reads better than a list literal
 # A word in this many messages or more says little and makes the search cost what a common
 # word costs (hermes.memory.sessions.search's bounded path): left out of the turn's search.
 COMMON_MESSAGES = 1000
@@ -121,14 +115,6 @@ def render(session: Session, messages: Sequence[Message], match_id: int,
     head = f"[{day} · {title(session)}]"
     return "\n".join([head, *(f"{'>' if m.id == match_id else ' '} {said(m)}"
                               for m in messages)])
-
-
-def has_substance(text: str) -> bool:
-    """Whether ``text`` holds a word worth recalling anything for (not only stopwords and
-    chatter like "ok!", "thanks"); CJK text always does."""
-    plan = build_match(text)
-    return bool(plan.cjk) or any(
-        not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER for t in plan.terms)
 
 
 def counted_terms(store: SessionStore, user: str, plan: MatchPlan
@@ -283,7 +269,7 @@ def _search(store: SessionStore, user: str, query: str, limit: int,
             if not about_the_past(counted, missing):
                 return []
         query = _rarest(counted)
-    search = store.search_messages if by_meaning else _words_only(store).search_messages
+    search = store.search_messages if by_meaning else store.words_only.search_messages
     return search(user, query, limit=limit, exclude_session=exclude_session, any_word=ANY_WORD,
                   meaning=original, profile=PROMPT_PROFILE)
 
@@ -300,17 +286,6 @@ def _embeds(store: SessionStore, text: str) -> bool:
                     type(exc).__name__, exc)
         return False
     return True
-
-
-_word_searchers: WeakKeyDictionary[SessionStore, SessionSearch] = WeakKeyDictionary()
-
-
-def _words_only(store: SessionStore) -> SessionSearch:
-    """Session search over ``store``'s connection without message vectors."""
-    searcher = _word_searchers.get(store)
-    if searcher is None or searcher.db is not store.db:
-        searcher = _word_searchers[store] = SessionSearch(store.db, store.clock)
-    return searcher
 
 
 _reported: set[str] = set()

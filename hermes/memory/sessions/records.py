@@ -60,8 +60,10 @@ class Session:
         return data
 
 
-# A front-end identity (terminal:root, discord:1234) is plumbing, never a name.
-_IDENTITY = re.compile(r"(?:terminal|discord|web|mcp):\S*")
+# A front-end identity (terminal:root, discord:1234, mcp:cursor, a plugin front-end's
+# postbox:ana) is plumbing, never a name: ``<kind>:<id>``, the kind a front-end's registered
+# name (an identifier, hermes.plugins.Frontends.register) or mcp.
+_IDENTITY = re.compile(r"[a-z_][a-z0-9_]*:\S*")
 
 
 def speaker_name(speaker: str | None) -> str | None:

@@ -39,6 +39,7 @@ from hermes.memory.sessions.records import (
     read_sessions,
 )
 from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
+from hermes.memory.words import dates
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, all_of, brief, build_match, like_pattern
 
@@ -260,7 +261,7 @@ class SessionSearch:
             sims = semantic.similarities(self.vectors, user, text)
             # The nearest messages need no word, only the model's floor of meaning (its
             # message's or its window's): with a short history the nearest are everything.
-            from hermes.memory.embeddings import meaning_floor
+            from hermes.memory.embeddings.embedders import meaning_floor
 
             extra = sims.nearest(semantic_params.extra)
             floor = meaning_floor(self.vectors.embedder.model_id)
@@ -278,7 +279,7 @@ class SessionSearch:
         dated = self.vectors is None and when
         # The times the question names: the session-level stage lifts the conversations held
         # then (hermes.memory.sessions.session_rank), so the stages before it keep their pool.
-        spans = rerank.time_spans(rerank.plan_text(plan), self.clock.now())
+        spans = dates.time_spans(rerank.plan_text(plan), self.clock.now())
         # the fact search by the text embedded above: the model's recent query, no second run
         evidence = facts.evidence(text) if facts else fact_evidence.NO_EVIDENCE
         # The facts lift the best fact_evidence.POOL: those are kept until then.

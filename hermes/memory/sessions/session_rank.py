@@ -3,7 +3,7 @@
 Runs after the message score (hermes.memory.sessions.rerank by words, then
 hermes.memory.sessions.semantic by meaning when the model is on), on its best ``POOL`` messages.
 Today one signal: **the conversation's date against the time the question names** ("what did
-Dave do in the first weekend of October 2023?": ``rerank.time_spans``). A session that started
+Dave do in the first weekend of October 2023?": ``words.dates.time_spans``). A session that started
 inside a named span lifts each of its messages by ``DATE_IN`` x the spread of the sessions'
 scores, one that started within ``SLACK_DAYS`` after it by ``DATE_AFTER`` x that spread:
 
@@ -32,7 +32,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hermes.memory.sessions.rerank import RankedMessage, TimeSpan
+from hermes.memory.sessions.rerank import RankedMessage
+from hermes.memory.words.dates import TimeSpan
 
 POOL = 200  # the best this-many messages are re-read (their sessions are the candidates)
 DATE_IN = 1.0  # the session started inside a span the question names (x the spread)

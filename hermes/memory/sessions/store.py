@@ -14,13 +14,13 @@ Two ways to read it, neither calls a model:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import RefusedWrite
-from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions.bm25 import HIGHLIGHT
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -38,6 +38,7 @@ from hermes.memory.sessions.records import (
 )
 from hermes.memory.sessions.search import FULL_SEARCH, SCORE_CAP, SearchProfile, SessionSearch
 from hermes.safe_text import scrub
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
@@ -65,6 +66,11 @@ class SessionStore:
         self.searcher = SessionSearch(db, self.clock, vectors, fact_search)
         # sessions.redact_secrets: secrets in a message become markers before it is stored
         self.redact_secrets = redact_secrets
+
+    @cached_property
+    def words_only(self) -> SessionSearch:
+        """Search of these sessions by their words alone (no message vectors, no facts)."""
+        return SessionSearch(self.db, self.clock)
 
     # -- writing ----------------------------------------------------------------------------
 

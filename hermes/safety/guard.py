@@ -17,7 +17,7 @@ import re
 import unicodedata
 
 from hermes.errors import RefusedWrite
-from hermes.memory.secrets import find_secrets, redact_text
+from hermes.safety.secrets import find_secrets, redact_text
 
 _INJECTION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.memory import vector_file
-from hermes.memory.guard import find_problem
-from hermes.memory.secrets import redact, redact_json, redact_text
+from hermes.memory.vectors import file as vector_file
+from hermes.safety.guard import find_problem
+from hermes.safety.secrets import redact, redact_json, redact_text
 from hermes.store.db import write_transaction
 
 BATCH = 500

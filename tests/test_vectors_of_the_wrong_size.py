@@ -1,4 +1,4 @@
-"""Review (pass 10): a stored vector of the wrong size (a damaged or hand-edited row) must not
+"""A stored vector of the wrong size (a damaged or hand-edited row) must not
 turn every search and every turn into a traceback. It is left out (the fact or message is found
 by its words), said once in the log, and embedded again by the next index run."""
 

@@ -1,6 +1,6 @@
 """An embedding model's optimised ONNX graph, saved in the home so that later loads skip the work.
 
-Each load of MiniLM used to rewrite its graph (:mod:`hermes.memory.minilm_graph`: 23 ms of CPU
+Each load of MiniLM used to rewrite its graph (:mod:`.minilm_graph`: 23 ms of CPU
 and a 23 MB copy of the file) and have onnxruntime optimise the result (fusions, constant
 folding: another ~25 ms, and ~40 MB more at the peak), in every ``hermes ask`` and search.
 The first load now asks onnxruntime to write the graph it optimised
@@ -38,13 +38,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.home import FILE_MODE, private_opener
+
 log = logging.getLogger(__name__)
 
-# Raise when hermes.memory.minilm_graph's rewrite or the saving below changes: the old files
+# Raise when embeddings.minilm_graph's rewrite or the saving below changes: the old files
 # then stop matching (and are removed when the new one is saved).
 # 2: attention, GELU and biases fused (minilm_graph._fused); 3: query, key and value in one
 # product, and no SkipLayerNormalization (MiniLM's DISABLED_FUSIONS); 4: the weights as uint8
-# (minilm_graph._unsigned_weights: exact sums on a CPU without VNNI)
+# (int8_weights.unsigned_weights: exact sums on a CPU without VNNI)
 FORMAT = 4
 
 
@@ -97,7 +99,9 @@ class GraphCache:
         meta = {"key": key, "model_id": self.model_id, "sha256": _sha256(built),
                 "source": str(self.source)}
         meta_temp = built.with_suffix(".json")
-        meta_temp.write_text(json.dumps(meta), encoding="utf-8")
+        with open(meta_temp, "w", encoding="utf-8", opener=private_opener) as out:
+            out.write(json.dumps(meta))
+        os.chmod(built, FILE_MODE)  # onnxruntime wrote it with the umask's mode
         os.replace(built, graph)
         os.replace(meta_temp, graph.with_suffix(".json"))
         for old in self.directory.glob(f"{self.model_id}-*"):

@@ -8,7 +8,7 @@ faults: a search touches the centroids, the nearest cells' rows and a few window
 kernel shares the pages between processes and drops them under pressure.
 
 The file is derived data, never the truth: the database and its change log (``vector_changes``,
-hermes.memory.vector_matrix) are. It records the newest change it includes (``seq``), so a
+hermes.memory.vectors.matrix) are. It records the newest change it includes (``seq``), so a
 process that maps it re-reads only the rows changed since. One file per kind, user and model;
 the header names all three and is checked on every read, so a file is never served to another
 user even if renamed. A file that is missing, cut short, altered, of another format, model or
@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hermes.home import private_opener
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
     # (the daemon's vector job and a search, each with its own MessageVectors).
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_native_id()}.tmp")
     try:
-        with open(tmp, "wb") as out:
+        with open(tmp, "wb", opener=private_opener) as out:  # 0600: vectors of the memory
             out.write(MAGIC + len(header).to_bytes(8, "little") + header
                       + zlib.crc32(header).to_bytes(4, "little"))
             for name, array in arrays.items():

@@ -13,7 +13,7 @@ from hermes.config import BUILTIN_EMBEDDING_MODELS as BUILTIN
 from hermes.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from hermes.memory.embeddings import Embedder
+    from hermes.memory.embeddings.embedders import Embedder
 
 
 class _Builtin:
@@ -23,13 +23,13 @@ class _Builtin:
         self.name = name
 
     def __call__(self, cache_dir: Path | None = None) -> Embedder:
-        from hermes.memory import embeddings
+        from hermes.memory.embeddings import embedders as embeddings
 
         return embeddings.build_model(embeddings.MODELS[self.name], cache_dir)
 
     def ready(self, cache_dir: Path) -> str | None:
         """The model's id when it can load later without a doubt (see embeddings.Deferred)."""
-        from hermes.memory import embeddings
+        from hermes.memory.embeddings import embedders as embeddings
 
         ready = getattr(embeddings.MODELS[self.name], "ready", None)
         return ready(cache_dir) if ready is not None else None

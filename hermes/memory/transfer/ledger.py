@@ -18,7 +18,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, to_ts
 from hermes.errors import RefusedWrite
-from hermes.memory.export_file import NOTHING
+from hermes.memory.transfer.file import NOTHING
 
 
 class TakenOver(Exception):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hermes.errors import HermesError
-from hermes.memory.transfer import EXPORT_END, EXPORT_FORMAT, READABLE_VERSIONS
+from hermes.memory.transfer.export import EXPORT_END, EXPORT_FORMAT, READABLE_VERSIONS
 
 NOTHING = "Nothing was imported."
 # Where a file is not an export at all, the command that reads it.

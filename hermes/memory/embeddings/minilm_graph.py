@@ -10,7 +10,7 @@ table alone: 47 MB). :func:`int8_graph` rewrites the graph in memory, before onn
   op): the activations are quantised to uint8 with one scale for the whole input, the product
   is computed in integers and scaled by the shipped per-column scales. The weights are the
   shipped ones exactly (as uint8 with a zero point of 128 on a CPU where onnxruntime's uint8 x
-  int8 kernel saturates: hermes.memory.int8_weights);
+  int8 kernel saturates: hermes.memory.embeddings.int8_weights);
 * the embedding lookups read int8 rows and scale them after the lookup (the same values);
 * the small nodes around the products are fused into onnxruntime's contrib kernels (biases,
   GELU, attention: :func:`_fused`), which a short query's run spent as much on as on the
@@ -32,197 +32,29 @@ the shipped graph as it is.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
-MS_DOMAIN = "com.microsoft"
-
-# TensorProto.DataType
-_FLOAT, _UINT8, _INT8, _INT32, _INT64 = 1, 2, 3, 6, 7
-# AttributeProto.AttributeType
-_ATTR_INT = 2
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
-
-
-class GraphMismatch(ValueError):
-    """The ONNX file is not the int8-weights graph this module knows how to rewrite."""
-
-
-# -- protobuf wire format ---------------------------------------------------------------------
-
-
-def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise GraphMismatch("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-@dataclass
-class _Field:
-    number: int
-    wire: int
-    value: int | memoryview  # an int for varints, the payload's bytes for the rest
-    raw: memoryview  # key and payload, to copy an unchanged field as it was
-
-
-def _fields(buf: memoryview) -> list[_Field]:
-    out: list[_Field] = []
-    pos = 0
-    while pos < len(buf):
-        start = pos
-        key, pos = _read_varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        value: int | memoryview
-        if wire == _VARINT:
-            value, pos = _read_varint(buf, pos)
-        elif wire == _LEN:
-            size, pos = _read_varint(buf, pos)
-            value, pos = buf[pos : pos + size], pos + size
-        elif wire == _I64:
-            value, pos = buf[pos : pos + 8], pos + 8
-        elif wire == _I32:
-            value, pos = buf[pos : pos + 4], pos + 4
-        else:
-            raise GraphMismatch(f"unsupported wire type {wire}")
-        if pos > len(buf):
-            raise GraphMismatch("truncated field")
-        out.append(_Field(number, wire, value, buf[start:pos]))
-    return out
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(number: int, wire: int) -> bytes:
-    return _varint(number << 3 | wire)
-
-
-def _bytes(number: int, data: bytes) -> bytes:
-    return _key(number, _LEN) + _varint(len(data)) + data
-
-
-def _int(number: int, value: int) -> bytes:
-    return _key(number, _VARINT) + _varint(value)
-
-
-def _text(f: _Field) -> str:
-    assert isinstance(f.value, memoryview)
-    return bytes(f.value).decode()
-
-
-# -- the parts of ONNX's messages used here ---------------------------------------------------
-# ModelProto: graph 7, opset_import 8 (domain 1, version 2). GraphProto: node 1, initializer 5.
-# NodeProto: input 1, output 2, name 3, op_type 4, attribute 5, domain 7.
-# AttributeProto: name 1, i 3, type 20. TensorProto: dims 1, data_type 2, name 8.
-# GraphProto's output 12 is a ValueInfoProto: name 1.
-
-
-@dataclass
-class _Node:
-    inputs: list[str]
-    outputs: list[str]
-    op_type: str
-    domain: str
-    raw: bytes
-
-    @classmethod
-    def parse(cls, raw: memoryview) -> _Node:
-        inputs, outputs, op_type, domain = [], [], "", ""
-        for f in _fields(raw):
-            if f.number == 1:
-                inputs.append(_text(f))
-            elif f.number == 2:
-                outputs.append(_text(f))
-            elif f.number == 4:
-                op_type = _text(f)
-            elif f.number == 7:
-                domain = _text(f)
-        return cls(inputs, outputs, op_type, domain, bytes(raw))
-
-
-def _node(op_type: str, inputs: list[str], outputs: list[str], name: str, *,
-          domain: str = "", **attributes: int) -> _Node:
-    raw = b"".join(_bytes(1, i.encode()) for i in inputs)
-    raw += b"".join(_bytes(2, o.encode()) for o in outputs)
-    raw += _bytes(3, name.encode()) + _bytes(4, op_type.encode())
-    for key, value in attributes.items():
-        raw += _bytes(5, _bytes(1, key.encode()) + _int(3, value) + _int(20, _ATTR_INT))
-    if domain:
-        raw += _bytes(7, domain.encode())
-    return _Node(inputs, outputs, op_type, domain, raw)
-
-
-@dataclass
-class _Tensor:
-    name: str
-    dims: list[int]
-    data_type: int
-    raw_data: memoryview | None = None  # TensorProto.raw_data (9): a view, never a copy
-
-    def scalar(self) -> float | None:
-        """The value of a one-element float32 or int64 tensor stored as raw data, else None."""
-        raw = self.raw_data
-        if raw is not None and self.data_type == _FLOAT and len(raw) == 4:
-            return float(struct.unpack("<f", raw)[0])
-        if raw is not None and self.data_type == _INT64 and len(raw) == 8:
-            return float(struct.unpack("<q", raw)[0])
-        return None
-
-    def data(self, itemsize: int) -> memoryview | None:
-        """The raw data when it holds every element (``itemsize`` bytes each), else None."""
-        count = 1
-        for dim in self.dims:
-            count *= dim
-        raw = self.raw_data
-        return raw if raw is not None and len(raw) == count * itemsize else None
-
-
-def _tensor(raw: memoryview) -> _Tensor:
-    name, dims, data_type = "", [], 0
-    raw_data: memoryview | None = None
-    for f in _fields(raw):
-        if f.number == 1:
-            if isinstance(f.value, int):
-                dims.append(f.value)
-            else:  # packed
-                pos = 0
-                while pos < len(f.value):
-                    dim, pos = _read_varint(f.value, pos)
-                    dims.append(dim)
-        elif f.number == 2:
-            assert isinstance(f.value, int)
-            data_type = f.value
-        elif f.number == 8:
-            name = _text(f)
-        elif f.number == 9 and isinstance(f.value, memoryview):
-            raw_data = f.value
-    return _Tensor(name, dims, data_type, raw_data)
-
-
-@dataclass
-class _Graph:
-    fields: list[_Field]
-    nodes: list[_Node] = field(default_factory=list)
-    tensors: dict[str, _Tensor] = field(default_factory=dict)
-    tensor_of_field: dict[int, str] = field(default_factory=dict)  # id(field) -> tensor name
-    outputs: set[str] = field(default_factory=set)
-    added: dict[str, bytes] = field(default_factory=dict)  # new initializers (TensorProto)
-
+from hermes.memory.embeddings.int8_weights import int8_products_saturate, unsigned_weights
+from hermes.memory.embeddings.onnx_wire import (
+    FLOAT,
+    INT8,
+    INT32,
+    INT64,
+    LEN,
+    MS_DOMAIN,
+    Graph,
+    GraphMismatch,
+    Node,
+    Tensor,
+    make_initializer,
+    make_node,
+    read_tensor,
+    wire_bytes,
+    wire_fields,
+    wire_int,
+    wire_key,
+    wire_text,
+    wire_varint,
+)
 
 # -- the rewrite ------------------------------------------------------------------------------
 
@@ -232,27 +64,27 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
     """The model with its int8 weights used as int8 (see the module's docstring); with
     ``fused``, its small nodes in onnxruntime's contrib kernels too (:func:`_fused`); with
     ``unsigned`` (by default where the CPU's products would saturate), the weights given as
-    uint8 (hermes.memory.int8_weights)."""
-    top = _fields(memoryview(model))
+    uint8 (hermes.memory.embeddings.int8_weights)."""
+    top = wire_fields(memoryview(model))
     graph_fields = [f for f in top if f.number == 7]
     if len(graph_fields) != 1 or not isinstance(graph_fields[0].value, memoryview):
         raise GraphMismatch("no graph")
-    graph = _Graph(_fields(graph_fields[0].value))
+    graph = Graph(wire_fields(graph_fields[0].value))
     for f in graph.fields:
         if f.number == 1:
             assert isinstance(f.value, memoryview)
-            graph.nodes.append(_Node.parse(f.value))
+            graph.nodes.append(Node.parse(f.value))
         elif f.number == 5:
             assert isinstance(f.value, memoryview)
-            tensor = _tensor(f.value)
+            tensor = read_tensor(f.value)
             graph.tensors[tensor.name] = tensor
             graph.tensor_of_field[id(f)] = tensor.name
         elif f.number == 12:
             assert isinstance(f.value, memoryview)
-            graph.outputs.update(_text(g) for g in _fields(f.value) if g.number == 1)
+            graph.outputs.update(wire_text(g) for g in wire_fields(f.value) if g.number == 1)
     producer = {o: n for n in graph.nodes for o in n.outputs}
 
-    def dequantised(name: str) -> tuple[_Tensor, _Tensor] | None:
+    def dequantised(name: str) -> tuple[Tensor, Tensor] | None:
         """(int8 weight, float scale) when ``name`` is Mul(Cast(int8 weight), scale)."""
         mul = producer.get(name)
         if mul is None or mul.op_type != "Mul" or len(mul.inputs) != 2:
@@ -263,11 +95,11 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
                 continue
             weight = graph.tensors.get(cast.inputs[0])
             scale = graph.tensors[scale_name]
-            if weight and weight.data_type == _INT8 and scale.data_type == _FLOAT:
+            if weight and weight.data_type == INT8 and scale.data_type == FLOAT:
                 return weight, scale
         return None
 
-    nodes: list[_Node] = []
+    nodes: list[Node] = []
     matmuls = 0
     for node in graph.nodes:
         if node.op_type == "MatMul" and len(node.inputs) == 2 and (
@@ -276,7 +108,7 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
             if len(weight.dims) != 2 or scale.dims not in ([1, weight.dims[1]],
                                                            [weight.dims[1]]):
                 raise GraphMismatch(f"unexpected weight scale {scale.name} {scale.dims}")
-            nodes.append(_node("DynamicQuantizeMatMul", [node.inputs[0], weight.name,
+            nodes.append(make_node("DynamicQuantizeMatMul", [node.inputs[0], weight.name,
                                    scale.name], node.outputs, f"{weight.name}_matmul",
                                    domain=MS_DOMAIN))
             matmuls += 1
@@ -287,11 +119,11 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
                 raise GraphMismatch(f"unexpected table scale {scale.name} {scale.dims}")
             out, ids = node.outputs[0], node.inputs[1]
             nodes += [
-                _node("Gather", [weight.name, ids], [f"{out}_int8"], f"{out}_gather", axis=0),
-                _node("Cast", [f"{out}_int8"], [f"{out}_float"], f"{out}_cast", to=_FLOAT),
-                _node("Gather", [scale.name, ids], [f"{out}_scale"], f"{out}_gather_scale",
+                make_node("Gather", [weight.name, ids], [f"{out}_int8"], f"{out}_gather", axis=0),
+                make_node("Cast", [f"{out}_int8"], [f"{out}_float"], f"{out}_cast", to=FLOAT),
+                make_node("Gather", [scale.name, ids], [f"{out}_scale"], f"{out}_gather_scale",
                       axis=0),
-                _node("Mul", [f"{out}_float", f"{out}_scale"], [out], f"{out}_scaled"),
+                make_node("Mul", [f"{out}_float", f"{out}_scale"], [out], f"{out}_scaled"),
             ]
         else:
             nodes.append(node)
@@ -299,8 +131,6 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
         raise GraphMismatch("no MatMul by an int8 weight")
     if fused:
         nodes = _fused(nodes, graph)
-    from hermes.memory.int8_weights import int8_products_saturate, unsigned_weights
-
     if int8_products_saturate() if unsigned is None else unsigned:
         nodes = unsigned_weights(nodes, graph)
     # What nothing reads any more (the float32 weights' Cast and Mul, the unfused attention
@@ -320,22 +150,22 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
     for f in graph.fields:
         if f.number == 1:
             if not nodes_written:
-                body += [_bytes(1, n.raw) for n in nodes]
+                body += [wire_bytes(1, n.raw) for n in nodes]
                 nodes_written = True
         elif f.number != 5 or graph.tensor_of_field[id(f)] in read:
             body.append(f.raw)
-    body += [_bytes(5, raw) for name, raw in graph.added.items() if name in read]
-    has_ms = any(g.number == 1 and _text(g) == MS_DOMAIN
+    body += [wire_bytes(5, raw) for name, raw in graph.added.items() if name in read]
+    has_ms = any(g.number == 1 and wire_text(g) == MS_DOMAIN
                  for f in top if f.number == 8 and isinstance(f.value, memoryview)
-                 for g in _fields(f.value))
+                 for g in wire_fields(f.value))
     pieces: list[bytes | memoryview] = []
     for f in top:
         if f.number == 7:
-            pieces += [_key(7, _LEN), _varint(sum(len(b) for b in body)), *body]
+            pieces += [wire_key(7, LEN), wire_varint(sum(len(b) for b in body)), *body]
         else:
             pieces.append(f.raw)
     if not has_ms:
-        pieces.append(_bytes(8, _bytes(1, MS_DOMAIN.encode()) + _int(2, 1)))
+        pieces.append(wire_bytes(8, wire_bytes(1, MS_DOMAIN.encode()) + wire_int(2, 1)))
     return b"".join(pieces)
 
 
@@ -348,26 +178,26 @@ def int8_graph(model: bytes | memoryview, *, fused: bool = True,
 # where its pattern is found and leaves anything else as it was.
 
 
-def _fused(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def _fused(nodes: list[Node], graph: Graph) -> list[Node]:
     nodes = _fuse_bias(nodes, graph)
     nodes = _fuse_gelu(nodes, graph)
     return _fuse_projections(_fuse_attention(nodes, graph), graph)
 
 
-def _readers(nodes: list[_Node]) -> dict[str, list[_Node]]:
-    out: dict[str, list[_Node]] = {}
+def _readers(nodes: list[Node]) -> dict[str, list[Node]]:
+    out: dict[str, list[Node]] = {}
     for n in nodes:
         for i in n.inputs:
             out.setdefault(i, []).append(n)
     return out
 
 
-def _fuse_bias(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def _fuse_bias(nodes: list[Node], graph: Graph) -> list[Node]:
     """``Add(DynamicQuantizeMatMul(a, w, s), bias)`` -> ``DynamicQuantizeMatMul(a, w, s, ,
     bias)``: the kernel adds the bias as it writes its output (its optional fifth input)."""
     readers = _readers(nodes)
     producer = {o: n for n in nodes for o in n.outputs}
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, Node] = {}
     dropped: set[int] = set()
     for add in nodes:
         if add.op_type != "Add" or len(add.inputs) != 2:
@@ -378,10 +208,10 @@ def _fuse_bias(nodes: list[_Node], graph: _Graph) -> list[_Node]:
             if (matmul is None or matmul.op_type != "DynamicQuantizeMatMul"
                     or len(matmul.inputs) != 3 or len(readers.get(product, [])) != 1
                     or product in graph.outputs or tensor is None
-                    or tensor.data_type != _FLOAT or len(tensor.dims) != 1
+                    or tensor.data_type != FLOAT or len(tensor.dims) != 1
                     or tensor.dims[0] != graph.tensors[matmul.inputs[1]].dims[-1]):
                 continue
-            replaced[id(matmul)] = _node("DynamicQuantizeMatMul",
+            replaced[id(matmul)] = make_node("DynamicQuantizeMatMul",
                                          [*matmul.inputs, "", bias], add.outputs,
                                          f"{add.outputs[0]}_biased", domain=MS_DOMAIN)
             dropped.add(id(add))
@@ -389,17 +219,17 @@ def _fuse_bias(nodes: list[_Node], graph: _Graph) -> list[_Node]:
     return [replaced.get(id(n), n) for n in nodes if id(n) not in dropped]
 
 
-def _is_scalar(graph: _Graph, name: str, value: float) -> bool:
+def _is_scalar(graph: Graph, name: str, value: float) -> bool:
     tensor = graph.tensors.get(name)
     found = tensor.scalar() if tensor is not None else None
     return found is not None and abs(found - value) <= 1e-6 * max(1.0, abs(value))
 
 
-def _fuse_gelu(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def _fuse_gelu(nodes: list[Node], graph: Graph) -> list[Node]:
     """``x * (0.5 * (erf(x / sqrt 2) + 1))`` (the exported nn.GELU, five nodes) -> the contrib
     ``Gelu(x)``: the same formula (erf), computed in one pass."""
     producer = {o: n for n in nodes for o in n.outputs}
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, Node] = {}
     for mul in nodes:
         if mul.op_type != "Mul" or len(mul.inputs) != 2:
             continue
@@ -419,13 +249,13 @@ def _fuse_gelu(nodes: list[_Node], graph: _Graph) -> list[_Node]:
             if (div is None or div.op_type != "Div" or div.inputs[0] != x
                     or not _is_scalar(graph, div.inputs[1], 2 ** 0.5)):
                 continue
-            replaced[id(mul)] = _node("Gelu", [x], mul.outputs, f"{mul.outputs[0]}_gelu",
+            replaced[id(mul)] = make_node("Gelu", [x], mul.outputs, f"{mul.outputs[0]}_gelu",
                                       domain=MS_DOMAIN)
             break
     return [replaced.get(id(n), n) for n in nodes]
 
 
-def _fuse_attention(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def _fuse_attention(nodes: list[Node], graph: Graph) -> list[Node]:
     """Each layer's exported scaled-dot-product attention (the heads split by Reshape and
     Transpose, both sides scaled by head_size ** -0.25, the mask added, Softmax, its NaN rows
     zeroed, the product with the values, the heads joined again: ~20 nodes) -> the contrib
@@ -434,7 +264,7 @@ def _fuse_attention(nodes: list[_Node], graph: _Graph) -> list[_Node]:
     producer = {o: n for n in nodes for o in n.outputs}
     readers = _readers(nodes)
 
-    def through_layout(name: str) -> tuple[str, list[_Node]]:
+    def through_layout(name: str) -> tuple[str, list[Node]]:
         """The tensor a chain of Reshape / Transpose starts from, and the chain."""
         chain = []
         while (node := producer.get(name)) is not None and node.op_type in ("Reshape",
@@ -453,7 +283,7 @@ def _fuse_attention(nodes: list[_Node], graph: _Graph) -> list[_Node]:
                 return value, found
         return None
 
-    replaced: dict[int, _Node] = {}
+    replaced: dict[int, Node] = {}
     mask: str | None = None
     first: int | None = None
     for softmax in nodes:
@@ -491,7 +321,7 @@ def _fuse_attention(nodes: list[_Node], graph: _Graph) -> list[_Node]:
             continue
         if mask is None:
             mask = "attention_mask_int32"
-        replaced[id(tail[-1])] = _node(
+        replaced[id(tail[-1])] = make_node(
             "MultiHeadAttention", [query, key, value, "", mask], [joined],
             f"{joined}_attention", domain=MS_DOMAIN, num_heads=heads[0])
         if first is None:
@@ -499,12 +329,12 @@ def _fuse_attention(nodes: list[_Node], graph: _Graph) -> list[_Node]:
     if first is None:
         return nodes
     out = [replaced.get(id(n), n) for n in nodes]
-    out.insert(first, _node("Cast", ["attention_mask"], ["attention_mask_int32"],
-                            "attention_mask_int32", to=_INT32))
+    out.insert(first, make_node("Cast", ["attention_mask"], ["attention_mask_int32"],
+                            "attention_mask_int32", to=INT32))
     return out
 
 
-def _heads(graph: _Graph, producer: dict[str, _Node], chain: list[_Node],
+def _heads(graph: Graph, producer: dict[str, Node], chain: list[Node],
            projection: str) -> tuple[int, int] | None:
     """(heads, head size) of an attention whose query ``projection`` (a DynamicQuantizeMatMul's
     output) is split by ``chain``: its first Reshape's shape is a Concat ending with the head
@@ -525,20 +355,14 @@ def _heads(graph: _Graph, producer: dict[str, _Node], chain: list[_Node],
     return width // head, head
 
 
-def _initializer(name: str, dims: list[int], data_type: int, data: bytes) -> bytes:
-    """A TensorProto: dims, type, name, raw data (little-endian, as ONNX stores it)."""
-    return (b"".join(_int(1, d) for d in dims) + _int(2, data_type) + _bytes(8, name.encode())
-            + _bytes(9, data))
-
-
-def _fuse_projections(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def _fuse_projections(nodes: list[Node], graph: Graph) -> list[Node]:
     """An attention's three projections of one input (query, key, value: three
     DynamicQuantizeMatMul with their biases) -> one product by the three weights side by side,
     split after. The input is quantised once instead of three times, to the same 8-bit values
     (one scale over the same tensor), and each output column is the same integer sum times the
     same scales: the same numbers, in one larger product."""
     producer = {o: n for n in nodes for o in n.outputs}
-    replaced: dict[int, list[_Node]] = {}
+    replaced: dict[int, list[Node]] = {}
     dropped: set[int] = set()
     for attention in nodes:
         if attention.op_type != "MultiHeadAttention" or len(attention.inputs) < 3:
@@ -560,11 +384,11 @@ def _fuse_projections(nodes: list[_Node], graph: _Graph) -> list[_Node]:
         if len(dims) != 1 or len(next(iter(dims))) != 2:
             continue
         rows, width = next(iter(dims))
-        w_data = [w.data(1) if w is not None and w.data_type == _INT8 else None
+        w_data = [w.data(1) if w is not None and w.data_type == INT8 else None
                   for w in weights]
-        s_data = [t.data(4) if t is not None and t.data_type == _FLOAT
+        s_data = [t.data(4) if t is not None and t.data_type == FLOAT
                   and t.dims in ([1, width], [width]) else None for t in scales]
-        b_data = [t.data(4) if t is not None and t.data_type == _FLOAT
+        b_data = [t.data(4) if t is not None and t.data_type == FLOAT
                   and t.dims == [width] else None for t in biases]
         if any(d is None for d in (*w_data, *s_data, *b_data)):
             continue
@@ -572,23 +396,23 @@ def _fuse_projections(nodes: list[_Node], graph: _Graph) -> list[_Node]:
         # row r of the joined weight: row r of each weight, one after the other
         joined = b"".join(d[r * width:(r + 1) * width] for r in range(rows)
                           for d in w_data if d is not None)
-        graph.added[f"{name}_q"] = _initializer(f"{name}_q", [rows, 3 * width], _INT8, joined)
-        graph.added[f"{name}_scale"] = _initializer(
-            f"{name}_scale", [1, 3 * width], _FLOAT, b"".join(bytes(d) for d in s_data if d))
-        graph.added[f"{name}_bias"] = _initializer(
-            f"{name}_bias", [3 * width], _FLOAT, b"".join(bytes(d) for d in b_data if d))
-        graph.added[f"{name}_split"] = _initializer(
-            f"{name}_split", [3], _INT64, struct.pack("<3q", width, width, width))
+        graph.added[f"{name}_q"] = make_initializer(f"{name}_q", [rows, 3 * width], INT8, joined)
+        graph.added[f"{name}_scale"] = make_initializer(
+            f"{name}_scale", [1, 3 * width], FLOAT, b"".join(bytes(d) for d in s_data if d))
+        graph.added[f"{name}_bias"] = make_initializer(
+            f"{name}_bias", [3 * width], FLOAT, b"".join(bytes(d) for d in b_data if d))
+        graph.added[f"{name}_split"] = make_initializer(
+            f"{name}_split", [3], INT64, struct.pack("<3q", width, width, width))
         first = min(matmuls, key=lambda m: next(i for i, n in enumerate(nodes) if n is m))
         replaced[id(first)] = [
-            _node("DynamicQuantizeMatMul", [matmuls[0].inputs[0], f"{name}_q",
+            make_node("DynamicQuantizeMatMul", [matmuls[0].inputs[0], f"{name}_q",
                   f"{name}_scale", "", f"{name}_bias"], [name], f"{name}_matmul",
                   domain=MS_DOMAIN),
-            _node("Split", [name, f"{name}_split"], [m.outputs[0] for m in matmuls],
+            make_node("Split", [name, f"{name}_split"], [m.outputs[0] for m in matmuls],
                   f"{name}_split", axis=2),  # (batch, tokens, 3 x width)
         ]
         dropped.update(id(m) for m in matmuls)
-    out: list[_Node] = []
+    out: list[Node] = []
     for n in nodes:
         if id(n) in replaced:
             out += replaced[id(n)]

@@ -1,6 +1,6 @@
 """MiniLM's int8 weights given to onnxruntime as uint8, on a CPU where its int8 products saturate.
 
-hermes.memory.minilm_graph turns each product by a shipped int8 weight into onnxruntime's
+hermes.memory.embeddings.minilm_graph turns each product by a shipped int8 weight into onnxruntime's
 ``DynamicQuantizeMatMul``: the activations quantised to uint8, multiplied by the int8 weight
 in integers. Its uint8 x int8 kernel on an x86 CPU without VNNI (AVX2 or AVX-512 alone:
 ``vpmaddubsw``) adds two products at a time into a saturating int16, and with MiniLM's
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import platform
 
-from hermes.memory.minilm_graph import (
-    _INT8,
-    _UINT8,
+from hermes.memory.embeddings.onnx_wire import (
+    INT8,
     MS_DOMAIN,
-    _Graph,
-    _initializer,
-    _Node,
-    _node,
-    _tensor,
+    UINT8,
+    Graph,
+    Node,
+    make_initializer,
+    make_node,
+    read_tensor,
 )
 
 _TO_UNSIGNED = bytes((i + 128) & 0xFF for i in range(256))
@@ -57,32 +57,32 @@ def int8_products_saturate(cpuinfo: str | None = None) -> bool:
     return True
 
 
-def unsigned_weights(nodes: list[_Node], graph: _Graph) -> list[_Node]:
+def unsigned_weights(nodes: list[Node], graph: Graph) -> list[Node]:
     """Each ``DynamicQuantizeMatMul`` by an int8 weight -> by that weight + 128 as uint8,
     with a zero point of 128 in the scale's shape (one per column)."""
-    out: list[_Node] = []
+    out: list[Node] = []
     for n in nodes:
         if n.op_type != "DynamicQuantizeMatMul" or len(n.inputs) < 3 or (
                 len(n.inputs) > 3 and n.inputs[3]):
             out.append(n)
             continue
         weight, scale = (graph.tensors.get(name) or (
-            _tensor(memoryview(graph.added[name])) if name in graph.added else None)
+            read_tensor(memoryview(graph.added[name])) if name in graph.added else None)
             for name in n.inputs[1:3])
-        data = weight.data(1) if weight is not None and weight.data_type == _INT8 else None
+        data = weight.data(1) if weight is not None and weight.data_type == INT8 else None
         if data is None or weight is None or scale is None:
             out.append(n)
             continue
         name = f"{weight.name}_u8"
         if name not in graph.added:
-            graph.added[name] = _initializer(name, weight.dims, _UINT8,
+            graph.added[name] = make_initializer(name, weight.dims, UINT8,
                                              bytes(data).translate(_TO_UNSIGNED))
             count = 1
             for dim in scale.dims:
                 count *= dim
-            graph.added[f"{name}_zero"] = _initializer(f"{name}_zero", scale.dims, _UINT8,
+            graph.added[f"{name}_zero"] = make_initializer(f"{name}_zero", scale.dims, UINT8,
                                                        b"\x80" * count)
-        out.append(_node("DynamicQuantizeMatMul",
+        out.append(make_node("DynamicQuantizeMatMul",
                          [n.inputs[0], name, n.inputs[2], f"{name}_zero", *n.inputs[4:]],
                          n.outputs, f"{n.outputs[0]}_u8", domain=MS_DOMAIN))
     return out

@@ -25,7 +25,7 @@ from typing import Any
 
 import sqlite_utils
 
-from hermes.memory.vector_matrix import Int8Rows
+from hermes.memory.vectors.matrix import Int8Rows
 from hermes.store.db import write_transaction
 
 log = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class CellIndex:
     @classmethod
     def restored(cls, centroids: Centroids, storage: Int8Rows, arrays: dict[str, Any],
                  numbers: dict[str, Any]) -> CellIndex:
-        """An index as :meth:`layout` described it (hermes.memory.vector_file: a process maps
+        """An index as :meth:`layout` described it (hermes.memory.vectors.file: a process maps
         what another saved), rows appended or changed since its build included."""
         index = object.__new__(cls)
         index.centroids, index.storage = centroids, storage

@@ -8,7 +8,7 @@ shown with a reply, an extraction run's messages, a rating's facts) is remapped 
 same file created; a reference to anything else (another user's session, an id the file never
 defined) refuses that record. Every record is checked as a normal write would be.
 
-Two passes. The first (:mod:`hermes.memory.export_file`) reads the whole file and writes
+Two passes. The first (:mod:`.file`) reads the whole file and writes
 nothing: the header, and the trailer (counts and a checksum), which must be there and match,
 so a file cut short, changed or damaged is refused as a whole unless asked (``allow_unsealed``).
 The second writes, record by record: a record that cannot be restored
@@ -18,7 +18,7 @@ and reported by its line, and the rest is kept; rows are committed in batches of
 minutes. ``dry_run`` does all of it in one transaction and rolls it back.
 
 Resuming: each batch commits with a note of the last line it holds and of the id each row of
-the file got (:mod:`hermes.memory.restore_ledger`). The same file for the same user again, after
+the file got (:mod:`.ledger`). The same file for the same user again, after
 an import that stopped part-way, replays the committed lines without writing them (so every
 reference, count and check is as in one run) and writes the rest; once finished, the same file
 again is "already imported" and changes nothing.
@@ -37,18 +37,18 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
-from hermes.memory.export_file import NOTHING, check_file, load_record
-from hermes.memory.guard import find_problem, shown
-from hermes.memory.restore_ledger import RestoreLedger, TakenOver
-from hermes.memory.secrets import redact_json, redact_text
-from hermes.memory.transfer import (
-    _USER_TABLES,
+from hermes.memory.transfer.export import (
     EXPORT_END,
     EXPORT_VERSION,
     TABLES,
+    USER_TABLES,
     ExportReport,
 )
+from hermes.memory.transfer.file import NOTHING, check_file, load_record
+from hermes.memory.transfer.ledger import RestoreLedger, TakenOver
 from hermes.safe_text import scrub_value
+from hermes.safety.guard import find_problem, shown
+from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import begin_immediate
 from hermes.store.maintenance import table_columns
 
@@ -476,7 +476,7 @@ class _Restore:
             raise _BadRecord(f"{table} has no column {sorted(unknown)[0]!r} "
                              "(an export from a newer Hermes?)")
         row = dict(row)
-        if table in _USER_TABLES:
+        if table in USER_TABLES:
             row["user"] = self.user
         old = row.pop("id", None)
         if old is not None:

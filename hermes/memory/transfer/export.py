@@ -4,41 +4,18 @@
 history, sessions with messages, and the tables that hang off them) as JSON Lines, read straight
 from the tables (every column, ids included), ended by a trailer with counts and a checksum.
 :data:`EXPORTED_TABLES` is the one list of the tables that travel and of the ids they point at;
-:mod:`hermes.memory.restore` reads a file back, remapping every id into the importing user's
-rows (:func:`import_user` here calls it).
-
-Transcript import lives in :mod:`hermes.memory.sessions.transcripts`, backups and table counts in
-:mod:`hermes.store.maintenance`; their names are re-exported here for older callers.
+:mod:`.restore` reads a file back, remapping every id into the importing user's rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlite_utils
-
-from hermes.clock import Clock
-from hermes.memory.basic import DEFAULT_LIMIT
-from hermes.memory.sessions.transcripts import (
-    IMPORT_BATCH,
-    ImportLineError,
-    ImportReport,
-    import_sessions,
-    parse_session_line,
-    read_lines,
-)
-from hermes.store.maintenance import TableStats, backup, table_stats
-
-__all__ = [
-    "EXPORTED_TABLES", "EXPORT_END", "EXPORT_FORMAT", "EXPORT_VERSION", "IMPORT_BATCH",
-    "NOT_EXPORTED", "sealed_lines", "ExportReport", "ImportLineError",
-    "ImportReport", "TableStats", "backup", "export_user", "import_sessions", "import_user",
-    "parse_session_line", "read_lines", "table_stats",
-]
 
 EXPORT_FORMAT = "hermes-export"
 EXPORT_END = "hermes-export-end"
@@ -78,6 +55,9 @@ EXPORTED_TABLES: tuple[ExportedTable, ...] = (
                   {"fact_id": "facts", "entity_id": "entities"}),
     ExportedTable("fact_history", "SELECT * FROM fact_history WHERE user = ? ORDER BY id",
                   {"fact_id": "facts"}),
+    ExportedTable("fact_tombstones",
+                  "SELECT * FROM fact_tombstones WHERE user = ? ORDER BY id",
+                  {"fact_id": "facts"}),
     ExportedTable("sessions", "SELECT * FROM sessions WHERE user = ? ORDER BY id",
                   {"extracted_through": "messages"}),
     ExportedTable("messages",
@@ -107,6 +87,9 @@ NOT_EXPORTED = {
     "fact_sources": "derived from facts.source_message_ids by triggers (m018), rebuilt on import",
     "fact_exchanges": "derived from each fact's source messages by triggers (m018), rebuilt on "
                       "import",
+    "fact_questions": "inferences waiting for the user's word in this home's replies (issue 31); "
+                      "the facts they are about travel, the questions are asked again if "
+                      "learned again",
     "cron_jobs": "configuration of this home (config.yaml, `hermes cron add`), not memory",
     "cron_runs": "the schedule's bookkeeping in this home; follows cron_jobs",
     "model_calls": "what this home's model calls cost (`hermes stats`), not memory",
@@ -115,7 +98,8 @@ NOT_EXPORTED = {
     "restore_ids": "follows restores: the ids an unfinished import gave the file's rows",
 }
 # Tables whose rows carry the user (rewritten to the importing user).
-_USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",
+USER_TABLES = {"basic_memory", "entities", "entity_aliases", "facts", "fact_history",
+                "fact_tombstones",
                 "sessions", "messages", "message_refs", "extraction_runs", "reply_ratings"}
 
 
@@ -172,18 +156,6 @@ def sealed_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
                 counts["messages"] = counts.get("messages", 0) + len(record["messages"])
         yield line
     yield _dump({"type": EXPORT_END, "counts": counts, "sha256": digest.hexdigest()})
-
-
-def import_user(db: sqlite_utils.Database, lines: Iterable[str] | Callable[[], Iterable[str]],
-                *, user: str | None = None, basic_char_limit: int = DEFAULT_LIMIT,
-                allow_unsealed: bool = False, redact_messages: bool = True,
-                dry_run: bool = False, clock: Clock | None = None) -> ExportReport:
-    """Read an export back into this home (:func:`hermes.memory.restore.import_user`)."""
-    from hermes.memory.restore import import_user as restore
-
-    return restore(db, lines, user=user, basic_char_limit=basic_char_limit,
-                   allow_unsealed=allow_unsealed, redact_messages=redact_messages,
-                   dry_run=dry_run, clock=clock)
 
 
 def _dump(record: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Review (pass 10): what a turn's fact recall remembers between turns must not hide a fact
+"""What a turn's fact recall remembers between turns must not hide a fact
 written since. FactRecall remembers a word's count among the user's facts for DF_CACHE_SECONDS
 (hermes.memory.facts.recall); a count only orders words by rarity, but a remembered 0 drops the
 word from the search altogether, so it must not outlive a fact added with that word."""
