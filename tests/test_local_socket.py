@@ -180,9 +180,9 @@ async def test_long_questions_and_long_replies_cross_the_socket_within_the_limit
 
 async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
                                                                         monkeypatch):
-    """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with
-    a daemon running: it does the work (its models are loaded), the command prints what it
-    would have printed itself."""
+    """`hermes facts search`, `sessions search`, `memory show`, `cron run` and `learn backfill
+    --dry-run` with a daemon running: it does the work (its models are loaded), the command
+    prints what it would have printed itself."""
     import hermes.daemon_calls as calls
     from hermes.assembly import cron_store
 
@@ -191,9 +191,13 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
     rt.memory.facts.add("alice", "Alice's NAS runs Redis too", entities=["NAS"])
     sid = rt.memory.sessions.create("owner", "discord", title="NAS upgrade").id
     rt.memory.sessions.append("owner", sid, "user", "Upgrading Redis on the NAS tonight")
+    rt.memory.basic.add("owner", "Prefers short answers")
+    rt.memory.basic.add("alice", "Alice keeps bees")
     answered: list[tuple[str, str]] = []
     commands = [("facts", "search", "redis nas"), ("facts", "search", "redis", "--json"),
-                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json")]
+                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json"),
+                ("memory", "show"), ("memory", "show", "--json"),
+                ("memory", "show", "--user", "alice")]
     with pytest.MonkeyPatch.context() as patch:
         for name, work in list(calls.CALLS.items()):
             async def spy(services, user, args, name=name, work=work):
@@ -205,16 +209,20 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
         patch.setattr(calls, "call", lambda *a, **k: None)   # no daemon: in-process
         in_process = [await asyncio.to_thread(cli, *c) for c in commands]
     assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2 + [
-        "learn.backfill_plan"]
+        "memory.show"] * 3 + ["learn.backfill_plan"]
     # The daemon's plan is priced with its model (this process has none: the cost is unknown)
     assert plan.exit_code == 0, plan.stderr
     assert plan.json()["sessions"] == 1 and plan.json()["model"] == "fake/scripted"
-    assert {u for _, u in answered} == {"owner"}
+    assert [u for _, u in answered] == ["owner"] * 6 + ["alice", "owner"]
     for remote, local in zip(through_daemon, in_process, strict=True):
         assert remote.exit_code == local.exit_code == 0, remote.stderr
         assert remote.stdout == local.stdout
     assert "Debian 13" in through_daemon[0].stdout and "Alice" not in through_daemon[0].stdout
     assert "NAS upgrade" in through_daemon[2].stdout
+    assert "Prefers short answers" in through_daemon[4].stdout and "bees" not in (
+        through_daemon[4].stdout + through_daemon[5].stdout)
+    assert "Alice keeps bees" in through_daemon[6].stdout
+    assert "short answers" not in through_daemon[6].stdout
 
     cron_store(rt.memory).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
     fake_model.reply("Digest: the NAS is fine.")

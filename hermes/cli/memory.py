@@ -7,19 +7,28 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
-from hermes.memory.basic import WriteResult
-from hermes.memory.operations import MemoryOperations, Scope
+from hermes.memory.place import Scope
+
+if TYPE_CHECKING:
+    from hermes.memory.basic import WriteResult
+    from hermes.memory.operations import MemoryOperations
+
+# The memory package is imported when a command works in-process (`_ops`): `memory show`
+# answered by the daemon needs none of it.
 
 app = typer.Typer(no_args_is_help=True, help="The basic-memory block injected into every prompt.")
 
 
 def _ops(ctx: typer.Context) -> MemoryOperations:
+    from hermes.memory.operations import MemoryOperations
+
     return MemoryOperations(runtime(ctx).memory)
 
 
@@ -44,19 +53,21 @@ def _report(result: WriteResult, as_json: bool) -> None:
 
 @app.command()
 def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """Show the block exactly as the model sees it, with usage against the cap."""
-    ops, scope = _ops(ctx), _scope(ctx, user)
+    """Show the block exactly as the model sees it, with usage against the cap.
+
+    With a daemon running on the home (`hermes run`) the daemon answers."""
+    remote = ask_daemon(ctx, "memory.show", user)
+    if remote is not None:
+        shown = remote
+    else:
+        ops, scope = _ops(ctx), _scope(ctx, user)
+        shown = {"entries": [{"id": e.id, "text": e.text} for e in ops.basic_entries(scope)],
+                 "chars": ops.basic_usage(scope),
+                 "limit": ops.basic_limit} if as_json else {"rendered": ops.basic_render(scope)}
     if as_json:
-        entries = ops.basic_entries(scope)
-        emit_json(
-            {
-                "entries": [{"id": e.id, "text": e.text} for e in entries],
-                "chars": ops.basic_usage(scope),
-                "limit": ops.basic_limit,
-            }
-        )
+        emit_json({key: shown[key] for key in ("entries", "chars", "limit")})
         return
-    echo(ops.basic_render(scope))
+    echo(shown["rendered"])
 
 
 @app.command()
