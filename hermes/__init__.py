@@ -1,20 +1,20 @@
 """Hermes: a personal assistant daemon that never starts a conversation with amnesia."""
 
 import sys as _sys
-from importlib.abc import Loader as _Loader
-from importlib.abc import MetaPathFinder as _MetaPathFinder
 from importlib.machinery import ModuleSpec as _ModuleSpec
 from types import ModuleType as _ModuleType
 from typing import Any as _Any
 
+# (Plain classes, not importlib.abc's: that module imports importlib.resources, ~20 ms.)
 
-class _WithoutNumpy(_Loader):
+
+class _WithoutNumpy:
     """sqlite-utils imports pandas and numpy when they are installed (about 0.1 s of CPU on
     every command) to convert their types in its insert helpers, which Hermes never uses: it
     runs SQL and migrations only. This loader hides them while sqlite-utils itself is executed;
     importing them afterwards (hybrid recall's embeddings) works as usual."""
 
-    def __init__(self, loader: _Loader) -> None:
+    def __init__(self, loader: _Any) -> None:
         self.loader = loader
 
     def create_module(self, spec: _ModuleSpec) -> _ModuleType | None:
@@ -35,7 +35,7 @@ class _WithoutNumpy(_Loader):
         return getattr(self.loader, name)
 
 
-class _SqliteUtilsFinder(_MetaPathFinder):
+class _SqliteUtilsFinder:
     """Puts :class:`_WithoutNumpy` in front of sqlite-utils' own loader when something first
     imports it. (It used to be imported here, by every ``import hermes...``: 0.1-0.25 s of CPU
     that a command answered by the daemon never needs.)"""
@@ -50,7 +50,7 @@ class _SqliteUtilsFinder(_MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None:
-                    spec.loader = _WithoutNumpy(spec.loader)
+                    spec.loader = _WithoutNumpy(spec.loader)  # type: ignore[assignment]
                 return spec
         return None
 

@@ -7,12 +7,10 @@ variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all sta
 from __future__ import annotations
 
 import getpass
-import os
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -24,9 +22,17 @@ from pydantic import (
     field_validator,
 )
 
+# Finding and reading the file (and the environment's overrides) is hermes.config_file's, which
+# needs no pydantic; these names are kept here for their callers.
+from hermes.config_file import (  # noqa: F401
+    DEFAULT_USER,
+    config_path_from,
+    home_path,
+    read_config,
+    read_env_file,
+    read_text_file,
+)
 from hermes.errors import ConfigError
-
-DEFAULT_USER = "owner"
 
 
 class Section(BaseModel):
@@ -279,7 +285,7 @@ class Settings(Section):
 
     @property
     def home_path(self) -> Path:
-        return Path(self.home or "data").expanduser().resolve()
+        return home_path(self.home)
 
     @property
     def db_path(self) -> Path:
@@ -320,39 +326,6 @@ def terminal_identity() -> str:
         return "terminal:unknown"
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
-    """``HERMES_MODEL__NAME=openai/gpt-4.1`` -> {"model": {"name": "openai/gpt-4.1"}}.
-
-    Values are parsed as YAML scalars so numbers and booleans get their types.
-    """
-    result: dict[str, Any] = {}
-    for key, raw in environ.items():
-        if not key.startswith("HERMES_") or "__" not in key:
-            continue
-        path = key[len("HERMES_"):].lower().split("__")
-        try:
-            value = yaml.safe_load(raw) if raw != "" else None
-        except yaml.YAMLError:
-            value = raw
-        node = result
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"environment {key}: conflicts with another override")
-        node[path[-1]] = value
-    return result
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def _format_validation_error(source: str, error: ValidationError) -> str:
     first = error.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
@@ -366,52 +339,6 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
     more = len(error.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {key}: {problem}{suffix}"
-
-
-def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
-                     home: str | Path | None = None) -> Path | None:
-    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, ./config.yaml.
-
-    The home is `--home` when given, else $HERMES_HOME: `hermes --home /b` must read
-    /b/config.yaml, never the config of the home $HERMES_HOME names.
-    """
-    if explicit:
-        return Path(explicit).expanduser()
-    if environ.get("HERMES_CONFIG"):
-        return Path(environ["HERMES_CONFIG"]).expanduser()
-    home = home if home is not None else environ.get("HERMES_HOME")
-    if home and (Path(home).expanduser() / "config.yaml").exists():
-        return Path(home).expanduser() / "config.yaml"
-    local = Path("config.yaml")
-    return local if local.exists() else None
-
-
-def read_text_file(path: Path, what: str) -> str:
-    """The UTF-8 text of a file Hermes reads at start (config, .env), or one ConfigError line."""
-    if path.is_dir():
-        raise ConfigError(f"{path}: the {what} is a directory; point at a file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: the {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
-            f"offset {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-
-
-def read_env_file(path: Path) -> dict[str, str | None]:
-    """The variables of a ``.env`` file (python-dotenv syntax); empty when there is none.
-
-    A file that is not UTF-8 or cannot be read is one ConfigError line, never a traceback.
-    """
-    if not path.exists():
-        return {}
-    import io
-
-    from dotenv import dotenv_values
-
-    return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
 
 
 def settings_model(data: dict[str, Any]) -> type[Settings]:
@@ -437,37 +364,8 @@ def load_settings(
     environ: dict[str, str] | None = None,
 ) -> Settings:
     """Load and validate settings. Raises ConfigError with one line naming the key and problem."""
-    environ = dict(os.environ if environ is None else environ)
-    path = config_path_from(environ, config_path, home)
-    data: dict[str, Any] = {}
-    source = "defaults"
-    if path is not None:
-        source = str(path)
-        if not path.exists():
-            raise ConfigError(f"{path}: config file not found")
-        try:
-            # libyaml's loader when PyYAML has it: a commented config.yaml parses in 1 ms
-            # instead of 15 (every command reads it).
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            loaded = yaml.load(read_text_file(path, "config file"), Loader=loader)  # noqa: S506
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            reason = getattr(exc, "problem", None) or "not valid YAML"
-            raise ConfigError(f"{path}: {reason}{where}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
-        data = loaded
-    overrides = _env_overrides(environ)
-    if overrides:
-        data = _merge(data, overrides)
-        source = f"{source} + environment"
-    if home is not None:
-        data["home"] = str(home)
-    elif environ.get("HERMES_HOME"):
-        data["home"] = environ["HERMES_HOME"]
+    raw = read_config(config_path, home, environ)
+    data, source = raw.data, raw.source
     try:
         settings = settings_model(data).model_validate(data)
     except ValidationError as exc:

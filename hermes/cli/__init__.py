@@ -213,8 +213,19 @@ def ask_daemon(ctx: typer.Context, what: str, user: str | None, **args: Any) -> 
     for ``user`` (--user, else the configured default); None when none runs: the command then
     does the work itself."""
     from hermes.daemon_calls import call
-    from hermes.local_socket import socket_path
+    from hermes.local_socket import SOCKET_NAME, socket_path
 
+    root = ctx.find_root()
+    if root.obj is None:
+        # The config as written names the home and the default user: enough to reach the
+        # daemon without validating the settings (pydantic: ~0.3 s of CPU). No daemon there:
+        # the command loads them below, as it always did.
+        from hermes.config_file import home_and_user, read_config
+
+        found = home_and_user(read_config(root.meta["config_path"], root.meta["home"]))
+        if found is not None:
+            home, default_user = found
+            return call(home / SOCKET_NAME, what, user or default_user, **args)
     rt = runtime(ctx)
     return call(socket_path(rt.settings), what, rt.user(user), **args)
 
