@@ -1,7 +1,9 @@
 """Settings: the config.yaml model, its loading and validation, and where Hermes keeps state.
 
 Precedence, lowest first: built-in defaults, the YAML file, ``HERMES_<SECTION>__<KEY>`` environment
-variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state.
+variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state; with neither,
+the config's ``home`` (relative to the config file's folder), else :func:`hermes.home.default_home`.
+Nothing here depends on the current directory.
 """
 
 from __future__ import annotations
@@ -278,10 +280,22 @@ class Settings(Section):
     # Where the settings came from (the config file, "+ environment"); not a config key. Errors
     # found after loading (a cron job's delivery, checked against the front-ends) start with it.
     _source: str = PrivateAttr("defaults")
+    # What named the home: "--home", "HERMES_HOME", the config file, or "default".
+    _home_from: str = PrivateAttr("default")
+    # Lines for the person found while loading (a setting that is not read), said by the CLI
+    _notes: list[str] = PrivateAttr(default_factory=list)
 
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._notes)
+
+    @property
+    def home_from(self) -> str:
+        return self._home_from if self.home else "default"
 
     @property
     def home_path(self) -> Path:
@@ -371,4 +385,6 @@ def load_settings(
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source
+    settings._home_from = raw.home_from
+    settings._notes.extend(raw.notes)
     return settings

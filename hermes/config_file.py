@@ -11,12 +11,13 @@ without them. Nothing here imports pydantic.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+import hermes.home
 from hermes.errors import ConfigError
 
 DEFAULT_USER = "owner"
@@ -24,11 +25,16 @@ DEFAULT_USER = "owner"
 
 @dataclass
 class RawConfig:
-    """The config file's keys with the environment's overrides and the home merged in."""
+    """The config file's keys with the overrides (the environment, the home's .env) and the
+    home merged in: what the settings are validated from."""
 
     data: dict[str, Any]
-    # Where it came from: the config file or "defaults", with " + environment"
+    # Where it came from: the config file or "defaults", with " + <.env>", " + environment"
     source: str
+    # What named the home: "--home", "HERMES_HOME", the config file, or "default"
+    home_from: str = "default"
+    # Lines for the person found while reading (a setting that is not read), said by the CLI
+    notes: list[str] = field(default_factory=list)
 
 
 def read_config(config_path: str | Path | None = None, home: str | Path | None = None,
@@ -58,20 +64,43 @@ def read_config(config_path: str | Path | None = None, home: str | Path | None =
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
         data = loaded
-    overrides = _env_overrides(environ)
+    home_from = "default"
+    if home is not None:
+        data["home"], home_from = str(Path(home).expanduser().resolve()), "--home"
+    elif environ.get("HERMES_HOME"):
+        data["home"] = str(Path(environ["HERMES_HOME"]).expanduser().resolve())
+        home_from = "HERMES_HOME"
+    elif isinstance(data.get("home"), str) and data["home"].strip() and path is not None:
+        # The config's home is relative to the config file's folder, never the current one
+        data["home"] = str((path.parent / Path(data["home"]).expanduser()).resolve())
+        home_from = str(path)
+    # HERMES_<SECTION>__<KEY> lines of the home's .env count as environment variables that
+    # the real environment overrides (as the provider keys there do).
+    home_dir = Path(data["home"]) if isinstance(data.get("home"), str) and data["home"] \
+        else hermes.home.default_home()
+    env_file = home_dir / ".env"
+    in_file = env_file_settings(env_file)
+    ignored = env_file_ignored(env_file) if env_file.exists() else []
+    overrides = _env_overrides({**in_file, **environ})
     if overrides:
         data = _merge(data, overrides)
-        source = f"{source} + environment"
-    if home is not None:
-        data["home"] = str(home)
-    elif environ.get("HERMES_HOME"):
-        data["home"] = environ["HERMES_HOME"]
-    return RawConfig(data, source)
+        if in_file:
+            source = f"{source} + {env_file}"
+        if _env_overrides(environ):
+            source = f"{source} + environment"
+    notes = []
+    if ignored:
+        notes.append(
+            f"Warning: {' and '.join(ignored)} in {env_file} {'is' if len(ignored) == 1 else 'are'}"
+            " not read from there (that file is found through the home they would name); set "
+            f"{'it' if len(ignored) == 1 else 'them'} in the environment (or use --home, "
+            "--config).")
+    return RawConfig(data, source, home_from, notes)
 
 
 def home_path(home: str | None) -> Path:
     """The home directory the setting ``home`` names (``Settings.home_path``)."""
-    return Path(home or "data").expanduser().resolve()
+    return Path(home).expanduser().resolve() if home else hermes.home.default_home()
 
 
 def home_and_user(raw: RawConfig) -> tuple[Path, str] | None:
@@ -91,20 +120,26 @@ def home_and_user(raw: RawConfig) -> tuple[Path, str] | None:
 
 def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
                      home: str | Path | None = None) -> Path | None:
-    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, ./config.yaml.
+    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, the checkout's
+    config.yaml (running from a source checkout).
 
-    The home is `--home` when given, else $HERMES_HOME: `hermes --home /b` must read
-    /b/config.yaml, never the config of the home $HERMES_HOME names.
+    The home is `--home` when given, else $HERMES_HOME, else the default home: `hermes --home
+    /b` must read /b/config.yaml, never the config of the home $HERMES_HOME names. The current
+    folder's config.yaml is not read: one in a folder a person happens to be in (another
+    project's) would decide the home and the model.
     """
     if explicit:
         return Path(explicit).expanduser()
     if environ.get("HERMES_CONFIG"):
         return Path(environ["HERMES_CONFIG"]).expanduser()
     home = home if home is not None else environ.get("HERMES_HOME")
-    if home and (Path(home).expanduser() / "config.yaml").exists():
-        return Path(home).expanduser() / "config.yaml"
-    local = Path("config.yaml")
-    return local if local.exists() else None
+    in_home = (Path(home).expanduser() if home else hermes.home.default_home()) / "config.yaml"
+    if in_home.exists():
+        return in_home
+    checkout = hermes.home.source_checkout()
+    if checkout is not None and (checkout / "config.yaml").exists():
+        return checkout / "config.yaml"
+    return None
 
 
 def read_text_file(path: Path, what: str) -> str:
@@ -133,6 +168,21 @@ def read_env_file(path: Path) -> dict[str, str | None]:
     from dotenv import dotenv_values
 
     return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
+
+
+# Read from the environment only: the .env they would be read from is in the home they name.
+NOT_FROM_ENV_FILE = ("HERMES_HOME", "HERMES_CONFIG")
+
+
+def env_file_settings(path: Path) -> dict[str, str]:
+    """The ``HERMES_<SECTION>__<KEY>`` lines of a home's .env (see :data:`NOT_FROM_ENV_FILE`)."""
+    return {key: value for key, value in read_env_file(path).items()
+            if key.startswith("HERMES_") and "__" in key and value is not None}
+
+
+def env_file_ignored(path: Path) -> list[str]:
+    """The variables of a home's .env that are not read from it (doctor says so)."""
+    return [key for key in read_env_file(path) if key in NOT_FROM_ENV_FILE]
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from hermes.errors import ConfigError, HermesError, StorageError
+from hermes.home import PRIVATE_UMASK
 from hermes.safe_text import scrub_arg
 from hermes.safety.guard import printable
 
@@ -144,20 +145,35 @@ app = typer.Typer(
 )
 
 
+def show_version(value: bool) -> None:
+    if value:
+        from hermes import __version__
+
+        typer.echo(f"hermes {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", help="Print Hermes's version and exit.",
+                                 callback=show_version, is_eager=True),
     home: Path | None = typer.Option(
         None, "--home", help="Directory for all state (database, context files, history). "
         "Overrides HERMES_HOME and the config's `home`.", show_default=False
     ),
     config: Path | None = typer.Option(
-        None, "--config", help="Config file (default: $HERMES_CONFIG, the home's config.yaml "
-        "(--home or $HERMES_HOME), ./config.yaml).", show_default=False
+        None, "--config", help="Config file (default: $HERMES_CONFIG, the home's config.yaml, "
+        "the clone's config.yaml when run from a clone; never the current folder's).",
+        show_default=False
     ),
 ) -> None:
     ctx.meta["config_path"] = config
     ctx.meta["home"] = home
+    # Everything Hermes writes (the database and its -wal/-shm, logs, history, outbox files,
+    # backups, caches) is its owner's alone, whatever the umask it was started with.
+    umask = os.umask(PRIVATE_UMASK)
+    ctx.call_on_close(lambda: os.umask(umask))
     if ctx.invoked_subcommand not in SETTINGS_WHEN_NEEDED:
         _open(ctx)
 
@@ -183,6 +199,8 @@ def _open(ctx: click.Context) -> Runtime:
         # The doctor reports a broken config and checks the rest with the defaults.
         ctx.meta["config_problem"] = exc
         settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
+    if not ctx.meta.get("home_said"):
+        _say_about_the_home(ctx, settings.notes, settings.home_from, settings.home_path)
     rt = cast("Runtime", sys.modules[__name__].Runtime(settings))  # see __getattr__
     ctx.obj = rt
     ctx.call_on_close(rt.close)
@@ -199,6 +217,33 @@ def __getattr__(name: str) -> Any:
 
         return Runtime
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _say_about_the_home(ctx: click.Context, notes: list[str], home_from: str,
+                        home: Path) -> None:
+    """What loading the settings found to say (on stderr), once per command."""
+    ctx.meta["home_said"] = True
+    for note in notes:
+        typer.echo(note, err=True)
+    if home_from == "default" and ctx.invoked_subcommand != "doctor":
+        _say_where_the_home_is(home)
+
+
+def _say_where_the_home_is(home: Path) -> None:
+    """On first use of the default home, where it is (it is created by the first command that
+    writes); and, while Hermes memory sits in ./data of the current folder (where Hermes kept
+    it before it had one home), how to keep it. Both on stderr. (`hermes doctor` says both.)"""
+    from hermes.home import old_home_note
+
+    try:
+        note = old_home_note(home, Path.cwd())
+    except OSError:  # the current folder was removed under us
+        note = None
+    if note:
+        typer.echo(note, err=True)
+    elif not home.exists():
+        typer.echo(f"Hermes keeps its memory in {home} (HERMES_HOME or --home to put it "
+                   "elsewhere; `hermes doctor` shows it).", err=True)
 
 
 def runtime(ctx: typer.Context) -> Runtime:
@@ -222,9 +267,11 @@ def ask_daemon(ctx: typer.Context, what: str, user: str | None, **args: Any) -> 
         # the command loads them below, as it always did.
         from hermes.config_file import home_and_user, read_config
 
-        found = home_and_user(read_config(root.meta["config_path"], root.meta["home"]))
+        raw = read_config(root.meta["config_path"], root.meta["home"])
+        found = home_and_user(raw)
         if found is not None:
             home, default_user = found
+            _say_about_the_home(root, raw.notes, raw.home_from, home)
             return call(home / SOCKET_NAME, what, user or default_user, **args)
     rt = runtime(ctx)
     return call(socket_path(rt.settings), what, rt.user(user), **args)

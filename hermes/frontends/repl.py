@@ -33,6 +33,7 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
+from hermes.home import create_private_file, make_home
 from hermes.memory.place import Scope
 from hermes.safety.guard import printable
 
@@ -153,7 +154,9 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            memory.settings.home_path.mkdir(parents=True, exist_ok=True)
+            make_home(memory.settings.home_path)
+            # What was typed: its owner's alone (prompt_toolkit appends with the umask's mode)
+            create_private_file(memory.settings.home_path / "repl_history")
             history = FileHistory(str(memory.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             self._prompt_message, history=history, multiline=True, prompt_continuation="...     ",
