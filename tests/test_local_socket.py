@@ -233,3 +233,49 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
     assert run.kind == "manual" and run.status == "ok"
     refused = await asyncio.to_thread(cli, "cron", "run", "digest", "--user", "alice")
     assert refused.exit_code != 0
+
+
+# What a command the daemon answers must not import: the settings' validation, the store, the
+# memory package's stores and operations, the model layer. (Whole-process CPU: bench_cli.py.)
+DAEMON_PATH_HEAVY = ("pydantic", "sqlite_utils", "litellm", "numpy", "rich.progress",
+                     "hermes.config", "hermes.runtime", "hermes.store.db",
+                     "hermes.store.migrations", "hermes.memory.operations",
+                     "hermes.memory.facts.store", "hermes.memory.sessions.store",
+                     "hermes.memory.basic", "hermes.safety.secrets")
+
+DAEMON_PATH_PROBE = """
+import json, sys
+from hermes.cli import main
+sys.argv = ["hermes", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(m for m in sys.modules if m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY)))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [("facts", "search", "redis"), ("sessions", "search", "redis"),
+                                  ("memory", "show"), ("memory", "show", "--json")])
+async def test_a_command_the_daemon_answers_imports_only_its_client(daemon, args):
+    """Issue 33: `facts search`, `sessions search` and `memory show` answered by a running
+    daemon took 0.55-0.6 s of CPU, most of it imports they did not need there."""
+    import sys
+
+    rt = daemon.rt
+    rt.memory.facts.add("owner", "The NAS runs Redis", entities=["NAS"])
+    rt.memory.sessions.append("owner", rt.memory.sessions.create("owner", "discord").id, "user",
+                              "Redis on the NAS")
+    rt.memory.basic.add("owner", "Prefers short answers")
+    probe = DAEMON_PATH_PROBE.replace("HEAVY", repr(DAEMON_PATH_HEAVY))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", probe, *args, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    report = json.loads(err.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "heavy": []}, err.decode()
+    # ... and it printed the daemon's answer
+    assert ("Redis" if args[0] != "memory" else "Prefers short answers") in out.decode()
