@@ -65,3 +65,51 @@ class Pacer:
             await self.sleep(pause)
             now = self._next
         self._next = now + timedelta(seconds=self.interval)
+
+
+@dataclass(kw_only=True)
+class PlannedCalls:
+    """What a plan of model calls comes to (``hermes learn backfill``, ``hermes sessions
+    summarize``): the calls, their tokens and their price by litellm's prices (None: the model
+    has no price)."""
+
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    @property
+    def cost_per_call(self) -> float | None:
+        return None if self.cost is None or not self.model_calls else \
+            self.cost / self.model_calls
+
+
+class Spending:
+    """A run of model calls within a :class:`Budget` and at a :class:`Pacer`'s pace: ask
+    :meth:`may_call` before each call (False, and :attr:`stopped` says why, when the budget does
+    not allow it), and :meth:`spend` after it. Each call is counted at ``per_call`` dollars
+    unless its own cost is given."""
+
+    def __init__(self, budget: Budget | None, pacer: Pacer, per_call: float | None) -> None:
+        self.budget = budget or Budget()
+        self.pacer = pacer
+        self.per_call = per_call
+        self.calls = 0
+        self.cost = 0.0
+        self.stopped: str | None = None
+
+    async def may_call(self) -> bool:
+        budget = self.budget
+        if not budget.allows(self.calls, self.cost, self.per_call):
+            if budget.calls is not None and self.calls + 1 > budget.calls:
+                self.stopped = f"budget of {budget.calls} model call(s) reached"
+            else:
+                self.stopped = (f"budget of ${budget.dollars:.2f} reached (spent "
+                                f"${self.cost:.4f})")
+            return False
+        await self.pacer.wait()
+        return True
+
+    def spend(self, calls: int, cost: float | None = None) -> None:
+        self.calls += calls
+        self.cost += cost if cost is not None else (self.per_call or 0.0) * calls

@@ -298,6 +298,13 @@ class Settings(Section):
         return self._home_from if self.home else "default"
 
     @property
+    def home_named_now(self) -> bool:
+        """The person named the home for this command (--home, $HERMES_HOME); a config file's
+        ``home`` (a clone's config.yaml names its data/) or the default is chosen for them, so
+        Hermes says where it is on first use and finds memory left in an old ./data."""
+        return self.home_from in ("--home", "HERMES_HOME")
+
+    @property
     def home_path(self) -> Path:
         return home_path(self.home)
 

@@ -36,6 +36,11 @@ class RawConfig:
     # Lines for the person found while reading (a setting that is not read), said by the CLI
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def home_named_now(self) -> bool:
+        """As ``Settings.home_named_now``: --home or $HERMES_HOME named the home."""
+        return self.home_from in ("--home", "HERMES_HOME")
+
 
 def read_config(config_path: str | Path | None = None, home: str | Path | None = None,
                 environ: dict[str, str] | None = None) -> RawConfig:

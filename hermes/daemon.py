@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hermes.aio import finish_or_cancel
 from hermes.assembly import build_agent
 from hermes.cron.schedule import timezone_for
+from hermes.daemon_calls import Services, answer
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
 from hermes.home import make_home
@@ -182,8 +184,9 @@ class Daemon:
             # `hermes ask` and `hermes chat` run their turns here (hermes/local_socket.py).
             # ... and the searches and `cron run` of the CLI (hermes/daemon_calls.py), with the
             # one cron runner of this process (its deliveries go through the front-ends).
+            services = Services(self.rt.memory, agent, self.ctx.runner if self.ctx else None)
             socket = SocketServer(self.rt.memory, agent,
-                                  runner=self.ctx.runner if self.ctx else None)
+                                  calls=functools.partial(answer, services))
             if await socket.start():
                 self.socket = socket
             self._spawn(self._startup_work(agent), "hermes-startup")

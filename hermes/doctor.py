@@ -111,7 +111,7 @@ def _modes(home: Path) -> Check:
 
 
 def _old_home(settings: Settings) -> list[Check]:
-    if settings.home_from != "default":
+    if settings.home_named_now:
         return []
     try:
         note = old_home_note(settings.home_path, Path.cwd())

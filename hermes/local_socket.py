@@ -26,7 +26,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
     from hermes.agent.turn import Agent
     from hermes.config import Settings
-    from hermes.cron.runner import CronRunner
     from hermes.memory import Memory
 
 log = logging.getLogger(__name__)
@@ -187,10 +186,13 @@ class SocketServer:
     """Serves the local socket for the daemon: turns on the daemon's agent, for the user the
     client names, on sessions of that user only."""
 
-    def __init__(self, memory: Memory, agent: Agent, *, runner: CronRunner | None = None) -> None:
+    def __init__(self, memory: Memory, agent: Agent, *,
+                 calls: Callable[[str, str, dict[str, Any]], Awaitable[Any]] | None = None
+                 ) -> None:
         self.memory = memory
         self.agent = agent
-        self.runner = runner
+        # ``calls(user, name, args)``: the CLI commands the daemon answers (hermes/daemon_calls)
+        self.calls = calls
         self.path = socket_path(memory.settings)
         self._server: asyncio.AbstractServer | None = None
         self.turns: set[asyncio.Task[Any]] = set()
@@ -289,14 +291,13 @@ class SocketServer:
     async def _call(self, writer: asyncio.StreamWriter, user: str,
                     request: dict[str, Any]) -> None:
         """A CLI command's work done here (hermes/daemon_calls.py): its result, or one line."""
-        from hermes.daemon_calls import Services, answer
-
         try:
             args = request.get("args") or {}
             if not isinstance(args, dict):
                 raise HermesError("Refused: a call's arguments are an object.")
-            result = await answer(Services(self.memory, self.agent, self.runner), user,
-                                  str(request.get("name")), args)
+            if self.calls is None:
+                raise HermesError("Refused: this socket answers no calls.")
+            result = await self.calls(user, str(request.get("name")), args)
         except HermesError as exc:
             await self._write(writer, {"error": str(exc),
                                        "exit_code": getattr(exc, "exit_code", 1)})

@@ -87,9 +87,10 @@ def asgi_post(app: Any, path: str, body_chunks, *, length: int | None,
 
 
 def web_cases(rt: Any) -> None:
-    from hermes.frontends.web.app import WebContext, build_app
+    from hermes.frontends.web.app import WebContext
+    from hermes.frontends.web.site import build_app
 
-    app = build_app(WebContext(rt))
+    app = build_app(WebContext(rt.memory))
     chunk = b"a" * MiB
     measured("web /login, 128 MiB with Content-Length",
              lambda: asgi_post(app, "/login", iter([chunk] * 128), length=128 * MiB))
@@ -152,7 +153,7 @@ def socket_cases(rt: Any) -> None:
             return Turn(user, session_id, text)
 
     async def run(question: str) -> str:
-        server = SocketServer(rt, Agent())  # type: ignore[arg-type]
+        server = SocketServer(rt.memory, Agent())  # type: ignore[arg-type]
         await server.start()
         try:
             session = rt.memory.sessions.create("owner", "terminal")

@@ -230,7 +230,8 @@ def test_the_config_as_written_names_the_home_and_user_the_settings_have(
     raw = read_config(config, home, environ)
     settings = load_settings(config, home, environ)
     assert home_and_user(raw) == (settings.home_path, settings.users.default)
-    assert (raw.home_from, raw.notes) == (settings.home_from, settings.notes)
+    assert (raw.home_from, raw.home_named_now, raw.notes) == (
+        settings.home_from, settings.home_named_now, settings.notes)
 
 
 @pytest.mark.parametrize("text", ["users:\n  default: 5\n", "users:\n  default: ' '\n",

@@ -153,6 +153,46 @@ def test_memory_left_in_an_old_data_folder_is_found_and_how_to_keep_it_said(
     assert "Lives in Lyon" in moved.stdout and moved.stderr == ""
 
 
+def test_a_home_named_by_the_config_is_said_and_old_memory_found_too(
+        no_home_named, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    """A clone's config.yaml names its data/ (`home: data`): the home is chosen for the person
+    as much as the default is, so the first use says where it is, and memory in ./data of the
+    folder they are in (where `home: data` used to point) is found."""
+    config = tmp_path / "clone" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text("home: data\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_CONFIG", str(config))
+    home = tmp_path / "clone" / "data"
+    old = tmp_path / "notes"
+    Runtime(load_settings(home=old / "data")).memory.basic.add("owner", "Lives in Lyon")
+    monkeypatch.chdir(old)
+    first = cli("memory", "add", "Prefers tea")
+    assert f"Note: {old / 'data'} holds Hermes memory" in first.stderr
+    assert f"`mv {old / 'data'} {home}`" in first.stderr
+    doctor = cli("doctor", "--json").json()
+    assert [c["status"] for c in doctor["checks"] if c["name"] == "old home"] == ["warn"]
+    monkeypatch.chdir(tmp_path)
+    os.rename(home, tmp_path / "aside")
+    again = cli("memory", "show")
+    assert f"Hermes keeps its memory in {home} " in again.stderr
+    # Named for this command: the person knows where it is
+    named = cli("--home", str(home), "memory", "show")
+    assert named.stderr == ""
+
+
+def test_the_repository_brings_no_home_folder() -> None:
+    """git checks a folder out 0755 (and a file in it 0644), and Hermes leaves an existing
+    home's mode alone: a clone's data/ must be made by Hermes (0700), so git holds nothing in
+    it."""
+    if shutil.which("git") is None or not (CHECKOUT / ".git").exists():
+        pytest.skip("not a git checkout")
+    import subprocess
+
+    tracked = subprocess.run(["git", "-C", str(CHECKOUT), "ls-files", "--", "data"],
+                             capture_output=True, text=True, check=True).stdout
+    assert tracked == ""
+
+
 def test_version(cli) -> None:
     result = cli("--version")
     assert result.exit_code == 0 and result.stdout == f"hermes {hermes.__version__}\n"

@@ -114,3 +114,94 @@ def test_facts_and_sessions_import_neither_each_other_nor_anything_above_them() 
             if wrong:
                 found[name] = wrong
     assert found == {}, f"a tier imports beside or above itself: {found}"
+
+
+def runtime_imports(tree: ast.Module, name: str) -> set[str]:
+    """The modules of hermes ``name``'s module imports when it runs: at the top or inside a
+    function (a function-local import is still an edge), not under TYPE_CHECKING."""
+    checking = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                for n in ast.walk(node)}
+    package = name.rsplit(".", 1)[0] if not name.endswith("__init__") else name
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in checking:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("hermes"))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: from the module's own package
+                module = ".".join([*package.split(".")[: len(package.split(".")) - node.level
+                                                       + 1], *([module] if module else [])])
+            if module.startswith("hermes"):
+                # `from package import module` depends on the module; anything else, on the
+                # module it names (a name in it)
+                found.update(f"{module}.{a.name}" for a in node.names)
+                found.add(module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in names.items():
+        imported = runtime_imports(ast.parse(path.read_text(encoding="utf-8")), name)
+        # a package named only as the way to one of its modules is not a dependency of its own
+        through = {m.rsplit(".", 1)[0] for m in imported if m in names and "." in m}
+        graph[name] = {m for m in imported if m in names and m != name
+                       and not (m in through and not _names_from(m, imported, names))}
+    return graph
+
+
+def _names_from(package: str, imported: set[str], names: dict[str, Path]) -> bool:
+    """Whether ``imported`` takes a name from ``package`` itself (not only its modules)."""
+    return any(m.rsplit(".", 1)[0] == package and m not in names for m in imported)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_sees_a_function_local_import() -> None:
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    tree = ast.parse("def f():\n    from hermes.x import y\nif TYPE_CHECKING:\n"
+                     "    import hermes.z\n")
+    assert runtime_imports(tree, "hermes.w") == {"hermes.x", "hermes.x.y"}
+    graph = import_graph()
+    assert "hermes.frontends.web.routes_chat" in graph["hermes.frontends.web.site"]
+
+
+def test_no_import_cycle_even_behind_a_function_local_import() -> None:
+    assert cycles(import_graph()) == []

@@ -376,3 +376,18 @@ def test_without_the_plugin_its_config_section_is_an_unknown_key(monkeypatch, cl
     gone = cli("memory", "show")
     assert gone.exit_code == 2
     assert gone.stderr == f"Error: {config_file}: postbox: unknown key\n"
+
+
+def test_a_tool_written_once_is_the_models_an_mcp_clients_and_the_command_lines(
+        installed_plugin, cli):
+    """`hermes tools call` runs a registered tool as the model does (the same ToolBox): the
+    plugin's count_words, offered to the model and to MCP clients above, here too."""
+    listed = cli("tools", "list").stdout
+    assert "count_words (mcp too): Count the words of text." in listed
+    assert "facts: Long-term fact store." in listed
+    result = cli("tools", "call", "count_words", '{"text": "one two"}', "--user", "alice")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"words": 2, "user": "alice"}
+    refused = cli("tools", "call", "count_words", "{not json")
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: count_words: ")
+    unknown = cli("tools", "call", "teleport")
+    assert unknown.exit_code == 1 and "Unknown tool 'teleport'" in unknown.stderr

@@ -119,7 +119,7 @@ async def test_consolidation_of_old_messages_does_not_resurrect(env, fake_model,
     lisbon = facts.add("owner", "The user lives in Lisbon").fact
     facts.forget("owner", nas.id)
     facts.update("owner", lisbon.id, "The user lives in Porto")
-    worker = ExtractionWorker(env.memory, facts=facts, sessions=sessions)
+    worker = ExtractionWorker(env.memory)
     fake_model.reply(creates(NAS, "The user lives in Lisbon"))
     record = await worker.run_session("owner", session.id)
     assert record.status == "done"

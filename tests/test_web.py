@@ -147,7 +147,7 @@ async def test_a_login_outlives_a_restart_and_its_link_and_session_expire(rt, cl
 
 
 async def test_a_damaged_sessions_or_tokens_file_is_one_line_not_a_traceback(rt):
-    p = await Panel(WebContext(rt)).login()
+    p = await Panel(WebContext(rt.memory)).login()
     try:
         web = rt.settings.home_path / "web"
         (web / "sessions.json").write_text("{not json", encoding="utf-8")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from hermes.frontends.web.app import WebContext, build_app
+from hermes.frontends.web.app import WebContext
+from hermes.frontends.web.site import build_app
 
 CSRF = re.compile(r'name="csrf" content="([^"]+)"')
 

@@ -23,7 +23,7 @@ from hermes.agent.summarize import (
     summarize_session,
     transcript,
 )
-from hermes.budget import Budget, Pacer
+from hermes.budget import Budget, Pacer, PlannedCalls, Spending
 from hermes.memory import Memory
 
 # What one summary reply is assumed to take, for the estimate (a title and a few sentences).
@@ -31,20 +31,11 @@ EST_COMPLETION_TOKENS = 120
 
 
 @dataclass
-class SummaryPlan:
+class SummaryPlan(PlannedCalls):
     user: str
     model: str | None
     session_ids: list[int] = field(default_factory=list)
-    model_calls: int = 0
     without_call: int = 0    # empty or small talk: titled without the model
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None
-
-    @property
-    def cost_per_call(self) -> float | None:
-        return None if self.cost is None or not self.model_calls else \
-            self.cost / self.model_calls
 
     def to_json(self) -> dict[str, Any]:
         return {"user": self.user, "model": self.model, "sessions": len(self.session_ids),
@@ -106,27 +97,21 @@ async def run(memory: Memory, llm: Any, the_plan: SummaryPlan, *, budget: Budget
               on_done: Callable[[SummaryReport], None] | None = None) -> SummaryReport:
     """Summarise the planned sessions, oldest first; stop before a model call the budget does
     not allow (dollars are counted at the planned cost per call)."""
-    budget = budget or Budget()
-    pacer = pacer or Pacer(None, memory.clock.now)
+    spending = Spending(budget, pacer or Pacer(None, memory.clock.now), the_plan.cost_per_call)
     store = memory.sessions
     report = SummaryReport()
-    per_call = the_plan.cost_per_call
     for session_id in the_plan.session_ids:
         messages = store.messages(the_plan.user, session_id)
         needs_model = bool(_spoken(messages)) and not is_small_talk(messages)
-        if needs_model:
-            if not budget.allows(report.model_calls, report.estimated_cost, per_call):
-                report.stopped = (f"budget of {budget.calls} model call(s) reached"
-                                  if budget.calls is not None else
-                                  f"budget of ${budget.dollars:.2f} reached")
-                break
-            await pacer.wait()
+        if needs_model and not await spending.may_call():
+            report.stopped = spending.stopped
+            break
         outcome = await summarize_session(memory, llm, the_plan.user, session_id)
         report.outcomes.append(outcome)
         report.done += 1
-        if needs_model:
-            report.model_calls += 1
-            report.estimated_cost += per_call or 0.0
+        if needs_model:    # counted at the planned cost per call
+            spending.spend(1)
+            report.model_calls, report.estimated_cost = spending.calls, spending.cost
         report.failed += int(outcome.status == "failed")
         if on_done:
             on_done(report)

@@ -61,14 +61,16 @@ class ToolBox:
 
     def __init__(self, memory: Memory, user: str, *, session_id: int | None = None,
                  tools: ToolRegistry | None = None, scope: Scope | None = None,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, embed_writes: bool = False) -> None:
         self.memory = memory
         # A temporary chat's turn: memory may be read, never written (nothing is learned)
         self.read_only = read_only
         self.tools = tools or plugins.loaded().tools
         self.user = user
         self.scope = scope or Scope(user)
-        self.ops = MemoryOperations(memory)
+        # embed_writes: where no vector job runs (the CLI, the MCP server), a fact written
+        # here gets its vector at once
+        self.ops = MemoryOperations(memory, embed_writes=embed_writes)
         self.session_id = session_id
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),

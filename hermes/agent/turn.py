@@ -214,12 +214,7 @@ class Turn:
         in rounds (running the tools it calls between them), add the closing notes, record the
         reply and what this turn sent."""
         if len(self.text) > MAX_MESSAGE_CHARS:
-            # Refused before anything is recorded: one line, as every turn error is shown.
-            self.exception = MessageTooLong(too_long_message(len(self.text)))
-            self._result = TurnResult(
-                user=self.user, session_id=self.session_id, user_message_id=0,
-                assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
-                memory_written=False, error=str(self.exception))
+            self._refuse_too_long()
             return
         state = await self._record_message()
         error: str | None = None
@@ -242,6 +237,14 @@ class Turn:
             self._close(state, error=None, stopped=True)
             raise
         self._close(state, error=error)
+
+    def _refuse_too_long(self) -> None:
+        """A message over MAX_MESSAGE_CHARS: refused in one line, nothing recorded."""
+        self.exception = MessageTooLong(too_long_message(len(self.text)))
+        self._result = TurnResult(
+            user=self.user, session_id=self.session_id, user_message_id=0,
+            assistant_message_id=None, text="", shown_fact_ids=[], tool_calls=0,
+            memory_written=False, error=str(self.exception))
 
     async def _record_message(self) -> _TurnState:
         """The user's message recorded first (kept even when the model is down), what the

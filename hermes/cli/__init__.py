@@ -200,7 +200,7 @@ def _open(ctx: click.Context) -> Runtime:
         ctx.meta["config_problem"] = exc
         settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
     if not ctx.meta.get("home_said"):
-        _say_about_the_home(ctx, settings.notes, settings.home_from, settings.home_path)
+        _say_about_the_home(ctx, settings.notes, settings.home_named_now, settings.home_path)
     rt = cast("Runtime", sys.modules[__name__].Runtime(settings))  # see __getattr__
     ctx.obj = rt
     ctx.call_on_close(rt.close)
@@ -219,20 +219,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _say_about_the_home(ctx: click.Context, notes: list[str], home_from: str,
+def _say_about_the_home(ctx: click.Context, notes: list[str], named_now: bool,
                         home: Path) -> None:
     """What loading the settings found to say (on stderr), once per command."""
     ctx.meta["home_said"] = True
     for note in notes:
         typer.echo(note, err=True)
-    if home_from == "default" and ctx.invoked_subcommand != "doctor":
+    if not named_now and ctx.invoked_subcommand != "doctor":
         _say_where_the_home_is(home)
 
 
 def _say_where_the_home_is(home: Path) -> None:
-    """On first use of the default home, where it is (it is created by the first command that
-    writes); and, while Hermes memory sits in ./data of the current folder (where Hermes kept
-    it before it had one home), how to keep it. Both on stderr. (`hermes doctor` says both.)"""
+    """On first use of a home nobody named for this command (the default, or a config file's
+    ``home``), where it is (it is created by the first command that writes); and, while Hermes
+    memory sits in ./data of the current folder (where Hermes kept it before it had one home),
+    how to keep it. Both on stderr. (`hermes doctor` says both.)"""
     from hermes.home import old_home_note
 
     try:
@@ -271,7 +272,7 @@ def ask_daemon(ctx: typer.Context, what: str, user: str | None, **args: Any) -> 
         found = home_and_user(raw)
         if found is not None:
             home, default_user = found
-            _say_about_the_home(root, raw.notes, raw.home_from, home)
+            _say_about_the_home(root, raw.notes, raw.home_named_now, home)
             return call(home / SOCKET_NAME, what, user or default_user, **args)
     rt = runtime(ctx)
     return call(socket_path(rt.settings), what, rt.user(user), **args)
@@ -314,6 +315,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("hermes.cli.daemon", "chat"),
     "mcp": ("hermes.cli.mcp", "mcp"),
     "plugins": ("hermes.cli.plugins", "plugins"),
+    "tools": ("hermes.cli.tools", "app"),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -27,6 +27,7 @@ app = typer.Typer(
 )
 
 LimitOption = typer.Option(10, "--limit", "-n", min=1, help="At most this many results.")
+FactIdArgument = typer.Argument(..., metavar="ID")
 
 
 class Rating(StrEnum):
@@ -43,6 +44,14 @@ def _ops(ctx: typer.Context) -> MemoryOperations:
 
 def _scope(ctx: typer.Context, user: str | None) -> Scope:
     return Scope(runtime(ctx).user(user))
+
+
+def _answer(as_json: bool, data: Any, line: str) -> None:
+    """What a write says: its JSON with --json, else its line."""
+    if as_json:
+        emit_json(data)
+    else:
+        echo(line)
 
 
 def _check_category(ops: MemoryOperations, category: str | None, found: list[Fact]) -> None:
@@ -105,7 +114,8 @@ def add(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Add a fact. An exact or near duplicate merges into the existing fact instead.
+    """Add a fact. An exact or near duplicate merges into the existing fact instead; a fact
+    it contradicts ("my doctor is Dr. Jones" after "... Dr. Smith") is superseded by it.
 
     First person is written as "the user" where the rewrite is certain ("my sister" -> "The
     user's sister"); otherwise your words are kept whole, as The user said: "...".
@@ -113,11 +123,13 @@ def add(
     result = _ops(ctx).add(_scope(ctx, user), text, entities=entity or None,
                            category=category, tags=tag, kind=kind, importance=importance)
     if as_json:
-        emit_json({"id": result.id, "status": result.status})
+        emit_json({"id": result.id, "status": result.status,
+                   **({"supersedes": result.superseded} if result.superseded else {})})
         return
     about = f" about {', '.join(result.fact.entities)}" if result.fact.entities else ""
+    replaces = "".join(f" It replaces fact {i}." for i in result.superseded)
     if result.status == "created":
-        echo(f"Created fact {result.id}{about}.")
+        echo(f"Created fact {result.id}{about}.{replaces}")
     else:
         how = "an exact duplicate" if result.match == "exact" else "a near duplicate"
         echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")
@@ -197,24 +209,22 @@ def reason(
 @app.command()
 def rate(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     rating: Rating = typer.Argument(..., help="helpful or unhelpful"),  # noqa: B008
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Rate a fact: helpful raises its trust, unhelpful lowers it (low trust hides it)."""
     result = _ops(ctx).rate(_scope(ctx, user), fact_id, rating is Rating.helpful)
-    if as_json:
-        emit_json({"id": result.id, "old_trust": result.old_trust,
-                   "new_trust": result.new_trust})
-        return
-    echo(f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
+    _answer(as_json, {"id": result.id, "old_trust": result.old_trust,
+                      "new_trust": result.new_trust},
+            f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
 
 
 @app.command()
 def show(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -231,7 +241,7 @@ def show(
 @app.command()
 def update(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     text: str = typer.Argument(..., help="The corrected statement."),
     note: str | None = typer.Option(None, "--note", help="Why it changed (kept in history)."),
     entity: list[str] = typer.Option([], "--entity", "-e",
@@ -241,48 +251,41 @@ def update(
 ) -> None:
     """Replace a fact with a new version; the old one is kept as superseded."""
     new = _ops(ctx).update(_scope(ctx, user), fact_id, text, note=note, entities=entity or None)
-    if as_json:
-        emit_json({"id": new.id, "status": "updated", "supersedes": fact_id})
-        return
-    echo(f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
+    _answer(as_json, {"id": new.id, "status": "updated", "supersedes": fact_id},
+            f"Fact {fact_id} superseded by fact {new.id}: {new.content}")
 
 
 @app.command()
 def forget(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     reason: str | None = typer.Option(None, "--reason", help="Why (kept in history)."),
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Hide a fact everywhere (soft delete). `restore` brings it back."""
     fact = _ops(ctx).forget(_scope(ctx, user), fact_id, reason)
-    if as_json:
-        emit_json({"id": fact.id, "status": fact.status})
-        return
-    echo(f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back; until "
-         "then it is not learned again from what was said before now.")
+    _answer(as_json, {"id": fact.id, "status": fact.status},
+            f"Forgot fact {fact.id}. `hermes facts restore {fact.id}` brings it back; until "
+            "then it is not learned again from what was said before now.")
 
 
 @app.command()
 def restore(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Bring back a forgotten fact."""
     fact = _ops(ctx).restore(_scope(ctx, user), fact_id)
-    if as_json:
-        emit_json({"id": fact.id, "status": fact.status})
-        return
-    echo(f"Restored fact {fact.id}.")
+    _answer(as_json, {"id": fact.id, "status": fact.status}, f"Restored fact {fact.id}.")
 
 
 @app.command()
 def purge(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     user: str = UserOption,
     as_json: bool = JsonOption,
@@ -296,10 +299,7 @@ def purge(
     if not yes and not typer.confirm(f"Delete fact {fact.id} for good? {fact.content}"):
         raise typer.Exit(1)
     ops.purge(scope, fact_id)
-    if as_json:
-        emit_json({"id": fact_id, "status": "purged"})
-        return
-    echo(f"Purged fact {fact_id}.")
+    _answer(as_json, {"id": fact_id, "status": "purged"}, f"Purged fact {fact_id}.")
 
 
 @app.command()
@@ -321,10 +321,8 @@ def pending(
         question_id = accept if accept is not None else reject
         assert question_id is not None
         fact = ops.settle_question(scope, question_id, accept=accept is not None)
-        if as_json:
-            emit_json({"question": question_id, "fact": fact.to_json()})
-            return
-        echo(f"Settled question {question_id}: [{fact.id}] {fact.content}")
+        _answer(as_json, {"question": question_id, "fact": fact.to_json()},
+                f"Settled question {question_id}: [{fact.id}] {fact.content}")
         return
     found = ops.pending_questions(scope)
     if as_json:
@@ -353,10 +351,8 @@ def tombstones(
     ops, scope = _ops(ctx), _scope(ctx, user)
     if remove is not None:
         gone = ops.remove_tombstone(scope, remove)
-        if as_json:
-            emit_json({"removed": gone.to_json()})
-            return
-        echo(f"Removed tombstone {gone.id}: {gone.content}")
+        _answer(as_json, {"removed": gone.to_json()},
+                f"Removed tombstone {gone.id}: {gone.content}")
         return
     found = ops.tombstones(scope, limit=limit)
     if as_json:
@@ -410,16 +406,13 @@ def alias(
 ) -> None:
     """Give an entity another name, so probe and reason find it by either."""
     found = _ops(ctx).alias(_scope(ctx, user), entity, other_name)
-    if as_json:
-        emit_json(found.to_json())
-        return
-    echo(f"{found.name} is also: {', '.join(found.aliases)}")
+    _answer(as_json, found.to_json(), f"{found.name} is also: {', '.join(found.aliases)}")
 
 
 @app.command()
 def history(
     ctx: typer.Context,
-    fact_id: int = typer.Argument(..., metavar="ID"),
+    fact_id: int = FactIdArgument,
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:

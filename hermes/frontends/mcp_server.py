@@ -351,7 +351,13 @@ def _plugin_tool(ops: MemoryTools, tool: Tool
         from hermes.agent.tools import ToolBox
 
         given = {k: v for k, v in args.items() if v is not None}
-        box = ToolBox(ops.memory, ops.user, tools=_only(tool), scope=ops.scope)
+        size = _argument_chars(given)
+        if size > MAX_ARGUMENT_CHARS:
+            return CallToolResult(content=[TextContent(type="text", text=(
+                f"Refused: the arguments are {size:,} characters, over the limit of "
+                f"{MAX_ARGUMENT_CHARS:,}; nothing was done."))], is_error=True)
+        box = ToolBox(ops.memory, ops.user, tools=_only(tool), scope=ops.scope,
+                      embed_writes=True)  # this server runs no vector job
         with writes_from(client_origin(ctx) if tool.writes else None):
             outcome = box.run(ToolCall("mcp", tool.name, json.dumps(given)))
         return CallToolResult(content=[TextContent(type="text", text=outcome.content)],

@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "/probe": "ENTITY  everything about one entity",
     "/reason": "A, B  what connects entities",
     "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
+    "/pending": "[accept|reject ID]  questions before an inference overrides you",
     "/memory": "show the basic-memory block",
     "/sessions": "recent conversations",
     "/search": "QUERY  search past conversations",
@@ -356,6 +357,8 @@ class Repl:
             return cmds.reason(user, arg.split(","))
         if name == "/rate":
             return self._rate(arg)
+        if name == "/pending":
+            return self._pending(arg)
         if name == "/memory":
             return cmds.memory(user)
         if name == "/sessions":
@@ -367,6 +370,14 @@ class Repl:
         if name == "/new":
             return self._new()
         raise AssertionError(name)
+
+    def _pending(self, arg: str) -> str:
+        parts = arg.split()
+        if not parts:
+            return self.commands.pending(Scope(self.user))
+        if len(parts) != 2 or parts[0] not in ("accept", "reject"):
+            raise ValueError(arg)
+        return self.commands.pending(Scope(self.user), parts[0], int(parts[1].strip("[]")))
 
     def _rate(self, arg: str) -> str:
         parts = arg.split()

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.budget import Budget, Pacer
+from hermes.budget import Budget, Pacer, PlannedCalls, Spending
 from hermes.learn import gate
 from hermes.learn import runs as run_records
 from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
@@ -39,22 +39,15 @@ EST_COMPLETION_TOKENS = 200
 
 
 @dataclass
-class Plan:
+class Plan(PlannedCalls):
+    """``model_calls``: the runs the gate lets through, the interrupted ones included."""
+
     user: str
     model: str | None
     sessions: list[Session] = field(default_factory=list)
     messages: int = 0
-    model_calls: int = 0     # runs the gate lets through, including interrupted ones
     gate_skips: int = 0      # runs the gate skips without a call
     retries: int = 0         # runs interrupted before (Ctrl-C), taken first
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float | None = None  # dollars, by litellm's prices; None: the model has no price
-
-    @property
-    def cost_per_call(self) -> float | None:
-        return None if self.cost is None or not self.model_calls else \
-            self.cost / self.model_calls
 
     def to_json(self) -> dict[str, Any]:
         return {"user": self.user, "model": self.model, "sessions": len(self.sessions),
@@ -181,25 +174,27 @@ async def run(memory: Memory, worker: ExtractionWorker, the_plan: Plan, *,
     """Carry out ``the_plan``: the interrupted runs first, then each session's runs, oldest
     session first, through the live pipeline. Stops before a model call the budget does not
     allow (``report.stopped`` says why); a re-run continues where this one stopped."""
-    budget = budget or Budget()
     pacer = pacer or Pacer(None, memory.clock.now)
+    spending = Spending(budget, pacer, the_plan.cost_per_call)
     report = Report()
     user = the_plan.user
-    next_cost = the_plan.cost_per_call
 
     async def may_call() -> bool:
-        if not budget.allows(report.model_calls, report.cost, next_cost):
-            report.stopped = _why(budget, report)
-            return False
-        await pacer.wait()
-        return True
+        allowed = await spending.may_call()
+        report.stopped = spending.stopped
+        return allowed
+
+    def add(record: RunRecord) -> None:
+        cost = _run_cost(memory, user, record.id)
+        report.add(record, cost)
+        spending.spend(record.model_calls, cost or 0.0)
 
     async def before_retry(record: RunRecord) -> bool:
         return await may_call()
 
     ids = {s.id for s in the_plan.sessions}
     for record in await worker.retry_failed(user, sessions=ids, before_each=before_retry):
-        report.add(record, _run_cost(memory, user, record.id))
+        add(record)
         if on_run:
             on_run(report)
     sessions = memory.sessions
@@ -219,15 +214,10 @@ async def run(memory: Memory, worker: ExtractionWorker, the_plan: Plan, *,
             if ran is None:
                 report.sessions_done += 1
                 break
-            report.add(ran, _run_cost(memory, user, ran.id))
+            add(ran)
             if on_run:
                 on_run(report)
             await asyncio.sleep(0)  # let a Ctrl-C in between runs land here
     report.waited_seconds = pacer.waited
     return report
 
-
-def _why(budget: Budget, report: Report) -> str:
-    if budget.calls is not None and report.model_calls + 1 > budget.calls:
-        return f"budget of {budget.calls} model call(s) reached"
-    return f"budget of ${budget.dollars:.2f} reached (spent ${report.cost:.4f})"

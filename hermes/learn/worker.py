@@ -86,20 +86,17 @@ def extraction_enabled(settings: Settings) -> bool:
 
 
 class ExtractionWorker:
-    def __init__(self, memory: Memory, *, llm: LLM | None = None, facts: FactStore | None = None,
-                 sessions: SessionStore | None = None,
+    def __init__(self, memory: Memory, *, llm: LLM | None = None,
                  yield_to_replies: float = YIELD_TO_REPLIES_SECONDS) -> None:
 
         self.memory = memory
         self.config = memory.settings.extraction
         # On the loop's connection: the fast lane (on the reply path by design) and readers.
-        self.facts = facts or memory.facts
-        self.sessions = sessions or memory.sessions
+        self.facts = memory.facts
+        self.sessions = memory.sessions
         # Extraction's own database work (gate bookkeeping, related facts, consolidation, run
         # records, watermark) runs in one worker thread on its own connection, so that it never
-        # blocks the event loop a reply streams on. Stores handed in by a caller live on the
-        # caller's connection: then that work stays on the loop.
-        self._threaded = facts is None and sessions is None
+        # blocks the event loop a reply streams on.
         self._executor: ThreadPoolExecutor | None = None
         self._thread_stores: _Stores | None = None   # touched only in the worker thread
         self._thread_lock = threading.Lock()
@@ -212,9 +209,6 @@ class ExtractionWorker:
 
     # -- where the database work runs -----------------------------------------------------------
 
-    def _loop_stores(self) -> _Stores:
-        return _Stores(self.memory.db, self.facts, self.sessions)
-
     def _stores_in_thread(self) -> _Stores:
         """The worker thread's own connection (WAL: it reads and writes beside the loop's;
         the busy timeout covers the moments both want the write lock)."""
@@ -232,12 +226,10 @@ class ExtractionWorker:
 
     async def _db(self, fn: Callable[[_Stores, *Ts], T], *args: *Ts) -> T:
         """``fn(stores, *args)`` in the worker thread (one thread: its connection is never used
-        by two at once), or inline on the caller's stores when they were handed in.
+        by two at once).
 
         A cancellation while the thread works waits for it to finish, so that what it wrote
         (or did not) is known, and is raised after."""
-        if not self._threaded:
-            return fn(self._loop_stores(), *args)
         with self._thread_lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1,
@@ -535,7 +527,8 @@ class ExtractionWorker:
         return named[-1] if named else self.memory.settings.display_name(user) or "the user"
 
     def run(self, user: str, run_id: int) -> RunRecord:
-        return self._run(self._loop_stores(), user, run_id)
+        """One run's record, read on the loop's connection."""
+        return run_records.get(self.memory.db, user, run_id)
 
     def _run(self, s: _Stores, user: str, run_id: int) -> RunRecord:
         return run_records.get(s.db, user, run_id)

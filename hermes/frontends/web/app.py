@@ -1,4 +1,5 @@
-"""The web panel's ASGI app: Starlette routes, Jinja2 pages, login and CSRF checks.
+"""The web panel's pages machinery: Jinja2 pages, login and CSRF checks (the app that routes to
+them is hermes.frontends.web.site).
 
 Every page and action goes through :func:`page` (a logged-in session is required; a write also
 needs the session's CSRF token and a same-origin request) and receives the user the login fixed.
@@ -25,11 +26,8 @@ from urllib.parse import parse_qs, urlsplit
 import jinja2
 import jinja2.runtime
 from markupsafe import Markup
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
 from hermes.errors import HermesError, NotFound
 from hermes.frontends.web import markdown
@@ -309,27 +307,3 @@ async def logout(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 async def root(request: Request) -> Response:
     return RedirectResponse("/chat", status_code=303)
-
-
-def build_app(ctx: WebContext) -> Starlette:
-    from hermes.frontends.web import routes_chat, routes_memory
-
-    routes = [
-        Route("/", root),
-        Route("/login", login, methods=["GET", "POST"]),
-        Route("/logout", logout, methods=["POST"]),
-        *routes_chat.routes(page),
-        *routes_memory.routes(page),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
-    from starlette.middleware import Middleware
-
-    from hermes.frontends.web.body_limit import BodyLimit
-
-    # Every body the panel reads is bounded (issue 30, i30): see body_limit.py.
-    app = Starlette(routes=routes, middleware=[Middleware(BodyLimit)])
-    app.state.ctx = ctx
-    # The model loads while someone logs in (`hermes web` as well as `hermes run`): the
-    # panel's first search does not wait for it.
-    ctx.memory.preload_embeddings()
-    return app

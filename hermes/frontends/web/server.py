@@ -17,8 +17,9 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from hermes.frontends.web.app import WebContext, build_app
+from hermes.frontends.web.app import WebContext
 from hermes.frontends.web.routes_chat import SOURCE, extraction_listener
+from hermes.frontends.web.site import build_app
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent

@@ -36,10 +36,9 @@ from hermes.memory.vectors.matrix import (
     changes_since,
     last_change,
     model_size,
-    prune_changes,
 )
+from hermes.memory.vectors.store import VectorStore
 from hermes.memory.words.dates import TimeSpan, time_spans
-from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -101,24 +100,13 @@ DATE_SLACK_DAYS = 30
 FACT_SCAN_ROWS = 8192
 
 
-class FactVectors:
+class FactVectors(VectorStore):
     """The fact vectors of one database for one model."""
 
     def __init__(self, db: sqlite_utils.Database, embedder: Embedder) -> None:
-        import numpy as np
-
-        self._np = np
-        self.db = db
-        self.embedder = embedder
+        super().__init__(db, embedder)
         self._cache: dict[str, _Matrix] = {}
         self._lock = threading.Lock()
-        # Per user, facts whose stored vector is not a vector this model wrote (a damaged or
-        # hand-edited row): left out of search by meaning, embedded again by the next index.
-        self._damaged: dict[str, set[int]] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self.embedder.model_id
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None,
@@ -138,32 +126,22 @@ class FactVectors:
             f"f.content_key OR v.context_vector IS NULL{again}){among} ORDER BY f.id",
             [self.model_id, user],
         ).fetchall()
-        done = 0
-        if progress is not None:
-            progress(0, len(rows))
-        for start in range(0, len(rows), INDEX_BATCH):
-            if stop is not None and stop():
-                break
-            chunk = rows[start : start + INDEX_BATCH]
+
+        def values_of(chunk: Sequence[Any]) -> list[tuple[Any, ...]]:
             contexts = self._contexts(user, [r[3] for r in chunk])
             # One call for the facts and their exchanges (facts of one exchange share it).
             unique = list(dict.fromkeys(c for c in contexts if c))
             vectors = self.embedder.embed([*(r[1] for r in chunk), *unique])
             of_context = {c: vectors[len(chunk) + i] for i, c in enumerate(unique)}
             half = self._np.float16
-            with write_transaction(self.db):
-                self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, "
-                    "vector, context_vector) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
-                      of_context[context].astype(half).tobytes() if context else b"")
-                     for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))],
-                )
-                prune_changes(self.db)
-            done += len(chunk)
-            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
-            if progress is not None:
-                progress(done, len(rows))
+            return [(r[0], user, self.model_id, r[2], vectors[i].astype(half).tobytes(),
+                     of_context[context].astype(half).tobytes() if context else b"")
+                    for i, (r, context) in enumerate(zip(chunk, contexts, strict=True))]
+
+        done = self._write_batches(
+            user, rows, INDEX_BATCH, values_of,
+            "INSERT OR REPLACE INTO fact_vectors (fact_id, user, model, content_key, vector, "
+            "context_vector) VALUES (?, ?, ?, ?, ?, ?)", stop=stop, progress=progress)
         vector_cells.maybe_cluster(self.db, "fact", user, self.model_id,
                                    lambda rows: self._blended(self._sound(user, rows)),
                                    store_cells=False)

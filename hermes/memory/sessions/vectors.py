@@ -41,11 +41,10 @@ from hermes.memory.vectors.matrix import (
     last_change,
     mended,
     model_size,
-    prune_changes,
     read_snapshot,
     usual_size,
 )
-from hermes.store.db import write_transaction
+from hermes.memory.vectors.store import VectorStore
 
 log = logging.getLogger(__name__)
 # Cache directories this process found unable to take a file (said once each).
@@ -62,16 +61,12 @@ REFRESH = 4_096
 RENEW_LEASE = 3_600.0
 
 
-class MessageVectors:
+class MessageVectors(VectorStore):
     """Message vectors of one database, indexed lazily and searched by cosine similarity."""
 
     def __init__(self, db: sqlite_utils.Database, embedder: Embedder,
                  cache_dir: Path | None = None, clock: Clock | None = None) -> None:
-        import numpy as np
-
-        self._np = np
-        self.db = db
-        self.embedder = embedder
+        super().__init__(db, embedder)
         # <home>/cache: long histories are kept there between processes (None: never)
         self.cache_dir = cache_dir
         # When this process last said it uses each user's file (vector_file.mark_used): a
@@ -89,9 +84,6 @@ class MessageVectors:
         # Per user, messages whose vectors another write dropped (an edit, a redaction, a
         # deletion): the next search re-embeds those that still exist (a few at a time).
         self._dropped: dict[str, set[int]] = {}
-        # Per user, messages whose stored vector is not of this model's size (a damaged or
-        # hand-edited row): left out of the matrix (found by their words), embedded again.
-        self._damaged: dict[str, set[int]] = {}
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
@@ -117,31 +109,20 @@ class MessageVectors:
         ).fetchall()
         # By length: each batch holds messages of about the same size (less padding).
         rows.sort(key=lambda r: len(r[2] or ""))
-        done = 0
-        if progress is not None:
-            progress(0, len(rows))
-        for start in range(0, len(rows), INDEX_BATCH):
-            if stop is not None and stop():
-                break
-            chunk = rows[start : start + INDEX_BATCH]
+
+        def values_of(chunk: Sequence[Any]) -> list[tuple[Any, ...]]:
             vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
             centroids = vector_cells.load(self.db, "message", user, self.embedder.model_id)
             cells: list[int | None] = ([int(c) for c in centroids.assign(vectors)]
                                        if centroids else [None] * len(chunk))
-            with write_transaction(self.db):
-                self.db.conn.executemany(
-                    "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, "
-                    "cell) VALUES (?, ?, ?, ?, ?)",
-                    [(r[0], user, self.embedder.model_id,
-                      vectors[i].astype(self._np.float16).tobytes(),
-                      cells[i])
-                     for i, r in enumerate(chunk)],
-                )
-                prune_changes(self.db)
-            done += len(chunk)
-            self._damaged.get(user, set()).difference_update(r[0] for r in chunk)
-            if progress is not None:
-                progress(done, len(rows))
+            return [(r[0], user, self.embedder.model_id,
+                     vectors[i].astype(self._np.float16).tobytes(), cells[i])
+                    for i, r in enumerate(chunk)]
+
+        done = self._write_batches(
+            user, rows, INDEX_BATCH, values_of,
+            "INSERT OR REPLACE INTO message_vectors (message_id, user, model, vector, cell) "
+            "VALUES (?, ?, ?, ?, ?)", stop=stop, progress=progress)
         if limit is None and only is None and not after and not (stop is not None and stop()):
             # The background passes (never a search): cluster a long history (vector_cells),
             # and bring its file up to date for the next process (vector_file)
