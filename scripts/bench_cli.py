@@ -273,10 +273,12 @@ def setup_home(tree: Path, provider: Provider) -> dict[str, str]:
         subprocess.run([sys.executable, "-m", "hermes", "facts", "add",
                         f"Project {i} deploys redis cluster number {i}"], cwd=tree, env=env,
                        check=True, stdout=subprocess.DEVNULL)
-    for argv in (("memory", "add", "Prefers short answers"),
-                 ("sessions", "import", str(REPO / "scripts" / "example_transcripts.jsonl"))):
-        subprocess.run([sys.executable, "-m", "hermes", *argv], cwd=tree, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "hermes", "memory", "add", "Prefers short answers"],
+                   cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    # (the example's last line is broken on purpose: the import says so and exits 1)
+    subprocess.run([sys.executable, "-m", "hermes", "sessions", "import",
+                    str(REPO / "scripts" / "example_transcripts.jsonl")], cwd=tree, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return env
 
 
