@@ -20,11 +20,13 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-import sqlite_utils
-
 from hermes.store.fts import MatchPlan, Term
+
+if TYPE_CHECKING:  # HIGHLIGHT is read by a search the daemon answered (no store there)
+    import sqlite_utils
 
 K1 = 1.2
 B = 0.75
