@@ -317,8 +317,9 @@ async def test_whole_block_edit_is_one_transaction_and_keeps_entries_added_elsew
     basic.add("owner", "Added in the terminal meanwhile")
     page = await panel.post("/memory/edit", {"shown": shown, "block": "First\nThird"})
     assert page.status_code == 303
-    assert [e.text for e in basic.entries("owner")] == ["First", "Added in the terminal meanwhile",
-                                                         "Third"]
+    # "Third" is "Second" edited where it stood: that entry, changed (its place in the order)
+    assert [e.text for e in basic.entries("owner")] == ["First", "Third",
+                                                         "Added in the terminal meanwhile"]
     refused = await panel.post("/memory/edit", {"shown": "First", "block": "First\n" + "y" * 8000})
     assert refused.status_code == 422 and "Nothing was changed" in refused.text
     assert len(basic.entries("owner")) == 3

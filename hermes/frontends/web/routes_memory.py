@@ -53,7 +53,8 @@ async def memory(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """add | replace | remove | edit (the whole block, one entry a line, in one transaction)."""
+    """add | replace | remove | edit (the whole block, one entry a line, in one transaction) |
+    mark (where an entry may be shown: shareable, private, default)."""
     form = await form_of(request)
     action = request.path_params["action"]
     draft = form.get("text", "")
@@ -65,6 +66,15 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
             result = ops.basic_replace(scope, _int(form.get("id"), "The entry id"), draft)
         elif action == "remove":
             result = ops.basic_remove(scope, _int(form.get("id"), "The entry id"))
+        elif action == "mark":
+            from hermes.memory.audience import mark_value
+
+            entry = ops.basic_mark(scope, _int(form.get("id"), "The entry id"),
+                                   mark_value(form.get("mark", "")))
+            notice = f"Entry [{entry.id}] is {entry.mark}."
+            if wants_json(request):
+                return JSONResponse({"message": notice, "id": entry.id, "shared": entry.mark})
+            return _memory_page(ctx, request, ws, notice=notice)
         elif action == "edit":
             # Only what this page showed counts as "before": an entry added elsewhere since
             # is kept, as `hermes memory edit` does.
@@ -259,7 +269,8 @@ async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """update | forget | restore | purge (confirmed) | rate | settle (a pending question)."""
+    """update | forget | restore | purge (confirmed) | rate | mark (where it may be
+    repeated: shareable, private, default) | settle (a pending question)."""
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
@@ -286,8 +297,13 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
             return redirect(ctx, ws, "/facts",
                             notice=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
-            result = ops.rate(scope, fact_id, form.get("rating") == "up")
+            result = ops.rate(scope, fact_id, form.get("rating") == "up", confirms=True)
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
+        elif action == "mark":
+            from hermes.memory.audience import mark_name, mark_value
+
+            marked = ops.mark(scope, fact_id, mark_value(form.get("mark", "")))
+            notice = f"Fact {fact_id} is {mark_name(marked.shared)}."
         elif action == "settle":
             question = _int(form.get("question", ""), "The question id")
             accept = form.get("decision") == "accept"
