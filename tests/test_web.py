@@ -384,6 +384,18 @@ async def test_a_fact_added_by_hand_and_its_history_read_as_changes(panel, facts
     assert refused.status_code == 422 and "secret" in refused.text       # kept to fix
 
 
+async def test_a_fact_added_by_hand_replaces_the_one_it_contradicts(panel, facts):
+    """What the user states outright supersedes the fact it contradicts (issue 31)."""
+    first = await panel.post("/facts/add", {"content": "My doctor is Dr. Smith"})
+    smith = int(first.headers["location"].rsplit("/", 1)[1])
+    second = await panel.post("/facts/add", {"content": "My doctor is Dr. Jones"})
+    jones = int(second.headers["location"].rsplit("/", 1)[1])
+    page = (await panel.get(second.headers["location"])).text
+    assert f"It replaces fact {smith}, which it contradicts." in page
+    assert facts.get("owner", smith).superseded_by == jones
+    assert facts.get("owner", jones).content == "The user's doctor is Dr. Jones"
+
+
 async def test_fact_edit_forget_restore_rate_and_history(panel, facts):
     fact_id = facts.add("owner", "Carol mentors Bob on Fridays").id
     edited = await panel.post(f"/facts/{fact_id}/update",

@@ -195,7 +195,8 @@ async def fact_add(request: Request, ctx: WebContext, ws: WebSession) -> Respons
                       draft={"content": content, "entities": form.get("entities", ""),
                              "category": category},
                       categories=ctx.ops.categories)
-    return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.")
+    replaces = "".join(f" It replaces fact {i}, which it contradicts." for i in fact.superseded)
+    return redirect(ctx, ws, f"/facts/{fact.id}", notice=f"Added fact {fact.id}.{replaces}")
 
 
 HIDDEN_KEYS = {"id", "created_at", "updated_at", "valid_from", "kind", "importance",
