@@ -154,6 +154,11 @@ class AgentConfig(Section):
     recall_max_facts: int = Field(20, ge=0)
     recall_messages_char_budget: int = Field(2000, ge=0)
     recall_max_messages: int = Field(8, ge=0)
+    # A message that refers back ("as I said", "the thing I told you about") may have one
+    # background-model call before recall: what that earlier message most likely said, searched
+    # after it (hermes.agent.recall_rewrite); the reply waits at most recall_rewrite_seconds
+    recall_rewrite: bool = True
+    recall_rewrite_seconds: float = Field(4.0, gt=0)
     # Fraction of the context window at which older turns are summarised
     compress_at: float = Field(0.75, gt=0, le=1)
 

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent import recall_rewrite
 from hermes.agent.compress import Compressor
 from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
@@ -191,6 +192,7 @@ class Turn:
         self.session_id = session_id
         self.text = text
         self.speaker = speaker
+        self._recall: str | None = None  # what recall searched (hermes.agent.recall_rewrite)
         self._result: TurnResult | None = None
         self.exception: HermesError | None = None  # the model error behind result.error
         self._started = False
@@ -225,7 +227,7 @@ class Turn:
         state = await self._record_message()
         error: str | None = None
         try:
-            self._prepare(state)
+            await self._prepare(state)
             await self._fit(state)
             async for text in self._rounds(state):
                 yield text
@@ -281,9 +283,10 @@ class Turn:
             counted=usage.Scope(user, "chat",
                                 session_id if self.transcript is None else None))
 
-    def _prepare(self, state: _TurnState) -> None:
+    async def _prepare(self, state: _TurnState) -> None:
         """The conversation this turn extends (started from memory when there is none) and the
-        prompt for the message: its stable front, the conversation, the volatile tail."""
+        prompt for the message: its stable front, the conversation, the volatile tail (its
+        recall searched for what the message refers back to: :meth:`_recall_query`)."""
         agent = self.agent
         if not agent.llm.configured:
             raise ModelNotConfigured(agent.llm.not_configured_message())
@@ -293,8 +296,8 @@ class Turn:
             agent.conversations.put(self.user, self.session_id, state.conversation)
             state.earlier = []
         state.version = state.conversation.version
-        state.prompt = agent.prompts.compose(self.user, state.message.content,
-                                             state.conversation,
+        self._recall = await self._recall_query(state.message)
+        state.prompt = agent.prompts.compose(self.user, self._recall, state.conversation,
                                              [*state.earlier, state.message])
 
     async def _fit(self, state: _TurnState, *, budget: int | None = None) -> None:
@@ -438,8 +441,42 @@ class Turn:
         conversation.last_sent = previous.last_sent if previous is not None else None
         conversation.through = message.id - 1
         agent.conversations.put(self.user, self.session_id, conversation)
-        prompt = agent.prompts.compose(self.user, message.content, conversation, [message])
+        prompt = agent.prompts.compose(self.user, self._recall or message.content, conversation,
+                                       [message])
         return conversation, prompt
+
+    async def _recall_query(self, message: Message) -> str:
+        """What recall searches for ``message``: its text, and for a message that refers back
+        (hermes.agent.recall_rewrite) what the earlier message most likely said, asked of the
+        background model once, within ``agent.recall_rewrite_seconds``. A failure or a
+        timeout: the text alone, in one log line."""
+        agent, text = self.agent, message.content
+        settings = agent.settings
+        if not (settings.recall_rewrite and agent.background_llm.configured
+                and recall_rewrite.refers_back(text)):
+            return text
+        # the turns before it: a temporary chat's from its transcript (nothing stored)
+        before = (self.transcript.messages(self.user, self.session_id)
+                  if self.transcript is not None
+                  else agent.sessions.window(self.user, self.session_id, message.id, 6))
+        recent = [m.content for m in before
+                  if m.id < message.id and m.role in ("user", "assistant") and m.content][-6:]
+        where = usage.Scope(self.user, "recall",
+                            self.session_id if self.transcript is None else None)
+
+        async def ask(messages: list[dict[str, Any]]) -> str:
+            done = await agent.background_llm.complete(
+                messages, max_tokens=recall_rewrite.MAX_TOKENS, scope=where, cache=False)
+            return done.text
+
+        try:
+            found = await asyncio.wait_for(recall_rewrite.rewrite(ask, text, recent),
+                                           timeout=settings.recall_rewrite_seconds)
+        except (TimeoutError, HermesError) as exc:
+            log.warning("recall rewrite skipped (%s): recalled by the message alone",
+                        type(exc).__name__ if isinstance(exc, TimeoutError) else exc)
+            return text
+        return recall_rewrite.recall_text(text, found)
 
     @staticmethod
     def _remember(conversation: Conversation | None, exchange: list[dict[str, Any]],

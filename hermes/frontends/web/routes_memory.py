@@ -144,8 +144,13 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         found = [f for f in found if f.trust >= min_trust]
     if max_trust is not None:
         found = [f for f in found if f.trust <= max_trust]
+    # The list of everything says which facts wait for the user's word (issue 31), each a
+    # link to the page where it is decided.
+    waiting = [] if query or entity else [
+        (question, ops.get(scope, question.fact_id))
+        for question in ops.pending_questions(scope)]
     return render(ctx, request, ws, "facts.html", status=422 if error and not path else 200,
-                  facts=found, query=query, mode=mode,
+                  facts=found, query=query, mode=mode, waiting=waiting,
                   category=category or "", entity=entity, state=status,
                   min_trust=q.get("min_trust", ""), max_trust=q.get("max_trust", ""),
                   chain=path, error=error, suggestions=suggestions,

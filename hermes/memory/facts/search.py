@@ -239,8 +239,10 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     cosines = similarity.of(ids)
     dated = fact_vectors.date_parts(spans, {f.id: f.valid_from or f.created_at
                                             for f in facts.values()})
+    trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines)
     fused = fact_vectors.fuse(bm25, cosines, ids, dated=dated,
-                              sessions={f.id: f.source_session_id for f in facts.values()})
+                              sessions={f.id: f.source_session_id for f in facts.values()},
+                              trust=trust)
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
         fact.cosine = cosines.get(fact.id)
@@ -248,6 +250,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),
                             "fused": round(fused[fact.id], 6), "trust": fact.trust,
+                            "word_trust": round(trust, 3),
                             "date": dated.get(fact.id, 0.0),
                             "score": round(fact.score, 6), "mode": "hybrid",
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}

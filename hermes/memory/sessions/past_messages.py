@@ -232,6 +232,8 @@ def recall_past_messages(
         match = hit.message
         if hit.session.id == exclude_session or match.id in covered:
             continue
+        if not hit.matched:
+            continue  # a fill-in of neither words nor meaning: nothing rather than noise
         if match.role not in ("user", "assistant") or not match.content.strip():
             continue  # the match itself is not a conversation line (a tool row)
         # The matched line alone first: an excerpt that cannot fit even that is passed over
