@@ -1,5 +1,5 @@
 """The leak matrix: private items x every path into a request, in a shared place and in a
-private one (tests/test_leak_matrix.py; ``scripts/leak_matrix.py`` prints it).
+private one (tests/test_leak_matrix.py; ``pytest -s`` prints the table).
 
 Each item is stored with a *payload*: a word only that item holds, never said by anyone in the
 shared place. Each path puts a question naming the item (its query, its entity) to the model
