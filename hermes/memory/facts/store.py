@@ -174,6 +174,10 @@ class FactStore:
                     source = {"import": "import", "cron": "inferred"}.get(row[1], "said")
         return place or PRIVATE, provenance.check_source(source or provenance.SAID)
 
+    def session_place(self, user: str, session_id: int | None) -> Place:
+        """Where ``user``'s session is held (private for none, or another user's id)."""
+        return self._learned_in(user, session_id, None, None)[0]
+
     def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
                  at: str | None = None) -> None:
         record_history(self.db, fact, action, old, new, note=note, at=at or self._now())
