@@ -1,5 +1,5 @@
 """The leak matrix: private items x every path into a request, in a shared place and in a
-private one (tests/test_leak_matrix.py; ``scripts/leak_matrix.py`` prints it).
+private one (tests/test_leak_matrix.py; ``pytest -s`` prints the table).
 
 Each item is stored with a *payload*: a word only that item holds, never said by anyone in the
 shared place. Each path puts a question naming the item (its query, its entity) to the model
@@ -24,7 +24,7 @@ from hermes.memory.place import PRIVATE, Place
 
 @dataclass(frozen=True)
 class Item:
-    kind: str          # fact | basic | session | summary | context
+    kind: str          # fact | basic | session | summary | context | question
     name: str
     text: str          # what is stored (holds the payload)
     payload: str       # a word nothing else holds
@@ -33,10 +33,22 @@ class Item:
     also: tuple[str, ...] = ()  # more entities it links (what facts.reason connects)
     place: str = "private"   # where it was learned: "private", "A" (here), "B" (elsewhere)
     shared: int | None = None  # the user's mark
+    # a question (a pending question learning keeps before an inference overrides a fact):
+    # the fact it is about (learned in ``place``; never holds the payload) and where the
+    # conversation it was inferred from was held
+    about: str = ""
+    inferred_in: str = "private"
 
 
-# 22 private items, and 2 controls the shared place A must see.
+# 24 private items, and 2 controls the shared place A must see. The questions come first: a
+# reply asks one at a time, oldest first, so the private place's first replies ask them.
 ITEMS: list[Item] = [
+    Item("question", "question-from-dm", "The user's team standup moved to room Quibblestone",
+         "quibblestone", "standup room", about="The user's team standup is in room Alder",
+         place="A", inferred_in="private"),
+    Item("question", "question-about-private", "The user's gym locker is now number Vexmoor",
+         "vexmoor", "gym locker", about="The user's gym locker is number twelve",
+         place="private", inferred_in="A"),
     Item("fact", "therapist", "The user's therapist Quillbrand works at the Fernwick clinic",
          "fernwick", "quillbrand therapist", "Quillbrand"),
     Item("fact", "debt", "The user owes Vantresca four thousand euros for the Ashgrove flat",
@@ -135,6 +147,14 @@ def seed(memory: Any, settings: Any, user: str, here: Place, there: Place) -> Se
             memory.sessions.set_summary(user, session.id, title="Family law chat",
                                         summary=item.text)
             seeded.session_ids[item.name] = session.id
+        elif item.kind == "question":
+            fact = memory.facts.add(user, item.about, place=place).fact
+            held = {"private": PRIVATE, "A": seeded.here, "B": seeded.there}[item.inferred_in]
+            session = memory.sessions.create(user, "discord", channel_key=f"seed:{item.name}",
+                                             place=held)
+            memory.sessions.append(user, session.id, "user", "it changed, I think")
+            memory.sessions.close(user, session.id)
+            memory.facts.ask_before_overriding(user, fact.id, item.text, session_id=session.id)
         elif item.kind == "context":
             path = context_file.path_for(memory, user)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -312,6 +312,10 @@ def test_recall_by_meaning_alone_and_by_common_words_in_a_shared_place(memory, r
     assert mine is not None and {f.id for f in mine} == {secret.id, public.id}
     here = FactRecall(facts, rt.clock, HERE).nearest("alice", "garden", limit=5, floor=0.0)
     assert here is not None and [f.id for f in here] == [public.id]
+    # learning's related facts (extraction from a channel), by meaning alone too
+    assert [f.id for f in facts._related_by_meaning("alice", "garden", 5, HERE)] == [public.id]
+    assert {f.id for f in facts._related_by_meaning("alice", "garden", 5)} == \
+        {secret.id, public.id}
     newest = facts.searcher.newest("alice", "garden", limit=5, floor=0.0,
                                    visible=facts.audience.items(HERE, "f"))
     assert [f.id for f in newest] == [public.id]

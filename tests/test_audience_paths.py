@@ -398,6 +398,49 @@ async def test_what_a_speaker_says_in_a_channel_is_learned_for_the_speaker_there
     assert rt.memory.facts.search(alice, "Porto") == []
 
 
+@pytest.mark.parametrize("place", [HERE, PRIVATE])
+async def test_learning_from_a_channel_is_shown_only_what_the_channel_may_see(
+        fake_model, rt, stored, place):
+    """Extraction shows its model the facts related to the conversation (to update, merge or
+    contradict them); what it writes from a channel is placed there, so a channel's
+    conversation is shown only the facts the channel may see. A DM's is shown all."""
+    from hermes.learn.worker import ExtractionWorker
+
+    session = rt.memory.sessions.create(USER, "discord", channel_key="k", place=place)
+    rt.memory.sessions.append(USER, session.id, "user",
+                              "Nadia Kovacs came by about the Fernwick club and the flat money")
+    rt.memory.sessions.append(USER, session.id, "assistant", "Good to hear.")
+    fake_model.reply("[]")
+    await ExtractionWorker(rt.memory).run_session(USER, session.id)
+    request = fake_model.last.prompt
+    assert "runs the Fernwick book club" in request
+    assert ("lent the user money" in request) is (place == PRIVATE)
+
+
+async def test_what_a_channel_learns_never_pulls_in_a_private_facts_words(
+        fake_model, rt, stored):
+    """Extraction from a channel states what the user said there ("my therapist
+    Quillbrand"); a private fact saying more about it ("... works at the Fernwick clinic") is
+    neither merged into (its wording re-added from the channel) nor rewritten from there: the
+    channel gets its own fact, the private one stays private and as it was."""
+    from hermes.learn.worker import ExtractionWorker
+
+    private = rt.memory.facts.add(USER, "The user's therapist Quillbrand works at the "
+                                  "Fernwick clinic", entities=["Quillbrand"]).fact
+    session = rt.memory.sessions.create(USER, "discord", channel_key="k", place=HERE)
+    rt.memory.sessions.append(USER, session.id, "user", "my therapist Quillbrand says hi")
+    rt.memory.sessions.append(USER, session.id, "assistant", "Hi back!")
+    fake_model.reply(json.dumps([{
+        "action": "create", "content": "The user has a therapist named Quillbrand",
+        "type": "semantic", "category": "person", "entities": ["Quillbrand"], "tags": [],
+        "importance": 0.5}]))
+    await ExtractionWorker(rt.memory).run_session(USER, session.id)
+    assert rt.memory.facts.get(USER, private.id).place == "private"
+    assert rt.memory.facts.get(USER, private.id).active
+    seen = json.dumps(run(rt, HERE, "facts", action="probe", entity="Quillbrand"))
+    assert "therapist named Quillbrand" in seen and "Fernwick clinic" not in seen
+
+
 async def test_a_channel_has_a_stable_front_of_its_own(fake_model, rt, stored):
     """Prompt caching: each request of a channel's conversation extends the one before (its
     front taken once, for the channel), and that front is not the DM's."""

@@ -1,4 +1,4 @@
-"""The leak matrix (tests/leak_matrix.py): 22 private items x every path into a request read in
+"""The leak matrix (tests/leak_matrix.py): 24 private items x every path into a request read in
 a Discord channel -> 0 leaks; the same items through the same paths in a private place -> all
 reached. Everything runs through the agent with the scripted model at litellm's edge, and
 Discord through the bot with discord.py objects."""
@@ -108,6 +108,20 @@ def _paths(rt: Any, fake: Any, bot: HermesBot, world: World,
     async def thread(place: Place, item: lm.Item | None) -> list[Any]:
         return await discord(place, item, thread=True)
 
+    async def learn(place: Place, item: lm.Item | None) -> list[Any]:
+        """Extraction of a conversation held in the place that mentions the item: the facts
+        its model is shown to update or contradict."""
+        from hermes.learn.worker import ExtractionWorker
+
+        assert item is not None
+        session = sessions.create(user, "discord", channel_key="test:learn", place=place)
+        sessions.append(user, session.id, "user", f"so, about {item.query}: nothing new")
+        sessions.append(user, session.id, "assistant", "Noted.")
+        fake.reply("[]")
+        before = len(fake.requests)
+        await ExtractionWorker(rt.memory).run_session(user, session.id)
+        return fake.requests[before:]
+
     for path in (cron, channel, thread):
         path.private_too = False  # type: ignore[attr-defined]
     return {
@@ -126,6 +140,7 @@ def _paths(rt: Any, fake: Any, bot: HermesBot, world: World,
         "memory.refused": tool_path([("memory", {"action": "add", "text": "x " * 4200})]),
         "feedback": tool_path([("fact_feedback", {"ids": list(seeded.fact_ids.values()),
                                                   "rating": "helpful"})]),
+        "learn": learn,
         "cron": cron,
         "discord.channel": channel,
         "discord.thread": thread,

@@ -219,7 +219,10 @@ def _create(
     valid_from: str | None,
 ) -> None:
     candidates = {f.id: f for f in numbered.values()}
-    for fact in facts.related(user, action.content, limit=10):
+    # Learning from a channel weighs only what the channel may see: a fact it may not is
+    # never re-added, merged or rewritten from there (hermes.memory.audience).
+    place = facts.session_place(user, session_id)
+    for fact in facts.related(user, action.content, limit=10, place=place):
         candidates.setdefault(fact.id, fact)
     live = [f for f in candidates.values() if f.id not in done and _active(f)]
     for old in live:

@@ -38,6 +38,7 @@ from hermes.learn.extract import MAX_RELATED_FACTS, build_prompt, related_query
 from hermes.learn.fastlane import FastLane
 from hermes.learn.parse import ParseError, parse_actions
 from hermes.learn.runs import RunRecord
+from hermes.memory.place import PRIVATE
 from hermes.memory.sessions.records import speaker_name
 from hermes.store import usage
 from hermes.store.db import BoundedWrites, connect, write_transaction
@@ -383,7 +384,11 @@ class ExtractionWorker:
 
     def _prompt(self, s: _Stores, user: str, messages: Sequence[Message]) -> Prompt:
         """(in the worker thread) The related facts, numbered, and the prompt."""
-        related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS)
+        # Learning from a channel is shown only what the channel may see (what it writes is
+        # placed there): hermes.memory.audience.
+        place = s.sessions.place_of(user, messages[0].session_id) if messages else PRIVATE
+        related = s.facts.related(user, related_query(messages), limit=MAX_RELATED_FACTS,
+                                  place=place)
         # The facts the replies were built from: the model says which they relied on.
         shown = s.facts.shown_with(user, [m.id for m in messages if m.role == "assistant"])
         return build_prompt(

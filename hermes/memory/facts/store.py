@@ -174,6 +174,10 @@ class FactStore:
                     source = {"import": "import", "cron": "inferred"}.get(row[1], "said")
         return place or PRIVATE, provenance.check_source(source or provenance.SAID)
 
+    def session_place(self, user: str, session_id: int | None) -> Place:
+        """Where ``user``'s session is held (private for none, or another user's id)."""
+        return self._learned_in(user, session_id, None, None)[0]
+
     def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
                  at: str | None = None) -> None:
         record_history(self.db, fact, action, old, new, note=note, at=at or self._now())
@@ -515,23 +519,29 @@ class FactStore:
         return ReasonResult(chain, [names[i] for i in path_ids], unknown)
 
     def related(self, user: str, text: str, *, limit: int = 10,
-                by_meaning: bool = True) -> list[Fact]:
+                by_meaning: bool = True, place: Place = PRIVATE) -> list[Fact]:
         """Active facts that may bear on ``text``, the ones learning may update, merge or
         contradict: those about entities it names, FTS matches on any of its terms, and (with
         fact vectors, ``by_meaning``) the nearest by meaning, so that a paraphrase ("Our dog
         passed away") finds the fact it changes ("The user has a beagle named Biscuit"). Each
         side reads at most ``limit`` rows (meaning: the nearest ``2 x limit``, at the model's
         floor or above); the three ranked lists are fused by reciprocal rank. Used by
-        extraction (the facts its model is shown) and consolidation (merge, contradiction)."""
+        extraction (the facts its model is shown) and consolidation (merge, contradiction).
+        ``place``: learning from a conversation held in a shared place is shown only the facts
+        its readers may see (what it writes is placed there: it must not copy what they may
+        not)."""
         ranked: list[list[Fact]] = []
+        visible, visible_params = self._visible(place)
+        seen = and_condition(visible)
         entity_ids = [i for i, _ in self.entity_store.known_in(user, text)]
         if entity_ids:
             marks = ",".join("?" * len(entity_ids))
             rows = self.db.execute(
                 f"SELECT DISTINCT {COLUMNS} FROM fact_entities fe CROSS JOIN facts f "
                 f"ON f.id = fe.fact_id WHERE fe.entity_id IN ({marks}) AND f.user = ? "
-                f"AND {ACTIVE} ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?",
-                [*entity_ids, user, int(limit)],
+                f"AND {ACTIVE}{seen} ORDER BY f.trust DESC, f.updated_at DESC, f.id DESC "
+                "LIMIT ?",
+                [*entity_ids, user, *visible_params, int(limit)],
             ).fetchall()
             ranked.append([row_to_fact(row) for row in rows])
         terms = any_terms(text)
@@ -539,17 +549,18 @@ class FactStore:
             rows = self.db.execute(
                 f"""
                 SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid
-                WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
+                WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}{seen}
                 ORDER BY {BM25} * f.trust LIMIT ?
                 """,
-                [terms, user, int(limit)],
+                [terms, user, *visible_params, int(limit)],
             ).fetchall()
             ranked.append([row_to_fact(row) for row in rows])
         if by_meaning and self.vectors is not None:
-            ranked.append(self._related_by_meaning(user, text, limit))
+            ranked.append(self._related_by_meaning(user, text, limit, place))
         return fuse_ranked(ranked, limit)
 
-    def _related_by_meaning(self, user: str, text: str, limit: int) -> list[Fact]:
+    def _related_by_meaning(self, user: str, text: str, limit: int,
+                            place: Place = PRIVATE) -> list[Fact]:
         """The user's active facts nearest ``text`` by meaning, nearest first. A failure to
         embed is logged and leaves the words' side alone (never a failed extraction)."""
         assert self.vectors is not None
@@ -565,9 +576,11 @@ class FactStore:
         if not near:
             return []
         marks = ",".join("?" * len(near))
+        visible, visible_params = self._visible(place)
         rows = self.db.execute(
-            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.id IN ({marks})",
-            [user, *near]).fetchall()
+            f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE}"
+            f"{and_condition(visible)} AND f.id IN ({marks})",
+            [user, *visible_params, *near]).fetchall()
         ordered = sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]
         return [row_to_fact(row) for row in ordered]
 
