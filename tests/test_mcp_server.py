@@ -349,9 +349,22 @@ def test_a_stdio_request_over_the_limit_is_one_line_and_the_server_goes_on(rt, s
          "params": {"name": "facts_search", "arguments": {"query": "x" * (2 * 1024 * 1024)}}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
     ]
-    payload = b"".join(json.dumps(r).encode() + b"\n" for r in requests)
-    out, err = proc.communicate(payload, timeout=120)
-    answered = [json.loads(line) for line in out.splitlines()]
+    import threading
+
+    watchdog = threading.Timer(120, proc.kill)  # a server that never answers fails, not hangs
+    watchdog.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        proc.stdin.flush()
+        # stdin stays open until the answers are in (at its end the server stops, and may drop
+        # what it has not answered yet)
+        answered = sorted((json.loads(proc.stdout.readline()) for _ in range(3)),
+                          key=lambda a: a["id"])
+        _, err = proc.communicate(timeout=120)
+    finally:
+        watchdog.cancel()
+        proc.kill()
     assert [a.get("id") for a in answered] == [1, 2, 3]
     assert answered[1]["error"]["data"] == "refused: a request over 1 MiB"  # at once, not never
     assert "facts_search" in {t["name"] for t in answered[2]["result"]["tools"]}
