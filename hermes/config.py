@@ -113,6 +113,10 @@ class FactsConfig(Section):
     entity_match_threshold: float = Field(92.0, ge=0, le=100)
     # entity -> list of aliases, e.g. {"PostgreSQL": ["Postgres", "postgres db"]}
     aliases: dict[str, list[str]] = Field(default_factory=dict)
+    # The trust a fact starts with when it came from elsewhere than the user (the model's own
+    # inference, an import, a tool's output, a document): below default_trust, so it ranks
+    # below what the user said until confirmed (hermes.memory.facts.provenance).
+    outside_trust: float = Field(0.35, ge=0, le=1)
 
 
 class ModelConfig(Section):
@@ -242,6 +246,14 @@ class CronConfig(Section):
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
 
+class PrivacyConfig(Section):
+    # What a reply read in a shared place (a Discord server channel or thread) may draw on
+    # (hermes.memory.audience): place_only, what was learned in that place and what you marked
+    # shareable; shareable, also what was learned in any shared place; everything, all but what
+    # you marked private. Private places (DMs, the terminal, the web panel, MCP) see everything.
+    shared_places: Literal["place_only", "shareable", "everything"] = "place_only"
+
+
 class WebConfig(Section):
     # The web panel (`hermes run` serves it; `hermes web` runs it alone)
     enabled: bool = True
@@ -274,6 +286,7 @@ class Settings(Section):
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     model_config = ConfigDict(extra="forbid")

@@ -252,6 +252,10 @@ def _load_facts(conv: data.Conversation, db, args):
                     [held_in[m] for m in sources]),
                 source_message_ids=sources,
                 valid_from=max((said[m] for m in sources), default=None),
+                # what the speaker said (as extraction learns it from their own conversation):
+                # the transcripts are imported only to load them (an import's facts would start
+                # at facts.outside_trust, hermes.memory.facts.provenance)
+                source="said",
             )
         except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
             refused += 1

@@ -33,6 +33,7 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
+from hermes.memory.place import PRIVATE, Place, Scope
 from hermes.memory.sessions.store import Message
 from hermes.safety.secrets import removed_note
 from hermes.store import usage
@@ -115,8 +116,12 @@ class Agent:
              transcript: Transcript | None = None) -> Turn:
         return Turn(self, user, session_id, text, speaker=speaker, transcript=transcript)
 
-    def toolbox(self, user: str, session_id: int, *, read_only: bool = False) -> ToolBox:
-        return ToolBox(self.memory, user, session_id=session_id, read_only=read_only)
+    def toolbox(self, user: str, session_id: int, place: Place = PRIVATE, *,
+                read_only: bool = False) -> ToolBox:
+        """The tools of one turn, for ``user``, reading for ``place`` (where its reply is
+        read)."""
+        return ToolBox(self.memory, user, session_id=session_id, scope=Scope(user, place),
+                       read_only=read_only)
 
 
 class Transcript:
@@ -158,6 +163,7 @@ class _TurnState:
     message: Message                # the user's message, as recorded (redacted)
     earlier: list[Message]          # what the conversation does not hold yet
     conversation: Conversation | None
+    place: Place                    # where the reply is read: every read of the turn is for it
     toolbox: ToolBox
     secret_note: str | None
     last_id: int                    # the newest stored message of this turn
@@ -255,6 +261,11 @@ class Turn:
         agent, user, session_id = self.agent, self.user, self.session_id
         sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
+        # Where the reply is read: the session's place, set when it was opened (a Discord
+        # channel's, or private). Every read for this turn is for it (hermes.memory.audience).
+        # (A temporary chat's transcript is the web panel's: private.)
+        place = conversation.snapshot.place if conversation else PRIVATE \
+            if self.transcript is not None else sessions.place_of(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
@@ -265,7 +276,9 @@ class Turn:
         # text is used (the model, recall, the hooks), and the reply says so once.
         return _TurnState(
             sessions=sessions, message=message, earlier=earlier, conversation=conversation,
-            toolbox=agent.toolbox(user, session_id, read_only=self.transcript is not None),
+            place=place,
+            toolbox=agent.toolbox(user, session_id, place,
+                                  read_only=self.transcript is not None),
             secret_note=removed_note(self.text, message.content), last_id=message.id,
             counted=usage.Scope(user, "chat",
                                 session_id if self.transcript is None else None))
@@ -278,7 +291,8 @@ class Turn:
         if not agent.llm.configured:
             raise ModelNotConfigured(agent.llm.not_configured_message())
         if state.conversation is None:
-            state.conversation = agent.prompts.start(self.user, state.earlier)
+            state.conversation = agent.prompts.start(self.user, state.earlier,
+                                                       place=state.place)
             agent.conversations.put(self.user, self.session_id, state.conversation)
             state.earlier = []
         state.version = state.conversation.version
@@ -418,7 +432,10 @@ class Turn:
         turns, and the newest message's tail built again against it."""
         agent = self.agent
         previous = agent.conversations.get(self.user, self.session_id)
-        conversation = agent.prompts.start(self.user)
+        place = previous.snapshot.place if previous is not None else \
+            (PRIVATE if self.transcript is not None
+             else agent.sessions.place_of(self.user, self.session_id))
+        conversation = agent.prompts.start(self.user, place=place)
         conversation.sent = compressed.history[:-1]
         # The same conversation goes on, at the same pace (the cache's lifetime follows it).
         conversation.last_sent = previous.last_sent if previous is not None else None

@@ -37,6 +37,11 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         data["tags"] = fact.tags
     if fact.status != "active":
         data["status"] = fact.status
+    # where it was learned and where it came from (hermes.memory.audience, facts.provenance)
+    if fact.place != "private":
+        data["place"] = fact.place
+    if fact.source != "said":
+        data["source"] = fact.source
     return data
 
 

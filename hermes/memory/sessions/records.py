@@ -17,7 +17,7 @@ SOURCES = ("discord", "terminal", "cron", "import", "web")
 
 _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
-    "s.ended_at, s.message_count, s.external_id"
+    "s.ended_at, s.message_count, s.external_id, s.place"
 )
 # The first user line: what browse shows for a session without a title.
 _PREVIEW = (
@@ -43,6 +43,9 @@ class Session:
     ended_at: str | None
     message_count: int
     external_id: str | None
+    # Where it was held (hermes.memory.place: "private" or a shared place's key); its
+    # messages, title and summary are read where it may be (hermes.memory.audience).
+    place: str = "private"
     # The first user line, filled in by browse, shown when the session has no title.
     preview: str | None = None
 
@@ -122,6 +125,7 @@ class SearchHit:
             "message_count": s.message_count,
             "external_id": s.external_id,
             "summary": s.summary,
+            "place": s.place,
             "score": round(self.score, 4),
             "mode": self.mode,
             "matched_in": self.matched_in,
