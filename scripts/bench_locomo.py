@@ -542,9 +542,10 @@ def semantic_params(**changes: float | int) -> Iterator[None]:
 
 
 # The meaning stage as it was before issue 35 (words trusted wholly, no lead for meaning beyond
-# them, the nearest joining from the model's whole floor): ``--versus before``.
+# them, the nearest joining from the model's whole floor, no place kept for the wordless
+# nearest): ``--versus before``.
 BEFORE_35 = {"trust_low": -1.0, "trust_high": -1.0, "beyond": 0.0, "floor_share": 1.0,
-             "shown_share": 0.0}
+             "shown_share": 0.0, "keep_nearest": 0}
 
 
 def _knobs(items: Sequence[str]) -> dict[str, float | int]:

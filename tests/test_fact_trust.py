@@ -59,3 +59,25 @@ def test_a_small_store_trusts_its_words(facts):
     facts.vectors.index("owner")
     found = facts.search("owner", "the puppy came by this morning", limit=2, explain=True)
     assert found[0].explain["word_trust"] == 1 and dog.id in [f.id for f in found]
+
+
+def test_the_wordless_nearest_fact_keeps_a_place_among_the_best_five(facts, monkeypatch):
+    busy_life(facts)
+    dog = facts.add("owner", "The user adopted a dog from the shelter").fact
+    facts.vectors.index("owner")
+    message = "the puppy trainer came by this morning before work"
+    # The words trusted wholly and meaning weighed little: every fact that says "morning" and
+    # "work" passes the dog.
+    monkeypatch.setattr(fact_vectors, "TRUST_HIGH", -1.0)
+    monkeypatch.setattr(fact_vectors, "DENSE_WEIGHT", 0.05)
+    monkeypatch.setattr(fact_vectors, "KEEP_NEAREST", 0)
+    buried = [f.id for f in facts.search("owner", message, limit=20)]
+    assert dog.id not in buried[:5]
+    monkeypatch.setattr(fact_vectors, "KEEP_NEAREST", 5)
+    kept = facts.search("owner", message, limit=20, explain=True)
+    assert [f.id for f in kept].index(dog.id) == 4 and kept[4].explain["nearest_kept"]
+    assert kept[3].score >= kept[4].score >= kept[5].score
+    # already among the best: left where the fusion put it
+    monkeypatch.setattr(fact_vectors, "DENSE_WEIGHT", 1.5)
+    first = facts.search("owner", message, limit=20, explain=True)
+    assert first[0].id == dog.id and "nearest_kept" not in first[0].explain

@@ -114,3 +114,36 @@ def test_untrusted_words_still_choose_the_turn_within_its_conversation():
     _, unordered = scores(within=0.0)
     assert score[2] - score[1] < unordered[2] - unordered[1]
     assert scores(within=0.5)[0] == [3, 1, 2] and scores(within=0.0)[0] == [3, 2, 1]
+
+
+def test_the_wordless_nearest_keeps_a_place_among_the_best_five():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # Seven messages hold the query's words (trusted: they cover it and agree with it); the
+    # eighth holds none and is the nearest in meaning, a little: the words alone bury it.
+    ranked = [RankedMessage(i, 10 + i, 1.0, {"bm25": 1.0}) for i in range(1, 8)]
+    ranked.append(RankedMessage(8, 30, 0.0, {}, matched=""))
+    cosines = np.array([0.309, 0.308, 0.307, 0.21, 0.21, 0.21, 0.21, 0.31], np.float32)
+    sims = semantic.Similarities(np.arange(1, 9), cosines, cosines)
+    cover = {i: 1.0 for i in range(1, 8)}
+
+    def order(floor: float = 0.2, **params) -> list[int]:
+        out = semantic.rerank_by_meaning(ranked, sims, limit=8, cover=cover, floor=floor,
+                                         params=semantic.SemanticParams(**params))
+        return [r.message_id for r in out]
+
+    assert order(keep_nearest=0)[-1] == 8  # the words bury it
+    kept = semantic.rerank_by_meaning(ranked, sims, limit=8, cover=cover, floor=0.2)
+    assert [r.message_id for r in kept].index(8) == 4  # fifth: never below meaning alone's first
+    assert kept[4].parts["nearest kept"] > 0 and kept[4].matched == "meaning"
+    assert order(keep_nearest=3).index(8) == 2
+    # already among the best: left where the fusion put it
+    first = semantic.rerank_by_meaning(ranked, sims, limit=8, cover={}, floor=0.2,
+                                       params=semantic.SemanticParams(keep_nearest=1))
+    assert first[0].message_id == 8 and "nearest kept" not in first[0].parts
+    assert order(floor=0.35)[-1] == 8  # under the model's floor: not a match by meaning, not kept
+    # a nearest that holds words is the fusion's to place, however low its words put it
+    ranked[6] = RankedMessage(7, 17, 0.1, {"bm25": 0.1})
+    worded = np.array([0.309, 0.308, 0.307, 0.21, 0.21, 0.21, 0.33, 0.31], np.float32)
+    sims = semantic.Similarities(np.arange(1, 9), worded, worded)
+    assert order().index(7) > 4 and order(keep_nearest=0) == order()

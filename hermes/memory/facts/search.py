@@ -256,7 +256,32 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}
     ranked = sorted(facts.values(), key=lambda f: (f.score or 0.0, f.trust, f.updated_at, f.id),
                     reverse=True)
+    _keep_nearest(ranked, near, bm25, fact_vectors.KEEP_NEAREST, explain)
     return ranked[:limit]
+
+
+def _keep_nearest(ranked: list[Fact], near: dict[int, float], worded: dict[int, float], k: int,
+                  explain: bool) -> None:
+    """The fact nearest in meaning (``near``: those at the model's floor), when it is not
+    among the word ranking's candidates (``worded``: it holds no word of the query, or too
+    weakly to be among them) and is ranked below the best ``k``, moved to the k-th place in
+    ``ranked``, its score between the (k-1)-th's and the k-th's."""
+    if k <= 0 or len(ranked) <= k or not near:
+        return
+    nearest = max(near, key=lambda i: (near[i], i))
+    if nearest in worded:
+        return
+    at = next((i for i, fact in enumerate(ranked) if fact.id == nearest), None)
+    if at is None or at < k:
+        return
+    fact = ranked.pop(at)
+    below = ranked[k - 1].score or 0.0
+    above = (ranked[k - 2].score or 0.0) if k >= 2 else below + 1.0
+    fact.score = (above + below) / 2
+    if explain:
+        fact.explain = {**(fact.explain or {}), "nearest_kept": True,
+                        "score": round(fact.score, 6)}
+    ranked.insert(k - 1, fact)
 
 
 def _search_like(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],

@@ -68,6 +68,12 @@ TRUST_LOW = 0.22
 TRUST_HIGH = 0.28
 TRUST_POOL = 10
 TRUST_MIN_FACTS = 100
+# The nearest fact by meaning (at the model's floor) that is not among the word ranking's
+# candidates is kept within the best KEEP_NEAREST (0: off), as session search keeps its
+# wordless nearest
+# (hermes.memory.sessions.semantic.SemanticParams.keep_nearest): no word vouches for it or
+# against it, and the fusion keeps meaning alone's first (docs/retrieval.md).
+KEEP_NEAREST = 5
 # Facts embedded at once. Small: the model serves one text at a time, and a reply's query
 # embedding waits for the batch in progress (about 0.1 s for 8 facts with e5 on one core).
 INDEX_BATCH = 8
