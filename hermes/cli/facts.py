@@ -14,6 +14,7 @@ from hermes.errors import HermesError, QueryError
 from hermes.memory.facts.matched import why_found
 from hermes.memory.facts.store import Fact
 from hermes.memory.operations import MemoryOperations, Scope
+from hermes.safe_text import one_line
 from hermes.store.fts import brief, build_match
 
 app = typer.Typer(
@@ -450,6 +451,5 @@ def _source_lines(ops: MemoryOperations, scope: Scope, fact: Fact,
             if message.id > max(ids):
                 break
             if message.id in wanted and message.role == "user":
-                text = " ".join(message.content.split())
-                lines.append(f"    said: {text if len(text) <= 160 else text[:159] + '…'}")
+                lines.append(f"    said: {one_line(message.content, 160)}")
     return lines

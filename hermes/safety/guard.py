@@ -17,6 +17,7 @@ import re
 import unicodedata
 
 from hermes.errors import RefusedWrite
+from hermes.safe_text import cut
 from hermes.safety.secrets import find_secrets, redact_text
 
 _INJECTION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -152,6 +153,4 @@ def printable(text: str) -> str:
 def shown(value: str, width: int = 60) -> str:
     """A value quoted for an error line: secrets redacted, hidden characters visible, cut."""
     text = printable(redact_text(value))
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return f"'{text}'"
+    return f"'{cut(text, width)}'"

@@ -24,6 +24,7 @@ from weakref import WeakKeyDictionary
 
 import sqlite_utils
 
+from hermes.safe_text import one_line
 from hermes.store.fts import MatchPlan, Term
 
 K1 = 1.2
@@ -220,8 +221,7 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
         if found:
             positions.append((found.start(), found.end()))
     if not positions:
-        text = " ".join(content.split())
-        return text if len(text) <= width else text[: width - 1] + "…"
+        return one_line(content, width)
     start, end = min(positions)
     left = max(0, start - width // 2)
     right = min(len(content), end + width // 2)

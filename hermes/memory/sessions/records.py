@@ -11,6 +11,7 @@ from typing import Any
 import sqlite_utils
 
 from hermes.errors import NotFound
+from hermes.safe_text import one_line
 
 ROLES = ("user", "assistant", "tool", "system")
 SOURCES = ("discord", "terminal", "cron", "import", "web")
@@ -48,9 +49,7 @@ class Session:
 
     @property
     def display_title(self) -> str:
-        text = self.title or self.preview or "(no messages)"
-        text = " ".join(text.split())
-        return text if len(text) <= 80 else text[:79] + "…"
+        return one_line(self.title or self.preview or "(no messages)", 80)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
