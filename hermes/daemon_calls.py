@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,16 +46,12 @@ class RemoteError(HermesError):
 def call(settings: Settings, what: str, user: str, **args: Any) -> Any | None:
     """The daemon's answer to the call ``what`` for ``user``; None when no daemon runs on the
     home."""
-    from hermes.local_socket import MAX_PATH_BYTES, socket_path
+    from hermes.local_socket import connect
 
-    path = socket_path(settings)
-    if len(os.fsencode(path)) > MAX_PATH_BYTES or not path.exists():
+    sock = connect(settings)
+    if sock is None:
         return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(os.fspath(path))
-        except OSError:
-            return None                 # a socket left by a daemon that died
+    with sock:
         sock.settimeout(TIMEOUT_SECONDS)
         sock.sendall(json.dumps({"op": "call", "user": user, "name": what,
                                  "args": args}).encode() + b"\n")

@@ -67,16 +67,27 @@ class DaemonError(HermesError):
 
 
 # --------------------------------------------------------------------------- the client (CLI)
-def daemon_running(settings: Settings) -> bool:
-    """Whether a daemon answers on the home's socket (a dead daemon's socket refuses)."""
+def connect(settings: Settings) -> socket.socket | None:
+    """A connection to the daemon of the home; None when none answers (no socket, or one left
+    by a daemon that died: it refuses)."""
     path = socket_path(settings)
     if len(os.fsencode(path)) > MAX_PATH_BYTES or not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.fspath(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def daemon_running(settings: Settings) -> bool:
+    """Whether a daemon answers on the home's socket."""
+    sock = connect(settings)
+    if sock is None:
         return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(os.fspath(path))
-        except OSError:
-            return False
+    sock.close()
     return True
 
 
