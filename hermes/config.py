@@ -1,7 +1,9 @@
 """Settings: the config.yaml model, its loading and validation, and where Hermes keeps state.
 
 Precedence, lowest first: built-in defaults, the YAML file, ``HERMES_<SECTION>__<KEY>`` environment
-variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state.
+variables, command-line flags. ``HERMES_HOME`` (or ``--home``) relocates all state; with neither,
+the config's ``home`` (relative to the config file's folder), else :func:`hermes.home.default_home`.
+Nothing here depends on the current directory.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import (
     field_validator,
 )
 
+import hermes.home
 from hermes.errors import ConfigError
 
 DEFAULT_USER = "owner"
@@ -272,14 +275,33 @@ class Settings(Section):
     # Where the settings came from (the config file, "+ environment"); not a config key. Errors
     # found after loading (a cron job's delivery, checked against the front-ends) start with it.
     _source: str = PrivateAttr("defaults")
+    # What named the home: "--home", "HERMES_HOME", the config file, or "default".
+    _home_from: str = PrivateAttr("default")
+    # Lines for the person found while loading (a setting that is not read), said by the CLI
+    _notes: list[str] = PrivateAttr(default_factory=list)
 
     @property
     def source(self) -> str:
         return self._source
 
     @property
+    def notes(self) -> list[str]:
+        return list(self._notes)
+
+    @property
+    def home_from(self) -> str:
+        return self._home_from if self.home else "default"
+
+    @property
+    def home_named_now(self) -> bool:
+        """The person named the home for this command (--home, $HERMES_HOME); a config file's
+        ``home`` (a clone's config.yaml names its data/) or the default is chosen for them, so
+        Hermes says where it is on first use and finds memory left in an old ./data."""
+        return self.home_from in ("--home", "HERMES_HOME")
+
+    @property
     def home_path(self) -> Path:
-        return Path(self.home or "data").expanduser().resolve()
+        return Path(self.home).expanduser().resolve() if self.home else hermes.home.default_home()
 
     @property
     def db_path(self) -> Path:
@@ -370,20 +392,26 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
 
 def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
                      home: str | Path | None = None) -> Path | None:
-    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, ./config.yaml.
+    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, the checkout's
+    config.yaml (running from a source checkout).
 
-    The home is `--home` when given, else $HERMES_HOME: `hermes --home /b` must read
-    /b/config.yaml, never the config of the home $HERMES_HOME names.
+    The home is `--home` when given, else $HERMES_HOME, else the default home: `hermes --home
+    /b` must read /b/config.yaml, never the config of the home $HERMES_HOME names. The current
+    folder's config.yaml is not read: one in a folder a person happens to be in (another
+    project's) would decide the home and the model.
     """
     if explicit:
         return Path(explicit).expanduser()
     if environ.get("HERMES_CONFIG"):
         return Path(environ["HERMES_CONFIG"]).expanduser()
     home = home if home is not None else environ.get("HERMES_HOME")
-    if home and (Path(home).expanduser() / "config.yaml").exists():
-        return Path(home).expanduser() / "config.yaml"
-    local = Path("config.yaml")
-    return local if local.exists() else None
+    in_home = (Path(home).expanduser() if home else hermes.home.default_home()) / "config.yaml"
+    if in_home.exists():
+        return in_home
+    checkout = hermes.home.source_checkout()
+    if checkout is not None and (checkout / "config.yaml").exists():
+        return checkout / "config.yaml"
+    return None
 
 
 def read_text_file(path: Path, what: str) -> str:
@@ -412,6 +440,21 @@ def read_env_file(path: Path) -> dict[str, str | None]:
     from dotenv import dotenv_values
 
     return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
+
+
+# Read from the environment only: the .env they would be read from is in the home they name.
+NOT_FROM_ENV_FILE = ("HERMES_HOME", "HERMES_CONFIG")
+
+
+def env_file_settings(path: Path) -> dict[str, str]:
+    """The ``HERMES_<SECTION>__<KEY>`` lines of a home's .env (see :data:`NOT_FROM_ENV_FILE`)."""
+    return {key: value for key, value in read_env_file(path).items()
+            if key.startswith("HERMES_") and "__" in key and value is not None}
+
+
+def env_file_ignored(path: Path) -> list[str]:
+    """The variables of a home's .env that are not read from it (doctor says so)."""
+    return [key for key in read_env_file(path) if key in NOT_FROM_ENV_FILE]
 
 
 def settings_model(data: dict[str, Any]) -> type[Settings]:
@@ -460,17 +503,40 @@ def load_settings(
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections")
         data = loaded
-    overrides = _env_overrides(environ)
+    home_from = "default"
+    if home is not None:
+        data["home"], home_from = str(Path(home).expanduser().resolve()), "--home"
+    elif environ.get("HERMES_HOME"):
+        data["home"] = str(Path(environ["HERMES_HOME"]).expanduser().resolve())
+        home_from = "HERMES_HOME"
+    elif isinstance(data.get("home"), str) and data["home"].strip() and path is not None:
+        # The config's home is relative to the config file's folder, never the current one
+        data["home"] = str((path.parent / Path(data["home"]).expanduser()).resolve())
+        home_from = str(path)
+    # HERMES_<SECTION>__<KEY> lines of the home's .env count as environment variables that
+    # the real environment overrides (as the provider keys there do).
+    home_dir = Path(data["home"]) if isinstance(data.get("home"), str) and data["home"] \
+        else hermes.home.default_home()
+    env_file = home_dir / ".env"
+    in_file = env_file_settings(env_file)
+    ignored = env_file_ignored(env_file) if env_file.exists() else []
+    overrides = _env_overrides({**in_file, **environ})
     if overrides:
         data = _merge(data, overrides)
-        source = f"{source} + environment"
-    if home is not None:
-        data["home"] = str(home)
-    elif environ.get("HERMES_HOME"):
-        data["home"] = environ["HERMES_HOME"]
+        if in_file:
+            source = f"{source} + {env_file}"
+        if _env_overrides(environ):
+            source = f"{source} + environment"
     try:
         settings = settings_model(data).model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source
+    settings._home_from = home_from
+    if ignored:
+        settings._notes.append(
+            f"Warning: {' and '.join(ignored)} in {env_file} {'is' if len(ignored) == 1 else 'are'}"
+            " not read from there (that file is found through the home they would name); set "
+            f"{'it' if len(ignored) == 1 else 'them'} in the environment (or use --home, "
+            "--config).")
     return settings

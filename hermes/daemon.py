@@ -24,7 +24,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
@@ -36,6 +35,7 @@ from hermes.cron.schedule import timezone_for
 from hermes.daemon_calls import Services, answer
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
+from hermes.home import make_home
 from hermes.local_socket import SocketServer
 from hermes.safety.secrets import RedactingFilter
 from hermes.store.db import connect
@@ -73,7 +73,7 @@ class HomeLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -103,7 +103,7 @@ def setup_logging(settings: Settings, *, console: TextIO | None = None,
     from hermes import logs
 
     config = settings.logging
-    settings.home_path.mkdir(parents=True, exist_ok=True)
+    make_home(settings.home_path)
     console_handler = logging.StreamHandler(console or sys.stderr)
     console_handler.setLevel("ERROR" if repl else config.level)
     console_handler.setFormatter(logging.Formatter(logs.FORMAT))
@@ -175,7 +175,6 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop, sig.name)
         try:
-            await self._preload()
             agent, self.worker = build_agent(self.rt)
             self.scheduler = AsyncIOScheduler(
                 timezone=timezone_for(self.rt.settings.cron.timezone))
@@ -194,6 +193,7 @@ class Daemon:
             statuses = [s for f in self.built.values() if (s := getattr(f, "status", None))]
             log.info("hermes: running (%s)", ", ".join(
                 [*statuses, f"home: {self.rt.settings.home_path}"]))
+            self._preload()
             notice = no_model_notice(agent)
             if notice:
                 log.warning("%s", notice)
@@ -214,20 +214,18 @@ class Daemon:
         check_config_jobs(settings.cron.jobs, settings.source, timezone=settings.cron.timezone,
                           home=settings.home_path, default_user=settings.users.default)
 
-    async def _preload(self) -> None:
-        """Import litellm (5-10 s on a cold disk) in a thread now, before Discord, the REPL or a
-        job could first touch it on the event loop and stall everything else that long; and
-        load the embedding model beside it."""
+    def _preload(self) -> None:
+        """Once Hermes is up (front-ends started, the socket listening): import litellm (~3 s
+        of CPU) and load the embedding model, each in a thread of its own, so that the first
+        reply does not pay for them and nothing waits for them to start. A model call that
+        comes first waits for the import off the event loop (:meth:`LLM.ready`)."""
         from hermes.agent import llm
 
         settings = self.rt.settings
+        if settings.model.name:
+            llm.preload_litellm()
         if settings.sessions.embeddings:
-            # The embedding model as well, in its own thread: it loads when it first embeds,
-            # which would otherwise be the first reply's search.
             self.rt.memory.embedders.preload(settings.sessions.embedding_model)
-        started = time.monotonic()
-        await asyncio.to_thread(llm.load_litellm)
-        log.debug("hermes: model library loaded in %.1f s", time.monotonic() - started)
 
     # ------------------------------------------------------------------ front-ends
     async def _start_frontends(self, agent: Agent) -> None:

@@ -21,13 +21,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+import hermes.home
 from hermes.clock import Clock, to_ts
 from hermes.config import Settings, config_path_from
 from hermes.errors import ConfigError, HermesError
+from hermes.home import loose_modes, old_home_note
 from hermes.store.check import background_failures, check_database
 
 Status = Literal["ok", "warn", "fail"]
 
+# The clock a model request is timed by (a test's own, to see what is timed)
+now = time.perf_counter
 # Below this much free space a write (a turn, an import) may fail at any moment.
 MIN_FREE_BYTES = 100 * 1024 * 1024
 FAILURE_WINDOW = timedelta(days=7)
@@ -58,18 +62,33 @@ def _config(settings: Settings, problem: ConfigError | None, explicit: Path | No
     if problem is not None:
         return Check("config", "fail", str(problem))
     path = config_path_from(dict(os.environ), explicit, home)
+    if settings.notes:
+        return Check("config", "warn", " ".join(n.removeprefix("Warning: ") for n in
+                                                  settings.notes))
     return Check("config", "ok", f"{path} is valid" if path else "no config file; built-in "
                  "defaults and HERMES_* variables")
 
 
-def _home(home: Path) -> Check:
+def _home_named_by(settings: Settings) -> str:
+    if settings.home_from == "default":
+        if hermes.home.source_checkout() is not None:
+            return "the default home: the clone's data/"
+        return "the default home: the per-user data folder"
+    if settings.home_from in ("--home", "HERMES_HOME"):
+        return f"named by {settings.home_from}"
+    return f"named by `home` in {settings.home_from}"
+
+
+def _home(settings: Settings) -> Check:
+    home = settings.home_path
+    named = f"({_home_named_by(settings)})"
     if home.exists() and not home.is_dir():
         return Check("home", "fail", f"{home} is a file, not a directory; point HERMES_HOME, "
                      "--home or the config's `home` at a directory")
     existing = next((p for p in (home, *home.parents) if p.exists()), Path("/"))
     if existing != home:
         if os.access(existing, os.W_OK | os.X_OK):
-            return Check("home", "ok", f"{home} does not exist yet; it can be created")
+            return Check("home", "ok", f"{home} does not exist yet; it can be created {named}")
         return Check("home", "fail", f"{home} does not exist and {existing} is not writable")
     try:
         fd, name = tempfile.mkstemp(prefix=".doctor-", dir=home)
@@ -78,7 +97,27 @@ def _home(home: Path) -> Check:
     except OSError as exc:
         return Check("home", "fail", f"{home} is not writable ({exc.strerror or exc}); fix its "
                      "permissions or point HERMES_HOME at another directory")
-    return Check("home", "ok", f"{home} is writable")
+    return Check("home", "ok", f"{home} is writable {named}")
+
+
+def _modes(home: Path) -> Check:
+    if not home.is_dir():
+        return Check("modes", "ok", "no home yet: it is created readable by you alone")
+    loose = loose_modes(home)
+    if not loose:
+        return Check("modes", "ok", "only you can read the home and its files")
+    return Check("modes", "warn", f"other accounts can read your memory: {loose.describe()}; "
+                 f"run `{loose.advice()}`")
+
+
+def _old_home(settings: Settings) -> list[Check]:
+    if settings.home_named_now:
+        return []
+    try:
+        note = old_home_note(settings.home_path, Path.cwd())
+    except OSError:
+        return []
+    return [Check("old home", "warn", note.removeprefix("Note: "))] if note else []
 
 
 def _database(db_path: Path) -> list[Check]:
@@ -154,7 +193,7 @@ def _background(db_path: Path, clock: Clock) -> Check:
 
 
 def _model(settings: Settings, call: bool) -> Check:
-    from hermes.agent.llm import LLM
+    from hermes.agent.llm import LLM, load_litellm
 
     llm = LLM.from_settings(settings)
     if not llm.configured:
@@ -172,19 +211,28 @@ def _model(settings: Settings, call: bool) -> Check:
     if not call:
         return Check("model", "ok", f"{name} (not called; `hermes doctor --model` sends "
                      "one tiny request)")
-    started = time.perf_counter()
+    # The request alone is timed: litellm's import (seconds) and the event loop's start are
+    # this process's, not the model's.
+    load_litellm()
+
+    async def ask() -> float:
+        started = now()
+        await llm.complete([{"role": "user", "content": "Reply with: ok"}], max_tokens=1)
+        return now() - started
+
     try:
-        asyncio.run(llm.complete([{"role": "user", "content": "Reply with: ok"}], max_tokens=1))
+        took = asyncio.run(ask())
     except HermesError as exc:
         return Check("model", "fail", f"{llm.name}: {exc}")
-    return Check("model", "ok", f"{name} answered in {time.perf_counter() - started:.1f} s")
+    return Check("model", "ok", f"{name} answered in {took:.1f} s")
 
 
 def run_checks(settings: Settings, clock: Clock, *, config_problem: ConfigError | None = None,
                config_path: Path | None = None, home: Path | None = None,
                call_model: bool = False) -> list[Check]:
     """Every check, in the order a person would fix things (``home``: the --home flag)."""
-    checks = [_config(settings, config_problem, config_path, home), _home(settings.home_path)]
+    checks = [_config(settings, config_problem, config_path, home), _home(settings),
+              _modes(settings.home_path), *_old_home(settings)]
     checks += _database(settings.db_path)
     checks += [_disk(settings.home_path, settings.db_path),
                _background(settings.db_path, clock),

@@ -8,9 +8,12 @@ printed around the answer.
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from hermes.home import make_home, private_opener
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -23,7 +26,18 @@ def file_handler(settings: Settings) -> logging.Handler:
     import logging.handlers
 
     config = settings.logging
-    handler = logging.handlers.RotatingFileHandler(
+
+    class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+        """The log quotes conversations: its owner's alone (0600) whatever the umask; a
+        rotation renames the file, so hermes.log.1 ... keep the mode."""
+
+        def _open(self) -> io.TextIOWrapper:
+            handle = open(self.baseFilename, self.mode, encoding=self.encoding,  # noqa: SIM115
+                          errors=self.errors, opener=private_opener)
+            assert isinstance(handle, io.TextIOWrapper)
+            return handle
+
+    handler = PrivateRotatingFileHandler(
         settings.home_path / "hermes.log", encoding="utf-8", delay=True,
         maxBytes=int(config.file_max_mb * 1024 * 1024), backupCount=config.file_backups)
     handler.setLevel(config.file_level)
@@ -43,7 +57,7 @@ class _FileOnFirstLine(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.inner is None:
             try:
-                self.settings.home_path.mkdir(parents=True, exist_ok=True)
+                make_home(self.settings.home_path)
             except OSError:
                 return  # an unusable home is the command's one-line error, not the log's
             from hermes.safety.secrets import RedactingFilter

@@ -168,3 +168,32 @@ def test_home_flag_reads_that_homes_config_not_hermes_home(cli, hermes_home, tmp
     assert cli("--home", str(other), "memory", "show", "--json").json()["limit"] == 6000
     doctor = cli("--home", str(other), "doctor", "--json").json()
     assert "other-home/config.yaml" in doctor["checks"][0]["detail"]
+
+
+def test_hermes_settings_in_the_homes_env_file_are_read(hermes_home, config_file, monkeypatch):
+    hermes_home.mkdir()
+    config_file.write_text("memory:\n  basic_char_limit: 5000\n")
+    (hermes_home / ".env").write_text("OPENAI_API_KEY=sk-not-real\n"
+                                      "HERMES_MODEL__NAME=openai/gpt-4.1-mini\n"
+                                      "export HERMES_MEMORY__BASIC_CHAR_LIMIT=6000\n")
+    settings = load_settings()
+    assert settings.model.name == "openai/gpt-4.1-mini"
+    assert settings.memory.basic_char_limit == 6000                   # over the config file
+    assert settings.source == f"{config_file} + {hermes_home / '.env'}"
+    monkeypatch.setenv("HERMES_MEMORY__BASIC_CHAR_LIMIT", "7000")
+    assert load_settings().memory.basic_char_limit == 7000            # the environment wins
+    monkeypatch.delenv("HERMES_MEMORY__BASIC_CHAR_LIMIT")
+    (hermes_home / ".env").write_text("HERMES_MEMORY__BASIC_CHAR_LIMIT=lots\n")
+    with pytest.raises(ConfigError, match=f"{hermes_home / '.env'}: memory.basic_char_limit"):
+        load_settings()
+
+
+def test_home_and_config_in_the_env_file_are_said_not_to_be_read(cli, hermes_home, tmp_path):
+    hermes_home.mkdir()
+    (hermes_home / ".env").write_text(f"HERMES_HOME={tmp_path / 'elsewhere'}\n")
+    shown = cli("memory", "show")
+    assert shown.stderr.startswith(f"Warning: HERMES_HOME in {hermes_home / '.env'} is not read "
+                                   "from there")
+    assert (hermes_home / "hermes.db").exists() and not (tmp_path / "elsewhere").exists()
+    (config,) = [c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "config"]
+    assert config["status"] == "warn" and "set it in the environment" in config["detail"]

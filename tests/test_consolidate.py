@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hermes.learn.consolidate import consolidate, contradicts
+from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import CreateAction, DeleteAction, UpdateAction
+from hermes.memory.facts.contradiction import contradicts
 
 
 @pytest.fixture
@@ -130,6 +131,12 @@ def test_other_users_facts_are_never_touched(facts):
         ("Ana's favorite color is green.", "Ana's favourite color is blue.", True),
         ("Ana is 34 years old.", "Ana is 33 years old.", True),
         ("Ana lives in Lisbon.", "The user lives in Porto.", False),
+        # the user's own words, kept as said, read in the first person
+        ('The user said: "I live in Porto"', "The user lives in Lisbon.", True),
+        ('The user said: "I work for Initech now"', 'The user said: "I work at Acme"', True),
+        ("The user's doctor is Dr. Jones", 'The user said: "my doctor is Dr. Smith"', True),
+        ('The user said: "I live in Porto"', 'The user said: "we live in Lisbon"', False),
+        ("The user's sister is Ana", "The user's sister is a nurse", False),
     ],
 )
 def test_contradiction_detection(new, old, expected):

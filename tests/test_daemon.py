@@ -279,26 +279,35 @@ async def test_a_daemon_shutdown_ends_the_terminal_session_and_summarises_it(
     assert session.ended_at is not None and session.title == "hi there"
 
 
-async def test_litellm_is_imported_off_the_loop_before_the_front_ends_start(rt, monkeypatch):
+async def test_litellm_is_imported_off_the_loop_once_hermes_is_up(rt, monkeypatch):
+    """`hermes run` is ready (front-ends started, the schedule running) without waiting for
+    litellm's import (~3 s of CPU): it runs in a worker thread once Hermes is up."""
     import threading
 
     from hermes.agent import llm
     from hermes.daemon import Daemon
 
+    rt.settings.model.name = "fake/scripted"
     daemon = Daemon(rt)
-    calls: list[tuple[bool, object, object]] = []
+    calls: list[tuple[bool, bool, bool]] = []
+    imported = threading.Event()
 
     def fake_load():
         calls.append((threading.current_thread() is threading.main_thread(),
-                      daemon.ctx, daemon.scheduler))
+                      daemon.ctx is not None and "web" in daemon.built,
+                      daemon.scheduler is not None and daemon.scheduler.running))
+        imported.set()
 
+    monkeypatch.setattr(llm, "_litellm", None)
+    monkeypatch.setattr(llm, "_preload", None)
     monkeypatch.setattr(llm, "load_litellm", fake_load)
     running = asyncio.create_task(daemon.run())
     await until(lambda: daemon.scheduler is not None and daemon.scheduler.running)
+    await asyncio.to_thread(imported.wait, 30)
     daemon.request_stop("test")
     await asyncio.wait_for(running, 30)
-    # Once, in a worker thread (the ~5-10 s import must not stall the loop), before any job.
-    assert calls == [(False, None, None)]
+    # Once, in a worker thread (the import must not stall the loop), after the start.
+    assert calls == [(False, True, True)]
 
 
 def test_the_example_service_config_is_valid(monkeypatch, hermes_home):

@@ -71,7 +71,8 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     synced = env.api.sent("PUT", "/applications/{application_id}/commands")
     assert len(synced) == 1
     names = {c["name"] for c in synced[0].json}
-    assert names == {"remember", "forget", "rate", "new", "facts", "memory", "sessions"}
+    assert names == {"remember", "forget", "rate", "pending", "new", "facts", "memory",
+                     "sessions"}
     facts = next(c for c in synced[0].json if c["name"] == "facts")
     assert {o["name"] for o in facts["options"]} == {"search", "probe", "reason"}
     # Unchanged commands are not synced again on the next start (syncing is rate-limited).
@@ -453,6 +454,27 @@ async def test_slash_commands_act_on_the_callers_memory(env, rt):
     refused = (await _slash(env, "bob", "forget", {"fact_id": fact_id}))[0]
     assert not refused.startswith("Forgot")                         # not bob's fact
     assert (await _slash(env, "alice", "forget", {"fact_id": fact_id}))[0].startswith("Forgot")
+
+
+async def test_pending_lists_and_settles_the_callers_questions(env, rt):
+    """Where a pending question shows in Discord besides the next reply: /pending."""
+    facts = rt.memory.facts
+    (said,) = await _slash(env, "alice", "remember", {"fact": "My home city is Lisbon"})
+    fact_id = int(said.split("[")[1].split("]")[0])
+    owner = rt.db.execute("SELECT user FROM facts WHERE id = ?", [fact_id]).fetchone()[0]
+    question = facts.ask_before_overriding(owner, fact_id, "The user's home city is Porto")
+    (listed,) = await _slash(env, "alice", "pending")
+    assert f"[{question.id}] fact {fact_id}" in listed and "now perhaps: The user's home city " \
+        "is Porto" in listed
+    assert (await _slash(env, "bob", "pending"))[0] == "No pending questions."
+    (refused,) = await _slash(env, "bob", "pending", {"settle": "accept",
+                                                      "question_id": question.id})
+    assert refused.startswith("No pending question")                  # not bob's
+    (settled,) = await _slash(env, "alice", "pending", {"settle": "reject",
+                                                        "question_id": question.id})
+    assert settled == f"Settled question {question.id}: still [{fact_id}] The user's home " \
+        "city is Lisbon"
+    assert (await _slash(env, "alice", "pending"))[0] == "No pending questions."
 
 
 async def test_slash_commands_refuse_people_not_allowed_and_store_nothing(env, rt):

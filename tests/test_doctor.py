@@ -108,11 +108,12 @@ def test_doctor_on_a_healthy_home(cli, hermes_home: Path) -> None:
     report = result.json()
     assert report["ok"] is True
     names = {c["name"] for c in report["checks"]}
-    assert names == {"config", "home", "database", "migrations", "disk", "background", "model",
-                     "discord"}
+    assert names == {"config", "home", "modes", "database", "migrations", "disk", "background",
+                     "model", "discord"}
     assert all(c["status"] == "ok" for c in report["checks"])
     text = cli("doctor")
-    assert text.exit_code == 0 and f"ok    home        {hermes_home} is writable" in text.stdout
+    assert text.exit_code == 0 and f"ok    home        {hermes_home} is writable (named by " \
+        "HERMES_HOME)" in text.stdout
 
 
 def test_doctor_reports_a_broken_config_and_checks_the_rest(cli, config_file: Path) -> None:
@@ -205,6 +206,35 @@ def test_doctor_model_is_called_only_with_model(cli, fake_model) -> None:
     assert model["status"] == "ok" and "fake/scripted answered" in model["detail"]
     assert len(fake_model.requests) == 1
     assert result.exit_code == 0
+
+
+def test_doctor_model_times_the_request_alone(cli, fake_model, monkeypatch) -> None:
+    """Not litellm's import (seconds on a cold start): a model answering in 0.01 s was said
+    to answer in 5.6-8.4 s."""
+    import hermes.doctor
+    from hermes.agent import llm
+
+    elapsed = [100.0]
+    load, imported = llm.load_litellm, []
+
+    def slow_import():  # the first call imports (seconds); later ones return the module
+        if not imported:
+            imported.append(True)
+            elapsed[0] += 5.0
+        return load()
+
+    def answer(request):
+        elapsed[0] += 0.25
+        return "ok"
+
+    monkeypatch.setattr(hermes.doctor, "now", lambda: elapsed[0])
+    monkeypatch.setattr(llm, "load_litellm", slow_import)
+    # a server of one's own: no key to look for, so nothing loads litellm before the request
+    monkeypatch.setenv("HERMES_MODEL__API_BASE", "http://127.0.0.1:9/v1")
+    fake_model.respond(answer)
+    model = _checks(cli("doctor", "--model", "--json"), "model")[0]
+    assert model["detail"] == ("fake/scripted at http://127.0.0.1:9/v1 (model.api_base) "
+                               "answered in 0.2 s")
 
 
 def test_doctor_model_that_refuses(cli, fake_model) -> None:

@@ -34,6 +34,11 @@ def ensure(store: EntityStore, user: str, name: str) -> int:
         ("I think Bob's car is red.", ["Bob"]),
         ("Today we ship. Then we rest.", []),
         ("the cat sleeps on the mat", []),
+        # a title's period is not a name's end (issue 31: "about Dr, Smith, St, Mary")
+        ("The user's doctor is Dr. Smith at St. Mary's hospital", ["Dr. Smith", "St. Mary"]),
+        ("Mr. Tanaka is the user's landlord", ["Mr. Tanaka"]),
+        # words kept as said are read inside their quotes, not taken whole as a name
+        ('The user said: "I moved to Porto."', ["Porto"]),
     ],
 )
 def test_candidates_from_text(text, expected):

@@ -233,3 +233,36 @@ async def test_a_computed_step_may_use_the_event_loop_and_block(fake_model):
     release.set()
     texts, final = await asyncio.wait_for(task, 5)
     assert final.text == "after the hold"
+
+
+async def test_a_call_waits_for_a_background_import_without_blocking_the_loop(fake_model,
+                                                                            monkeypatch):
+    """The daemon is ready before litellm is imported (~3 s); a reply asked for meanwhile
+    waits for the import in a worker thread while the event loop serves everything else."""
+    import threading
+
+    from hermes.agent import llm as llm_module
+
+    imported, gate = llm_module._litellm, threading.Event()
+    calls = []
+
+    def slow_import():
+        calls.append(threading.current_thread().name)
+        assert gate.wait(10)
+        monkeypatch.setattr(llm_module, "_litellm", imported)
+        return imported
+
+    monkeypatch.setattr(llm_module, "_litellm", None)
+    monkeypatch.setattr(llm_module, "_preload", None)
+    monkeypatch.setattr(llm_module, "load_litellm", slow_import)
+    llm_module.preload_litellm()                          # what `hermes run` does once it is up
+    fake_model.reply("Hello")
+    reply = asyncio.create_task(collect(make_llm(fake_model)))
+    ticks = 0
+    while not calls or ticks < 50:                        # the loop keeps turning meanwhile
+        await asyncio.sleep(0)
+        ticks += 1
+    assert not reply.done() and fake_model.requests == []
+    gate.set()
+    texts, final = await asyncio.wait_for(reply, 10)
+    assert final.text == "Hello" and calls[0] == "hermes-litellm-import"

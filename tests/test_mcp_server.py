@@ -225,13 +225,36 @@ def test_print_config_for_each_client(cli, hermes_home, config_file):
 
 def test_binding_beyond_loopback_warns(cli, monkeypatch):
     served = []
-    monkeypatch.setattr(mcp_server, "serve_http",
-                        lambda server, token, *, host, port: served.append((host, port)))
+
+    def serve(server, token, *, host, sock):
+        served.append((host, sock.getsockname()[1]))
+        sock.close()
+
+    monkeypatch.setattr(mcp_server, "serve_http", serve)
     quiet = cli("mcp", "--http", "--port", "9999")
     assert served == [("127.0.0.1", 9999)] and "Warning" not in quiet.stderr
     loud = cli("mcp", "--http", "--host", "0.0.0.0")
-    assert served[-1] == ("0.0.0.0", 8765)
+    assert served[-1] == ("0.0.0.0", mcp_server.DEFAULT_PORT)
     assert loud.stderr.startswith("Warning: binding 0.0.0.0")
+
+
+def test_http_has_its_own_port_and_a_taken_one_is_one_line(cli, monkeypatch):
+    import socket
+
+    from hermes.config import WebConfig
+
+    assert WebConfig().port != mcp_server.DEFAULT_PORT     # `hermes run` serves the panel there
+    monkeypatch.setattr(mcp_server, "serve_http", lambda *a, **k: pytest.fail("served"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("mcp", "--http", "--port", str(port))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == (f"Error: hermes mcp cannot listen on 127.0.0.1:{port} (Address "
+                             "already in use); another program uses it (`hermes run` serves "
+                             "the web panel on web.port, 8765 by default): choose another with "
+                             "--port.\n")
 
 
 def test_the_stdio_path_imports_neither_litellm_nor_discord(tmp_path):

@@ -215,10 +215,10 @@ async def test_the_daemon_loads_the_model_at_start_not_on_the_first_reply(rt, ga
 
     monkeypatch.setattr(llm, "load_litellm", lambda: None)
     gated.release.set()
-    await Daemon(rt)._preload()  # words only (the tests' config): no model
+    Daemon(rt)._preload()  # words only (the tests' config): no model
     assert gated.built == []
     rt.settings.sessions.embeddings = True
-    await Daemon(rt)._preload()
+    Daemon(rt)._preload()
     assert gated.started.wait(10) and gated.built == ["hermes-load-minilm"]
 
 

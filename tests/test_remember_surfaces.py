@@ -55,6 +55,16 @@ def test_cli_facts_add_says_the_user(cli, rt):
     assert fact.content == "The user's dentist is Dr. Silva at St. Luke's"
 
 
+def test_cli_facts_add_takes_a_remember_request_as_typed(cli, rt):
+    """A new user types the sentence they would say in chat: the request is not the fact, and
+    titles stay with their names (issue 31: "about Dr, Smith, St, Mary")."""
+    result = cli("facts", "add", "Remember that my doctor is Dr. Smith at St. Mary's hospital")
+    assert result.exit_code == 0 and "about Dr. Smith, St. Mary." in result.stdout
+    (fact,) = rt.memory.facts.list_facts(rt.settings.users.default)
+    assert fact.content == "The user's doctor is Dr. Smith at St. Mary's hospital"
+    assert fact.entities == ["Dr. Smith", "St. Mary"]
+
+
 def test_cli_facts_add_refuses_a_secret_in_one_line(cli, rt):
     result = cli("facts", "add", "My password is [redacted password]")
     assert result.exit_code != 0 and "does not keep secrets" in result.stderr
@@ -114,6 +124,53 @@ async def test_a_secret_to_remember_stores_nothing_and_is_said_once(agent, env, 
     assert env.memory.facts.list_facts("owner", include_inactive=True) == []
     assert result.text.count("removed from memory") == 1
     assert "hunter2" not in json.dumps([r.messages for r in fake_model.requests])
+
+
+async def test_a_second_remember_supersedes_the_first_it_contradicts(agent, env, fake_model):
+    """Two explicit remembers that contradict each other: the later replaces the earlier
+    (kept in the history, superseded, with a tombstone), not both active."""
+    facts = env.memory.facts
+    facts.add("bob", "The user's doctor is Dr. Smith")
+    session = env.memory.sessions.create("owner", "terminal")
+    fake_model.reply("Noted.").reply("Noted, Dr. Jones now.")
+    await agent.turn("owner", session.id, "Remember that my doctor is Dr. Smith.").run()
+    (smith,) = facts.list_facts("owner")
+    await agent.turn("owner", session.id, "Remember that my doctor is Dr. Jones.").run()
+    (jones,) = facts.list_facts("owner")
+    assert jones.content == "The user's doctor is Dr. Jones"
+    old = facts.get("owner", smith.id)
+    assert old.superseded_by == jones.id and old.valid_to is not None
+    assert [h["action"] for h in facts.history("owner", smith.id)][-1] == "supersede"
+    assert [t.content for t in facts.tombstones.of_fact("owner", smith.id)] == [smith.content]
+    assert [f.content for f in facts.list_facts("bob")] == ["The user's doctor is Dr. Smith"]
+
+
+def test_remember_and_facts_add_supersede_what_they_contradict(cli, rt, env):
+    said = MemoryCommands(env.memory).remember(Scope("alice"), "I live in Lisbon")
+    lisbon = int(said.split("[")[1].split("]")[0])
+    said = MemoryCommands(env.memory).remember(Scope("alice"), "I live in Porto")
+    assert said.endswith(f"(replaces [{lisbon}])")
+    assert [f.content for f in env.memory.facts.list_facts("alice")] == [
+        'The user said: "I live in Porto"']
+    assert cli("facts", "add", "I'm 34 years old").exit_code == 0
+    again = cli("facts", "add", "I am 35 years old")
+    assert again.stdout.strip().endswith("It replaces fact 3.")
+    assert cli("facts", "add", "I am 36 years old", "--json").json()["supersedes"] == [4]
+    # not single-valued: both stay
+    assert cli("facts", "add", "my sister is a nurse").exit_code == 0
+    assert "replaces" not in cli("facts", "add", "my sister is Ana").stdout
+
+
+async def test_a_passport_expiry_is_remembered_not_redacted(agent, env, fake_model):
+    """i30's national-id rule read "passport expires in 2029" as an id: the message was
+    recorded redacted and the fact refused."""
+    session = env.memory.sessions.create("owner", "terminal")
+    fake_model.reply("Noted.")
+    await agent.turn("owner", session.id, "Remember that my passport expires in 2029.").run()
+    (fact,) = env.memory.facts.list_facts("owner")
+    assert fact.content == "The user's passport expires in 2029"
+    (said, _) = env.memory.sessions.messages("owner", session.id)
+    assert said.content == "Remember that my passport expires in 2029."
 
 
 async def test_words_kept_as_said_are_rewritten_by_extraction(env, fake_model):

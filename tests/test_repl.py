@@ -76,6 +76,26 @@ async def repl(fake_model, rt, pipe, tmp_path):
         await asyncio.gather(session.task, return_exceptions=True)
 
 
+async def test_pending_lists_and_settles_the_users_own_questions(repl, fake_model, rt):
+    """Where a pending question shows in the terminal besides the next reply: /pending."""
+    user = repl.repl.user
+    facts = rt.memory.facts
+    assert (await repl.command("/remember My home city is Lisbon")).startswith("Remembered [")
+    (lisbon,) = facts.list_facts(user)
+    question = facts.ask_before_overriding(user, lisbon.id, "The user's home city is Porto")
+    theirs = facts.add("bob", "Bob's home city is Faro").fact
+    facts.ask_before_overriding("bob", theirs.id, "Bob's home city is Braga")
+    listed = await repl.command("/pending")
+    assert f"[{question.id}] fact {lisbon.id}: The user's home city is Lisbon" in listed
+    assert "now perhaps: The user's home city is Porto" in listed and "Braga" not in listed
+    assert "Usage: /pending" in await repl.command("/pending maybe 1")
+    settled = await repl.command(f"/pending accept {question.id}")
+    assert settled.startswith(f"Settled question {question.id}: now [")
+    assert [f.content for f in facts.list_facts(user)] == ["The user's home city is Porto"]
+    assert await repl.command("/pending") == "No pending questions."
+    await repl.leave()
+
+
 async def test_a_message_streams_a_reply_into_a_terminal_session(repl, fake_model, rt, tmp_path):
     fake_model.reply("Hello from Hermes.")
     repl.pipe.send_text("hi there" + ENTER)

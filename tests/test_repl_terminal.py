@@ -27,12 +27,14 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Tmux:
     """One tmux server of its own, one window running the command."""
 
-    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path,
+                 width: int = 100) -> None:
         self.socket = f"hermes-test-{os.getpid()}"
         self.env = env
         # exec: the pane's process is the command itself (signals reach it, not a shell)
         subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d",
-                        "-x", "100", "-y", "20", "-c", str(cwd), "exec " + shlex.join(command)],
+                        "-x", str(width), "-y", "20", "-c", str(cwd),
+                        "exec " + shlex.join(command)],
                        env=env, check=True)
 
     def screen(self) -> str:

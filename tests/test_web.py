@@ -583,6 +583,28 @@ def test_web_open_makes_a_token_for_the_user_and_hands_its_link_to_the_server(cl
     assert cli("web").exit_code == 0 and served[1] is None     # no --open: no new token
 
 
+def test_web_open_with_the_daemon_running_opens_its_panel_with_a_new_token(cli, rt,
+                                                                             monkeypatch):
+    import webbrowser
+
+    import hermes.cli.web as web_cli
+    import hermes.local_socket
+
+    opened = []
+    monkeypatch.setattr(hermes.local_socket, "daemon_running", lambda settings: True)
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    monkeypatch.setattr(web_cli, "_serve", lambda *a: pytest.fail("a second panel was started"))
+    result = cli("web", "--open", "--user", "alice")
+    assert result.exit_code == 0, result.stderr
+    (link,) = opened
+    assert link.startswith("http://127.0.0.1:8765/login?token=") and link in result.stderr
+    assert WebContext(rt).tokens.user_for(link.split("token=", 1)[1]) == "alice"
+    monkeypatch.setenv("HERMES_WEB__ENABLED", "false")
+    off = cli("web", "--open")
+    assert off.exit_code == 1 and off.stderr.startswith("Error: The Hermes daemon on this home "
+                                                        "runs without the web panel")
+
+
 def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     """`hermes web` alone stops with one `Error:` line (the log line goes to hermes.log only);
     in `hermes run` the panel's log line is the notice and the rest keeps running."""
@@ -607,7 +629,7 @@ def test_hermes_web_on_a_port_in_use_is_one_line(cli, hermes_home, monkeypatch):
     assert result.exit_code == 1 and result.stdout == ""
     errors = [line for line in result.stderr.splitlines() if "cannot listen" in line]
     assert errors == [f"Error: The web panel cannot listen on 127.0.0.1:{port} (Address already "
-                      "in use); set web.port to a free port (HERMES_WEB__PORT=8766 hermes web)."]
+                      "in use); set web.port to a free port (HERMES_WEB__PORT=8780 hermes web)."]
     assert f"web: cannot listen on 127.0.0.1:{port}" in (hermes_home / "hermes.log").read_text()
 
 

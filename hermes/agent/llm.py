@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import os
+import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,34 @@ def litellm_loaded() -> bool:
     return _litellm is not None
 
 
+_preload: threading.Thread | None = None
+_preload_lock = threading.Lock()
+
+
+def preload_litellm() -> None:
+    """Import litellm in a background thread now (once): for the daemon once it is up, so its
+    first reply does not pay for the import and nothing waits for it to start.
+    :meth:`LLM.ready` waits for it without blocking the event loop. With litellm already
+    imported it does nothing. (A cold `hermes ask` imports it where it needs it: a thread
+    beside its own work gained nothing, both being Python under one lock; scripts/bench_cli.py.)
+    """
+    global _preload
+    with _preload_lock:
+        if _litellm is not None or _preload is not None:
+            return
+        # Not a daemon thread: a process that ends meanwhile (an early error) waits for it,
+        # rather than tearing the interpreter down under an import.
+        _preload = threading.Thread(target=_import, name="hermes-litellm-import")
+        _preload.start()
+
+
+def _import() -> None:
+    try:
+        load_litellm()
+    except Exception:  # noqa: BLE001 - the import is retried, and fails loudly, where it is used
+        log.debug("litellm's background import failed", exc_info=True)
+
+
 def load_env_file(path: Path) -> list[str]:
     """Put keys from a ``.env`` file into the environment; variables already set win.
 
@@ -236,6 +265,15 @@ class LLM:
     @property
     def configured(self) -> bool:
         return bool(self.name)
+
+    async def ready(self) -> None:
+        """Have litellm imported (behind a :func:`preload_litellm` under way, or importing it
+        now), waiting in a worker thread so that the event loop keeps serving meanwhile."""
+        preload = _preload
+        if preload is not None and preload.is_alive():
+            await asyncio.to_thread(preload.join)
+        if _litellm is None:
+            await asyncio.to_thread(load_litellm)
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -386,6 +424,8 @@ class LLM:
 
         ``cache=False`` for a request that is sent once (a compression's summary): a cache
         mark there only costs (Anthropic charges a cache write 1.25x)."""
+        if self.name:
+            await self.ready()
         litellm = self._prepare()
         params = self._params(messages, tools, response_format=response_format,
                               max_tokens=max_tokens, cache_ttl="5m" if cache else None)
@@ -415,6 +455,8 @@ class LLM:
         ``cache_ttl``: how long the cache entries the request writes live (``5m``, ``1h``;
         only for a model that takes cache marks).
         """
+        if self.name:
+            await self.ready()
         litellm = self._prepare()
         # Usage (with cached tokens) in the stream's last chunk: OpenAI sends it only if asked.
         params = self._params(messages, tools, stream=True, cache_ttl=cache_ttl,

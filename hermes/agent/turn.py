@@ -289,6 +289,10 @@ class Turn:
         the summary."""
         assert state.prompt is not None
         first = budget is None
+        # Counting the prompt's tokens needs litellm: an import still under way (a daemon just
+        # started, a cold `hermes ask`) is waited for off the event loop, once the prompt is
+        # assembled.
+        await self.agent.llm.ready()
         state.prompt, compressed = await self.agent.compressor.fit(
             state.prompt, tool_schemas(), budget=budget, scope=state.counted)
         if compressed:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from hermes.config import Settings, load_settings
 from hermes.errors import ConfigError, HermesError, StorageError
+from hermes.home import PRIVATE_UMASK
 from hermes.logs import log_to_file
 from hermes.runtime import Runtime
 from hermes.safe_text import scrub_arg
@@ -141,16 +142,27 @@ app = typer.Typer(
 )
 
 
+def show_version(value: bool) -> None:
+    if value:
+        from hermes import __version__
+
+        typer.echo(f"hermes {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", help="Print Hermes's version and exit.",
+                                 callback=show_version, is_eager=True),
     home: Path | None = typer.Option(
         None, "--home", help="Directory for all state (database, context files, history). "
         "Overrides HERMES_HOME and the config's `home`.", show_default=False
     ),
     config: Path | None = typer.Option(
-        None, "--config", help="Config file (default: $HERMES_CONFIG, the home's config.yaml "
-        "(--home or $HERMES_HOME), ./config.yaml).", show_default=False
+        None, "--config", help="Config file (default: $HERMES_CONFIG, the home's config.yaml, "
+        "the clone's config.yaml when run from a clone; never the current folder's).",
+        show_default=False
     ),
 ) -> None:
     try:
@@ -163,10 +175,36 @@ def root(
         settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
     ctx.meta["config_path"] = config
     ctx.meta["home"] = home
+    # Everything Hermes writes (the database and its -wal/-shm, logs, history, outbox files,
+    # backups, caches) is its owner's alone, whatever the umask it was started with.
+    umask = os.umask(PRIVATE_UMASK)
+    ctx.call_on_close(lambda: os.umask(umask))
+    for note in settings.notes:
+        typer.echo(note, err=True)
+    if not settings.home_named_now and ctx.invoked_subcommand != "doctor":
+        _say_where_the_home_is(settings.home_path)
     ctx.obj = Runtime(settings)
     ctx.call_on_close(ctx.obj.close)
     # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.
     ctx.call_on_close(log_to_file(ctx.obj.settings))
+
+
+def _say_where_the_home_is(home: Path) -> None:
+    """On first use of a home nobody named for this command (the default, or a config file's
+    ``home``), where it is (it is created by the first command that writes); and, while Hermes
+    memory sits in ./data of the current folder (where Hermes kept it before it had one home),
+    how to keep it. Both on stderr. (`hermes doctor` says both.)"""
+    from hermes.home import old_home_note
+
+    try:
+        note = old_home_note(home, Path.cwd())
+    except OSError:  # the current folder was removed under us
+        note = None
+    if note:
+        typer.echo(note, err=True)
+    elif not home.exists():
+        typer.echo(f"Hermes keeps its memory in {home} (HERMES_HOME or --home to put it "
+                   "elsewhere; `hermes doctor` shows it).", err=True)
 
 
 def runtime(ctx: typer.Context) -> Runtime:

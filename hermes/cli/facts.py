@@ -106,7 +106,8 @@ def add(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Add a fact. An exact or near duplicate merges into the existing fact instead.
+    """Add a fact. An exact or near duplicate merges into the existing fact instead; a fact
+    it contradicts ("my doctor is Dr. Jones" after "... Dr. Smith") is superseded by it.
 
     First person is written as "the user" where the rewrite is certain ("my sister" -> "The
     user's sister"); otherwise your words are kept whole, as The user said: "...".
@@ -114,11 +115,13 @@ def add(
     result = _ops(ctx).add(_scope(ctx, user), text, entities=entity or None,
                            category=category, tags=tag, kind=kind, importance=importance)
     if as_json:
-        emit_json({"id": result.id, "status": result.status})
+        emit_json({"id": result.id, "status": result.status,
+                   **({"supersedes": result.superseded} if result.superseded else {})})
         return
     about = f" about {', '.join(result.fact.entities)}" if result.fact.entities else ""
+    replaces = "".join(f" It replaces fact {i}." for i in result.superseded)
     if result.status == "created":
-        echo(f"Created fact {result.id}{about}.")
+        echo(f"Created fact {result.id}{about}.{replaces}")
     else:
         how = "an exact duplicate" if result.match == "exact" else "a near duplicate"
         echo(f"Merged into fact {result.id} ({how}): {result.fact.content}")

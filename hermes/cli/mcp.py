@@ -14,7 +14,8 @@ def mcp(
                                "add/replace/remove, facts add/update/forget/rate)."),
     http: bool = typer.Option(False, "--http", help="Streamable HTTP instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="With --http: the address to bind."),
-    port: int = typer.Option(8765, "--port", min=1, max=65535, help="With --http: the port."),
+    port: int = typer.Option(8766, "--port", min=1, max=65535, help="With --http: the port "
+                             "(not the web panel's 8765)."),
     print_config: str | None = typer.Option(
         None, "--print-config", metavar="CLIENT", show_default=False,
         help="Print the JSON to paste into claude-desktop, claude-code or cursor, and exit."),
@@ -45,6 +46,7 @@ def mcp(
     if not http:
         mcp_server.serve_stdio(server)
         return
+    sock = mcp_server.listen(host, port)  # an address in use: one Error: line, nothing else
     token = mcp_server.ensure_token(rt.settings)
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"Warning: binding {host}: anyone who can reach this address and has the "
@@ -52,4 +54,4 @@ def mcp(
     typer.echo(f"hermes mcp: {who}'s memory ({'read and write' if write else 'read-only'}) at "
                f"http://{host}:{port}{mcp_server.HTTP_PATH}; bearer token in "
                f"{mcp_server.token_path(rt.settings)}", err=True)
-    mcp_server.serve_http(server, token, host=host, port=port)
+    mcp_server.serve_http(server, token, host=host, sock=sock)

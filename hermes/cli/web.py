@@ -39,8 +39,12 @@ def web(
     if ctx.invoked_subcommand is not None:
         return
     from hermes.daemon import HomeLock, setup_logging
+    from hermes.local_socket import daemon_running
 
     rt = runtime(ctx)
+    if open_browser and daemon_running(rt.settings):
+        _open_the_daemons_panel(rt, rt.user(user))
+        return
     link = _login_link(rt, rt.user(user)) if open_browser else None
     setup_logging(rt.settings)
     lock = HomeLock(rt.settings.home_path)
@@ -49,6 +53,28 @@ def web(
         asyncio.run(_serve(rt, link))
     finally:
         lock.release()
+
+
+def _open_the_daemons_panel(rt: Runtime, user: str) -> None:
+    """`hermes web --open` while `hermes run` serves the panel on this home: a login link for
+    ``user`` to that panel, printed and opened (nothing else is started)."""
+    import webbrowser
+
+    from hermes.errors import HermesError
+
+    config = rt.settings.web
+    if not config.enabled:
+        raise HermesError("The Hermes daemon on this home runs without the web panel "
+                          "(web.enabled: false); set web.enabled: true and restart it, or stop "
+                          "it to run `hermes web` alone.")
+    if not config.port:
+        raise HermesError("The daemon's web panel listens on a port chosen at its start "
+                          "(web.port: 0); its 'Web panel at' line in hermes.log names it, and "
+                          "`hermes web token` makes a login link to use there.")
+    link = _login_link(rt, user)
+    print(f"Web panel (served by the running daemon): log in at {link}", file=sys.stderr,
+          flush=True)
+    webbrowser.open(link)
 
 
 async def _serve(rt: Runtime, link: str | None) -> None:
@@ -66,7 +92,7 @@ async def _serve(rt: Runtime, link: str | None) -> None:
         from hermes.errors import HermesError
 
         raise HermesError(f"The web panel {frontend.failure}; set web.port to a free port "
-                          "(HERMES_WEB__PORT=8766 hermes web).")
+                          "(HERMES_WEB__PORT=8780 hermes web).")
     first = frontend.first_login()
     if link:
         link = link.replace(f":{rt.settings.web.port}/", f":{frontend.port}/", 1)

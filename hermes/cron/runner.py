@@ -18,6 +18,7 @@ from hermes.aio import finish_or_cancel
 from hermes.clock import Clock, parse_ts, to_ts
 from hermes.cron.schedule import MAX_MISSED_RECORDS, Plan, ScheduleError, file_target, plan_runs
 from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
+from hermes.home import private_opener
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
@@ -169,7 +170,7 @@ class CronRunner:
         path = file_target(self.store.home, target)
         path.parent.mkdir(parents=True, exist_ok=True)
         stamp = self.clock.now().strftime("%Y-%m-%d %H:%M UTC")
-        with path.open("a", encoding="utf-8") as handle:
+        with open(path, "a", encoding="utf-8", opener=private_opener) as handle:  # 0600
             handle.write(f"## {job.name} ({stamp})\n\n{text.rstrip()}\n\n")
 
     async def wait_running(self, timeout: float | None = None) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
     from hermes.hookspecs import RegisterFrontend
 
@@ -20,7 +21,27 @@ def discord(ctx: FrontendContext) -> Any:
     return DiscordFrontend(ctx)
 
 
+class Off:
+    """A built-in front-end that is off for this run, said without importing it (the REPL's
+    prompt-toolkit, for a daemon with no terminal). It never starts, so it takes nothing."""
+
+    def __init__(self, source: str, status: str) -> None:
+        self.source = source
+        self.status = status
+
+    async def start(self) -> bool:
+        return False
+
+    async def stop(self) -> None:
+        return None
+
+    async def deliver(self, job: CronJob, target: str, text: str) -> None:
+        raise RuntimeError(f"{self.status}: nothing is delivered")
+
+
 def terminal(ctx: FrontendContext) -> Any:
+    if not ctx.interactive:
+        return Off("terminal", "repl: off")
     from hermes.frontends.repl import ReplFrontend
 
     return ReplFrontend(ctx)

@@ -32,11 +32,31 @@ class MemoryCommands:
         result = self.ops.add(scope, text)
         if result.status == "merged":
             return f"Already known; merged into [{result.id}] {result.fact.content}"
-        return f"Remembered [{result.id}] {result.fact.content}"
+        replaces = "".join(f" (replaces [{i}])" for i in result.superseded)
+        return f"Remembered [{result.id}] {result.fact.content}{replaces}"
 
     def forget(self, scope: Scope, fact_id: int) -> str:
         fact = self.ops.forget(scope, fact_id, reason="forgotten on request")
         return f"Forgot [{fact.id}] {fact.content}"
+
+    def pending(self, scope: Scope, settle: str = "", question_id: int | None = None) -> str:
+        """The questions learning keeps instead of letting an inference override what the user
+        said; ``settle`` "accept" (the inference supersedes the fact) or "reject" (the fact
+        stays) settles question ``question_id``."""
+        if settle:
+            if settle not in ("accept", "reject") or question_id is None:
+                raise QueryError("Settle a question with accept ID or reject ID.")
+            fact = self.ops.settle_question(scope, question_id, accept=settle == "accept")
+            kept = "now" if settle == "accept" else "still"
+            return f"Settled question {question_id}: {kept} [{fact.id}] {fact.content}"
+        lines = []
+        for question in self.ops.pending_questions(scope):
+            fact = self.ops.get(scope, question.fact_id)
+            lines.append(f"[{question.id}] fact {fact.id}: {fact.content}\n"
+                         f"    now perhaps: {question.content}")
+        if not lines:
+            return "No pending questions."
+        return "\n".join(lines)
 
     def search(self, scope: Scope, query: str, *, limit: int = 10) -> str:
         found = self.ops.search(scope, query, limit=limit)

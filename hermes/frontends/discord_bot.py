@@ -398,6 +398,16 @@ class HermesBot(discord.Client):
         async def rate(interaction: discord.Interaction, fact_id: int, rating: str) -> None:
             await self._respond(interaction, lambda u: cmds.rate(u, fact_id, rating == "up"))
 
+        @tree.command(name="pending",
+                      description="Questions before an inference overrides what you said")
+        @app_commands.describe(settle="Settle one: accept the inference or keep your fact",
+                               question_id="The question's id (from /pending)")
+        @app_commands.choices(settle=[app_commands.Choice(name="accept", value="accept"),
+                                      app_commands.Choice(name="reject", value="reject")])
+        async def pending(interaction: discord.Interaction, settle: str = "",
+                          question_id: int | None = None) -> None:
+            await self._respond(interaction, lambda u: cmds.pending(u, settle, question_id))
+
         @tree.command(name="new", description="Start a new conversation here")
         async def new(interaction: discord.Interaction) -> None:
             await self._respond(interaction,

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import sys
 import typing
 from collections.abc import Awaitable, Callable
@@ -55,7 +56,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = "mcp"
 TOKEN_FILE = "mcp_token"
-DEFAULT_PORT = 8765
+# Its own port: the web panel's is 8765 (web.port), and `hermes run` serves it by default
+DEFAULT_PORT = 8766
 HTTP_PATH = "/mcp"
 SHOW_MESSAGES = 100
 CLIENTS = ("claude-desktop", "claude-code", "cursor")
@@ -525,13 +527,30 @@ def serve_stdio(server: MCPServer) -> None:
     server.run("stdio")
 
 
-def serve_http(server: MCPServer, token: str, *, host: str, port: int) -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket for ``serve_http``, bound before anything says the server is up:
+    an address in use is one HermesError line, not uvicorn's ``[Errno 98]`` after a success
+    line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise HermesError(f"hermes mcp cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                          "another program uses it (`hermes run` serves the web panel on "
+                          "web.port, 8765 by default): choose another with --port.") from None
+    sock.listen(64)
+    return sock
+
+
+def serve_http(server: MCPServer, token: str, *, host: str, sock: socket.socket) -> None:
     import anyio
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, token, host=host), host=host, port=port,
-                            log_level="warning")
-    anyio.run(uvicorn.Server(config).serve)
+    config = uvicorn.Config(http_app(server, token, host=host), log_level="warning")
+    anyio.run(functools.partial(uvicorn.Server(config).serve, sockets=[sock]))
 
 
 # -- client configuration ----------------------------------------------------------------------

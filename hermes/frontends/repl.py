@@ -33,6 +33,7 @@ from hermes.config import terminal_identity
 from hermes.errors import HermesError, QueryError
 from hermes.frontends.base import no_model_notice
 from hermes.frontends.commands import MemoryCommands
+from hermes.home import create_private_file, make_home
 from hermes.memory.place import Scope
 from hermes.safety.guard import printable
 
@@ -56,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "/probe": "ENTITY  everything about one entity",
     "/reason": "A, B  what connects entities",
     "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
+    "/pending": "[accept|reject ID]  questions before an inference overrides you",
     "/memory": "show the basic-memory block",
     "/sessions": "recent conversations",
     "/search": "QUERY  search past conversations",
@@ -153,7 +155,9 @@ class Repl:
         # Summaries written after leaving; whoever runs the REPL waits for them (bounded).
         self.background: set[asyncio.Task[None]] = set()
         if history is None:
-            memory.settings.home_path.mkdir(parents=True, exist_ok=True)
+            make_home(memory.settings.home_path)
+            # What was typed: its owner's alone (prompt_toolkit appends with the umask's mode)
+            create_private_file(memory.settings.home_path / "repl_history")
             history = FileHistory(str(memory.settings.home_path / "repl_history"))
         self.prompt: PromptSession[str] = PromptSession(
             self._prompt_message, history=history, multiline=True, prompt_continuation="...     ",
@@ -353,6 +357,8 @@ class Repl:
             return cmds.reason(user, arg.split(","))
         if name == "/rate":
             return self._rate(arg)
+        if name == "/pending":
+            return self._pending(arg)
         if name == "/memory":
             return cmds.memory(user)
         if name == "/sessions":
@@ -364,6 +370,14 @@ class Repl:
         if name == "/new":
             return self._new()
         raise AssertionError(name)
+
+    def _pending(self, arg: str) -> str:
+        parts = arg.split()
+        if not parts:
+            return self.commands.pending(Scope(self.user))
+        if len(parts) != 2 or parts[0] not in ("accept", "reject"):
+            raise ValueError(arg)
+        return self.commands.pending(Scope(self.user), parts[0], int(parts[1].strip("[]")))
 
     def _rate(self, arg: str) -> str:
         parts = arg.split()

@@ -35,6 +35,8 @@ from hermes.learn.parse import (
     ReliedAction,
     UpdateAction,
 )
+from hermes.memory.facts.contradiction import contradicts
+from hermes.memory.facts.contradiction import norm as _norm
 from hermes.memory.facts.questions import stated_by_the_user
 from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
@@ -43,25 +45,6 @@ log = logging.getLogger(__name__)
 
 # Same entities and at least this similar (token_set_ratio): the same fact in other words.
 PARAPHRASE_THRESHOLD = 70.0
-
-# Relations a subject has only one of at a time. A new value replaces the old one.
-_SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
-    ("lives_in", re.compile(
-        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:lives|is living|resides|is based|"
-        r"has moved|moved|relocated)\s+(?:in|to)\s+(?P<value>.+)$", re.I)),
-    ("works_at", re.compile(
-        r"^(?P<subject>.+?)\s+(?:now\s+|currently\s+)?(?:works|is working|is employed|"
-        r"started working|has started working)\b[^.]*?\s(?:at|for|by)\s+(?P<value>.+)$", re.I)),
-    ("works_at", re.compile(r"^(?P<subject>.+?)\s+(?:has\s+)?joined\s+(?P<value>.+)$", re.I)),
-    ("relation_is", re.compile(
-        r"^(?P<subject>.+?)'s?\s+(?P<what>(?:current\s+)?(?:favou?rite\s+\w+(?:\s+\w+)?|manager|"
-        r"boss|employer|partner|wife|husband|girlfriend|boyfriend|birthday|email(?: address)?|"
-        r"phone number|job title|title|role|team|home city|city|address|car|laptop|phone|"
-        r"editor|shell|os|operating system|dentist|doctor|gym))\s+(?:is|are)\s+(?P<value>.+)$",
-        re.I)),
-    ("age", re.compile(r"^(?P<subject>.+?)\s+is\s+(?P<value>\d+)\s+years?\s+old\b", re.I)),
-]
-
 
 @dataclass(frozen=True)
 class FactChange:
@@ -85,37 +68,6 @@ class Consolidation:
     fact_ids: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     changes: list[FactChange] = field(default_factory=list)
-
-
-def _norm(text: str) -> str:
-    text = re.sub(r"\bfavorite\b", "favourite", text.casefold())
-    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text)).strip()
-
-
-def _frame(content: str) -> tuple[str, str, str] | None:
-    """(relation, subject, value) of a single-valued statement, or None."""
-    text = content.strip().rstrip(".")
-    for name, pattern in _SINGLE_VALUED:
-        match = pattern.match(text)
-        if match:
-            relation = name
-            if "what" in match.groupdict():
-                relation = f"{name}:{_norm(match.group('what')).replace('current ', '')}"
-            subject = _norm(match.group("subject"))
-            subject = re.sub(r"^the user$", "user", subject)
-            return relation, subject, _norm(match.group("value"))
-    return None
-
-
-def contradicts(new: str, old: str) -> bool:
-    """Whether ``new`` gives another value for the same subject and single-valued relation."""
-    a, b = _frame(new), _frame(old)
-    if a is None or b is None:
-        return False
-    if a[0] != b[0] or a[1] != b[1]:
-        return False
-    # "lives in Berlin since October" vs "lives in Berlin": the same value, not a contradiction
-    return not (a[2].startswith(b[2]) or b[2].startswith(a[2]))
 
 
 _FILLER = frozenset({

@@ -199,6 +199,7 @@ class FastLane:
                     source_session_id=session_id,
                     source_message_ids=[message.id],
                     said_at=getattr(message, "created_at", None),
+                    supersede=True,     # said outright: it replaces what it contradicts
                 )
             except HermesError as exc:
                 # A refused write (an injection) must not break the turn; the model still sees

@@ -49,11 +49,12 @@ class Memory:
     @cached_property
     def db(self) -> sqlite_utils.Database:
         from hermes.errors import ConfigError
+        from hermes.home import make_home
         from hermes.store.db import connect
 
         home = self.settings.home_path
         try:
-            home.mkdir(parents=True, exist_ok=True)
+            make_home(home)
         except OSError as exc:
             blocker = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()),
                            None)

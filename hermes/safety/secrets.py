@@ -473,6 +473,24 @@ _NATIONAL_ID = re.compile(  # folded
     + r"'?s licen[cs]e(?: number)?)\b\s*+(?:is|=|:|#|no\.?)?\s*+(?:is\s++)?"
     r"(?P<secret>" + _NOT_MARKER + r"[a-z0-9][a-z0-9 -]{4,18}[a-z0-9])\b"
 )
+_ID_PART = re.compile(r"[^\s-]+")
+
+
+def _id_length(value: str) -> int:
+    """How much of what follows "passport", "tax id", ... is the number (0: none of it): the
+    parts (split at spaces and hyphens) up to the first word of three letters or more without a
+    digit, when they hold a digit. "passport expires in 2029" names no number; "passport number
+    is 123 456 789 and ..." is "123 456 789"."""
+    end = 0
+    for part in _ID_PART.finditer(value):
+        text = part.group()
+        if len(text) >= 3 and not any(c.isdigit() for c in text):
+            break
+        end = part.end()
+    taken = value[:end]
+    return end if end >= 5 and any(c.isdigit() for c in taken) else 0
+
+
 # "the API key for Stripe is X", "token: X", "client secret = X" (folded)
 _KEY_PHRASE = re.compile(
     r"(?:api" + _W(3) + r"[ _-]?key|access" + _W(6) + r"[ _-]?(?:key|token)|auth" + _W(4)
@@ -586,9 +604,9 @@ _OWN_RULES: list[_Rule] = [
     _Rule("card number", _CARD, "secret", luhn_ok),
     _Rule("national id", _SSN),
     _Rule("national id", _UK_NINO),
-    _Rule("national id", _NATIONAL_ID, "secret", lambda v: bool(re.search(r"\d", v)),
-          folded=True, needs=("ssn", "social", "national", "passport", "tax", "nino",
-                              "personnummer", "bsn", "aadhaar", "steuer", "id", "driver")),
+    _Rule("national id", _NATIONAL_ID, "secret", measure=_id_length, folded=True,
+          needs=("ssn", "social", "national", "passport", "tax", "nino", "personnummer", "bsn",
+                 "aadhaar", "steuer", "id", "driver")),
     _Rule("api key", _KEY_PHRASE, "secret", _token_like, folded=True,
           needs=("key", "token", "secret", "bearer", "code")),
     _Rule("api key", _ENV_ASSIGNMENT, "secret", begin=_env_name_before),

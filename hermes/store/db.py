@@ -12,6 +12,7 @@ from pathlib import Path
 import sqlite_utils
 
 from hermes.errors import HermesError, StorageError
+from hermes.home import create_private_file
 from hermes.store.failures import opening_problem
 from hermes.store.migrations import migrations
 
@@ -65,6 +66,9 @@ def connect(
     empty = empty_file_problem(path, now())
     if empty is not None:
         raise StorageError(empty)
+    # A new database is its owner's alone (0600, whatever the umask), and SQLite gives its
+    # -wal and -shm files the database file's mode.
+    create_private_file(path)
     # check_same_thread=False: the daemon hands a connection to worker threads, one at a time.
     # The timeout installs the busy handler before any statement runs.
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)

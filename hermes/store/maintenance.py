@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import sqlite_utils
 
 from hermes.errors import HermesError, RefusedWrite
+from hermes.home import FILE_MODE
 from hermes.store.failures import SQLITE_FULL, SQLITE_IOERR, disk_full, sqlite_code
 from hermes.store.files import discard, publish, temp_path_beside
 
@@ -30,6 +32,7 @@ def backup(db: sqlite_utils.Database, target: Path) -> int:
     tmp = temp_path_beside(target)
     try:
         db.execute("VACUUM INTO ?", [str(tmp)])
+        os.chmod(tmp, FILE_MODE)  # the whole memory: its owner's alone, whatever the umask
         publish(tmp, target, replace=False)
     except sqlite3.DatabaseError as exc:
         discard(tmp)

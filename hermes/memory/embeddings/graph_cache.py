@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.home import FILE_MODE, private_opener
+
 log = logging.getLogger(__name__)
 
 # Raise when embeddings.minilm_graph's rewrite or the saving below changes: the old files
@@ -97,7 +99,9 @@ class GraphCache:
         meta = {"key": key, "model_id": self.model_id, "sha256": _sha256(built),
                 "source": str(self.source)}
         meta_temp = built.with_suffix(".json")
-        meta_temp.write_text(json.dumps(meta), encoding="utf-8")
+        with open(meta_temp, "w", encoding="utf-8", opener=private_opener) as out:
+            out.write(json.dumps(meta))
+        os.chmod(built, FILE_MODE)  # onnxruntime wrote it with the umask's mode
         os.replace(built, graph)
         os.replace(meta_temp, graph.with_suffix(".json"))
         for old in self.directory.glob(f"{self.model_id}-*"):

@@ -25,6 +25,7 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.facts.records import ACTIVE
+from hermes.memory.facts.statement import VERBATIM_PREFIX, is_verbatim
 from hermes.safety.guard import check_field
 from hermes.store.fts import STOPWORDS
 
@@ -51,7 +52,9 @@ COMMON_WORDS = STOPWORDS | frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-_WORD = r"[A-Z][\w'’.+#&-]*[\w+#]|[A-Z]"
+# A title's period does not end a name: "Dr. Smith", "St. Mary's", "Mr. Tanaka".
+_TITLE = r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Sr|Jr|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Rev|Hon)\.(?=[ \t]+[A-Z])"
+_WORD = rf"{_TITLE}|[A-Z][\w'’.+#&-]*[\w+#]|[A-Z]"
 _CAPITALISED_RUN = re.compile(rf"(?<![\w@/.-])(?:{_WORD})(?:[ \t]+(?:{_WORD}))*")
 _QUOTED = re.compile(
     r"\"([^\"\n]{2,60})\"|“([^”\n]{2,60})”|`([^`\n]{2,60})`|(?<!\w)'([^'\n]{2,60})'(?!\w)"
@@ -172,7 +175,11 @@ def _is_common(word: str) -> bool:
 
 
 def extract_candidates(content: str) -> list[str]:
-    """Entity names the text itself suggests (no database needed). Order of first appearance."""
+    """Entity names the text itself suggests (no database needed). Order of first appearance.
+    A statement kept in the user's words (``The user said: "..."``) is read inside its quotes:
+    the quotation is what they said, not a name."""
+    if is_verbatim(content) and content.endswith('"'):
+        content = content[len(VERBATIM_PREFIX) + 1:-1]
     found: list[tuple[int, str]] = []
     for match in _QUOTED.finditer(content):
         text = next(g for g in match.groups() if g is not None)

@@ -65,6 +65,10 @@ _FOREIGN = re.compile(
     r"(?<![\w'’])(?:mi|mis|mío|mía|yo|nosotros|nuestra|nuestro|meu|minha|meus|minhas|eu|nosso|"
     r"nossa|je|mon|ma|mes|moi|nous|notre|ich|mein|meine|meinen|meinem|meiner|mich|mir|wir|"
     r"unser|unsere|io|mio|mia|miei|mie|ik|mijn|wij)(?![\w'’])|[我私僕俺나내저제]")
+# "Remember that ..." typed where the request is already implied (/remember, facts add).
+_REQUEST = re.compile(
+    r"^(?:please\s*,?\s+)?(?:remember|memori[sz]e|note|keep\s+in\s+mind|"
+    r"(?:don'?t|don’t|do\s+not|never)\s+forget)\s*[:,-]?\s+(?=\S)", re.I)
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<!\w)'[^']*'(?!\w)|«[^»]*»")
 
 
@@ -91,13 +95,17 @@ def is_verbatim(content: str) -> bool:
 
 
 def normalise_statement(text: str, *, sentence: bool = False) -> Statement:
-    """The fact for ``text``, the words the user asked to be remembered (without the "remember
-    that" around them). RefusedWrite when there is nothing to store or it is a secret.
+    """The fact for ``text``, the words the user asked to be remembered (a "remember that" in
+    front of them, as typed into ``hermes facts add``, is dropped). RefusedWrite when there is
+    nothing to store or it is a secret.
 
     The user's spelling is kept; a statement that now opens with "the user" opens with a
     capital. ``sentence``: ``text`` was cut from a sentence ("remember that the NAS is ...",
     the fast lane), so a first word in lower case is capitalised too ("iPhone" is not)."""
     body = re.sub(r"\s+", " ", text).strip()
+    request = _REQUEST.match(body)
+    if request:     # the rest was cut from the user's sentence
+        body, sentence = body[request.end():].strip(), True
     body = re.sub(r"^that\s+", "", body, flags=re.I).strip()
     if sentence:    # cut from a sentence: its end punctuation is the sentence's
         body = re.sub(r"[\s.!;,]+$", "", body)

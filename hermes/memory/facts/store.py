@@ -23,6 +23,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.facts.contradiction import contradicts, frame
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
@@ -78,6 +79,8 @@ IMPLICIT_ORIGIN = "learned from use"
 RELATED_RRF_K = 10
 # The start of the text that related() embeds (MiniLM reads 256 tokens at most).
 RELATED_MEANING_CHARS = 1000
+# Related facts read for the ones a statement of the user's contradicts.
+RELATED_CONTRADICTED = 10
 MAX_CONTENT_CHARS = 2000
 
 
@@ -89,6 +92,8 @@ class AddResult:
     # For "merged": "exact" (normalised duplicate) or "near" (rapidfuzz), and the similarity.
     match: Literal["exact", "near"] | None = None
     similarity: float | None = None
+    # For "created" with ``supersede``: the facts it contradicted, now superseded by it.
+    superseded: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -188,13 +193,20 @@ class FactStore:
         source_message_ids: Iterable[int] = (),
         valid_from: str | None = None,
         said_at: str | None = None,
+        supersede: bool = False,
     ) -> AddResult:
         """Add a fact, or merge it into an existing duplicate or near duplicate.
 
         ``said_at``: when what it was learned from was said (extraction: its newest message).
         A statement forgotten or corrected since is refused (:class:`Forgotten`); None (a
-        person's own write, now) never is."""
+        person's own write, now) never is. ``supersede``: what the user states outright (the
+        fast lane, /remember, facts add) replaces an active fact it contradicts (another value
+        of a single-valued relation: :mod:`hermes.memory.facts.contradiction`), which stays
+        in the history, superseded by it, instead of both staying active."""
         text = self._validate(content, category, kind)
+        # Read before the write lock (related facts may embed the text).
+        contradicted = [f.id for f in self.related(user, text, limit=RELATED_CONTRADICTED)
+                        if contradicts(text, f.content)] if supersede and frame(text) else []
         self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
             check_name(name)
@@ -235,7 +247,25 @@ class FactStore:
             link_entities(self.db, fact_id, [i for i, _ in linked])
             fact = self.get(user, fact_id)
             self._history(fact, "add", None, snapshot(fact), at=now)
-        return AddResult(fact_id, "created", fact)
+            superseded = []
+            for old_id in contradicted:
+                old = self.get(user, old_id)
+                if old.active:
+                    self._supersede(old, fact_id, "contradicted by what the user said", now)
+                    superseded.append(old.id)
+        return AddResult(fact_id, "created", fact, superseded=superseded)
+
+    def _supersede(self, old: Fact, new_id: int, note: str | None, now: str) -> None:
+        """``old`` replaced by fact ``new_id``: kept with ``valid_to`` and the link, a history
+        row, and a tombstone (what was said before is not learned again)."""
+        self.tombstones.record(old.user, old.id, old.content, "correct", note, now)
+        self.db.execute(
+            "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
+            "WHERE id = ? AND user = ?", [now, new_id, now, old.id, old.user],
+        )
+        self._history(self.get(old.user, old.id), "supersede",
+                      {"valid_to": None, "superseded_by": None},
+                      {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
 
     # -- searching --------------------------------------------------------------------------
 
@@ -638,7 +668,6 @@ class FactStore:
                                    "old. Nothing was changed.")
             self.tombstones.check(user, text, said_at)
             now = self._now()
-            self.tombstones.record(user, old.id, old.content, "correct", note, now)
             named_before = {i for i, _ in self.entity_store.known_in(user, old.content)}
             linked = self.entity_store.ensure_all(
                 user, [*self.entity_store.candidates(user, text), *(entities or ())])
@@ -662,14 +691,8 @@ class FactStore:
                                    else old.source_session_id),
                 source_message_ids=message_ids or old.source_message_ids)
             link_entities(self.db, new_id, entity_ids)
-            self.db.execute(
-                "UPDATE facts SET valid_to = ?, superseded_by = ?, updated_at = ? "
-                "WHERE id = ? AND user = ?", [now, new_id, now, old.id, user],
-            )
+            self._supersede(old, new_id, note, now)
             new = self.get(user, new_id)
-            self._history(self.get(user, old.id), "supersede",
-                          {"valid_to": None, "superseded_by": None},
-                          {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
             self._history(new, "update", {"id": old.id, "content": old.content},
                           snapshot(new), note=note, at=now)
         return new

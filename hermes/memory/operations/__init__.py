@@ -91,12 +91,15 @@ class MemoryOperations:
         where certain, else their words kept whole; a secret refused). The model's own writes
         in a chat (``source_session_id``) are statements already."""
         tags = list(tags)
-        if source_session_id is None:
+        typed = source_session_id is None
+        if typed:
             statement = normalise_statement(content)
             content, tags = statement.content, [*tags, *statement.tags]
+        # What a person states outright replaces the fact it contradicts ("my doctor is Dr.
+        # Jones" after "... Dr. Smith"): superseded, in the history, not both active.
         added = self.memory.facts.add(scope.user, content, entities=entities, category=category,
                                       tags=tags, kind=kind, importance=importance,
-                                      source_session_id=source_session_id)
+                                      source_session_id=source_session_id, supersede=typed)
         self._embed(scope, added.id)
         return added
 

@@ -43,7 +43,12 @@ def facts_json(facts: list[Fact]) -> dict[str, Any]:
 
 
 def added_json(added: AddResult) -> dict[str, Any]:
-    return {"status": added.status, "fact": fact_json(added.fact)}
+    """A fact added (or merged); ``supersedes``: the facts a statement of the user's replaced
+    (only when it replaced one)."""
+    data: dict[str, Any] = {"status": added.status, "fact": fact_json(added.fact)}
+    if added.superseded:
+        data["supersedes"] = list(added.superseded)
+    return data
 
 
 def updated_json(new: Fact, old_id: int) -> dict[str, Any]:

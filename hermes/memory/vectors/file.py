@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes.home import private_opener
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"HERMVEC\x01"
@@ -97,7 +99,7 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
     # (the daemon's vector job and a search, each with its own MessageVectors).
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_native_id()}.tmp")
     try:
-        with open(tmp, "wb") as out:
+        with open(tmp, "wb", opener=private_opener) as out:  # 0600: vectors of the memory
             out.write(MAGIC + len(header).to_bytes(8, "little") + header
                       + zlib.crc32(header).to_bytes(4, "little"))
             for name, array in arrays.items():
