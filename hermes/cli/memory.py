@@ -13,6 +13,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
+from hermes.memory.audience import mark_name, mark_value, who_sees
 from hermes.memory.basic import WriteResult
 from hermes.memory.operations import MemoryOperations, Scope
 
@@ -50,13 +51,19 @@ def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
         entries = ops.basic_entries(scope)
         emit_json(
             {
-                "entries": [{"id": e.id, "text": e.text} for e in entries],
+                "entries": [{"id": e.id, "text": e.text, "place": e.place, "shared": e.mark}
+                            for e in entries],
                 "chars": ops.basic_usage(scope),
                 "limit": ops.basic_limit,
             }
         )
         return
     echo(ops.basic_render(scope))
+    # where each entry may be shown, for those that are not simply private
+    policy = runtime(ctx).settings.privacy.shared_places
+    for entry in ops.basic_entries(scope):
+        if entry.place != "private" or entry.shared is not None or policy == "everything":
+            echo(f"  [{entry.id}] shown in {who_sees(entry.place, entry.shared, policy)}")
 
 
 @app.command()
@@ -88,6 +95,27 @@ def remove(
 ) -> None:
     """Remove an entry (by id or by a unique substring)."""
     _report(_ops(ctx).basic_remove(_scope(ctx, user), target), as_json)
+
+
+@app.command()
+def mark(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="An entry id, or a unique part of its text."),
+    to: str = typer.Argument(..., metavar="MARK", help="shareable, private or default."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Decide where an entry may be shown. shareable: in any Discord channel; private: only in
+    private places (DMs, the terminal, the web panel, MCP); default: as privacy.shared_places
+    says (place_only: private places and the channel it was written in)."""
+    rt = runtime(ctx)
+    entry = _ops(ctx).basic_mark(_scope(ctx, user), target, mark_value(to))
+    if as_json:
+        emit_json({"id": entry.id, "text": entry.text, "place": entry.place,
+                   "shared": entry.mark})
+        return
+    echo(f"Entry [{entry.id}] is {mark_name(entry.shared)}: shown in "
+         f"{who_sees(entry.place, entry.shared, rt.settings.privacy.shared_places)}.")
 
 
 EDIT_HEADER = (
