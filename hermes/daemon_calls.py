@@ -46,9 +46,9 @@ class RemoteError(HermesError):
 def call(settings: Settings, what: str, user: str, **args: Any) -> Any | None:
     """The daemon's answer to the call ``what`` for ``user``; None when no daemon runs on the
     home."""
-    from hermes.local_socket import connect
+    from hermes.local_socket import connect, socket_path
 
-    sock = connect(settings)
+    sock = connect(socket_path(settings))
     if sock is None:
         return None
     with sock:

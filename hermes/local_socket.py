@@ -67,10 +67,9 @@ class DaemonError(HermesError):
 
 
 # --------------------------------------------------------------------------- the client (CLI)
-def connect(settings: Settings) -> socket.socket | None:
-    """A connection to the daemon of the home; None when none answers (no socket, or one left
-    by a daemon that died: it refuses)."""
-    path = socket_path(settings)
+def connect(path: Path) -> socket.socket | None:
+    """A connection to the daemon listening on ``path`` (the home's: :func:`socket_path`); None
+    when none answers (no socket, or one left by a daemon that died: it refuses)."""
     if len(os.fsencode(path)) > MAX_PATH_BYTES or not path.exists():
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,7 +83,7 @@ def connect(settings: Settings) -> socket.socket | None:
 
 def daemon_running(settings: Settings) -> bool:
     """Whether a daemon answers on the home's socket."""
-    sock = connect(settings)
+    sock = connect(socket_path(settings))
     if sock is None:
         return False
     sock.close()
