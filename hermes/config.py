@@ -9,12 +9,10 @@ Nothing here depends on the current directory.
 from __future__ import annotations
 
 import getpass
-import os
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -26,10 +24,17 @@ from pydantic import (
     field_validator,
 )
 
-import hermes.home
+# Finding and reading the file (and the environment's overrides) is hermes.config_file's, which
+# needs no pydantic; these names are kept here for their callers.
+from hermes.config_file import (  # noqa: F401
+    DEFAULT_USER,
+    config_path_from,
+    home_path,
+    read_config,
+    read_env_file,
+    read_text_file,
+)
 from hermes.errors import ConfigError
-
-DEFAULT_USER = "owner"
 
 
 class Section(BaseModel):
@@ -319,7 +324,7 @@ class Settings(Section):
 
     @property
     def home_path(self) -> Path:
-        return Path(self.home).expanduser().resolve() if self.home else hermes.home.default_home()
+        return home_path(self.home)
 
     @property
     def db_path(self) -> Path:
@@ -360,39 +365,6 @@ def terminal_identity() -> str:
         return "terminal:unknown"
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
-    """``HERMES_MODEL__NAME=openai/gpt-4.1`` -> {"model": {"name": "openai/gpt-4.1"}}.
-
-    Values are parsed as YAML scalars so numbers and booleans get their types.
-    """
-    result: dict[str, Any] = {}
-    for key, raw in environ.items():
-        if not key.startswith("HERMES_") or "__" not in key:
-            continue
-        path = key[len("HERMES_"):].lower().split("__")
-        try:
-            value = yaml.safe_load(raw) if raw != "" else None
-        except yaml.YAMLError:
-            value = raw
-        node = result
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"environment {key}: conflicts with another override")
-        node[path[-1]] = value
-    return result
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def _format_validation_error(source: str, error: ValidationError) -> str:
     first = error.errors()[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
@@ -406,73 +378,6 @@ def _format_validation_error(source: str, error: ValidationError) -> str:
     more = len(error.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {key}: {problem}{suffix}"
-
-
-def config_path_from(environ: dict[str, str], explicit: str | Path | None = None,
-                     home: str | Path | None = None) -> Path | None:
-    """The config file: --config, $HERMES_CONFIG, <home>/config.yaml, the checkout's
-    config.yaml (running from a source checkout).
-
-    The home is `--home` when given, else $HERMES_HOME, else the default home: `hermes --home
-    /b` must read /b/config.yaml, never the config of the home $HERMES_HOME names. The current
-    folder's config.yaml is not read: one in a folder a person happens to be in (another
-    project's) would decide the home and the model.
-    """
-    if explicit:
-        return Path(explicit).expanduser()
-    if environ.get("HERMES_CONFIG"):
-        return Path(environ["HERMES_CONFIG"]).expanduser()
-    home = home if home is not None else environ.get("HERMES_HOME")
-    in_home = (Path(home).expanduser() if home else hermes.home.default_home()) / "config.yaml"
-    if in_home.exists():
-        return in_home
-    checkout = hermes.home.source_checkout()
-    if checkout is not None and (checkout / "config.yaml").exists():
-        return checkout / "config.yaml"
-    return None
-
-
-def read_text_file(path: Path, what: str) -> str:
-    """The UTF-8 text of a file Hermes reads at start (config, .env), or one ConfigError line."""
-    if path.is_dir():
-        raise ConfigError(f"{path}: the {what} is a directory; point at a file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: the {what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
-            f"offset {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-
-
-def read_env_file(path: Path) -> dict[str, str | None]:
-    """The variables of a ``.env`` file (python-dotenv syntax); empty when there is none.
-
-    A file that is not UTF-8 or cannot be read is one ConfigError line, never a traceback.
-    """
-    if not path.exists():
-        return {}
-    import io
-
-    from dotenv import dotenv_values
-
-    return dict(dotenv_values(stream=io.StringIO(read_text_file(path, ".env file"))))
-
-
-# Read from the environment only: the .env they would be read from is in the home they name.
-NOT_FROM_ENV_FILE = ("HERMES_HOME", "HERMES_CONFIG")
-
-
-def env_file_settings(path: Path) -> dict[str, str]:
-    """The ``HERMES_<SECTION>__<KEY>`` lines of a home's .env (see :data:`NOT_FROM_ENV_FILE`)."""
-    return {key: value for key, value in read_env_file(path).items()
-            if key.startswith("HERMES_") and "__" in key and value is not None}
-
-
-def env_file_ignored(path: Path) -> list[str]:
-    """The variables of a home's .env that are not read from it (doctor says so)."""
-    return [key for key in read_env_file(path) if key in NOT_FROM_ENV_FILE]
 
 
 def settings_model(data: dict[str, Any]) -> type[Settings]:
@@ -498,63 +403,13 @@ def load_settings(
     environ: dict[str, str] | None = None,
 ) -> Settings:
     """Load and validate settings. Raises ConfigError with one line naming the key and problem."""
-    environ = dict(os.environ if environ is None else environ)
-    path = config_path_from(environ, config_path, home)
-    data: dict[str, Any] = {}
-    source = "defaults"
-    if path is not None:
-        source = str(path)
-        if not path.exists():
-            raise ConfigError(f"{path}: config file not found")
-        try:
-            # libyaml's loader when PyYAML has it: a commented config.yaml parses in 1 ms
-            # instead of 15 (every command reads it).
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            loaded = yaml.load(read_text_file(path, "config file"), Loader=loader)  # noqa: S506
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            reason = getattr(exc, "problem", None) or "not valid YAML"
-            raise ConfigError(f"{path}: {reason}{where}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
-        data = loaded
-    home_from = "default"
-    if home is not None:
-        data["home"], home_from = str(Path(home).expanduser().resolve()), "--home"
-    elif environ.get("HERMES_HOME"):
-        data["home"] = str(Path(environ["HERMES_HOME"]).expanduser().resolve())
-        home_from = "HERMES_HOME"
-    elif isinstance(data.get("home"), str) and data["home"].strip() and path is not None:
-        # The config's home is relative to the config file's folder, never the current one
-        data["home"] = str((path.parent / Path(data["home"]).expanduser()).resolve())
-        home_from = str(path)
-    # HERMES_<SECTION>__<KEY> lines of the home's .env count as environment variables that
-    # the real environment overrides (as the provider keys there do).
-    home_dir = Path(data["home"]) if isinstance(data.get("home"), str) and data["home"] \
-        else hermes.home.default_home()
-    env_file = home_dir / ".env"
-    in_file = env_file_settings(env_file)
-    ignored = env_file_ignored(env_file) if env_file.exists() else []
-    overrides = _env_overrides({**in_file, **environ})
-    if overrides:
-        data = _merge(data, overrides)
-        if in_file:
-            source = f"{source} + {env_file}"
-        if _env_overrides(environ):
-            source = f"{source} + environment"
+    raw = read_config(config_path, home, environ)
+    data, source = raw.data, raw.source
     try:
         settings = settings_model(data).model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(source, exc)) from None
     settings._source = source
-    settings._home_from = home_from
-    if ignored:
-        settings._notes.append(
-            f"Warning: {' and '.join(ignored)} in {env_file} {'is' if len(ignored) == 1 else 'are'}"
-            " not read from there (that file is found through the home they would name); set "
-            f"{'it' if len(ignored) == 1 else 'them'} in the environment (or use --home, "
-            "--config).")
+    settings._home_from = raw.home_from
+    settings._notes.extend(raw.notes)
     return settings

@@ -1,10 +1,12 @@
 """CLI commands answered by a running daemon: searches (it has the embedding model loaded), a
-cron job's run now (it has the model layer loaded, and its own scheduler and delivery) and a
-backfill's dry run (priced with that model layer).
+cron job's run now (it has the model layer loaded, and its own scheduler and delivery), a
+backfill's dry run (priced with that model layer) and `memory show` (the command then needs
+neither the settings' validation nor the store: its process stays small).
 
-``call(settings, what, user, **args)`` in the CLI sends one request over the daemon's local
-socket (hermes/local_socket.py, op ``call``) and returns the answer, or None when no daemon
-runs on the home (the command then does the work itself, as before). The daemon runs the
+``call(socket, what, user, **args)`` in the CLI (through ``hermes.cli.ask_daemon``) sends one
+request over the daemon's local socket (hermes/local_socket.py, op ``call``) and returns the
+answer, or None when no daemon runs on the home (the command then does the work itself, as
+before). The daemon runs the
 function registered under ``name`` in :data:`CALLS` for that user, on its own memory, and sends
 the records back whole (``dataclasses.asdict``); :func:`facts_from` and :func:`hits_from` make
 them records again, so the command prints them exactly as it prints its own.
@@ -18,15 +20,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.config import Settings
     from hermes.cron.runner import CronRunner
     from hermes.memory import Memory
+    from hermes.memory.audience import Policy
     from hermes.memory.facts.records import Fact
     from hermes.memory.sessions.records import SearchHit
 
@@ -43,12 +46,12 @@ class RemoteError(HermesError):
 
 
 # --------------------------------------------------------------------------- the CLI's side
-def call(settings: Settings, what: str, user: str, **args: Any) -> Any | None:
-    """The daemon's answer to the call ``what`` for ``user``; None when no daemon runs on the
-    home."""
-    from hermes.local_socket import connect, socket_path
+def call(path: Path, what: str, user: str, **args: Any) -> Any | None:
+    """The answer of the daemon listening on the socket ``path`` (the home's, `socket_path`) to
+    the call ``what`` for ``user``; None when no daemon runs there."""
+    from hermes.local_socket import connect
 
-    sock = connect(socket_path(settings))
+    sock = connect(path)
     if sock is None:
         return None
     with sock:
@@ -141,6 +144,29 @@ async def _sessions_search(services: Services, user: str, args: dict[str, Any]) 
     return [dataclasses.asdict(h) for h in hits]
 
 
+def memory_shown(ops: Any, scope: Any, policy: Policy) -> dict[str, Any]:
+    """What `hermes memory show` prints, in the daemon or in the command alone: the block as
+    the model sees it, where each entry that is not simply private may be shown (under
+    ``privacy.shared_places``: ``policy``), and for --json the entries and the usage."""
+    from hermes.memory.audience import who_sees
+
+    entries = ops.basic_entries(scope)
+    return {"entries": [{"id": e.id, "text": e.text, "place": e.place, "shared": e.mark}
+                        for e in entries],
+            "chars": ops.basic_usage(scope), "limit": ops.basic_limit,
+            "rendered": ops.basic_render(scope),
+            "shown_in": [[e.id, who_sees(e.place, e.shared, policy)] for e in entries
+                         if e.place != "private" or e.shared is not None
+                         or policy == "everything"]}
+
+
+async def _memory_show(services: Services, user: str, args: dict[str, Any]) -> Any:
+    from hermes.memory.place import Scope
+
+    return memory_shown(_ops(services), Scope(user),
+                        services.memory.settings.privacy.shared_places)
+
+
 async def _cron_run(services: Services, user: str, args: dict[str, Any]) -> Any:
     if services.runner is None:
         raise HermesError("The daemon has no cron runner.")
@@ -166,6 +192,7 @@ async def _backfill_plan(services: Services, user: str, args: dict[str, Any]) ->
 CALLS: dict[str, Call] = {
     "facts.search": _facts_search,
     "sessions.search": _sessions_search,
+    "memory.show": _memory_show,
     "cron.run": _cron_run,
     "learn.backfill_plan": _backfill_plan,
 }

@@ -197,3 +197,50 @@ def test_home_and_config_in_the_env_file_are_said_not_to_be_read(cli, hermes_hom
     assert (hermes_home / "hermes.db").exists() and not (tmp_path / "elsewhere").exists()
     (config,) = [c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "config"]
     assert config["status"] == "warn" and "set it in the environment" in config["detail"]
+
+
+# (config.yaml, environment, .env in the home, --home); "HOME" in them is the test's folder
+CONFIG_CASES = [
+    ("", {}, "", None),
+    ("", {"HERMES_HOME": "HOME/h"}, "", None),
+    ("", {"HERMES_HOME": "HOME/h"}, "", "HOME/other"),
+    ("home: rel\n", {}, "", None),
+    ("home: ~/x\nusers:\n  default: alice\n", {}, "", None),
+    ("users:\n  default: alice\n", {"HERMES_USERS__DEFAULT": "bob"}, "", None),
+    ("users:\n", {"HERMES_HOME": "HOME/h"}, "HERMES_USERS__DEFAULT=carol\nHERMES_HOME=/x\n", None),
+    ("users:\n  default: alice\n  alice:\n    name: Alice\n", {}, "", None),
+]
+
+
+@pytest.mark.parametrize(("text", "environ", "env_file", "home"), CONFIG_CASES)
+def test_the_config_as_written_names_the_home_and_user_the_settings_have(
+        tmp_path, text, environ, env_file, home):
+    """A command the daemon answers finds its socket and user from the config as written
+    (hermes.config_file, no pydantic); the settings must agree, or it would ask another
+    home's daemon, or for another user."""
+    from hermes.config_file import home_and_user, read_config
+
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    environ = {k: v.replace("HOME", str(tmp_path)) for k, v in environ.items()}
+    home = home.replace("HOME", str(tmp_path)) if home else None
+    if env_file:
+        (tmp_path / "h").mkdir()
+        (tmp_path / "h" / ".env").write_text(env_file, encoding="utf-8")
+    raw = read_config(config, home, environ)
+    settings = load_settings(config, home, environ)
+    assert home_and_user(raw) == (settings.home_path, settings.users.default)
+    assert (raw.home_from, raw.home_named_now, raw.notes) == (
+        settings.home_from, settings.home_named_now, settings.notes)
+
+
+@pytest.mark.parametrize("text", ["users:\n  default: 5\n", "users:\n  default: ' '\n",
+                                  "users: [alice]\n", "home: [a, b]\n"])
+def test_what_only_the_validation_can_judge_is_left_to_it(tmp_path, text):
+    from hermes.config_file import home_and_user, read_config
+
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    assert home_and_user(read_config(config, None, {})) is None
+    with pytest.raises(ConfigError):
+        load_settings(config, None, {})

@@ -183,9 +183,9 @@ async def test_long_questions_and_long_replies_cross_the_socket_within_the_limit
 
 async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, cli, fake_model,
                                                                         monkeypatch):
-    """`hermes facts search`, `sessions search`, `cron run` and `learn backfill --dry-run` with
-    a daemon running: it does the work (its models are loaded), the command prints what it
-    would have printed itself."""
+    """`hermes facts search`, `sessions search`, `memory show`, `cron run` and `learn backfill
+    --dry-run` with a daemon running: it does the work (its models are loaded), the command
+    prints what it would have printed itself."""
     import hermes.daemon_calls as calls
     from hermes.assembly import cron_store
 
@@ -194,9 +194,13 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
     rt.memory.facts.add("alice", "Alice's NAS runs Redis too", entities=["NAS"])
     sid = rt.memory.sessions.create("owner", "discord", title="NAS upgrade").id
     rt.memory.sessions.append("owner", sid, "user", "Upgrading Redis on the NAS tonight")
+    rt.memory.basic.add("owner", "Prefers short answers")
+    rt.memory.basic.add("alice", "Alice keeps bees")
     answered: list[tuple[str, str]] = []
     commands = [("facts", "search", "redis nas"), ("facts", "search", "redis", "--json"),
-                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json")]
+                ("sessions", "search", "redis"), ("sessions", "search", "redis", "--json"),
+                ("memory", "show"), ("memory", "show", "--json"),
+                ("memory", "show", "--user", "alice")]
     with pytest.MonkeyPatch.context() as patch:
         for name, work in list(calls.CALLS.items()):
             async def spy(services, user, args, name=name, work=work):
@@ -208,16 +212,20 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
         patch.setattr(calls, "call", lambda *a, **k: None)   # no daemon: in-process
         in_process = [await asyncio.to_thread(cli, *c) for c in commands]
     assert [n for n, _ in answered] == ["facts.search"] * 2 + ["sessions.search"] * 2 + [
-        "learn.backfill_plan"]
+        "memory.show"] * 3 + ["learn.backfill_plan"]
     # The daemon's plan is priced with its model (this process has none: the cost is unknown)
     assert plan.exit_code == 0, plan.stderr
     assert plan.json()["sessions"] == 1 and plan.json()["model"] == "fake/scripted"
-    assert {u for _, u in answered} == {"owner"}
+    assert [u for _, u in answered] == ["owner"] * 6 + ["alice", "owner"]
     for remote, local in zip(through_daemon, in_process, strict=True):
         assert remote.exit_code == local.exit_code == 0, remote.stderr
         assert remote.stdout == local.stdout
     assert "Debian 13" in through_daemon[0].stdout and "Alice" not in through_daemon[0].stdout
     assert "NAS upgrade" in through_daemon[2].stdout
+    assert "Prefers short answers" in through_daemon[4].stdout and "bees" not in (
+        through_daemon[4].stdout + through_daemon[5].stdout)
+    assert "Alice keeps bees" in through_daemon[6].stdout
+    assert "short answers" not in through_daemon[6].stdout
 
     cron_store(rt.memory).add("digest", "owner", "every 1d", "Summarise the NAS", "file:digest.md")
     fake_model.reply("Digest: the NAS is fine.")
@@ -228,3 +236,49 @@ async def test_searches_and_cron_run_are_answered_by_the_running_daemon(daemon, 
     assert run.kind == "manual" and run.status == "ok"
     refused = await asyncio.to_thread(cli, "cron", "run", "digest", "--user", "alice")
     assert refused.exit_code != 0
+
+
+# What a command the daemon answers must not import: the settings' validation, the store, the
+# memory package's stores and operations, the model layer. (Whole-process CPU: bench_cli.py.)
+DAEMON_PATH_HEAVY = ("pydantic", "sqlite_utils", "litellm", "numpy", "rich.progress",
+                     "hermes.config", "hermes.runtime", "hermes.store.db",
+                     "hermes.store.migrations", "hermes.memory.operations",
+                     "hermes.memory.facts.store", "hermes.memory.sessions.store",
+                     "hermes.memory.basic", "hermes.safety.secrets")
+
+DAEMON_PATH_PROBE = """
+import json, sys
+from hermes.cli import main
+sys.argv = ["hermes", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(m for m in sys.modules if m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY)))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [("facts", "search", "redis"), ("sessions", "search", "redis"),
+                                  ("memory", "show"), ("memory", "show", "--json")])
+async def test_a_command_the_daemon_answers_imports_only_its_client(daemon, args):
+    """Issue 33: `facts search`, `sessions search` and `memory show` answered by a running
+    daemon took 0.55-0.6 s of CPU, most of it imports they did not need there."""
+    import sys
+
+    rt = daemon.rt
+    rt.memory.facts.add("owner", "The NAS runs Redis", entities=["NAS"])
+    rt.memory.sessions.append("owner", rt.memory.sessions.create("owner", "discord").id, "user",
+                              "Redis on the NAS")
+    rt.memory.basic.add("owner", "Prefers short answers")
+    probe = DAEMON_PATH_PROBE.replace("HEAVY", repr(DAEMON_PATH_HEAVY))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", probe, *args, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    report = json.loads(err.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "heavy": []}, err.decode()
+    # ... and it printed the daemon's answer
+    assert ("Redis" if args[0] != "memory" else "Prefers short answers") in out.decode()

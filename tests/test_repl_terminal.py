@@ -90,6 +90,10 @@ def test_a_reply_shows_as_it_streams_after_a_quiet_thinking(tmp_path):
         during = tmux.wait_for("The Pi 5 wants a 27 W supply")    # half a line, no newline yet
         assert "thinking…" not in during and "a fan" not in during
         release(2)
+        # A whole line is printed above the prompt a moment after the prompt has drawn the
+        # next one (prompt_toolkit prints it on its loop): wait for the whole line, not for
+        # "Second line." alone (under load the screen was taken in between).
+        tmux.wait_for("The Pi 5 wants a 27 W supply, and a fan.")
         after = tmux.wait_for("Second line.")
         assert "The Pi 5 wants a 27 W supply, and a fan." in after
         assert "thinking…" not in after

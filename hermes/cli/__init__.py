@@ -14,20 +14,20 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
+from hermes.errors import ConfigError, HermesError, StorageError
+from hermes.home import PRIVATE_UMASK
+from hermes.safe_text import scrub_arg
+from hermes.safety.guard import printable
+
 if TYPE_CHECKING:
     # typer runs on the click it vendors (typer._click), not on the click package
     from typer import _click as click
     from typer._click.exceptions import NoSuchOption
 
-from hermes.config import Settings, load_settings
-from hermes.errors import ConfigError, HermesError, StorageError
-from hermes.home import PRIVATE_UMASK
-from hermes.logs import log_to_file
-from hermes.runtime import Runtime
-from hermes.safe_text import scrub_arg
-from hermes.safety.guard import printable
-from hermes.store.db import DatabaseBusy
-from hermes.store.failures import storage_problem
+    from hermes.runtime import Runtime
+
+# The settings (pydantic), the Runtime and the store (sqlite-utils) are imported when a command
+# first needs them (:func:`runtime`): a search the daemon answers never does.
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,9 @@ class HermesGroup(TyperGroup):
         except HermesError as exc:
             _fail(ctx, exc)
         except (sqlite3.DatabaseError, OSError) as exc:
+            from hermes.store.db import DatabaseBusy
+            from hermes.store.failures import storage_problem
+
             problem: HermesError | None = storage_problem(exc, _db_path(ctx))
             if problem is None and isinstance(exc, sqlite3.OperationalError) \
                     and "locked" in str(exc):
@@ -128,8 +131,8 @@ def _fail(ctx: click.Context, exc: HermesError) -> None:
 
 def _db_path(ctx: click.Context) -> Path:
     obj = ctx.find_root().obj
-    if isinstance(obj, Runtime):
-        return obj.settings.db_path
+    if obj is not None:
+        return cast("Runtime", obj).settings.db_path
     return Path("hermes.db")
 
 
@@ -165,6 +168,29 @@ def root(
         show_default=False
     ),
 ) -> None:
+    ctx.meta["config_path"] = config
+    ctx.meta["home"] = home
+    # Everything Hermes writes (the database and its -wal/-shm, logs, history, outbox files,
+    # backups, caches) is its owner's alone, whatever the umask it was started with.
+    umask = os.umask(PRIVATE_UMASK)
+    ctx.call_on_close(lambda: os.umask(umask))
+    if ctx.invoked_subcommand not in SETTINGS_WHEN_NEEDED:
+        _open(ctx)
+
+
+# Commands whose settings are loaded when the command first needs them (`runtime(ctx)`), not
+# before it runs: those the daemon may answer, which then need only its socket
+# (:func:`ask_daemon`). Their other commands call runtime(ctx) first, so a broken config
+# still stops them with its one line.
+SETTINGS_WHEN_NEEDED = frozenset({"facts", "sessions", "memory"})
+
+
+def _open(ctx: click.Context) -> Runtime:
+    """Load the settings and make the command's Runtime, closed with the command."""
+    from hermes.config import Settings, load_settings
+    from hermes.logs import log_to_file
+
+    config, home = ctx.meta["config_path"], ctx.meta["home"]
     try:
         settings = load_settings(config_path=config, home=home)
     except ConfigError as exc:
@@ -173,20 +199,34 @@ def root(
         # The doctor reports a broken config and checks the rest with the defaults.
         ctx.meta["config_problem"] = exc
         settings = Settings(home=str(home) if home else os.environ.get("HERMES_HOME"))
-    ctx.meta["config_path"] = config
-    ctx.meta["home"] = home
-    # Everything Hermes writes (the database and its -wal/-shm, logs, history, outbox files,
-    # backups, caches) is its owner's alone, whatever the umask it was started with.
-    umask = os.umask(PRIVATE_UMASK)
-    ctx.call_on_close(lambda: os.umask(umask))
-    for note in settings.notes:
-        typer.echo(note, err=True)
-    if not settings.home_named_now and ctx.invoked_subcommand != "doctor":
-        _say_where_the_home_is(settings.home_path)
-    ctx.obj = Runtime(settings)
-    ctx.call_on_close(ctx.obj.close)
+    if not ctx.meta.get("home_said"):
+        _say_about_the_home(ctx, settings.notes, settings.home_named_now, settings.home_path)
+    rt = cast("Runtime", sys.modules[__name__].Runtime(settings))  # see __getattr__
+    ctx.obj = rt
+    ctx.call_on_close(rt.close)
     # Log lines (retries, background failures) go to <home>/hermes.log, not around the output.
-    ctx.call_on_close(log_to_file(ctx.obj.settings))
+    ctx.call_on_close(log_to_file(rt.settings))
+    return rt
+
+
+def __getattr__(name: str) -> Any:
+    # hermes.cli.Runtime is the class the commands' Runtime is made of (the tests' `cli` fixture
+    # puts its clock in it), imported only when a command needs one.
+    if name == "Runtime":
+        from hermes.runtime import Runtime
+
+        return Runtime
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _say_about_the_home(ctx: click.Context, notes: list[str], named_now: bool,
+                        home: Path) -> None:
+    """What loading the settings found to say (on stderr), once per command."""
+    ctx.meta["home_said"] = True
+    for note in notes:
+        typer.echo(note, err=True)
+    if not named_now and ctx.invoked_subcommand != "doctor":
+        _say_where_the_home_is(home)
 
 
 def _say_where_the_home_is(home: Path) -> None:
@@ -208,9 +248,34 @@ def _say_where_the_home_is(home: Path) -> None:
 
 
 def runtime(ctx: typer.Context) -> Runtime:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Runtime)
-    return obj
+    root = ctx.find_root()
+    if root.obj is None:
+        return _open(root)
+    return cast("Runtime", root.obj)
+
+
+def ask_daemon(ctx: typer.Context, what: str, user: str | None, **args: Any) -> Any | None:
+    """The answer of the daemon running on the home to the call ``what`` (hermes/daemon_calls.py)
+    for ``user`` (--user, else the configured default); None when none runs: the command then
+    does the work itself."""
+    from hermes.daemon_calls import call
+    from hermes.local_socket import SOCKET_NAME, socket_path
+
+    root = ctx.find_root()
+    if root.obj is None:
+        # The config as written names the home and the default user: enough to reach the
+        # daemon without validating the settings (pydantic: ~0.3 s of CPU). No daemon there:
+        # the command loads them below, as it always did.
+        from hermes.config_file import home_and_user, read_config
+
+        raw = read_config(root.meta["config_path"], root.meta["home"])
+        found = home_and_user(raw)
+        if found is not None:
+            home, default_user = found
+            _say_about_the_home(root, raw.notes, raw.home_named_now, home)
+            return call(home / SOCKET_NAME, what, user or default_user, **args)
+    rt = runtime(ctx)
+    return call(socket_path(rt.settings), what, rt.user(user), **args)
 
 
 def given_user(value: str | None) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from hermes.assembly import cron_store
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.clock import to_ts
 from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
@@ -132,12 +132,12 @@ def run(ctx: typer.Context, name: str, user: str = UserOption, as_json: bool = J
     running on the home (`hermes run`) the daemon runs it, with its model layer loaded and its
     own deliveries (a terminal delivery shows in the daemon's terminal)."""
     from hermes.cron.store import CronRun
-    from hermes.daemon_calls import call, record_from
+    from hermes.daemon_calls import record_from
 
     rt = runtime(ctx)
     store = _store(ctx)
     job = store.get(name, user=user)
-    remote = call(rt.settings, "cron.run", job.user, name=job.name)
+    remote = ask_daemon(ctx, "cron.run", job.user, name=job.name)
     result = record_from(CronRun, remote) if remote is not None else asyncio.run(
         _run_now(rt, name, user))
     if as_json:

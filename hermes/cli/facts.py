@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError, QueryError
 from hermes.memory.audience import mark_name, mark_value, who_sees
 from hermes.memory.facts import provenance
-from hermes.memory.facts.matched import why_found
-from hermes.memory.facts.store import Fact
-from hermes.memory.operations import MemoryOperations, Scope
-from hermes.memory.place import Place
+from hermes.memory.place import Place, Scope
 from hermes.safe_text import one_line
 from hermes.store.fts import brief, build_match
+
+if TYPE_CHECKING:
+    from hermes.memory.facts.records import Fact
+    from hermes.memory.operations import MemoryOperations
+
+# The memory package is imported when a command works in-process (`_ops`), not with this
+# module: a search the daemon answers needs none of it.
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -35,6 +39,8 @@ class Rating(StrEnum):
 
 
 def _ops(ctx: typer.Context) -> MemoryOperations:
+    from hermes.memory.operations import MemoryOperations
+
     # No daemon job embeds what a command writes: with recall by meaning on, it is embedded now.
     return MemoryOperations(runtime(ctx).memory, embed_writes=True)
 
@@ -62,6 +68,8 @@ def _check_category(ops: MemoryOperations, category: str | None, found: list[Fac
 
 def _line(fact: Fact, *, show_score: bool = False) -> str:
     parts = [f"[{fact.id}]", fact.content]
+    from hermes.memory.facts.matched import why_found
+
     meta = [f"trust {fact.trust:.2f}", fact.category]
     why = why_found(fact) if show_score else None
     if why is not None:  # the fused score is relative to the other results: say why instead
@@ -156,20 +164,21 @@ def search(
     from, and its closeness in meaning (0-1); --explain adds the parts of the score. Without
     the embedding model: all words first (in the fact itself), then any of them. With a daemon
     running on the home (`hermes run`) the daemon answers: it has the model loaded."""
-    from hermes.daemon_calls import call, facts_from
+    from hermes.daemon_calls import facts_from
 
     plan = build_match(query)
     if plan.empty:  # the same answer as `hermes sessions search`
         raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
     for note in plan.notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
-    scope = _scope(ctx, user)
-    remote = call(runtime(ctx).settings, "facts.search", scope.user, query=query, limit=limit,
-                  category=category, min_trust=min_trust)
+    remote = ask_daemon(ctx, "facts.search", user, query=query, limit=limit, category=category,
+                        min_trust=min_trust)
     # explain=True always: the reasons shown come from it (the results only: ~1 ms)
     facts = facts_from(remote) if remote is not None else _ops(ctx).search(
-        scope, query, limit=limit, category=category, min_trust=min_trust, explain=True)
-    _check_category(_ops(ctx), category, facts)
+        _scope(ctx, user), query, limit=limit, category=category, min_trust=min_trust,
+        explain=True)
+    if category is not None and not facts:
+        _check_category(_ops(ctx), category, facts)
     _print_facts(facts, as_json, show_score=True, explain=explain)
 
 

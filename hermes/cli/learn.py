@@ -6,7 +6,7 @@ import asyncio
 
 import typer
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.options import (
     BudgetOption,
     DryRunOption,
@@ -51,10 +51,10 @@ def backfill(
     limit = Budget.parse(budget)
     since_ts = parse_since(since, rt.clock)
     if dry_run and rt.settings.extraction.enabled is not False:
-        from hermes.daemon_calls import call, plan_from
+        from hermes.daemon_calls import plan_from
 
-        remote = call(rt.settings, "learn.backfill_plan", who, since=since_ts,
-                      source=known_source(source))
+        remote = ask_daemon(ctx, "learn.backfill_plan", who, since=since_ts,
+                            source=known_source(source))
         if remote is not None:
             _print_plan(plan_from(remote), as_json=as_json)
             return

@@ -7,20 +7,29 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
 from hermes.memory.audience import mark_name, mark_value, who_sees
-from hermes.memory.basic import WriteResult
-from hermes.memory.operations import MemoryOperations, Scope
+from hermes.memory.place import Scope
+
+if TYPE_CHECKING:
+    from hermes.memory.basic import WriteResult
+    from hermes.memory.operations import MemoryOperations
+
+# The memory package is imported when a command works in-process (`_ops`): `memory show`
+# answered by the daemon needs none of it.
 
 app = typer.Typer(no_args_is_help=True, help="The basic-memory block injected into every prompt.")
 
 
 def _ops(ctx: typer.Context) -> MemoryOperations:
+    from hermes.memory.operations import MemoryOperations
+
     return MemoryOperations(runtime(ctx).memory)
 
 
@@ -45,25 +54,22 @@ def _report(result: WriteResult, as_json: bool) -> None:
 
 @app.command()
 def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption) -> None:
-    """Show the block exactly as the model sees it, with usage against the cap."""
-    ops, scope = _ops(ctx), _scope(ctx, user)
+    """Show the block exactly as the model sees it, with usage against the cap.
+
+    With a daemon running on the home (`hermes run`) the daemon answers."""
+    from hermes.daemon_calls import memory_shown
+
+    shown = ask_daemon(ctx, "memory.show", user)
+    if shown is None:
+        shown = memory_shown(_ops(ctx), _scope(ctx, user),
+                             runtime(ctx).settings.privacy.shared_places)
     if as_json:
-        entries = ops.basic_entries(scope)
-        emit_json(
-            {
-                "entries": [{"id": e.id, "text": e.text, "place": e.place, "shared": e.mark}
-                            for e in entries],
-                "chars": ops.basic_usage(scope),
-                "limit": ops.basic_limit,
-            }
-        )
+        emit_json({key: shown[key] for key in ("entries", "chars", "limit")})
         return
-    echo(ops.basic_render(scope))
+    echo(shown["rendered"])
     # where each entry may be shown, for those that are not simply private
-    policy = runtime(ctx).settings.privacy.shared_places
-    for entry in ops.basic_entries(scope):
-        if entry.place != "private" or entry.shared is not None or policy == "everything":
-            echo(f"  [{entry.id}] shown in {who_sees(entry.place, entry.shared, policy)}")
+    for entry_id, where in shown["shown_in"]:
+        echo(f"  [{entry_id}] shown in {where}")
 
 
 @app.command()

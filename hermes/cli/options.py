@@ -82,10 +82,10 @@ def session_sources() -> tuple[str, ...]:
 def known_source(source: str | None) -> str | None:
     """``--source`` as stored (lower case), or one line naming the sources: a misspelt one is
     a mistake, not "no sessions". The plugins are loaded only for a name not built in."""
-    from hermes.memory.sessions.store import SOURCES
-
     if source is None:
         return None
+    from hermes.memory.sessions.store import SOURCES
+
     name = source.strip().lower()
     if name in SOURCES or name in session_sources():
         return name

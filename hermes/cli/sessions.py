@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TimeRemainingColumn,
-)
 
-from hermes.cli import JsonOption, UserOption, runtime
+from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.options import (
     BudgetOption,
     DryRunOption,
@@ -30,11 +23,18 @@ from hermes.cli.options import (
 )
 from hermes.cli.output import console, echo, emit_json, err_console, literal
 from hermes.errors import HermesError
-from hermes.memory.operations import MemoryOperations, Scope
-from hermes.memory.sessions.store import HIGHLIGHT, Message, SearchHit, SessionStore
-from hermes.memory.sessions.transcripts import ImportReport, import_sessions, read_lines
-from hermes.runtime import Runtime
+from hermes.memory.place import Scope
 from hermes.store.fts import brief, build_match
+
+if TYPE_CHECKING:
+    from hermes.memory.operations import MemoryOperations
+    from hermes.memory.sessions.records import Message, SearchHit
+    from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.transcripts import ImportReport
+    from hermes.runtime import Runtime
+
+# The memory package and rich's progress bars are imported where a command uses them, not
+# with this module: a search the daemon answers needs neither.
 
 app = typer.Typer(no_args_is_help=True, help="Past conversations: browse, search, read, import.")
 
@@ -49,6 +49,8 @@ def _store(ctx: typer.Context) -> SessionStore:
 
 
 def _ops(ctx: typer.Context) -> MemoryOperations:
+    from hermes.memory.operations import MemoryOperations
+
     return MemoryOperations(runtime(ctx).memory)
 
 
@@ -58,6 +60,8 @@ def short_time(ts: str | None) -> str:
 
 def _highlight(snippet: str) -> str:
     """The snippet's ** markers as bold, everything else literal."""
+    from hermes.memory.sessions.bm25 import HIGHLIGHT
+
     parts = literal(snippet).split(HIGHLIGHT[0])
     return "".join(f"[bold]{p}[/bold]" if i % 2 else p for i, p in enumerate(parts))
 
@@ -117,14 +121,13 @@ def search(
     first; when that finds fewer than --limit, any-word matches fill the rest below them; cron
     sessions rank below conversations. With a daemon running on the home (`hermes run`) the
     daemon answers: it has the embedding model loaded."""
-    from hermes.daemon_calls import call, hits_from
+    from hermes.daemon_calls import hits_from
 
-    rt = runtime(ctx)
-    who, wanted = rt.user(user), known_source(source)
-    remote = call(rt.settings, "sessions.search", who, query=query, limit=limit,
-                  context=context, source=wanted)
+    wanted = known_source(source)
+    remote = ask_daemon(ctx, "sessions.search", user, query=query, limit=limit,
+                        context=context, source=wanted)
     hits = hits_from(remote) if remote is not None else _ops(ctx).sessions_search(
-        Scope(who), query, limit=limit, context=context, source=wanted)
+        Scope(runtime(ctx).user(user)), query, limit=limit, context=context, source=wanted)
     for note in build_match(query).notes:  # a query cut to its bounds says so
         echo(f"Note: {note}.", err=True)
     if as_json:
@@ -158,6 +161,8 @@ def _how(hit: SearchHit) -> str:
     a fact learned there lifted it (hermes.memory.sessions.fact_evidence), ", any word, by
     meaning" (some of its words, and close in meaning), ", any word" (some of its words);
     nothing when it holds them all."""
+    from hermes.memory.sessions.bm25 import HIGHLIGHT
+
     if "facts" in hit.matched_in and HIGHLIGHT[0] not in hit.snippet \
             and hit.matched not in ("meaning", "both"):
         return ", through a fact"
@@ -214,6 +219,8 @@ def index(
     # The model itself, not the search's words-only fallback: a missing extra is an error here.
     vectors, fact_vectors = rt.memory.vectors_to_index()  # a long history: its file too
     who = rt.user(user)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     # A bar on stderr for a backlog; none for --json or when stderr is not a terminal.
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -277,8 +284,12 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
                                                 "--format chatgpt or --format claude."))
     if _is_hermes_export(file):
         raise _an_export_file(file, "transcripts")
+    from hermes.memory.sessions.transcripts import import_sessions, read_lines
+
     size = file.stat().st_size
     if size >= PROGRESS_BYTES:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
         with Progress(
             "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
             TimeRemainingColumn(), console=err_console, transient=True,
@@ -336,6 +347,8 @@ def _is_hermes_export(file: Path) -> bool:
 
 def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: str,
                    as_json: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     from hermes.memory.sessions.chat_exports import (
         FORMATS,
         NAMES,

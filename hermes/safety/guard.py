@@ -18,7 +18,9 @@ import unicodedata
 
 from hermes.errors import RefusedWrite
 from hermes.safe_text import cut
-from hermes.safety.secrets import find_secrets, redact_text
+
+# hermes.safety.secrets (its patterns cost ~0.1 s to import) is imported where a write is
+# checked, not here: every command imports this module for `printable`.
 
 _INJECTION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -115,6 +117,8 @@ def _hidden(char: str) -> bool:
 
 def find_problem(text: str) -> str | None:
     """Why ``text`` must not become memory, or None when it is fine."""
+    from hermes.safety.secrets import find_secrets
+
     secrets = find_secrets(text)
     if secrets:
         return (f"it looks like it contains {_article(secrets[0].kind)}; secrets must not be "
@@ -169,5 +173,7 @@ def printable(text: str) -> str:
 
 def shown(value: str, width: int = 60) -> str:
     """A value quoted for an error line: secrets redacted, hidden characters visible, cut."""
+    from hermes.safety.secrets import redact_text
+
     text = printable(redact_text(value))
     return f"'{cut(text, width)}'"

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.memory.place import PRIVATE, PRIVATE_KEY, Place
+
+if TYPE_CHECKING:  # who_sees is read by a command the daemon answered (no store there)
+    import sqlite_utils
 
 Policy = Literal["place_only", "shareable", "everything"]
 POLICIES: tuple[Policy, ...] = ("place_only", "shareable", "everything")

@@ -16,12 +16,13 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from hermes.memory.facts.records import OWN_COLUMNS, Fact
 from hermes.store.fts import build_match
-from hermes.store.migrations import TOKENIZE
+
+if TYPE_CHECKING:  # why_found reads a fact alone (a daemon's answer): no store
+    import sqlite_utils
 
 # The fact's exchange column in facts_fts (hermes.store.migrations m018).
 EXCHANGE_COLUMN = "{exchange}"
@@ -55,6 +56,8 @@ def matched_words(db: sqlite_utils.Database, user: str, query: str,
         "FROM json_each(?) j CROSS JOIN facts f ON f.id = j.value "
         "LEFT JOIN fact_exchanges x ON x.fact_id = f.id WHERE f.user = ?",
         [json.dumps(list(found)), user]).fetchall()
+    from hermes.store.migrations import TOKENIZE
+
     scratch = sqlite3.connect(":memory:")
     try:
         scratch.execute("CREATE VIRTUAL TABLE t USING fts5(content, tags, entity_names, exchange, "

@@ -14,13 +14,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.errors import NotFound
 from hermes.safety.guard import check_field
 from hermes.store.fts import MatchPlan
+
+if TYPE_CHECKING:  # the records are read without the store (a daemon's answer)
+    import sqlite_utils
 
 # A fact is active while it is neither forgotten nor superseded (``f`` is the facts alias).
 ACTIVE = "f.forgotten_at IS NULL AND f.superseded_by IS NULL"

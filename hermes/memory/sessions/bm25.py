@@ -20,12 +20,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
-
-import sqlite_utils
 
 from hermes.safe_text import one_line
 from hermes.store.fts import MatchPlan, Term
+
+if TYPE_CHECKING:  # HIGHLIGHT is read by a search the daemon answered (no store there)
+    import sqlite_utils
 
 K1 = 1.2
 B = 0.75

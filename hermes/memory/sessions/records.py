@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import NotFound
 from hermes.safe_text import one_line
+
+if TYPE_CHECKING:  # the records are read without the store (a daemon's answer)
+    import sqlite_utils
 
 ROLES = ("user", "assistant", "tool", "system")
 SOURCES = ("discord", "terminal", "cron", "import", "web")
