@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,15 +49,12 @@ class RemoteError(HermesError):
 def call(path: Path, what: str, user: str, **args: Any) -> Any | None:
     """The answer of the daemon listening on the socket ``path`` (the home's, `socket_path`) to
     the call ``what`` for ``user``; None when no daemon runs there."""
-    from hermes.local_socket import MAX_PATH_BYTES
+    from hermes.local_socket import connect
 
-    if len(os.fsencode(path)) > MAX_PATH_BYTES or not path.exists():
+    sock = connect(path)
+    if sock is None:
         return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(os.fspath(path))
-        except OSError:
-            return None                 # a socket left by a daemon that died
+    with sock:
         sock.settimeout(TIMEOUT_SECONDS)
         sock.sendall(json.dumps({"op": "call", "user": user, "name": what,
                                  "args": args}).encode() + b"\n")

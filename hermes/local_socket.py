@@ -67,16 +67,26 @@ class DaemonError(HermesError):
 
 
 # --------------------------------------------------------------------------- the client (CLI)
-def daemon_running(settings: Settings) -> bool:
-    """Whether a daemon answers on the home's socket (a dead daemon's socket refuses)."""
-    path = socket_path(settings)
+def connect(path: Path) -> socket.socket | None:
+    """A connection to the daemon listening on ``path`` (the home's: :func:`socket_path`); None
+    when none answers (no socket, or one left by a daemon that died: it refuses)."""
     if len(os.fsencode(path)) > MAX_PATH_BYTES or not path.exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.fspath(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def daemon_running(settings: Settings) -> bool:
+    """Whether a daemon answers on the home's socket."""
+    sock = connect(socket_path(settings))
+    if sock is None:
         return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(os.fspath(path))
-        except OSError:
-            return False
+    sock.close()
     return True
 
 

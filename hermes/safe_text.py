@@ -1,4 +1,5 @@
-"""Text at the edges: every string that enters Hermes is valid Unicode before it goes further.
+"""Text at the edges: every string that enters Hermes is valid Unicode before it goes further,
+and a text shown in a line is cut in one way (:func:`cut`, :func:`one_line`).
 
 Python lets a ``str`` hold lone surrogates (``\\ud83e``): ``json.loads`` makes them from
 ``"\\ud83e"`` escapes, a model provider can send half an emoji, and ``sys.argv`` holds bytes that
@@ -46,3 +47,14 @@ def scrub_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list):
         return [scrub_value(v, depth + 1) for v in value]
     return value
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` whole when it fits in ``width`` characters, else its first ``width - 1`` and an
+    ellipsis (the one way Hermes cuts a text it shows)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def one_line(text: str | None, width: int) -> str:
+    """``text`` on one line (each run of white space one space), cut to ``width``."""
+    return cut(" ".join((text or "").split()), width)

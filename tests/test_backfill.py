@@ -70,6 +70,8 @@ def test_dry_run_counts_sessions_messages_calls_and_cost_without_a_call(env, cli
     assert "Backfill for owner: 3 session(s), 8 message(s) not learned from yet" in text
     assert "model calls   2 (1 run(s) skipped by the gate without a call)" in text
     assert "cost          ~$0.00" in text and "fake/scripted (litellm's prices)" in text
+    assert (f"tokens        ~{data['prompt_tokens']:,} in, ~{data['completion_tokens']:,} out "
+            "(estimated)") in text
     assert fake_model.requests == []
     assert cli("learn", "backfill", "--dry-run", "--user", "bob", "--json").json()[
         "sessions"] == 0

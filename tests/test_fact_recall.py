@@ -95,3 +95,21 @@ def test_common_words_with_no_fact_holding_both_recall_the_newest_holding_either
         facts.add("owner", f"Tomato note {n}")
     ranked = agent.prompts.fact_recall.ranked("owner", "garden tomato", limit=3)
     assert [f.content for f in ranked] == ["Tomato note 2", "Garden note 2", "Tomato note 1"]
+
+
+def test_a_words_count_outlives_the_turn_that_counted_it(agent, facts, clock, monkeypatch):
+    """The home's fact store keeps one recall (issue 34: it was built again for each turn,
+    and its word counts with it): a frequent word counted for one turn is not counted again
+    by the next within DF_CACHE_SECONDS, whoever asks the store for its recall."""
+    from hermes.store.fts import build_match
+
+    monkeypatch.setattr(fact_recall, "FRESH_COUNT", 1)
+    term = build_match("kestrel").terms[0]
+    for n in range(2):
+        facts.add("owner", f"A kestrel sighting number {n}")
+    assert agent.prompts.fact_recall is facts.recall
+    assert facts.recall.doc_count("owner", term) == 2
+    facts.add("owner", "A kestrel nests on the roof")
+    assert facts.recall.doc_count("owner", term) == 2          # remembered, not recounted
+    clock.advance(seconds=fact_recall.DF_CACHE_SECONDS)
+    assert facts.recall.doc_count("owner", term) == 3

@@ -208,3 +208,18 @@ def test_the_cycle_finder_sees_a_function_local_import() -> None:
 
 def test_no_import_cycle_even_behind_a_function_local_import() -> None:
     assert cycles(import_graph()) == []
+
+
+def ellipsis_cuts(tree: ast.Module) -> list[int]:
+    """The lines where ``tree`` cuts a text by hand: ``text[:n] + "…"``."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+            and isinstance(node.left, ast.Subscript) and isinstance(node.left.slice, ast.Slice)
+            and isinstance(node.right, ast.Constant) and node.right.value == "…"]
+
+
+def test_a_shown_text_is_cut_in_one_place() -> None:
+    assert ellipsis_cuts(ast.parse('x = text[: width - 1] + "…"')) == [1]
+    found = {name: lines for name, tree in modules()
+             if name != "safe_text.py" and (lines := ellipsis_cuts(tree))}
+    assert found == {}, f"cut with hermes.safe_text.cut/one_line instead: {found}"

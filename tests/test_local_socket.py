@@ -86,7 +86,7 @@ async def test_a_socket_client_cannot_reach_another_users_session(daemon, fake_m
         assert refused["error"].startswith("Refused")
 
 
-def test_without_a_daemon_ask_runs_in_process_even_with_a_dead_daemons_socket(
+def test_without_a_daemon_ask_and_search_run_in_process_even_with_a_dead_daemons_socket(
         cli, fake_model, hermes_home):
     hermes_home.mkdir(parents=True, exist_ok=True)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -95,6 +95,9 @@ def test_without_a_daemon_ask_runs_in_process_even_with_a_dead_daemons_socket(
     fake_model.reply("Answered here.")
     result = cli("ask", "anyone?")
     assert result.exit_code == 0 and result.stdout == "Answered here.\n"
+    assert cli("facts", "add", "The user's NAS is in the attic").exit_code == 0
+    found = cli("facts", "search", "NAS")         # a daemon call first, then in-process
+    assert found.exit_code == 0 and "attic" in found.stdout, found.stderr
 
 
 async def test_the_repl_talks_to_the_daemon_and_leaving_asks_it_to_summarise(

@@ -391,3 +391,19 @@ def test_a_tool_written_once_is_the_models_an_mcp_clients_and_the_command_lines(
     assert refused.exit_code == 1 and refused.stderr.startswith("Error: count_words: ")
     unknown = cli("tools", "call", "teleport")
     assert unknown.exit_code == 1 and "Unknown tool 'teleport'" in unknown.stderr
+
+
+def test_the_built_in_sources_are_the_built_in_front_ends_and_imports():
+    """SOURCES (read without loading the plugins, for a cold `--source`) and MCP's SourceName
+    (its schema's default) name what the default plugin registers, plus imported sessions: a
+    built-in front-end added to builtin.py and not there (or taken out) fails here."""
+    from typing import get_args
+
+    from hermes.frontends import builtin
+    from hermes.frontends.mcp_server import SourceName
+    from hermes.memory.sessions.records import SOURCES
+
+    registered: list[str] = []
+    builtin.register_frontends(lambda name, *args, **kwargs: registered.append(name))
+    assert set(SOURCES) == {*registered, "import"}
+    assert get_args(SourceName) == SOURCES

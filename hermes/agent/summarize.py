@@ -22,6 +22,7 @@ from hermes.clock import to_ts
 from hermes.memory import Memory
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message
+from hermes.safe_text import one_line
 from hermes.safety.secrets import redact_text
 from hermes.store import usage
 
@@ -72,15 +73,10 @@ def plain_summary(messages: list[Message]) -> str:
     users = [m for m in spoken if m.role == "user"]
     parts = [f"{len(spoken)} messages."]
     if users:
-        parts.append(f"Started with: {_cut(users[0].content, 160)}")
+        parts.append(f"Started with: {one_line(users[0].content, 160)}")
     if len(users) > 1:
-        parts.append(f"Ended with: {_cut(users[-1].content, 160)}")
+        parts.append(f"Ended with: {one_line(users[-1].content, 160)}")
     return " ".join(parts)
-
-
-def _cut(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def transcript(messages: list[Message], limit: int = TRANSCRIPT_CHARS) -> str:

@@ -14,6 +14,7 @@ from hermes.errors import HermesError, QueryError
 from hermes.memory.audience import mark_name, mark_value, who_sees
 from hermes.memory.facts import provenance
 from hermes.memory.place import Place, Scope
+from hermes.safe_text import one_line
 from hermes.store.fts import brief, build_match
 
 if TYPE_CHECKING:
@@ -500,6 +501,5 @@ def _source_lines(ops: MemoryOperations, scope: Scope, fact: Fact,
             if message.id > max(ids):
                 break
             if message.id in wanted and message.role == "user":
-                text = " ".join(message.content.split())
-                lines.append(f"    said: {text if len(text) <= 160 else text[:159] + '…'}")
+                lines.append(f"    said: {one_line(message.content, 160)}")
     return lines

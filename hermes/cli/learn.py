@@ -14,7 +14,9 @@ from hermes.cli.options import (
     SinceOption,
     SourceOption,
     YesOption,
-    cost_text,
+    estimate_lines,
+    known_source,
+    parse_since,
 )
 from hermes.cli.output import emit_json
 from hermes.errors import HermesError
@@ -43,13 +45,11 @@ def backfill(
     model: without one it counts and leaves the cost unknown. With a daemon running on the home
     (`hermes run`), the daemon makes the dry run's plan: it has the model layer loaded."""
     from hermes.budget import Budget, Pacer
-    from hermes.cli.options import known_source, parse_since
-    from hermes.clock import to_ts
 
     rt = runtime(ctx)
     who = rt.user(user)
     limit = Budget.parse(budget)
-    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    since_ts = parse_since(since, rt.clock)
     if dry_run and rt.settings.extraction.enabled is not False:
         from hermes.daemon_calls import plan_from
 
@@ -120,10 +120,8 @@ def _print_plan(plan, *, as_json: bool) -> None:
     retries = f", {plan.retries} interrupted before" if plan.retries else ""
     typer.echo(f"  model calls   {plan.model_calls:,} ({plan.gate_skips:,} run(s) skipped by the "
                f"gate without a call{retries})")
-    if plan.model_calls and plan.model:
-        typer.echo(f"  tokens        ~{plan.prompt_tokens:,} in, ~{plan.completion_tokens:,} "
-                   "out (estimated)")
-    typer.echo(f"  cost          {cost_text(plan.cost, plan.model)}")
+    for line in estimate_lines(plan, plan.model):
+        typer.echo(line)
 
 
 def _progress(quiet: bool):

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import typer
 
-from hermes.clock import parse_ts, to_ts
+from hermes.clock import Clock, parse_ts, to_ts
 from hermes.errors import HermesError
+
+if TYPE_CHECKING:
+    from hermes.budget import PlannedCalls
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -37,14 +41,26 @@ def cost_text(cost: float | None, model: str | None) -> str:
     return f"~${cost:.4f} with {model} (litellm's prices)"
 
 
+def estimate_lines(plan: PlannedCalls, model: str | None) -> list[str]:
+    """What a plan's model calls take, as the batch commands print it under their plan."""
+    lines = []
+    if plan.model_calls and model:
+        lines.append(f"  tokens        ~{plan.prompt_tokens:,} in, ~{plan.completion_tokens:,} "
+                     "out (estimated)")
+    return [*lines, f"  cost          {cost_text(plan.cost, model)}"]
 
-def parse_since(text: str, now_ts: str) -> str:
-    """``30m``, ``12h``, ``7d``, ``2w`` (ago), or an ISO date or time."""
+
+
+def parse_since(text: str | None, clock: Clock) -> str | None:
+    """``--since``: ``30m``, ``12h``, ``7d``, ``2w`` (ago), or an ISO date or time; None
+    without one."""
+    if text is None:
+        return None
     found = _DURATION.match(text)
     if found:
         amount, unit = int(found.group(1)), found.group(2)
         try:
-            return to_ts(parse_ts(now_ts) - timedelta(**{_UNITS[unit]: amount}))
+            return to_ts(clock.now() - timedelta(**{_UNITS[unit]: amount}))
         except OverflowError:
             raise HermesError(f"--since: {text.strip()} ago is before the year 1.") from None
     try:

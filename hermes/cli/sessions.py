@@ -16,13 +16,12 @@ from hermes.cli.options import (
     SinceOption,
     SourceOption,
     YesOption,
-    cost_text,
+    estimate_lines,
     known_source,
     parse_since,
     session_sources,
 )
 from hermes.cli.output import console, echo, emit_json, err_console, literal
-from hermes.clock import to_ts
 from hermes.errors import HermesError
 from hermes.memory.place import Scope
 from hermes.store.fts import brief, build_match
@@ -88,7 +87,7 @@ def list_(
 ) -> None:
     """Recent sessions, newest activity first (no model call)."""
     rt = runtime(ctx)
-    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    since_ts = parse_since(since, rt.clock)
     sessions = _ops(ctx).sessions_list(Scope(rt.user(user)), source=known_source(source),
                                        since=since_ts, limit=limit)
     if as_json:
@@ -439,7 +438,7 @@ def summarize(
     rt = runtime(ctx)
     who = rt.user(user)
     limit = Budget.parse(budget)
-    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    since_ts = parse_since(since, rt.clock)
     llm = LLM.from_settings(rt.settings, background=True)
     if not llm.configured and not dry_run:
         raise ModelNotConfigured(llm.not_configured_message())
@@ -456,10 +455,8 @@ def summarize(
         echo(f"Summaries for {who}: {len(plan.session_ids):,} session(s), "
                    f"{plan.model_calls:,} model call(s) ({plan.without_call:,} titled "
                    "without one).")
-        if plan.model_calls and plan.model:
-            echo(f"  tokens        ~{plan.prompt_tokens:,} in, "
-                       f"~{plan.completion_tokens:,} out (estimated)")
-        echo(f"  cost          {cost_text(plan.cost, plan.model)}")
+        for line in estimate_lines(plan, plan.model):
+            echo(line)
     if dry_run:
         return
     if not yes and not typer.confirm("Go ahead?", err=True):

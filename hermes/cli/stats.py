@@ -6,7 +6,6 @@ import typer
 
 from hermes.cli import JsonOption, UserOption, runtime
 from hermes.cli.output import echo, emit_json
-from hermes.clock import to_ts
 from hermes.learn.stats import extraction_stats
 from hermes.store import usage
 
@@ -44,7 +43,7 @@ def stats(ctx: typer.Context, user: str = UserOption, since: str | None = SinceO
 
     rt = runtime(ctx)
     who = rt.user(user)
-    since_ts = parse_since(since, to_ts(rt.clock.now())) if since else None
+    since_ts = parse_since(since, rt.clock)
     calls = usage.totals(rt.db, who, since_ts)
     result = extraction_stats(rt.memory, who)
     if as_json:

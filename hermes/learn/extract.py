@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from hermes.clock import parse_ts
 from hermes.memory.sessions.records import speaker_name
+from hermes.safe_text import cut
 from hermes.safety.secrets import redact_text
 
 PROMPT_PATH = Path(__file__).resolve().parent.parent / "prompts" / "extract.md"
@@ -57,11 +58,6 @@ def _when(ts: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC (%A)")
 
 
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def render_messages(messages: Sequence[MessageLike], user_name: str) -> str:
     lines = []
     for message in messages:
@@ -69,10 +65,10 @@ def render_messages(messages: Sequence[MessageLike], user_name: str) -> str:
             continue
         if message.role == "user":
             who = f"user ({speaker_name(message.speaker) or user_name})"
-            body = _clip(message.content, MAX_USER_CHARS)
+            body = cut(message.content.strip(), MAX_USER_CHARS)
         else:
             who = "assistant"
-            body = _clip(message.content, MAX_ASSISTANT_CHARS)
+            body = cut(message.content.strip(), MAX_ASSISTANT_CHARS)
         lines.append(f"[{_when(message.created_at)}] {who}: {body}")
     return "\n\n".join(lines)
 

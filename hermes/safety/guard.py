@@ -17,6 +17,7 @@ import re
 import unicodedata
 
 from hermes.errors import RefusedWrite
+from hermes.safe_text import cut
 
 # hermes.safety.secrets (its patterns cost ~0.1 s to import) is imported where a write is
 # checked, not here: every command imports this module for `printable`.
@@ -175,6 +176,4 @@ def shown(value: str, width: int = 60) -> str:
     from hermes.safety.secrets import redact_text
 
     text = printable(redact_text(value))
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return f"'{text}'"
+    return f"'{cut(text, width)}'"

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from hermes.safe_text import cut
+
 # Characters FTS5's unicode61 tokenizer treats as part of a token: letters and digits.
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(
@@ -260,7 +262,7 @@ def any_terms(text: str, *, drop_stopwords: bool = True) -> str | None:
 
 def brief(text: str, width: int = 80) -> str:
     """A query as echoed in a message: a pasted page is shown by its start."""
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
+    return cut(text, width)
 
 
 def like_pattern(fragment: str) -> str:

@@ -51,27 +51,26 @@ class ReplyRatings:
                 [message_id, user, *ids, message_id, user],
             )
 
-    def shown_fact_ids(self, user: str, message_id: int) -> list[int]:
-        """The facts the model was shown for this reply (this user's only)."""
-        rows = self.db.execute(
-            "SELECT s.fact_id FROM shown_facts s JOIN facts f ON f.id = s.fact_id "
-            "JOIN messages m ON m.id = s.message_id "
-            "WHERE s.message_id = ? AND m.user = ? AND f.user = ? ORDER BY s.fact_id",
-            [message_id, user, user],
-        ).fetchall()
-        return [int(row[0]) for row in rows]
-
-    def rated_fact_ids(self, user: str, message_id: int) -> list[int]:
-        """The facts a rating of this reply reaches: those the reply relied on, once its
-        extraction has said which (``shown_facts.relied``); until then every fact shown."""
+    def _shown(self, user: str, message_id: int) -> list[tuple[int, bool]]:
+        """Each fact the model was shown for this reply (this user's only), and whether the
+        reply relied on it."""
         rows = self.db.execute(
             "SELECT s.fact_id, s.relied FROM shown_facts s JOIN facts f ON f.id = s.fact_id "
             "JOIN messages m ON m.id = s.message_id "
             "WHERE s.message_id = ? AND m.user = ? AND f.user = ? ORDER BY s.fact_id",
             [message_id, user, user],
         ).fetchall()
-        relied = [int(r[0]) for r in rows if r[1]]
-        return relied or [int(r[0]) for r in rows]
+        return [(int(fact_id), bool(relied)) for fact_id, relied in rows]
+
+    def shown_fact_ids(self, user: str, message_id: int) -> list[int]:
+        """The facts the model was shown for this reply (this user's only)."""
+        return [fact_id for fact_id, _ in self._shown(user, message_id)]
+
+    def rated_fact_ids(self, user: str, message_id: int) -> list[int]:
+        """The facts a rating of this reply reaches: those the reply relied on, once its
+        extraction has said which (``shown_facts.relied``); until then every fact shown."""
+        shown = self._shown(user, message_id)
+        return [f for f, relied in shown if relied] or [f for f, _ in shown]
 
     # -- rating ------------------------------------------------------------------------------
 

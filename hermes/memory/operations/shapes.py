@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hermes.memory.sessions.records import speaker_name
+from hermes.safe_text import one_line
 
 if TYPE_CHECKING:
     from hermes.memory.basic import Entry, WriteResult
@@ -22,10 +23,7 @@ if TYPE_CHECKING:
 def clipped(text: str | None, clip: int | None) -> str:
     """``text`` on one line, cut to ``clip`` characters (with an ellipsis); whole without
     ``clip``."""
-    if clip is None:
-        return text or ""
-    text = " ".join((text or "").split())
-    return text if len(text) <= clip else text[: clip - 1] + "…"
+    return text or "" if clip is None else one_line(text, clip)
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:

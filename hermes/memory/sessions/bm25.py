@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from hermes.safe_text import one_line
 from hermes.store.fts import MatchPlan, Term
 
 if TYPE_CHECKING:  # HIGHLIGHT is read by a search the daemon answered (no store there)
@@ -222,8 +223,7 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
         if found:
             positions.append((found.start(), found.end()))
     if not positions:
-        text = " ".join(content.split())
-        return text if len(text) <= width else text[: width - 1] + "…"
+        return one_line(content, width)
     start, end = min(positions)
     left = max(0, start - width // 2)
     right = min(len(content), end + width // 2)

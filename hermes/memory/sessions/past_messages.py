@@ -23,7 +23,7 @@ from hermes.memory.sessions.records import Message, MessageHit, Session, speaker
 from hermes.memory.sessions.search import SearchProfile
 from hermes.memory.sessions.store import SessionStore
 from hermes.memory.words.substance import CHATTER
-from hermes.safe_text import scrub
+from hermes.safe_text import one_line, scrub
 from hermes.safety.secrets import redact_text
 from hermes.store.fts import MatchPlan, Term, build_match
 
@@ -95,10 +95,7 @@ def _said(message: Message) -> str:
     who = (redact_text(" ".join(name.split())) if name else
            "the user" if message.role == "user" else "Hermes")
     # Redacted before the cut: a secret cut in two is no longer found by its pattern.
-    text = " ".join(redact_text(message.content).split())
-    if len(text) > LINE_CHARS:
-        text = text[: LINE_CHARS - 1] + "…"
-    return f"{who}: {text}"
+    return f"{who}: {one_line(redact_text(message.content), LINE_CHARS)}"
 
 
 def _title(session: Session) -> str:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import NotFound
+from hermes.safe_text import one_line
 
 if TYPE_CHECKING:  # the records are read without the store (a daemon's answer)
     import sqlite_utils
@@ -52,9 +53,7 @@ class Session:
 
     @property
     def display_title(self) -> str:
-        text = self.title or self.preview or "(no messages)"
-        text = " ".join(text.split())
-        return text if len(text) <= 80 else text[:79] + "…"
+        return one_line(self.title or self.preview or "(no messages)", 80)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
