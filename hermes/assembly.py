@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
-    from hermes.cron.runner import CronRunner, Deliverer
+    from hermes.cron.runner import CronRunner, Deliverer, Placer
     from hermes.cron.store import CronStore
     from hermes.learn.worker import ExtractionWorker
     from hermes.memory import Memory
@@ -62,14 +62,18 @@ def cron_store(memory: Memory) -> CronStore:
 
 
 def cron_runner(memory: Memory, agent: Agent,
-                deliverers: dict[str, Deliverer] | None = None) -> CronRunner:
+                deliverers: dict[str, Deliverer] | None = None,
+                placers: dict[str, Placer] | None = None) -> CronRunner:
     """The cron runner of the home: each job's prompt through ``agent``, in a new ``cron``
-    session of the job's user; replies go to ``deliverers`` (shared, filled as front-ends
-    start) and the runner's own (file, terminal)."""
+    session of the job's user held where its reply will be read (``placers``: who reads a
+    front-end's deliveries, shared and filled as front-ends start); replies go to
+    ``deliverers`` (likewise) and the runner's own (file, terminal)."""
     from datetime import timedelta
 
     from hermes.cron.runner import CronRunner, agent_prompt_runner
 
-    return CronRunner(cron_store(memory), agent_prompt_runner(memory.sessions, agent),
+    return CronRunner(cron_store(memory),
+                      agent_prompt_runner(memory.sessions, agent,
+                                          {} if placers is None else placers),
                       grace=timedelta(minutes=memory.settings.cron.grace_minutes),
                       deliverers=deliverers)

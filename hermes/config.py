@@ -118,6 +118,10 @@ class FactsConfig(Section):
     entity_match_threshold: float = Field(92.0, ge=0, le=100)
     # entity -> list of aliases, e.g. {"PostgreSQL": ["Postgres", "postgres db"]}
     aliases: dict[str, list[str]] = Field(default_factory=dict)
+    # The trust a fact starts with when it came from elsewhere than the user (the model's own
+    # inference, an import, a tool's output, a document): below default_trust, so it ranks
+    # below what the user said until confirmed (hermes.memory.facts.provenance).
+    outside_trust: float = Field(0.35, ge=0, le=1)
 
 
 class ModelConfig(Section):
@@ -155,6 +159,11 @@ class AgentConfig(Section):
     recall_max_facts: int = Field(20, ge=0)
     recall_messages_char_budget: int = Field(2000, ge=0)
     recall_max_messages: int = Field(8, ge=0)
+    # A message that refers back ("as I said", "the thing I told you about") may have one
+    # background-model call before recall: what that earlier message most likely said, searched
+    # after it (hermes.agent.recall_rewrite); the reply waits at most recall_rewrite_seconds
+    recall_rewrite: bool = True
+    recall_rewrite_seconds: float = Field(4.0, gt=0)
     # Fraction of the context window at which older turns are summarised
     compress_at: float = Field(0.75, gt=0, le=1)
 
@@ -242,6 +251,14 @@ class CronConfig(Section):
     jobs: list[CronJobConfig] = Field(default_factory=list)
 
 
+class PrivacyConfig(Section):
+    # What a reply read in a shared place (a Discord server channel or thread) may draw on
+    # (hermes.memory.audience): place_only, what was learned in that place and what you marked
+    # shareable; shareable, also what was learned in any shared place; everything, all but what
+    # you marked private. Private places (DMs, the terminal, the web panel, MCP) see everything.
+    shared_places: Literal["place_only", "shareable", "everything"] = "place_only"
+
+
 class WebConfig(Section):
     # The web panel (`hermes run` serves it; `hermes web` runs it alone)
     enabled: bool = True
@@ -274,6 +291,7 @@ class Settings(Section):
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     model_config = ConfigDict(extra="forbid")

@@ -234,15 +234,16 @@ class Daemon:
         cron deliveries for their prefix."""
         from hermes import plugins
         from hermes.assembly import cron_runner
-        from hermes.frontends.base import Deliverer, FrontendContext
+        from hermes.frontends.base import Deliverer, FrontendContext, Placer
 
         deliverers: dict[str, Deliverer] = {}
+        placers: dict[str, Placer] = {}
         ctx = FrontendContext(self.rt.memory, agent, worker=self.worker,
                               request_stop=self.request_stop,
                               fail=self._fail, interactive=self.interactive,
                               scheduler=self.scheduler, add_job=self._add_job,
-                              deliverers=deliverers,
-                              runner=cron_runner(self.rt.memory, agent, deliverers),
+                              deliverers=deliverers, placers=placers,
+                              runner=cron_runner(self.rt.memory, agent, deliverers, placers),
                               turn_grace=self.turn_grace, sleep=self.sleep)
         self.ctx = ctx
         entries = plugins.loaded().frontends.entries
@@ -272,6 +273,8 @@ class Daemon:
             self.frontends[name] = frontend
             if entries[name].accepts is not None:
                 ctx.deliverers[name] = frontend.deliver
+                if getattr(frontend, "place_for", None) is not None:
+                    ctx.placers[name] = frontend.place_for  # type: ignore[attr-defined]
             if not reports:
                 log.info("front-end %s: started", name)
 

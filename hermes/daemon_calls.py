@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from hermes.agent.turn import Agent
     from hermes.cron.runner import CronRunner
     from hermes.memory import Memory
+    from hermes.memory.audience import Policy
     from hermes.memory.facts.records import Fact
     from hermes.memory.sessions.records import SearchHit
 
@@ -148,14 +149,27 @@ async def _sessions_search(services: Services, user: str, args: dict[str, Any]) 
     return [dataclasses.asdict(h) for h in hits]
 
 
+def memory_shown(ops: Any, scope: Any, policy: Policy) -> dict[str, Any]:
+    """What `hermes memory show` prints, in the daemon or in the command alone: the block as
+    the model sees it, where each entry that is not simply private may be shown (under
+    ``privacy.shared_places``: ``policy``), and for --json the entries and the usage."""
+    from hermes.memory.audience import who_sees
+
+    entries = ops.basic_entries(scope)
+    return {"entries": [{"id": e.id, "text": e.text, "place": e.place, "shared": e.mark}
+                        for e in entries],
+            "chars": ops.basic_usage(scope), "limit": ops.basic_limit,
+            "rendered": ops.basic_render(scope),
+            "shown_in": [[e.id, who_sees(e.place, e.shared, policy)] for e in entries
+                         if e.place != "private" or e.shared is not None
+                         or policy == "everything"]}
+
+
 async def _memory_show(services: Services, user: str, args: dict[str, Any]) -> Any:
-    """`hermes memory show`: the block as the model sees it, and its entries and usage."""
     from hermes.memory.place import Scope
 
-    ops, scope = _ops(services), Scope(user)
-    return {"entries": [{"id": e.id, "text": e.text} for e in ops.basic_entries(scope)],
-            "chars": ops.basic_usage(scope), "limit": ops.basic_limit,
-            "rendered": ops.basic_render(scope)}
+    return memory_shown(_ops(services), Scope(user),
+                        services.memory.settings.privacy.shared_places)
 
 
 async def _cron_run(services: Services, user: str, args: dict[str, Any]) -> Any:

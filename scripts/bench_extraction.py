@@ -96,7 +96,10 @@ class Script:
 
 class Oracle:
     """Writes the true facts of each turn straight to the store (the baseline without
-    extraction still has the memory an extracting run would have)."""
+    extraction still has the memory an extracting run would have), with their vectors, as the
+    daemon's vector job would embed them: without, the baseline recalled by words only while
+    the extracting run (its worker embeds what it writes) recalled by meaning too, and the
+    ratio counted the cost of fact vectors as extraction's."""
 
     def __init__(self, facts: Any) -> None:
         self.facts = facts
@@ -115,6 +118,8 @@ class Oracle:
             elif turn.content:
                 self.ids[turn.key] = self.facts.update("owner", self.ids[turn.key],
                                                        turn.content).id
+        if self.facts.vectors is not None:
+            self.facts.vectors.index("owner")
 
 
 def _create(turn: Turn) -> dict[str, Any]:

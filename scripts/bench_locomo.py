@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import locomo_data as data  # noqa: E402
 import locomo_perturb  # noqa: E402
+import recall_probes  # noqa: E402
 
 from hermes.clock import FakeClock  # noqa: E402
 from hermes.memory.embeddings.embedders import DEFAULT_MODEL, MODELS  # noqa: E402
@@ -161,7 +162,8 @@ def hermes_messages(conv: data.Conversation, home: Path, args) -> Searcher:
 
 def dense_only(conv: data.Conversation, home: Path, args) -> Searcher:
     """The embedding model alone: the messages nearest to the question as asked."""
-    db, store = _import(conv, home, summaries=False, embeddings=args.embeddings or DEFAULT_MODEL)
+    db, store = _import(conv, home, summaries=False, embeddings=args.embeddings or DEFAULT_MODEL,
+                        cache=args.vector_cache)
     user = conv.sample_id
     dia_of = _dia_ids_by_message(db, user)
 
@@ -172,13 +174,49 @@ def dense_only(conv: data.Conversation, home: Path, args) -> Searcher:
 
 
 def hermes_sessions(conv: data.Conversation, home: Path, args) -> Searcher:
-    """``SessionStore.search`` as the tool shows it: one best message per session."""
-    db, store = _import(conv, home, summaries=args.summaries)
+    """``SessionStore.search`` as the CLI and the model's ``session_search`` tool show it: one
+    best message per session (hybrid with ``--embeddings``, with the facts' evidence with
+    ``--with-facts``, as :func:`hermes_messages`). Its turn figures count each session's one
+    shown message; its session figures are the order it lists the conversations in."""
+    db, store = _import(conv, home, summaries=args.summaries, embeddings=args.embeddings,
+                        cache=args.vector_cache)
     user = conv.sample_id
+    facts = _load_facts(conv, db, args) if args.with_facts else None
+
+    def fact_search(who: str, question: str, meaning: str | None):
+        from hermes.memory.facts.recall import FactRecall
+        from hermes.memory.sessions.fact_evidence import hits_for
+
+        return hits_for(FactRecall(facts, facts.clock), who, question, meaning,
+                        facts.vectors.model_id if facts.vectors is not None else None)
 
     def search(question: str) -> list[list[str]]:
-        return [[hit.match.external_id] for hit in store.search(user, question, limit=RANKED)]
+        hits = store.search(user, question, limit=RANKED,
+                            facts=fact_search if facts is not None else ())
+        return [[hit.match.external_id] for hit in hits if hit.match is not None]
 
+    return search
+
+
+def random_order(conv: data.Conversation, home: Path, args) -> Searcher:
+    """A random ordering, the floor every retriever must clear: the messages in a random order
+    (turn figures) and, for the session figures, the sessions in a random order of their own
+    (each as likely as any other, whatever its length). Seeded per conversation."""
+    import random
+
+    rng = random.Random(f"random:{conv.sample_id}")
+    turns = [t.dia_id for s in conv.sessions for t in s.turns]
+    numbers = [s.number for s in conv.sessions]
+
+    def search(question: str) -> list[list[str]]:
+        order = turns[:]
+        rng.shuffle(order)
+        sessions = numbers[:]
+        rng.shuffle(sessions)
+        search.session_order = sessions
+        return [[d] for d in order[:RANKED]]
+
+    search.session_order = numbers
     return search
 
 
@@ -214,6 +252,10 @@ def _load_facts(conv: data.Conversation, db, args):
                     [held_in[m] for m in sources]),
                 source_message_ids=sources,
                 valid_from=max((said[m] for m in sources), default=None),
+                # what the speaker said (as extraction learns it from their own conversation):
+                # the transcripts are imported only to load them (an import's facts would start
+                # at facts.outside_trust, hermes.memory.facts.provenance)
+                source="said",
             )
         except Exception as exc:  # noqa: BLE001 - counted and reported, the run goes on
             refused += 1
@@ -314,7 +356,8 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
     def search(question: str) -> list[list[str]]:
         message = store.append(user, session.id, "user", question)
         try:
-            prompt = builder.build(user, question, [message], first_turn=True)
+            prompt = builder.build(user, recall_query(question, args), [message],
+                                   first_turn=True)
         finally:
             db.execute("DELETE FROM messages WHERE id = ?", [message.id])
         size = sum(len(str(m.get("content") or "")) for m in prompt.messages)
@@ -333,6 +376,32 @@ def hermes_prompt(conv: data.Conversation, home: Path, args) -> Searcher:
     content_of = dict(db.execute("SELECT id, content FROM messages WHERE user = ?", [user]))
 
     return search
+
+
+# --rewrite: the background model's calls (hermes.agent.recall_rewrite), scripted: one per
+# question that refers back, answered from scripts/recall_probes.py (nothing usable for others)
+REWRITES: list[tuple[str, str | None]] = []
+
+
+def recall_query(question: str, args) -> str:
+    """What the turn's recall searches for ``question`` (``--rewrite``: the rewrite path, the
+    model scripted; else the question)."""
+    if not getattr(args, "rewrite", False):
+        return question
+    import asyncio
+
+    from hermes.agent import recall_rewrite
+
+    if not recall_rewrite.refers_back(question):
+        return question
+    scripted = recall_probes.scripted_rewrites()
+
+    async def ask(messages: list[dict]) -> str:
+        return scripted.get(question, "")
+
+    found = asyncio.run(recall_rewrite.rewrite(ask, question))
+    REWRITES.append((question, found))
+    return recall_rewrite.recall_text(question, found)
 
 
 class _CachedEmbedder:
@@ -432,6 +501,7 @@ RETRIEVERS: dict[str, Callable[..., Searcher]] = {
     "hermes": hermes_messages,
     "hermes-sessions": hermes_sessions,
     "dense": dense_only,
+    "random": random_order,
     "fts-or": reference_fts("unicode61", drop_stopwords=False),
     "fts-porter": reference_fts("porter unicode61", drop_stopwords=True),
 }
@@ -457,15 +527,49 @@ def recall_params(**changes: float | int) -> Iterator[None]:
         kwdefaults["params"] = before
 
 
+@contextmanager
+def semantic_params(**changes: float | int) -> Iterator[None]:
+    """Other knobs of the re-scoring by meaning (``--semantic``, ``--versus``;
+    hermes.memory.sessions.semantic.SemanticParams) while the block runs."""
+    from hermes.memory.sessions import semantic
+
+    before = semantic.DEFAULT_SEMANTIC
+    semantic.DEFAULT_SEMANTIC = dataclasses.replace(before, **changes)
+    try:
+        yield
+    finally:
+        semantic.DEFAULT_SEMANTIC = before
+
+
+# The meaning stage as it was before issue 35 (words trusted wholly, no lead for meaning beyond
+# them, the nearest joining from the model's whole floor): ``--versus before``.
+BEFORE_35 = {"trust_low": -1.0, "trust_high": -1.0, "beyond": 0.0, "floor_share": 1.0,
+             "shown_share": 0.0}
+
+
+def _knobs(items: Sequence[str]) -> dict[str, float | int]:
+    knobs: dict[str, float | int] = {}
+    for item in items:
+        if item == "before":
+            knobs.update(BEFORE_35)
+            continue
+        name, _, value = item.partition("=")
+        knobs[name] = float(value) if "." in value or "e" in value else int(value)
+    return knobs
+
+
 # -- scoring ----------------------------------------------------------------------------------
 
 
-def score(evidence: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Turn and session recall at each k for one question."""
+def score(evidence: Sequence[str], groups: Sequence[Sequence[str]],
+          sessions: Sequence[int] | None = None) -> dict[str, float]:
+    """Turn and session recall at each k for one question (``sessions``: the session order,
+    when the retriever ranks sessions apart from messages; else each session at its best
+    message's place)."""
     wanted = set(evidence)
     wanted_sessions = {data.session_of(d) for d in wanted}
-    session_order: list[int] = []
-    for group in groups:
+    session_order: list[int] = list(sessions or [])
+    for group in groups if sessions is None else ():
         for dia_id in group:
             session = data.session_of(dia_id)
             if session not in session_order:
@@ -481,25 +585,42 @@ def score(evidence: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str,
     return result
 
 
-def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], args) -> list[Scored]:
+def run_conversation(conv: data.Conversation, make: Callable[..., Searcher], args,
+                     versus: list[Scored] | None = None) -> list[Scored]:
+    """Each question of ``conv`` asked and scored. With ``versus`` (a list to fill) and
+    ``args.versus``, each question is asked a second time with those SemanticParams, the two
+    in alternating order (a paired A/B on one machine state): its rows go to ``versus``."""
+    knobs = _knobs(getattr(args, "versus", None) or [])
     with tempfile.TemporaryDirectory(prefix="hermes-locomo-") as tmp:
         search = make(conv, Path(tmp), args)
         scored = []
-        for q in conv.questions:
-            if not q.evidence:
-                continue
+
+        def ask(q: data.Question) -> Scored:
             start, cpu = time.perf_counter(), time.process_time()
             groups = search(q.question)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-            metrics = score(q.evidence, groups)
+            metrics = score(q.evidence, groups, getattr(search, "session_order", None))
             full = getattr(search, "full", None)
             if full is not None:  # --mode prompt: evidence turns shown in full
                 metrics["full"] = len(set(q.evidence) & full) / len(set(q.evidence))
             held = getattr(search, "held", None)
             if held is not None:  # --mode facts: where the evidence turns ended up
                 metrics.update(miss_kinds(q.evidence, groups, held))
-            scored.append(Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
-                                 metrics, seconds, cpu))
+            return Scored(conv.sample_id, q.category, q.question, q.evidence, groups[:10],
+                          metrics, seconds, cpu)
+
+        for n, q in enumerate(q for q in conv.questions if q.evidence):
+            if versus is None or not knobs:
+                scored.append(ask(q))
+                continue
+            if n % 2:
+                with semantic_params(**knobs):
+                    versus.append(ask(q))
+                scored.append(ask(q))
+            else:
+                scored.append(ask(q))
+                with semantic_params(**knobs):
+                    versus.append(ask(q))
         return scored
 
 
@@ -530,11 +651,18 @@ def summarise(rows: Sequence[Scored]) -> Summary:
     summary = Summary(len(rows), {m: _mean(rows, m) for m in METRICS}, _percentile(ms, 0.5),
                       _percentile(ms, 0.99), _percentile([r.cpu * 1000 for r in rows], 0.5),
                       _percentile([r.cpu * 1000 for r in rows], 0.99))
-    for category, name in data.CATEGORIES.items():
+    for category, name in categories().items():
         subset = [r for r in rows if r.category == category]
+        if not subset and category not in data.CATEGORIES:
+            continue
         summary.by_category[f"{category} {name}"] = {"n": len(subset),
                                                       **{m: _mean(subset, m) for m in METRICS}}
     return summary
+
+
+def categories() -> dict[int, str]:
+    """LoCoMo's question categories, then the probes' (``--probes``)."""
+    return {**data.CATEGORIES, **recall_probes.CATEGORIES}
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -576,6 +704,30 @@ def report(label: str, halves: dict[str, Summary]) -> str:
     return "\n\n".join(parts)
 
 
+def paired(rows: Sequence[Scored], other: Sequence[Scored], name: str) -> str:
+    """The same questions asked both ways in one run (``--versus``): recall moved, and the
+    paired CPU cost per question (this run's defaults minus ``name``)."""
+    diffs = [a.cpu - b.cpu for a, b in zip(rows, other, strict=True)]
+    lines = [f"Paired ({len(diffs)} questions, alternating order): defaults - {name}"]
+    for half, keep in (("tuning half", True), ("held-out half", False), ("all", None)):
+        pick = [(a, b) for a, b in zip(rows, other, strict=True)
+                if keep is None or (a.sample_id in data.TUNING_HALF) == keep]
+        moved = {m: statistics.fmean(a.metrics[m] - b.metrics[m] for a, b in pick)
+                 for m in ("turn@5", "sess@5")} if pick else {}
+        lines.append(f"  {half}: turn R@5 {moved.get('turn@5', 0):+.3f}, "
+                     f"session R@5 {moved.get('sess@5', 0):+.3f}")
+    # The mean of the paired differences, 5 % trimmed at each end (a load spike): the two
+    # orders alternate, so what the second run gets from the first (the query's embedding is
+    # remembered) cancels out, which a median of the differences would not show.
+    ordered = sorted(d * 1000 for d in diffs)
+    cut = len(ordered) // 20
+    kept = ordered[cut : len(ordered) - cut] or ordered
+    lines.append(f"  CPU per question: p50 {_percentile([r.cpu * 1000 for r in rows], 0.5):.2f} "
+                 f"vs {_percentile([r.cpu * 1000 for r in other], 0.5):.2f} ms, mean paired "
+                 f"difference {statistics.fmean(kept):+.2f} ms (5 % trimmed)")
+    return "\n".join(lines)
+
+
 def misses_table(label: str, rows: Sequence[Scored]) -> str:
     """--mode facts: the share of evidence turns of each kind (MISS_KINDS), per category and
     half: a drop in the top 5 says whether the fact fell to a lower rank or out of the list."""
@@ -583,7 +735,7 @@ def misses_table(label: str, rows: Sequence[Scored]) -> str:
     lines = [f"### {label}: where the evidence turns ended up", "",
              "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     groups = [(f"{c} {name}", [r for r in rows if r.category == c])
-              for c, name in data.CATEGORIES.items()]
+              for c, name in categories().items()]
     groups += [("tuning half", [r for r in rows if r.sample_id in data.TUNING_HALF]),
                ("held-out half", [r for r in rows if r.sample_id not in data.TUNING_HALF]),
                ("**all**", list(rows))]
@@ -615,9 +767,13 @@ def halves_of(rows: Sequence[Scored]) -> dict[str, Summary]:
 COMPARE: list[tuple[str, str, str | None]] = [
     ("plain FTS5 (unicode61, OR)", "fts-or", None),
     ("FTS5 porter + stopwords", "fts-porter", None),
+    ("random ordering", "random", None),
+    ("MiniLM alone", "dense", "minilm"),
     ("Hermes bm25 (words only)", "hermes", None),
     ("Hermes + e5 re-rank", "hermes", "e5"),
     ("Hermes + MiniLM re-rank", "hermes", "minilm"),
+    ("SessionStore.search, words only", "hermes-sessions", None),
+    ("SessionStore.search + MiniLM", "hermes-sessions", "minilm"),
 ]
 
 
@@ -656,7 +812,9 @@ def compare(convs: Sequence[data.Conversation], args) -> str:
     plain = results[0][1] if results and results[0][0] == COMPARE[0][0] else None
     head = ["", "turn R@5 tuning", "held-out", "all", "x plain FTS5 tuning / held-out",
             "sess R@5 tuning", "held-out", "all", "CPU ms p50 / p99", "indexing msgs/s CPU"]
-    lines = ["### sessions: search_messages compared (LoCoMo, 1,536 questions)", "",
+    asked = len(results[0][1]["all"].metrics and []) or (results[0][1]["all"].n if results else 0)
+    what = f"probes: {args.probes}" if args.probes else "LoCoMo"
+    lines = [f"### sessions compared ({what}, {asked:,} questions)", "",
              "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for name, halves, indexing in results:
         tune, held, every = (halves[h] for h in ("tuning half", "held-out half", "all"))
@@ -698,6 +856,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="any RecallParams knob for this run (repeatable), e.g. "
                              "--param date_boost=0 to measure what the date signal adds")
+    parser.add_argument("--semantic", action="append", default=[], metavar="NAME=VALUE",
+                        help="any SemanticParams knob (the re-scoring by meaning) for this run "
+                             "(repeatable); 'before': the meaning stage before issue 35")
+    parser.add_argument("--versus", action="append", default=[], metavar="NAME=VALUE",
+                        help="ask every question a second time with these SemanticParams "
+                             "knobs, in alternating order, and report both side by side with "
+                             "the paired CPU (repeatable; 'before': as before issue 35)")
     parser.add_argument("--fusion", choices=["zscore", "sum", "rrf"],
                         help="facts hybrid: how bm25 and cosine are fused (default: "
                              "hermes.memory.facts.vectors.FUSION)")
@@ -723,6 +888,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         choices=sorted(locomo_perturb.PERTURBATIONS),
                         help="rewrite the data to look less like LoCoMo before every retriever "
                              "sees it (repeatable; see scripts/locomo_perturb.py)")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="prompt mode: a question that refers back gets the turn's one "
+                             "query rewrite first (hermes.agent.recall_rewrite), the model "
+                             "scripted by scripts/recall_probes.py; counts the calls")
+    parser.add_argument("--probes", choices=["implicit", "paraphrase", "refers-back"],
+                        help="ask Hermes's own probes instead of LoCoMo's questions: each "
+                             "probe's exchange inserted as a two-turn session of its own "
+                             "(scripts/recall_probes.py)")
+    parser.add_argument("--probe-facts", action="store_true",
+                        help="with --probes: each cue is also learned as a fact (its own words, "
+                             "its turn as the source), for --mode facts / prompt / --with-facts")
     parser.add_argument("--json-out", help="results file (default: bench-results/locomo-*.json)")
     parser.add_argument("--show-misses", type=int, default=0, metavar="N",
                         help="print N questions whose evidence missed the top 5")
@@ -730,6 +906,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.notes = []
     INDEXED.clear()
     PROMPT_SIZES.clear()
+    REWRITES.clear()
     if args.mode == "prompt" and "shown" not in METRICS:
         METRICS.insert(0, "shown")  # the headline: evidence turns anywhere in the prompt
         METRICS.insert(1, "full")  # the same, a past message counting only if not cut short
@@ -741,6 +918,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
     convs = locomo_perturb.perturb(convs, args.perturb)
+    if args.probes:
+        convs = recall_probes.insert(convs, args.probes, facts=args.probe_facts)
     make = {"facts": hermes_facts, "prompt": hermes_prompt}.get(args.mode) \
         or RETRIEVERS[args.retriever]
     knobs = {name: value for name, value in (("dense_weight", args.dense_weight),
@@ -764,6 +943,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += " + LoCoMo session summaries"
     if args.with_facts and args.mode == "sessions":
         label += " + LoCoMo observations as facts"
+    if args.rewrite:
+        label += " (rewrite, scripted model)"
+    if args.probes:
+        label += f" (probes: {args.probes})"
+        args.notes.append(f"probes: {args.probes}, {sum(len(c.questions) for c in convs)} "
+                          "questions, each exchange a two-turn session of its own")
     if args.perturb:
         label += " (perturbed: " + ", ".join(args.perturb) + ")"
         args.notes.append("perturbed: " + ", ".join(args.perturb))
@@ -804,15 +989,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fact_cells:
         vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS = 1, args.fact_cells
         label += f" (fact cells, ~{args.fact_cells} rows scanned)"
-    with recall_params(**knobs), _restored(vector_cells, fact_vectors, scan_before):
+    versus: list[Scored] = []
+    semantic = _knobs(args.semantic)
+    if semantic:
+        label += " (semantic " + ", ".join(f"{k}={v}" for k, v in semantic.items()) + ")"
+    with recall_params(**knobs), semantic_params(**semantic), \
+            _restored(vector_cells, fact_vectors, scan_before):
         for conv in convs:
-            rows.extend(run_conversation(conv, make, args))
+            rows.extend(run_conversation(conv, make, args, versus))
             print(f"  {conv.sample_id}: {sum(r.sample_id == conv.sample_id for r in rows)} "
                   "questions", file=sys.stderr)
     halves = halves_of(rows)
     print(report(label, halves))
+    if versus:
+        other = " ".join(args.versus)
+        print("\n\n" + report(f"{label} versus {other}", halves_of(versus)))
+        print("\n" + paired(rows, versus, other))
     if rows and MISS_KINDS[0] in rows[0].metrics:
         print("\n\n" + misses_table(label, rows))
+    if args.rewrite:
+        print(f"Rewrites: {len(REWRITES)} background-model calls for {len(rows)} questions "
+              f"({len(REWRITES) / max(1, len(rows)):.2f} a turn; "
+              f"{sum(1 for _, found in REWRITES if found)} answered)")
     if PROMPT_SIZES:
         sizes = [p[0] for p in PROMPT_SIZES]
         recalled = [p[1] for p in PROMPT_SIZES]

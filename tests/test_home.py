@@ -343,9 +343,11 @@ def test_the_doctor_reports_loose_modes_and_how_to_fix_them(cli, hermes_home: Pa
 
 
 def test_an_existing_database_keeps_working_when_it_cannot_be_made_private(tmp_path) -> None:
-    # A database file made by another program (or an older Hermes) is opened as it is
+    # A database made by another program (or an older Hermes) is opened as it is. (It holds a
+    # table: an empty file is refused once it is older than a moment, by its modification time.)
     path = tmp_path / "old.db"
-    sqlite3.connect(path).close()
+    with contextlib.closing(sqlite3.connect(path)) as made:
+        made.execute("CREATE TABLE notes (body TEXT)")
     os.chmod(path, 0o644)
     from hermes.store.db import connect
 

@@ -92,7 +92,10 @@ MEMORY_ROOT = {"__init__.py", "place.py", "basic.py", "context.py"}
 # stored vectors, the words of a text), text safety, the store, and the small floor modules.
 TIER_FLOOR = ("hermes.memory.embeddings", "hermes.memory.vectors", "hermes.memory.words",
               "hermes.safety", "hermes.store", "hermes.clock", "hermes.errors", "hermes.config",
-              "hermes.safe_text")
+              "hermes.safe_text",
+              # where a memory was learned and who may read it: the records every read for a
+              # reply takes, and the one rule the tiers' SQL asks for (i32)
+              "hermes.memory.place", "hermes.memory.audience")
 
 
 def test_memorys_root_holds_the_facade_basic_memory_the_context_file_and_packages() -> None:

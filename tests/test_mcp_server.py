@@ -117,6 +117,8 @@ async def test_two_servers_two_users_one_home_over_stdio(rt, seeded):
         fact = data(await alice.call_tool("facts_add", {
             "content": "Alice's NAS is a Synology DS920+", "entities": ["NAS"],
             "tags": ["hardware"]}))["fact"]
+        # another program's model wrote it: a tool's output, trusted less until confirmed
+        assert (fact["source"], fact["trust"]) == ("tool", 0.35)
         rated = data(await alice.call_tool("facts_rate", {"id": fact["id"],
                                                          "rating": "helpful"}))
         assert rated["new_trust"] > rated["old_trust"]

@@ -188,6 +188,30 @@ async def test_memory_commands(repl, fake_model, rt):
     await repl.leave()
 
 
+async def test_mark_decides_where_a_fact_or_an_entry_may_be_repeated(repl, fake_model, rt):
+    from hermes.memory.place import Place
+
+    channel = Place.discord_channel(1, 2)
+    user = repl.repl.user
+    fact = rt.memory.facts.add(user, "The user's team ships on Fridays").fact
+    rt.memory.basic.add(user, "Standup at nine")
+    said = await repl.command(f"/mark {fact.id} shareable")
+    assert said.startswith(f"[{fact.id}] The user's team ships on Fridays: shareable")
+    assert [f.id for f in rt.memory.facts.search(user, "ships", place=channel)] == [fact.id]
+    assert "Standup at nine: shareable" in await repl.command("/mark memory standup shareable")
+    assert [e.text for e in rt.memory.basic.entries(user, place=channel)] == ["Standup at nine"]
+    assert "private" in await repl.command(f"/mark {fact.id} private")
+    assert rt.memory.facts.search(user, "ships", place=channel) == []
+    # another user's fact is not there to mark; bad input is one line and the REPL goes on
+    other = rt.memory.facts.add("bob", "Bob's secret is safe").fact
+    assert f"No fact with id {other.id}" in await repl.command(f"/mark {other.id} shareable")
+    assert rt.memory.facts.get("bob", other.id).shared is None
+    assert "Unknown mark 'loud'" in await repl.command(f"/mark {fact.id} loud")
+    assert "Usage: /mark" in await repl.command("/mark 1")
+    assert repl.events[-1][0] == "error" and not repl.task.done()
+    await repl.leave()
+
+
 async def test_sessions_search_and_new(repl, fake_model, rt):
     fake_model.reply("Tomatoes want full sun.")
     repl.pipe.send_text("how do I grow tomatoes?" + ENTER)

@@ -317,8 +317,9 @@ async def test_whole_block_edit_is_one_transaction_and_keeps_entries_added_elsew
     basic.add("owner", "Added in the terminal meanwhile")
     page = await panel.post("/memory/edit", {"shown": shown, "block": "First\nThird"})
     assert page.status_code == 303
-    assert [e.text for e in basic.entries("owner")] == ["First", "Added in the terminal meanwhile",
-                                                         "Third"]
+    # "Third" is "Second" edited where it stood: that entry, changed (its place in the order)
+    assert [e.text for e in basic.entries("owner")] == ["First", "Third",
+                                                         "Added in the terminal meanwhile"]
     refused = await panel.post("/memory/edit", {"shown": "First", "block": "First\n" + "y" * 8000})
     assert refused.status_code == 422 and "Nothing was changed" in refused.text
     assert len(basic.entries("owner")) == 3
@@ -644,6 +645,8 @@ async def test_a_fact_shows_its_tombstone_and_settles_a_pending_question(panel, 
     question = facts.ask_before_overriding("owner", lisbon.id, "The user lives in Porto")
     page = await panel.get(f"/facts/{lisbon.id}")
     assert "Waiting for your word" in page.text and "The user lives in Porto" in page.text
+    listed = (await panel.get("/facts")).text          # the list says which fact waits
+    assert "Waiting for your word" in listed and f'<a href="/facts/{lisbon.id}">' in listed
     settled = await panel.post(f"/facts/{lisbon.id}/settle",
                                {"question": str(question.id), "decision": "accept"})
     new_id = int(settled.headers["location"].rsplit("/", 1)[1])
@@ -651,6 +654,7 @@ async def test_a_fact_shows_its_tombstone_and_settles_a_pending_question(panel, 
     assert "Waiting for your word" not in (await panel.get(f"/facts/{new_id}")).text
     bob = facts.add("bob", "Bob lives in Lisbon", tags=["fastlane"]).fact
     theirs = facts.ask_before_overriding("bob", bob.id, "Bob lives in Porto")
+    assert "Waiting for your word" not in (await panel.get("/facts")).text  # bob's: not shown
     refused = await panel.post(f"/facts/{new_id}/settle",
                                {"question": str(theirs.id), "decision": "accept"})
     assert refused.status_code == 404 and facts.get("bob", bob.id).active

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.memory.place import PRIVATE, Place
+
 NO_REPLY = "(no reply: this message was not answered)"
 CONTINUED = "(an earlier part of this conversation)"
 EMPTY_REPLY = "(no text)"
@@ -40,6 +42,9 @@ class Snapshot:
     parts: tuple[str, ...]       # its tags, in order
     basic: tuple[tuple[int, str], ...]  # basic-memory entries (id, text) it shows
     fact_mark: int               # fact-history watermark when it was taken
+    # where the session's replies are read: every part of every request is built for it
+    # (hermes.memory.audience), so a shared place's front is its own
+    place: Place = PRIVATE
 
 
 @dataclass

@@ -40,6 +40,7 @@ from hermes.memory import context as context_file
 from hermes.memory.facts import query_ahead
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.store import Fact, FactStore
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
@@ -206,32 +207,40 @@ class PromptBuilder:
         except OSError as exc:
             raise ConfigError(f"agent.persona_file: cannot read {path} ({exc.strerror})") from None
 
-    def recall(self, user: str, query: str) -> list[Fact]:
+    def recall(self, user: str, query: str, *, place: Place = PRIVATE) -> list[Fact]:
         """The most relevant facts for ``query`` that fit the character budget
-        (hermes.memory.facts.recall)."""
+        (hermes.memory.facts.recall), of those a reply read in ``place`` may hold."""
         agent = self.settings.agent
         return self.fact_recall.recall(user, query, limit=agent.recall_max_facts,
-                                       budget=agent.recall_char_budget, line=fact_line)
+                                       budget=agent.recall_char_budget, line=fact_line,
+                                       place=place)
 
     # -- the front: once per session ---------------------------------------------------------
 
-    def snapshot(self, user: str, *, include_context: bool = True) -> Snapshot:
-        """The session's front: persona, basic memory and the context file, as of now."""
-        entries = self.basic.entries(user)
-        parts = [("persona", self.persona()), ("basic_memory", defuse(self.basic.render(user)))]
-        if include_context:
+    def snapshot(self, user: str, *, include_context: bool = True,
+                 place: Place = PRIVATE) -> Snapshot:
+        """The session's front: persona, basic memory and the context file, as of now, for a
+        session whose replies are read in ``place``. In a shared place: the basic-memory
+        entries its readers may see, and no context file (it is written from every
+        conversation of the user: hermes.memory.audience)."""
+        entries = self.basic.entries(user, place=place)
+        parts = [("persona", self.persona()),
+                 ("basic_memory", defuse(self.basic.render(user, place=place)))]
+        if include_context and not place.shared:
             text = context_file.read(self.memory, user)
             if text and text.strip():
                 parts.append(("recent_context", CONTEXT_NOTE + "\n" + defuse(text)))
         return Snapshot(system="\n\n".join(part(tag, body) for tag, body in parts),
                         parts=tuple(tag for tag, _ in parts),
                         basic=tuple((e.id, e.text) for e in entries),
-                        fact_mark=self.facts.history_mark())
+                        fact_mark=self.facts.history_mark(), place=place)
 
     def start(self, user: str, history: Sequence[Message] = (), *,
-              include_context: bool = True) -> Conversation:
-        """A conversation under a fresh snapshot, holding ``history`` (stored messages)."""
-        conversation = Conversation(self.snapshot(user, include_context=include_context))
+              include_context: bool = True, place: Place = PRIVATE) -> Conversation:
+        """A conversation under a fresh snapshot, holding ``history`` (stored messages), for a
+        session whose replies are read in ``place``."""
+        conversation = Conversation(self.snapshot(user, include_context=include_context,
+                                                  place=place))
         conversation.sent = history_messages(history)
         conversation.through = max((m.id for m in history), default=0)
         return conversation
@@ -241,8 +250,9 @@ class PromptBuilder:
     def memory_changes(self, user: str, conversation: Conversation) -> list[str]:
         """Lines for what was written to memory since the snapshot and not yet shown."""
         lines: list[str] = []
+        place = conversation.snapshot.place
         before = dict(conversation.snapshot.basic)
-        now = {e.id: e.text for e in self.basic.entries(user)}
+        now = {e.id: e.text for e in self.basic.entries(user, place=place)}
         for entry_id, text in now.items():
             key: tuple[object, ...] = ("basic", entry_id, text)
             if before.get(entry_id) != text and key not in conversation.announced:
@@ -254,7 +264,7 @@ class PromptBuilder:
                 conversation.announced.add(key)
                 lines.append(f"basic memory: removed [{entry_id}]")
         for fact in self.facts.changed_since(user, conversation.snapshot.fact_mark,
-                                             limit=MAX_CHANGES):
+                                             limit=MAX_CHANGES, place=place):
             key = ("fact", fact.id, fact.status, fact.content)
             if key in conversation.announced:
                 continue
@@ -294,7 +304,7 @@ class PromptBuilder:
             conversation.shown_messages.update(shown_messages)
         if changes:
             parts.append(("memory_changes", CHANGES_NOTE + "\n" + "\n".join(changes)))
-        asks = self.facts.questions_to_ask(user)
+        asks = self.facts.questions_to_ask(user, place=conversation.snapshot.place)
         if asks:
             parts.append(("pending_question", QUESTION_NOTE + "\n" + "\n".join(
                 defuse(question_line(q, f)) for q, f in asks)))
@@ -314,6 +324,7 @@ class PromptBuilder:
         fact whose every source message is in a recalled excerpt is left out.
         """
         agent = self.settings.agent
+        place = conversation.snapshot.place
         fact_share, message_share = agent.recall_char_budget, agent.recall_messages_char_budget
         total = fact_share + message_share
         ranked: list[Fact] = []
@@ -328,7 +339,7 @@ class PromptBuilder:
                 ahead = QueryAhead(vectors.embedder, self.fact_recall.meaning(query),
                                    overlap=self._embed_ahead())
             ranked = self.fact_recall.ranked(user, query, limit=agent.recall_max_facts,
-                                             ahead=ahead)
+                                             ahead=ahead, place=place)
 
         def cost(fact: Fact) -> int:
             return 0 if fact.id in conversation.shown_facts else len(fact_line(fact)) + 1
@@ -344,7 +355,7 @@ class PromptBuilder:
             excerpts = recall_past_messages(
                 self.sessions, user, query, budget=total - used,
                 limit=agent.recall_max_messages, exclude_session=session_id, shown=known,
-                words_only=ahead is not None and not ahead.ok())
+                words_only=ahead is not None and not ahead.ok(), place=place)
             used += sum(len(e.text) + 1 for e in excerpts)
         if fact_share > 0 and used < total:
             in_excerpts = {i for e in excerpts for i in e.message_ids}
@@ -378,13 +389,16 @@ class PromptBuilder:
                       tail_parts=[tag for tag, _ in parts])
 
     def build(self, user: str, query: str, history: Sequence[Message], *,
-              first_turn: bool = True, conversation: Conversation | None = None) -> Prompt:
+              first_turn: bool = True, conversation: Conversation | None = None,
+              place: Place = PRIVATE) -> Prompt:
         """The prompt for a turn whose new user message (``query``) ends ``history``.
 
         Without ``conversation``, the session starts here (a fresh snapshot holding the earlier
-        messages); with it, ``history`` is what the conversation does not cover yet.
+        messages, for a reply read in ``place``); with it, ``history`` is what the conversation
+        does not cover yet (read where it was started).
         """
         if conversation is None:
-            conversation = self.start(user, history[:-1], include_context=first_turn)
+            conversation = self.start(user, history[:-1], include_context=first_turn,
+                                      place=place)
             history = history[-1:]
         return self.compose(user, query, conversation, history)

@@ -5,8 +5,10 @@
 Results are compact JSON. An error goes back to the model as a result with what it needs to
 recover (an over-cap write returns the usage and the entries), never as an exception.
 
-A :class:`ToolBox` lives for one turn and one user: every call is scoped to that user, and it
-counts failed memory writes so that the third one tells the model to stop and answer.
+A :class:`ToolBox` lives for one turn and one user: every call is scoped to that user and to the
+place the turn's reply is read in (its Scope: in a shared place, a Discord channel, the tools
+read and name only what its readers may see, hermes.memory.audience), and it counts failed
+memory writes so that the third one tells the model to stop and answer.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ class ToolBox:
         # here gets its vector at once
         self.ops = MemoryOperations(memory, embed_writes=embed_writes)
         self.session_id = session_id
+        # A tool other than the memory tools returned something this turn (a web page, a
+        # file, a plugin's output): a fact the model writes after it may come from that, so it
+        # is stored as a tool's output (hermes.memory.facts.provenance), trusted less.
+        self.outside_input = False
         self.failed_writes = 0
         # What each failed write was refused for ("facts forget: No fact with id 999 ..."),
         # so the note to the user says what failed, not that memory is full when it is not.
@@ -138,6 +144,8 @@ class ToolBox:
             return self._error(call.name, args, str(exc))
         if not isinstance(result, ToolResult):  # a plain value: it wrote if it is a write
             result = ToolResult(result, wrote=writes)
+        if call.name not in MEMORY_TOOLS:
+            self.outside_input = True
         self.writes += int(result.wrote)
         return ToolOutcome(call.name, args, dumps(result.value), ok=True,
                            wrote_memory=result.wrote, fact_ids=result.fact_ids)
@@ -222,8 +230,10 @@ class ToolBox:
                 category=str(args.get("category") or "general"),
                 tags=[str(t) for t in tags] if isinstance(tags, list) else (),
                 source_session_id=self.session_id,
+                # learned where this session is held; from a tool's output when one came in
+                source="tool" if self.outside_input else None,
             )
-            return shapes.added_json(added), True, []
+            return _visible_added(added, self), True, []
         if action == "update":
             fact_id = _need_int(args, "id")
             new = ops.update(scope, fact_id, _need(args, "content"),
@@ -295,6 +305,18 @@ class ToolBox:
         raise ToolError(_bad_action(action, ["browse", "search", "show"]))
 
 
+def _visible_added(added: Any, box: ToolBox) -> dict[str, Any]:
+    """What an add stored or merged into, as the model may see it where it writes: a merge into
+    a fact its readers may not see says only that it was known; a withheld fact, why."""
+    fact, place = added.fact, box.scope.place
+    if place.shared and not box.memory.facts.audience.sees_item(place, fact.place, fact.shared):
+        return {"status": added.status, "fact": None, "note": "already known; not shown here"}
+    data = shapes.added_json(added)
+    if fact.forgotten_at:
+        data["withheld"] = fact.forgotten_reason
+    return data
+
+
 # -- argument helpers --------------------------------------------------------------------------
 
 def _bad_action(action: Any, valid: list[str]) -> str:
@@ -340,6 +362,9 @@ def _builtin(name: str, description: str, properties: dict[str, Any], required: 
                 {"type": "object", "properties": properties, "required": required},
                 handler, writes=writes, write_actions=frozenset(write_actions or ()))
 
+
+# The built-in memory tools; any other tool's result is outside input (ToolBox.outside_input).
+MEMORY_TOOLS = frozenset({"memory", "facts", "fact_feedback", "session_search"})
 
 _STR = {"type": "string"}
 _INT = {"type": "integer"}

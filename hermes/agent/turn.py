@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes.agent import recall_rewrite
 from hermes.agent.compress import Compressor
 from hermes.agent.conversation import Conversation, Conversations
 from hermes.agent.llm import LLM, Completion, ContextTooLong, ModelNotConfigured, ModelUnavailable
@@ -32,6 +33,7 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.errors import HermesError
 from hermes.memory import Memory
+from hermes.memory.place import PRIVATE, Place, Scope
 from hermes.memory.sessions.store import Message
 from hermes.safety.secrets import removed_note
 from hermes.store import usage
@@ -114,8 +116,12 @@ class Agent:
              transcript: Transcript | None = None) -> Turn:
         return Turn(self, user, session_id, text, speaker=speaker, transcript=transcript)
 
-    def toolbox(self, user: str, session_id: int, *, read_only: bool = False) -> ToolBox:
-        return ToolBox(self.memory, user, session_id=session_id, read_only=read_only)
+    def toolbox(self, user: str, session_id: int, place: Place = PRIVATE, *,
+                read_only: bool = False) -> ToolBox:
+        """The tools of one turn, for ``user``, reading for ``place`` (where its reply is
+        read)."""
+        return ToolBox(self.memory, user, session_id=session_id, scope=Scope(user, place),
+                       read_only=read_only)
 
 
 class Transcript:
@@ -157,6 +163,7 @@ class _TurnState:
     message: Message                # the user's message, as recorded (redacted)
     earlier: list[Message]          # what the conversation does not hold yet
     conversation: Conversation | None
+    place: Place                    # where the reply is read: every read of the turn is for it
     toolbox: ToolBox
     secret_note: str | None
     last_id: int                    # the newest stored message of this turn
@@ -185,6 +192,7 @@ class Turn:
         self.session_id = session_id
         self.text = text
         self.speaker = speaker
+        self._recall: str | None = None  # what recall searched (hermes.agent.recall_rewrite)
         self._result: TurnResult | None = None
         self.exception: HermesError | None = None  # the model error behind result.error
         self._started = False
@@ -219,7 +227,7 @@ class Turn:
         state = await self._record_message()
         error: str | None = None
         try:
-            self._prepare(state)
+            await self._prepare(state)
             await self._fit(state)
             async for text in self._rounds(state):
                 yield text
@@ -253,6 +261,11 @@ class Turn:
         agent, user, session_id = self.agent, self.user, self.session_id
         sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
+        # Where the reply is read: the session's place, set when it was opened (a Discord
+        # channel's, or private). Every read for this turn is for it (hermes.memory.audience).
+        # (A temporary chat's transcript is the web panel's: private.)
+        place = conversation.snapshot.place if conversation else PRIVATE \
+            if self.transcript is not None else sessions.place_of(user, session_id)
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
@@ -263,24 +276,28 @@ class Turn:
         # text is used (the model, recall, the hooks), and the reply says so once.
         return _TurnState(
             sessions=sessions, message=message, earlier=earlier, conversation=conversation,
-            toolbox=agent.toolbox(user, session_id, read_only=self.transcript is not None),
+            place=place,
+            toolbox=agent.toolbox(user, session_id, place,
+                                  read_only=self.transcript is not None),
             secret_note=removed_note(self.text, message.content), last_id=message.id,
             counted=usage.Scope(user, "chat",
                                 session_id if self.transcript is None else None))
 
-    def _prepare(self, state: _TurnState) -> None:
+    async def _prepare(self, state: _TurnState) -> None:
         """The conversation this turn extends (started from memory when there is none) and the
-        prompt for the message: its stable front, the conversation, the volatile tail."""
+        prompt for the message: its stable front, the conversation, the volatile tail (its
+        recall searched for what the message refers back to: :meth:`_recall_query`)."""
         agent = self.agent
         if not agent.llm.configured:
             raise ModelNotConfigured(agent.llm.not_configured_message())
         if state.conversation is None:
-            state.conversation = agent.prompts.start(self.user, state.earlier)
+            state.conversation = agent.prompts.start(self.user, state.earlier,
+                                                       place=state.place)
             agent.conversations.put(self.user, self.session_id, state.conversation)
             state.earlier = []
         state.version = state.conversation.version
-        state.prompt = agent.prompts.compose(self.user, state.message.content,
-                                             state.conversation,
+        self._recall = await self._recall_query(state.message)
+        state.prompt = agent.prompts.compose(self.user, self._recall, state.conversation,
                                              [*state.earlier, state.message])
 
     async def _fit(self, state: _TurnState, *, budget: int | None = None) -> None:
@@ -415,14 +432,51 @@ class Turn:
         turns, and the newest message's tail built again against it."""
         agent = self.agent
         previous = agent.conversations.get(self.user, self.session_id)
-        conversation = agent.prompts.start(self.user)
+        place = previous.snapshot.place if previous is not None else \
+            (PRIVATE if self.transcript is not None
+             else agent.sessions.place_of(self.user, self.session_id))
+        conversation = agent.prompts.start(self.user, place=place)
         conversation.sent = compressed.history[:-1]
         # The same conversation goes on, at the same pace (the cache's lifetime follows it).
         conversation.last_sent = previous.last_sent if previous is not None else None
         conversation.through = message.id - 1
         agent.conversations.put(self.user, self.session_id, conversation)
-        prompt = agent.prompts.compose(self.user, message.content, conversation, [message])
+        prompt = agent.prompts.compose(self.user, self._recall or message.content, conversation,
+                                       [message])
         return conversation, prompt
+
+    async def _recall_query(self, message: Message) -> str:
+        """What recall searches for ``message``: its text, and for a message that refers back
+        (hermes.agent.recall_rewrite) what the earlier message most likely said, asked of the
+        background model once, within ``agent.recall_rewrite_seconds``. A failure or a
+        timeout: the text alone, in one log line."""
+        agent, text = self.agent, message.content
+        settings = agent.settings
+        if not (settings.recall_rewrite and agent.background_llm.configured
+                and recall_rewrite.refers_back(text)):
+            return text
+        # the turns before it: a temporary chat's from its transcript (nothing stored)
+        before = (self.transcript.messages(self.user, self.session_id)
+                  if self.transcript is not None
+                  else agent.sessions.window(self.user, self.session_id, message.id, 6))
+        recent = [m.content for m in before
+                  if m.id < message.id and m.role in ("user", "assistant") and m.content][-6:]
+        where = usage.Scope(self.user, "recall",
+                            self.session_id if self.transcript is None else None)
+
+        async def ask(messages: list[dict[str, Any]]) -> str:
+            done = await agent.background_llm.complete(
+                messages, max_tokens=recall_rewrite.MAX_TOKENS, scope=where, cache=False)
+            return done.text
+
+        try:
+            found = await asyncio.wait_for(recall_rewrite.rewrite(ask, text, recent),
+                                           timeout=settings.recall_rewrite_seconds)
+        except (TimeoutError, HermesError) as exc:
+            log.warning("recall rewrite skipped (%s): recalled by the message alone",
+                        type(exc).__name__ if isinstance(exc, TimeoutError) else exc)
+            return text
+        return recall_rewrite.recall_text(text, found)
 
     @staticmethod
     def _remember(conversation: Conversation | None, exchange: list[dict[str, Any]],

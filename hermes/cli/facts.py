@@ -11,7 +11,9 @@ import typer
 from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError, QueryError
-from hermes.memory.place import Scope
+from hermes.memory.audience import mark_name, mark_value, who_sees
+from hermes.memory.facts import provenance
+from hermes.memory.place import Place, Scope
 from hermes.store.fts import brief, build_match
 
 if TYPE_CHECKING:
@@ -73,8 +75,17 @@ def _line(fact: Fact, *, show_score: bool = False) -> str:
         meta.insert(0, why)
     elif show_score and fact.score is not None:
         meta.insert(0, f"score {fact.score:.4g}")
-    if fact.status != "active":
+    if provenance.is_withheld(fact):
+        meta.append("withheld: reads like an instruction; `hermes facts restore` to use it")
+    elif fact.status != "active":
         meta.append(fact.status)
+    # where it was learned, the user's mark, and whence it came
+    if fact.place != "private":
+        meta.append("learned in " + Place(fact.place).describe())
+    if fact.shared is not None:
+        meta.append(mark_name(fact.shared))
+    if provenance.outside(fact.source):
+        meta.append("from " + provenance.describe(fact))
     if fact.entities:
         meta.append("about " + ", ".join(fact.entities))
     if fact.tags:
@@ -215,7 +226,8 @@ def rate(
     as_json: bool = JsonOption,
 ) -> None:
     """Rate a fact: helpful raises its trust, unhelpful lowers it (low trust hides it)."""
-    result = _ops(ctx).rate(_scope(ctx, user), fact_id, rating is Rating.helpful)
+    result = _ops(ctx).rate(_scope(ctx, user), fact_id, rating is Rating.helpful,
+                            confirms=True)
     _answer(as_json, {"id": result.id, "old_trust": result.old_trust,
                       "new_trust": result.new_trust},
             f"Fact {result.id}: trust {result.old_trust:.2f} -> {result.new_trust:.2f}.")
@@ -228,7 +240,8 @@ def show(
     user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Show one fact with all its fields."""
+    """Show one fact with all its fields: where it was learned (place), who may see it, and
+    where it came from (source: said, inferred, import, tool, document)."""
     fact = _ops(ctx).get(_scope(ctx, user), fact_id)
     if as_json:
         emit_json(fact.to_json())
@@ -236,6 +249,30 @@ def show(
     for key, value in fact.to_json().items():
         if value not in (None, [], "") and key != "score":
             echo(f"{key:>18}: {value}")
+    policy = runtime(ctx).settings.privacy.shared_places
+    echo(f"{'shown in':>18}: {who_sees(fact.place, fact.shared, policy)}")
+    echo(f"{'came from':>18}: {provenance.describe(fact)}")
+    if provenance.is_withheld(fact):
+        echo(f"{'note':>18}: stored but never shown to the model: it came from elsewhere and "
+             "reads like an instruction. `hermes facts restore` if you trust it.")
+
+
+@app.command()
+def mark(
+    ctx: typer.Context,
+    fact_id: int = FactIdArgument,
+    to: str = typer.Argument(..., metavar="MARK", help="shareable, private or default."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Decide where a fact may be repeated. shareable: in any Discord channel; private: only in
+    private places (DMs, the terminal, the web panel, MCP), even if it was learned in a channel;
+    default: as privacy.shared_places says (place_only: private places and the channel it was
+    learned in)."""
+    fact = _ops(ctx).mark(_scope(ctx, user), fact_id, mark_value(to))
+    policy = runtime(ctx).settings.privacy.shared_places
+    _answer(as_json, fact.to_json(), f"Fact {fact.id} is {mark_name(fact.shared)}: shown in "
+            f"{who_sees(fact.place, fact.shared, policy)}.")
 
 
 @app.command()

@@ -14,6 +14,7 @@ import typer
 from hermes.cli import JsonOption, UserOption, ask_daemon, runtime
 from hermes.cli.output import echo, emit_json
 from hermes.errors import HermesError
+from hermes.memory.audience import mark_name, mark_value, who_sees
 from hermes.memory.place import Scope
 
 if TYPE_CHECKING:
@@ -56,18 +57,19 @@ def show(ctx: typer.Context, user: str = UserOption, as_json: bool = JsonOption)
     """Show the block exactly as the model sees it, with usage against the cap.
 
     With a daemon running on the home (`hermes run`) the daemon answers."""
-    remote = ask_daemon(ctx, "memory.show", user)
-    if remote is not None:
-        shown = remote
-    else:
-        ops, scope = _ops(ctx), _scope(ctx, user)
-        shown = {"entries": [{"id": e.id, "text": e.text} for e in ops.basic_entries(scope)],
-                 "chars": ops.basic_usage(scope),
-                 "limit": ops.basic_limit} if as_json else {"rendered": ops.basic_render(scope)}
+    from hermes.daemon_calls import memory_shown
+
+    shown = ask_daemon(ctx, "memory.show", user)
+    if shown is None:
+        shown = memory_shown(_ops(ctx), _scope(ctx, user),
+                             runtime(ctx).settings.privacy.shared_places)
     if as_json:
         emit_json({key: shown[key] for key in ("entries", "chars", "limit")})
         return
     echo(shown["rendered"])
+    # where each entry may be shown, for those that are not simply private
+    for entry_id, where in shown["shown_in"]:
+        echo(f"  [{entry_id}] shown in {where}")
 
 
 @app.command()
@@ -99,6 +101,27 @@ def remove(
 ) -> None:
     """Remove an entry (by id or by a unique substring)."""
     _report(_ops(ctx).basic_remove(_scope(ctx, user), target), as_json)
+
+
+@app.command()
+def mark(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., help="An entry id, or a unique part of its text."),
+    to: str = typer.Argument(..., metavar="MARK", help="shareable, private or default."),
+    user: str = UserOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Decide where an entry may be shown. shareable: in any Discord channel; private: only in
+    private places (DMs, the terminal, the web panel, MCP); default: as privacy.shared_places
+    says (place_only: private places and the channel it was written in)."""
+    rt = runtime(ctx)
+    entry = _ops(ctx).basic_mark(_scope(ctx, user), target, mark_value(to))
+    if as_json:
+        emit_json({"id": entry.id, "text": entry.text, "place": entry.place,
+                   "shared": entry.mark})
+        return
+    echo(f"Entry [{entry.id}] is {mark_name(entry.shared)}: shown in "
+         f"{who_sees(entry.place, entry.shared, rt.settings.privacy.shared_places)}.")
 
 
 EDIT_HEADER = (

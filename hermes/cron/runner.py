@@ -19,6 +19,7 @@ from hermes.clock import Clock, parse_ts, to_ts
 from hermes.cron.schedule import MAX_MISSED_RECORDS, Plan, ScheduleError, file_target, plan_runs
 from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
 from hermes.home import private_opener
+from hermes.memory.place import PRIVATE, Place
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
@@ -42,6 +43,9 @@ class RunOutcome:
 
 PromptRunner = Callable[[CronJob], Awaitable[RunOutcome]]
 Deliverer = Callable[[CronJob, str, str], Awaitable[None]]   # (job, target, text)
+Placer = Callable[[str], Awaitable[Place]]   # target -> who reads a delivery there
+# The runner's own deliveries, read by the user alone.
+PRIVATE_DELIVERIES = ("file", "terminal")
 
 
 class CronRunner:
@@ -209,12 +213,37 @@ async def _deliver_stdout(job: CronJob, target: str, text: str) -> None:
     print(f"[cron {job.name}]\n{text}", flush=True)
 
 
-def agent_prompt_runner(sessions: SessionStore, agent: Agent) -> PromptRunner:
-    """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user."""
+async def delivery_place(deliver: str, placers: dict[str, Placer]) -> Place:
+    """Who reads a job's reply: the runner's own deliveries (a file, the terminal) are private;
+    a front-end's are where it says (``placers``, by prefix: a Discord DM is private, a server
+    channel shared). A delivery no one can place is a shared place of its own (its reply holds
+    only what the user marked shareable): a reply is never built from private memory for
+    readers nobody could name."""
+    kind, _, target = deliver.partition(":")
+    if kind in PRIVATE_DELIVERIES:
+        return PRIVATE
+    placer = placers.get(kind)
+    if placer is not None:
+        try:
+            return await placer(target)
+        except Exception:  # noqa: BLE001 - any failure: the safe place, said in the log
+            log.exception("cron: could not tell who reads %s", deliver)
+    if kind == "discord" and target.isdigit():
+        return Place.discord_unknown(target)
+    return Place(f"{kind}:{target}")
+
+
+def agent_prompt_runner(sessions: SessionStore, agent: Agent,
+                        placers: dict[str, Placer] | None = None) -> PromptRunner:
+    """Run a job's prompt through the turn engine, in a new ``cron`` session of the job's user,
+    held where the reply will be read (:func:`delivery_place`): a job delivered into a Discord
+    channel is built only from what that channel's members may see."""
+    placers = {} if placers is None else placers
 
     async def run(job: CronJob) -> RunOutcome:
+        place = await delivery_place(job.deliver, placers)
         session = sessions.create(job.user, "cron", channel_key=f"cron:{job.name}",
-                                  title=job.name)
+                                  title=job.name, place=place)
         result = await agent.turn(job.user, session.id, job.prompt, speaker="cron").run()
         return RunOutcome(text=result.text, session_id=session.id, error=result.error)
 

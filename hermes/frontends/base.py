@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hermes.cron.store import CronJob
     from hermes.learn.worker import ExtractionWorker
     from hermes.memory import Memory
+    from hermes.memory.place import Place
 
 
 @runtime_checkable
@@ -33,8 +34,12 @@ class Frontend(Protocol):
 
     Optional, looked up with ``getattr``: ``status`` (a ``"name: on"`` phrase for the
     ``hermes: running (…)`` line; a front-end without one gets a ``front-end NAME: started``
-    line instead) and ``async finish(timeout)`` (background work left after ``stop``, such as a
-    session's summary, awaited beside the extraction worker's drain, bounded by ``timeout``).
+    line instead), ``async finish(timeout)`` (background work left after ``stop``, such as a
+    session's summary, awaited beside the extraction worker's drain, bounded by ``timeout``)
+    and ``async place_for(target)`` (who reads a delivery to ``<name>:<target>``: a
+    :class:`~hermes.memory.place.Place`; a cron job's reply is built only from what they may
+    see. Without it, a delivery to the front-end is a shared place of its own: only what the
+    user marked shareable).
     """
 
     source: str  # the name its sessions are recorded under
@@ -53,6 +58,7 @@ class Frontend(Protocol):
 
 
 Deliverer = Callable[["CronJob", str, str], Awaitable[None]]   # (job, target, text)
+Placer = Callable[[str], Awaitable["Place"]]   # target -> who reads a delivery there
 
 
 @dataclass
@@ -77,6 +83,8 @@ class FrontendContext:
     at_start: list[tuple[str, Callable[[], Awaitable[object]]]] = field(default_factory=list)
     # Cron delivery routes of the front-ends that started, by prefix (filled by the daemon).
     deliverers: dict[str, Deliverer] = field(default_factory=dict)
+    # Who reads a delivery, by prefix, of the front-ends that say (filled by the daemon).
+    placers: dict[str, Placer] = field(default_factory=dict)
     # The one cron runner of this process (its jobs deliver through ``deliverers``), for the
     # cron front-end and a front-end that runs jobs by hand.
     runner: CronRunner | None = None

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes.errors import QueryError
+from hermes.memory.audience import mark_name, mark_value, who_sees
+from hermes.memory.facts import provenance
 from hermes.memory.operations import MemoryOperations, Scope
+from hermes.memory.place import Place
 
 if TYPE_CHECKING:
     from hermes.memory import Memory
@@ -18,7 +21,14 @@ if TYPE_CHECKING:
 
 
 def _fact_line(fact: Fact) -> str:
-    return f"[{fact.id}] {fact.content} (trust {fact.trust:.2f})"
+    notes = [f"trust {fact.trust:.2f}"]
+    if fact.place != "private":  # where it was learned: it may be repeated there
+        notes.append("learned in " + Place(fact.place).describe())
+    if fact.shared is not None:
+        notes.append(mark_name(fact.shared))
+    if provenance.outside(fact.source):
+        notes.append("from " + provenance.describe(fact))
+    return f"[{fact.id}] {fact.content} ({'; '.join(notes)})"
 
 
 class MemoryCommands:
@@ -77,9 +87,23 @@ class MemoryCommands:
         return "\n".join(lines) or f"Nothing connects {', '.join(names)}."
 
     def rate(self, scope: Scope, fact_id: int, helpful: bool) -> str:
-        result = self.ops.rate(scope, fact_id, helpful)
+        result = self.ops.rate(scope, fact_id, helpful, confirms=True)
         return (f"Rated [{result.id}] {'helpful' if helpful else 'unhelpful'}: trust "
                 f"{result.old_trust:.2f} -> {result.new_trust:.2f}")
+
+    def mark(self, scope: Scope, fact_id: int, to: str) -> str:
+        """Where a fact may be repeated: shareable, private or default."""
+        fact = self.ops.mark(scope, fact_id, mark_value(to))
+        policy = self.ops.memory.settings.privacy.shared_places
+        return (f"[{fact.id}] {fact.content}: {mark_name(fact.shared)}, shown in "
+                f"{who_sees(fact.place, fact.shared, policy)}.")
+
+    def mark_entry(self, scope: Scope, target: str, to: str) -> str:
+        """Where a basic-memory entry may be shown: shareable, private or default."""
+        entry = self.ops.basic_mark(scope, target, mark_value(to))
+        policy = self.ops.memory.settings.privacy.shared_places
+        return (f"[{entry.id}] {entry.text}: {mark_name(entry.shared)}, shown in "
+                f"{who_sees(entry.place, entry.shared, policy)}.")
 
     def memory(self, scope: Scope) -> str:
         return self.ops.basic_render(scope)

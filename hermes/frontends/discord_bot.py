@@ -6,7 +6,11 @@ from anyone else, or from a bot, is dropped before anything is stored or logged 
 
 Where: DMs always; in servers, messages that mention the bot (``require_mention_in_guilds``).
 Each DM, each thread, and each (channel, user) pair in a server is its own Hermes session.
-Which memory: the Discord id goes through ``users.identities`` (``discord:<id>``).
+Which memory: the Discord id goes through ``users.identities`` (``discord:<id>``). Who reads the
+reply: a DM is a private place (all of the person's memory); a server channel or thread is a
+shared place (``discord:<server>:<channel>``, a thread as its parent channel), whose replies are
+built only from what its members may see (hermes.memory.audience): each session is opened with
+its place, and every turn in it reads for that place.
 
 A reply streams into its message by edits (at most every ``edit_interval_seconds``), and is
 split into pieces under Discord's 2,000 characters with code blocks intact. Each piece is
@@ -32,7 +36,9 @@ from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
-from hermes.memory.place import Scope
+from hermes.memory.audience import adopt_place
+from hermes.memory.place import PRIVATE, Place, Scope
+from hermes.store.db import write_transaction
 
 if TYPE_CHECKING:
     from hermes.agent.turn import Agent
@@ -69,6 +75,28 @@ def _channel_key(guild_id: int | None, channel: object, channel_id: int | None,
     if getattr(channel, "type", None) in THREAD_TYPES:
         return f"discord:thread:{channel_id}"
     return f"discord:channel:{channel_id}:user:{author_id}"
+
+
+def _place(guild_id: int | None, channel: object, channel_id: int | None) -> Place:
+    """Who reads a reply here: a DM is private; a server channel is shared, a thread as its
+    parent channel (whose members read it)."""
+    if guild_id is None or channel_id is None:
+        return PRIVATE
+    if getattr(channel, "type", None) in THREAD_TYPES:
+        parent = getattr(channel, "parent_id", None)
+        # a thread whose parent is not known: a place of its own, shared all the same
+        return Place.discord_channel(guild_id, parent) if parent else \
+            Place.discord_unknown_thread(channel_id)
+    return Place.discord_channel(guild_id, channel_id)
+
+
+def place_for(message: discord.Message) -> Place:
+    return _place(message.guild.id if message.guild else None, message.channel,
+                  message.channel.id)
+
+
+def place_for_interaction(interaction: discord.Interaction) -> Place:
+    return _place(interaction.guild_id, interaction.channel, interaction.channel_id)
 
 
 def channel_key_for(message: discord.Message) -> str:
@@ -120,6 +148,10 @@ class HermesBot(discord.Client):
         self._tasks: set[asyncio.Task[None]] = set()
         self._turns: set[asyncio.Task[None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        # channels (and threads) whose rows placed without their server were renamed to their
+        # full place this process (hermes.memory.audience.adopt_place)
+        self._adopted: set[int] = set()
+        self._parents: dict[int, int] = {}  # thread id -> parent channel id, looked up
         # A reply's last message, for its receipt to say what was learned from it later
         self._receipts: OrderedDict[int, discord.Message] = OrderedDict()
         self._add_commands()
@@ -228,7 +260,9 @@ class HermesBot(discord.Client):
     async def _answer(self, message: discord.Message, key: str, text: str) -> None:
         assert self.agent is not None, "a bot without an agent only serves slash commands"
         user = self.user_for(message.author.id)
-        session = self.memory.sessions.open_for(user, "discord", key)
+        place = await self._place_of(message)
+        self._adopt(place, message.channel)
+        session = self.memory.sessions.open_for(user, "discord", key, place=place)
         turn = self.agent.turn(user, session.id, text, speaker=message.author.display_name)
         sent: list[discord.Message] = []
         streamed = ""
@@ -344,6 +378,62 @@ class HermesBot(discord.Client):
         author = member or discord.Object(id=payload.user_id)
         return {payload.user_id} if self.is_allowed(author, channel) else set()
 
+    async def _place_of(self, message: discord.Message) -> Place:
+        """:func:`place_for`, with a thread's parent channel looked up when discord.py did not
+        have it (an uncached thread): once per thread and process. Unknown still: the thread
+        is a shared place of its own."""
+        place = place_for(message)
+        channel = message.channel
+        if place != Place.discord_unknown_thread(channel.id):
+            return place
+        parent = self._parents.get(channel.id)
+        if parent is None:
+            try:
+                parent = getattr(await self.fetch_channel(channel.id), "parent_id", None)
+            except discord.DiscordException:
+                log.warning("discord: the parent of thread %s is not known", channel.id)
+                return place
+            if parent is None:
+                return place
+            self._parents[channel.id] = parent
+        assert message.guild is not None
+        return Place.discord_channel(message.guild.id, parent)
+
+    def _adopt(self, place: Place, channel: object) -> None:
+        """Once per channel and process: rows placed in this channel (or thread) before its
+        server was known (migration m033, an unresolved cron delivery) take its full place."""
+        channel_id = getattr(channel, "id", None)
+        if not place.shared or channel_id is None or channel_id in self._adopted:
+            return
+        self._adopted.add(channel_id)
+        is_thread = getattr(channel, "type", None) in THREAD_TYPES
+        parent = getattr(channel, "parent_id", None) if is_thread else channel_id
+        db = self.memory.db
+        with write_transaction(db):
+            moved = adopt_place(db, place, channel_id=parent or channel_id,
+                                thread_id=channel_id if is_thread else None)
+        if moved:
+            log.info("discord: %d earlier row(s) of channel %s placed in %s", moved,
+                     channel_id, place.key)
+
+    async def place_for(self, target: str) -> Place:
+        """Who reads a cron delivery to ``discord:<target>``: a DM channel is private, a server
+        channel shared (a thread as its parent). A channel that cannot be looked up is a shared
+        place of its own, whose readers see only what was marked shareable."""
+        try:
+            channel = self.get_channel(int(target)) or await self.fetch_channel(int(target))
+        except (ValueError, discord.DiscordException):
+            log.warning("discord: channel %s not found: its cron replies hold only what is "
+                        "shareable", target)
+            return Place.discord_unknown(target)
+        guild = getattr(channel, "guild", None)
+        if guild is None:
+            return PRIVATE if isinstance(channel, discord.DMChannel | discord.GroupChannel) \
+                else Place.discord_unknown(target)
+        place = _place(guild.id, channel, channel.id)
+        self._adopt(place, channel)
+        return place
+
     # ------------------------------------------------------------------ cron delivery
     async def deliver(self, job: CronJob | None, target: str, text: str) -> None:
         channel = self.get_channel(int(target)) or await self.fetch_channel(int(target))
@@ -427,11 +517,27 @@ class HermesBot(discord.Client):
         async def facts_reason(interaction: discord.Interaction, entities: str) -> None:
             await self._respond(interaction, lambda u: cmds.reason(u, entities.split(",")))
 
+        marks = [app_commands.Choice(name=m, value=m)
+                 for m in ("shareable", "private", "default")]
+
+        @facts.command(name="mark", description="Where a fact may be repeated: shareable in "
+                       "any channel, private (DMs only), or default")
+        @app_commands.choices(mark=marks)
+        async def facts_mark(interaction: discord.Interaction, fact_id: int, mark: str) -> None:
+            await self._respond(interaction, lambda u: cmds.mark(u, fact_id, mark))
+
         memory = app_commands.Group(name="memory", description="The basic-memory block")
 
         @memory.command(name="show", description="Show the basic-memory block")
         async def memory_show(interaction: discord.Interaction) -> None:
             await self._respond(interaction, cmds.memory)
+
+        @memory.command(name="mark", description="Where an entry may be shown: shareable in "
+                        "any channel, private (DMs only), or default")
+        @app_commands.describe(entry="An entry id, or a unique part of its text")
+        @app_commands.choices(mark=marks)
+        async def memory_mark(interaction: discord.Interaction, entry: str, mark: str) -> None:
+            await self._respond(interaction, lambda u: cmds.mark_entry(u, entry, mark))
 
         sessions = app_commands.Group(name="sessions", description="Past conversations")
 
@@ -448,7 +554,8 @@ class HermesBot(discord.Client):
 
     def _new_session(self, user: str, interaction: discord.Interaction) -> str:
         store = self.memory.sessions
-        current = store.open_for(user, "discord", channel_key_for_interaction(interaction))
+        current = store.open_for(user, "discord", channel_key_for_interaction(interaction),
+                                 place=place_for_interaction(interaction))
         if current.message_count:
             store.close(user, current.id)
         return "Started a new conversation; the next message here begins it."

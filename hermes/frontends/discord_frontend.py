@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hermes.cron.store import CronJob
     from hermes.frontends.base import FrontendContext
     from hermes.frontends.discord_bot import HermesBot
+    from hermes.memory.place import Place
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +129,9 @@ class DiscordFrontend:
     async def deliver(self, job: CronJob, target: str, text: str) -> None:
         assert self.bot is not None
         await self.bot.deliver(job, target, text)
+
+    async def place_for(self, target: str) -> Place:
+        """Who reads a delivery to ``discord:<target>`` (a cron job's reply is built for
+        them: hermes.cron.runner)."""
+        assert self.bot is not None
+        return await self.bot.place_for(target)

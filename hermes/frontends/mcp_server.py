@@ -162,8 +162,11 @@ class MemoryTools:
                   tags: list[str] | None = None) -> dict[str, Any]:
         """Store one long-term fact about the user or their world. A duplicate or near
         duplicate is merged into the existing fact (status merged). Never store secrets."""
+        # Written by another program's model, not typed by the user: a tool's output
+        # (hermes.memory.facts.provenance: trusted less until the user confirms it).
         return shapes.added_json(self.ops.add(self.scope, content, entities=entities or None,
-                                       category=category, tags=tags or ()))
+                                              category=category, tags=tags or (),
+                                              source="tool"))
 
     def facts_update(self, id: FactId,
                      content: Annotated[str, Field(description="The corrected statement.")],

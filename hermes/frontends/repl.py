@@ -57,6 +57,8 @@ COMMANDS: dict[str, str] = {
     "/probe": "ENTITY  everything about one entity",
     "/reason": "A, B  what connects entities",
     "/rate": "[ID] up|down  rate a fact, or the facts behind the last reply",
+    "/mark": "ID|memory ENTRY shareable|private|default  where a fact or an entry may be "
+             "repeated (a Discord channel)",
     "/pending": "[accept|reject ID]  questions before an inference overrides you",
     "/memory": "show the basic-memory block",
     "/sessions": "recent conversations",
@@ -340,7 +342,8 @@ class Repl:
 
     def _run_command(self, name: str, arg: str) -> str:
         cmds, user = self.commands, Scope(self.user)  # the terminal is a private place
-        needs_arg = {"/remember", "/forget", "/facts", "/probe", "/reason", "/rate", "/search"}
+        needs_arg = {"/remember", "/forget", "/facts", "/probe", "/reason", "/rate", "/search",
+                     "/mark"}
         if name in needs_arg and not arg:
             raise ValueError(name)
         if name == "/help":
@@ -357,6 +360,8 @@ class Repl:
             return cmds.reason(user, arg.split(","))
         if name == "/rate":
             return self._rate(arg)
+        if name == "/mark":
+            return self._mark(arg)
         if name == "/pending":
             return self._pending(arg)
         if name == "/memory":
@@ -370,6 +375,20 @@ class Repl:
         if name == "/new":
             return self._new()
         raise AssertionError(name)
+
+    def _mark(self, arg: str) -> str:
+        """``/mark ID MARK`` (a fact) or ``/mark memory ENTRY MARK`` (an entry, by id or a
+        unique part of its text)."""
+        parts = arg.split()
+        if len(parts) < 2:
+            raise ValueError(arg)
+        if parts[0].lower() == "memory":
+            if len(parts) < 3:
+                raise ValueError(arg)
+            return self.commands.mark_entry(Scope(self.user), " ".join(parts[1:-1]), parts[-1])
+        if len(parts) != 2:
+            raise ValueError(arg)
+        return self.commands.mark(Scope(self.user), int(parts[0].strip("[]")), parts[-1])
 
     def _pending(self, arg: str) -> str:
         parts = arg.split()

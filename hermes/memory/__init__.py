@@ -18,11 +18,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from hermes.clock import Clock, SystemClock
+from hermes.memory.place import PRIVATE, Place
 
 if TYPE_CHECKING:
     import sqlite_utils
 
     from hermes.config import Settings
+    from hermes.memory.audience import Audience
     from hermes.memory.basic import BasicMemory
     from hermes.memory.embeddings.embedders import Embedders
     from hermes.memory.facts.ratings import ReplyRatings
@@ -90,16 +92,26 @@ class Memory:
         return Embedders(cache_dir=self.settings.home_path / "cache")
 
     @cached_property
+    def audience(self) -> Audience:
+        """Who may read what (``privacy.shared_places``): the one rule every store's reads for
+        a reply follow (hermes.memory.audience)."""
+        from hermes.memory.audience import Audience
+
+        return Audience(self.settings.privacy.shared_places)
+
+    @cached_property
     def basic(self) -> BasicMemory:
         from hermes.memory.basic import BasicMemory
 
-        return BasicMemory(self.db, limit=self.settings.memory.basic_char_limit, clock=self.clock)
+        return BasicMemory(self.db, limit=self.settings.memory.basic_char_limit, clock=self.clock,
+                           audience=self.audience)
 
     @cached_property
     def facts(self) -> FactStore:
         from hermes.memory.facts.store import FactStore
 
-        return FactStore(self.db, self.settings.facts, self.clock, vectors=self.fact_vectors)
+        return FactStore(self.db, self.settings.facts, self.clock, vectors=self.fact_vectors,
+                         audience=self.audience)
 
     @cached_property
     def sessions(self) -> SessionStore:
@@ -107,19 +119,21 @@ class Memory:
 
         return SessionStore(self.db, clock=self.clock, vectors=self.message_vectors,
                             redact_secrets=self.settings.sessions.redact_secrets,
-                            fact_search=self._fact_hits)
+                            fact_search=self._fact_hits, audience=self.audience)
 
-    def _fact_hits(self, user: str, query: str, meaning: str | None) -> list:
+    def _fact_hits(self, user: str, query: str, meaning: str | None,
+                   place: Place = PRIVATE) -> list:
         """The facts session search takes as evidence for their conversations: as per-turn
         recall finds them (FactRecall.ranked), by ``meaning`` (the text session search
-        embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING)."""
+        embedded: hermes.memory.sessions.fact_evidence.ONE_EMBEDDING); in a shared ``place``,
+        those its readers may see."""
         from hermes.memory.sessions.fact_evidence import hits_for
 
         # By meaning alone when the evidence's strength is the cosine (fact_evidence.hits_for),
         # else per-turn recall's search (its selective words): FactStore.search over every word
         # of a question costs ~190 ms CPU at 100k facts (i15, notes/i12-i13.md 05:29).
         vectors = self.fact_vectors
-        return list(hits_for(self.facts.recall, user, query, meaning,
+        return list(hits_for(self.facts.recall.at(place), user, query, meaning,
                              vectors.model_id if vectors is not None else None))
 
     @cached_property

@@ -8,9 +8,10 @@ is refused with the usage and the current entries, never truncated.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +19,8 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.audience import Audience, and_condition
+from hermes.memory.place import PRIVATE, Place
 from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
 
@@ -30,6 +33,14 @@ class Entry:
     text: str
     created_at: str
     updated_at: str
+    # where it was written (hermes.memory.place) and the user's mark (None: the home's
+    # default, 1 shareable, 0 private): hermes.memory.audience
+    place: str = "private"
+    shared: int | None = None
+
+    @property
+    def mark(self) -> str:
+        return "default" if self.shared is None else "shareable" if self.shared else "private"
 
 
 @dataclass(frozen=True)
@@ -48,19 +59,26 @@ class Op:
     action: Literal["add", "replace", "remove"]
     text: str | None = None
     target: int | str | None = None
-    # For edits: removing an entry that is already gone is not an error.
+    # For edits: removing an entry that is already gone is not an error; replacing one that
+    # is gone adds the text, and replacing one with a text another entry holds removes it.
     missing_ok: bool = False
 
 
 class OverCapError(RefusedWrite):
-    """A write that would take the block past its cap. Carries what is there."""
+    """A write that would take the block past its cap. Carries what is there (``entries``:
+    those the reader may see; ``hidden``: how many others count against the cap)."""
 
-    def __init__(self, attempted_chars: int, limit: int, entries: Sequence[Entry]) -> None:
+    def __init__(self, attempted_chars: int, limit: int, entries: Sequence[Entry],
+                 current: int | None = None, hidden: int = 0) -> None:
         self.attempted_chars = attempted_chars
         self.limit = limit
         self.entries = list(entries)
-        current = usage_of(entries)
+        self.hidden = hidden
+        current = usage_of(entries) if current is None else current
         listing = "\n".join(render_line(e.id, e.text) for e in entries) or "(empty)"
+        if hidden:
+            listing += (f"\n(and {hidden} private entr{'y' if hidden == 1 else 'ies'}, not "
+                        "shown here)")
         super().__init__(
             f"Refused: basic memory would hold {attempted_chars:,} characters, over its "
             f"{limit:,}-character cap (now {current:,}/{limit:,}). Nothing was changed. "
@@ -100,8 +118,11 @@ class Simulation:
     checked before any row changes, so a refused batch leaves the table untouched without
     relying on rollback. ``statuses`` holds each op's outcome, in order."""
 
-    def __init__(self, current: Sequence[Entry], max_id: int, now: str) -> None:
+    def __init__(self, current: Sequence[Entry], max_id: int, now: str,
+                 visible: Callable[[Entry], bool] | None = None) -> None:
         self.working: list[Entry] = list(current)
+        # which entries an op may name (a write in a shared place: those its readers may see)
+        self.visible = visible or (lambda entry: True)
         self.statuses: list[str] = []
         self.max_id = max_id          # the highest id of any user's entry
         self.now = now
@@ -111,7 +132,7 @@ class Simulation:
         if op.action == "add":
             self.add(normalise(op.text or ""))
         elif op.action == "replace":
-            self.replace(op.target, normalise(op.text or ""))
+            self.replace(op.target, normalise(op.text or ""), missing_ok=op.missing_ok)
         elif op.action == "remove":
             self.remove(op.target, missing_ok=op.missing_ok)
         else:  # pragma: no cover - Op's type forbids it
@@ -128,20 +149,37 @@ class Simulation:
         self.working.append(Entry(provisional, text, self.now, self.now))
         self.statuses.append("added")
 
-    def replace(self, target: int | str | None, text: str) -> None:
-        index = resolve(self.working, target)
+    def _resolve(self, target: int | str | None) -> int:
+        """The index in ``working`` of the visible entry ``target`` names."""
+        shown = [i for i, e in enumerate(self.working) if self.visible(e)]
+        return shown[resolve([self.working[i] for i in shown], target)]
+
+    def replace(self, target: int | str | None, text: str, *, missing_ok: bool = False) -> None:
+        try:
+            index = self._resolve(target)
+        except NotFound:
+            if not missing_ok:
+                raise
+            self.add(text)              # an edit of an entry removed meanwhile: its new text
+            return
         old = self.working[index]
+        if missing_ok and any(e.text == text and e.id != old.id for e in self.working):
+            # an edit to a text written meanwhile as another entry: that entry stands
+            self.working.pop(index)
+            self.statuses.append("duplicate")
+            return
         if any(e.text == text and e.id != old.id for e in self.working):
             raise RefusedWrite(
                 f"Refused: replacing [{old.id}] would duplicate an existing entry. "
                 "Remove it instead. Nothing was changed."
             )
-        self.working[index] = Entry(old.id, text, old.created_at, self.now)
+        self.working[index] = Entry(old.id, text, old.created_at, self.now, old.place,
+                                    old.shared)
         self.statuses.append("replaced")
 
     def remove(self, target: int | str | None, *, missing_ok: bool) -> None:
         try:
-            index = resolve(self.working, target)
+            index = self._resolve(target)
         except NotFound:
             if not missing_ok:
                 raise
@@ -176,18 +214,25 @@ def resolve(entries: Sequence[Entry], target: int | str | None) -> int:
 
 class BasicMemory:
     def __init__(
-        self, db: sqlite_utils.Database, limit: int = DEFAULT_LIMIT, clock: Clock | None = None
+        self, db: sqlite_utils.Database, limit: int = DEFAULT_LIMIT, clock: Clock | None = None,
+        audience: Audience | None = None,
     ) -> None:
         self.db = db
         self.limit = limit
         self.clock = clock or SystemClock()
+        # who may read what (privacy.shared_places): reads for a reply take its place
+        self.audience = audience or Audience()
 
     # -- reading ----------------------------------------------------------------------------
 
-    def entries(self, user: str) -> list[Entry]:
+    def entries(self, user: str, *, place: Place = PRIVATE) -> list[Entry]:
+        """The user's entries, in order; in a shared ``place``, those its readers may see
+        (hermes.memory.audience)."""
+        visible, params = self.audience.items(place, "b")
         rows = self.db.execute(
-            "SELECT id, text, created_at, updated_at FROM basic_memory WHERE user = ? ORDER BY id",
-            [user],
+            "SELECT id, text, created_at, updated_at, place, shared FROM basic_memory b "
+            f"WHERE user = ?{and_condition(visible)} ORDER BY id",
+            [user, *params],
         ).fetchall()
         return [Entry(*row) for row in rows]
 
@@ -198,10 +243,12 @@ class BasicMemory:
         used = usage_of(self.entries(user) if entries is None else entries)
         return f"[{used:,}/{self.limit:,} chars]"
 
-    def render(self, user: str) -> str:
-        """The exact block the model sees in its system prompt."""
-        entries = self.entries(user)
-        lines = [f"BASIC MEMORY {self.header(user, entries)}"]
+    def render(self, user: str, *, place: Place = PRIVATE) -> str:
+        """The exact block the model sees in its system prompt; in a shared ``place``, the
+        entries its readers may see (the usage is still the whole block's: the cap is)."""
+        entries = self.entries(user, place=place)
+        header = self.header(user, entries if not place.shared else None)
+        lines = [f"BASIC MEMORY {header}"]
         lines.extend(render_line(e.id, e.text) for e in entries)
         if not entries:
             lines.append("(empty)")
@@ -209,35 +256,58 @@ class BasicMemory:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def add(self, user: str, text: str) -> WriteResult:
-        return self.batch(user, [Op("add", text=text)])
+    def add(self, user: str, text: str, *, place: Place = PRIVATE) -> WriteResult:
+        return self.batch(user, [Op("add", text=text)], place=place)
 
-    def replace(self, user: str, target: int | str, text: str) -> WriteResult:
-        return self.batch(user, [Op("replace", text=text, target=target)])
+    def replace(self, user: str, target: int | str, text: str, *,
+                place: Place = PRIVATE) -> WriteResult:
+        return self.batch(user, [Op("replace", text=text, target=target)], place=place)
 
-    def remove(self, user: str, target: int | str) -> WriteResult:
-        return self.batch(user, [Op("remove", target=target)])
+    def remove(self, user: str, target: int | str, *, place: Place = PRIVATE) -> WriteResult:
+        return self.batch(user, [Op("remove", target=target)], place=place)
 
-    def batch(self, user: str, ops: Sequence[Op]) -> WriteResult:
-        """Apply every op or none. The cap is checked on the final result only."""
+    def batch(self, user: str, ops: Sequence[Op], *, place: Place = PRIVATE) -> WriteResult:
+        """Apply every op or none. The cap is checked on the final result only.
+
+        ``place``: where the write is made. A new entry is placed there; in a shared place an
+        op may only name the entries its readers may see, and a refusal lists only those."""
         validate(ops)
         now = to_ts(self.clock.now())
         with write_transaction(self.db):
             current = self.entries(user)
-            simulation = Simulation(current, self._max_id(), now)
+
+            def visible(entry: Entry) -> bool:
+                return self.audience.sees_item(place, entry.place, entry.shared)
+
+            simulation = Simulation(current, self._max_id(), now, visible)
             for op in ops:
                 simulation.apply(op)
             attempted = usage_of(simulation.working)
             if attempted > self.limit and attempted > usage_of(current):
-                raise OverCapError(attempted, self.limit, current)
+                shown = [e for e in current if visible(e)]
+                raise OverCapError(attempted, self.limit, shown, usage_of(current),
+                                   hidden=len(current) - len(shown))
             if all(s == "duplicate" for s in simulation.statuses):
-                return self._duplicate(current, ops)
-            last_entry = self._write(user, current, simulation.working, now)
+                return self._duplicate(current, ops, visible)
+            last_entry = self._write(user, current, simulation.working, now, place)
             final = self.entries(user)
         return self._outcome(len(ops), simulation.statuses, last_entry, usage_of(final))
 
+    def mark(self, user: str, target: int | str, shared: int | None) -> Entry:
+        """Mark an entry shareable (1), private (0) or back to the home's default (None)
+        (hermes.memory.audience): who may see it changes, its text does not."""
+        if shared not in (None, 0, 1):
+            raise RefusedWrite("Refused: an entry is marked shareable, private or default.")
+        with write_transaction(self.db):
+            entries = self.entries(user)
+            entry = entries[resolve(entries, target)]
+            self.db.execute("UPDATE basic_memory SET shared = ? WHERE id = ? AND user = ?",
+                            [shared, entry.id, user])
+        return Entry(entry.id, entry.text, entry.created_at, entry.updated_at, entry.place,
+                     shared)
+
     def _write(self, user: str, current: Sequence[Entry], working: Sequence[Entry],
-               now: str) -> Entry | None:
+               now: str, place: Place = PRIVATE) -> Entry | None:
         """Make the user's rows what ``working`` holds: delete the entries it dropped, update
         the ones whose text changed, insert the new ones. The last entry written, if any."""
         last_entry: Entry | None = None
@@ -257,31 +327,33 @@ class BasicMemory:
                     )
                     last_entry = entry
             else:
-                last_entry = self._insert(user, entry.text, now)
+                last_entry = self._insert(user, entry.text, now, place)
         return last_entry
 
-    def _insert(self, user: str, text: str, now: str) -> Entry:
+    def _insert(self, user: str, text: str, now: str, place: Place = PRIVATE) -> Entry:
         try:
             cursor = self.db.execute(
-                "INSERT INTO basic_memory (user, text, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?)",
-                [user, text, now, now],
+                "INSERT INTO basic_memory (user, text, created_at, updated_at, place) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [user, text, now, now, place.key],
             )
         except sqlite3.IntegrityError:  # pragma: no cover - guarded by the lock
             raise RefusedWrite("Refused: duplicate entry.") from None
-        return Entry(int(cursor.lastrowid or 0), text, now, now)
+        return Entry(int(cursor.lastrowid or 0), text, now, now, place.key)
 
     # -- what a write says ------------------------------------------------------------------
 
-    def _duplicate(self, current: Sequence[Entry], ops: Sequence[Op]) -> WriteResult:
+    def _duplicate(self, current: Sequence[Entry], ops: Sequence[Op],
+                   visible: Callable[[Entry], bool] = lambda entry: True) -> WriteResult:
         """A batch of adds that are all there already: nothing changes."""
         existing = next(e for e in current if e.text == normalise(ops[0].text or ""))
         return WriteResult(
             "duplicate",
-            f"Already in basic memory as [{existing.id}]; nothing changed.",
+            f"Already in basic memory as [{existing.id}]; nothing changed."
+            if visible(existing) else "Already in basic memory; nothing changed.",
             usage_of(current),
             self.limit,
-            existing,
+            existing if visible(existing) else None,
         )
 
     def _outcome(self, count: int, statuses: Sequence[str], last_entry: Entry | None,
@@ -306,12 +378,25 @@ class BasicMemory:
         ``before`` is what the editor was shown; ``texts`` is what came back. Only the
         difference between the two is applied, so an entry another process added while the
         editor was open is kept, and one it removed stays removed. Unchanged lines keep their
-        ids. The cap is checked on the final result.
+        ids; a line changed where it stood is the same entry, changed: it keeps its id, the
+        place it was written in and the user's mark (hermes.memory.audience), so an edit never
+        moves an entry into or out of a channel's view. The cap is checked on the final result.
         """
-        wanted = [normalise(t) for t in texts if normalise(t)]
-        shown = {e.text for e in before}
-        ops = [Op("remove", target=e.id, missing_ok=True) for e in before if e.text not in wanted]
-        ops += [Op("add", text=t) for t in dict.fromkeys(wanted) if t not in shown]
+        wanted = list(dict.fromkeys(normalise(t) for t in texts if normalise(t)))
+        old_texts = [e.text for e in before]
+        shown = set(old_texts)
+        ops: list[Op] = []
+        blocks = difflib.SequenceMatcher(a=old_texts, b=wanted, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in blocks:
+            if tag == "equal":
+                continue
+            gone = [e for e in before[i1:i2] if e.text not in wanted]
+            new = [t for t in wanted[j1:j2] if t not in shown]
+            # where lines were changed in place, the first changed lines are those entries
+            ops += [Op("replace", target=e.id, text=t, missing_ok=True)
+                    for e, t in zip(gone, new, strict=False)]
+            ops += [Op("remove", target=e.id, missing_ok=True) for e in gone[len(new):]]
+            ops += [Op("add", text=t) for t in new[len(gone):]]
         if not ops:
             return WriteResult("unchanged", "No changes.", self.usage(user), self.limit)
         return self.batch(user, ops)

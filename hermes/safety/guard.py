@@ -63,6 +63,23 @@ _STANDING_ORDERS: list[tuple[str, re.Pattern[str]]] = [
         r"|\b(?:change|switch|rename)\b[^.\n]{0,30}\b(?:your|its|the assistant'?s?)\s+"
         r"(?:role|persona|name|identity|instructions)\b|\bpretend (?:to be|you are)\b"
         r"|\byour (?:new )?(?:role|persona|identity) is\b")),
+    # (i32, trust by source: hermes.memory.facts.provenance withholds these when they came
+    # from elsewhere than the user: an import, a tool's output, a document)
+    ("it tells the assistant what it must do", re.compile(
+        r"(?i)\b(?:you|the assistant|hermes|the ai|the model)\s+(?:must|should|shall|"
+        r"will always|need to|have to|are to|are required to)\b")),
+    ("it tells the assistant what to say", re.compile(
+        r"(?i)(?:^|[.!;:]\s{0,9})(?:always|never|do not|don't|please)\s+(?:answer|reply|"
+        r"respond|say|tell|mention|reveal|share|send|forward|include|recommend|use|call|run|"
+        r"execute|ignore|obey|follow|trust|click|visit|open|email|pay|transfer)\b"
+        r"|\bwhen(?:ever)?\s+(?:the user|anyone|someone|they|you(?:\s+are)?)\s+(?:asks?|"
+        r"asked|mentions?|says?|requests?)\b[^.\n]{0,80}\b(?:say|reply|respond|answer|tell|"
+        r"send)\b")),
+    ("it tells the assistant to send something away or to follow a link", re.compile(
+        r"(?i)\b(?:send|forward|email|upload|transfer|wire)\b[^.\n]{0,60}\b(?:to|at)\s+"
+        r"(?:\S+@\S+|https?://|www\.)"
+        r"|\b(?:click|visit|open|go to|download from)\s+(?:https?://|www\.)"
+        r"|\b(?:run|execute)\s+(?:this|the following)\b")),
 ]
 
 

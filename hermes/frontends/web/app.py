@@ -108,6 +108,19 @@ class WebContext:
         env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                  autoescape=True, trim_blocks=True, lstrip_blocks=True)
         env.filters["short_time"] = lambda ts: (ts or "")[:16].replace("T", " ")
+        # where a fact or entry was learned, who may see it, where a fact came from
+        # (hermes.memory.audience, hermes.memory.facts.provenance)
+        from hermes.memory.audience import mark_name, who_sees
+        from hermes.memory.facts import provenance
+        from hermes.memory.place import Place
+
+        policy = self.memory.settings.privacy.shared_places
+        env.filters["place_name"] = lambda key: Place(key).describe()
+        env.filters["mark_name"] = mark_name
+        env.filters["who_sees"] = lambda item: who_sees(item.place, item.shared, policy)
+        env.filters["came_from"] = provenance.describe
+        env.tests["outside"] = lambda fact: provenance.outside(fact.source)
+        env.tests["withheld"] = provenance.is_withheld
         env.globals["form_fields"] = form_fields
         env.filters["markdown"] = markdown.to_html
         return env

@@ -53,7 +53,8 @@ async def memory(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """add | replace | remove | edit (the whole block, one entry a line, in one transaction)."""
+    """add | replace | remove | edit (the whole block, one entry a line, in one transaction) |
+    mark (where an entry may be shown: shareable, private, default)."""
     form = await form_of(request)
     action = request.path_params["action"]
     draft = form.get("text", "")
@@ -65,6 +66,15 @@ async def memory_write(request: Request, ctx: WebContext, ws: WebSession) -> Res
             result = ops.basic_replace(scope, _int(form.get("id"), "The entry id"), draft)
         elif action == "remove":
             result = ops.basic_remove(scope, _int(form.get("id"), "The entry id"))
+        elif action == "mark":
+            from hermes.memory.audience import mark_value
+
+            entry = ops.basic_mark(scope, _int(form.get("id"), "The entry id"),
+                                   mark_value(form.get("mark", "")))
+            notice = f"Entry [{entry.id}] is {entry.mark}."
+            if wants_json(request):
+                return JSONResponse({"message": notice, "id": entry.id, "shared": entry.mark})
+            return _memory_page(ctx, request, ws, notice=notice)
         elif action == "edit":
             # Only what this page showed counts as "before": an entry added elsewhere since
             # is kept, as `hermes memory edit` does.
@@ -134,8 +144,13 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         found = [f for f in found if f.trust >= min_trust]
     if max_trust is not None:
         found = [f for f in found if f.trust <= max_trust]
+    # The list of everything says which facts wait for the user's word (issue 31), each a
+    # link to the page where it is decided.
+    waiting = [] if query or entity else [
+        (question, ops.get(scope, question.fact_id))
+        for question in ops.pending_questions(scope)]
     return render(ctx, request, ws, "facts.html", status=422 if error and not path else 200,
-                  facts=found, query=query, mode=mode,
+                  facts=found, query=query, mode=mode, waiting=waiting,
                   category=category or "", entity=entity, state=status,
                   min_trust=q.get("min_trust", ""), max_trust=q.get("max_trust", ""),
                   chain=path, error=error, suggestions=suggestions,
@@ -253,7 +268,8 @@ async def fact(request: Request, ctx: WebContext, ws: WebSession) -> Response:
 
 
 async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Response:
-    """update | forget | restore | purge (confirmed) | rate | settle (a pending question)."""
+    """update | forget | restore | purge (confirmed) | rate | mark (where it may be
+    repeated: shareable, private, default) | settle (a pending question)."""
     form = await form_of(request)
     fact_id = _int(request.path_params["id"], "The fact id")
     action = request.path_params["action"]
@@ -280,8 +296,13 @@ async def fact_write(request: Request, ctx: WebContext, ws: WebSession) -> Respo
             return redirect(ctx, ws, "/facts",
                             notice=f"Fact {fact_id} and its older versions were deleted.")
         elif action == "rate":
-            result = ops.rate(scope, fact_id, form.get("rating") == "up")
+            result = ops.rate(scope, fact_id, form.get("rating") == "up", confirms=True)
             notice = f"Trust {result.old_trust:.2f} -> {result.new_trust:.2f}."
+        elif action == "mark":
+            from hermes.memory.audience import mark_name, mark_value
+
+            marked = ops.mark(scope, fact_id, mark_value(form.get("mark", "")))
+            notice = f"Fact {fact_id} is {mark_name(marked.shared)}."
         elif action == "settle":
             question = _int(form.get("question", ""), "The question id")
             accept = form.get("decision") == "accept"

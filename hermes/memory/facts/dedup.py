@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import sqlite_utils
 from rapidfuzz import fuzz
@@ -80,9 +81,12 @@ class Duplicates:
         self.entities = entities
 
     def near_duplicate(
-        self, user: str, text: str, entity_ids: list[int]
+        self, user: str, text: str, entity_ids: list[int],
+        prefer: Callable[[str, int | None], bool] | None = None,
     ) -> tuple[Fact, float] | None:
-        """The most similar active fact about one of the same entities, if similar enough.
+        """The most similar active fact about one of the same entities, if similar enough
+        (``prefer``: over the candidates' place and mark, those it holds true for first: the
+        facts the place a statement was made in may see).
 
         Candidates come from the FTS index, never from a scan of the user's facts: the facts
         naming the new fact's most specific entity (the one in fewest facts) in their entity
@@ -122,22 +126,34 @@ class Duplicates:
                 expression = column if row[1] <= HUB_FACTS else f"{column} AND {expression}"
         rows = self.db.execute(
             f"""
-            SELECT f.id, f.content FROM facts_fts CROSS JOIN facts f ON f.id = facts_fts.rowid
+            SELECT f.id, f.content, f.place, f.shared FROM facts_fts
+              CROSS JOIN facts f ON f.id = facts_fts.rowid
             WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE}
             ORDER BY facts_fts.rowid DESC LIMIT {MERGE_CANDIDATES}
             """,
             [expression, user],
         ).fetchall()
-        best: tuple[int, float] | None = None
-        for fact_id, content in rows:
+        best: tuple[int, tuple[bool, float]] | None = None
+        for fact_id, content, place, shared in rows:
             similarity = float(fuzz.token_set_ratio(text, content, processor=default_process))
             if similarity < self.config.merge_threshold or differs_in_meaning(text, content):
                 continue
             if anchor is not None and anchor not in linked_entity_ids(self.db, fact_id):
                 continue  # the name is in its text, but the fact is not linked to the entity
-            if best is None or similarity > best[1]:
-                best = (int(fact_id), similarity)
-        return None if best is None else (get_fact(self.db, user, best[0]), best[1])
+            rank = (prefer is None or prefer(place, shared), similarity)
+            if best is None or rank > best[1]:
+                best = (int(fact_id), rank)
+        return None if best is None else (get_fact(self.db, user, best[0]), best[1][1])
+
+    @staticmethod
+    def merged_wording(existing: Fact, text: str) -> str:
+        """The text a fact has after ``text`` merges into it (:meth:`merge`): the new wording
+        when it says everything the old one did, and more; else the old."""
+        content = existing.content
+        covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
+        if len(text) > len(content) and covers and content_key(text) != content_key(content):
+            return text
+        return content
 
 
     def merge(self, existing: Fact, text: str, linked: list[tuple[int, str]],
@@ -145,10 +161,7 @@ class Duplicates:
         """Fold a new statement into an existing fact: keep the more complete wording, union
         entities, tags and sources."""
         old = snapshot(existing)
-        content = existing.content
-        covers = fuzz.token_set_ratio(text, content, processor=default_process) == 100
-        if len(text) > len(content) and covers and content_key(text) != content_key(content):
-            content = text  # the new wording says everything the old one did, and more
+        content = self.merged_wording(existing, text)
         entity_names = list(existing.entities)
         for _, name in linked:
             if name not in entity_names:

@@ -60,6 +60,30 @@ _COLUMNS = ("id, user, fact_id, content, created_at, asked_at, resolved_at, reso
             "session_id, message_ids")
 
 
+# The audience's conditions for a shared place (hermes.memory.audience.Audience): over the
+# facts (alias f) and over the sessions (alias s); ("", []) each for a private place.
+Visible = tuple[tuple[str, list[Any]], tuple[str, list[Any]]]
+NO_CONDITIONS: Visible = (("", []), ("", []))
+
+
+def _where(audience: Visible) -> tuple[str, list[Any]]:
+    """The questions a reply read in a shared place may hold: about a fact its readers may see,
+    AND inferred from a conversation they may read (the inferred text says what was said
+    there); a question from no conversation, only where every session is readable. No
+    condition for a private place."""
+    (facts, fact_params), (sessions, session_params) = audience
+    where, params = "", []
+    if facts:
+        where += (" AND EXISTS (SELECT 1 FROM facts f WHERE f.id = q.fact_id AND "
+                  f"f.user = q.user AND {facts})")
+        params += fact_params
+    if sessions:
+        where += (" AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = q.session_id AND "
+                  f"s.user = q.user AND {sessions})")
+        params += session_params
+    return where, params
+
+
 def _row(row: Any) -> Question:
     return Question(int(row[0]), row[1], int(row[2]), row[3], row[4], row[5], row[6], row[7],
                     row[8], json.loads(row[9] or "[]"))
@@ -84,20 +108,27 @@ class FactQuestions:
             [user, fact_id, content, session_id, json.dumps(message_ids), now])
         return self.get(user, int(cursor.lastrowid or 0))
 
-    def get(self, user: str, question_id: int) -> Question:
-        row = self.db.execute(f"SELECT {_COLUMNS} FROM fact_questions WHERE user = ? AND id = ?",
-                              [user, int(question_id)]).fetchone()
+    def get(self, user: str, question_id: int, *,
+            audience: Visible = NO_CONDITIONS) -> Question:
+        """One question of ``user`` (``audience``: one a shared place may hold), else
+        NotFound."""
+        where, params = _where(audience)
+        row = self.db.execute(
+            f"SELECT {_COLUMNS} FROM fact_questions q WHERE user = ? AND id = ?{where}",
+            [user, int(question_id), *params]).fetchone()
         if row is None:
             raise NotFound(f"No pending question with id {question_id} for user {user!r}.")
         return _row(row)
 
-    def pending(self, user: str, *, limit: int = 50) -> list[Question]:
+    def pending(self, user: str, *, limit: int = 50,
+                audience: Visible = NO_CONDITIONS) -> list[Question]:
         """The user's open questions, oldest first; those whose fact is no longer active are
-        settled as answered first."""
+        settled as answered first. ``audience``: for a shared place (:func:`_where`)."""
         self._settle(user)
+        where, params = _where(audience)
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM fact_questions WHERE user = ? AND resolved_at IS NULL "
-            "ORDER BY id LIMIT ?", [user, int(limit)]).fetchall()
+            f"SELECT {_COLUMNS} FROM fact_questions q WHERE user = ? AND resolved_at IS NULL"
+            f"{where} ORDER BY id LIMIT ?", [user, *params, int(limit)]).fetchall()
         return [_row(r) for r in rows]
 
     def any_unasked(self, user: str) -> bool:
@@ -105,12 +136,17 @@ class FactQuestions:
                                "IS NULL AND asked_at IS NULL LIMIT 1", [user]).fetchone() \
             is not None
 
-    def to_ask(self, user: str, now: str) -> list[Question]:
-        """The open questions no reply has asked yet (at most ASK_AT_ONCE), marked asked."""
+    def to_ask(self, user: str, now: str, *,
+               audience: Visible = NO_CONDITIONS) -> list[Question]:
+        """The open questions no reply has asked yet (at most ASK_AT_ONCE), marked asked.
+        ``audience``: a reply read in a shared place asks only what its readers may see
+        (:func:`_where`); the others wait, unasked, for a private reply."""
         self._settle(user)
+        where, params = _where(audience)
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM fact_questions WHERE user = ? AND resolved_at IS NULL "
-            "AND asked_at IS NULL ORDER BY id LIMIT ?", [user, ASK_AT_ONCE]).fetchall()
+            f"SELECT {_COLUMNS} FROM fact_questions q WHERE user = ? AND resolved_at IS NULL "
+            f"AND asked_at IS NULL{where} ORDER BY id LIMIT ?",
+            [user, *params, ASK_AT_ONCE]).fetchall()
         found = [_row(r) for r in rows]
         if found:
             marks = ",".join("?" * len(found))

@@ -12,12 +12,16 @@ fitted into a character budget.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
+from hermes.memory.audience import and_condition
+from hermes.memory.facts import provenance
 from hermes.memory.facts.records import ACTIVE, COLUMNS, Fact, row_to_fact
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.words.substance import has_substance
 from hermes.safe_text import scrub
 from hermes.store.fts import Term, build_match
@@ -53,11 +57,23 @@ COUNT_INDEX = "INDEXED BY idx_facts_active_user"
 class FactRecall:
     """What a turn recalls from one user's facts (the read side of the fact store per turn)."""
 
-    def __init__(self, facts: FactStore, clock: Clock) -> None:
+    def __init__(self, facts: FactStore, clock: Clock, place: Place = PRIVATE) -> None:
+        """``place``: where what it recalls is read, unless a call says (a shared place: only
+        what its readers may see, hermes.memory.audience)."""
         self.facts = facts
+        self.place = place
         self.db = facts.db
         self.clock = clock
         self._df_cache: dict[tuple[str, str], tuple[int, float, tuple | None]] = {}
+
+    def at(self, place: Place) -> FactRecall:
+        """This recall reading for ``place`` by default, sharing its word counts (a private
+        place: this one)."""
+        if place == self.place:
+            return self
+        view = copy.copy(self)
+        view.place = place
+        return view
 
     def doc_count(self, user: str, term: Term) -> int:
         """How many of ``user``'s active facts contain ``term``, counted up to
@@ -194,12 +210,16 @@ class FactRecall:
                 and not build_match(query).cjk and vectors.holds_any(user))
 
     def ranked(self, user: str, query: str, *, limit: int,
-               ahead: QueryAhead | None = None, meaning: str | None = None) -> list[Fact]:
+               ahead: QueryAhead | None = None, meaning: str | None = None,
+               place: Place | None = None) -> list[Fact]:
         """The user's best ``limit`` facts for ``query``: bm25 over any selective word, x trust
         (fused with meaning when fact vectors are on). When every word is common, the nearest
         facts by meaning, or without vectors the newest facts holding those words. ``ahead``:
         the message's embedding already computing on the worker (:meth:`meaning`'s text);
-        ``meaning``: the text to embed instead (session search's, whose vector is made)."""
+        ``meaning``: the text to embed instead (session search's, whose vector is made).
+        ``place``: where the facts will be read (a shared place: only what its readers may
+        see; the words are still chosen by the user's facts: counts only, never shown)."""
+        place = self.place if place is None else place
         selective, common = self._selective(user, query)
         if not selective.strip() and (self.facts.vectors is None or not has_substance(query)):
             return []  # by meaning alone, "thanks!" would recall the nearest facts anyway
@@ -211,15 +231,15 @@ class FactRecall:
         meaning = scrub(meaning) if meaning else self.meaning(query)
         try:
             if common:
-                return self._by_common_words(user, selective, limit, meaning, ahead)
+                return self._by_common_words(user, selective, limit, meaning, ahead, place)
             return self.facts.search(user, selective, limit=limit, any_word=True,
-                                     meaning=meaning, ahead=ahead)
+                                     meaning=meaning, ahead=ahead, place=place)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
 
     def nearest(self, user: str, query: str, *, limit: int, floor: float,
-                meaning: str | None = None) -> list[Fact] | None:
+                meaning: str | None = None, place: Place | None = None) -> list[Fact] | None:
         """The user's ``limit`` facts nearest to ``meaning`` (default: :meth:`meaning` of
         ``query``) by the fact vectors' similarity, those at ``floor`` or above only, best
         first, each with its ``cosine`` (score: cosine x trust); the trust threshold and
@@ -232,6 +252,7 @@ class FactRecall:
         lifts nothing: the fused search's words side (selective words, bm25, rows and fusion)
         cost ~3-4 ms CPU a question at LoCoMo's ~270 facts a user for the same recall
         (bench_locomo --with-facts, sess notes pass 10)."""
+        place = self.place if place is None else place
         vectors = self.facts.vectors
         if vectors is None or limit <= 0 or build_match(query).cjk or not has_substance(query):
             return None
@@ -243,10 +264,11 @@ class FactRecall:
         if not near:
             return []
         marks = ",".join("?" * len(near))
+        visible, visible_params = self.facts.audience.items(place, "f")
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM facts f WHERE f.user = ? AND {ACTIVE} AND f.trust >= ? "
-            f"AND f.id IN ({marks})",
-            [user, self.facts.config.search_min_trust, *near]).fetchall()
+            f"AND f.id IN ({marks}){and_condition(visible)}",
+            [user, self.facts.config.search_min_trust, *near, *visible_params]).fetchall()
         found = []
         # the nearest first (a tie: the newer), made Facts only up to ``limit``
         for row in sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]:
@@ -254,33 +276,37 @@ class FactRecall:
             fact.cosine = near[fact.id]
             fact.score = fact.cosine * fact.trust
             found.append(fact)
-        return found
+        return provenance.own_first(found)
 
     def _by_common_words(self, user: str, words: str, limit: int, meaning: str,
-                         ahead: QueryAhead | None = None) -> list[Fact]:
+                         ahead: QueryAhead | None = None,
+                         place: Place | None = None) -> list[Fact]:
         """Facts for a message whose every word is in COMMON_TERM_DOCS or more of the user's
         facts: not ranked by bm25, which would score every fact holding any of them (and FTS5
         reads each word's whole list to weigh it): ~1 µs a match, 110-160 ms a turn at 100k
         facts (scripts/bench_turn.py), to rank facts that share only a common word. By meaning
         when fact vectors are on (then no word decides); else, or when no fact has a vector
         yet, the newest facts holding both of the two least common words, or either."""
+        place = self.place if place is None else place
         if self.facts.vectors is not None:
             found = self.facts.search(user, "", limit=limit, any_word=True, meaning=meaning,
-                                      ahead=ahead)
+                                      ahead=ahead, place=place)
             if found:
                 return found
-        return self.facts.searcher.newest(user, words, limit=limit,
-                                          floor=self.facts.config.search_min_trust)
+        return provenance.own_first(self.facts.searcher.newest(
+            user, words, limit=limit, floor=self.facts.config.search_min_trust,
+            visible=self.facts.audience.items(place, "f")))
 
     def recall(self, user: str, query: str, *, limit: int, budget: int,
-               line: Callable[[Fact], str]) -> list[Fact]:
+               line: Callable[[Fact], str], place: Place | None = None) -> list[Fact]:
         """The most relevant facts for ``query`` whose ``line`` (as shown) fits ``budget``
-        characters, best first."""
+        characters, best first (in a shared ``place``, those its readers may see)."""
+        place = self.place if place is None else place
         if not query.strip() or limit <= 0 or budget <= 0:
             return []
         chosen: list[Fact] = []
         used = 0
-        for fact in self.ranked(user, query, limit=limit):
+        for fact in self.ranked(user, query, limit=limit, place=place):
             size = len(line(fact)) + 1
             if used + size > budget:
                 continue  # a shorter, lower-ranked fact may still fit

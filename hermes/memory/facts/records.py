@@ -50,8 +50,13 @@ COLUMNS = (
     "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
     " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"
     " f.forgotten_reason, f.source_session_id, f.source_message_ids, f.retrieved_count,"
-    " f.helpful_count, f.unhelpful_count"
+    " f.helpful_count, f.unhelpful_count, f.place, f.shared, f.source, f.confirmed_at"
 )
+# Where a fact came from (facts.source, m033): what the user said or typed, and what came from
+# elsewhere (the model's own inference, an import, a tool's output or an MCP client, a
+# document). A fact from elsewhere starts with less trust and ranks below the user's own until
+# confirmed (hermes.memory.facts.provenance).
+SOURCES = ("said", "inferred", "import", "tool", "document")
 
 
 @dataclass
@@ -77,6 +82,13 @@ class Fact:
     retrieved_count: int
     helpful_count: int
     unhelpful_count: int
+    # where it was learned (hermes.memory.place: "private" or a shared place's key), the
+    # user's mark (None: the home's default, 1 shareable, 0 private), where it came from
+    # (SOURCES) and when the user confirmed it (a fact from elsewhere than the user)
+    place: str = "private"
+    shared: int | None = None
+    source: str = "said"
+    confirmed_at: str | None = None
     score: float | None = None
     explain: dict | None = None
     # the query's cosine to this fact when a hybrid search ranked it (None: by words only, or
@@ -107,10 +119,18 @@ class Fact:
             "source_message_ids": self.source_message_ids,
             "retrieved_count": self.retrieved_count, "helpful_count": self.helpful_count,
             "unhelpful_count": self.unhelpful_count,
+            "place": self.place, "shared": _mark(self.shared), "source": self.source,
+            "confirmed_at": self.confirmed_at,
         }
         if self.explain is not None:
             data["explain"] = self.explain
         return data
+
+
+def _mark(shared: int | None) -> str:
+    """The user's mark as JSON says it: default (follows privacy.shared_places), shareable,
+    private."""
+    return "default" if shared is None else "shareable" if shared else "private"
 
 
 def in_sqlite_range(number: int) -> bool:
@@ -136,7 +156,8 @@ def row_to_fact(row: Sequence[Any]) -> Fact:
         valid_from=row[11], valid_to=row[12], superseded_by=row[13], forgotten_at=row[14],
         forgotten_reason=row[15], source_session_id=row[16],
         source_message_ids=json.loads(row[17] or "[]"), retrieved_count=int(row[18]),
-        helpful_count=int(row[19]), unhelpful_count=int(row[20]),
+        helpful_count=int(row[19]), unhelpful_count=int(row[20]), place=row[21],
+        shared=row[22], source=row[23], confirmed_at=row[24],
     )
 
 
@@ -210,19 +231,21 @@ def record_history(db: sqlite_utils.Database, fact: Fact, action: str, old: Any,
 def insert_fact(db: sqlite_utils.Database, *, user: str, content: str, category: str, kind: str,
                 tags: Sequence[str], entity_names: Sequence[str], trust: float,
                 importance: float | None, now: str, valid_from: str,
-                source_session_id: int | None, source_message_ids: Sequence[int]) -> int:
+                source_session_id: int | None, source_message_ids: Sequence[int],
+                place: str = "private", shared: int | None = None, source: str = "said",
+                confirmed_at: str | None = None) -> int:
     """Insert a new fact row (the FTS triggers index it) and return its id."""
     cursor = db.execute(
         """
         INSERT INTO facts (user, content, content_key, category, kind, tags, entity_names,
           trust, importance, created_at, updated_at, valid_from, source_session_id,
-          source_message_ids)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          source_message_ids, place, shared, source, confirmed_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """,
         [user, content, content_key(content), category, kind,
          json.dumps(list(tags), ensure_ascii=False), "\n".join(entity_names), trust,
          importance, now, now, valid_from, source_session_id,
-         json.dumps(list(source_message_ids))],
+         json.dumps(list(source_message_ids)), place, shared, source, confirmed_at],
     )
     return int(cursor.lastrowid or 0)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
+from hermes.memory.audience import NO_CONDITION, and_condition
 from hermes.memory.facts import vectors as fact_vectors
 from hermes.memory.facts.query_ahead import QueryAhead, QueryEmbeddingFailed
 from hermes.memory.facts.records import (
@@ -50,6 +51,8 @@ TRUST_INDEX = "INDEXED BY idx_facts_active_trust"
 # the order of ranking every match in one statement (two different bm25 values whose
 # products with a trust round to one double aside: equals either way).
 BOUND_BATCH = 16
+# The filters of a search that only the narrow index answers: whose, active, trusted enough.
+_SCOPED = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
 MAX_BOUND_BATCH = 1024
 
 
@@ -66,15 +69,21 @@ class FactSearch:
     def search(self, user: str, query: str, *, limit: int, category: str | None,
                floor: float, explain: bool, any_word: bool = False,
                meaning: str | None = None, now: datetime | None = None,
-               ahead: QueryAhead | None = None) -> list[Fact]:
+               ahead: QueryAhead | None = None,
+               visible: tuple[str, list[Any]] = NO_CONDITION) -> list[Fact]:
         """``ahead``: the query's embedding on the worker (hermes.memory.facts.query_ahead):
-        bm25 runs while it computes; should it fail, the facts are ranked by their words."""
+        bm25 runs while it computes; should it fail, the facts are ranked by their words.
+        ``visible``: the audience's condition over ``f`` for the place the result is read in
+        (hermes.memory.audience; none in a private place)."""
         plan = build_match(query)
-        filters = f"f.user = ? AND {ACTIVE} AND f.trust >= ?"
+        filters = _SCOPED
         params: list[Any] = [user, floor]
         if category is not None:
             filters += " AND f.category = ?"
             params.append(category)
+        if visible[0]:
+            filters += " AND " + visible[0]
+            params.extend(visible[1])
         if self.vectors is not None and not plan.cjk:
             similarity = self.vectors.similarity(user, meaning or query, ahead)
             if similarity is not None:
@@ -91,7 +100,8 @@ class FactSearch:
         return [fact for fact, _ in _bm25(self.db, plan, filters, params, limit, explain,
                                           any_word)]
 
-    def newest(self, user: str, query: str, *, limit: int, floor: float) -> list[Fact]:
+    def newest(self, user: str, query: str, *, limit: int, floor: float,
+               visible: tuple[str, list[Any]] = NO_CONDITION) -> list[Fact]:
         """The newest ``limit`` of ``user``'s active facts at or above ``floor`` trust holding
         every word of ``query``, else any of them, most trusted first (score: trust). Costs
         what it returns, however many facts hold the words: FTS5 yields matches newest first
@@ -103,9 +113,9 @@ class FactSearch:
             rows = self.db.execute(
                 f"SELECT {COLUMNS} FROM facts_fts CROSS JOIN facts f {SCOPE_INDEX} "
                 "ON f.id = facts_fts.rowid "
-                f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} AND f.trust >= ? "
-                "ORDER BY facts_fts.rowid DESC LIMIT ?",
-                [expression, user, floor, int(limit)]).fetchall()
+                f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} AND f.trust >= ?"
+                f"{and_condition(visible[0])} ORDER BY facts_fts.rowid DESC LIMIT ?",
+                [expression, user, floor, *visible[1], int(limit)]).fetchall()
             if rows:
                 facts = [row_to_fact(row) for row in rows]
                 for fact in facts:
@@ -120,7 +130,8 @@ def _bm25(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list
     if plan.strict is None:
         return []
     user, floor = params[0], params[1]
-    scoped = "f.category" not in filters  # a category is in the row: one statement
+    # A category or an audience's condition is in the row: one statement
+    scoped = filters == _SCOPED
 
     def run(expression: str) -> list[tuple]:
         best = (_best_matches(db, expression, user, floor, limit) if scoped else None)
@@ -228,8 +239,10 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     cosines = similarity.of(ids)
     dated = fact_vectors.date_parts(spans, {f.id: f.valid_from or f.created_at
                                             for f in facts.values()})
+    trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines)
     fused = fact_vectors.fuse(bm25, cosines, ids, dated=dated,
-                              sessions={f.id: f.source_session_id for f in facts.values()})
+                              sessions={f.id: f.source_session_id for f in facts.values()},
+                              trust=trust)
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
         fact.cosine = cosines.get(fact.id)
@@ -237,6 +250,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),
                             "fused": round(fused[fact.id], 6), "trust": fact.trust,
+                            "word_trust": round(trust, 3),
                             "date": dated.get(fact.id, 0.0),
                             "score": round(fact.score, 6), "mode": "hybrid",
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}

@@ -23,6 +23,8 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock, to_ts
 from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.audience import KEEP_PRIVATE, Audience, and_condition
+from hermes.memory.facts import provenance
 from hermes.memory.facts.contradiction import contradicts, frame
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
@@ -51,6 +53,7 @@ from hermes.memory.facts.records import (
 from hermes.memory.facts.search import FactSearch
 from hermes.memory.facts.statement import VERBATIM_TAG, is_verbatim
 from hermes.memory.facts.tombstones import Tombstones
+from hermes.memory.place import PRIVATE, Place
 from hermes.safe_text import scrub
 from hermes.safety.guard import check_text
 from hermes.store.db import write_transaction
@@ -113,11 +116,13 @@ class ReasonResult:
 class FactStore:
     def __init__(
         self, db: sqlite_utils.Database, config: FactsConfig, clock: Clock | None = None,
-        vectors: FactVectors | None = None,
+        vectors: FactVectors | None = None, audience: Audience | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self.clock = clock or SystemClock()
+        # who may read what (privacy.shared_places): every read for a reply takes its place
+        self.audience = audience or Audience()
         self.entity_store = EntityStore(db, config, self.clock)
         # hermes.memory.facts.vectors.FactVectors when recall by meaning is on
         self.vectors = vectors
@@ -141,9 +146,33 @@ class FactStore:
     def _fetch(self, user: str, where: str, params: Sequence[Any], tail: str = "") -> list[Fact]:
         return fetch_facts(self.db, user, where, params, tail)
 
-    def get(self, user: str, fact_id: int) -> Fact:
-        """One fact of this user, in any state. NotFound for unknown ids and other users' ids."""
-        return get_fact(self.db, user, fact_id)
+    def get(self, user: str, fact_id: int, *, place: Place = PRIVATE) -> Fact:
+        """One fact of this user, in any state. NotFound for unknown ids, other users' ids and
+        (``place`` shared) facts a reply read there may not hold."""
+        fact = get_fact(self.db, user, fact_id)
+        if place.shared and not self.audience.sees_item(place, fact.place, fact.shared):
+            raise NotFound(f"No fact with id {fact.id} for user {user!r}.")
+        return fact
+
+    def _visible(self, place: Place) -> tuple[str, list[Any]]:
+        """The audience's condition over ``f`` for a read in ``place`` (none when private)."""
+        return self.audience.items(place, "f")
+
+    def _learned_in(self, user: str, session_id: int | None, place: Place | None,
+                    source: str | None) -> tuple[Place, str]:
+        """Where a new fact was learned and where it came from: as given, else its source
+        session's (a fact learned in a Discord channel is placed there; one from an imported
+        transcript came from an import, one from a cron run is the model's own), else private
+        and said."""
+        if (place is None or source is None) and session_id is not None \
+                and in_sqlite_range(int(session_id)):
+            row = self.db.execute("SELECT place, source FROM sessions WHERE id = ? AND user = ?",
+                                  [int(session_id), user]).fetchone()
+            if row is not None:
+                place = Place(row[0]) if place is None else place
+                if source is None:
+                    source = {"import": "import", "cron": "inferred"}.get(row[1], "said")
+        return place or PRIVATE, provenance.check_source(source or provenance.SAID)
 
     def _history(self, fact: Fact, action: str, old: Any, new: Any, note: str | None = None,
                  at: str | None = None) -> None:
@@ -192,11 +221,19 @@ class FactStore:
         source_session_id: int | None = None,
         source_message_ids: Iterable[int] = (),
         valid_from: str | None = None,
+        place: Place | None = None,
+        source: str | None = None,
+        shared: int | None = None,
         said_at: str | None = None,
         supersede: bool = False,
     ) -> AddResult:
         """Add a fact, or merge it into an existing duplicate or near duplicate.
 
+        ``place``: where it was learned; ``source``: where it came from (provenance.SOURCES);
+        both default to its source session's (else private, said). A fact from elsewhere
+        than the user starts with less trust, and one that reads like an instruction is stored
+        but not shown (hermes.memory.facts.provenance). The user saying a fact from elsewhere
+        again confirms it. ``shared``: the user's mark (None: the home's default).
         ``said_at``: when what it was learned from was said (extraction: its newest message).
         A statement forgotten or corrected since is refused (:class:`Forgotten`); None (a
         person's own write, now) never is. ``supersede``: what the user states outright (the
@@ -216,37 +253,64 @@ class FactStore:
         if importance is not None and not 0 <= importance <= 1:
             raise RefusedWrite("Refused: importance must be between 0 and 1.")
         key = content_key(text)
+        if shared not in (None, 0, 1):
+            raise RefusedWrite("Refused: shared is 1 (shareable), 0 (private) or None.")
         with write_transaction(self.db):
+            where_learned, source = self._learned_in(user, source_session_id, place, source)
             now = self._now()
             self.tombstones.check(user, text, said_at)
-            exact = self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key], "LIMIT 1")
+            def seen_here(place_key: str, mark: int | None) -> bool:
+                return self.audience.sees_item(where_learned, place_key, mark)
+
+            # (the fact the place it was said in sees first: a shared place may have its own)
+            exact = sorted(self._fetch(user, f"f.content_key = ? AND {ACTIVE}", [key],
+                                       "ORDER BY f.id"),
+                           key=lambda f: not seen_here(f.place, f.shared))[:1]
             if exact and not entities:
                 # The same statement again: its entities were found the first time.
-                fact = self.duplicates.merge(exact[0], text, [], tag_list, message_ids,
-                                        now, "exact duplicate")
-                return AddResult(fact.id, "merged", fact, "exact", 100.0)
+                fact = self._fold(exact[0], text, [], tag_list, message_ids, now,
+                                  "exact duplicate", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "exact", 100.0)
             # Names found in the text are a guess: the first ones, up to the bound.
             names = entities if entities else self.entity_store.candidates(user, text)[
                 : self.config.max_entities_per_fact]
             linked = self.entity_store.ensure_all(user, names)
             if exact:
-                fact = self.duplicates.merge(exact[0], text, linked, tag_list, message_ids,
-                                        now, "exact duplicate")
-                return AddResult(fact.id, "merged", fact, "exact", 100.0)
-            near = self.duplicates.near_duplicate(user, text, [i for i, _ in linked])
+                fact = self._fold(exact[0], text, linked, tag_list, message_ids, now,
+                                  "exact duplicate", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "exact", 100.0)
+            near = self.duplicates.near_duplicate(user, text, [i for i, _ in linked],
+                                                  prefer=seen_here)
             if near is not None:
                 existing, similarity = near
-                fact = self.duplicates.merge(existing, text, linked, tag_list, message_ids,
-                                        now, f"near duplicate ({similarity:.0f})")
-                return AddResult(fact.id, "merged", fact, "near", similarity)
+                fact = self._fold(existing, text, linked, tag_list, message_ids, now,
+                                  f"near duplicate ({similarity:.0f})", where_learned, source)
+                if fact is not None:
+                    return AddResult(fact.id, "merged", fact, "near", similarity)
             fact_id = insert_fact(
                 self.db, user=user, content=text, category=category, kind=kind, tags=tag_list,
-                entity_names=[n for _, n in linked], trust=self.config.default_trust,
+                entity_names=[n for _, n in linked],
+                trust=provenance.start_trust(self.config, source),
                 importance=importance, now=now, valid_from=valid_from or now,
-                source_session_id=source_session_id, source_message_ids=message_ids)
+                source_session_id=source_session_id, source_message_ids=message_ids,
+                place=where_learned.key, shared=shared, source=source)
             link_entities(self.db, fact_id, [i for i, _ in linked])
             fact = self.get(user, fact_id)
             self._history(fact, "add", None, snapshot(fact), at=now)
+            reason = provenance.withheld(source, text)
+            if reason is not None:
+                # Stored, not shown: a forgotten fact whose reason says why (the user may
+                # restore it, which confirms it).
+                self.db.execute(
+                    "UPDATE facts SET forgotten_at = ?, forgotten_reason = ? "
+                    "WHERE id = ? AND user = ?", [now, reason, fact_id, user])
+                self._history(fact, "forget", {"forgotten_at": None},
+                              {"forgotten_at": now, "forgotten_reason": reason}, note=reason,
+                              at=now)
+                fact = self.get(user, fact_id)
+                contradicted = []   # a fact withheld replaces nothing
             superseded = []
             for old_id in contradicted:
                 old = self.get(user, old_id)
@@ -267,6 +331,59 @@ class FactStore:
                       {"valid_to": None, "superseded_by": None},
                       {"valid_to": now, "superseded_by": new_id}, note=note, at=now)
 
+    def _fold(self, existing: Fact, text: str, linked: list[tuple[int, str]], tags: list[str],
+              message_ids: list[int], now: str, note: str, where: Place,
+              source: str) -> Fact | None:
+        """Merge a statement made in ``where`` into the fact it duplicates, unless that would
+        let a place's readers learn more than was said to them (hermes.memory.audience); None:
+        store it as a fact of its own (inside the caller's transaction).
+
+        * Everyone who may see the fact would see the statement too: it merges (said in a
+          channel into what the user marked private: the mark stands, the channel sees none).
+        * Said in a channel, known until now only in private places: when the merged fact says
+          no more than the channel heard, it merges and is the channel's from now on (private
+          places still see it); when it says more, the channel gets a fact of its own.
+        * Said where fewer may see it (a DM about a channel's fact): the same statement
+          confirms the fact and changes nothing else; other words are a fact of their own,
+          never written into what the channel reads."""
+        audience = self.audience
+        seen_here = audience.sees_item(where, existing.place, existing.shared)
+        if audience.covers(existing.place, existing.shared, where):
+            if seen_here or existing.shared == KEEP_PRIVATE:
+                fact = self.duplicates.merge(existing, text, linked, tags, message_ids, now,
+                                             note)
+            elif content_key(self.duplicates.merged_wording(existing, text)) == \
+                    content_key(text):
+                fact = self.duplicates.merge(existing, text, linked, tags, message_ids, now,
+                                             note)
+                self.db.execute("UPDATE facts SET place = ? WHERE id = ? AND user = ?",
+                                [where.key, fact.id, fact.user])
+                self._history(fact, "place", {"place": fact.place}, {"place": where.key},
+                              note=f"said in {where.describe()}", at=now)
+                fact = self.get(fact.user, fact.id)
+            else:
+                return None
+        elif seen_here and content_key(existing.content) == content_key(text):
+            fact = existing
+        else:
+            return None
+        return self._confirm_if_said(fact, source, now)
+
+    def _confirm_if_said(self, fact: Fact, source: str, now: str) -> Fact:
+        """The user saying a fact from elsewhere again confirms it (inside the caller's
+        transaction): it ranks with their own from then on, at the default trust or above."""
+        if provenance.outside(source) or not provenance.unconfirmed(fact):
+            return fact
+        return self._confirm(fact, now, note="confirmed: the user said it")
+
+    def _confirm(self, fact: Fact, now: str, *, note: str) -> Fact:
+        trust = max(fact.trust, self.config.default_trust)
+        self.db.execute("UPDATE facts SET confirmed_at = ?, trust = ? WHERE id = ? AND user = ?",
+                        [now, trust, fact.id, fact.user])
+        self._history(fact, "confirm", {"confirmed_at": None, "trust": fact.trust},
+                      {"confirmed_at": now, "trust": trust}, note=note, at=now)
+        return self.get(fact.user, fact.id)
+
     # -- searching --------------------------------------------------------------------------
 
     def search(
@@ -281,8 +398,12 @@ class FactStore:
         any_word: bool = False,
         meaning: str | None = None,
         ahead: QueryAhead | None = None,
+        place: Place = PRIVATE,
     ) -> list[Fact]:
-        """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden.
+        """Active facts matching ``query``, ranked by bm25 x trust; low-trust facts hidden;
+        ``place``: where the result will be read (a shared place: only what its readers may
+        see, hermes.memory.audience); unconfirmed facts from elsewhere than the user after
+        the user's own (hermes.memory.facts.provenance).
 
         All terms must match first; when that finds nothing, any non-stopword term may
         (``any_word``: any term at once, ranked by bm25, as per-turn recall does). CJK text (no
@@ -296,14 +417,19 @@ class FactStore:
         query, meaning = scrub(query), None if meaning is None else scrub(meaning)
         found = self.searcher.search(user, query, limit=limit, category=category, floor=floor,
                                      explain=explain, any_word=any_word, meaning=meaning,
-                                     now=self.clock.now(), ahead=ahead)
+                                     now=self.clock.now(), ahead=ahead,
+                                     visible=self._visible(place))
+        found = provenance.own_first(found)
         if explain:  # which words matched where: for a person reading, never per turn
             annotate(self.db, user, query, found)
         return found
 
-    def probe(self, user: str, entity: str, *, limit: int | None = None) -> list[Fact]:
+    def probe(self, user: str, entity: str, *, limit: int | None = None,
+              place: Place = PRIVATE) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
-        recency. Exact: only linked facts, and all of them unless ``limit`` says otherwise."""
+        recency (the user's own before unconfirmed facts from elsewhere). Exact: only linked
+        facts, and all of them unless ``limit`` says otherwise; in a shared ``place``, those
+        its readers may see."""
         entity_id = self.entity_store.resolve_id(user, scrub(entity))
         if entity_id is None:
             return []
@@ -312,19 +438,22 @@ class FactStore:
         if limit is not None:
             tail += " LIMIT ?"
             params.append(int(limit))
+        visible, visible_params = self._visible(place)
         # Driven from the link index (CROSS JOIN fixes the join order): cost follows the
         # entity's facts, not the user's.
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM fact_entities fe CROSS JOIN facts f ON f.id = fe.fact_id "
-            f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE} {tail}",
-            [entity_id, user, *params[1:]],
+            f"WHERE fe.entity_id = ? AND f.user = ? AND {ACTIVE}{and_condition(visible)} "
+            f"{tail}",
+            [entity_id, user, *visible_params, *params[1:]],
         ).fetchall()
         facts = [row_to_fact(r) for r in rows]
         for fact in facts:
             fact.score = fact.trust
-        return facts
+        return provenance.own_first(facts)
 
-    def reason(self, user: str, entities: list[str], *, limit: int = 20) -> ReasonResult:
+    def reason(self, user: str, entities: list[str], *, limit: int = 20,
+               place: Place = PRIVATE) -> ReasonResult:
         """Facts connecting the entities: linked to all first, then to several, by how many
         they link and by trust. With no direct link, the shortest chain through shared
         entities."""
@@ -351,16 +480,17 @@ class FactStore:
             hub = max(ids, key=lambda i: counts.get(i, 0))
             scan = [i for i in ids if i != hub]
         scan_marks = ",".join("?" * len(scan))
+        visible, visible_params = self._visible(place)
         rows = self.db.execute(
             f"""
             SELECT {COLUMNS}, (SELECT count(*) FROM fact_entities x
                                WHERE x.fact_id = f.id AND x.entity_id IN ({marks})) AS links
             FROM (SELECT DISTINCT fact_id FROM fact_entities WHERE entity_id IN ({scan_marks})) c
               CROSS JOIN facts f ON f.id = c.fact_id
-            WHERE f.user = ? AND {ACTIVE} AND links >= ?
+            WHERE f.user = ? AND {ACTIVE}{and_condition(visible)} AND links >= ?
             ORDER BY links DESC, f.trust DESC, f.updated_at DESC, f.id DESC LIMIT ?
             """,
-            [*ids, *scan, user, need, int(limit)],
+            [*ids, *scan, user, *visible_params, need, int(limit)],
         ).fetchall()
         facts = []
         for row in rows:
@@ -369,12 +499,16 @@ class FactStore:
             fact.explain = {"links": int(row[-1]), "of": len(ids), "trust": fact.trust}
             facts.append(fact)
         if facts or len(ids) < 2:
-            return ReasonResult(facts, [], unknown)
+            return ReasonResult(provenance.own_first(facts), [], unknown)
         path_ids, fact_ids = connect_entities(self.db, user, ids)
         if not path_ids:
             return ReasonResult([], [], unknown)
-        names = self.entity_store.names_of(user, path_ids)
         chain = [self.get(user, i) for i in fact_ids][:limit]
+        if place.shared and not all(self.audience.sees_item(place, f.place, f.shared)
+                                    for f in chain):
+            # A chain through a fact its readers may not see would say what it says.
+            return ReasonResult([], [], unknown)
+        names = self.entity_store.names_of(user, path_ids)
         for position, fact in enumerate(chain):
             fact.score = fact.trust
             fact.explain = {"path_step": position + 1}
@@ -437,10 +571,13 @@ class FactStore:
         ordered = sorted(rows, key=lambda r: (near[r[0]], r[0]), reverse=True)[:limit]
         return [row_to_fact(row) for row in ordered]
 
-    def recent(self, user: str, since: str, *, limit: int = 20) -> list[Fact]:
+    def recent(self, user: str, since: str, *, limit: int = 20,
+               place: Place = PRIVATE) -> list[Fact]:
         """Active facts added or changed at or after ``since`` (a stored timestamp), newest
-        first."""
-        return self._fetch(user, f"f.updated_at >= ? AND {ACTIVE}", [since, int(limit)],
+        first (in a shared ``place``, those its readers may see)."""
+        visible, visible_params = self._visible(place)
+        return self._fetch(user, f"f.updated_at >= ? AND {ACTIVE}{and_condition(visible)}",
+                           [since, *visible_params, int(limit)],
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
     def history_mark(self) -> int:
@@ -449,9 +586,11 @@ class FactStore:
         return int(self.db.execute("SELECT coalesce(max(id), 0) FROM fact_history")
                    .fetchone()[0])
 
-    def changed_since(self, user: str, mark: int, *, limit: int = 20) -> list[Fact]:
+    def changed_since(self, user: str, mark: int, *, limit: int = 20,
+                      place: Place = PRIVATE) -> list[Fact]:
         """This user's facts added, merged, updated, superseded, forgotten or restored after the
-        watermark ``mark``, in any state, oldest change first. Ratings do not count."""
+        watermark ``mark``, in any state, oldest change first. Ratings do not count. In a shared
+        ``place``, only those its readers may see."""
         rows = self.db.execute(
             "SELECT fact_id, max(id) AS last FROM fact_history WHERE id > ? AND user = ? "
             "AND action != 'rate' GROUP BY fact_id ORDER BY last LIMIT ?",
@@ -460,17 +599,21 @@ class FactStore:
             return []
         order = {fact_id: i for i, (fact_id, _) in enumerate(rows)}
         marks = ",".join("?" * len(order))
-        found = self._fetch(user, f"f.id IN ({marks})", list(order))
+        visible, visible_params = self._visible(place)
+        found = self._fetch(user, f"f.id IN ({marks}){and_condition(visible)}",
+                            [*order, *visible_params])
         return sorted(found, key=lambda f: order[f.id])
 
     def list_facts(self, user: str, *, category: str | None = None, include_inactive: bool = False,
-                   limit: int = 50) -> list[Fact]:
-        where = "1" if include_inactive else ACTIVE
+                   limit: int = 50, place: Place = PRIVATE) -> list[Fact]:
+        condition = "1" if include_inactive else ACTIVE
         params: list[Any] = []
         if category is not None:
-            where += " AND f.category = ?"
+            condition += " AND f.category = ?"
             params.append(category)
-        return self._fetch(user, where, [*params, int(limit)],
+        visible, visible_params = self._visible(place)
+        condition += and_condition(visible)
+        return self._fetch(user, condition, [*params, *visible_params, int(limit)],
                            "ORDER BY f.updated_at DESC, f.id DESC LIMIT ?")
 
     def count_active(self, user: str) -> int:
@@ -534,11 +677,24 @@ class FactStore:
                 self.db.execute("UPDATE facts SET source_message_ids = ? WHERE id = ? AND user = ?",
                                 [json.dumps(sources), fact.id, user])
 
-    def rate(self, user: str, fact_id: int, helpful: bool) -> RateResult:
-        """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped."""
+    def rate(self, user: str, fact_id: int, helpful: bool, *,
+             confirms: bool = False) -> RateResult:
+        """Helpful: trust + helpful_delta; unhelpful: trust - unhelpful_delta; clamped.
+
+        ``confirms``: the person rated this one fact themselves (``hermes facts rate``,
+        ``/rate``, the web panel), so a helpful rating confirms a fact from elsewhere
+        (hermes.memory.facts.provenance). A model's rating (the fact_feedback tool, an MCP
+        client) or a 👍 on a whole reply never does: a source could vouch for itself."""
         delta = self.config.helpful_delta if helpful else -self.config.unhelpful_delta
-        return self._move_trust(user, fact_id, helpful, delta, +1,
-                                note="helpful" if helpful else "unhelpful")
+        result = self._move_trust(user, fact_id, helpful, delta, +1,
+                                  note="helpful" if helpful else "unhelpful")
+        if helpful and confirms:
+            with write_transaction(self.db):
+                fact = self.get(user, fact_id)
+                if provenance.unconfirmed(fact):
+                    fact = self._confirm(fact, self._now(), note="confirmed: rated helpful")
+                    result = RateResult(result.id, result.old_trust, fact.trust)
+        return result
 
     def withdraw_rating(self, user: str, fact_id: int, helpful: bool,
                         applied: float) -> RateResult | None:
@@ -689,7 +845,10 @@ class FactStore:
                 now=now, valid_from=now,
                 source_session_id=(source_session_id if source_session_id is not None
                                    else old.source_session_id),
-                source_message_ids=message_ids or old.source_message_ids)
+                source_message_ids=message_ids or old.source_message_ids,
+                # the new version is the same fact, said anew: where and whence it came stay
+                place=old.place, shared=old.shared, source=old.source,
+                confirmed_at=old.confirmed_at)
             link_entities(self.db, new_id, entity_ids)
             self._supersede(old, new_id, note, now)
             new = self.get(user, new_id)
@@ -729,6 +888,26 @@ class FactStore:
                           {"forgotten_at": fact.forgotten_at,
                            "forgotten_reason": fact.forgotten_reason},
                           {"forgotten_at": None}, at=now)
+            restored = self.get(user, fact.id)
+            if provenance.is_withheld(fact) and provenance.unconfirmed(restored):
+                # Withheld for reading like an instruction: restoring it is the user's word.
+                restored = self._confirm(restored, now, note="confirmed: restored by the user")
+            return restored
+
+    def mark(self, user: str, fact_id: int, shared: int | None) -> Fact:
+        """The user's mark on a fact: shareable (1: any shared place may show it), private (0:
+        no shared place may, not even the one it was learned in) or None (the home's default,
+        privacy.shared_places). Who may see it changes, nothing else; recorded in its history.
+        """
+        if shared not in (None, 0, 1):
+            raise RefusedWrite("Refused: a fact is marked shareable, private or default.")
+        with write_transaction(self.db):
+            fact = self.get(user, fact_id)
+            if fact.shared == shared:
+                return fact
+            self.db.execute("UPDATE facts SET shared = ? WHERE id = ? AND user = ?",
+                            [shared, fact.id, user])
+            self._history(fact, "mark", {"shared": fact.shared}, {"shared": shared})
             return self.get(user, fact.id)
 
     # -- asking before an inference overrides what the user said ------------------------------
@@ -744,24 +923,37 @@ class FactStore:
             return self.questions.ask(user, fact.id, text, session_id=session_id,
                                       message_ids=[int(m) for m in message_ids], now=self._now())
 
-    def pending_questions(self, user: str) -> list[Question]:
-        with write_transaction(self.db):
-            return self.questions.pending(user)
+    def _questions_audience(self, place: Place) -> tuple[tuple[str, list[Any]],
+                                                         tuple[str, list[Any]]]:
+        """The audience's conditions over a question's fact and its session (none: private)."""
+        return self._visible(place), self.audience.sessions(place, "s")
 
-    def questions_to_ask(self, user: str) -> list[tuple[Question, Fact]]:
+    def pending_questions(self, user: str, *, place: Place = PRIVATE) -> list[Question]:
+        """Open questions (in a shared ``place``: about what its readers may see, inferred
+        from a conversation they may read)."""
+        with write_transaction(self.db):
+            return self.questions.pending(user, audience=self._questions_audience(place))
+
+    def questions_to_ask(self, user: str, *,
+                         place: Place = PRIVATE) -> list[tuple[Question, Fact]]:
         """The open question(s) for the next reply to ask, with their facts; marked asked.
-        Every turn asks: without an open question that is one index read, no write."""
+        Every turn asks: without an open question that is one index read, no write. A reply
+        read in a shared ``place`` asks only about what its readers may see."""
         if not self.questions.any_unasked(user):
             return []
         with write_transaction(self.db):
-            found = self.questions.to_ask(user, self._now())
-            return [(q, self.get(user, q.fact_id)) for q in found]
+            found = self.questions.to_ask(user, self._now(),
+                                          audience=self._questions_audience(place))
+            return [(q, self.get(user, q.fact_id, place=place)) for q in found]
 
-    def settle_question(self, user: str, question_id: int, accept: bool) -> Fact:
+    def settle_question(self, user: str, question_id: int, accept: bool, *,
+                        place: Place = PRIVATE) -> Fact:
         """The user's decision: accept (the inferred statement supersedes the fact, as a
-        correction) or reject (the fact stays). Returns the fact as it now is."""
+        correction) or reject (the fact stays). Returns the fact as it now is. In a shared
+        ``place``, only a question it may hold (NotFound otherwise)."""
         with write_transaction(self.db):
-            question = self.questions.get(user, question_id)
+            question = self.questions.get(user, question_id,
+                                          audience=self._questions_audience(place))
             self.questions.resolve(user, question.id, "accepted" if accept else "rejected",
                                    self._now())
             if not accept:

@@ -38,7 +38,9 @@ from hermes.memory.vectors.matrix import (
     model_size,
 )
 from hermes.memory.vectors.store import VectorStore
+from hermes.memory.words import trust as words_trust
 from hermes.memory.words.dates import TimeSpan, time_spans
+from hermes.store.fts import MatchPlan
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -56,6 +58,16 @@ log = logging.getLogger(__name__)
 # 0.622 / 0.634): z-score kept.
 FUSION = "zscore"
 DENSE_WEIGHT = 1.5
+# How far the words are trusted (hermes.memory.words.trust, as session search does): the
+# best coverage x agreement among the best TRUST_POOL facts by words (the idf-weighted share of
+# the query's content words a fact holds in any of its columns; its cosine as a share of the best
+# candidate's) at or under TRUST_LOW leaves the fusion to meaning (bm25's z weighs nothing), at
+# or over TRUST_HIGH it is whole. Under TRUST_MIN_FACTS facts, whole. Chosen on LoCoMo's tuning
+# half and the recall probes' (docs/retrieval.md).
+TRUST_LOW = 0.22
+TRUST_HIGH = 0.28
+TRUST_POOL = 10
+TRUST_MIN_FACTS = 100
 # Facts embedded at once. Small: the model serves one text at a time, and a reply's query
 # embedding waits for the batch in progress (about 0.1 s for 8 facts with e5 on one core).
 INDEX_BATCH = 8
@@ -440,11 +452,12 @@ def date_parts(spans: Sequence[TimeSpan], dates: dict[int, str | None]) -> dict[
 def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence[int], *,
          method: str | None = None, weight: float | None = None,
          sessions: dict[int, int | None] | None = None,
-         dated: dict[int, float] | None = None) -> dict[int, float]:
+         dated: dict[int, float] | None = None, trust: float = 1.0) -> dict[int, float]:
     """One relevance in (0, 1] per candidate from its bm25 (0 when its words do not match) and
     its cosine (missing: no vector yet, counted as the lowest cosine among the candidates).
 
-    * ``zscore``: z(bm25) + weight * z(cosine), each over the candidates, plus DATE_WEIGHT x
+    * ``zscore``: trust * z(bm25) + weight * z(cosine), each over the candidates (``trust``:
+      how far the query's words are trusted, :func:`word_trust`), plus DATE_WEIGHT x
       its part of a time the query names (``dated``: fact id -> 1 or 0.5, :func:`date_parts`),
       plus SESSION_WEIGHT x the best such sum among the candidates of its source session
       (``sessions``: fact id -> session id; a fact without one counts as its own session),
@@ -475,7 +488,7 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
     if method != "zscore":
         raise ValueError(f"unknown fusion method {method!r}")
     zw, zc = _z(words), _z(cos)
-    raw = {c: zw[c] + weight * zc[c] for c in candidates}
+    raw = {c: trust * zw[c] + weight * zc[c] for c in candidates}
     if dated:
         raw = {c: value + DATE_WEIGHT * dated.get(c, 0.0) for c, value in raw.items()}
     if sessions is not None and SESSION_WEIGHT:
@@ -486,6 +499,27 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
         raw = {c: value + SESSION_WEIGHT * session_best[sessions.get(c) or ("fact", c)]
                for c, value in raw.items()}
     return {c: 1 / (1 + math.exp(-raw[c])) for c in candidates}
+
+
+def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeSpan],
+               by_words: Sequence[int], cosines: dict[int, float]) -> float:
+    """How far a fact search trusts its query's words (hermes.memory.words.trust): the
+    best coverage x agreement among the best TRUST_POOL facts by words (``by_words``, best
+    first), ramped between TRUST_LOW and TRUST_HIGH; 1 under TRUST_MIN_FACTS facts, for a query
+    without content words, or without any cosine to compare (nothing says otherwise)."""
+    if TRUST_HIGH <= 0 or not by_words or not cosines:
+        return 1.0
+    closest = max(cosines.values())
+    if closest <= 0:
+        return 1.0
+    words = words_trust.query_words(db, plan, spans, index="facts", least=TRUST_MIN_FACTS)
+    if not words.terms:
+        return 1.0
+    top = list(by_words[:TRUST_POOL])
+    cover = words_trust.indexed_coverage(db, words, "facts", top)
+    agreement = {i: min(1.0, max(0.0, cosines[i]) / closest) if i in cosines else 1.0
+                 for i in top}
+    return words_trust.trust(words_trust.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)
 
 
 def _z(values: dict[int, float]) -> dict[int, float]:

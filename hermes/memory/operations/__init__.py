@@ -49,27 +49,31 @@ class MemoryOperations:
         return self.memory.basic.limit
 
     def basic_entries(self, scope: Scope) -> list[Entry]:
-        return self.memory.basic.entries(scope.user)
+        return self.memory.basic.entries(scope.user, place=scope.place)
 
     def basic_usage(self, scope: Scope) -> int:
         return self.memory.basic.usage(scope.user)
 
     def basic_render(self, scope: Scope) -> str:
-        """The block exactly as the model sees it."""
-        return self.memory.basic.render(scope.user)
+        """The block exactly as the model sees it (where the scope's reply is read)."""
+        return self.memory.basic.render(scope.user, place=scope.place)
 
     def basic_add(self, scope: Scope, text: str) -> WriteResult:
-        return self.memory.basic.add(scope.user, text)
+        return self.memory.basic.add(scope.user, text, place=scope.place)
 
     def basic_replace(self, scope: Scope, target: int | str, text: str) -> WriteResult:
-        return self.memory.basic.replace(scope.user, target, text)
+        return self.memory.basic.replace(scope.user, target, text, place=scope.place)
 
     def basic_remove(self, scope: Scope, target: int | str) -> WriteResult:
-        return self.memory.basic.remove(scope.user, target)
+        return self.memory.basic.remove(scope.user, target, place=scope.place)
 
     def basic_batch(self, scope: Scope, ops: Sequence[Op]) -> WriteResult:
         """Several ops, all or none; the cap is checked on the result."""
-        return self.memory.basic.batch(scope.user, ops)
+        return self.memory.basic.batch(scope.user, ops, place=scope.place)
+
+    def basic_mark(self, scope: Scope, target: int | str, shared: int | None) -> Entry:
+        """Where an entry may be shown: shareable (1), private (0), the default (None)."""
+        return self.memory.basic.mark(scope.user, target, shared)
 
     def basic_edit(self, scope: Scope, before: Sequence[Entry],
                    texts: Sequence[str]) -> WriteResult:
@@ -82,14 +86,18 @@ class MemoryOperations:
     def add(self, scope: Scope, content: str, *, entities: list[str] | None = None,
             category: str = "general", tags: Iterable[str] = (), kind: str = "semantic",
             importance: float | None = None,
-            source_session_id: int | None = None) -> AddResult:
-        """Store a fact, or merge it into the duplicate already there.
+            source_session_id: int | None = None, source: str | None = None,
+            shared: int | None = None) -> AddResult:
+        """Store a fact, or merge it into the duplicate already there. It is learned where its
+        source session is held (else where the scope's reply is read); ``source``: where it
+        came from (hermes.memory.facts.provenance; default: its session's, else said).
 
         What a person typed (no conversation behind it: /remember, the web panel, MCP, the CLI)
         is worded by the one "remember X" rule first
         (:func:`hermes.memory.facts.statement.normalise_statement`: first person as "the user"
         where certain, else their words kept whole; a secret refused). The model's own writes
         in a chat (``source_session_id``) are statements already."""
+        place = None if source_session_id is not None else scope.place
         tags = list(tags)
         typed = source_session_id is None
         if typed:
@@ -99,7 +107,8 @@ class MemoryOperations:
         # Jones" after "... Dr. Smith"): superseded, in the history, not both active.
         added = self.memory.facts.add(scope.user, content, entities=entities, category=category,
                                       tags=tags, kind=kind, importance=importance,
-                                      source_session_id=source_session_id, supersede=typed)
+                                      source_session_id=source_session_id, place=place,
+                                      source=source, shared=shared, supersede=typed)
         self._embed(scope, added.id)
         return added
 
@@ -107,18 +116,22 @@ class MemoryOperations:
                entities: list[str] | None = None,
                source_session_id: int | None = None) -> Fact:
         """A new version of a fact; the old one is kept as superseded."""
+        self._named(scope, fact_id)
         new = self.memory.facts.update(scope.user, fact_id, content, note=note,
                                        entities=entities, source_session_id=source_session_id)
         self._embed(scope, new.id)
         return new
 
     def forget(self, scope: Scope, fact_id: int, reason: str | None = None) -> Fact:
+        self._named(scope, fact_id)
         return self.memory.facts.forget(scope.user, fact_id, reason)
 
     def restore(self, scope: Scope, fact_id: int) -> Fact:
+        self._named(scope, fact_id)
         return self.memory.facts.restore(scope.user, fact_id)
 
     def purge(self, scope: Scope, fact_id: int) -> None:
+        self._named(scope, fact_id)
         self.memory.facts.purge(scope.user, fact_id)
 
     # -- what was forgotten, and what waits for the user's word (issue 31) -------------------
@@ -139,13 +152,29 @@ class MemoryOperations:
 
     def pending_questions(self, scope: Scope) -> list[Question]:
         """Inferences kept instead of overriding what the user said."""
-        return self.memory.facts.pending_questions(scope.user)
+        return self.memory.facts.pending_questions(scope.user, place=scope.place)
 
     def settle_question(self, scope: Scope, question_id: int, *, accept: bool) -> Fact:
-        return self.memory.facts.settle_question(scope.user, question_id, accept)
+        return self.memory.facts.settle_question(scope.user, question_id, accept,
+                                                 place=scope.place)
 
-    def rate(self, scope: Scope, fact_id: int, helpful: bool) -> RateResult:
-        return self.memory.facts.rate(scope.user, fact_id, helpful)
+    def rate(self, scope: Scope, fact_id: int, helpful: bool, *,
+             confirms: bool = False) -> RateResult:
+        """``confirms``: the person rated this one fact themselves (a command, the panel), so
+        a helpful rating confirms a fact from elsewhere; a model's rating never does."""
+        self._named(scope, fact_id)
+        return self.memory.facts.rate(scope.user, fact_id, helpful, confirms=confirms)
+
+    def mark(self, scope: Scope, fact_id: int, shared: int | None) -> Fact:
+        """Where a fact may be repeated: shareable (1), private (0), the default (None)."""
+        self._named(scope, fact_id)
+        return self.memory.facts.mark(scope.user, fact_id, shared)
+
+    def _named(self, scope: Scope, fact_id: int) -> None:
+        """A fact named by id where the scope's reply is read must be one its readers may see
+        (NotFound otherwise, as for another user's): a write never reaches past the place."""
+        if scope.place.shared:
+            self.memory.facts.get(scope.user, fact_id, place=scope.place)
 
     def alias(self, scope: Scope, entity: str, other_name: str) -> Entity:
         return self.memory.facts.entity_store.add_alias(scope.user, entity, other_name)
@@ -191,13 +220,14 @@ class MemoryOperations:
                category: str | None = None, min_trust: float | None = None,
                explain: bool = False) -> list[Fact]:
         return self.memory.facts.search(scope.user, query, limit=limit, category=category,
-                                        min_trust=min_trust, explain=explain)
+                                        min_trust=min_trust, explain=explain,
+                                        place=scope.place)
 
     def probe(self, scope: Scope, entity: str, *, limit: int | None = None) -> list[Fact]:
-        return self.memory.facts.probe(scope.user, entity, limit=limit)
+        return self.memory.facts.probe(scope.user, entity, limit=limit, place=scope.place)
 
     def reason(self, scope: Scope, entities: list[str], *, limit: int = 20) -> ReasonResult:
-        return self.memory.facts.reason(scope.user, entities, limit=limit)
+        return self.memory.facts.reason(scope.user, entities, limit=limit, place=scope.place)
 
     @property
     def categories(self) -> list[str]:
@@ -205,14 +235,16 @@ class MemoryOperations:
         return list(self.memory.settings.facts.categories)
 
     def get(self, scope: Scope, fact_id: int) -> Fact:
-        return self.memory.facts.get(scope.user, fact_id)
+        return self.memory.facts.get(scope.user, fact_id, place=scope.place)
 
     def list_facts(self, scope: Scope, *, category: str | None = None,
                    include_inactive: bool = False, limit: int = 50) -> list[Fact]:
         return self.memory.facts.list_facts(scope.user, category=category,
-                                            include_inactive=include_inactive, limit=limit)
+                                            include_inactive=include_inactive, limit=limit,
+                                            place=scope.place)
 
     def history(self, scope: Scope, fact_id: int) -> list[dict[str, Any]]:
+        self._named(scope, fact_id)
         return self.memory.facts.history(scope.user, fact_id)
 
     def entities(self, scope: Scope) -> list[Entity]:
@@ -223,26 +255,31 @@ class MemoryOperations:
     def sessions_list(self, scope: Scope, *, source: str | None = None,
                       since: str | None = None, limit: int = 20) -> list[Session]:
         return self.memory.sessions.list_sessions(scope.user, source=source, since=since,
-                                                  limit=limit)
+                                                  limit=limit, place=scope.place)
 
     def sessions_search(self, scope: Scope, query: str, *, limit: int = 5, context: int = 2,
                         source: str | None = None) -> list[SearchHit]:
         return self.memory.sessions.search(scope.user, query, limit=limit, context=context,
-                                           source=source)
+                                           source=source, place=scope.place)
 
     def session(self, scope: Scope, session_id: int) -> Session:
-        return self.memory.sessions.get(scope.user, session_id)
+        return self.memory.sessions.get(scope.user, session_id, place=scope.place)
 
     def session_messages(self, scope: Scope, session_id: int, *, around: int | None = None,
                          context: int = 5, after: int = 0) -> list[Message]:
         """A session's messages (those after the message id ``after``), or the window of
         ``context`` either side of ``around``."""
         if around is not None:
+            self.memory.sessions.get(scope.user, session_id, place=scope.place)
             return self.memory.sessions.window(scope.user, session_id, around, context)
-        return self.memory.sessions.messages(scope.user, session_id, after_id=after)
+        return self.memory.sessions.messages(scope.user, session_id, after_id=after,
+                                             place=scope.place)
 
     def context(self, scope: Scope) -> str | None:
-        """The context file, or None before its first refresh."""
+        """The context file, or None before its first refresh (and in a shared place: it is
+        written from every conversation of the user, hermes.memory.audience)."""
         from hermes.memory import context
 
+        if scope.place.shared:
+            return None
         return context.read(self.memory, scope.user)

@@ -37,6 +37,11 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         data["tags"] = fact.tags
     if fact.status != "active":
         data["status"] = fact.status
+    # where it was learned and where it came from (hermes.memory.audience, facts.provenance)
+    if fact.place != "private":
+        data["place"] = fact.place
+    if fact.source != "said":
+        data["source"] = fact.source
     return data
 
 
@@ -97,6 +102,8 @@ def message_json(message: Message, *, clip: int | None = None) -> dict[str, Any]
 def hit_json(hit: SearchHit, *, clip: int | None = None) -> dict[str, Any]:
     return {"session": session_json(hit.session, clip=clip), "snippet": hit.snippet,
             "match_id": hit.match.id if hit.match else None,
+            # what the match matched: words, meaning, both, or facts (SearchHit.matched)
+            "matched": hit.matched,
             # why it was found when no word says it: what was learned there
             "learned": [{"fact_id": i, "content": text} for i, text in hit.learned],
             "messages": [message_json(m, clip=clip) for m in hit.context]}

@@ -313,6 +313,6 @@ def lift(ranked: Sequence[RankedMessage], evidence: Evidence, *, join: bool = Tr
     for mid, (sid, _) in evidence.messages.items() if join else ():
         if mid not in present:
             extra = gain(mid, sid)
-            lifted.append(RankedMessage(mid, sid, floor + extra, {"facts": extra}))
+            lifted.append(RankedMessage(mid, sid, floor + extra, {"facts": extra}, matched=""))
     lifted.sort(key=lambda r: (-r.score, -r.message_id))
     return lifted + list(ranked[POOL:])

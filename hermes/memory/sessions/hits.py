@@ -54,7 +54,8 @@ def hits_of(
             window = read_window(db, user, sid, match_id, context)
             match = next(m for m in window if m.id == match_id)
         hits.append(SearchHit(session, score, match, snippet, window,
-                              "like" if plan.cjk else mode, matched_in, learned))
+                              "like" if plan.cjk else mode, matched_in, learned,
+                              cand.matched if cand is not None else "words"))
     return hits
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from hermes.errors import QueryError
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.sessions.records import Message, MessageHit, Session, speaker_name
 from hermes.memory.sessions.search import SearchProfile
 from hermes.memory.sessions.store import SessionStore
@@ -180,6 +181,7 @@ def recall_past_messages(
     exclude_session: int | None = None,
     shown: Collection[int] = (),
     words_only: bool = False,
+    place: Place = PRIVATE,
 ) -> list[PastExcerpt]:
     """The best ``limit`` past messages of ``user`` matching ``query``, outside
     ``exclude_session`` (the conversation in progress), each with ``before`` messages before it
@@ -192,11 +194,14 @@ def recall_past_messages(
     that fails (a damaged index) recalls nothing too, and says so in one log line, once.
     ``words_only``: search by words even when message vectors are on (the turn's query
     embedding failed, and said so); a model that fails here does the same, in one log line.
+    ``place``: where the excerpts will be read (a shared place: only conversations its readers
+    may see, hermes.memory.audience).
     """
     if budget <= 0 or limit <= 0 or not query.strip():
         return []
     try:
-        hits = _search(store, user, query, limit * SEARCH_FACTOR, exclude_session, words_only)
+        hits = _search(store, user, query, limit * SEARCH_FACTOR, exclude_session, words_only,
+                       place)
     except (QueryError, sqlite3.Error) as exc:
         # Recall is an aid: the turn goes on without it. Never silent: one line in the log,
         # once per kind of failure (a broken index fails the same way every turn).
@@ -227,6 +232,8 @@ def recall_past_messages(
         match = hit.message
         if hit.session.id == exclude_session or match.id in covered:
             continue
+        if not hit.matched:
+            continue  # a fill-in of neither words nor meaning: nothing rather than noise
         if match.role not in ("user", "assistant") or not match.content.strip():
             continue  # the match itself is not a conversation line (a tool row)
         # The matched line alone first: an excerpt that cannot fit even that is passed over
@@ -251,7 +258,8 @@ def recall_past_messages(
 
 
 def _search(store: SessionStore, user: str, query: str, limit: int,
-            exclude_session: int | None, words_only: bool = False) -> list[MessageHit]:
+            exclude_session: int | None, words_only: bool = False,
+            place: Place = PRIVATE) -> list[MessageHit]:
     """Session search's best ``limit`` matches for ``query`` (the gate first: [] when the
     message is not about something said before); by words alone when ``words_only`` or when
     the model cannot embed the message."""
@@ -269,6 +277,11 @@ def _search(store: SessionStore, user: str, query: str, limit: int,
             if not about_the_past(counted, missing):
                 return []
         query = _rarest(counted)
+    if place.shared:
+        # the store keeps the conversations a reply read there may hold (by meaning too)
+        return store.search_messages(user, query, limit=limit, exclude_session=exclude_session,
+                                     any_word=ANY_WORD, meaning=original, profile=PROMPT_PROFILE,
+                                     place=place, words_only=not by_meaning)
     search = store.search_messages if by_meaning else store.words_only.search_messages
     return search(user, query, limit=limit, exclude_session=exclude_session, any_word=ANY_WORD,
                   meaning=original, profile=PROMPT_PROFILE)

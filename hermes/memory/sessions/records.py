@@ -18,7 +18,7 @@ SOURCES = ("discord", "terminal", "cron", "import", "web")
 
 _SESSION_COLUMNS = (
     "s.id, s.user, s.source, s.channel_key, s.title, s.summary, s.started_at, s.last_active_at, "
-    "s.ended_at, s.message_count, s.external_id"
+    "s.ended_at, s.message_count, s.external_id, s.place"
 )
 # The first user line: what browse shows for a session without a title.
 _PREVIEW = (
@@ -44,6 +44,9 @@ class Session:
     ended_at: str | None
     message_count: int
     external_id: str | None
+    # Where it was held (hermes.memory.place: "private" or a shared place's key); its
+    # messages, title and summary are read where it may be (hermes.memory.audience).
+    place: str = "private"
     # The first user line, filled in by browse, shown when the session has no title.
     preview: str | None = None
 
@@ -106,6 +109,10 @@ class SearchHit:
     # "facts" in matched_in: the facts learned in this conversation that lifted it, (fact id,
     # text), best first (hermes.memory.sessions.fact_evidence): why it was found
     learned: list[tuple[int, str]] = field(default_factory=list)
+    # What the shown match matched: "words", "meaning" (close in meaning, no word of the
+    # query), "both", or "facts" (neither: a fact learned there lifted it); "words" for a
+    # session found by its title or summary (hermes.memory.sessions.rerank.RankedMessage)
+    matched: str = "words"
 
     def to_json(self) -> dict[str, Any]:
         s = self.session
@@ -119,9 +126,11 @@ class SearchHit:
             "message_count": s.message_count,
             "external_id": s.external_id,
             "summary": s.summary,
+            "place": s.place,
             "score": round(self.score, 4),
             "mode": self.mode,
             "matched_in": self.matched_in,
+            "matched": self.matched,
             "learned": [{"fact_id": i, "content": text} for i, text in self.learned],
             "snippet": self.snippet,
             "match": None if self.match is None else self.match.to_json(),
@@ -138,10 +147,13 @@ class MessageHit:
     score: float
     mode: str  # "strict" (all terms), "loose" (any term) or "like" (CJK)
     parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
+    # "words", "meaning", "both", "facts", or "" (a fill-in of neither, not to be shown: past
+    # messages in the prompt leave it out): hermes.memory.sessions.rerank.RankedMessage
+    matched: str = "words"
 
     def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session.id, "started_at": self.session.started_at,
-                "score": round(self.score, 4), "mode": self.mode,
+                "score": round(self.score, 4), "mode": self.mode, "matched": self.matched,
                 "parts": {k: round(v, 4) for k, v in self.parts.items()},
                 "message": self.message.to_json()}
 
@@ -151,6 +163,7 @@ class _Candidate:
     message_id: int
     session_id: int
     score: float  # higher is better
+    matched: str = "words"  # SearchHit.matched
 
 
 def _storable(number: int) -> bool:

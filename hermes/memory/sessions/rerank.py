@@ -93,6 +93,16 @@ class RankedMessage:
     score: float
     parts: dict[str, float] = field(default_factory=dict)  # what the score is made of
     session_matched: bool = False  # the session's title or summary matched the query
+    # What it matched: "words" (its own words, its title or summary, or the turn it answers),
+    # "meaning" (close in meaning: hermes.memory.sessions.semantic), "both", or "" (a fill-in
+    # of neither: a candidate by meaning under the floor of what is shown). See :func:`shown`.
+    matched: str = "words"
+
+
+def shown(r: RankedMessage) -> bool:
+    """Whether a ranked message may be shown to a person or the model: it matched words or
+    meaning, or a fact learned from it lifted it (hermes.memory.sessions.fact_evidence)."""
+    return bool(r.matched) or bool(r.parts.get("facts"))
 
 
 # -- ranking ----------------------------------------------------------------------------------
@@ -236,7 +246,10 @@ def rerank(
             value = params.meta_weight * meta[sid] / top
             entries.append((value, first, sid, (value,)))
     entries.sort(key=lambda e: (-e[0], -e[1]))
-    return [RankedMessage(mid, sid, total, _parts(values), sid in meta)
+    # A message placed here only because it is near in meaning (no word, no neighbour's, no
+    # title's) has matched nothing yet: the re-scoring by meaning says whether it does.
+    return [RankedMessage(mid, sid, total, _parts(values), sid in meta,
+                          "words" if len(values) == 1 or values[0] or values[2] else "")
             for total, mid, sid, values in entries[:limit]]
 
 

@@ -21,7 +21,7 @@ import sqlite_utils
 
 from hermes.clock import Clock
 from hermes.errors import QueryError
-from hermes.memory.sessions import fact_evidence, rerank, semantic, session_rank
+from hermes.memory.sessions import fact_evidence, fusion, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
     Bm25,
@@ -39,7 +39,7 @@ from hermes.memory.sessions.records import (
     read_sessions,
 )
 from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
-from hermes.memory.words import dates
+from hermes.memory.words import dates, trust
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, all_of, brief, build_match, like_pattern
 
@@ -208,7 +208,8 @@ class SessionSearch:
         # one query for every session (a search of 32 hits has ~30: asmp, notes pass 10)
         sessions = read_sessions(self.db, user, (r.session_id for r, _ in found))
         return [MessageHit(sessions[r.session_id], messages[r.message_id], r.score,
-                           "like" if plan.cjk else mode, r.parts) for r, mode in found]
+                           "like" if plan.cjk else mode, r.parts, _matched(r))
+                for r, mode in found]
 
     def _fact_ramp(self) -> tuple[float, float] | None:
         """The cosine ramp of the fact evidence's strength for this search's model (the
@@ -264,7 +265,8 @@ class SessionSearch:
             from hermes.memory.embeddings.embedders import meaning_floor
 
             extra = sims.nearest(semantic_params.extra)
-            floor = meaning_floor(self.vectors.embedder.model_id)
+            shown_floor = meaning_floor(self.vectors.embedder.model_id)
+            floor = shown_floor * semantic_params.floor_share
             near, around = sims.of(extra)
             dense = sorted(((m, float(c)) for m, c, w in zip(extra, near, around, strict=True)
                             if max(c, w) >= floor), key=lambda d: -d[1])
@@ -298,11 +300,20 @@ class SessionSearch:
             texts = semantic.message_texts(self.db, user, pool, TIME_SCAN_CHARS)
             timed = {mid for mid, (_, text) in texts.items() if names_a_time(text)} \
                 if when else set()
+            # How far the query's words are trusted (hermes.memory.words.trust): the
+            # coverage of its content words by the word ranking's best few messages.
+            # (trust_high <= 0: the words trusted wholly, as before; their coverage not read)
+            words = trust.query_words(self.db, plan, spans) \
+                if not plan.cjk and semantic_params.trust_high > 0 else trust.NO_WORDS
+            cover = fusion.coverage(
+                self.db, user, words,
+                [r.message_id for r in ranked[: semantic_params.trust_pool]]) \
+                if words.terms else None
             ranked = semantic.rerank_by_meaning(
                 ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
-                params=semantic_params)
+                params=semantic_params, cover=cover, floor=shown_floor)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)
         if evidence:
@@ -337,10 +348,13 @@ class SessionSearch:
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
                                                    facts=facts)
         for r in messages:
-            if r.session_id not in seen:
+            # A fill-in that matched neither words nor meaning (a candidate by meaning under
+            # the floor of what is shown) lists no conversation: "tomato variety" listed
+            # Kyoto, Lisbon and "hello there" below the tomato session.
+            if r.session_id not in seen and rerank.shown(r):
                 seen.add(r.session_id)
                 cand = None if "title/summary" in r.parts else _Candidate(
-                    r.message_id, r.session_id, r.score)
+                    r.message_id, r.session_id, r.score, _matched(r))
                 ranked.append((r.session_id, r.score, cand, float(r.session_matched)))
         if empty:  # sessions without messages, found by their title or summary
             ranked.extend((sid, score, None, 1.0) for sid, score in empty)
@@ -520,6 +534,12 @@ class SessionSearch:
             ):
                 result[sid] = source
         return result
+
+
+def _matched(r: rerank.RankedMessage) -> str:
+    """What a ranked message matched, as a hit says it: its own ``matched``, else "facts" when
+    a fact learned from it lifted it."""
+    return r.matched or ("facts" if r.parts.get("facts") else "")
 
 
 def _time_named_first(

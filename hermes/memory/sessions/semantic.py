@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hermes.memory.sessions.rerank import RankedMessage
+from hermes.memory.words import trust
 from hermes.store.fts import STOPWORDS
 
 if TYPE_CHECKING:
@@ -76,6 +77,37 @@ class SemanticParams:
     session: float = 0.297  # the best own score in its session (rescaled)
     extra: int = 20  # nearest messages, and nearest windows, joining the candidates
     pool: int = 100  # the word ranking's best this-many messages are re-scored
+    # How far the words are trusted (hermes.memory.words.trust): the query's word evidence
+    # (the best coverage x agreement among the word ranking's best ``trust_pool`` messages) at
+    # or under ``trust_low`` leaves the score to meaning; at or over ``trust_high`` it is the
+    # fitted score above. Between, the word part, the window, the length and the session part
+    # are weighed by it (the message's own cosine, the temporal and of-self parts and the word
+    # ranking's date part stay whole). Chosen on LoCoMo's tuning half and the recall probes'
+    # (scripts/recall_probes.py): docs/retrieval.md.
+    trust_low: float = 0.18
+    trust_high: float = 0.24
+    trust_pool: int = 20
+    # A candidate without a word of the query, closer in meaning than the best of the word
+    # ranking's best ``beyond_pool`` messages, gains ``beyond`` x how much closer (each cosine
+    # as a share of the way from the candidates' median to their best) x the words' trust:
+    # meaning beyond words that are trusted (where they are not, meaning ranks anyway).
+    beyond: float = 1.0
+    beyond_pool: int = 5
+    # Words not trusted to choose the conversation still order the messages of one: a message
+    # loses ``within`` x (1 - trust) x how far its word part is below its session's best (the
+    # turn that holds the words, not its neighbour, stands for the exchange). Chosen on the
+    # tuning halves: 0.1 / 0.2 / 0.3 (LoCoMo's tuning half the same as before at 0.2).
+    within: float = 0.2
+    # A candidate shows as matched by meaning when its cosine (or its window's) reaches the
+    # model's floor and this share of the best candidate's: "hello there" (0.21 to "tomato
+    # variety", whose session holds both words at 0.69) is not a match by meaning.
+    shown_share: float = 0.5
+    # The nearest messages and windows join the candidates from this share of the model's
+    # floor of meaning (hermes.memory.embeddings.meaning_floor; MiniLM 0.2 -> 0.1): a lone
+    # exchange that shares no word stands out of a history at 0.15-0.2; what is *shown* keeps
+    # the whole floor (a hit found by meaning alone under it is not listed: hits.py,
+    # past_messages.py).
+    floor_share: float = 0.5
 
 
 DEFAULT_SEMANTIC = SemanticParams()
@@ -319,11 +351,55 @@ def message_texts(db: Any, user: str, message_ids: Sequence[int],
     return texts
 
 
+def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
+                cover: Mapping[int, float], params: SemanticParams) -> float:
+    """How far this query's words are trusted (hermes.memory.words.trust): the best
+    coverage x agreement among the word ranking's best ``trust_pool`` messages, where a
+    message's agreement is its cosine (or its window's, the better) as a share of the best
+    cosine among the candidates (1 for a message not embedded yet: nothing says otherwise)."""
+    np = _np()
+    if not len(message) or np.all(np.isnan(message)):
+        return 1.0  # nothing embedded yet: the words alone, as before
+    closest = float(np.nanmax(np.fmax(message, window)))
+    if closest <= 0:
+        return 1.0
+    agreement = {}
+    for r, m, w in zip(pool[: params.trust_pool], message, window, strict=False):
+        if np.isnan(m) and np.isnan(w):
+            agreement[r.message_id] = 1.0  # not embedded yet: its words speak for it
+            continue
+        cosine = max(0.0 if np.isnan(m) else float(m), 0.0 if np.isnan(w) else float(w))
+        agreement[r.message_id] = min(1.0, cosine / closest)
+    held = {mid: c for mid, c in cover.items() if mid in agreement}
+    return trust.trust(trust.evidence(held, agreement), params.trust_low, params.trust_high)
+
+
+def _beyond_words(message: Any, words: Any, wordless: Any, params: SemanticParams) -> Any:
+    """Each wordless candidate's lead in meaning over the word ranking's best
+    ``beyond_pool`` word matches, x ``params.beyond``: cosines as a share of the way from the
+    candidates' median to their best (0 for the rest)."""
+    np = _np()
+    out = np.zeros(len(words), np.float64)
+    if not params.beyond or not len(message) or np.all(np.isnan(message)):
+        return out
+    middle, best = float(np.nanmedian(message)), float(np.nanmax(message))
+    if best <= middle:
+        return out
+    share = (np.nan_to_num(message, nan=middle) - middle) / (best - middle)
+    matched = np.flatnonzero(wordless == 0)
+    if not len(matched):
+        return out
+    leaders = matched[np.argsort(-words[matched], kind="stable")][: params.beyond_pool]
+    lead = float(share[leaders].max())
+    return params.beyond * np.clip(share - lead, 0, None) * wordless
+
+
 def rerank_by_meaning(
     ranked: Sequence[RankedMessage], sims: Similarities, *, extras: Sequence[int] = (),
     limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
     lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
-    voices: Mapping[int, int] | None = None,
+    voices: Mapping[int, int] | None = None, cover: Mapping[int, float] | None = None,
+    floor: float = -1.0,
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
@@ -331,7 +407,10 @@ def rerank_by_meaning(
     characters of the candidates (:func:`message_texts`; none known: no length part);
     ``timed``: the candidates that name a time, when the question asks when (else none);
     ``voices``: each candidate's :func:`hermes.memory.sessions.disclosure.speaks_of_self`
-    (none known: no such part)."""
+    (none known: no such part); ``cover``: the word ranking's best ``params.trust_pool``
+    messages' coverage of the query's words (hermes.memory.sessions.fusion.coverage), whence
+    how far the words are trusted (None: wholly, as before); ``floor``: the model's floor of
+    meaning, under which nothing is a match by meaning (each result's ``matched``)."""
     if not ranked:
         return []
     np = _np()
@@ -351,32 +430,62 @@ def rerank_by_meaning(
                              dtype=np.float64))
     when = np.array([r.message_id in timed for r in pool], dtype=np.float64)
     told = np.array([(voices or {}).get(r.message_id, 0) for r in pool], dtype=np.float64)
-    own = (words / top + params.message * near + params.window * around
-           + params.meaning_only * wordless + params.length * size + params.temporal * when
-           + params.of_self * told)
+    trusted = 1.0 if cover is None else _word_trust(pool, message, window, cover, params)
+    # The word ranking's date part is a match of time, not of words: never weighed down.
+    dated = np.array([r.parts.get("date", 0.0) for r in pool], dtype=np.float64)
+    worded = (words - dated) / top
+    own = (trusted * (worded + params.window * around + params.length * size)
+           + dated / top + params.message * near + params.meaning_only * wordless
+           + params.temporal * when + params.of_self * told)
+    below = np.zeros(len(pool), np.float64)
+    if trusted < 1 and params.within:
+        best_words: dict[int, float] = {}
+        for r, value in zip(pool, worded, strict=True):
+            best_words[r.session_id] = max(best_words.get(r.session_id, -1e9), float(value))
+        below = (1 - trusted) * params.within * (
+            worded - np.array([best_words[r.session_id] for r in pool], dtype=np.float64))
+        own = own + below
     best: dict[int, float] = {}
     for r, value in zip(pool, own, strict=True):
         best[r.session_id] = max(best.get(r.session_id, -1e9), float(value))
     of_session = _rescaled(np.array([best[r.session_id] for r in pool], dtype=np.float64))
-    total = own + params.session * of_session
+    beyond = _beyond_words(message, words, wordless, params)
+    total = own + trusted * (params.session * of_session + beyond)
     order = sorted(range(len(pool)), key=lambda i: (-total[i], -pool[i].message_id))[:limit]
+    close = _by_meaning(message, window, floor, params.shown_share)
     out: list[RankedMessage] = []
     for i in order:
         r = pool[i]
-        parts = {k: v / top for k, v in r.parts.items()}
+        matched = ("both" if close[i] else "words") if r.matched else \
+            ("meaning" if close[i] else "")
+        parts = {k: v / top * (1.0 if k == "date" else trusted) for k, v in r.parts.items()}
         parts.update({"dense": params.message * float(near[i]),
-                      "window": params.window * float(around[i]),
+                      "window": trusted * params.window * float(around[i]),
                       "meaning only": params.meaning_only * float(wordless[i]),
-                      "length": params.length * float(size[i]),
+                      "length": trusted * params.length * float(size[i]),
                       "temporal": params.temporal * float(when[i]),
                       "of self": params.of_self * float(told[i]),
-                      "session best": params.session * float(of_session[i])})
+                      "session best": trusted * params.session * float(of_session[i]),
+                      "beyond words": trusted * float(beyond[i]),
+                      "words in its session": float(below[i])})
         out.append(RankedMessage(r.message_id, r.session_id, float(total[i]),
-                                 {k: v for k, v in parts.items() if v}, r.session_matched))
+                                 {k: v for k, v in parts.items() if v}, r.session_matched,
+                                 matched))
     for r in ranked[params.pool :]:
         if len(out) >= limit:
             break
         if r.message_id not in wanted:
             out.append(RankedMessage(r.message_id, r.session_id, r.score / top,
-                                     {k: v / top for k, v in r.parts.items()}, r.session_matched))
+                                     {k: v / top for k, v in r.parts.items()}, r.session_matched,
+                                     r.matched))
     return out
+
+
+def _by_meaning(message: Any, window: Any, floor: float, share: float) -> Any:
+    """Which candidates match by meaning: their cosine, or their window's, at the ``floor`` and
+    at ``share`` of the best candidate's."""
+    np = _np()
+    near = np.nan_to_num(np.fmax(message, window), nan=-1.0)
+    if not len(near):
+        return near.astype(bool)
+    return (near >= floor) & (near >= share * float(near.max()))

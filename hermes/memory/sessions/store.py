@@ -13,14 +13,16 @@ Two ways to read it, neither calls a model:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlite_utils
 
 from hermes.clock import Clock, SystemClock, to_ts
-from hermes.errors import RefusedWrite
+from hermes.errors import NotFound, RefusedWrite
+from hermes.memory.audience import Audience, and_condition, place_of_channel, visible_session_ids
+from hermes.memory.place import PRIVATE, Place
 from hermes.memory.sessions.bm25 import HIGHLIGHT
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
@@ -51,14 +53,21 @@ __all__ = [
 ]
 
 
+# a search hit (SearchHit or MessageHit): each names its session
+_Hit = TypeVar("_Hit", SearchHit, MessageHit)
+
+
 class SessionStore:
     def __init__(
         self, db: sqlite_utils.Database, clock: Clock | None = None,
         vectors: MessageVectors | None = None,
         *, redact_secrets: bool = True, fact_search: FactSearch | None = None,
+        audience: Audience | None = None,
     ) -> None:
         self.db = db
         self.clock = clock or SystemClock()
+        # who may read what (privacy.shared_places): reads for a reply take its place
+        self.audience = audience or Audience()
         # sessions.vectors.MessageVectors when hybrid recall is on (sessions.embeddings)
         self.vectors = vectors
         # The home's fact search (user, query) -> hits, whose facts are evidence for the
@@ -83,21 +92,28 @@ class SessionStore:
         title: str | None = None,
         started_at: str | None = None,
         external_id: str | None = None,
+        place: Place | None = None,
     ) -> Session:
-        """Start a new session for ``user``."""
+        """Start a new session for ``user``, held in ``place`` (where its replies are read;
+        by default from its channel key: a Discord channel's is shared, see
+        hermes.memory.audience.place_of_channel)."""
         if not source or not source.strip():
             raise RefusedWrite("Refused: a session needs a source (discord, terminal, cron, ...).")
         started = started_at or to_ts(self.clock.now())
+        where_held = place if place is not None else place_of_channel(source, channel_key)
         with write_transaction(self.db):
             cursor = self.db.execute(
                 "INSERT INTO sessions (user, source, channel_key, title, started_at, "
-                "last_active_at, external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [user, source, channel_key, title, started, started, external_id],
+                "last_active_at, external_id, place) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [user, source, channel_key, title, started, started, external_id,
+                 where_held.key],
             )
         return self.get(user, int(cursor.lastrowid or 0))
 
-    def open_for(self, user: str, source: str, channel_key: str) -> Session:
-        """The open session of a channel (a Discord thread, a terminal), or a new one."""
+    def open_for(self, user: str, source: str, channel_key: str, *,
+                 place: Place | None = None) -> Session:
+        """The open session of a channel (a Discord thread, a terminal), or a new one held in
+        ``place`` (see :meth:`create`)."""
         with write_transaction(self.db):
             row = self.db.execute(
                 f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} FROM sessions s "
@@ -107,7 +123,7 @@ class SessionStore:
             ).fetchone()
             if row is not None:
                 return Session(*row)
-            return self.create(user, source, channel_key=channel_key)
+            return self.create(user, source, channel_key=channel_key, place=place)
 
     def append(
         self,
@@ -220,31 +236,129 @@ class SessionStore:
 
     def search(self, user: str, query: str, *, limit: int = 5, context: int = 2,
                source: str | None = None, facts: Sequence[FactHit] | None = None,
-               ) -> list[SearchHit]:
+               place: Place = PRIVATE) -> list[SearchHit]:
         """Search every past conversation of ``user`` (:meth:`SessionSearch.search`; the
-        store's fact search gives ``facts`` unless they are given, ``()`` for none)."""
-        return self.searcher.search(user, query, limit=limit, context=context, source=source,
-                                    facts=facts)
+        store's fact search gives ``facts`` unless they are given, ``()`` for none). In a
+        shared ``place``, only the conversations its readers may see (see "the audience of a
+        search" below)."""
+        allowed = self._allowed(user, place)
+        if allowed is None:
+            return self.searcher.search(user, query, limit=limit, context=context,
+                                        source=source, facts=facts)
+        if not allowed:
+            return []
+        fact_search = self._facts_in(place, facts)
+        kept = self._until_enough(limit, lambda deeper: self.searcher.search(
+            user, query, limit=deeper, context=context, source=source, facts=fact_search),
+            allowed)
+        for hit in kept:  # what was learned there, as its readers may see it
+            hit.learned = self._visible_learned(user, place, hit.learned)
+        return kept
 
     def search_messages(
         self, user: str, query: str, *, limit: int = 10, source: str | None = None,
         exclude_session: int | None = None, any_word: bool = False,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
-        facts: Sequence[FactHit] | None = None,
+        facts: Sequence[FactHit] | None = None, place: Place = PRIVATE,
+        words_only: bool = False,
     ) -> list[MessageHit]:
-        """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`)."""
-        return self.searcher.search_messages(
-            user, query, limit=limit, source=source, exclude_session=exclude_session,
-            any_word=any_word, meaning=meaning, profile=profile, facts=facts)
+        """The messages that best answer ``query`` (:meth:`SessionSearch.search_messages`);
+        in a shared ``place``, of the conversations its readers may see. ``words_only``: by
+        their words even when message vectors are on (and without fact evidence)."""
+        searcher = self.searcher
+        if words_only and self.vectors is not None:
+            searcher = self.words_only
+        allowed = self._allowed(user, place)
+        if allowed is None:
+            return searcher.search_messages(
+                user, query, limit=limit, source=source, exclude_session=exclude_session,
+                any_word=any_word, meaning=meaning, profile=profile, facts=facts)
+        if not allowed or allowed <= {exclude_session}:
+            return []
+        fact_search = self._facts_in(place, facts)
+        return self._until_enough(limit, lambda deeper: searcher.search_messages(
+            user, query, limit=deeper, source=source, exclude_session=exclude_session,
+            any_word=any_word, meaning=meaning, profile=profile, facts=fact_search), allowed)
 
-    def get(self, user: str, session_id: int) -> Session:
-        return read_session(self.db, user, session_id)
+    # -- the audience of a search (hermes.memory.audience) ------------------------------------
+    # Session search ranks over all of the user's conversations (its candidates come from the
+    # words' index, bm25's best, the message vectors and fact evidence, each built for that); a
+    # search for a shared place asks it for more and keeps the conversations held where the
+    # reply may go, asking deeper again (DEEPER times, up to MOST_DEEP) while it has fewer than
+    # asked and the search had more to give: a channel with a few conversations under a long
+    # private history still finds them. Every part of a hit (its messages, context, title,
+    # summary) is its session's: keeping the session keeps everything it shows. (A private
+    # place: no filter at all, the search as it always ran.)
+    DEEPER = 4
+    MOST_DEEP = 320
+
+    def _allowed(self, user: str, place: Place) -> set[int] | None:
+        return visible_session_ids(self.db, self.audience, user, place)
+
+    def _deeper(self, limit: int) -> int:
+        return max(limit * self.DEEPER, 20)
+
+    def _until_enough(self, limit: int, search: Callable[[int], Sequence[_Hit]],
+                      allowed: set[int]) -> list[_Hit]:
+        """The first ``limit`` hits of ``search(deeper)`` in the ``allowed`` sessions."""
+        deeper = self._deeper(limit)
+        while True:
+            hits = search(deeper)
+            kept = [hit for hit in hits if hit.session.id in allowed][:limit]
+            if len(kept) >= limit or len(hits) < deeper or deeper >= self.MOST_DEEP:
+                return kept
+            deeper = min(deeper * self.DEEPER, self.MOST_DEEP)
+
+    def _facts_in(self, place: Place, facts: Sequence[FactHit] | None
+                  ) -> Sequence[FactHit] | FactSearch | None:
+        """The fact evidence of a search read in ``place``: the facts given, else the store's
+        fact search for that place (only facts its readers may see lift a conversation)."""
+        search = self.searcher.fact_search
+        if facts is not None or search is None:
+            return facts
+
+        def in_place(user: str, query: str, meaning: str | None) -> Sequence[FactHit]:
+            return search(user, query, meaning, place=place)  # type: ignore[call-arg]
+
+        return in_place
+
+    def _visible_learned(self, user: str, place: Place,
+                         learned: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        if not learned:
+            return learned
+        visible, params = self.audience.items(place, "f")
+        ids = [fact_id for fact_id, _ in learned]
+        marks = ",".join("?" * len(ids))
+        seen = {int(r[0]) for r in self.db.execute(
+            f"SELECT f.id FROM facts f WHERE f.user = ? AND f.id IN ({marks})"
+            f"{and_condition(visible)}",
+            [user, *ids, *params])}
+        return [(fact_id, text) for fact_id, text in learned if fact_id in seen]
+
+    def get(self, user: str, session_id: int, *, place: Place = PRIVATE) -> Session:
+        """One session of this user. NotFound for unknown ids, other users' ids and (``place``
+        shared) a session whose conversation a reply read there may not hold."""
+        session = read_session(self.db, user, session_id)
+        if place.shared and not self.audience.sees_session(place, session.place):
+            raise NotFound(f"No session {session_id} for user {user!r}.")
+        return session
+
+    def place_of(self, user: str, session_id: int) -> Place:
+        """Where a session of this user is held (its replies are read there). NotFound for
+        unknown ids and other users' ids."""
+        row = self.db.execute("SELECT place FROM sessions WHERE id = ? AND user = ?",
+                              [int(session_id), user]).fetchone()
+        if row is None:
+            raise NotFound(f"No session {session_id} for user {user!r}.")
+        return Place(row[0])
 
     def messages(
-        self, user: str, session_id: int, *, after_id: int = 0, limit: int | None = None
+        self, user: str, session_id: int, *, after_id: int = 0, limit: int | None = None,
+        place: Place = PRIVATE,
     ) -> list[Message]:
-        """A session's messages in order, optionally only those after ``after_id``."""
-        self.get(user, session_id)
+        """A session's messages in order, optionally only those after ``after_id`` (NotFound,
+        as :meth:`get`, for a session a reply read in ``place`` may not hold)."""
+        self.get(user, session_id, place=place)
         rows = self.db.execute(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.user = ? "
             "AND m.id > ? ORDER BY m.id LIMIT ?",
@@ -259,10 +373,16 @@ class SessionStore:
         return read_window(self.db, user, session_id, around_message_id, context)
 
     def list_sessions(
-        self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20
+        self, user: str, *, source: str | None = None, since: str | None = None, limit: int = 20,
+        place: Place = PRIVATE,
     ) -> list[Session]:
-        """Browse: the user's sessions, newest activity first. Zero model calls."""
+        """Browse: the user's sessions, newest activity first (in a shared ``place``, those
+        its readers may see). Zero model calls."""
         where, params = _session_filter(user, source, since)
+        visible, visible_params = self.audience.sessions(place, "s")
+        if visible:
+            where.append(visible)
+            params.extend(visible_params)
         rows = self.db.execute(
             f"SELECT {_SESSION_COLUMNS}, {_PREVIEW} "
             f"FROM sessions s WHERE {' AND '.join(where)} "

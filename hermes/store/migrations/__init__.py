@@ -9,8 +9,9 @@ The history, in the order it runs (each module registers its migrations when imp
 
 * :mod:`.schema`: m001-m017, the three tiers' tables, cron, extraction, vectors, model calls;
 * :mod:`.exchanges`: m018-m020, a fact found by the conversation it was learned from;
-* :mod:`.bookkeeping`: m021-, this home's own state beside the memory (import resumes, the
-  vector change log, vector cells).
+* :mod:`.bookkeeping`: m021-m032, this home's own state beside the memory (import resumes, the
+  vector change log, vector cells);
+* :mod:`.places`: m033-, where each memory was learned and where it came from (who may read it).
 """
 
 from __future__ import annotations
@@ -61,5 +62,5 @@ def script_statements(sql: str) -> Iterator[str]:
 
 # Imported for their registrations, in the history's order (once ``migrations`` exists): the
 # order they register in is the order they run in.
-for _module in ("schema", "exchanges", "bookkeeping"):
+for _module in ("schema", "exchanges", "bookkeeping", "places"):
     importlib.import_module(f"{__name__}.{_module}")

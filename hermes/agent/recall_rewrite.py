@@ -1,0 +1,92 @@
+"""One budgeted query rewrite before recall, for a message that refers back.
+
+"Remember the thing I told you about my sister? The date is set." shares no word with what it
+refers to ("My sister got engaged on a hike"), and the embedding of the new message is about a
+date being set. When a message refers back (:func:`refers_back`: "as I said", "the thing I told
+you about", "remember when ..."; English only), the turn may ask the background model, once,
+what that earlier message most likely said (:data:`PROMPT`), and recall (facts and past
+messages) searches that text instead of the new message (:func:`recall_text`). The reply
+itself never waits for more than ``agent.recall_rewrite_seconds``; a model that fails, times
+out or answers nothing usable leaves recall with the message alone, in one log line.
+
+Off with ``agent.recall_rewrite: false``. Cost: one background call for each message that
+refers back (none for the others), measured in ``scripts/bench_locomo.py --mode prompt
+--probes refers-back --rewrite``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+# A message refers back when it points at something said before without saying it again.
+_REFERS_BACK = re.compile(
+    r"\b(?:as i (?:said|mentioned|told you|was saying)"
+    r"|like i (?:said|mentioned|told you)"
+    r"|(?:i|we) (?:told|mentioned to) you (?:about|before|earlier|last time)"
+    r"|i (?:mentioned|said) (?:before|earlier|last time)"
+    r"|(?:the|that) (?:\w+ ){0,2}(?:thing|stuff|issue|problem|news|matter|situation|one|plan)"
+    r" (?:i|we) (?:told you|mentioned|talked about|was telling you|said)"
+    r"|remember (?:when|what|how)\b"
+    # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
+    # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
+    r"|remember (?:that|the)\b[^.!?\n]*\?"
+    r"|you know the (?:\w+ ){0,2}(?:thing|one|stuff|issue) (?:i|we)"
+    r"|what i told you)", re.IGNORECASE)
+
+PROMPT = """\
+The user's new message refers back to something they said in an earlier conversation, which you \
+cannot see. Write what that earlier message most likely said, in the user's own words: one or \
+two short sentences naming the people, things and events it was about. Use the new message \
+and the recent conversation below; guess the likeliest subject when it is not named. Reply \
+with that text only."""
+
+MAX_CHARS = 300  # of the rewrite kept (a model that writes a page is cut here)
+MAX_TOKENS = 120
+
+Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
+
+
+def refers_back(text: str) -> bool:
+    """Whether ``text`` points at something said before without saying it again."""
+    return bool(_REFERS_BACK.search(text or ""))
+
+
+def request(text: str, recent: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The messages asked of the model: the prompt, the recent conversation (newest last, a
+    few lines) and the new message."""
+    lines = "\n".join(f"- {line}" for line in recent[-6:])
+    context = f"Recent conversation:\n{lines}\n\n" if lines else ""
+    return [{"role": "system", "content": PROMPT},
+            {"role": "user", "content": f"{context}New message: {text}"}]
+
+
+_FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
+_LABEL = re.compile(r"^(?:earlier message|the earlier message|rewrite|answer|text)\s*:\s*",
+                    re.IGNORECASE)
+
+
+def parse(reply: str | None) -> str | None:
+    """The rewrite in a model's reply: code fences, a label ("Earlier message:") and quotes
+    taken off, cut at MAX_CHARS; None when nothing is left."""
+    text = _FENCE.sub("", (reply or "").strip()).strip()
+    text = _LABEL.sub("", text).strip().strip('"“”\'').strip()
+    text = " ".join(text.split())
+    if not text:
+        return None
+    return text[:MAX_CHARS]
+
+
+def recall_text(message: str, rewrite: str | None) -> str:
+    """What recall searches: the rewrite when there is one (what the earlier message said: its
+    words and its meaning; the message's own words are mostly the pointer, "the thing I told
+    you about", and would fail past messages' gate), else the message."""
+    return rewrite or message
+
+
+async def rewrite(ask: Ask, text: str, recent: Sequence[str] = ()) -> str | None:
+    """One call: what the earlier message ``text`` refers back to most likely said, or None.
+    ``ask`` sends the messages to the background model and returns its text (it raises what
+    the model raises: the caller logs it and recalls with the message alone)."""
+    return parse(await ask(request(text, recent)))

@@ -1,0 +1,123 @@
+"""One budgeted query rewrite before recall for a message that refers back
+(hermes.agent.recall_rewrite), through a whole turn with the scripted model."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from hermes.agent import recall_rewrite
+from hermes.agent.turn import Agent
+from hermes.config import load_settings
+from hermes.runtime import Runtime
+from tests.fakellm import bad_request
+
+ENGAGED = "My sister got engaged on a hike in the mountains."
+BACK = "Remember the big news about my sibling I told you about? The date is set."
+
+
+@pytest.fixture
+def agent(fake_model, clock):
+    rt = Runtime(load_settings(), clock=clock)
+    yield Agent(rt.memory)
+    rt.close()
+
+
+def told_before(agent, clock):
+    sessions = agent.memory.sessions
+    past = sessions.create("owner", "terminal")
+    sessions.append("owner", past.id, "user", ENGAGED)
+    sessions.append("owner", past.id, "assistant", "Congratulations to her!")
+    clock.advance(days=20)
+    return sessions.create("owner", "terminal").id
+
+
+def test_what_refers_back():
+    for text in (BACK, "as I said, the boiler is fixed", "Like I mentioned, we moved.",
+                 "the thing I told you about is sorted", "I told you about this last time",
+                 "you know the plan we talked about?", "remember when we went to Porto?"):
+        assert recall_rewrite.refers_back(text), text
+    for text in ("what database do we use?", "I said no to the offer", "the news is great",
+                 "remember to buy milk", "Remember that I use Helix. Which editor do I like?",
+                 "Remember the dentist is on Friday.", ""):
+        assert not recall_rewrite.refers_back(text), text
+
+
+def test_a_reply_is_read_defensively():
+    assert recall_rewrite.parse("```\nMy sister got engaged.\n```") == "My sister got engaged."
+    assert recall_rewrite.parse('Earlier message: "My sister got engaged."') \
+        == "My sister got engaged."
+    assert recall_rewrite.parse("  \n ") is None and recall_rewrite.parse(None) is None
+    assert len(recall_rewrite.parse("word " * 200) or "") == recall_rewrite.MAX_CHARS
+    assert recall_rewrite.recall_text("hi", None) == "hi"
+    assert recall_rewrite.recall_text("hi", "there") == "there"
+
+
+async def test_a_message_that_refers_back_recalls_through_one_rewrite(agent, fake_model, clock):
+    session_id = told_before(agent, clock)
+    fake_model.reply("My sister got engaged.")  # the rewrite (background model: the same here)
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and result.text == "How exciting!"
+    rewrite_request, reply_request = fake_model.requests
+    assert recall_rewrite.PROMPT in rewrite_request.system
+    assert BACK in rewrite_request.prompt and rewrite_request.tools is None
+    # The reply's prompt recalled the past exchange, which shares no word with the message.
+    assert "<recalled_conversations>" in reply_request.tail and ENGAGED in reply_request.tail
+    assert reply_request.tail.endswith(BACK)  # what the person wrote, unchanged
+    calls = agent.memory.db.execute(
+        "SELECT source, count(*) FROM model_calls GROUP BY source").fetchall()
+    assert dict(calls) == {"recall": 1, "chat": 1}
+
+
+async def test_without_the_rewrite_the_past_exchange_is_not_recalled(agent, fake_model, clock):
+    # The line the test above guards: the same turn with the rewrite off.
+    agent.settings.recall_rewrite = False
+    session_id = told_before(agent, clock)
+    fake_model.reply("How exciting!")
+    await agent.turn("owner", session_id, BACK).run()
+    (request,) = fake_model.requests
+    assert ENGAGED not in request.tail
+
+
+async def test_a_message_that_does_not_refer_back_costs_no_call(agent, fake_model, clock):
+    session_id = told_before(agent, clock)
+    fake_model.reply("Sure.")
+    await agent.turn("owner", session_id, "what should I cook tonight?").run()
+    assert len(fake_model.requests) == 1  # a second call would fail loudly (nothing scripted)
+
+
+async def test_a_failed_rewrite_recalls_by_the_message_alone(agent, fake_model, clock, caplog):
+    session_id = told_before(agent, clock)
+    fake_model.error(bad_request("no"))
+    fake_model.reply("How exciting!")
+    with caplog.at_level(logging.WARNING, logger="hermes.agent.turn"):
+        result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and result.text == "How exciting!"
+    assert [r.getMessage() for r in caplog.records if "recall rewrite" in r.getMessage()] \
+        and ENGAGED not in fake_model.requests[-1].tail
+
+
+async def test_a_slow_rewrite_is_not_waited_for(agent, fake_model, clock):
+    agent.settings.recall_rewrite_seconds = 0.05
+    session_id = told_before(agent, clock)
+    gate = fake_model.block()  # the rewrite call never answers in time
+    fake_model.reply("My sister got engaged.")
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", session_id, BACK).run()
+    gate.set()
+    assert result.error is None and ENGAGED not in fake_model.requests[-1].tail
+
+
+async def test_a_temporary_chat_rewrites_from_its_own_turns(agent, fake_model, clock):
+    from hermes.agent.turn import Transcript
+
+    told_before(agent, clock)
+    fake_model.reply("My sister got engaged.")
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", -1, BACK, transcript=Transcript(-1, clock)).run()
+    assert result.error is None and ENGAGED in fake_model.requests[-1].tail
+    rows = agent.memory.db.execute(
+        "SELECT source, session_id FROM model_calls ORDER BY id").fetchall()
+    assert rows == [("recall", None), ("chat", None)]  # counted for no session

@@ -1,0 +1,116 @@
+"""How far session search trusts a query's words (hermes.memory.words.trust; the messages'
+coverage: hermes.memory.sessions.fusion): incidental words leave the ranking to meaning,
+specific ones keep it."""
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory.sessions import fusion, semantic  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from hermes.memory.words import trust  # noqa: E402
+from hermes.memory.words.dates import time_spans  # noqa: E402
+from hermes.store.fts import build_match  # noqa: E402
+from tests.histories import say  # noqa: E402
+from tests.test_embeddings import ToyEmbedder  # noqa: E402
+
+FILLER = ("busy morning at work again", "work was long today, the morning meeting ran over",
+          "another morning, another day at work")
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+
+
+def long_history(store, clock, user="owner"):
+    """Past MIN_HISTORY messages of everyday chatter that says "morning" and "work" a lot."""
+    for i in range(trust.MIN_HISTORY // 2 + 5):
+        say(store, clock, user, FILLER[i % 3], FILLER[(i + 1) % 3])
+
+
+def test_content_terms_leave_out_stopwords_contractions_and_the_dates_a_query_names():
+    plan = build_match("I'm sure we don't want the dentist in March 2025?")
+    words = [t.tokens for t in trust.content_terms(plan, time_spans("in March 2025"))]
+    assert words == [("sure",), ("want",), ("dentist",)]
+
+
+def test_coverage_weighs_rare_words_and_reads_the_users_own_messages_only(store, clock, db):
+    long_history(store, clock)
+    (both,) = say(store, clock, "owner", "the kestrel came back this morning")
+    (common,) = say(store, clock, "owner", "lovely morning")
+    (bobs,) = say(store, clock, "bob", "a kestrel this morning")
+    words = trust.query_words(db, build_match("kestrel morning"))
+    assert [t.tokens for t in words.terms] == [("kestrel",), ("morning",)]
+    assert words.idf[0] > 3 * words.idf[1]  # "morning" is in most messages
+    cover = fusion.coverage(db, "owner", words, [both, common, bobs])
+    assert cover[both] == pytest.approx(1.0)
+    assert 0 < cover[common] < 0.25
+    assert bobs not in cover
+
+
+def test_a_small_home_trusts_its_words_wholly(store, clock, db):
+    say(store, clock, "owner", "the kestrel came back", "lovely morning")
+    assert trust.query_words(db, build_match("kestrel morning")) is trust.NO_WORDS
+
+
+def test_trust_is_a_ramp_between_its_bounds():
+    assert trust.trust(0.1, 0.18, 0.24) == 0.0
+    assert trust.trust(0.21, 0.18, 0.24) == pytest.approx(0.5)
+    assert trust.trust(0.3, 0.18, 0.24) == 1.0
+    assert trust.evidence({1: 0.5, 2: 1.0}, {1: 1.0, 2: 0.3}) == pytest.approx(0.5)
+
+
+def test_incidental_words_leave_the_ranking_to_meaning(store, clock, db, monkeypatch):
+    long_history(store, clock)
+    # The exchange the new message depends on shares none of its words.
+    cue, _ = say(store, clock, "owner", "we adopted a dog from the shelter", "good for you!")
+    for _ in range(3):
+        say(store, clock, "owner", FILLER[0])
+    message = "the puppy trainer came by this morning before work"
+    hits = store.search_messages("owner", message, limit=5)
+    assert hits[0].message.id == cue
+    assert "bm25" not in hits[0].parts and hits[0].parts["dense"] > 0
+    # The trust alone does it (no lead for meaning beyond the words) ...
+    monkeypatch.setattr(semantic, "DEFAULT_SEMANTIC", semantic.SemanticParams(beyond=0.0))
+    assert store.search_messages("owner", message, limit=5)[0].message.id == cue
+    # ... and trusting the words wholly, as before, the chatter that says "morning" comes first.
+    monkeypatch.setattr(semantic, "DEFAULT_SEMANTIC", semantic.SemanticParams(
+        trust_low=-1.0, trust_high=-0.5, beyond=0.0))
+    assert store.search_messages("owner", message, limit=5)[0].message.id != cue
+
+
+def test_specific_words_keep_the_word_ranking(store, clock, db):
+    long_history(store, clock)
+    (inspection,) = say(store, clock, "owner", "the dog inspection passed this morning")
+    say(store, clock, "owner", "we adopted a dog from the shelter", "good for you!")
+    hits = store.search_messages("owner", "how did the dog inspection go?", limit=5)
+    assert hits[0].message.id == inspection and "bm25" in hits[0].parts
+
+
+def test_untrusted_words_still_choose_the_turn_within_its_conversation():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # One conversation: the turn holding the query's words (1) and its neighbour (2), a shade
+    # closer in meaning; another conversation's message (3), closest of all. The words cover
+    # little of the query: not trusted to choose the conversation.
+    ranked = [RankedMessage(1, 10, 1.0, {"bm25": 1.0}), RankedMessage(2, 10, 0.3,
+                                                                      {"neighbours": 0.3}),
+              RankedMessage(3, 20, 0.0, {}, matched="")]
+    sims = semantic.Similarities(np.array([1, 2, 3]), np.array([0.30, 0.32, 0.40], np.float32),
+                                 np.array([0.30, 0.32, 0.40], np.float32))
+    cover = {1: 0.05, 2: 0.0}
+
+    def scores(**params):
+        out = semantic.rerank_by_meaning(ranked, sims, limit=3, cover=cover,
+                                         params=semantic.SemanticParams(**params))
+        return [r.message_id for r in out], {r.message_id: r.score for r in out}
+
+    order, score = scores()
+    assert order[0] == 3  # meaning chooses the conversation
+    # the words still choose the turn within it: the neighbour loses its lead over the turn
+    # that holds them (a weight of 0.5 reverses the two; none leaves the neighbour ahead)
+    _, unordered = scores(within=0.0)
+    assert score[2] - score[1] < unordered[2] - unordered[1]
+    assert scores(within=0.5)[0] == [3, 1, 2] and scores(within=0.0)[0] == [3, 2, 1]

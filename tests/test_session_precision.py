@@ -1,0 +1,87 @@
+"""What a search shows: a conversation found by meaning alone must be close in meaning, and
+each hit says what it matched (words, meaning, both), on every path (the grouped search behind
+the CLI and the model's tool, the CLI's words, JSON, past messages in the prompt)."""
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+from hermes.memory.sessions import semantic  # noqa: E402
+from hermes.memory.sessions.past_messages import recall_past_messages  # noqa: E402
+from hermes.memory.sessions.store import SessionStore  # noqa: E402
+from hermes.memory.sessions.vectors import MessageVectors  # noqa: E402
+from tests.histories import say  # noqa: E402
+from tests.test_embeddings import ToyEmbedder  # noqa: E402
+
+
+@pytest.fixture
+def store(db, clock):
+    return SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+
+
+def home(store, clock):
+    """A car, a greeting and a city, each a conversation of its own (the toy model reads
+    "car"/"automobile"/"vehicle" as one concept; a greeting or a city means nothing to it)."""
+    car = say(store, clock, "owner", "my car is blue", "nice!")
+    hello = say(store, clock, "owner", "hello there", "hi!")
+    lisbon = say(store, clock, "owner", "we loved Lisbon", "the trams are great")
+    say(store, clock, "bob", "my automobile is red")
+    return car, hello, lisbon
+
+
+def test_a_conversation_neither_word_nor_meaning_found_is_not_listed(store, clock):
+    car, hello, lisbon = home(store, clock)
+    hits = store.search("owner", "automobile colour", limit=5)
+    assert [h.match.id for h in hits] == [car[0]]
+    assert hits[0].matched == "meaning" and hits[0].to_json()["matched"] == "meaning"
+    # A word in common lists a conversation whatever its meaning, and says so.
+    hits = store.search("owner", "automobile trams", limit=5)
+    by_message = {h.match.id: h.matched for h in hits}
+    assert by_message[car[0]] == "meaning" and by_message[lisbon[1]] == "words"
+    assert hello[0] not in by_message and hello[1] not in by_message
+
+
+def test_every_candidate_by_meaning_is_listed_when_the_share_is_off(store, clock, monkeypatch):
+    # The line the test above guards: with no share of the best asked of a match by meaning,
+    # the greeting and the city come back (the toy's cosines for them are far from 0).
+    car, hello, lisbon = home(store, clock)
+    monkeypatch.setattr(semantic, "DEFAULT_SEMANTIC", semantic.SemanticParams(shown_share=0.0))
+    listed = {h.match.id for h in store.search("owner", "automobile colour", limit=5)}
+    assert car[0] in listed and listed & {*hello, *lisbon}
+
+
+def test_search_messages_says_what_each_matched_and_keeps_the_fill_ins(store, clock):
+    car, hello, lisbon = home(store, clock)
+    hits = store.search_messages("owner", "automobile trams", limit=10)
+    matched = {h.message.id: h.matched for h in hits}
+    assert matched[car[0]] == "meaning" and matched[lisbon[1]] == "words"
+    assert matched.get(hello[0]) == ""  # ranked below, for whoever wants the whole order
+    assert hits[0].to_json()["matched"] in ("words", "meaning", "both")
+
+
+def test_past_messages_show_nothing_rather_than_noise(store, clock):
+    car, hello, lisbon = home(store, clock)
+    current = store.create("owner", "discord")
+    (postman,) = say(store, clock, "owner", "the postman came at noon")
+    # "postman" was said before (the gate lets the message search); the car is close in
+    # meaning; the greeting and Lisbon are neither and stay out, though 4 excerpts were asked.
+    shown = recall_past_messages(store, "owner", "the postman asked which automobile I drive",
+                                 budget=4000, limit=4, exclude_session=current.id)
+    assert {e.match_id for e in shown} == {car[0], postman}
+
+
+def test_the_cli_says_what_a_hit_matched(cli, db, clock):
+    from hermes.cli.sessions import _how
+    from hermes.memory.sessions.records import SearchHit, Session
+
+    session = Session(1, "owner", "terminal", None, None, None, "", "", None, 2, None)
+
+    def hit(matched, mode="loose", snippet="**car**", matched_in=("messages",)):
+        return SearchHit(session, 1.0, None, snippet, [], mode, list(matched_in), [], matched)
+
+    assert _how(hit("words", mode="strict")) == ""
+    assert _how(hit("words")) == ", any word"
+    assert _how(hit("both")) == ", any word, by meaning"
+    assert _how(hit("meaning", snippet="my car")) == ", by meaning"
+    assert _how(hit("facts", snippet="keys", matched_in=("messages", "facts"))) \
+        == ", through a fact"
