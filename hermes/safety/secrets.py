@@ -21,15 +21,20 @@ and never finished a 2 MB attachment): no quantifier re-scans what another start
 (possessive runs, the first candidate of a run tried and a failed run consumed, gaps bounded),
 and a rule starts with a literal where it can, so ``re`` jumps to its candidates. Case-insensitive
 rules run on a case-folded copy (``_fold``) for the same reason. ``scripts/stress_redaction.py``
-measures it. Where it runs: a message is redacted before its write transaction opens
-(``SessionStore.append``, an import's batch is parsed and redacted before its transaction), so
-it never holds the write lock; on the daemon it runs on the event loop with the turn, which the
-size limit on every way in (a message is at most ``MAX_MESSAGE_CHARS``) keeps to milliseconds.
+measures it. A text dense with secrets (2 MB of card numbers: 100k findings) is bounded by the
+work per match, so a match is a tuple of ints until the overlaps are gone, the checks run only
+where a cheap test cannot say no, and a match inside one already found is not checked again
+(tests/test_secrets_linear.py counts the Python calls a secret costs). Where it runs: a message
+is redacted before its write transaction opens (``SessionStore.append``, an import's batch is
+parsed and redacted before its transaction), so it never holds the write lock; on the daemon it
+runs on the event loop with the turn, which the size limit on every way in (a message is at most
+``MAX_MESSAGE_CHARS``) keeps to milliseconds.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import bisect
 import dataclasses
 import functools
@@ -56,13 +61,21 @@ class Finding:
     @property
     def marker(self) -> str:
         """``[redacted openai key …a1f3]``: the kind, and the end of a long token."""
-        if self.kind == "card number":
-            digits = "".join(filter(str.isdecimal, self.value))  # what \d is
-            return f"{REDACTED} card number …{digits[-4:]}]"
-        compact = self.value.strip()
-        if len(compact) >= 16 and "\n" not in compact and self.kind not in _NO_FINGERPRINT:
-            return f"{REDACTED} {self.kind} …{compact[-4:]}]"
-        return f"{REDACTED} {self.kind}]"
+        return _marker(self.kind, self.value)
+
+
+def _marker(kind: str, value: str) -> str:
+    if kind == "card number":
+        digits = value.replace(" ", "").replace("-", "")  # what the card rule finds
+        if not (digits.isascii() and digits.isdecimal()):  # (a span that grew over more)
+            digits = "".join(filter(str.isdecimal, value))  # what \d is
+        return f"{REDACTED} card number …{digits[-4:]}]"
+    if kind in _NO_FINGERPRINT:
+        return f"{REDACTED} {kind}]"
+    compact = value.strip()
+    if len(compact) >= 16 and "\n" not in compact:
+        return f"{REDACTED} {kind} …{compact[-4:]}]"
+    return f"{REDACTED} {kind}]"
 
 
 _NO_FINGERPRINT = {"password", "PIN", "national id", "private key", "password in a URL"}
@@ -133,15 +146,39 @@ def _after_word_start(length: int) -> str:
 
 
 def _jwt_is_valid(token: str) -> bool:
-    # detect-secrets' own check, and the header and payload must decode to JSON.
+    # detect-secrets' own check, and the header and payload must decode to JSON (its check
+    # decoded them too, the same way unless a part's length leaves 3 over 4: it pads "===")
     from detect_secrets.plugins.jwt import JwtTokenDetector
 
-    return bool(JwtTokenDetector.is_formally_valid(token)) and _jwt_has_json(token)
+    if not (_jwt_header_may_be_json(token) and JwtTokenDetector.is_formally_valid(token)):
+        return False
+    parts = token.split(".", 2)
+    if len(parts) < 2:
+        return False
+    return (len(parts[0]) % 4 != 3 and len(parts[1]) % 4 != 3) or _jwt_has_json(token)
+
+
+_JSON_SPACE = b" \t\n\r"
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
+def _jwt_header_may_be_json(token: str) -> bool:
+    """False when the header (what starts the token, up to its first dot) is certainly no JSON:
+    it decodes to a "{" that no "}" closes. A text dense with "eyJ..." that is no token spent
+    ~10 us on each in the full checks (an exception from a decoder each time)."""
+    header = token.partition(".")[0]
+    try:  # base64.urlsafe_b64decode without its layers of Python
+        decoded = binascii.a2b_base64(header.encode("ascii").translate(_URLSAFE)
+                                      + b"=" * (-len(header) % 4))
+    except ValueError:
+        return True  # the full check decides (and says no)
+    return not decoded.lstrip(_JSON_SPACE).startswith(b"{") or (
+        decoded.rstrip(_JSON_SPACE).endswith(b"}"))
 
 
 def _jwt_has_json(token: str) -> bool:
     parts = token.split(".")
-    if len(parts) < 2:
+    if len(parts) < 2 or not _jwt_header_may_be_json(token):
         return False
     try:
         for part in parts[:2]:
@@ -251,6 +288,25 @@ def _preceded_by(pattern: re.Pattern[str], reach: int,
 
 # 40 characters of a key, alone (folded)
 _AWS_SECRET = re.compile(r"[a-z0-9/+](?<![a-z0-9/+].)[a-z0-9/+]{39}(?![a-z0-9/+])")
+# a telegram token's ":" and what follows it, with 8 digits before it
+_TELEGRAM_TAIL = re.compile(r":(?<=\d{8}:)[0-9A-Za-z_-]{35}")
+
+
+def _telegram_spans(text: str) -> Iterable[tuple[int, int]]:
+    """What ``\\d{8,10}:[0-9A-Za-z_-]{35}`` finds: from each ":" found, the run of up to 10
+    digits before it, never reaching back into the token found before (the search went on
+    from its end)."""
+    last = 0
+    for match in _TELEGRAM_TAIL.finditer(text):
+        colon = match.start()
+        start = colon
+        while start > last and colon - start < 10 and text[start - 1].isdecimal():  # \d
+            start -= 1
+        if colon - start >= 8:
+            yield start, match.end()
+            last = match.end()
+
+
 _C = "[A-Za-z0-9=_-]"      # detect-secrets' [A-Za-z0-9-_=] ("9-_" is no range there)
 _C_OPENAI = "[A-Za-z0-9_-]"
 _PLUGIN_PATTERNS: dict[str, _Rule | None] = {
@@ -279,7 +335,9 @@ _PLUGIN_PATTERNS: dict[str, _Rule | None] = {
     "SG\\.[a-zA-Z0-9_-]{22}\\.[a-zA-Z0-9_-]{43}": None,
     "sq0csp-[0-9A-Za-z\\\\\\-_]{43}": None,
     "(?:r|s)k_live_[0-9a-zA-Z]{24}": None,
-    "\\d{8,10}:[0-9A-Za-z_-]{35}": None,
+    # from every digit, 8 to 10 digits were tried: found by its ":", the digits read back
+    "\\d{8,10}:[0-9A-Za-z_-]{35}": _Rule("telegram token", _TELEGRAM_TAIL,
+                                       spans=_telegram_spans),
     "AC[a-z0-9]{32}": None,
     "SK[a-z0-9]{32}": None,
     # the user part stops at ":", the password at "@": one scan after each "://"
@@ -340,7 +398,8 @@ def _plugin_rule(kind: str, pattern: re.Pattern[str],
 _LUHN_DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)
 
 
-_LUHN_DOUBLED_CHAR = {str(d): doubled for d, doubled in enumerate(_LUHN_DOUBLED)}
+# a digit's byte to its doubled digit's (Luhn): summed as bytes, in C, not a call a digit
+_LUHN_DOUBLED_BYTE = bytes.maketrans(b"0123456789", bytes(48 + d for d in _LUHN_DOUBLED))
 
 
 def luhn_ok(number: str) -> bool:
@@ -349,8 +408,8 @@ def luhn_ok(number: str) -> bool:
         digits = "".join(str(int(d)) for d in number if d.isdecimal())  # what \d is
     if not 13 <= len(digits) <= 19:
         return False
-    total = sum(map(int, digits[-1::-2])) + sum(map(_LUHN_DOUBLED_CHAR.__getitem__,
-                                                    digits[-2::-2]))
+    raw = digits.encode("ascii")
+    total = sum(raw[-1::-2]) + sum(raw[-2::-2].translate(_LUHN_DOUBLED_BYTE)) - 48 * len(raw)
     return total % 10 == 0
 
 
@@ -358,7 +417,11 @@ def _token_like(value: str) -> bool:
     """A value after "the API key is" that looks like a key, not like a word of prose."""
     if len(value) >= 20:
         return True
-    return bool(re.search(r"\d", value)) or bool(re.search(r"[a-z][A-Z]|[_\-+/=]", value))
+    return _DIGIT.search(value) is not None or _MIXED_OR_SYMBOL.search(value) is not None
+
+
+_DIGIT = re.compile(r"\d")
+_MIXED_OR_SYMBOL = re.compile(r"[a-z][A-Z]|[_\-+/=]")
 
 
 # Words that describe a password rather than being one ("the password is wrong").
@@ -399,13 +462,20 @@ _PASSWORD = re.compile(
 # "password Tr0ub4dor&3", "the wifi passphrase correcthorsebatterystaple": no verb, so only a
 # word that looks like a key (_bare_password_length), never "password manager". Folded.
 _PASSWORD_BARE = re.compile(
-    _PASSWORD_WORD + r"[ \t]++(?=(?P<secret>" + _NOT_MARKER + r"[^\s\[][^\n]{0,159}))")
+    _PASSWORD_WORD + r"[ \t]++(?=[\"'“]|\S{4})(?=(?P<secret>" + _NOT_MARKER
+    + r"[^\s\[][^\n]{0,159}))")
 _QUOTED = re.compile(r"\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|“[^”\n]{1,80}”")
+_QUOTES = "\"'“"
 _WORD = re.compile(r"\S+")
 
 
+_BARE_EDGES = ".,;:!?\"'()"
+# where the first 1 ... 6 words of a text end
+_WORDS_END = [re.compile(rf"\S+(?:\s+\S+){{{more}}}") for more in range(6)]
+
+
 def _bare(word: str) -> str:
-    return word.lower().strip(".,;:!?\"'()")
+    return word.lower().strip(_BARE_EDGES)
 
 
 def _password_length(rest: str) -> int:
@@ -416,26 +486,28 @@ def _password_length(rest: str) -> int:
     a describing first word ("wrong", "in the vault") is no password, unless it is an adjective
     that opens four words none of which describe or link ("correct horse battery staple").
     """
-    quoted = _QUOTED.match(rest)
-    if quoted:
-        return quoted.end()
-    words = [m for m in _WORD.finditer(rest)][:6]
-    if not words:
-        return 0
-    taken: list[re.Match[str]] = []
+    if rest[0] in _QUOTES:
+        quoted = _QUOTED.match(rest)
+        if quoted:
+            return quoted.end()
+    # The first six words, lowered as _bare lowers them (str.split and \S+ agree on what a
+    # word is): a text dense with "password is" measures one rest after another, ~1 us a word
+    words = rest.lower().split(None, 6)[:6]
+    count = 0  # how many words are the password
     for index, word in enumerate(words):
-        if index and _bare(word.group()) in _DESCRIPTIVE:
+        if index and word.strip(_BARE_EDGES) in _DESCRIPTIVE:
             break
-        taken.append(word)
-        if word.group()[-1:] in ",;!?" or (word.group().endswith(".") and index < len(words) - 1):
+        count += 1
+        if word[-1] in ",;!?" or (word[-1] == "." and index < len(words) - 1):
             break
-    first = _bare(taken[0].group())
-    if first in _DESCRIPTIVE and not (
-            first in _JUDGEMENT and len(taken) >= 4
-            and all(_bare(w.group()) not in _DESCRIPTIVE for w in taken[1:])):
+    if not count:
         return 0
-    last = taken[-1].group()
-    end = taken[-1].end() - (len(last) - len(last.rstrip(".,;:!?")))
+    first = words[0].strip(_BARE_EDGES)
+    # (the words after the first are none of them describing: the loop stopped at one)
+    if first in _DESCRIPTIVE and not (first in _JUDGEMENT and count >= 4):
+        return 0
+    end = _WORDS_END[count - 1].match(rest).end()  # type: ignore[union-attr]
+    end -= len(words[count - 1]) - len(words[count - 1].rstrip(".,;:!?"))
     return end if end >= 3 else 0
 
 
@@ -449,9 +521,13 @@ def _bare_password_length(rest: str) -> int:
     if word is None:
         return 0
     value = word.group().rstrip(".,;:!?)")
-    if len(value) < 4 or _bare(value) in _DESCRIPTIVE or "://" in value:
+    # (_bare and _token_like written out: this runs for every "password" and a word)
+    if len(value) < 4 or value.lower().strip(_BARE_EDGES) in _DESCRIPTIVE or "://" in value:
         return 0
-    return len(value) if _token_like(value) else 0
+    if (len(value) >= 20 or _DIGIT.search(value) is not None
+            or _MIXED_OR_SYMBOL.search(value) is not None):
+        return len(value)
+    return 0
 
 
 _PIN = re.compile(  # folded
@@ -462,8 +538,11 @@ _PIN = re.compile(  # folded
     r"\s*+(?:is|was|=|:|-|#)?\s*+(?:is\s++)?(?P<secret>\d{3,8})\b"
 )
 _CARD = re.compile(r"(?P<secret>[2-6](?<![\d-].)\d{3}(?:[ -]?\d){9,15})(?![\d-])")
+# found by its first "-", its first three digits read in lookbehinds (from every digit, "\d"
+# first was tried at each; the match starts 3 before the "-")
 _SSN = re.compile(
-    r"\d(?<![\d-]\d)\d\d(?<!000)(?<!666)(?<!9\d\d)-\d\d(?<!00)-\d{4}(?<!0000)(?![\d-])")
+    r"-(?<=\d\d\d-)(?<![\d-]\d\d\d-)(?<!000-)(?<!666-)(?<!9\d\d-)\d\d(?<!00)-\d{4}(?<!0000)"
+    r"(?![\d-])")
 _UK_NINO = re.compile(r"[A-CEGHJ-PR-TW-Z](?<!\w.)[A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 _NATIONAL_ID = re.compile(  # folded
     r"(?:ssn" + _W(3) + "|social" + _W(6) + r" security(?: number)?|national" + _W(8)
@@ -512,7 +591,9 @@ def _env_name_before(text: str, match: re.Match[str]) -> int | None:
     """The secret's start when an upper-case name (a letter first) ends with the match's word,
     as a whole word: ``\\b[A-Z][A-Z0-9_]*`` before it."""
     name_end = match.start()
-    start = _run_start(text, name_end, _ENV_NAME_CHARS)
+    low = max(0, name_end - 64)  # _run_start's first window, written out (once a match)
+    kept = len(text[low:name_end].rstrip(_ENV_NAME_CHARS))
+    start = low + kept if kept or not low else _run_start(text, name_end, _ENV_NAME_CHARS)
     if start == name_end or not "A" <= text[start] <= "Z":
         return None
     if start and _WORD_CHAR.match(text, start - 1):
@@ -585,7 +666,7 @@ _OWN_RULES: list[_Rule] = [
     # "aws ... secret/key ... <40>": found by its 40 characters, the words looked for in the
     # 49 before them (from every "aws", the gaps were tried at every length)
     _Rule("aws secret key", _AWS_SECRET, folded=True, begin=_preceded_by(re.compile(
-        r"aws" + _W(3) + r".{0,20}(?:secret|key).{0,20}\Z"), 49)),
+        r"aws" + _W(3) + r".{0,20}(?:secret|key).{0,20}\Z"), 49), needs=("aws",)),
     # every "eyJ" of a run re-scanned it; the first is tried, a run that is no token consumed
     _Rule("jwt", re.compile(
         r"eyJ" + _W(3) + rf"(?:(?P<t>{_JWT_CHARS}{{8,}}+\.eyJ{_JWT_CHARS}{{8,}}+\."
@@ -602,7 +683,7 @@ _OWN_RULES: list[_Rule] = [
     _Rule("PIN", _PIN, "secret", folded=True,
           needs=("pin", "passcode", "code", "cvv", "cvc", "cv2")),
     _Rule("card number", _CARD, "secret", luhn_ok),
-    _Rule("national id", _SSN),
+    _Rule("national id", _SSN, begin=lambda _text, match: match.start() - 3),
     _Rule("national id", _UK_NINO),
     _Rule("national id", _NATIONAL_ID, "secret", measure=_id_length, folded=True,
           needs=("ssn", "social", "national", "passport", "tax", "nino", "personnummer", "bsn",
@@ -657,14 +738,30 @@ def _screened(text: str) -> bool:
 
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in ``text``, in order, without overlaps (the earliest, then longest, wins)."""
+    return [Finding(kind, start, end, text[start:end]) for start, end, kind in _secret_spans(text)]
+
+
+def _secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """``find_secrets`` as (start, end, kind). In a text dense with secrets (2 MB of card
+    numbers: 100k findings) the work per match is the cost, so a match is a tuple of ints until
+    the overlaps are gone, a rule with nothing to run per match is read in a comprehension, and
+    a match inside one that a rule with checks already found is not checked again."""
     if not text or not _screened(text):
         return []
-    found: list[Finding] = []
+    rules = _rules()
+    # (start, -end, rule's index): sorted, the earliest, then the longest, then the first rule
+    found: list[tuple[int, int, int]] = []
+    # the longest end found for a start: a match inside it can change nothing (the overlap
+    # pass drops it), so its check and measure are skipped
+    ends: dict[int, int] = {}
+    markers = REDACTED in text  # a marker Hermes wrote is never a secret (idempotent)
     folded: str | None = None
-    for rule in _rules():
+    for index, rule in enumerate(rules):
         if rule.spans is not None:
-            found.extend(Finding(rule.kind, start, end, text[start:end])
-                         for start, end in rule.spans(text))
+            for start, end in rule.spans(text):
+                found.append((start, -end, index))
+                if end > ends.get(start, -1):
+                    ends[start] = end
             continue
         subject = text
         if rule.folded:
@@ -673,51 +770,57 @@ def find_secrets(text: str) -> list[Finding]:
             subject = folded
         if rule.needs and not any(map(subject.__contains__, rule.needs)):
             continue
-        for match in rule.pattern.finditer(subject):
-            try:
-                start, end = match.span(rule.group)
-            except IndexError:
-                start, end = match.span()
+        group, begin, check, measure = rule.group, rule.begin, rule.check, rule.measure
+        matches = rule.pattern.finditer(subject)
+        if begin is None and check is None and measure is None:
+            found += [(start, -end, index) for match in matches
+                      for start, end in (match.span(group),) if start < end
+                      and not (markers and text.startswith(REDACTED, start, end))]
+            continue
+        for match in matches:
+            start, end = match.span(group)
             if start < 0 or end <= start:
                 continue
-            if rule.begin is not None:
-                begun = rule.begin(subject, match)
+            if begin is not None:
+                begun = begin(subject, match)
                 if begun is None:
                     continue
                 start = begun
-            value = text[start:end]
-            if value.startswith(REDACTED):
+            if markers and text.startswith(REDACTED, start, end):
                 continue
-            if rule.check is not None and not rule.check(value):
-                continue
-            if rule.measure is not None:
-                length = rule.measure(value)
-                if length <= 0:
+            if check is not None or measure is not None:
+                if ends.get(start, -1) >= end:
                     continue
-                end = start + length
                 value = text[start:end]
-            found.append(Finding(rule.kind, start, end, value))
-    return _without_overlaps(text, found)
+                if check is not None and not check(value):
+                    continue
+                if measure is not None:
+                    length = measure(value)
+                    if length <= 0:
+                        continue
+                    end = start + length
+            found.append((start, -end, index))
+            if end > ends.get(start, -1):
+                ends[start] = end
+    return _without_overlaps(found, rules)
 
 
-def _earliest_then_longest(finding: Finding) -> tuple[int, int]:
-    return finding.start, finding.start - finding.end
-
-
-def _without_overlaps(text: str, found: Iterable[Finding]) -> list[Finding]:
-    kept: list[Finding] = []
-    grown: set[int] = set()  # kept findings whose span grew: their value is cut at the end
-    for finding in sorted(found, key=_earliest_then_longest):
-        if kept and finding.start < kept[-1].end:
-            if finding.end > kept[-1].end:  # overlapping spans of one secret: cover both
-                last = kept[-1]
-                kept[-1] = Finding(last.kind, last.start, finding.end, "")
-                grown.add(len(kept) - 1)
+def _without_overlaps(found: list[tuple[int, int, int]],
+                      rules: tuple[_Rule, ...]) -> list[tuple[int, int, str]]:
+    """Sorted, each span that overlaps the one kept before it joins it (overlapping spans of
+    one secret: cover both); the kept span keeps its kind."""
+    found.sort()
+    kept: list[tuple[int, int, str]] = []
+    last_end = -1
+    for start, negative_end, index in found:
+        end = -negative_end
+        if start < last_end:
+            if end > last_end:
+                kept[-1] = (kept[-1][0], end, kept[-1][2])
+                last_end = end
             continue
-        kept.append(finding)
-    for index in grown:  # (a chain of overlaps cut once, not once a link: linear)
-        last = kept[index]
-        kept[index] = Finding(last.kind, last.start, last.end, text[last.start:last.end])
+        kept.append((start, end, rules[index].kind))
+        last_end = end
     return kept
 
 
@@ -736,18 +839,23 @@ def redact(text: str) -> Redaction:
     findings = find_secrets(text)
     if not findings:
         return Redaction(text, [])
-    pieces = []
-    position = 0
-    for finding in findings:
-        pieces.append(text[position:finding.start])
-        pieces.append(finding.marker)
-        position = finding.end
-    pieces.append(text[position:])
-    return Redaction("".join(pieces), findings)
+    return Redaction(_replaced(text, [(f.start, f.end, f.kind) for f in findings]), findings)
 
 
 def redact_text(text: str) -> str:
-    return redact(text).text
+    spans = _secret_spans(text)
+    return _replaced(text, spans) if spans else text
+
+
+def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
+    pieces = []
+    position = 0
+    for start, end, kind in spans:
+        pieces.append(text[position:start])
+        pieces.append(_marker(kind, text[start:end]))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def redact_json(raw: str) -> str:
