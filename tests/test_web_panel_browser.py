@@ -208,6 +208,24 @@ def test_a_new_chat_joins_the_list_at_its_first_message_and_can_be_deleted(visit
     assert live.rt.memory.sessions.search(user, "vegetable garden") == []
 
 
+def test_a_new_chat_is_titled_in_the_list_from_its_first_exchange(visit, live):
+    """The list shows the first message at once, then the background model's title, with no
+    reload (the events stream's ``title``)."""
+    page, user = visit.page, visit.user
+    chats = page.get_by_role("complementary", name="Conversations")
+    live.model.title = lambda r: "Pi 5 power supply" if "power supply" in r.prompt else ""
+    try:
+        page.evaluate("window.__sameDocument = true")
+        page.get_by_label("Message").fill("Which power supply does a Raspberry Pi 5 want?")
+        page.keyboard.press("Enter")
+        chats.get_by_role("link", name="Pi 5 power supply").wait_for()
+    finally:
+        live.model.title = ""
+    assert page.evaluate("window.__sameDocument") is True             # no reload
+    (session,) = live.rt.memory.sessions.list_sessions(user, source="web")
+    assert session.title == "Pi 5 power supply"
+
+
 def test_a_login_outlives_a_restart_its_link_expires_and_the_logins_page_revokes(
         browser, visit, live):
     page, user = visit.page, visit.user
