@@ -11,6 +11,11 @@ takes the next step of the script (FIFO):
 
 Every request is recorded in ``fake_model.requests`` (messages, tools, optional params).
 A call with nothing scripted fails with a non-retryable 400, so an unexpected model call is loud.
+
+A new web chat's title (hermes.agent.summarize.title_from_start) is asked for in the background,
+in no fixed order with the script's calls (extraction's): it is answered outside the script by
+``fake_model.title`` (a str, an exception, a ``Block``, or a function of the request; "" by
+default: no title) and recorded in ``fake_model.title_requests``, not ``requests``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
 
 PROVIDER = "fake"
 MODEL = f"{PROVIDER}/scripted"
+# The first line of the title prompt (hermes/prompts/title.md) marks a title request
+TITLE_MARK = "You write the title of a conversation"
 
 _ids = itertools.count(1)
 
@@ -157,6 +164,9 @@ class ScriptedLLM(CustomLLM):
         # Usage reported for each call, computed from the request (e.g. a caching provider's
         # cached tokens); None from it: the provider reports no usage at all.
         self.usage_for: Callable[[FakeRequest], dict[str, Any] | None] | None = None
+        # New chats' titles: outside the script (see the module's docstring)
+        self.title: str | BaseException | Callable[[FakeRequest], Any] = ""
+        self.title_requests: list[FakeRequest] = []
 
     # -- scripting --------------------------------------------------------------------------
 
@@ -212,10 +222,18 @@ class ScriptedLLM(CustomLLM):
             api_base=kw.get("api_base"),
             timeout=kw.get("timeout"),
         )
-        self.requests.append(request)
+        if TITLE_MARK in request.system:
+            self.title_requests.append(request)
+        else:
+            self.requests.append(request)
         return request
 
     def _take(self, request: FakeRequest) -> Any:
+        if TITLE_MARK in request.system:
+            step = self.title(request) if callable(self.title) else self.title
+            if isinstance(step, Block):  # waits for its release, then takes `title` again
+                return step
+            return Fail(step) if isinstance(step, BaseException) else Reply(text=step)
         if not self.script:
             raise CustomLLMError(
                 400, f"fake model: nothing scripted for call #{len(self.requests)}")

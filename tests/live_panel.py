@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.clock import FakeClock
-from tests.fakellm import FakeRequest, Reply, ScriptedLLM, _chunk, _pieces
+from tests.fakellm import TITLE_MARK, FakeRequest, Reply, ScriptedLLM, _chunk, _pieces
 
 EXTRACTION_MARK = "You maintain the long-term memory"
 
@@ -43,6 +43,9 @@ class RoutedLLM(ScriptedLLM):
         self.learn: dict[str, list[dict[str, Any]]] = {}
 
     def route(self, request: FakeRequest) -> Reply | Stall:
+        if TITLE_MARK in request.system:  # a new chat's title: `title` ("" by default: none)
+            title = self.title(request) if callable(self.title) else self.title
+            return Reply(text=str(title))
         if EXTRACTION_MARK in request.system:
             for key, actions in self.learn.items():
                 if key in request.prompt:

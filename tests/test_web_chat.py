@@ -374,3 +374,91 @@ async def test_a_temporary_chat_is_neither_kept_nor_learned_from(chat, web_rt, f
                 ).status_code == 404
     finally:
         await alice.close()
+
+
+async def until(condition, ticks: int = 20000) -> None:
+    for _ in range(ticks):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition not reached")
+
+
+STREAMED = {"Accept": "text/event-stream"}
+
+
+async def test_a_new_chat_is_titled_from_its_first_exchange_off_the_reply_path(chat, web_rt,
+                                                                              fake_model):
+    """Issue 33: a new conversation's line in the list was its first message cut at 80
+    characters until the session was summarised. The background model titles it from its
+    first exchange in a task of its own: the reply never waits for it; open pages get the
+    title as an event."""
+    from tests.fakellm import Block
+
+    sessions = web_rt.memory.sessions
+    release = asyncio.Event()
+    fake_model.title = Block(release)                        # the title call waits ...
+    fake_model.reply("Put them on a user-defined bridge network: Docker's DNS resolves names.")
+    fake_model.reply("[]")
+    events = chat.ctx.hub.stream("owner")
+    try:
+        assert (await events.__anext__()).startswith(b": connected")
+        response = await asyncio.wait_for(chat.client.post(
+            "/chat/send", data={"text": "My two containers can't reach each other by name"},
+            headers={**STREAMED, "X-CSRF-Token": chat.csrf}), 30)
+        done = dict(events_of(response.text))["done"]        # ... the reply did not
+        assert done["error"] is None
+        session_id = done["session_id"]
+        await until(lambda: fake_model.title_requests)
+        assert sessions.get("owner", session_id).title is None
+        asked = fake_model.title_requests[0]
+        assert "reach each other by name" in asked.prompt and "bridge network" in asked.prompt
+        fake_model.title = 'Title: "Docker containers resolving each other."'
+        release.set()
+        event = await asyncio.wait_for(events.__anext__(), 10)
+    finally:
+        await events.aclose()
+    assert events_of(event.decode()) == [
+        ("title", {"session_id": session_id, "title": "Docker containers resolving each other"})]
+    assert sessions.get("owner", session_id).title == "Docker containers resolving each other"
+    page = await chat.get("/chat")
+    assert (f'<li data-session-id="{session_id}"><a href="/chat?session={session_id}#end"'
+            ' aria-current="true">Docker containers resolving each other</a>') in page.text
+    # Its next exchange asks for no title again
+    fake_model.reply("Glad it works.")
+    fake_model.reply("[]")
+    await chat.post("/chat/send", {"text": "Thanks, that did it", "session": str(session_id)})
+    assert len(fake_model.title_requests) == 1
+
+
+async def test_without_a_title_the_list_keeps_the_first_message(chat, web_rt, fake_model):
+    """No title when the model fails or says nothing, and none asked for a temporary chat:
+    the list shows the first message, as before."""
+    from tests.fakellm import internal_server
+
+    sessions = web_rt.memory.sessions
+    for number, title in (("one", internal_server("down")), ("two", "  ")):
+        fake_model.title = title
+        fake_model.reply("Hello!")
+        fake_model.reply("[]")
+        sent = await chat.post("/chat/send", {"text": f"Hi, first message {number}"})
+        session_id = int(sent.headers["location"].split("session=")[1].split("#")[0])
+        await until(lambda: not chat.ctx.titles)
+        assert sessions.get("owner", session_id).title is None
+        assert f">Hi, first message {number}</a>" in (await chat.get("/chat")).text
+    asked = len(fake_model.title_requests)
+    fake_model.reply("Hello, briefly.")
+    await chat.post("/chat/send", {"text": "A temporary hello", "temporary": "1"})
+    assert len(fake_model.title_requests) == asked
+
+
+def test_a_title_is_given_only_to_the_users_own_untitled_session(rt):
+    from hermes.errors import NotFound
+
+    sessions = rt.memory.sessions
+    session_id = sessions.create("owner", "web").id
+    with pytest.raises(NotFound):
+        sessions.set_title("alice", session_id, "Not hers")
+    assert sessions.set_title("owner", session_id, "Docker networking") is True
+    assert sessions.set_title("owner", session_id, "Something else") is False
+    assert sessions.get("owner", session_id).title == "Docker networking"

@@ -13,6 +13,7 @@ that expires, and revoking logins on the Logins page.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -80,6 +81,17 @@ def above_the_input(page, locator) -> bool:
     """The element's bottom is on screen and not under the chat's input."""
     box, form = locator.bounding_box(), page.locator("#send").bounding_box()
     return 0 < box["y"] + box["height"] <= form["y"] + 1
+
+
+def settles_above_the_input(page, locator, seconds: float = 10) -> bool:
+    """The page opens at #end, then scrolls again once it has measured its input (the
+    padding that keeps the end above it): under load a test looked in between."""
+    deadline = time.monotonic() + seconds
+    while not above_the_input(page, locator):
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(50)
+    return True
 
 
 def test_a_write_redirects_with_a_notice_once_and_is_never_repeated(visit, live):
@@ -163,7 +175,7 @@ def test_on_a_phone_a_chat_opens_at_its_newest_message_and_no_reply_hides_under_
     phone.go(f"/chat?session={session.id}")
     newest = page.locator("article.msg.assistant", has_text="Answer number 11")
     page.wait_for_function("() => window.scrollY > 0")
-    assert above_the_input(page, newest.locator("p").last)
+    assert settles_above_the_input(page, newest.locator("p").last)
     live.model.chat["Tell me a long story"] = "\n\n".join(f"Line {i} of the story."
                                                           for i in range(30))
     page.get_by_label("Message").fill("Tell me a long story")
@@ -194,6 +206,24 @@ def test_a_new_chat_joins_the_list_at_its_first_message_and_can_be_deleted(visit
     chats.get_by_text("No web conversations yet").wait_for()
     assert live.rt.memory.sessions.list_sessions(user, source="web") == []
     assert live.rt.memory.sessions.search(user, "vegetable garden") == []
+
+
+def test_a_new_chat_is_titled_in_the_list_from_its_first_exchange(visit, live):
+    """The list shows the first message at once, then the background model's title, with no
+    reload (the events stream's ``title``)."""
+    page, user = visit.page, visit.user
+    chats = page.get_by_role("complementary", name="Conversations")
+    live.model.title = lambda r: "Pi 5 power supply" if "power supply" in r.prompt else ""
+    try:
+        page.evaluate("window.__sameDocument = true")
+        page.get_by_label("Message").fill("Which power supply does a Raspberry Pi 5 want?")
+        page.keyboard.press("Enter")
+        chats.get_by_role("link", name="Pi 5 power supply").wait_for()
+    finally:
+        live.model.title = ""
+    assert page.evaluate("window.__sameDocument") is True             # no reload
+    (session,) = live.rt.memory.sessions.list_sessions(user, source="web")
+    assert session.title == "Pi 5 power supply"
 
 
 def test_a_login_outlives_a_restart_its_link_expires_and_the_logins_page_revokes(

@@ -29,6 +29,7 @@ from hermes.store import usage
 log = logging.getLogger(__name__)
 
 PROMPT_FILE = Path(__file__).resolve().parent.parent / "prompts" / "summarize.md"
+TITLE_PROMPT_FILE = PROMPT_FILE.with_name("title.md")
 MAX_ATTEMPTS = 5
 TRANSCRIPT_CHARS = 12_000
 TITLE_WORDS = 8
@@ -160,6 +161,35 @@ async def summarize_session(memory: Memory, llm: LLM | None, user: str,
     title = title or plain_title(messages)
     sessions.set_summary(user, session_id, title=title, summary=summary, status="done")
     return SummaryOutcome(session_id, "done", title, summary)
+
+
+async def title_from_start(memory: Memory, llm: LLM | None, user: str,
+                           session_id: int) -> str | None:
+    """A title for a new conversation from its first exchange (the web panel's list shows it
+    at once, not only once the session is summarised), stored on the session; None when it has
+    a title already, has no exchange yet, or there is no model, or it failed (logged): the list
+    keeps showing its first message. The summary, later, titles it from the whole of it."""
+    sessions = memory.sessions
+    if sessions.get(user, session_id).title is not None:
+        return None
+    spoken = _spoken(sessions.messages(user, session_id))
+    first = [m for m in spoken if m.role == "user"][:1]
+    reply = [m for m in spoken if m.role == "assistant"][:1]
+    if not first or not reply or llm is None or not llm.configured:
+        return None
+    try:
+        with usage.scope(user=user, source="summary", session_id=session_id):
+            completion = await llm.complete([
+                {"role": "system", "content": TITLE_PROMPT_FILE.read_text(encoding="utf-8")},
+                {"role": "user", "content": redact_text(transcript(first + reply, 4_000))},
+            ])
+    except (ModelUnavailable, ModelNotConfigured) as exc:
+        log.warning("title of session %s for %s failed: %s", session_id, user, exc)
+        return None
+    title, _ = parse_summary(completion.text)
+    if not title or not sessions.set_title(user, session_id, title):
+        return None
+    return title
 
 
 def pending(memory: Memory, user: str) -> list[int]:

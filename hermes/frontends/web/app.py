@@ -73,6 +73,8 @@ class WebContext:
     replies: dict[int, Any] = field(default_factory=dict)  # session id -> RunningReply
     # Temporary chats, in this process only: (negative) id -> (user, agent.turn.Transcript)
     temporary: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    # New conversations' titles being written: session id -> asyncio.Task
+    titles: dict[int, Any] = field(default_factory=dict)
 
     @cached_property
     def tokens(self) -> TokenStore:

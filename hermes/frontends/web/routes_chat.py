@@ -210,16 +210,19 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
         raise RefusedWrite("Still answering in this conversation; wait for that reply.")
     turn = ctx.agent.turn(ws.user, chat_id, text, speaker=ws.user, transcript=transcript)
     before = _snapshot(ctx, ws.user) if ctx.hub.subscribers(ws.user) else None
+    new_chat = not given and transcript is None
     if "text/event-stream" not in request.headers.get("accept", ""):
         async with lock:
             result = await turn.run()
         publish_turn_changes(ctx, ws.user, before, result)
+        if new_chat and result.assistant_message_id is not None:
+            title_new_chat(ctx, ws.user, chat_id)
         return RedirectResponse(f"/chat?session={chat_id}#end", status_code=303)
 
     async def stream() -> AsyncIterator[bytes]:
         async with lock:
             started: dict[str, Any] = {"session_id": chat_id}
-            if not given and transcript is None:  # a new conversation: its line in the list
+            if new_chat:  # a new conversation: its line in the list
                 started["item_html"] = ctx.templates.get_template("session_item.html").render(
                     s=session, current=session, title=" ".join(text.split())[:80])
             yield _event("start", started)
@@ -236,6 +239,8 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                     del ctx.replies[chat_id]
             result = turn.result
             publish_turn_changes(ctx, ws.user, before, result)
+            if new_chat and result.assistant_message_id is not None:
+                title_new_chat(ctx, ws.user, chat_id)
             html = ""
             if result.assistant_message_id is not None and transcript is not None:
                 reply = next(m for m in transcript.kept if m.id == result.assistant_message_id)
@@ -256,6 +261,31 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
                                   "session_id": chat_id, "stopped": result.stopped})
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def title_new_chat(ctx: WebContext, user: str, session_id: int) -> None:
+    """A new conversation's title from its first exchange, written by the background model in
+    a task of its own (the reply never waits for it); open pages get it as a ``title`` event
+    and put it in their list. Until then, and without a model, the list shows the first
+    message."""
+    from hermes.agent.summarize import title_from_start
+
+    agent = ctx.agent
+    if agent is None or session_id in ctx.titles:
+        return
+
+    async def write_title() -> None:
+        try:
+            title = await title_from_start(agent.memory, agent.background_llm, user, session_id)
+        except Exception:  # noqa: BLE001 - logged; the list keeps the first message
+            log.exception("web: the title of session %s failed", session_id)
+            return
+        if title:
+            ctx.hub.publish(user, "title", {"session_id": session_id, "title": title})
+
+    task = asyncio.create_task(write_title())
+    ctx.titles[session_id] = task
+    task.add_done_callback(lambda _: ctx.titles.pop(session_id, None))
 
 
 class RunningReply:

@@ -222,6 +222,16 @@ class SessionStore:
                 [title, summary, status, session_id, user],
             )
 
+    def set_title(self, user: str, session_id: int, title: str) -> bool:
+        """Give a session without a title this one (a new web chat's, from its first
+        exchange); False when it has one already (a summary's is never replaced by it)."""
+        with write_transaction(self.db):
+            self.get(user, session_id)
+            cursor = self.db.execute(
+                "UPDATE sessions SET title = ? WHERE id = ? AND user = ? AND title IS NULL",
+                [redact_text(title), session_id, user])
+        return cursor.rowcount == 1
+
     # -- reading ----------------------------------------------------------------------------
 
     def search(self, user: str, query: str, *, limit: int = 5, context: int = 2,

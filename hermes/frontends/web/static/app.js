@@ -205,6 +205,11 @@
         showLearned(data.reply_id);
       }
     });
+    source.addEventListener("title", function (e) {   // a new conversation's title
+      var data = JSON.parse(e.data);
+      var link = document.querySelector('#chats [data-session-id="' + data.session_id + '"] a');
+      if (link) link.textContent = data.title;
+    });
     source.addEventListener("close", function () { source.close(); });
   }
 
