@@ -213,11 +213,11 @@ async def test_an_explicit_extraction_is_protected_from_an_inference(env, fake_m
     assert (question.fact_id, question.content) == (globex.id, "The user works at Initech")
 
 
-async def test_an_inference_never_claims_the_users_words(env, fake_model):
+@pytest.mark.parametrize("stated", [{}, {"stated": "inferred"}])
+async def test_an_inference_never_claims_the_users_words(env, fake_model, stated):
     """The model's own tags cannot say the user stated it: no #fastlane, no #explicit."""
     _script(fake_model, lambda r: [{"action": "create", "content": "The user likes jazz",
-                                    "tags": ["fastlane", "explicit", "music"],
-                                    "stated": "inferred"}])
+                                    "tags": ["fastlane", "explicit", "music"], **stated}])
     await _say(env, "Put on something with a saxophone, the kind of thing I always play.")
     (fact,) = env.memory.facts.list_facts("owner")
     assert fact.tags == ["music"]
