@@ -275,8 +275,8 @@ def _create(
         if _is_paraphrase(action, old):
             # Re-adding the existing wording merges into it: sources and tags are unioned.
             merged = facts.add(user, old.content, entities=list(action.entities),
-                               category=old.category, tags=_tags(_models(action.tags), action.stated),
-                               kind=old.kind,
+                               category=old.category,
+                               tags=_tags(_models(action.tags), action.stated), kind=old.kind,
                                source_session_id=session_id, source_message_ids=sources,
                                said_at=valid_from)
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
@@ -286,7 +286,8 @@ def _create(
             return
     added = facts.add(
         user, action.content, entities=list(action.entities) or None, category=action.category,
-        tags=_tags(_models(action.tags), action.stated), kind=action.kind, importance=action.importance,
+        tags=_tags(_models(action.tags), action.stated), kind=action.kind,
+        importance=action.importance,
         source_session_id=session_id, source_message_ids=sources, valid_from=valid_from,
         said_at=valid_from,
     )

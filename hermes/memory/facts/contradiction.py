@@ -65,20 +65,25 @@ _PASSING = re.compile(
     r"a\s+trip|a\s+break|strike)|also|as\s+well|too|on\s+the\s+side)\b", re.I)
 # A value opening with one of these is a state or a place inside something, not a value:
 # "is on holiday", "is in the garage", "is being repaired", "is broken".
-_STATE_START = frozenset("""
-    on in at off out away back under with without from to into by near over still not no
-    being getting sick ill busy broken closed late unavailable retiring leaving moving going
-    having doing very really so too always never
-""".split())
+_STATE_START = frozenset({
+    "on", "in", "at", "off", "out", "away", "back", "under", "with", "without", "from", "to",
+    "into", "by", "near", "over", "still", "not", "no", "being", "getting", "sick", "ill",
+    "busy", "broken", "closed", "late", "unavailable", "retiring", "leaving", "moving",
+    "going", "having", "doing", "very", "really", "so", "too", "always", "never"
+})
 # Possessives, determiners and pronouns: "moved to a desk", "work for myself", "my flat".
-_NO_NAME_START = frozenset("""
-    a an my our his her their your its this that these those another some any myself
-    ourselves himself herself themselves home work bed here there somewhere remotely
-""".split())
+_NO_NAME_START = frozenset({
+    "a", "an", "my", "our", "his", "her", "their", "your", "its", "this", "that", "these",
+    "those", "another", "some", "any", "myself", "ourselves", "himself", "herself",
+    "themselves", "home", "work", "bed", "here", "there", "somewhere", "remotely"
+})
 # A place within a home or an employer, not another one: "the Lisbon office", "a desk".
 _INSIDE = re.compile(r"\b(?:office|desk|branch|site|campus|building|floor|room|window|hq|"
                      r"headquarters|home|remote(?:ly)?|shift|department)\b", re.I)
-_TITLES = frozenset("dr dr. doctor mr mr. mrs mrs. ms ms. mx miss prof prof. professor".split())
+_TITLES = frozenset({
+    "dr", "dr.", "doctor", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "mx", "miss", "prof",
+    "prof.", "professor"
+})
 # Kinds of relation_is whose value is a person (or an organisation): a name or a title.
 _PERSON = frozenset({"manager", "boss", "employer", "partner", "wife", "husband", "girlfriend",
                      "boyfriend", "dentist", "doctor"})

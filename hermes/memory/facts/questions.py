@@ -2,10 +2,10 @@
 
 When extraction would supersede a fact the user stated explicitly (the fast lane's, tagged
 ``fastlane``, verbatim or not; one extraction learned from the user saying it outright, tagged
-``explicit`` (:data:`EXPLICIT_TAG`); or one added directly, not learned from a conversation: ``/remember``, ``facts
-add``, an MCP client) or one it trusts highly, on the strength of something the extraction model
-says it only inferred, the fact stays as it is and the inference waits
-here as a question. The next reply puts it to the user ("In May you said you live in Lisbon;
+``explicit`` (:data:`EXPLICIT_TAG`); or one added directly, not learned from a conversation:
+``/remember``, ``facts add``, an MCP client) or one it trusts highly, on the strength of
+something the extraction model says it only inferred, the fact stays as it is and the inference
+waits here as a question. The next reply puts it to the user ("In May you said you live in Lisbon;
 is it Porto now?"); ``hermes facts pending`` and the web panel's facts page list them, with a
 decision (accept: the inference supersedes the fact; reject: it is dropped). A correction the
 user states outright ("I moved to Porto") supersedes at once, as before. A question whose fact
