@@ -3,6 +3,7 @@ process) and over streamable HTTP (the ASGI app behind its bearer-token gate).""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -290,3 +291,82 @@ async def test_oversized_arguments_and_an_unexpected_prompt_argument_are_one_lin
         assert "takes no arguments (got topic)" in str(raised.value)
         assert "Internal" not in str(raised.value)
     assert not rt.memory.facts.search("alice", "xxxx")
+
+
+class _Recorded(io.BytesIO):
+    """stdin whose reads say how much each asked for."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.asked: list[int] = []
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self.asked.append(-1 if size is None else size)
+        return super().readline(size)
+
+
+def test_the_stdio_reader_drops_a_line_over_its_limit_reading_it_in_pieces(caplog):
+    """Issue 30: the SDK's stdio reader takes a line of any length whole (a client that never
+    sends a newline grew the server without bound). Ours reads at most limit + 1 bytes at a
+    time, drops a longer line with one log line, and goes on with the next."""
+    limit = 1000
+    raw = _Recorded(b"a\n" + b"x" * 3500 + b"\n" + b"y" * (limit - 1) + b"\n" + b"b\n"
+                    + b"z" * (limit + 5))
+    lines = mcp_server.BoundedLines(raw, limit=limit)
+    caplog.set_level("WARNING")
+    assert lines.readline() == "a\n"
+    assert lines.readline() == "y" * (limit - 1) + "\n"   # at the limit, newline included
+    assert lines.readline() == "b\n"
+    assert lines.readline() == ""                          # the input ended inside a long line
+    assert max(raw.asked) == limit + 1 and -1 not in raw.asked
+    refused = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Refused")]
+    assert refused == ["Refused: an MCP request of 3,501 bytes, over the limit of 0 MiB; "
+                       "nothing was done.",
+                       "Refused: an MCP request of 1,005 bytes, over the limit of 0 MiB; "
+                       "nothing was done."]
+    # a request's id is answered at once (its client would wait for ever): an error, its data
+    # saying why, through the SDK as any unknown method
+    request = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"q": "'
+    lines = mcp_server.BoundedLines(io.BytesIO(request + b"x" * 2000 + b'"}}\nb\n'), limit=limit)
+    answer = json.loads(lines.readline())
+    assert answer == {"jsonrpc": "2.0", "id": 7, "method": "refused: a request over 0 MiB"}
+    assert lines.readline() == "b\n"
+
+
+def test_a_stdio_request_over_the_limit_is_one_line_and_the_server_goes_on(rt, seeded):
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from hermes.cli import main; main()", "mcp", "--user", "alice"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ})
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "facts_search", "arguments": {"query": "x" * (2 * 1024 * 1024)}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]
+    import threading
+
+    watchdog = threading.Timer(120, proc.kill)  # a server that never answers fails, not hangs
+    watchdog.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        proc.stdin.flush()
+        # stdin stays open until the answers are in (at its end the server stops, and may drop
+        # what it has not answered yet)
+        answered = sorted((json.loads(proc.stdout.readline()) for _ in range(3)),
+                          key=lambda a: a["id"])
+        _, err = proc.communicate(timeout=120)
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    assert [a.get("id") for a in answered] == [1, 2, 3]
+    assert answered[1]["error"]["data"] == "refused: a request over 1 MiB"  # at once, not never
+    assert "facts_search" in {t["name"] for t in answered[2]["result"]["tools"]}
+    refused = [line for line in err.decode().splitlines() if "Refused" in line]
+    assert len(refused) == 1 and "Refused: an MCP request of 2,097,2" in refused[0], err

@@ -437,3 +437,35 @@ async def test_a_message_over_the_limit_is_refused_in_one_line_and_nothing_is_re
     assert fake_model.requests == []
     await agent.turn("owner", session.id, "x" * MAX_MESSAGE_CHARS).run()   # at the limit: kept
     assert len(rt.memory.sessions.messages("owner", session.id)) >= 1
+
+
+async def test_the_longest_message_is_searched_by_its_beginning_not_planned_whole(
+        agent, fake_model, monkeypatch):
+    """A message of 64,000 characters was split into its ~11,000 words by every recall source
+    (facts, the past-message gate, past messages: never cached at that length), seconds on the
+    event loop while another user's turn waited (issue 30). Recall reads its beginning: what the
+    bounded search used of it anyway (its first 64 content words; the embedding model's first
+    256 tokens)."""
+    from hermes.agent.prompt import RECALL_QUERY_CHARS
+    from hermes.agent.turn import MAX_MESSAGE_CHARS
+    from hermes.store import fts
+
+    session = agent.memory.sessions.create("owner", "terminal")
+    sentence = "The tomato seeds from Omar grew well near the south fence this spring. "
+    message = (sentence * (MAX_MESSAGE_CHARS // len(sentence) + 1))[:MAX_MESSAGE_CHARS]
+    fake_model.reply("Noted.")
+    words = 0
+    real = fts._term
+
+    def counted(*args, **kwargs):
+        nonlocal words
+        words += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fts, "_term", counted)
+    result = await agent.turn("owner", session.id, message).run()
+    assert result.error is None and result.text == "Noted."
+    recorded = agent.memory.sessions.messages("owner", session.id)[0].content
+    assert recorded == message  # the whole message is kept; only the search reads less
+    # the words of its first RECALL_QUERY_CHARS characters, planned once (~700; was ~57,000)
+    assert words <= 2 * len(message[:RECALL_QUERY_CHARS].split())

@@ -62,6 +62,12 @@ PAST_NOTE = ("Past conversations matching this message (date, title; the matchin
              f">); session_search reads more. {DATA_NOTE}")
 CHANGES_NOTE = f"Memory written since this session started (newer than basic memory). {DATA_NOTE}"
 MAX_CHANGES = 20
+# What of a message recall searches by: its beginning, as much as the bounded search reads
+# anyway (the first 64 content words: hermes.store.fts.MAX_TERMS; MiniLM's first 256 tokens,
+# e5's first 2,000 characters). A message of 64,000 characters was planned whole by every
+# recall source (~57,000 words each time, never cached): 2-4 s on the event loop, where
+# another user's turn waited (issue 30, scripts/stress_daemon.py).
+RECALL_QUERY_CHARS = 4000
 QUESTION_NOTE = ("Before relying on what the user told you, ask them once in this reply, "
                  "briefly and in your own words, whether this changed (e.g. \"In May you said "
                  "you live in Lisbon; is it Porto now?\"). Do not change the fact yourself. "
@@ -323,6 +329,7 @@ class PromptBuilder:
         that is the source of a recalled fact or was shown before is not shown again, and a
         fact whose every source message is in a recalled excerpt is left out.
         """
+        query = query[:RECALL_QUERY_CHARS]
         agent = self.settings.agent
         place = conversation.snapshot.place
         fact_share, message_share = agent.recall_char_budget, agent.recall_messages_char_budget

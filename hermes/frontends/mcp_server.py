@@ -29,6 +29,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import sys
@@ -526,8 +527,75 @@ def http_app(server: MCPServer, token: str, *, host: str = "127.0.0.1") -> Any:
                       token)
 
 
+# The longest request line the stdio transport reads (as the local socket's): the longest
+# arguments (MAX_ARGUMENT_CHARS) as JSON fit with room to spare. The SDK's reader takes a line
+# of any length whole (mcp 2.3 and its main branch alike: ``readline()`` on stdin), so a
+# client that never sends a newline grew the server without bound (issue 30).
+MAX_LINE_BYTES = 1024 * 1024
+
+
+# A JSON-RPC request's id where clients put it: right after "jsonrpc" (the SDK's own order)
+_REQUEST_ID = re.compile(
+    rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+
+
+class BoundedLines:
+    """The stdin the SDK's stdio transport reads, a line at most ``limit`` bytes: a longer one
+    is read in pieces and dropped (one log line says so; nothing is done for it) and the next
+    line is given instead. Over the binary stdin, decoded as the SDK does (UTF-8, replace)."""
+
+    def __init__(self, raw: typing.BinaryIO, limit: int = MAX_LINE_BYTES) -> None:
+        self.raw = raw
+        self.limit = limit
+
+    def readline(self, size: int = -1) -> str:
+        while True:
+            line = self.raw.readline(self.limit + 1)
+            if len(line) <= self.limit or line.endswith(b"\n"):
+                return line.decode("utf-8", errors="replace")
+            total, first = len(line), line
+            while line and not line.endswith(b"\n"):
+                line = self.raw.readline(self.limit + 1)
+                total += len(line)
+            refused = (f"Refused: an MCP request of {total:,} bytes, over the limit of "
+                       f"{self.limit // 1024 // 1024} MiB; nothing was done.")
+            log.warning(refused)
+            print(refused, file=sys.stderr, flush=True)  # where an MCP client shows the server
+            answer = self._error_for(first)
+            if answer is not None:
+                return answer
+            if not line:
+                return ""  # the end of input came inside the long line
+
+    def _error_for(self, start: bytes) -> str | None:
+        """A request the SDK answers with an error for the dropped one's id (its client would
+        wait for an answer forever): a method no server has, named for what happened (the
+        error's data). None when the line's start shows no id (a notification needs none)."""
+        found = _REQUEST_ID.match(start)
+        if found is None:
+            return None
+        method = f"refused: a request over {self.limit // 1024 // 1024} MiB"
+        return ('{"jsonrpc": "2.0", "id": ' + found.group(1).decode("utf-8", "replace")
+                + ', "method": ' + json.dumps(method) + "}\n")
+
+    def __iter__(self) -> typing.Iterator[str]:
+        while line := self.readline():
+            yield line
+
+
 def serve_stdio(server: MCPServer) -> None:
-    server.run("stdio")
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def serve() -> None:
+        # MCPServer.run_stdio_async, with the bounded stdin (an explicit stdin is read as given)
+        stdin = anyio.wrap_file(typing.cast(typing.IO[str], BoundedLines(sys.stdin.buffer)))
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read_stream, write_stream,
+                               lowlevel.create_initialization_options())
+
+    anyio.run(serve)
 
 
 def listen(host: str, port: int) -> socket.socket:
