@@ -137,6 +137,16 @@ def test_other_users_facts_are_never_touched(facts):
         ("The user's doctor is Dr. Jones", 'The user said: "my doctor is Dr. Smith"', True),
         ('The user said: "I live in Porto"', 'The user said: "we live in Lisbon"', False),
         ("The user's sister is Ana", "The user's sister is a nurse", False),
+        # a passing state, a part-time qualifier, a place within a home or job: no new value
+        ("The user's doctor is on holiday until March", "The user's doctor is Dr. Smith", False),
+        ('The user said: "my car is in the garage until Friday"',
+         "The user's car is a Tesla Model 3", False),
+        ('The user said: "I moved to a desk near the window at work"',
+         "The user lives in Lisbon", False),
+        ("The user works at home on Fridays", "The user works at Acme", False),
+        ("The user's doctor is now Dr. Jones", "The user's doctor is Dr. Smith", True),
+        ("The user's doctor is now Dr. Smith", "The user's doctor is Dr. Smith", False),
+        ("The user works at Globex now", "The user works at Acme", True),
     ],
 )
 def test_contradiction_detection(new, old, expected):

@@ -5,6 +5,7 @@ user; a correction said outright supersedes at once."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -13,6 +14,7 @@ from hermes.config import load_settings
 from hermes.errors import NotFound
 from hermes.learn.consolidate import consolidate
 from hermes.learn.parse import CreateAction, UpdateAction, parse_actions
+from hermes.learn.worker import ExtractionWorker
 from hermes.runtime import Runtime
 
 
@@ -136,3 +138,86 @@ def test_the_cli_lists_and_settles_them(env, cli):
     done = cli("facts", "pending", "--accept", str(question.id))
     assert done.exit_code == 0 and "The user lives in Porto" in done.stdout
     assert cli("facts", "pending").stdout.startswith("No pending questions")
+
+
+# Review 2 #3, through the agent and the extraction worker, the model faked at litellm's edge.
+
+def _extraction(request) -> bool:
+    return "Existing facts that may be related" in json.dumps(request.messages)
+
+
+def _number(request, words: str) -> int:
+    """The temporary number the extraction prompt shows for the fact holding ``words``."""
+    prompt = "\n".join(str(m.get("content")) for m in request.messages)
+    return int(re.search(rf"^(\d+)\. .*{re.escape(words)}", prompt, re.M).group(1))
+
+
+def _script(fake_model, *learned):
+    """Each turn: a reply, then (if the gate lets it run) extraction answers the next of
+    ``learned`` (a function of the request giving the actions)."""
+    steps = iter(learned)
+
+    def answer(request):
+        if not _extraction(request):
+            return "Noted."
+        return json.dumps(next(steps)(request))
+
+    for _ in range(2 * len(learned)):
+        fake_model.respond(answer)
+
+
+async def _say(env, *messages):
+    agent = Agent(env.memory)
+    worker = ExtractionWorker(env.memory)
+    worker.attach(agent)
+    session = env.memory.sessions.create("owner", "terminal")
+    for text in messages:
+        await agent.turn("owner", session.id, text).run()
+        await worker.drain()
+
+
+async def test_an_inference_asks_before_overriding_words_kept_as_said(env, fake_model):
+    """A fast-lane fact in the user's words (``The user said: "..."``, #verbatim) is what the
+    user said outright too: an inferred change is a question, and never wears #fastlane."""
+    _script(fake_model, lambda r: [],
+            lambda r: [{"action": "update", "number": _number(r, "I moved to Porto"),
+                        "content": "The user lives in Lisbon", "stated": "inferred"}])
+    await _say(env, "Remember that I moved to Porto.",
+               "I'm at the Lisbon office every day now and my Porto flat sits empty most of "
+               "the week")
+    facts = env.memory.facts
+    (porto,) = facts.list_facts("owner")
+    assert porto.content == 'The user said: "I moved to Porto"' and porto.status == "active"
+    (question,) = facts.pending_questions("owner")
+    assert (question.fact_id, question.content) == (porto.id, "The user lives in Lisbon")
+    assert [f.id for f in facts.list_facts("owner", include_inactive=True)
+            if "fastlane" in f.tags] == [porto.id]
+
+
+async def test_an_explicit_extraction_is_protected_from_an_inference(env, fake_model):
+    """A fact extraction learned from the user saying it outright keeps that label (#explicit,
+    on its new versions too): an inferred change asks instead of superseding it."""
+    _script(fake_model,
+            lambda r: [{"action": "create", "content": "The user works at Acme",
+                        "stated": "explicit"}],
+            lambda r: [{"action": "update", "number": _number(r, "works at Acme"),
+                        "content": "The user works at Globex", "stated": "explicit"}],
+            lambda r: [{"action": "update", "number": _number(r, "works at Globex"),
+                        "content": "The user works at Initech", "stated": "inferred"}])
+    await _say(env, "I work at Acme.", "I left Acme, I work at Globex now.",
+               "I'm at the Initech office again today, work never ends.")
+    facts = env.memory.facts
+    (globex,) = facts.list_facts("owner")
+    assert globex.content == "The user works at Globex" and "explicit" in globex.tags
+    (question,) = facts.pending_questions("owner")
+    assert (question.fact_id, question.content) == (globex.id, "The user works at Initech")
+
+
+@pytest.mark.parametrize("stated", [{}, {"stated": "inferred"}])
+async def test_an_inference_never_claims_the_users_words(env, fake_model, stated):
+    """The model's own tags cannot say the user stated it: no #fastlane, no #explicit."""
+    _script(fake_model, lambda r: [{"action": "create", "content": "The user likes jazz",
+                                    "tags": ["fastlane", "explicit", "music"], **stated}])
+    await _say(env, "Put on something with a saxophone, the kind of thing I always play.")
+    (fact,) = env.memory.facts.list_facts("owner")
+    assert fact.tags == ["music"]

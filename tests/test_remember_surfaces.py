@@ -209,3 +209,40 @@ async def test_a_certain_rewrite_costs_no_extraction_call(agent, env, fake_model
     await worker.drain()
     assert len(fake_model.requests) == 1
     assert [r.reason for r in worker.runs("owner")] == ["fast_lane"]
+
+
+# Review 2 #1: a statement that names no new value of the relation's kind (a passing state, a
+# part-time qualifier, a place within a job or a home) keeps the old fact; a new value replaces.
+PASSING_OR_NEW = [
+    ("My doctor is Dr. Smith", "my doctor is on holiday until March", False),
+    ("My car is a Tesla Model 3", "my car is in the garage until Friday", False),
+    ("I live in Lisbon", "I moved to a desk near the window at work", False),
+    ("I work at Acme", "I work at home on Fridays", False),
+    ("I live in Lisbon", "I moved to Porto", True),
+    ("My doctor is Dr. Smith", "my doctor is now Dr. Jones", True),
+    ("I work at Acme", "I work at Globex now", True),
+    ("My car is a Tesla Model 3", "my car is a Volvo XC40", True),
+]
+
+
+@pytest.mark.parametrize(("before", "said", "replaces"), PASSING_OR_NEW)
+async def test_the_fast_lane_replaces_only_a_new_value(agent, env, fake_model, before, said,
+                                                       replaces):
+    facts = env.memory.facts
+    MemoryCommands(env.memory).remember(Scope("owner"), before)
+    (old,) = facts.list_facts("owner")
+    session = env.memory.sessions.create("owner", "terminal")
+    fake_model.reply("Got it.")
+    await agent.turn("owner", session.id, f"Remember that {said}.").run()
+    expected = "superseded" if replaces else "active"
+    assert facts.get("owner", old.id).status == expected
+    assert len(facts.list_facts("owner")) == (1 if replaces else 2)
+
+
+@pytest.mark.parametrize(("before", "said", "replaces"), PASSING_OR_NEW)
+def test_facts_add_replaces_only_a_new_value(cli, rt, before, said, replaces):
+    assert cli("facts", "add", before).exit_code == 0
+    answer = cli("facts", "add", said, "--json").json()
+    assert answer.get("supersedes", []) == ([1] if replaces else [])
+    old = rt.memory.facts.get(rt.settings.users.default, 1)
+    assert old.status == ("superseded" if replaces else "active")

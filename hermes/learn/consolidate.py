@@ -8,6 +8,11 @@
   supersedes it even when the model forgot to say "update": newer wins, the old fact stays
   with ``valid_to`` set and a link to the new one.
 - ``update`` supersedes (``FactStore.update``); ``delete`` is a soft delete with its reason.
+- What the user said outright is not overridden by an inference (``"stated": "inferred"``):
+  the change waits as a pending question (:func:`_must_ask`), the fast lane's facts kept in the
+  user's words included. A fact learned from the user saying it (``"stated": "explicit"``) is
+  tagged ``explicit`` so it is protected the same way; what an inference writes never carries
+  ``fastlane`` or ``explicit`` (:func:`_tags`).
 
 Every fact written carries the run's source: session and message ids. Each action applies
 fully or not at all; the caller groups them into bounded transactions (``BoundedWrites``) and
@@ -37,7 +42,7 @@ from hermes.learn.parse import (
 )
 from hermes.memory.facts.contradiction import contradicts
 from hermes.memory.facts.contradiction import norm as _norm
-from hermes.memory.facts.questions import stated_by_the_user
+from hermes.memory.facts.questions import EXPLICIT_TAG, STATED_TAGS, stated_by_the_user
 from hermes.memory.facts.statement import holds_secret, is_verbatim
 from hermes.store.db import BoundedWrites
 
@@ -185,7 +190,7 @@ def _apply(facts: Any, user: str, action: Action, numbered: dict[int, Any], done
                 return
             new = facts.update(user, old.id, action.content, note="extraction: update",
                                source_session_id=session_id, source_message_ids=sources,
-                               said_at=valid_from)
+                               said_at=valid_from, tags=_tags(old.tags, action.stated))
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -241,7 +246,7 @@ def _create(
                                note="extraction: contradicted by a newer statement",
                                entities=list(action.entities) or None,
                                source_session_id=session_id, source_message_ids=sources,
-                               said_at=valid_from)
+                               said_at=valid_from, tags=_tags(old.tags, action.stated))
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -249,12 +254,18 @@ def _create(
             return
     for old in live:
         if is_verbatim(old.content) and _restates(action.content, old.content):
-            # The user's words kept as said: the model's statement is their clean version.
+            # The user's words kept as said: the model's statement is their clean version
+            # (unless it says it only inferred it: then the user is asked).
+            if _must_ask(old, action.stated):
+                _ask(facts, user, old, action.content, result, session_id, sources,
+                     result.notes.append)
+                done.add(old.id)
+                return
             new = facts.update(user, old.id, action.content,
                                note="extraction: the user's words as a statement",
                                entities=list(action.entities) or None,
                                source_session_id=session_id, source_message_ids=sources,
-                               said_at=valid_from)
+                               said_at=valid_from, tags=_tags(old.tags, action.stated))
             done.add(old.id)
             result.superseded += 1
             result.fact_ids.append(new.id)
@@ -264,7 +275,8 @@ def _create(
         if _is_paraphrase(action, old):
             # Re-adding the existing wording merges into it: sources and tags are unioned.
             merged = facts.add(user, old.content, entities=list(action.entities),
-                               category=old.category, tags=list(action.tags), kind=old.kind,
+                               category=old.category,
+                               tags=_tags(_models(action.tags), action.stated), kind=old.kind,
                                source_session_id=session_id, source_message_ids=sources,
                                said_at=valid_from)
             result.notes.append(f"paraphrase of fact {old.id} merged: {action.content}")
@@ -274,7 +286,8 @@ def _create(
             return
     added = facts.add(
         user, action.content, entities=list(action.entities) or None, category=action.category,
-        tags=list(action.tags), kind=action.kind, importance=action.importance,
+        tags=_tags(_models(action.tags), action.stated), kind=action.kind,
+        importance=action.importance,
         source_session_id=session_id, source_message_ids=sources, valid_from=valid_from,
         said_at=valid_from,
     )
@@ -292,10 +305,24 @@ def _active(fact: Any) -> bool:
 
 
 def _must_ask(old: Any, stated: str | None) -> bool:
-    """What the extraction model says it inferred, about a fact the user stated or trusts
-    highly: asked, not applied. A change it does not label applies as before (the prompt asks
-    for the label); the user's own words kept as said are rewritten."""
-    return stated == "inferred" and stated_by_the_user(old) and not is_verbatim(old.content)
+    """What the extraction model says it inferred, about a fact the user stated (the fast
+    lane's, verbatim or not; an explicit extraction) or trusts highly: asked, not applied. A
+    change it does not label applies as before (the prompt asks for the label)."""
+    return stated == "inferred" and stated_by_the_user(old)
+
+
+def _models(tags: Sequence[str]) -> list[str]:
+    """The model's own tags, less any claim that the user said it (``fastlane``)."""
+    return [t for t in tags if t.lstrip("#").casefold() not in STATED_TAGS]
+
+
+def _tags(tags: Sequence[str], stated: str | None) -> list[str]:
+    """The tags of what a change writes: ``fastlane``/``explicit`` only as the user's own
+    (never from the model's tags, never after an inference); ``explicit`` when the user said
+    it outright. Unlabelled: the tags as they are."""
+    if stated == "inferred":
+        return [t for t in tags if t not in STATED_TAGS]
+    return [*tags, EXPLICIT_TAG] if stated == "explicit" else list(tags)
 
 
 def _ask(facts: Any, user: str, old: Any, content: str, result: Consolidation,

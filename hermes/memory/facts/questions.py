@@ -1,10 +1,11 @@
 """Pending questions: Hermes asks before an inference overrides what the user said.
 
 When extraction would supersede a fact the user stated explicitly (the fast lane's, tagged
-``fastlane``, or one added directly, not learned from a conversation: ``/remember``, ``facts
-add``, an MCP client) or one it trusts highly, on the strength of something the extraction model
-says it only inferred, the fact stays as it is and the inference waits
-here as a question. The next reply puts it to the user ("In May you said you live in Lisbon;
+``fastlane``, verbatim or not; one extraction learned from the user saying it outright, tagged
+``explicit`` (:data:`EXPLICIT_TAG`); or one added directly, not learned from a conversation:
+``/remember``, ``facts add``, an MCP client) or one it trusts highly, on the strength of
+something the extraction model says it only inferred, the fact stays as it is and the inference
+waits here as a question. The next reply puts it to the user ("In May you said you live in Lisbon;
 is it Porto now?"); ``hermes facts pending`` and the web panel's facts page list them, with a
 decision (accept: the inference supersedes the fact; reject: it is dropped). A correction the
 user states outright ("I moved to Porto") supersedes at once, as before. A question whose fact
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
 
 # A fact trusted this much or more is one the user relies on: an inference does not override it.
 PROTECTED_TRUST = 0.8
+# The tag of a fact extraction learned from the user saying it outright (``"stated":
+# "explicit"``): what the user said, protected like the fast lane's.
+EXPLICIT_TAG = "explicit"
+# Tags that say the user said a fact outright: never inherited by what an inference writes.
+STATED_TAGS = frozenset({"fastlane", EXPLICIT_TAG})
 # Questions put to the user in one reply, at most (the oldest first).
 ASK_AT_ONCE = 1
 
@@ -33,7 +39,7 @@ ASK_AT_ONCE = 1
 def stated_by_the_user(fact: Fact) -> bool:
     """Whether ``fact`` is what the user said outright (or trusts highly): an inference must
     ask before it supersedes it."""
-    return ("fastlane" in fact.tags or fact.source_session_id is None
+    return (bool(STATED_TAGS.intersection(fact.tags)) or fact.source_session_id is None
             or fact.trust >= PROTECTED_TRUST)
 
 

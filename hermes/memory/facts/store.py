@@ -808,7 +808,8 @@ class FactStore:
     def update(self, user: str, fact_id: int, content: str, *, note: str | None = None,
                entities: list[str] | None = None,
                source_session_id: int | None = None,
-               source_message_ids: Iterable[int] = (), said_at: str | None = None) -> Fact:
+               source_message_ids: Iterable[int] = (), said_at: str | None = None,
+               tags: Iterable[str] | None = None) -> Fact:
         """Replace a fact with a new version. The old one stays, superseded (valid_to set),
         and leaves a tombstone (what was said before is not learned again); ``said_at`` as in
         :meth:`add` (a new text forgotten since is refused).
@@ -818,7 +819,8 @@ class FactStore:
         old version's entities. When the new text names an entity the old did not (a
         substitution: "The user lives in Lisbon" -> "in Porto"), the old names it no longer
         mentions are dropped (Lisbon), so probing them does not return the new version; a
-        rewording that names nothing new keeps every link."""
+        rewording that names nothing new keeps every link. ``tags``: the new version's tags
+        (default: the old version's, less ``verbatim`` once the text is no longer as said)."""
         message_ids = [int(m) for m in source_message_ids]
         self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
@@ -853,7 +855,8 @@ class FactStore:
             names = [display[i] for i in entity_ids]
             new_id = insert_fact(
                 self.db, user=user, content=text, category=old.category, kind=old.kind,
-                tags=_tags_for(text, old.tags), entity_names=names, trust=old.trust,
+                tags=_tags_for(text, old.tags if tags is None else clean_tags(tags)),
+                entity_names=names, trust=old.trust,
                 importance=old.importance,
                 now=now, valid_from=now,
                 source_session_id=(source_session_id if source_session_id is not None
