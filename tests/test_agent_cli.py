@@ -100,6 +100,30 @@ def test_chat_runs_turns_in_one_session_and_new_starts_another(cli, fake_model):
     assert second.messages[:2] == fake_model.requests[0].messages
 
 
+def test_piped_slash_commands_run_as_in_the_repl_and_never_reach_the_model(cli, fake_model):
+    rt = Runtime(load_settings())
+    mine = rt.memory.facts.add("owner", "The user lives in Lisbon").fact
+    theirs = rt.memory.facts.add("bob", "Bob lives in Oslo").fact
+    rt.close()
+    fake_model.reply("noted")
+    result = cli("chat", input=(f"/forget {mine.id}\n/forget {theirs.id}\n/help\n/frobnicate\n"
+                                "/usr/bin is full again\n"))
+    assert result.exit_code == 0, result.stderr
+    # the model saw only the message that merely starts with a slash (its reply, and the
+    # background calls after leaving, hold no command)
+    sent = "\n".join(str(m["content"]) for r in fake_model.requests for m in r.messages)
+    assert "/usr/bin is full again" in sent
+    assert not any(c in sent for c in ("/forget", "/help", "/frobnicate"))
+    assert "/pending" in result.stdout                       # /help lists the REPL's commands
+    assert "Unknown command /frobnicate" in result.stderr    # one line, not a message
+    rt = Runtime(load_settings())
+    assert rt.memory.facts.get("owner", mine.id).status == "forgotten"
+    assert rt.memory.facts.get("bob", theirs.id).status == "active"   # another user's: untouched
+    rt.close()
+    stored = [m.content for _, msgs in stored_sessions() for m in msgs]
+    assert not any(text.startswith(("/forget", "/help", "/frobnicate")) for text in stored)
+
+
 def test_leaving_a_piped_chat_ends_and_summarises_its_session(cli, fake_model):
     # A session an earlier process ended but exited before summarising: done at this start.
     rt = Runtime(load_settings())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 from typing import Any
 
@@ -137,7 +138,11 @@ def ask(
 # How long `hermes ask` waits, after answering, for the facts of the turn to be learned.
 LEARN_TIMEOUT_SECONDS = 60.0
 
-CHAT_HELP = "Type a message. /new starts a new session, /exit (or Ctrl-D) quits."
+CHAT_HELP = ("Type a message. /new starts a new session, /exit (or Ctrl-D) quits; "
+             "/help lists the other commands.")
+
+# A line that is a command: "/forget 3", "/help" (not "/usr/bin is full", which is a message).
+_COMMAND_LINE = re.compile(r"/[A-Za-z]+(?:\s|$)")
 
 
 def chat_lines(ctx: typer.Context, user: str | None) -> None:
@@ -155,6 +160,7 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
     reconfigure = getattr(sys.stdin, "reconfigure", None)
     if reconfigure is not None:  # Latin-1 piped in: U+FFFD for the bad bytes, the rest kept
         reconfigure(errors="replace")
+    shell = None
     with asyncio.Runner() as runner:
         while True:
             try:
@@ -170,6 +176,12 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
                 sessions.close(who, session.id)
                 session = sessions.open_for(who, "terminal", channel)
                 echo(f"(new session {session.id})", err=True)
+                continue
+            if _COMMAND_LINE.match(text):
+                # The REPL's own commands, piped: run, never sent to the model as a message.
+                if shell is None:
+                    shell = _piped_shell(rt.memory, agent, who)
+                runner.run(shell.command(text))
                 continue
             turn = agent.turn(who, session.id, text, speaker=rt.settings.display_name(who))
             try:
@@ -188,6 +200,19 @@ def chat_lines(ctx: typer.Context, user: str | None) -> None:
         # (a summary cut short is written at the next start).
         sessions.close(who, session.id)
         runner.run(_finish(rt, agent, worker, who))
+
+
+def _piped_shell(memory: Memory, agent: Any, user: str) -> Any:
+    """The REPL's slash commands for piped input: what they say goes to stdout, an error to
+    stderr (one line), exactly as the interactive REPL words it."""
+    from prompt_toolkit.history import InMemoryHistory
+
+    from hermes.frontends.repl import Repl
+
+    def said(kind: str, text: str) -> None:
+        echo(printable(text), err=kind == "error")
+
+    return Repl(memory, agent, user=user, emit=said, history=InMemoryHistory())
 
 
 async def _finish(rt: Runtime, agent, worker, user: str) -> None:
