@@ -48,8 +48,19 @@
     };
     fitInput(); window.addEventListener("resize", fitInput);
     // A conversation opens at its newest message
+    // and stays there while the page is still settling (the input measured, late styles, the
+    // sidebars filled in), until the person scrolls, touches or types.
     if (!location.hash && messages.querySelector(".msg")) {
-      document.getElementById("end").scrollIntoView({ block: "end" });
+      var end = document.getElementById("end"), settling = true;
+      var toEnd = function () { if (settling) end.scrollIntoView({ block: "end" }); };
+      var settled = function () { settling = false; };
+      ["wheel", "touchstart", "keydown", "mousedown"].forEach(function (name) {
+        window.addEventListener(name, settled, { once: true, passive: true });
+      });
+      toEnd();
+      window.addEventListener("load", toEnd);
+      if (window.ResizeObserver) new ResizeObserver(toEnd).observe(document.body);
+      setTimeout(settled, 5000);
     }
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
