@@ -48,8 +48,8 @@
     };
     fitInput(); window.addEventListener("resize", fitInput);
     // A conversation opens at its newest message
-    // and stays there while the page is still settling (the input measured, late styles, the
-    // sidebars filled in), until the person scrolls, touches or types.
+    // and stays there while the page settles (late styles, the sidebars filled in, the input's
+    // size), until the person scrolls, touches, clicks or types: the usual "stick to the end".
     if (!location.hash && messages.querySelector(".msg")) {
       var end = document.getElementById("end"), settling = true;
       var toEnd = function () { if (settling) end.scrollIntoView({ block: "end" }); };
@@ -59,8 +59,10 @@
       });
       toEnd();
       window.addEventListener("load", toEnd);
-      if (window.ResizeObserver) new ResizeObserver(toEnd).observe(document.body);
-      setTimeout(settled, 5000);
+      if (window.ResizeObserver) {
+        var sizes = new ResizeObserver(function () { fitInput(); toEnd(); });
+        sizes.observe(document.body); sizes.observe(form);
+      }
     }
     box.addEventListener("keydown", function (e) {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
