@@ -410,7 +410,7 @@ def rerank_by_meaning(
     limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
     lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
     voices: Mapping[int, int] | None = None, cover: Mapping[int, float] | None = None,
-    floor: float = -1.0,
+    floor: float = -1.0, chatter: Collection[int] = (), beside_chatter: Collection[int] = (),
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
@@ -421,7 +421,11 @@ def rerank_by_meaning(
     (none known: no such part); ``cover``: the word ranking's best ``params.trust_pool``
     messages' coverage of the query's words (hermes.memory.sessions.fusion.coverage), whence
     how far the words are trusted (None: wholly, as before); ``floor``: the model's floor of
-    meaning, under which nothing is a match by meaning (each result's ``matched``)."""
+    meaning, under which nothing is a match by meaning (each result's ``matched``);
+    ``chatter``: the candidates that say nothing ("hello there":
+    hermes.memory.words.substance.is_chatter), never a match by meaning nor kept by it;
+    ``beside_chatter``: the candidates next to one in their conversation, a match by meaning
+    through their own cosine only (their window's is the greeting's)."""
     if not ranked:
         return []
     np = _np()
@@ -463,10 +467,13 @@ def rerank_by_meaning(
     beyond = _beyond_words(message, words, wordless, params)
     total = own + trusted * (params.session * of_session + beyond)
     order = sorted(range(len(pool)), key=lambda i: (-total[i], -pool[i].message_id))
-    kept = _keep_nearest(order, total, message, wordless, floor, params.keep_nearest,
+    said = np.array([r.message_id not in chatter for r in pool], dtype=bool)
+    kept = _keep_nearest(order, total, message, wordless * said, floor, params.keep_nearest,
                          params.keep_count)
     order = order[:limit]
-    close = _by_meaning(message, window, floor, params.shown_share)
+    alone = np.array([r.message_id in beside_chatter for r in pool], dtype=bool)
+    close = _by_meaning(message, np.where(alone, message, window), floor,
+                        params.shown_share) & said
     out: list[RankedMessage] = []
     for i in order:
         r = pool[i]
