@@ -34,6 +34,7 @@ SUPERSEDES = [
     ("I work at Acme", "I started at Globex"),
     ("I work at Acme", "I've started working at Globex"),
     ("I work at Acme", "my new employer is Globex"),
+    ("The user works at Acme.", "my new job is at Globex"),
     # an end names what it ends
     ("I work at Acme", "I no longer work at Acme"),
     ("I work at Acme", "I don't work at Acme anymore"),
@@ -56,6 +57,8 @@ SUPERSEDES = [
     ("My doctor is Dr. Smith", "I switched to Dr. Jones"),
     ("My dentist is Dr. Silva", "I've got a new dentist called Dr. Costa"),
     ("My manager is Tom", "my new manager is Priya"),
+    ("My doctor is Dr. Smith", "I changed doctors to Dr. Kim"),
+    ("My bank is Barclays", "I switched banks to Monzo"),
     ("My editor is Vim", "I switched to Neovim"),
     ("My editor is Vim", "I switched from Vim to Neovim"),
     ("My editor is Vim", "my new editor is Neovim"),
@@ -102,6 +105,9 @@ KEEPS_BOTH = [
     ("I'm vegan", "I'm not hungry anymore"),
     ("I'm 34 years old", "I'm 5 minutes late"),
     ("I play tennis on Sundays", "I no longer play squash"),
+    ("I live in Lisbon", "I'm in Porto for two weeks"),
+    ("I work at Acme", "I'm at Globex for a meeting today"),
+    ("My doctor is Dr. Smith", "Dr. Kim is my dentist"),
 ]
 TABLE = [(old, new, True) for old, new in SUPERSEDES] + \
         [(old, new, False) for old, new in KEEPS_BOTH]

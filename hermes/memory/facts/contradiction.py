@@ -62,6 +62,10 @@ def _p(pattern: str) -> re.Pattern[str]:
 # Relations a subject has only one of at a time. A new value replaces the old one. The verbs
 # take the first person too ("I live in", "I am working at"): the user's own words.
 _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
+    # (first: "my new job is at Globex" is not "<my new job> is at Globex")
+    ("works_at", _p(
+        r"^(?P<subject>.+?)'s?\s+(?:new\s+|current\s+)?(?:job|work|workplace|office)\s+is\s+"
+        rf"{_ADV}(?:at|with|for)\s+(?P<value>.+)$")),
     ("lives_in", _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have|is|am|are)\s+{_ADV})?(?:lives|live|living|"
         r"resides|reside|based|moved|relocated)\s+(?:back\s+|house\s+|home\s+)?"
@@ -78,15 +82,17 @@ _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
         r"(?:(?:has|have)\s+)?(?:got|found|taken|took|accepted|landed|started)\s+(?:a\s+)?"
         r"(?:new\s+)?(?:job|position|role)\s+(?:at|with)|"
         r"(?:has|have)\s+(?:got\s+)?a\s+new\s+(?:job|position|role)\s+(?:at|with)|"
-        r"(?:(?:has|have)\s+)?(?:switched|changed)\s+jobs\s+(?:(?:from\s+(?P<old>.+?)\s+)?to)|"
+        r"(?:(?:has|have)\s+)?(?:switched|changed)\s+(?:jobs|employers|companies)\s+"
+        r"(?:(?:from\s+(?P<old>.+?)\s+)?to)|"
         r"(?:(?:has|have)\s+)?joined)\s+(?P<value>.+)$")),
-    ("works_at", _p(
-        r"^(?P<subject>.+?)'s?\s+(?:new\s+|current\s+)?(?:job|work|workplace|office)\s+is\s+"
-        rf"{_ADV}(?:at|with|for)\s+(?P<value>.+)$")),
     ("relation_is", _p(
         rf"^(?P<subject>.+?)'s?\s+(?:(?:current|new)\s+)?(?P<what>{_WHAT})\s+"
         rf"(?:is|are|has\s+changed\s+to|changed\s+to|has\s+become|became)\s+{_ADV}"
         r"(?P<value>.+)$")),
+    # "I switched banks to Monzo", "I changed doctors to Dr. Kim"
+    ("relation_is", _p(
+        rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have)\s+)?(?:switched|changed)\s+"
+        rf"(?P<what>{_WHAT})s?\s+(?:(?:from\s+(?P<old>.+?)\s+)?to)\s+(?P<value>.+)$")),
     # "I have a new doctor, Dr. Jones", "I got a new phone: a Pixel 8"
     ("relation_is", _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:has|have|got|has\s+got|have\s+got|bought|found)\s+"
