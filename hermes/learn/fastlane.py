@@ -184,9 +184,12 @@ class FastLane:
             self._facts = self.memory.facts
         return self._facts
 
-    def __call__(self, user: str, session_id: int, message: Any) -> None:
+    def __call__(self, user: str, session_id: int, message: Any) -> str | None:
+        """Store the message's remember-requests; what they replaced, as a note for the end
+        of the reply (None when they replaced nothing)."""
         if getattr(message, "role", "user") != "user":
-            return
+            return None
+        replaced: list[str] = []
         # Facts say "The user ...": a display name is how the model addresses the person, not
         # the subject of their memory (and never an identity such as terminal:root).
         for item in detect(message.content):
@@ -208,6 +211,13 @@ class FastLane:
                 continue
             self._written.setdefault((user, message.id), []).append(result.id)
             log.info("fast lane: %s fact %s: %s", result.status, result.id, item.content)
+            for old_id in result.superseded:
+                old = self.facts.get(user, old_id)
+                replaced.append(f"fact {old_id} ({old.content}) is replaced by fact "
+                                f"{result.id} ({result.fact.content})")
+        if not replaced:
+            return None
+        return f"(Remembered: {'; '.join(replaced)}, kept in its history.)"
 
     def after_reply(self, result: Any) -> None:
         """``Agent.after_reply`` hook: the reply joins the sources of the facts written for
