@@ -389,6 +389,26 @@ async def test_a_reaction_on_any_piece_of_a_long_reply_rates_its_facts_once(env,
     assert facts.get(alice, fact_id).trust == after
 
 
+async def test_a_thumbs_down_on_a_reply_that_used_no_fact_shown_lowers_nothing_and_says_so(
+        env, fake_model, rt):
+    facts = rt.memory.facts
+    alice = env.user_of("alice")
+    fact_id = facts.add(alice, "Alice's cat is called Miso", entities=["Miso"]).id
+    fake_model.reply("Sorry, I did not catch that.")
+    message = env.world.dm("alice", "What about my cat Miso?")
+    await env.bot.on_message(message)
+    (reply,) = env.api.messages_in(message.channel.id)
+    sent_id = int(reply.response["id"])
+    for _ in range(2):                       # Discord re-delivers: it is said once
+        await _react(env, message, sent_id, THUMBS_DOWN)
+    assert facts.get(alice, fact_id).trust == 0.5
+    notes = env.api.messages_in(message.channel.id)[1:]
+    assert len(notes) == 1
+    said = notes[0].json["content"]
+    assert "No fact's trust was lowered" in said and f"#{fact_id}" in said
+    assert "/rate fact_id:ID rating:down" in said
+
+
 async def test_another_users_reaction_and_other_emoji_change_nothing(env, fake_model, rt):
     facts, alice, ids, shown, reply, message = await _reply_with_facts(env, fake_model, rt)
     before = _trust(facts, alice, ids)

@@ -260,6 +260,21 @@ async def test_rate_up_or_down_rates_the_facts_behind_the_last_reply(repl, fake_
     await repl.leave()
 
 
+async def test_rate_down_on_a_reply_that_used_no_fact_shown_changes_nothing_and_says_so(
+        repl, fake_model, rt):
+    facts = rt.memory.facts
+    user = repl.repl.user
+    miso = facts.add(user, "Miso is the cat of the owner", entities=["Miso"]).id
+    fake_model.reply("I am not sure what you mean.")
+    repl.pipe.send_text("what is Miso?" + ENTER)
+    await repl.reply_done()
+    said = await repl.command("/rate down")
+    assert said.startswith("No fact's trust was lowered") and f"#{miso}" in said
+    assert "/rate ID down" in said
+    assert facts.get(user, miso).trust == 0.5
+    await repl.leave()
+
+
 async def test_tab_completes_slash_commands(repl):
     buffer = repl.repl.prompt.default_buffer
     repl.pipe.send_text("/rem")

@@ -17,7 +17,8 @@ def reply_with_facts(rt, user, *texts):
     sessions = rt.memory.sessions
     session = sessions.create(user, "discord")
     sessions.append(user, session.id, "user", "what do you know?")
-    reply = sessions.append(user, session.id, "assistant", "This.")
+    # The reply repeats the facts, so a rating reaches them (hermes.memory.facts.ratings).
+    reply = sessions.append(user, session.id, "assistant", " ".join(texts))
     ids = [facts.add(user, text).id for text in texts]
     ReplyRatings(rt.db, facts, rt.clock).record_shown(user, reply.id, ids)
     return facts, reply.id, ids
@@ -53,6 +54,7 @@ def test_a_rating_of_another_users_reply_reaches_nothing(rt):
         MemoryOperations(rt.memory).set_reply_rating(Scope("bob"), reply, "discord:7", False)
     assert MemoryOperations(rt.memory).shown_facts(Scope("bob"), reply) == []
     assert MemoryOperations(rt.memory).reply_rating(Scope("bob"), reply, "discord:7") is None
+    assert MemoryOperations(rt.memory).reply_reach(Scope("bob"), reply).shown == []
     assert facts.get("owner", fact_id).trust == 0.5
 
 

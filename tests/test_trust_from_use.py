@@ -13,6 +13,7 @@ import pytest
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
 from hermes.learn.worker import ExtractionWorker
+from hermes.memory.facts.ratings import visibly_used
 from hermes.runtime import Runtime
 
 
@@ -119,15 +120,67 @@ async def test_thumbs_down_lowers_only_what_the_reply_relied_on(env, chat, fake_
     assert facts.get("owner", street.id).trust == 0.5
 
 
-def test_without_word_from_extraction_a_rating_reaches_every_fact_shown(env):
+def _reply_shown(env, user, reply_text, *contents):
     facts, ratings, sessions = env.memory.facts, env.memory.ratings, env.memory.sessions
-    a = facts.add("owner", "The user's dentist is Dr. Silva").fact
-    b = facts.add("owner", "The user's bakery is on Rua Augusta").fact
-    session = sessions.create("owner", "terminal")
-    sessions.append("owner", session.id, "user", "hi")
-    reply = sessions.append("owner", session.id, "assistant", "hello")
-    ratings.record_shown("owner", reply.id, [a.id, b.id])
-    assert {c.id for c in ratings.rate_reply("owner", reply.id, False)} == {a.id, b.id}
+    ids = [facts.add(user, text).fact.id for text in contents]
+    session = sessions.create(user, "terminal")
+    sessions.append(user, session.id, "user", "a plain question")
+    reply = sessions.append(user, session.id, "assistant", reply_text)
+    ratings.record_shown(user, reply.id, ids)
+    return reply.id, ids
+
+
+def test_without_word_from_extraction_a_thumbs_down_lowers_only_what_the_reply_visibly_used(env):
+    """No extraction judged the reply (a plain question runs none): a 👎 reaches the facts
+    whose words the reply repeats, never a correct fact it did not use."""
+    facts, ratings = env.memory.facts, env.memory.ratings
+    reply, (dentist, bakery) = _reply_shown(
+        env, "owner", "Your dentist is Dr. Silva, I think.",
+        "The user's dentist is Dr. Silva", "The user's bakery is on Rua Augusta")
+    reach = ratings.reach("owner", reply)
+    assert (reach.basis, reach.fact_ids, reach.left_out) == ("visible", [dentist], [bakery])
+    assert [c.id for c in ratings.set_rating("owner", reply, "terminal:owner", False)] == [
+        dentist]
+    assert facts.get("owner", bakery).trust == 0.5
+    assert facts.get("owner", bakery).unhelpful_count == 0
+    assert "#" + str(bakery) in reach.explain(False, "/rate ID down")
+
+
+def test_a_reply_that_repeats_no_fact_shown_lowers_nothing_and_says_so(env):
+    facts, ratings = env.memory.facts, env.memory.ratings
+    reply, ids = _reply_shown(env, "owner", "Sorry, I cannot help with that.",
+                              "The user's dentist is Dr. Silva",
+                              "The user's bakery is on Rua Augusta")
+    assert ratings.set_rating("owner", reply, "terminal:owner", False) == []
+    assert [facts.get("owner", i).trust for i in ids] == [0.5, 0.5]
+    reach = ratings.reach("owner", reply)
+    assert (reach.basis, reach.fact_ids) == ("unclear", [])
+    said = reach.explain(False, "/rate ID down")
+    assert said.startswith("No fact's trust was lowered") and "/rate ID down" in said
+    assert all(f"#{i}" in said for i in ids)
+    # The rating is still the one in effect: again is a no-op, withdrawing undoes nothing.
+    assert ratings.rating("owner", reply, "terminal:owner") is False
+    assert ratings.set_rating("owner", reply, "terminal:owner", None) == []
+
+
+@pytest.mark.parametrize(("reply", "fact", "used"), [
+    ("How is Biscuit doing?", "The user has a beagle named Biscuit", True),
+    ("Your beagle must miss you.", "The user has a beagle named Biscuit", True),
+    ("Since you live in Lisbon, take the tram.", "The user lives in Lisbon", True),
+    ("Here is a vegetarian lasagne.", "The user is vegetarian", True),
+    ("Flat 42 is on the second floor.", "The user lives in flat 42", True),
+    ("It is vault.", "The backup server is named vault", True),
+    ("Vault has no backup of your photos yet, and the server is off.",
+     "The backup server is named vault", True),
+    ("The server room is cold; a jumper would help with the draught.",
+     "The backup server is named vault", False),
+    ("Paris is the capital of France.", "The user lives in Lisbon", False),
+    ("I'd like to help with that.", "The user likes coffee", False),
+    ("Good morning! How can I help?", "The user drinks coffee every morning", False),
+    ("Dr. Costa is on call today.", "The user's dentist is Dr. Silva", False),
+])
+def test_visibly_used_is_the_facts_names_or_half_its_words(reply, fact, used):
+    assert visibly_used(reply, fact) is used
 
 
 def test_relied_marks_stay_within_the_user(env):
@@ -138,7 +191,7 @@ def test_relied_marks_stay_within_the_user(env):
     reply = sessions.append("alice", session.id, "assistant", "hello")
     ratings.record_shown("alice", reply.id, [mine.id, other.id])
     facts.mark_relied("bob", [reply.id], [mine.id])          # bob's call reaches nothing
-    assert ratings.rated_fact_ids("alice", reply.id) == [mine.id, other.id]
+    assert ratings.reach("alice", reply.id).basis == "unclear"
     facts.mark_relied("alice", [reply.id], [mine.id])
     assert ratings.rated_fact_ids("alice", reply.id) == [mine.id]
     assert facts.learn_trust("alice", mine.id, True) is not None

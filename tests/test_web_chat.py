@@ -91,7 +91,8 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
     rated = await chat.client.post(f"/chat/rate/{done['message_id']}", data={"rating": "down"},
                                    headers={"Accept": "application/json",
                                             "X-CSRF-Token": chat.csrf})
-    assert rated.json() == {"rating": "down", "changed": 1, "trust": {str(fact_id): 0.4}}
+    assert rated.json() == {"rating": "down", "changed": 1, "note": "",
+                            "trust": {str(fact_id): 0.4}}
     ops = MemoryOperations(web_rt.memory)
     assert ops.reply_rating(Scope("owner"), done["message_id"], "web:owner") is False
     # the same rating again withdraws it, as removing a Discord reaction does
@@ -101,6 +102,31 @@ async def test_a_reply_streams_and_shows_the_facts_the_model_was_shown(chat, web
     # without JavaScript: the form posts and the page comes back
     up = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "up"})
     assert up.status_code == 303 and facts.get("owner", fact_id).trust == 0.55
+
+
+async def test_a_thumbs_down_on_a_reply_that_used_no_fact_shown_lowers_nothing_and_says_so(
+        chat, web_rt, fake_model):
+    facts = web_rt.memory.facts
+    fact_id = facts.add("owner", "The user's favourite editor is Helix").id
+    fake_model.reply("I cannot open files, sorry.")
+    fake_model.reply("[]")
+    response = await chat.client.post(
+        "/chat/send", data={"text": "Which editor should open this file?"},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    done = events_of(response.text)[-1][1]
+    assert f'data-fact-id="{fact_id}"' in done["html"] and "rate-note" in done["html"]
+    rated = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"},
+                            headers={"Accept": "application/json"})
+    body = rated.json()
+    assert (body["rating"], body["changed"]) == ("down", 0)
+    assert body["note"].startswith("No fact's trust was lowered") and f"#{fact_id}" in body["note"]
+    assert facts.get("owner", fact_id).trust == 0.5
+    # without JavaScript the notice says it
+    await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"})    # withdraw
+    page = await chat.post(f"/chat/rate/{done['message_id']}", {"rating": "down"})
+    shown = await chat.get(page.headers["location"])
+    assert "No fact&#39;s trust was lowered" in shown.text or "No fact's trust was lowered" in \
+        shown.text
 
 
 async def test_a_model_failure_is_one_line_and_the_message_is_kept(chat, web_rt, fake_model):

@@ -359,8 +359,9 @@ class HermesBot(discord.Client):
                 return          # not a Hermes reply, or a reply for someone else
             helpful = emoji == THUMBS_UP
             rater = f"discord:{payload.user_id}"
+            in_effect = ops.reply_rating(scope, message_id, rater)
             if not added:
-                if ops.reply_rating(scope, message_id, rater) != helpful:
+                if in_effect != helpful:
                     return      # removing a reaction that is not the one in effect
                 rating: bool | None = None
             else:
@@ -368,6 +369,13 @@ class HermesBot(discord.Client):
             rated = ops.set_reply_rating(scope, message_id, rater, rating)
             log.info("discord: %s %s on reply %d changed %d fact(s)", emoji,
                      "added" if added else "removed", message_id, len(rated))
+            reach = ops.reply_reach(scope, message_id)
+            if added and in_effect != helpful and reach.basis == "unclear":
+                # Nothing moved though facts were shown: say so once, and how to rate one.
+                rate_one = f"/rate fact_id:ID rating:{'up' if helpful else 'down'}"
+                channel = self.get_partial_messageable(payload.channel_id)
+                await channel.get_partial_message(payload.message_id).reply(
+                    f"-# {reach.explain(helpful, rate_one)}", mention_author=False)
         except Exception:
             log.exception("discord: rating a reply failed")
 

@@ -414,9 +414,12 @@ class Repl:
         if ops.reply_rating(scope, self.last_reply_id, rater) == helpful:
             return f"The last reply is already rated {parts[-1]}."
         rated = ops.set_reply_rating(scope, self.last_reply_id, rater, helpful)
-        if not rated:
+        reach = ops.reply_reach(scope, self.last_reply_id)
+        if reach.basis == "none":
             return "No facts were recalled for the last reply; nothing to rate."
-        return "\n".join(f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated)
+        lines = [f"[{r.id}] trust {r.old_trust:.2f} -> {r.new_trust:.2f}" for r in rated]
+        note = reach.explain(helpful, f"/rate ID {parts[-1]}")
+        return "\n".join([*lines, note] if note else lines)
 
     def _new(self) -> str:
         current = self.sessions.open_for(self.user, "terminal", self.channel_key)

@@ -354,15 +354,18 @@ async def rate(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     current = ctx.ops.reply_rating(ws.scope, message_id, rater)
     wanted: bool | None = None if current == helpful else helpful
     changes = ctx.ops.set_reply_rating(ws.scope, message_id, rater, wanted)
+    reach = ctx.ops.reply_reach(ws.scope, message_id)
+    # Why fewer facts moved than were shown (a 👎 never lowers a fact the reply did not use).
+    note = "" if wanted is None else reach.explain(wanted, "the fact's own 👍/👎 below")
     if wants_json(request):
-        facts = {f.id: f.trust for f in (ctx.ops.get(ws.scope, i) for i in
-                                         ctx.ops.shown_facts(ws.scope, message_id))}
+        facts = {f.id: f.trust for f in (ctx.ops.get(ws.scope, i) for i in reach.shown)}
         return JSONResponse({"rating": None if wanted is None else ("up" if wanted else "down"),
-                             "changed": len(changes),
+                             "changed": len(changes), "note": note,
                              "trust": {str(k): round(v, 2) for k, v in facts.items()}})
     done = ("Rating withdrawn" if wanted is None
             else f"Rated this reply {'helpful' if wanted else 'not helpful'}")
-    ctx.sessions.flash(ws.id, notice=f"{done}: trust of {len(changes)} fact(s) changed.")
+    ctx.sessions.flash(ws.id, notice=f"{done}: trust of {len(changes)} fact(s) changed. {note}"
+                       .strip())
     return back(request, "/chat")
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from hermes.memory.basic import Entry, Op, WriteResult
     from hermes.memory.facts.entities import Entity
     from hermes.memory.facts.questions import Question
+    from hermes.memory.facts.ratings import Reach
     from hermes.memory.facts.store import AddResult, Fact, RateResult, ReasonResult
     from hermes.memory.facts.tombstones import Tombstone
     from hermes.memory.sessions.records import Message, SearchHit, Session
@@ -193,8 +194,13 @@ class MemoryOperations:
         return self.memory.ratings.shown_fact_ids(scope.user, message_id)
 
     def rate_reply(self, scope: Scope, message_id: int, helpful: bool) -> list[RateResult]:
-        """Rate every fact shown for the reply. Empty when it used no facts."""
+        """Rate the facts the reply used (``reply_reach``). Empty when it used none, or it is
+        not clear which."""
         return self.memory.ratings.rate_reply(scope.user, message_id, helpful)
+
+    def reply_reach(self, scope: Scope, message_id: int) -> Reach:
+        """The facts a rating of the reply reaches and why (what a front-end says back)."""
+        return self.memory.ratings.reach(scope.user, message_id)
 
     def set_reply_rating(self, scope: Scope, message_id: int, rater: str,
                          helpful: bool | None) -> list[RateResult]:

@@ -176,6 +176,8 @@
     f.querySelectorAll("button").forEach(function (b) {
       b.setAttribute("aria-pressed", String(b.value === data.rating));
     });
+    var note = f.querySelector(".rate-note");
+    if (note) note.textContent = data.note || "";
     Object.keys(data.trust).forEach(function (id) {
       var t = Number(data.trust[id]).toFixed(2);
       document.querySelectorAll('[data-fact-id="' + id + '"] .trust, #fact-' + id + " .trust")
