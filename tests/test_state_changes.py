@@ -35,6 +35,7 @@ SUPERSEDES = [
     ("I work at Acme", "I've started working at Globex"),
     ("I work at Acme", "my new employer is Globex"),
     ("The user works at Acme.", "my new job is at Globex"),
+    ("I'm at Acme", "I'm now at Globex"),
     # an end names what it ends
     ("I work at Acme", "I no longer work at Acme"),
     ("I work at Acme", "I don't work at Acme anymore"),
@@ -192,8 +193,11 @@ def test_an_open_switch_replaces_only_when_one_relation_could_be_meant(env):
 
 def test_learning_reads_definite_changes_only():
     """Consolidation's pairwise check (the model's own statements) takes the definite changes,
-    never an open switch nor a "no longer" outside the single-valued relations."""
+    never an open switch, a loose "is at" ("Caroline is at Harvard" may be a visit) nor a "no
+    longer" outside the single-valued relations."""
     assert contradicts("The user no longer works at Acme.", "The user works at Acme.")
-    assert contradicts("The user is now at Globex.", "The user works at Acme.")
+    assert contradicts("The user now works at Globex.", "The user works at Acme.")
+    assert not contradicts("The user is now at Globex.", "The user works at Acme.")
+    assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")
     assert not contradicts("The user does not eat meat anymore.", "The user eats meat.")

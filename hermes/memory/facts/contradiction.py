@@ -73,10 +73,13 @@ _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
     ("works_at", _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have|is|am|are)\s+{_ADV})?(?:(?:started|begun|began)\s+)?"
         r"(?:works|work|working|employed)\b[^.]*?\s(?:at|for|by)\s+(?P<value>.+)$")),
-    # "I'm now at Globex", "I started at Globex", "I got a new job at Globex", "my new job is
-    # at Globex", "I joined Globex", "I switched jobs to Globex"
+    # "I'm now at Globex": an employer, most likely; loose ("~"): only what the user says
+    # outright is read so (:func:`replaced`), never learning's "Caroline is at Harvard"
+    ("works_at~", _p(rf"^(?P<subject>.+?)\s+{_ADV}(?:is|am|are)\s+{_ADV}at\s+(?P<value>.+)$")),
+    # "I started at Globex", "I got a new job at Globex", "I joined Globex", "I switched jobs
+    # to Globex"
     ("works_at", _p(
-        rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:is|am|are)\s+{_ADV}at|"
+        rf"^(?P<subject>.+?)\s+{_ADV}(?:"
         r"(?:(?:has|have)\s+)?(?:started|begun|began)\s+(?:(?:a\s+)?(?:new\s+)?"
         r"(?:job|position|role)\s+)?(?:at|with)|"
         r"(?:(?:has|have)\s+)?(?:got|found|taken|took|accepted|landed|started)\s+(?:a\s+)?"
@@ -226,11 +229,14 @@ class Claim:
     value: str                  # normalised; for an end, the value it ends
     old: str | None = None      # the value it says it replaces ("from Vim to Neovim")
     ended: bool = False         # "no longer", "not ... anymore", "left", "quit"
+    loose: bool = False         # the relation is likely, not said ("I'm now at Globex")
 
     @property
     def definite(self) -> bool:
-        """Whether the words alone say which relation (not an open "switched to X")."""
-        return len(self.relations) == 1 or self.ended or self.old is not None
+        """Whether the words alone say which relation (not an open "switched to X", not a
+        loose "is at X")."""
+        return not self.loose and (len(self.relations) == 1 or self.ended
+                                   or self.old is not None)
 
 
 def _named(word: str) -> bool:
@@ -351,19 +357,20 @@ def _claim(clause: str) -> Claim | None:
         match = pattern.match(clause)
         if not match:
             continue
-        relation = name
+        relation, loose = name.rstrip("~"), name.endswith("~")
         if "what" in match.groupdict():
             what = re.sub(r"^(?:current|new)\s+", "", norm(match.group("what")))
             relation = _ALIASES.get(what, f"{name}:{what}")
         value = _value(match.group("value"))
         rest = clause[match.end("subject"):] if match.start("subject") == 0 else clause
         if ended:
-            return Claim(frozenset({relation}), _subject(match), norm(value), ended=True)
+            return Claim(frozenset({relation}), _subject(match), norm(value), ended=True,
+                         loose=loose)
         if _PASSING.search(rest) or not _names_a_value(relation, value):
             return None     # a state, a qualifier, another kind: no value to replace
         old = match.groupdict().get("old")
         return Claim(frozenset({relation}), _subject(match), norm(value),
-                     norm(old) if old else None)
+                     norm(old) if old else None, loose=loose)
     if ended:
         return None
     for relations, needs_change, pattern in _OPEN:
@@ -511,7 +518,7 @@ def replaced(new: str, olds: Sequence[str]) -> list[int]:
     nothing is replaced."""
     found: list[int] = []
     new_claims = claims(new)
-    old_claims = [[c for c in claims(old) if c.definite] for old in olds]
+    old_claims = [[c for c in claims(old) if c.definite or c.loose] for old in olds]
     for claim in new_claims:
         hits = [i for i, cs in enumerate(old_claims) if any(_replaces(claim, o) for o in cs)]
         if not claim.definite:
