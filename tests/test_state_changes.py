@@ -44,6 +44,7 @@ SUPERSEDES = [
     ("I work at Acme", "I was laid off from Acme"),
     # where they live
     ("I live in Lisbon", "I moved to Porto"),
+    ("I live in Lisbon with two other students", "I moved to Porto"),
     ("I live in Lisbon", "I'm now living in Porto"),
     ("I live in Lisbon", "I now live in Porto"),
     ("I live in Lisbon", "I moved from Lisbon to Porto"),

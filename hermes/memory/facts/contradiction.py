@@ -174,11 +174,12 @@ _PASSING = re.compile(
     r"weekdays)|at\s+(?:the\s+)?weekends?|sometimes|occasionally|some\s+days|once\s+a|"
     r"twice\s+a|(?:one|two|three|four)\s+days?\s+a\s+week|every\s+(?:other|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|on\s+(?:holiday|vacation|leave|sick\s+leave|"
-    r"a\s+trip|a\s+break|strike)|also|as\s+well|too|on\s+the\s+side|"
-    # an addition, not a change: "a second job", "a side gig", "another doctor"
-    r"second|side|another|other|extra|both|in\s+addition|additionally|"
-    # not yet: "I'm joining Globex next month"
-    r"next\s+(?:week|month|year)|soon|will|going\s+to)\b", re.I)
+    r"a\s+trip|a\s+break|strike)|also|as\s+well|too|on\s+the\s+side)\b", re.I)
+# What the user says that adds to a fact or is not so yet: no change of it ("a second job", "a
+# side gig", "my other doctor", "I'm joining Globex next month"). Read in new statements only: a
+# stored fact's "two other people" still says where the user lives.
+_ADDED = re.compile(r"\b(?:second|side|another|other|extra|both|in\s+addition|additionally|"
+                    r"next\s+(?:week|month|year)|soon|will|going\s+to)\b", re.I)
 # A value opening with one of these is a state or a place inside something, not a value:
 # "is on holiday", "is in the garage", "is being repaired", "is broken".
 _STATE_START = frozenset({
@@ -392,17 +393,11 @@ def _claim(clause: str) -> Claim | None:
     return None
 
 
-def claims(content: str) -> list[Claim]:
-    """What ``content`` says of single-valued relations, a claim for each clause that does."""
-    return [c for c in map(_claim, clauses(content)) if c is not None]
-
-
-def frame(content: str) -> tuple[str, str, str] | None:
-    """(relation, subject, value) of a statement's first definite claim, or None."""
-    for claim in claims(content):
-        if claim.definite and not claim.ended:
-            return next(iter(claim.relations)), claim.subject, claim.value
-    return None
+def claims(content: str, *, new: bool = False) -> list[Claim]:
+    """What ``content`` says of single-valued relations, a claim for each clause that does.
+    ``new``: a statement that may replace a fact, whose additions ("a second job") do not."""
+    return [c for c in (_claim(clause) for clause in clauses(content)
+                        if not (new and _ADDED.search(clause))) if c is not None]
 
 
 def _same(a: str, b: str) -> bool:
@@ -427,7 +422,7 @@ def contradicts(new: str, old: str) -> bool:
     """Whether ``new`` gives another value for the same subject and single-valued relation as
     ``old`` (or ends the value ``old`` gives). The words must say which relation: an open
     "switched to X" is left to :func:`replaced`, which sees the other facts."""
-    news = [c for c in claims(new) if c.definite]
+    news = [c for c in claims(new, new=True) if c.definite]
     olds = [c for c in claims(old) if c.definite]
     return any(_replaces(n, o) for n in news for o in olds)
 
@@ -453,7 +448,7 @@ _WORD = re.compile(r"[\w']+")
 def lookup_words(content: str) -> list[str]:
     """Words to find the stored facts a user's statement may replace by, beyond its own."""
     words: list[str] = []
-    for claim in claims(content):
+    for claim in claims(content, new=True):
         for relation in sorted(claim.relations):
             kind = relation.partition(":")[2]
             words.extend((_RELATION_WORDS.get(relation) or kind).split())
@@ -517,7 +512,7 @@ def replaced(new: str, olds: Sequence[str]) -> list[int]:
     only: when the stored facts it could be about are of several, the rules are unsure and
     nothing is replaced."""
     found: list[int] = []
-    new_claims = claims(new)
+    new_claims = claims(new, new=True)
     old_claims = [[c for c in claims(old) if c.definite or c.loose] for old in olds]
     for claim in new_claims:
         hits = [i for i, cs in enumerate(old_claims) if any(_replaces(claim, o) for o in cs)]
