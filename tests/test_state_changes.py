@@ -64,6 +64,8 @@ SUPERSEDES = [
     ("My editor is Vim", "I switched to Neovim"),
     ("My editor is Vim", "I switched from Vim to Neovim"),
     ("My editor is Vim", "my new editor is Neovim"),
+    # a tool's name in lower case is a value too, when the words say which relation
+    ("My shell is fish", "my shell is zsh now"),
     ("My editor is Vim", "I now use Neovim"),
     ("My phone is an iPhone 12", "I got a new phone: a Pixel 8"),
     ("My car is a Tesla Model 3", "I bought a new car, a Volvo XC40"),
@@ -198,6 +200,7 @@ def test_learning_reads_definite_changes_only():
     longer" outside the single-valued relations."""
     assert contradicts("The user no longer works at Acme.", "The user works at Acme.")
     assert contradicts("The user now works at Globex.", "The user works at Acme.")
+    assert contradicts("The user's shell is zsh.", "The user's shell is fish.")   # bench
     assert not contradicts("The user is now at Globex.", "The user works at Acme.")
     assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")

@@ -206,8 +206,7 @@ _PERSON = frozenset({"manager", "boss", "partner", "wife", "husband", "girlfrien
                      "boyfriend", "dentist", "doctor", "gp", "therapist", "vet", "landlord",
                      "lawyer", "accountant", "hairdresser"})
 # Things named by a brand or model: "a Tesla Model 3", "an iPhone 15", "a ThinkPad".
-_THING = frozenset({"car", "laptop", "phone", "editor", "shell", "browser", "bank", "os",
-                    "operating system", "gym", "school", "university"})
+_THING = frozenset({"car", "laptop", "phone"})
 # Where one clause ends and another begins: "I left Acme and joined Globex", "I left Acme; I'm
 # at Globex now", "I left Acme. I'm at Globex now" (never inside a name: "Johnson and
 # Johnson", "Dr. Jones").
