@@ -10,9 +10,12 @@ table runs through the pure rule, the chat's fast lane and ``hermes facts add``.
 from __future__ import annotations
 
 import pytest
+from mcp import Client
+from mcp_types import Implementation
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
+from hermes.frontends import mcp_server
 from hermes.frontends.commands import MemoryCommands
 from hermes.learn.worker import ExtractionWorker
 from hermes.memory.facts.contradiction import contradicts, replaced
@@ -205,3 +208,20 @@ def test_learning_reads_definite_changes_only():
     assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")
     assert not contradicts("The user does not eat meat anymore.", "The user eats meat.")
+
+
+async def test_slash_remember_and_mcp_replace_it_too(env):
+    """The review's sentence on the other surfaces that store a "remember" (the same
+    FactStore.add): /remember says "(replaces [N])", MCP's facts_add returns "supersedes"."""
+    facts = env.memory.facts
+    commands = MemoryCommands(env.memory)
+    first = facts.add("alice", "The user works at Acme").fact
+    said = commands.remember(Scope("alice"), "Remember that I'm now at Globex")
+    assert said.endswith(f"(replaces [{first.id}])")
+    second = facts.list_facts("alice")[0]
+    server = mcp_server.build_server(env.memory, "alice", write=True)
+    async with Client(server, client_info=Implementation(name="t", version="1")) as mcp:
+        result = await mcp.call_tool("facts_add", {"content": "I left Globex and joined Initech"})
+        assert result.structured_content["supersedes"] == [second.id]
+    assert [f.content for f in facts.list_facts("alice")] == [
+        'The user said: "I left Globex and joined Initech"']
