@@ -98,3 +98,35 @@ async def test_the_extraction_model_is_shown_the_fact_a_paraphrase_changes(rt, f
     await worker.drain()
     assert facts.get("owner", biscuit.id).status == "forgotten"
     assert [r.status for r in worker.runs("owner")] == ["done"]
+
+
+def test_a_change_said_in_passing_in_a_long_message_is_found_by_its_sentence(rt, monkeypatch):
+    """A long message's vector mostly means its bulk (here: a move), under the floor for the
+    dog said in passing; its sentences are compared one by one as well."""
+    monkeypatch.setitem(embeddings.MEANING_FLOOR, "toy-concepts", 0.4)
+    facts = rt.memory.facts
+    biscuit = facts.add("owner", "The user has a beagle named Biscuit").fact
+    facts.add("bob", "Bob has a beagle named Biscuit")
+    facts.vectors.index("owner")
+    facts.vectors.index("bob")
+    message = ("We moved into the new flat in Porto at last, the flat is lovely and we moved "
+               "every box in one day. Sadly our dog passed away on Sunday. The flat in Porto "
+               "has room for a piano.")
+    whole = facts.vectors.similarity("owner", message).of([biscuit.id])[biscuit.id]
+    assert whole < 0.4          # the whole message alone is under the floor
+    related = facts.related("owner", message)
+    assert biscuit.id in {f.id for f in related}
+    assert all(f.user == "owner" for f in related)
+    assert all(f.user == "bob" for f in facts.related("bob", message))
+
+
+def test_sentences_keep_titles_and_short_pieces_with_their_sentence():
+    from hermes.memory.facts.store import sentences
+
+    assert sentences("Our dog passed away last night.") == []          # short: the whole
+    text = ("What a week. The kids had a party on Saturday and we cleaned for hours. "
+            "Dr. Silva retired, so I see Dr. Patel now! Anyway, how do I get wax out of it?")
+    assert sentences(text) == [
+        "What a week. The kids had a party on Saturday and we cleaned for hours.",
+        "Dr. Silva retired, so I see Dr. Patel now!",
+        "Anyway, how do I get wax out of it?"]

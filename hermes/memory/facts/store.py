@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -82,9 +83,44 @@ IMPLICIT_ORIGIN = "learned from use"
 RELATED_RRF_K = 10
 # The start of the text that related() embeds (MiniLM reads 256 tokens at most).
 RELATED_MEANING_CHARS = 1000
+# A long text's vector mostly means its bulk: a change said in passing ("... and Mark and I
+# split up in the spring ...") falls far down, often under the meaning floor. related()
+# compares each sentence of a text this long instead (at most RELATED_SENTENCES; a fact counts
+# its best cosine): scripts/bench_related.py's diluted pass 0.624 -> 0.832, as said 0.906 ->
+# 0.913, for about one more embedding of the text when the turn had embedded it whole.
+RELATED_SENTENCES_FROM = 120
+RELATED_SENTENCES = 8
+# A sentence shorter than this is read with the next ("Dr." is no sentence of its own).
+_SHORT_SENTENCE = 25
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n+\s*")
+_TITLE_END = re.compile(r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Sr|Jr|Mt|Rev|[A-Z])\.$")
 # Related facts read for the ones a statement of the user's contradicts.
 RELATED_CONTRADICTED = 10
 MAX_CONTENT_CHARS = 2000
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text long enough to dilute them (RELATED_SENTENCES_FROM), at most
+    RELATED_SENTENCES; none for a shorter text or a single sentence (the whole says it)."""
+    if len(text) < RELATED_SENTENCES_FROM:
+        return []
+    found: list[str] = []
+    pending, start = "", 0
+    for end in [*_SENTENCE_END.finditer(text), None]:
+        piece = text[start:end.start() if end else len(text)].strip()
+        if end is not None and _TITLE_END.search(piece):
+            continue        # "Dr. Silva": the title's period ends no sentence
+        start = end.end() if end else len(text)
+        pending = f"{pending} {piece}".strip()
+        if len(pending) >= _SHORT_SENTENCE:
+            found.append(pending)
+            pending = ""
+    if pending:
+        if found:
+            found[-1] = f"{found[-1]} {pending}"
+        else:
+            found.append(pending)
+    return found[:RELATED_SENTENCES] if len(found) > 1 else []
 
 
 @dataclass
@@ -545,7 +581,8 @@ class FactStore:
         fact vectors, ``by_meaning``) the nearest by meaning, so that a paraphrase ("Our dog
         passed away") finds the fact it changes ("The user has a beagle named Biscuit"). Each
         side reads at most ``limit`` rows (meaning: the nearest ``2 x limit``, at the model's
-        floor or above); the three ranked lists are fused by reciprocal rank. Used by
+        floor or above; for a long text, those of each of its sentences, :func:`sentences`);
+        the three ranked lists are fused by reciprocal rank. Used by
         extraction (the facts its model is shown) and consolidation (merge, contradiction).
         ``place``: learning from a conversation held in a shared place is shown only the facts
         its readers may see (what it writes is placed there: it must not copy what they may
@@ -585,11 +622,16 @@ class FactStore:
         embed is logged and leaves the words' side alone (never a failed extraction)."""
         assert self.vectors is not None
         try:
-            similarity = self.vectors.similarity(user, scrub(text)[:RELATED_MEANING_CHARS])
-            if similarity is None:
-                return []
+            query = scrub(text)[:RELATED_MEANING_CHARS]
             floor = self.vectors.meaning_floor
-            near = {i: c for i, c in similarity.nearest(2 * limit).items() if c >= floor}
+            near: dict[int, float] = {}
+            for part in (sentences(query) or [query]):
+                similarity = self.vectors.similarity(user, part)
+                if similarity is None:
+                    return []
+                for fact_id, cosine in similarity.nearest(2 * limit).items():
+                    if cosine >= floor and cosine > near.get(fact_id, -1.0):
+                        near[fact_id] = cosine
         except Exception as exc:  # noqa: BLE001 - logged; the words still find related facts
             log.warning("related facts by meaning for %s: %s", user, exc)
             return []
