@@ -256,3 +256,19 @@ def test_facts_add_takes_a_request_in_another_language_as_said(cli, rt):
     assert sorted(f.content for f in rt.memory.facts.list_facts(rt.settings.users.default)) == [
         'The user said: "me gusta el café solo"',
         'The user said: "o meu médico é o Dr. Silva"']
+
+
+@pytest.mark.parametrize(("typed", "stored"), [
+    ("me llamo Ana", 'The user said: "me llamo Ana"'),
+    ("Me gusta el café solo", 'The user said: "Me gusta el café solo"'),
+    ("Ana me llama Bea porque también se llama Beatriz",
+     'The user said: "Ana me llama Bea porque también se llama Beatriz"'),
+    # English "me" follows its verb, or goes with "and": rewritten as before
+    ("Me and Ana got married in 2020", "The user and Ana got married in 2020"),
+    ("Ana calls me Bea", "Ana calls the user Bea"),
+])
+def test_slash_remember_keeps_another_language_as_said(env, typed, stored):
+    """Typed with no request word, another language is kept as said too: "me llamo Ana" was
+    stored as "the user llamo Ana"."""
+    MemoryCommands(env.memory).remember(Scope("alice"), typed)
+    assert [f.content for f in env.memory.facts.list_facts("alice")] == [stored]

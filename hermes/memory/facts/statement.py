@@ -65,6 +65,21 @@ _FOREIGN = re.compile(
     r"(?<![\w'’])(?:mi|mis|mío|mía|yo|nosotros|nuestra|nuestro|meu|minha|meus|minhas|eu|nosso|"
     r"nossa|je|mon|ma|mes|moi|nous|notre|ich|mein|meine|meinen|meinem|meiner|mich|mir|wir|"
     r"unser|unsere|io|mio|mia|miei|mie|ik|mijn|wij)(?![\w'’])|[我私僕俺나내저제]")
+# Another language's words no English sentence holds, and its "me" before a verb ("me llamo
+# Ana", "Me gusta el café": English "me" follows its verb): the English rules keep off them.
+_FOREIGN_WORDS = frozenset("""
+    que está não também muito pero muy porque también est sont pas mais aussi très und ist
+    nicht auch sehr che è sono anche molto niet ook zeer gusta llamo chamo appelle encanta
+""".split())  # noqa: SIM905 - a word list reads better as text
+_ROMANCE_ME = re.compile(r"^me\s+(?!and\b|too\b|neither\b|either\b|both\b|or\b|nor\b)\w",
+                         re.I)
+
+
+def _another_language(text: str) -> bool:
+    words = {w.casefold() for w in re.findall(r"\w+", text)}
+    return bool(_ROMANCE_ME.match(text)) or len(words & _FOREIGN_WORDS) >= 2
+
+
 # "Remember that ..." in the languages people most often write to Hermes in besides English
 # (pt, es, fr, de, it, nl): the request, then the word joining it to what is to be remembered
 # ("que", "dass", "che", "dat") or a colon. Imperatives only: "¿Recuerdas ...?", "Lembras-te
@@ -167,7 +182,8 @@ def _first_person(text: str) -> bool:
 
 def _rewrite(body: str) -> str | None:
     """``body`` with its first person as "the user", or None when a rewrite is not certain."""
-    if _UNCERTAIN.search(body) or _FOREIGN.search(body[:1].lower() + body[1:]):
+    if _UNCERTAIN.search(body) or _FOREIGN.search(body[:1].lower() + body[1:]) \
+            or _another_language(body):
         return None
     for quoted in _QUOTED.finditer(body):
         if _first_person(quoted.group()):
