@@ -24,6 +24,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
+from hermes.home import make_private_dirs
 from hermes.memory.embeddings.embedders import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.held_vectors import Matrix, top_k
@@ -199,7 +200,7 @@ class MessageVectors(VectorStore):
         once a process per directory; searches still try their own saves, as before."""
         folder = self._file(user).parent
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(folder)  # 0700, whatever the umask
             writable = os.access(folder, os.W_OK)
             free = shutil.disk_usage(folder).free
         except OSError as exc:
