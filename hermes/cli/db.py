@@ -12,7 +12,7 @@ from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, given_user, runtime
 from hermes.cli.output import console, echo, emit_json
-from hermes.memory.sessions.transcripts import read_lines
+from hermes.memory.sessions.transcripts import not_utf8_note, read_lines
 from hermes.memory.transfer import export_pieces, import_user
 from hermes.store.check import check_database
 from hermes.store.files import atomic_text_file
@@ -172,8 +172,9 @@ def import_(
     that is cut short, changed or damaged (its end record is missing or does not match) is
     refused as a whole unless --allow-incomplete."""
     rt = runtime(ctx)
+    not_utf8: dict[int, int] = {}  # (both passes read the same lines)
     try:
-        report = import_user(rt.db, lambda: read_lines(file), user=user,
+        report = import_user(rt.db, lambda: read_lines(file, not_utf8=not_utf8), user=user,
                              basic_char_limit=rt.settings.memory.basic_char_limit,
                              allow_unsealed=allow_incomplete,
                              redact_messages=rt.settings.sessions.redact_secrets,
@@ -184,6 +185,9 @@ def import_(
         raise typer.Exit(130) from None
     for warning in report.warnings:
         echo(f"Warning: {warning}.", err=True)
+    note = not_utf8_note(file.name, not_utf8)
+    if note:
+        echo(note, err=True)
     started = f"{report.started_at[:10]} {report.started_at[11:16]} UTC" \
         if report.started_at else ""
     if report.already_imported is not None:
