@@ -289,3 +289,23 @@ async def test_a_turn_embeds_off_the_event_loop_and_recalls_the_same(
                                message).run()
     assert loop_thread in toy.threads  # (in turn, this time)
     assert in_turn.shown_fact_ids == ahead.shown_fact_ids != []
+
+
+def test_a_query_embedded_ahead_outlives_other_users_queries_until_it_is_used(
+        rt, clock, toy, monkeypatch):
+    """While a turn's embeddings are made on the worker, other users' turns embed their own
+    queries: the model remembers enough of them that the turn's is still there when it composes
+    (with 8, a long message's query was computed again on the event loop, ~75 ms)."""
+    monkeypatch.setattr(prompt_module, "EMBED_AHEAD", False)
+    history(rt, clock)
+    builder = PromptBuilder(rt.memory)
+    query = "which automobile do I drive?"
+    work = builder.embed_ahead("owner", query)
+    assert work is not None
+    work()
+    for i in range(20):  # other users' turns meanwhile
+        toy.embed_query(f"bob's question number {i}")
+    toy.threads.clear()
+    conversation = Conversation(builder.snapshot("owner"))
+    builder.recalled("owner", query, conversation, rt.memory.sessions.create("owner", "x").id)
+    assert toy.threads == []  # nothing computed in turn: the ahead vector was used

@@ -407,10 +407,12 @@ class PromptBuilder:
 
         def work() -> None:
             try:
-                for (_, text), embedder in queries.items():
-                    embedder.embed_query(text)
                 if pending:
                     vectors.embed_ahead(pending)  # type: ignore[union-attr]  # pending: vectors
+                # the queries last: other users' turns embed theirs meanwhile, and the model
+                # remembers only the last few (RECENT_QUERIES)
+                for (_, text), embedder in queries.items():
+                    embedder.embed_query(text)
             except Exception as exc:  # noqa: BLE001 - met again by recall, which says so
                 log.debug("embedding ahead failed (%s): recall meets it itself", exc)
 
