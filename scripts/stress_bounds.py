@@ -1,6 +1,6 @@
 """Stress: hostile bodies, archives and socket messages against the limits of issue 30.
 
-    python scripts/stress_bounds.py [--export-only]   # MESSAGES=200000 by default
+    python scripts/stress_bounds.py [--export-only | --turn-only]   # MESSAGES=200000 by default
 
 Each case says what came back (one line, or the whole answer), whether anything raised, and the
 peak of Python's allocations while it ran (tracemalloc, above the start of the case; the goal is
@@ -190,6 +190,66 @@ def loop_case(rt: Any) -> None:
           "(goal <= 100 ms)")
 
 
+def turn_loop_case(folder: Path) -> None:
+    """A whole turn of the longest message (prose, then dense with secrets) in-process, the
+    model faked: the event loop's longest stall meanwhile (a task that sleeps 5 ms and notes
+    how late it woke), which is what another user's turn waits for on the daemon (goal <= 100
+    ms). The daemon itself: scripts/stress_daemon.py (its figures swing with the machine's load)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ["HERMES_HOME"] = str(folder / "turn-home")
+    os.environ["HERMES_MODEL__NAME"] = "fake/scripted"
+    from tests.fakellm import Reply, ScriptedLLM, installed
+
+    class AlwaysOk(ScriptedLLM):
+        def _take(self, request: Any) -> Any:
+            return Reply(text="ok")
+
+    with installed(AlwaysOk()):
+        from hermes.agent.turn import MAX_MESSAGE_CHARS
+        from hermes.assembly import build_agent
+        from hermes.config import load_settings
+        from hermes.runtime import Runtime
+
+        rt = Runtime(load_settings())
+        try:
+            rt.preload_embeddings()
+            built = build_agent(rt)
+            agent = built[0] if isinstance(built, tuple) else built
+            session = rt.memory.sessions.create("alice", "terminal").id
+            texts = {"prose": ("The tomato variety we planted in March grew well near the south "
+                               "fence, and Omar asked about the seeds again. "),
+                     "dense secrets": "pin 1234, password is Hx9q!z, 4111 1111 1111 1111, "}
+
+            async def run() -> None:
+                for i in range(3):
+                    await agent.turn("alice", session, f"warm up {i}: the seeds").run()
+                for name, piece in texts.items():
+                    text = (piece * (MAX_MESSAGE_CHARS // len(piece) + 1))[:MAX_MESSAGE_CHARS]
+                    lags: list[float] = []
+                    stop = asyncio.Event()
+
+                    async def probe(lags: list[float], stop: asyncio.Event) -> None:
+                        while not stop.is_set():
+                            started = time.perf_counter()
+                            await asyncio.sleep(0.005)
+                            lags.append(time.perf_counter() - started - 0.005)
+
+                    task = asyncio.create_task(probe(lags, stop))
+                    await asyncio.sleep(0.02)  # the probe under way
+                    started = time.perf_counter()
+                    await agent.turn("alice", session, text).run()
+                    took = time.perf_counter() - started
+                    stop.set()
+                    await task
+                    print(f"{f'turn of 64,000 characters ({name})':44} {took:7.2f} s  event "
+                          f"loop stalled at most {max(lags) * 1000:.0f} ms (goal <= 100 ms)",
+                          flush=True)
+
+            asyncio.run(run())
+        finally:
+            rt.close()
+
+
 # -- `hermes export` of a large home: its peak resident memory above the process's idle ----------
 
 EXPORT_CHILD = """
@@ -284,6 +344,10 @@ def export_from(tree: str, home: Path, out: Path, messages: int, built: float) -
 
 
 def main() -> None:
+    if "--turn-only" in sys.argv:
+        with tempfile.TemporaryDirectory() as folder:
+            turn_loop_case(Path(folder))
+        return
     if "--export-only" in sys.argv:
         messages = int(os.environ.get("MESSAGES", "200000"))
         with tempfile.TemporaryDirectory() as folder:
@@ -303,6 +367,7 @@ def main() -> None:
         finally:
             rt.close()
         export_case(Path(folder), int(os.environ.get("MESSAGES", "200000")))
+        turn_loop_case(Path(folder))
     raised = sum(1 for _, r, _ in RESULTS if r)
     print(f"cases: {len(RESULTS)}, raised: {raised}, worst peak +"
           f"{max(p for _, _, p in RESULTS):.1f} MiB")
