@@ -35,7 +35,7 @@ from hermes.cron.schedule import timezone_for
 from hermes.daemon_calls import Services, answer
 from hermes.errors import HermesError
 from hermes.frontends.base import no_model_notice
-from hermes.home import make_home
+from hermes.home import make_home, make_private_dirs
 from hermes.local_socket import SocketServer
 from hermes.safety.secrets import RedactingFilter
 from hermes.store.db import connect
@@ -72,7 +72,7 @@ class HomeLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

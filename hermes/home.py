@@ -56,6 +56,35 @@ def make_home(home: Path) -> bool:
     return True
 
 
+def make_private_dirs(path: Path) -> None:
+    """Create the folder ``path`` and its missing parents, each 0700 whatever the umask (a
+    folder Hermes makes holds memory: the cache, the vector files, the database's folder). An
+    existing folder is left as it is (`hermes doctor` reports a loose one); ``path`` existing
+    as something else than a folder raises FileExistsError, as ``mkdir(exist_ok=True)``."""
+    missing: list[Path] = []
+    folder = path
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, HOME_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by another process: theirs to say
+        os.chmod(folder, HOME_MODE)  # mkdir's mode passes through the umask; this does not
+    if not path.is_dir():
+        raise FileExistsError(f"{path} exists and is not a folder")
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (its folders made by :func:`make_private_dirs`), the file
+    0600 whatever the umask, an existing file's mode made 0600 too."""
+    make_private_dirs(path.parent)
+    with open(path, "w", encoding="utf-8", opener=private_opener) as out:
+        out.write(text)
+    os.chmod(path, FILE_MODE)
+
+
 def create_private_file(path: Path) -> None:
     """Create ``path`` empty with mode 0600 if it does not exist (a file SQLite or another
     library then opens: SQLite gives the -wal and -shm files the database file's mode)."""

@@ -1,6 +1,6 @@
 """Stress: hostile bodies, archives and socket messages against the limits of issue 30.
 
-    python scripts/stress_bounds.py
+    python scripts/stress_bounds.py [--export-only | --turn-only]   # MESSAGES=200000 by default
 
 Each case says what came back (one line, or the whole answer), whether anything raised, and the
 peak of Python's allocations while it ran (tracemalloc, above the start of the case; the goal is
@@ -190,7 +190,169 @@ def loop_case(rt: Any) -> None:
           "(goal <= 100 ms)")
 
 
+def turn_loop_case(folder: Path) -> None:
+    """A whole turn of the longest message (prose, then dense with secrets) in-process, the
+    model faked: the event loop's longest stall meanwhile (a task that sleeps 5 ms and notes
+    how late it woke), which is what another user's turn waits for on the daemon (goal <= 100
+    ms). The daemon itself: scripts/stress_daemon.py (its figures swing with the machine's load)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ["HERMES_HOME"] = str(folder / "turn-home")
+    os.environ["HERMES_MODEL__NAME"] = "fake/scripted"
+    from tests.fakellm import Reply, ScriptedLLM, installed
+
+    class AlwaysOk(ScriptedLLM):
+        def _take(self, request: Any) -> Any:
+            return Reply(text="ok")
+
+    with installed(AlwaysOk()):
+        from hermes.agent.turn import MAX_MESSAGE_CHARS
+        from hermes.assembly import build_agent
+        from hermes.config import load_settings
+        from hermes.runtime import Runtime
+
+        rt = Runtime(load_settings())
+        try:
+            rt.preload_embeddings()
+            built = build_agent(rt)
+            agent = built[0] if isinstance(built, tuple) else built
+            session = rt.memory.sessions.create("alice", "terminal").id
+            texts = {"prose": ("The tomato variety we planted in March grew well near the south "
+                               "fence, and Omar asked about the seeds again. "),
+                     "dense secrets": "pin 1234, password is Hx9q!z, 4111 1111 1111 1111, "}
+
+            async def run() -> None:
+                for i in range(3):
+                    await agent.turn("alice", session, f"warm up {i}: the seeds").run()
+                for name, piece in texts.items():
+                    text = (piece * (MAX_MESSAGE_CHARS // len(piece) + 1))[:MAX_MESSAGE_CHARS]
+                    lags: list[float] = []
+                    stop = asyncio.Event()
+
+                    async def probe(lags: list[float], stop: asyncio.Event) -> None:
+                        while not stop.is_set():
+                            started = time.perf_counter()
+                            await asyncio.sleep(0.005)
+                            lags.append(time.perf_counter() - started - 0.005)
+
+                    task = asyncio.create_task(probe(lags, stop))
+                    await asyncio.sleep(0.02)  # the probe under way
+                    started = time.perf_counter()
+                    await agent.turn("alice", session, text).run()
+                    took = time.perf_counter() - started
+                    stop.set()
+                    await task
+                    print(f"{f'turn of 64,000 characters ({name})':44} {took:7.2f} s  event "
+                          f"loop stalled at most {max(lags) * 1000:.0f} ms (goal <= 100 ms)",
+                          flush=True)
+
+            asyncio.run(run())
+        finally:
+            rt.close()
+
+
+# -- `hermes export` of a large home: its peak resident memory above the process's idle ----------
+
+EXPORT_CHILD = """
+import os, sys
+from pathlib import Path
+def rss(key):
+    for line in Path('/proc/self/status').read_text().splitlines():
+        if line.startswith(key + ':'):
+            return int(line.split()[1]) * 1024
+from hermes.cli import main as hermes_main
+import hermes.cli.db, hermes.memory.transfer  # what the command imports, before idle
+from hermes.config import load_settings
+from hermes.runtime import Runtime
+rt = Runtime(load_settings()); rt.db.execute('SELECT count(*) FROM messages').fetchone(); rt.close()
+idle, idle_anon = rss('VmRSS'), rss('RssAnon')
+Path('/proc/self/clear_refs').write_text('5')  # VmHWM := VmRSS
+import threading
+peak_anon = [idle_anon]
+done = threading.Event()
+def sample():  # the peak of anonymous memory (VmHWM also counts the database's mapped pages)
+    while not done.wait(0.005):
+        peak_anon[0] = max(peak_anon[0], rss('RssAnon'))
+threading.Thread(target=sample, daemon=True).start()
+sys.argv = ['hermes', 'export', '--user', 'owner', '--output', sys.argv[1]]
+try:
+    hermes_main()
+except SystemExit:
+    pass
+done.set()
+print(idle, rss('VmHWM'), idle_anon, peak_anon[0])
+"""
+
+
+def build_large_home(home: Path, messages: int) -> None:
+    """``messages`` messages of ~200 characters for "owner": half in one session (a long-lived
+    chat: its export record is one line), the rest in sessions of 100; and facts, 1 per 20."""
+    os.environ["HERMES_HOME"] = str(home)
+    from hermes.config import load_settings
+    from hermes.runtime import Runtime
+
+    rt = Runtime(load_settings())
+    try:
+        store = rt.memory.sessions
+        text = ("The tomato variety we planted in March grew well near the south fence, and "
+                "my neighbour Omar asked about the seeds again on Tuesday, message {}.")
+        sizes = [messages // 2] + [100] * ((messages - messages // 2) // 100)
+        for size in sizes:
+            session = store.create("owner", "terminal").id
+            with rt.db.conn:
+                rt.db.conn.executemany(
+                    "INSERT INTO messages (session_id, user, role, content, created_at) "
+                    "VALUES (?, 'owner', ?, ?, '2026-01-01T00:00:00+00:00')",
+                    ((session, "user" if i % 2 == 0 else "assistant", text.format(i))
+                     for i in range(size)))
+        for i in range(messages // 20):
+            rt.memory.facts.add("owner", f"The user's plant number {i} is a tomato of kind {i}")
+    finally:
+        rt.close()
+
+
+def export_case(folder: Path, messages: int) -> None:
+    """``EXPORT_TREES=/a,/b``: the export run by each checkout in turn, on the same home (an
+    A/B in one run); by default this one."""
+    home = folder / "large-home"
+    started = time.perf_counter()
+    build_large_home(home, messages)
+    built = time.perf_counter() - started
+    trees = os.environ.get("EXPORT_TREES") or str(Path(__file__).resolve().parent.parent)
+    for tree in trees.split(","):
+        export_from(tree, home, folder / "export.jsonl", messages, built)
+
+
+def export_from(tree: str, home: Path, out: Path, messages: int, built: float) -> None:
+    import subprocess
+
+    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": tree}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", EXPORT_CHILD, str(out)], env=env, cwd=tree,
+                          capture_output=True, text=True, check=False)
+    spent = time.perf_counter() - started
+    if done.returncode or not done.stdout.strip():
+        print(f"{'export of a large home':44} RAISED {done.stderr.strip()[-300:]}")
+        RESULTS.append(("export", True, 0.0))
+        return
+    idle, peak, idle_anon, peak_anon = map(int, done.stdout.split()[-4:])
+    size = out.stat().st_size / MiB
+    print(f"{f'hermes export, {messages:,} messages':44} {spent:7.2f} s  peak RSS +"
+          f"{(peak - idle) / MiB:7.1f} MiB above idle ({idle / MiB:.0f} MiB), anonymous +"
+          f"{(peak_anon - idle_anon) / MiB:.1f} MiB (file {size:.0f} MiB, "
+          f"home built in {built:.0f} s; {tree}; goal <= 64 MiB)", flush=True)
+    RESULTS.append(("export", False, (peak - idle) / MiB))
+
+
 def main() -> None:
+    if "--turn-only" in sys.argv:
+        with tempfile.TemporaryDirectory() as folder:
+            turn_loop_case(Path(folder))
+        return
+    if "--export-only" in sys.argv:
+        messages = int(os.environ.get("MESSAGES", "200000"))
+        with tempfile.TemporaryDirectory() as folder:
+            export_case(Path(folder), messages)
+        return
     with tempfile.TemporaryDirectory() as folder:
         os.environ["HERMES_HOME"] = str(Path(folder) / "home")
         from hermes.config import load_settings
@@ -204,6 +366,8 @@ def main() -> None:
             loop_case(rt)
         finally:
             rt.close()
+        export_case(Path(folder), int(os.environ.get("MESSAGES", "200000")))
+        turn_loop_case(Path(folder))
     raised = sum(1 for _, r, _ in RESULTS if r)
     print(f"cases: {len(RESULTS)}, raised: {raised}, worst peak +"
           f"{max(p for _, _, p in RESULTS):.1f} MiB")

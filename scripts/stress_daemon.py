@@ -1,6 +1,6 @@
 """Stress: a running daemon's memory and another user's wait while a large input arrives.
 
-    python scripts/stress_daemon.py [--tree PATH] [--rounds N]
+    python scripts/stress_daemon.py [--tree PATH] [--rounds N] [--only TEXT]
 
 Starts `hermes run --no-repl` as its own process on a fresh home (the model faked at litellm's
 boundary, answering "ok" at once; web panel on a free port; embeddings and extraction as
@@ -218,7 +218,8 @@ def sessions(tree: Path, home: Path) -> dict[str, int]:
     return {"alice": int(out[0]), "bob": int(out[1])}
 
 
-async def measure(daemon: Daemon, ids: dict[str, int], rounds: int) -> None:
+async def measure(daemon: Daemon, ids: dict[str, int], rounds: int, only: str | None = None
+                  ) -> None:
     pid = daemon.proc.pid
     path = daemon.socket
     for i in range(6):  # warm: imports, the embedding model, prepared statements
@@ -240,6 +241,8 @@ async def measure(daemon: Daemon, ids: dict[str, int], rounds: int) -> None:
     await loop.run_in_executor(pool, alice, "warm", path, ids["alice"], 10)
 
     async def case(name: str, kind: str, size: int) -> None:
+        if only and only not in name:
+            return
         await asyncio.sleep(1)
         reset_peak(pid)
         base = status(pid)["VmRSS"]
@@ -301,6 +304,7 @@ def main() -> None:
                         help="the checkout whose hermes the daemon runs (default: this one)")
     parser.add_argument("--rounds", type=int, default=20,
                         help="bob's turns alone, for his median")
+    parser.add_argument("--only", help="only the cases whose name holds this (e.g. 'message of')")
     args = parser.parse_args()
     tree = args.tree.resolve()
     print(f"tree {tree}")
@@ -311,7 +315,7 @@ def main() -> None:
         daemon = Daemon(tree, home)
         try:
             daemon.wait_ready()
-            asyncio.run(measure(daemon, ids, args.rounds))
+            asyncio.run(measure(daemon, ids, args.rounds, args.only))
         finally:
             daemon.stop()
 

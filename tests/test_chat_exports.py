@@ -332,3 +332,48 @@ def test_a_lone_surrogate_in_a_chatgpt_message_keeps_its_conversation(rt, tmp_pa
     texts = [m.content for s in rt.memory.sessions.list_sessions("owner")
              for m in rt.memory.sessions.messages("owner", s.id)]
     assert any(t.startswith("My \ufffd tomatoes") for t in texts)
+
+
+def test_bytes_that_are_not_utf8_are_read_as_u_fffd_and_said_in_one_line(cli, rt, tmp_path):
+    """Review item 9: an import file with bytes that are not UTF-8 is imported (nothing lost:
+    each such sequence becomes U+FFFD), and the command says so in one line: which lines (a
+    transcript) or how many sequences (a data export). A U+FFFD the file spelt itself is not
+    counted; a clean file gets no note."""
+    def transcript(said: bytes) -> bytes:
+        head = json.dumps({"source": "import", "title": "T", "started_at":
+                           "2025-11-24T16:00:00Z", "messages": [{"role": "user", "content":
+                                                                 "PLACEHOLDER", "created_at":
+                                                                 "2025-11-24T16:00:00Z"}]})
+        return head.replace("PLACEHOLDER", "{}").encode().replace(b"{}", said, 1)
+
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(b"\n".join([
+        transcript("caf\u00e9 au lait \ufffd as written".encode()),
+        transcript(b"the tomato \xff\xfe seeds and \xe9t\xe9"),
+        transcript(b"fine"),
+        transcript(b"\xc3 half a letter"),
+    ]) + b"\n")
+    result = cli("sessions", "import", str(path))
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "not UTF-8" in line]
+    assert notes == ["Note: 2 line(s) of notes.jsonl held bytes that are not UTF-8 (line 2, 4): "
+                     "each such sequence (5 in all) was read as U+FFFD (\ufffd) and imported "
+                     "with the rest of its line."]
+    said = {m.content for s in rt.memory.sessions.list_sessions("owner")
+            for m in rt.memory.sessions.messages("owner", s.id)}
+    assert "the tomato \ufffd\ufffd seeds and \ufffdt\ufffd" in said
+    assert "caf\u00e9 au lait \ufffd as written" in said  # (spelt by the file: not counted)
+
+    export = tmp_path / "conversations.json"
+    conversation = {"uuid": "c-1", "name": "Garden", "created_at": "2025-11-24T16:00:00Z",
+                    "chat_messages": [{"uuid": "m-1", "sender": "human", "text": "PLACE",
+                                       "created_at": "2025-11-24T16:00:00Z"}]}
+    export.write_bytes(json.dumps([conversation]).encode().replace(b"PLACE", b"peas \x80 here"))
+    result = cli("sessions", "import", str(export), "--format", "claude")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "not UTF-8" in line] == [
+        "Note: conversations.json held 1 byte sequence(s) that are not UTF-8: each was read as "
+        "U+FFFD (\ufffd) and imported with the rest."]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(transcript("all good \u00e9".encode()) + b"\n")
+    assert "not UTF-8" not in cli("sessions", "import", str(clean)).stderr

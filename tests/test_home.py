@@ -303,6 +303,37 @@ def test_the_caches_vector_files_and_graphs_are_private(tmp_path: Path) -> None:
         "v.vec": 0o600, f"toy-{cache.key()}.onnx": 0o600, f"toy-{cache.key()}.json": 0o600}
 
 
+def test_the_folders_hermes_makes_in_the_home_are_private_whatever_the_umask(
+        tmp_path: Path) -> None:
+    """The cache and its vector files' folder, made by a daemon or a front-end that does not
+    run under the CLI's umask (review item 12): 0700, parents made on the way too; a folder
+    that exists keeps its mode (`hermes doctor` names a loose one)."""
+    import numpy as np
+
+    from hermes.home import make_private_dirs
+    from hermes.memory.vectors.file import save
+
+    home = tmp_path / "home"
+    with umask(0o022):
+        save(home / "cache" / "vectors" / "owner.vec", {"model": "toy"},
+             {"rows": np.zeros((4, 8), dtype=np.int8)})
+        make_private_dirs(home / "cache" / "graphs")
+    assert {p.relative_to(tmp_path).as_posix(): mode(p)
+            for p in (home, home / "cache", home / "cache" / "vectors",
+                      home / "cache" / "graphs")} == {
+        "home": 0o700, "home/cache": 0o700, "home/cache/vectors": 0o700,
+        "home/cache/graphs": 0o700}
+    assert mode(home / "cache" / "vectors" / "owner.vec") == 0o600
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    make_private_dirs(loose)
+    assert mode(loose) == 0o755
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    with pytest.raises(FileExistsError):
+        make_private_dirs(tmp_path / "a-file")
+
+
 def test_every_command_runs_with_a_private_umask(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Files the code above does not name (a plugin's, a library's) are private too: every
     command runs with umask 077, and the caller's umask is back afterwards."""

@@ -93,6 +93,8 @@ MEMORY_ROOT = {"__init__.py", "place.py", "basic.py", "context.py"}
 TIER_FLOOR = ("hermes.memory.embeddings", "hermes.memory.vectors", "hermes.memory.words",
               "hermes.safety", "hermes.store", "hermes.clock", "hermes.errors", "hermes.config",
               "hermes.safe_text",
+              # how a file or folder of the home is made private (imports nothing of hermes)
+              "hermes.home",
               # where a memory was learned and who may read it: the records every read for a
               # reply takes, and the one rule the tiers' SQL asks for (i32)
               "hermes.memory.place", "hermes.memory.audience")

@@ -147,3 +147,35 @@ async def test_extraction_waits_while_another_reply_is_streaming(
     assert (await streaming).text == "4."
     await worker.drain()
     assert [f.content for f in facts.list_facts("owner")] == ["The user has a cat named Miso."]
+
+
+async def test_a_long_message_is_read_for_remember_requests_off_the_event_loop(
+        agent, worker, session_id, facts, fake_model, monkeypatch):
+    """Issue 30: a message over DETECT_INLINE_CHARS is read by the fast lane on a worker thread
+    (another user's turn goes on meanwhile); its fact is still stored before the reply, and seen
+    by the same turn's prompt, as for a short one."""
+    import threading
+
+    from hermes.learn import fastlane
+
+    threads: list[str] = []
+    original = fastlane.detect
+
+    def noting(text):
+        threads.append(threading.current_thread().name)
+        return original(text)
+
+    monkeypatch.setattr(fastlane, "detect", noting)
+    filler = " ".join(f"The tomatoes in bed {i} grew well this week." for i in range(200))
+    assert len(filler) > fastlane.DETECT_INLINE_CHARS
+    fake_model.reply("Noted.")
+    await agent.turn("owner", session_id, "Remember that my sister Ana lives in Porto. "
+                     + filler).run()
+    loop_thread = threading.current_thread().name
+    assert threads and loop_thread not in threads
+    assert "The user's sister Ana lives in Porto" in fake_model.requests[0].tail
+    assert [f.content for f in facts.list_facts("owner")] == [
+        "The user's sister Ana lives in Porto"]
+    fake_model.reply("Hi.")
+    await agent.turn("owner", session_id, "Remember that my cat is called Miso.").run()
+    assert threads[-1] == loop_thread  # a short one: read at once

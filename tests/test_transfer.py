@@ -100,3 +100,36 @@ def test_session_row_missing_a_field_is_a_one_line_error(cli, tmp_path, dump):
     refused, kept = import_refusing(cli, tmp_path, write(tmp_path, dump), f"line {number}",
                                     "message_count")
     assert len(refused) == 1 and "hello there" not in kept and "PostgreSQL 16" in kept
+
+
+def test_the_export_is_written_as_read_and_is_the_sealed_lines_of_its_records(rt, cli, tmp_path):
+    """`hermes export` writes a session's messages one by one (a chat of 100,000 messages was
+    one record of ~200 MB in memory before it became a line: issue 30, export read whole), and
+    what it writes is, byte for byte, :func:`sealed_lines` of its records (what `hermes import`
+    checks). Only the owner's rows travel."""
+    from hermes.memory.transfer import export_pieces
+
+    store = rt.memory.sessions
+    long_chat = store.create("owner", "terminal")
+    for i in range(40):
+        store.append("owner", long_chat.id, "user" if i % 2 == 0 else "assistant",
+                     f"message {i}: the tomatoes \u2028 by the fence, \"quoted\" {'é' * i}")
+    store.create("owner", "terminal")  # a session with no message
+    store.append("bob", store.create("bob", "terminal").id, "user", "bob's own words")
+    rt.memory.facts.add("owner", "The user grows tomatoes")
+    pieces = list(export_pieces(rt.db, "owner"))
+    lines = "".join(pieces).split("\n")[:-1]  # (not splitlines: U+2028 is no line end here)
+    # the long chat's line came in one piece a message (and its start and its end)
+    assert len(pieces) >= len(lines) + 40
+    records = [json.loads(line) for line in lines]
+    assert lines == list(sealed_lines(records[:-1]))
+    assert lines == list(export_user(rt.db, "owner"))
+    chat = next(r for r in records if r["type"] == "sessions" and r["row"]["id"] == long_chat.id)
+    assert [m["content"][:10] for m in chat["messages"]][:2] == ["message 0:", "message 1:"]
+    assert "bob's own words" not in "".join(pieces)
+    rt.close()
+    out = tmp_path / "owner.jsonl"
+    result = cli("export", "--output", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_text(encoding="utf-8").split("\n")[:-1] == lines
+    assert "40 messages" in result.stderr and "2 sessions" in result.stderr

@@ -26,6 +26,7 @@ but the mark that a pending question was asked; the turn records which facts wer
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,9 +42,15 @@ from hermes.memory.facts import query_ahead
 from hermes.memory.facts.query_ahead import QueryAhead
 from hermes.memory.facts.store import Fact, FactStore
 from hermes.memory.place import PRIVATE, Place
-from hermes.memory.sessions.past_messages import PastExcerpt, recall_past_messages
+from hermes.memory.sessions.past_messages import (
+    PastExcerpt,
+    past_query_text,
+    recall_past_messages,
+)
 from hermes.memory.sessions.records import speaker_name
 from hermes.memory.sessions.store import Message, SessionStore
+
+log = logging.getLogger(__name__)
 
 PART_TAGS = ("persona", "current_time", "basic_memory", "recent_context", "recalled_memory",
              "memory_changes", "recalled_conversations", "pending_question")
@@ -372,6 +379,44 @@ class PromptBuilder:
             more = {f.id for f in fit_facts(rest, total - used, cost)[0]}
             chosen = [f for f in ranked if f.id in taken or f.id in more]  # in rank order
         return chosen, excerpts
+
+    def embed_ahead(self, user: str, query: str) -> Callable[[], None] | None:
+        """What :meth:`recalled` would embed on the calling thread, as work for a worker
+        thread (a turn runs it before composing, off the event loop: a message of 64,000
+        characters held the daemon's loop ~0.3 s with its embeddings, and every other user's
+        turn with it): the query's vector (kept in the model's recent queries, where recall
+        finds it) and the user's newest messages without one (kept for the search that indexes
+        them). The database is read here; the work reads none. None: nothing to embed.
+
+        A failure on the worker changes nothing: recall meets it again and says so (one log
+        line, recall by words), as without this."""
+        query = query[:RECALL_QUERY_CHARS]
+        agent = self.settings.agent
+        queries: dict[tuple[int, str], Any] = {}  # (model, text): the model
+        if (agent.recall_char_budget > 0 and agent.recall_max_facts > 0 and query.strip()
+                and self.fact_recall.will_embed(user, query)):
+            embedder = self.facts.vectors.embedder  # type: ignore[union-attr]  # will_embed
+            queries[id(embedder), self.fact_recall.meaning(query)] = embedder
+        vectors = self.sessions.vectors
+        pending: list[str] = []
+        if agent.recall_messages_char_budget > 0 and vectors is not None and query.strip():
+            queries[id(vectors.embedder), past_query_text(query)] = vectors.embedder
+            pending = vectors.pending(user)
+        if not queries and not pending:
+            return None
+
+        def work() -> None:
+            try:
+                if pending:
+                    vectors.embed_ahead(pending)  # type: ignore[union-attr]  # pending: vectors
+                # the queries last: other users' turns embed theirs meanwhile, and the model
+                # remembers only the last few (RECENT_QUERIES)
+                for (_, text), embedder in queries.items():
+                    embedder.embed_query(text)
+            except Exception as exc:  # noqa: BLE001 - met again by recall, which says so
+                log.debug("embedding ahead failed (%s): recall meets it itself", exc)
+
+        return work
 
     @staticmethod
     def _embed_ahead() -> bool:

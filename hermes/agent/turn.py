@@ -300,6 +300,12 @@ class Turn:
             state.earlier = []
         state.version = state.conversation.version
         self._recall = await self._recall_query(state.message)
+        # The recall's embeddings (the message as a query, and as a message to index) on a
+        # worker thread first, so that composing on the event loop finds them made
+        # (PromptBuilder.embed_ahead): other users' turns go on meanwhile.
+        ahead = agent.prompts.embed_ahead(self.user, self._recall)
+        if ahead is not None:
+            await asyncio.to_thread(ahead)
         state.prompt = agent.prompts.compose(self.user, self._recall, state.conversation,
                                              [*state.earlier, state.message])
 

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from hermes.cli import JsonOption, UserOption, given_user, runtime
 from hermes.cli.output import console, echo, emit_json
-from hermes.memory.sessions.transcripts import read_lines
-from hermes.memory.transfer import export_user, import_user
+from hermes.memory.sessions.transcripts import not_utf8_note, read_lines
+from hermes.memory.transfer import export_pieces, import_user
 from hermes.store.check import check_database
 from hermes.store.files import atomic_text_file
 from hermes.store.maintenance import backup as backup_db
@@ -117,19 +117,21 @@ def export(
     import` reads it back."""
     rt = runtime(ctx)
     who = rt.user(user)
-    lines = export_user(rt.db, who)
+    # Written as it is read (a session's messages one by one): memory stays bounded whatever
+    # the size of the home.
+    pieces = export_pieces(rt.db, who)
     count, last = 0, ""
     if output is None:
-        for line in lines:
-            sys.stdout.write(line + "\n")
-            count, last = count + 1, line
+        for piece in pieces:
+            sys.stdout.write(piece)
+            count, last = count + piece.endswith("\n"), piece
         sys.stdout.flush()
     else:
         # Complete or absent: a full disk or a damaged row part-way leaves no partial export.
         with atomic_text_file(output) as handle:
-            for line in lines:
-                handle.write(line + "\n")
-                count, last = count + 1, line
+            for piece in pieces:
+                handle.write(piece)
+                count, last = count + piece.endswith("\n"), piece
         # Said the way `hermes import` says what it restored: rows by table, from the end
         # record's counts (a session's line carries its messages, so lines are not rows).
         counts = json.loads(last).get("counts", {})
@@ -170,8 +172,9 @@ def import_(
     that is cut short, changed or damaged (its end record is missing or does not match) is
     refused as a whole unless --allow-incomplete."""
     rt = runtime(ctx)
+    not_utf8: dict[int, int] = {}  # (both passes read the same lines)
     try:
-        report = import_user(rt.db, lambda: read_lines(file), user=user,
+        report = import_user(rt.db, lambda: read_lines(file, not_utf8=not_utf8), user=user,
                              basic_char_limit=rt.settings.memory.basic_char_limit,
                              allow_unsealed=allow_incomplete,
                              redact_messages=rt.settings.sessions.redact_secrets,
@@ -182,6 +185,9 @@ def import_(
         raise typer.Exit(130) from None
     for warning in report.warnings:
         echo(f"Warning: {warning}.", err=True)
+    note = not_utf8_note(file.name, not_utf8)
+    if note:
+        echo(note, err=True)
     started = f"{report.started_at[:10]} {report.started_at[11:16]} UTC" \
         if report.started_at else ""
     if report.already_imported is not None:

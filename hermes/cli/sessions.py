@@ -284,8 +284,9 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
                                                 "--format chatgpt or --format claude."))
     if _is_hermes_export(file):
         raise _an_export_file(file, "transcripts")
-    from hermes.memory.sessions.transcripts import import_sessions, read_lines
+    from hermes.memory.sessions.transcripts import import_sessions, not_utf8_note, read_lines
 
+    not_utf8: dict[int, int] = {}
     size = file.stat().st_size
     if size >= PROGRESS_BYTES:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -295,11 +296,13 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
             TimeRemainingColumn(), console=err_console, transient=True,
         ) as progress:
             task = progress.add_task(f"importing {file.name}", total=size)
-            lines = read_lines(file, on_bytes=lambda n: progress.advance(task, n))
+            lines = read_lines(file, on_bytes=lambda n: progress.advance(task, n),
+                               not_utf8=not_utf8)
             report = import_sessions(store, rt.user(user), lines, sources=session_sources())
     else:
-        report = import_sessions(store, rt.user(user), read_lines(file), sources=session_sources())
-    _finish_import(report, as_json)
+        report = import_sessions(store, rt.user(user), read_lines(file, not_utf8=not_utf8),
+                                 sources=session_sources())
+    _finish_import(report, as_json, not_utf8_note(file.name, not_utf8))
 
 
 def _looks_like_export(file: Path) -> bool:
@@ -360,8 +363,9 @@ def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: 
 
     if fmt not in FORMATS:
         raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")
+    not_utf8: list[int] = []
     try:
-        conversations = load_export(file)
+        conversations = load_export(file, not_utf8)
     except ExportError as exc:
         if _looks_like_export(file):
             raise
@@ -383,10 +387,17 @@ def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: 
         task = progress.add_task(f"importing {file.name}", total=len(conversations))
         report = import_export(store, who, conversations, fmt,
                                progress=lambda done: progress.update(task, completed=done))
-    _finish_import(report, as_json)
+    note = (f"Note: {file.name} held {sum(not_utf8):,} byte sequence(s) that are not UTF-8: "
+            "each was read as U+FFFD (\ufffd) and imported with the rest."
+            if not_utf8 else None)
+    _finish_import(report, as_json, note)
 
 
-def _finish_import(report: ImportReport, as_json: bool) -> None:
+def _finish_import(report: ImportReport, as_json: bool, note: str | None = None) -> None:
+    """The report (``--json``: as JSON), and ``note`` (what was altered in reading the file:
+    one line, on stderr, whatever the mode)."""
+    if note:
+        echo(note, err=True)
     if as_json:
         emit_json(report.to_json())
     else:

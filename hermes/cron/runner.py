@@ -18,7 +18,7 @@ from hermes.aio import finish_or_cancel
 from hermes.clock import Clock, parse_ts, to_ts
 from hermes.cron.schedule import MAX_MISSED_RECORDS, Plan, ScheduleError, file_target, plan_runs
 from hermes.cron.store import CronJob, CronRun, CronStore, trigger_for
-from hermes.home import private_opener
+from hermes.home import make_private_dirs, private_opener
 from hermes.memory.place import PRIVATE, Place
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class CronRunner:
 
     async def _deliver_file(self, job: CronJob, target: str, text: str) -> None:
         path = file_target(self.store.home, target)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         stamp = self.clock.now().strftime("%Y-%m-%d %H:%M UTC")
         with open(path, "a", encoding="utf-8", opener=private_opener) as handle:  # 0600
             handle.write(f"## {job.name} ({stamp})\n\n{text.rstrip()}\n\n")

@@ -36,6 +36,7 @@ from hermes.aio import finish_or_cancel
 from hermes.errors import HermesError
 from hermes.frontends.chunking import chunk_message
 from hermes.frontends.commands import MemoryCommands
+from hermes.home import write_private_text
 from hermes.memory.audience import adopt_place
 from hermes.memory.place import PRIVATE, Place, Scope
 from hermes.store.db import write_transaction
@@ -179,8 +180,7 @@ class HermesBot(discord.Client):
             # Messages still work; the next start tries again (no marker written).
             log.exception("discord: syncing the slash commands failed; continuing without")
             return
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(digest + "\n", encoding="utf-8")
+        write_private_text(marker, digest + "\n")  # 0600, whatever the umask
         log.info("discord: slash commands synced")
 
     async def on_ready(self) -> None:

@@ -46,6 +46,7 @@ from pydantic import Field
 from hermes.agent.tool_registry import Tool, ToolRegistry
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
+from hermes.home import make_private_dirs
 from hermes.memory.facts.records import writes_from
 from hermes.memory.operations import MemoryOperations, Scope, shapes
 
@@ -487,7 +488,7 @@ def ensure_token(settings: Settings) -> str:
             return token
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

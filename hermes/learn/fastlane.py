@@ -21,6 +21,7 @@ A fast-lane fact's conversation is the message that said it and the reply to it
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FASTLANE_TAG = "fastlane"
+# A message longer than this is read for remember-requests on a worker thread: the turn awaits
+# it, and other users' turns go on (a 64,000-character message took ~30 ms on the daemon's
+# event loop). A shorter one is read at once (a thread costs more than it saves there).
+DETECT_INLINE_CHARS = 4_000
 
 _POLITE = r"(?:(?:hey|ok|okay|so|and|also|oh|btw)\s*,?\s+)?(?:hermes\s*,?\s+)?(?:please\s*,?\s+)?" \
           r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
@@ -218,15 +223,26 @@ class FastLane:
             self._facts = self.memory.facts
         return self._facts
 
-    def __call__(self, user: str, session_id: int, message: Any) -> str | None:
+    def __call__(self, user: str, session_id: int, message: Any) -> Any:
         """Store the message's remember-requests; what they replaced, as a note for the end
-        of the reply (None when they replaced nothing)."""
+        of the reply (None when they replaced nothing). For a message over
+        DETECT_INLINE_CHARS, a coroutine that reads it on a worker thread, then stores."""
         if getattr(message, "role", "user") != "user":
             return None
+        if len(message.content) > DETECT_INLINE_CHARS:
+            return self._read_on_worker(user, session_id, message)
+        return self._store(user, session_id, message, detect(message.content))
+
+    async def _read_on_worker(self, user: str, session_id: int, message: Any) -> str | None:
+        found = await asyncio.to_thread(detect, message.content)
+        return self._store(user, session_id, message, found)  # (the writes: on the loop)
+
+    def _store(self, user: str, session_id: int, message: Any,
+               found: list[Remembered]) -> str | None:
         replaced: list[str] = []
         # Facts say "The user ...": a display name is how the model addresses the person, not
         # the subject of their memory (and never an identity such as terminal:root).
-        for item in detect(message.content):
+        for item in found:
             try:
                 result = self.facts.add(
                     user,

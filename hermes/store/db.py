@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlite_utils
 
 from hermes.errors import HermesError, StorageError
-from hermes.home import create_private_file
+from hermes.home import create_private_file, make_private_dirs
 from hermes.store.failures import opening_problem
 from hermes.store.migrations import migrations
 
@@ -59,7 +59,7 @@ def connect(
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     if path.is_dir():
         raise StorageError(f"{path} is a directory, not the database file; move it away (a new "
                            "database is created) or put back a copy made with `hermes db backup`.")

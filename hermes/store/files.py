@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from hermes.home import make_private_dirs
+
 
 def temp_path_beside(path: Path) -> Path:
     """A fresh, not yet existing name in ``path``'s directory (for writers that create it)."""
@@ -46,7 +48,7 @@ def atomic_text_file(path: Path, *, replace: bool = True) -> Iterator[TextIO]:
     An OSError (a full disk: ENOSPC, EFBIG) names ``path``, so the one line a person sees says
     which file could not be written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:

@@ -31,6 +31,7 @@ from typing import Any
 
 from hermes.clock import Clock, parse_ts, to_ts
 from hermes.errors import HermesError, NotFound
+from hermes.home import make_private_dirs
 from hermes.memory.place import Scope
 
 COOKIE = "hermes_session"
@@ -67,7 +68,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 
 def _write(path: Path, data: dict[str, dict[str, Any]]) -> None:
     """Atomically, readable by this OS user only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:

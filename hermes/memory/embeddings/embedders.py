@@ -89,6 +89,10 @@ class Embedder(Protocol):
         ...
 
 
+# The longest text MiniLM tokenizes with the single-text call (which holds the GIL: ~1 ms here)
+SINGLE_CALL_CHARS = 1_000
+
+
 class MiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX): WordPiece, mean pooling over real tokens, L2 norm.
 
@@ -195,10 +199,14 @@ class MiniLM:
         vectors (and on one core a run of one text costs no more per token than a batch)."""
         np = self._np
         out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-        # One text (a query): the tokenizer's single-text call, ~20 us less than a batch of one
+        # One short text (a query): the tokenizer's single-text call, ~20 us less than a batch
+        # of one. A long one goes through the batch call all the same: the single call holds
+        # the GIL while it reads the text (35-65 ms for 64,000 characters, the event loop of
+        # the daemon stopped with it), the batch call lets it go.
         # Full-width letters read as letters: the model's vocabulary has none ("ＲＥＤＩＳ" was
         # [UNK], a cosine of 0.05 to "Redis"; plain text is unchanged).
-        encodings = ([self._tokenizer.encode(fold_width(texts[0]) or " ")] if len(texts) == 1
+        encodings = ([self._tokenizer.encode(fold_width(texts[0]) or " ")]
+                     if len(texts) == 1 and len(texts[0]) <= SINGLE_CALL_CHARS
                      else self._tokenizer.encode_batch([fold_width(t) or " " for t in texts]))
         for row, encoding in enumerate(encodings):
             out[row] = self._run(encoding.ids)
@@ -270,7 +278,8 @@ class E5:
         return _recent_query(self, text, compute)
 
 
-RECENT_QUERIES = 8
+# (a turn embeds its query ahead, on a worker: other users' turns add theirs before it composes)
+RECENT_QUERIES = 32
 _RECENT_LOCK = threading.Lock()
 
 

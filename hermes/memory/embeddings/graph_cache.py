@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes.home import FILE_MODE, private_opener
+from hermes.home import FILE_MODE, make_private_dirs, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def cached_session(ort: Any, cache: GraphCache | None, options: Any,
                                     disabled_optimizers=disabled)
     temp = cache.directory / f".{cache.path(key).stem}.{os.getpid()}.tmp"
     try:
-        cache.directory.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(cache.directory)  # 0700, whatever the umask
         if not os.access(cache.directory, os.W_OK):
             raise PermissionError(f"{cache.directory} is not writable")
     except OSError as exc:

@@ -41,6 +41,7 @@ from hermes.memory.sessions.transcripts import (
     _ParsedMessage,
     _ParsedSession,
     import_sessions,
+    replaced_count,
 )
 from hermes.safe_text import scrub_value
 
@@ -86,8 +87,10 @@ def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
     return b"".join(chunks)
 
 
-def load_export(path: Path) -> list[Any]:
-    """The list of conversations in ``conversations.json`` or in the export's zip."""
+def load_export(path: Path, not_utf8: list[int] | None = None) -> list[Any]:
+    """The list of conversations in ``conversations.json`` or in the export's zip. Bytes that
+    are not UTF-8 are read as U+FFFD, and ``not_utf8`` gets how many such sequences there were
+    (the command says so)."""
     if zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as archive:
@@ -109,7 +112,14 @@ def load_export(path: Path) -> list[Any]:
         except OSError as exc:
             raise ExportError(f"{path.name}: cannot read it ({exc.strerror or exc}).") from None
     try:
-        data = json.loads(raw.decode("utf-8-sig", errors="replace"))
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8-sig", errors="replace")
+        if not_utf8 is not None:
+            not_utf8.append(replaced_count(raw, text))
+    del raw  # (the text is what is read from here: the bytes need not stay)
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ExportError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno}, "
                           f"column {exc.colno}).") from None

@@ -284,13 +284,18 @@ def _search(store: SessionStore, user: str, query: str, limit: int,
                   meaning=original, profile=PROMPT_PROFILE)
 
 
+def past_query_text(query: str) -> str:
+    """The text past-message search embeds for ``query`` (a turn embeds it ahead)."""
+    return scrub(query)
+
+
 def _embeds(store: SessionStore, text: str) -> bool:
     """Whether the model embeds ``text`` (kept in its recent queries: the search's own
     embedding of it is then not computed again); a failure is one log line, and the turn's
     past messages are found by their words."""
     assert store.vectors is not None
     try:
-        store.vectors.embedder.embed_query(scrub(text))
+        store.vectors.embedder.embed_query(past_query_text(text))
     except Exception as exc:  # noqa: BLE001 - any model failure: logged, recall by words
         log.warning("query embedding failed (%s: %s): past messages recalled by their words",
                     type(exc).__name__, exc)

@@ -374,10 +374,13 @@ def _new_messages(
 MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
-def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[str]:
+def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None,
+               not_utf8: dict[int, int] | None = None) -> Iterator[str]:
     """The lines of a UTF-8 file (a leading byte order mark dropped), reporting bytes read (for
     a progress bar). A line over MAX_LINE_BYTES is a HermesError (what came before it was
-    imported)."""
+    imported). Bytes that are not UTF-8 are read as U+FFFD, and ``not_utf8`` is told where:
+    line number (from 1) -> how many such sequences (the command says so: see
+    :func:`not_utf8_note`)."""
     with path.open("rb") as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
@@ -388,5 +391,30 @@ def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> 
                     "it and the lines after it were not imported.")
             if on_bytes is not None:
                 on_bytes(len(raw))
-            yield raw.decode("utf-8-sig" if number == 0 else "utf-8", errors="replace")
+            codec = "utf-8-sig" if number == 0 else "utf-8"
             number += 1
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError:
+                text = raw.decode(codec, errors="replace")
+                if not_utf8 is not None:
+                    not_utf8[number] = replaced_count(raw, text)
+            yield text
+
+
+def replaced_count(raw: bytes, text: str) -> int:
+    """How many byte sequences of ``raw`` that are not UTF-8 ``text`` (``raw`` decoded with
+    errors="replace") holds as U+FFFD: its U+FFFD less those ``raw`` spelt in UTF-8 itself
+    (a valid sequence is never part of an invalid one)."""
+    return text.count("\ufffd") - raw.count("\ufffd".encode())
+
+
+def not_utf8_note(name: str, lines: dict[int, int]) -> str | None:
+    """The one line an import says when lines of its file held bytes that are not UTF-8."""
+    if not lines:
+        return None
+    numbers = sorted(lines)
+    shown = ", ".join(f"{n:,}" for n in numbers[:10]) + (", ..." if len(numbers) > 10 else "")
+    return (f"Note: {len(numbers):,} line(s) of {name} held bytes that are not UTF-8 (line "
+            f"{shown}): each such sequence ({sum(lines.values()):,} in all) was read as "
+            "U+FFFD (\ufffd) and imported with the rest of its line.")

@@ -24,6 +24,7 @@ import sqlite_utils
 
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
+from hermes.home import make_private_dirs
 from hermes.memory.embeddings.embedders import DEFAULT_MODEL, Embedder, Embedders, message_text
 from hermes.memory.sessions import semantic, vector_cache
 from hermes.memory.sessions.held_vectors import Matrix, top_k
@@ -53,6 +54,9 @@ _cannot_keep: set[Path] = set()
 INDEX_BATCH = 32
 # A search embeds at most this many new messages itself (about 2 s with e5 on one core).
 INLINE_INDEX = 32
+# Message vectors kept from an embedding ahead (MessageVectors.embed_ahead) until a search takes
+# them: a turn's new messages, a few turns' worth
+AHEAD_KEPT = 4 * INLINE_INDEX
 # A user's vectors are kept in a file under <home>/cache/vectors from this many (fewer are read
 # out of SQLite in a few tens of ms); written again once this many of their rows changed since.
 CACHE_MIN = 20_000
@@ -84,6 +88,10 @@ class MessageVectors(VectorStore):
         # Per user, messages whose vectors another write dropped (an edit, a redaction, a
         # deletion): the next search re-embeds those that still exist (a few at a time).
         self._dropped: dict[str, set[int]] = {}
+        # Vectors of message texts embedded ahead of the search that indexes them
+        # (:meth:`embed_ahead`, on a worker thread), taken by that search instead of embedding
+        self._ahead: dict[str, Any] = {}
+        self._ahead_lock = threading.Lock()
 
     def index(self, user: str, *, stop: Callable[[], bool] | None = None,
               limit: int | None = None,
@@ -111,7 +119,7 @@ class MessageVectors(VectorStore):
         rows.sort(key=lambda r: len(r[2] or ""))
 
         def values_of(chunk: Sequence[Any]) -> list[tuple[Any, ...]]:
-            vectors = self.embedder.embed([message_text(r[1], r[2]) for r in chunk])
+            vectors = self._embedded([message_text(r[1], r[2]) for r in chunk])
             centroids = vector_cells.load(self.db, "message", user, self.embedder.model_id)
             cells: list[int | None] = ([int(c) for c in centroids.assign(vectors)]
                                        if centroids else [None] * len(chunk))
@@ -131,6 +139,43 @@ class MessageVectors(VectorStore):
             if done or clustered:
                 self.keep_file(user)
         return done
+
+    def pending(self, user: str) -> list[str]:
+        """The texts a search (:meth:`matrix`) would embed now: the user's newest messages
+        without a vector, at most INLINE_INDEX of them (a turn embeds them ahead, off the
+        event loop: :meth:`embed_ahead`)."""
+        rows = self.db.execute(
+            "SELECT m.speaker, m.content FROM messages m WHERE m.user = ? AND m.id > "
+            "(SELECT coalesce(max(message_id), 0) FROM message_vectors WHERE user = ? AND "
+            "model = ?) AND m.role IN ('user', 'assistant') AND NOT EXISTS (SELECT 1 FROM "
+            "message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
+            "ORDER BY m.id DESC LIMIT ?",
+            [user, user, self.embedder.model_id, self.embedder.model_id, INLINE_INDEX],
+        ).fetchall()
+        return [message_text(speaker, content) for speaker, content in rows]
+
+    def embed_ahead(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` now (a worker thread: no database here) for the search that indexes
+        them next; kept for AHEAD_KEPT texts at most."""
+        if not texts:
+            return
+        vectors = self.embedder.embed(list(texts))
+        with self._ahead_lock:
+            for text, vector in zip(texts, vectors, strict=True):
+                self._ahead.pop(text, None)
+                self._ahead[text] = vector
+            while len(self._ahead) > AHEAD_KEPT:
+                self._ahead.pop(next(iter(self._ahead)))
+
+    def _embedded(self, texts: list[str]) -> Any:
+        """The vectors of ``texts``: those embedded ahead taken, the others embedded here."""
+        with self._ahead_lock:
+            found = {t: self._ahead.pop(t) for t in texts if t in self._ahead}
+        if not found:
+            return self.embedder.embed(texts)
+        missing = [t for t in texts if t not in found]
+        computed = iter(self.embedder.embed(missing)) if missing else iter(())
+        return self._np.stack([found[t] if t in found else next(computed) for t in texts])
 
     def keep_file(self, user: str) -> bool:
         """Bring the user's file under ``<home>/cache/vectors/`` up to date now (the
@@ -155,7 +200,7 @@ class MessageVectors(VectorStore):
         once a process per directory; searches still try their own saves, as before."""
         folder = self._file(user).parent
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(folder)  # 0700, whatever the umask
             writable = os.access(folder, os.W_OK)
             free = shutil.disk_usage(folder).free
         except OSError as exc:

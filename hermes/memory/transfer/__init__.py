@@ -15,10 +15,11 @@ from hermes.memory.transfer.export import (
     NOT_EXPORTED,
     TABLES,
     ExportReport,
+    export_pieces,
     export_user,
     sealed_lines,
 )
 from hermes.memory.transfer.restore import import_user
 
 __all__ = ["EXPORTED_TABLES", "EXPORT_END", "EXPORT_FORMAT", "EXPORT_VERSION", "NOT_EXPORTED",
-           "TABLES", "ExportReport", "export_user", "import_user", "sealed_lines"]
+           "TABLES", "ExportReport", "export_pieces", "export_user", "import_user", "sealed_lines"]

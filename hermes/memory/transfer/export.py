@@ -126,20 +126,48 @@ def _rows(db: sqlite_utils.Database, sql: str, params: list[Any]) -> Iterator[di
 def export_user(db: sqlite_utils.Database, user: str) -> Iterator[str]:
     """Every tier of ``user`` as JSON Lines: a header line, one record per line, and a trailer
     with the count of each kind and the sha256 of every line before it."""
-    return sealed_lines(_records(db, user))
+    line: list[str] = []
+    for piece in export_pieces(db, user):
+        if piece.endswith("\n"):
+            line.append(piece[:-1])
+            yield "".join(line)
+            line = []
+        else:
+            line.append(piece)
 
 
-def _records(db: sqlite_utils.Database, user: str) -> Iterator[dict[str, Any]]:
-    yield {"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "user": user}
+def export_pieces(db: sqlite_utils.Database, user: str) -> Iterator[str]:
+    """:func:`export_user`'s text as it is read, in pieces (a line's end is the "\\n" that
+    ends a piece): a session's line, which holds every message of the session, comes one
+    message a piece, so that `hermes export` writes a session of any length without holding
+    it (a chat of 100,000 messages was one record of ~200 MB of Python objects before it was
+    a line). The same text as :func:`sealed_lines` of the records, byte for byte."""
+    digest = hashlib.sha256()
+    counts: dict[str, int] = {}
+
+    def sealed(piece: str) -> str:
+        digest.update(piece.encode("utf-8", "surrogatepass"))
+        return piece
+
+    yield sealed(_dump({"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "user": user}) + "\n")
     for table in EXPORTED_TABLES:
         if table.name == "messages":
             continue
         for row in _rows(db, table.select, [user]):
-            if table.name == "sessions":
-                messages = list(_rows(db, TABLES["messages"].select, [row["id"], user]))
-                yield {"type": "sessions", "row": row, "messages": messages}
-            else:
-                yield {"type": table.name, "row": row}
+            counts[table.name] = counts.get(table.name, 0) + 1
+            if table.name != "sessions":
+                yield sealed(_dump({"type": table.name, "row": row}) + "\n")
+                continue
+            # _dump({"type": "sessions", "row": row, "messages": [...]}), written as read
+            counts["messages"] = counts.get("messages", 0)
+            yield sealed('{"type":"sessions","row":' + _dump(row) + ',"messages":[')
+            comma = ""
+            for message in _rows(db, TABLES["messages"].select, [row["id"], user]):
+                yield sealed(comma + _dump(message))
+                comma = ","
+                counts["messages"] += 1
+            yield sealed("]}\n")
+    yield _dump({"type": EXPORT_END, "counts": counts, "sha256": digest.hexdigest()}) + "\n"
 
 
 def sealed_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes.home import private_opener
+from hermes.home import make_private_dirs, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def save(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, Any],
     header = json.dumps({**meta, "format": FORMAT, "arrays": layout, "crc": small},
                         sort_keys=True).encode()
     start = -(-(len(MAGIC) + 8 + len(header) + 4) // ALIGN) * ALIGN
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)  # 0700, whatever the umask
     remove_abandoned(path.parent)
     # One temporary file per write: two threads of a process may save the same file at once
     # (the daemon's vector job and a search, each with its own MessageVectors).
