@@ -286,10 +286,22 @@ def hermes_facts(conv: data.Conversation, home: Path, args) -> Searcher:
     facts = _load_facts(conv, db, args)
     dia_of = _dia_ids_by_message(db, user)
 
-    def search(question: str) -> list[list[str]]:
+    def by_store(question: str) -> list[list[str]]:
         found = facts.search(user, question, limit=RANKED, min_trust=0.0)
         return [[dia_of[m] for m in f.source_message_ids if m in dia_of] for f in found]
 
+    sources = {fact_id: json.loads(raw or "[]") for fact_id, raw in db.execute(
+        "SELECT id, source_message_ids FROM facts WHERE user = ?", [user])}
+
+    def by_meaning(question: str) -> list[list[str]]:
+        """Meaning alone (``--retriever dense``): the nearest facts by the fusion's own
+        similarity (fact and exchange), nothing else."""
+        similarity = facts.vectors.similarity(user, question) if facts.vectors else None
+        near = similarity.nearest(RANKED) if similarity is not None else {}
+        ranked = sorted(near, key=lambda i: (-near[i], -i))
+        return [[dia_of[m] for m in sources[i] if m in dia_of] for i in ranked]
+
+    search = by_meaning if args.retriever == "dense" else by_store
     # The turns some fact holds (for the misses by kind): the others no search can bring back.
     search.held = {dia_of[m].split("#")[0] for (raw,) in db.execute(
         "SELECT source_message_ids FROM facts f WHERE f.user = ? AND f.forgotten_at IS NULL "
@@ -936,6 +948,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hermes-sessions": "sessions: SessionStore.search (best message per session)",
         "dense": f"sessions: {args.embeddings or DEFAULT_MODEL} embeddings alone",
     }.get(args.retriever, f"reference: {args.retriever}")
+    if args.mode == "facts" and args.retriever == "dense":
+        label = f"facts: {args.embeddings} embeddings alone (the nearest facts)"
     if args.embeddings and args.retriever != "dense":
         label += f" + {args.embeddings} embeddings (hybrid)"
     if knobs:

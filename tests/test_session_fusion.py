@@ -146,4 +146,34 @@ def test_the_wordless_nearest_keeps_a_place_among_the_best_five():
     ranked[6] = RankedMessage(7, 17, 0.1, {"bm25": 0.1})
     worded = np.array([0.309, 0.308, 0.307, 0.21, 0.21, 0.21, 0.33, 0.31], np.float32)
     sims = semantic.Similarities(np.arange(1, 9), worded, worded)
-    assert order().index(7) > 4 and order(keep_nearest=0) == order()
+    assert order().index(7) > 4 and order(keep_nearest=0, keep_count=1) == order(keep_count=1)
+    # ... and the wordless second nearest keeps its place in its stead
+    assert order().index(8) == 4 and order(keep_count=1).index(8) > 4
+
+
+def test_meanings_two_nearest_keep_their_places_among_the_best_five():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # "Which language am I studying?": one conversation holds the word (trusted: it covers
+    # the query and its best turn is the nearest in meaning), and its turns fill the best
+    # five; the answer ("I've started Japanese lessons") holds no word and is meaning's
+    # second, another wordless exchange its third.
+    ranked = [RankedMessage(i, 10, 1.0 - i / 20, {"bm25": 1.0 - i / 20}) for i in range(1, 8)]
+    ranked += [RankedMessage(8, 30, 0.0, {}, matched=""), RankedMessage(9, 31, 0.0, {},
+                                                                         matched="")]
+    cosines = np.array([0.51, 0.30, 0.30, 0.29, 0.29, 0.28, 0.28, 0.39, 0.38], np.float32)
+    sims = semantic.Similarities(np.arange(1, 10), cosines, cosines)
+    cover = {i: 1.0 for i in range(1, 8)}
+
+    def order(**params) -> list[int]:
+        out = semantic.rerank_by_meaning(ranked, sims, limit=9, cover=cover, floor=0.2,
+                                         params=semantic.SemanticParams(**params))
+        return [r.message_id for r in out]
+
+    assert order(keep_count=1).index(8) > 4  # meaning's first holds the word: nothing kept
+    assert order()[:5] == [1, 2, 3, 4, 8]  # meaning's second is kept fifth, its third not
+    assert order(keep_count=3)[:5] == [1, 2, 3, 8, 9]  # the nearest first
+    assert order(keep_nearest=0).index(8) > 4
+    # meaning's first two both hold no word: both kept, the nearest fourth
+    cosines[0] = 0.37
+    assert order()[:5] == [1, 2, 3, 8, 9] and order(keep_count=1)[:5] == [1, 2, 3, 4, 8]

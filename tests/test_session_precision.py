@@ -85,3 +85,57 @@ def test_the_cli_says_what_a_hit_matched(cli, db, clock):
     assert _how(hit("meaning", snippet="my car")) == ", by meaning"
     assert _how(hit("facts", snippet="keys", matched_in=("messages", "facts"))) \
         == ", through a fact"
+
+
+class HubEmbedder(ToyEmbedder):
+    """A small model's habit: a greeting is close to any short query (MiniLM puts "hello
+    there" at 0.29 to "my car", over its floor). Here a greeting is the car's concept."""
+
+    def embed(self, texts):
+        out = super().embed(texts)
+        for i, text in enumerate(texts):
+            if "hello" in text.lower():
+                out[i] = super().embed(["car"])[0]
+        return out
+
+
+def test_a_greeting_is_no_match_by_meaning_nor_is_its_answer(db, clock, monkeypatch):
+    from hermes.memory.sessions import search
+
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, HubEmbedder()))
+    hello = say(store, clock, "owner", "hello there", "hi! how can I help today?")
+    say(store, clock, "owner", "we loved Lisbon", "the trams are great")
+    say(store, clock, "bob", "my automobile is red")
+    assert store.search("owner", "automobile colour", limit=5) == []  # nothing rather than noise
+    matched = {h.message.id: h.matched for h in store.search_messages("owner",
+                                                                        "automobile colour")}
+    assert matched[hello[0]] == "" and matched[hello[1]] == ""
+    # a conversation about it is still found by meaning
+    car = say(store, clock, "owner", "my car is blue", "nice!")
+    assert [h.match.id for h in store.search("owner", "automobile colour", limit=5)] == [car[0]]
+    # the lines this guards: the greeting's answer is close through the greeting's window ...
+    monkeypatch.setattr(search, "_next_to", lambda db, user, ids: set())
+    listed = [h.match.id for h in store.search("owner", "automobile colour", limit=5)]
+    assert hello[1] in listed
+    # ... and the greeting itself
+    monkeypatch.setattr(search, "is_chatter", lambda text: False)
+    listed = [h.match.id for h in store.search("owner", "automobile colour", limit=5)]
+    assert hello[0] in listed
+
+
+def test_chatter_is_only_greetings_thanks_and_stopwords():
+    from hermes.memory.words.substance import is_chatter
+
+    assert is_chatter("hello there") and is_chatter("Ok, thanks!") and is_chatter("Hi!")
+    assert not is_chatter("my car") and not is_chatter("Hi! How can I help today?")
+    assert not is_chatter("") and not is_chatter("你好") and not is_chatter("🙂")
+
+
+def test_the_turns_next_to_a_greeting_are_read_for_its_user_only(store, clock, db):
+    from hermes.memory.sessions.search import _next_to
+
+    mine = say(store, clock, "owner", "hello there", "hi! how can I help?", "about my car")
+    theirs = say(store, clock, "bob", "hello", "hi bob")
+    assert _next_to(db, "owner", {mine[1]}) == {mine[0], mine[2]}
+    assert _next_to(db, "owner", {theirs[0]}) == set()
+    assert _next_to(db, "bob", {theirs[0]}) == {theirs[1]}

@@ -40,7 +40,9 @@ from hermes.store import usage
 
 log = logging.getLogger(__name__)
 
-BeforeReply = Callable[[str, int, Message], Awaitable[None] | None]
+# A before_reply hook may return a note for the end of the reply (the fast lane: which fact a
+# "remember that ..." replaced).
+BeforeReply = Callable[[str, int, Message], Awaitable[str | None] | str | None]
 AfterReply = Callable[["TurnResult"], None]
 
 TOOL_LIMIT_NOTE = ("The tool-call limit for this turn is reached. Answer the user now with what "
@@ -166,6 +168,7 @@ class _TurnState:
     place: Place                    # where the reply is read: every read of the turn is for it
     toolbox: ToolBox
     secret_note: str | None
+    hook_notes: list[str]           # what the before_reply hooks said (the fast lane)
     last_id: int                    # the newest stored message of this turn
     counted: usage.Scope            # whose model calls these are
     prompt: Prompt | None = None
@@ -270,8 +273,7 @@ class Turn:
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
         message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
-        if self.transcript is None:
-            await self._before_reply(message)
+        hook_notes = await self._before_reply(message) if self.transcript is None else []
         # Secrets were redacted as the message was recorded: from here on only the redacted
         # text is used (the model, recall, the hooks), and the reply says so once.
         return _TurnState(
@@ -279,7 +281,8 @@ class Turn:
             place=place,
             toolbox=agent.toolbox(user, session_id, place,
                                   read_only=self.transcript is not None),
-            secret_note=removed_note(self.text, message.content), last_id=message.id,
+            secret_note=removed_note(self.text, message.content), hook_notes=hook_notes,
+            last_id=message.id,
             counted=usage.Scope(user, "chat",
                                 session_id if self.transcript is None else None))
 
@@ -406,9 +409,11 @@ class Turn:
             state.exchange.append(state.messages[-1])
 
     def _closing_notes(self, state: _TurnState) -> Iterator[str]:
-        """What the reply ends with: why memory writes were stopped, and that a secret was
-        removed from the message."""
+        """What the reply ends with: why memory writes were stopped, what the before_reply
+        hooks said (a fact a "remember that" replaced), and that a secret was removed from the
+        message."""
         notes = [state.toolbox.stop_note()] if state.toolbox.writes_stopped else []
+        notes.extend(state.hook_notes)
         if state.secret_note:
             notes.append(state.secret_note)
         for note in notes:
@@ -525,14 +530,20 @@ class Turn:
 
     # -- hooks ------------------------------------------------------------------------------
 
-    async def _before_reply(self, message: Message) -> None:
+    async def _before_reply(self, message: Message) -> list[str]:
+        """Run the before_reply hooks; the notes they return, for the end of the reply."""
+        notes: list[str] = []
         for hook in self.agent.before_reply:
             try:
                 outcome: Any = hook(self.user, self.session_id, message)
                 if inspect.isawaitable(outcome):
-                    await outcome
+                    outcome = await outcome
             except Exception:  # a hook's failure must not cost the user their reply
                 log.exception("before_reply hook %r failed", hook)
+                continue
+            if isinstance(outcome, str) and outcome:
+                notes.append(outcome)
+        return notes
 
     def _after_reply(self, result: TurnResult) -> None:
         if self.transcript is not None:             # a temporary chat: nothing to learn from

@@ -26,7 +26,7 @@ from hermes.config import FactsConfig
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.audience import KEEP_PRIVATE, Audience, and_condition
 from hermes.memory.facts import provenance
-from hermes.memory.facts.contradiction import contradicts, frame
+from hermes.memory.facts.contradiction import lookup_words, replaced
 from hermes.memory.facts.dedup import Duplicates
 from hermes.memory.facts.entities import Entity, EntityStore, check_name
 from hermes.memory.facts.graph import connect_entities
@@ -282,8 +282,7 @@ class FactStore:
         in the history, superseded by it, instead of both staying active."""
         text = self._validate(content, category, kind)
         # Read before the write lock (related facts may embed the text).
-        contradicted = [f.id for f in self.related(user, text, limit=RELATED_CONTRADICTED)
-                        if contradicts(text, f.content)] if supersede and frame(text) else []
+        contradicted = self._replaced_by(user, text) if supersede else []
         self._check_bounds(entities or (), "entities", "max_entities_per_fact")
         for name in entities or ():
             check_name(name)
@@ -358,6 +357,27 @@ class FactStore:
                     self._supersede(old, fact_id, "contradicted by what the user said", now)
                     superseded.append(old.id)
         return AddResult(fact_id, "created", fact, superseded=superseded)
+
+    def _replaced_by(self, user: str, text: str) -> list[int]:
+        """The active facts of ``user`` that ``text``, said outright, replaces
+        (:func:`hermes.memory.facts.contradiction.replaced`), among its related facts and the
+        user's facts of the relations it speaks of: "I'm now at Globex" shares no word with
+        "The user works at Acme", which its relation's words ("works", "job" ...) find."""
+        words = lookup_words(text)
+        if not words:
+            return []
+        found = {f.id: f for f in self.related(user, text, limit=RELATED_CONTRADICTED)}
+        terms = any_terms(" ".join(words), drop_stopwords=False)
+        if terms:
+            rows = self.db.execute(
+                f"SELECT {COLUMNS} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND f.user = ? AND {ACTIVE} "
+                f"ORDER BY {BM25} * f.trust, f.id DESC LIMIT ?",
+                [f"content : ({terms})", user, 3 * RELATED_CONTRADICTED]).fetchall()
+            for row in rows:
+                found.setdefault(row[0], row_to_fact(row))
+        olds = list(found.values())
+        return [olds[i].id for i in replaced(text, [f.content for f in olds])]
 
     def _supersede(self, old: Fact, new_id: int, note: str | None, now: str) -> None:
         """``old`` replaced by fact ``new_id``: kept with ``valid_to`` and the link, a history

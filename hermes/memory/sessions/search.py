@@ -12,7 +12,7 @@ store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -40,6 +40,7 @@ from hermes.memory.sessions.records import (
 )
 from hermes.memory.sessions.timewords import TIME_SCAN_CHARS, asks_when, names_a_time
 from hermes.memory.words import dates, trust
+from hermes.memory.words.substance import is_chatter
 from hermes.safe_text import scrub
 from hermes.store.fts import MatchPlan, all_of, brief, build_match, like_pattern
 
@@ -305,6 +306,9 @@ class SessionSearch:
             # (trust_high <= 0: the words trusted wholly, as before; their coverage not read)
             words = trust.query_words(self.db, plan, spans) \
                 if not plan.cjk and semantic_params.trust_high > 0 else trust.NO_WORDS
+            # Turns that say nothing ("hello there") are close to any short query for a small
+            # model: never a match by meaning, nor their neighbours through them.
+            chatter = {mid for mid, (_, text) in texts.items() if is_chatter(text)}
             cover = fusion.coverage(
                 self.db, user, words,
                 [r.message_id for r in ranked[: semantic_params.trust_pool]]) \
@@ -313,7 +317,8 @@ class SessionSearch:
                 ranked, sims, extras=extras, limit=cut,
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
-                params=semantic_params, cover=cover, floor=shown_floor)
+                params=semantic_params, cover=cover, floor=shown_floor, chatter=chatter,
+                beside_chatter=_next_to(self.db, user, chatter))
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)
         if evidence:
@@ -540,6 +545,21 @@ def _matched(r: rerank.RankedMessage) -> str:
     """What a ranked message matched, as a hit says it: its own ``matched``, else "facts" when
     a fact learned from it lifted it."""
     return r.matched or ("facts" if r.parts.get("facts") else "")
+
+
+def _next_to(db: sqlite_utils.Database, user: str, message_ids: Collection[int]) -> set[int]:
+    """The turns just before and just after each of ``user``'s ``message_ids`` in its
+    conversation (another user's: none)."""
+    if not message_ids:
+        return set()
+    ids = list(message_ids)
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(
+        "SELECT (SELECT max(b.id) FROM messages b WHERE b.session_id = m.session_id "
+        "AND b.id < m.id), (SELECT min(a.id) FROM messages a WHERE a.session_id = m.session_id "
+        f"AND a.id > m.id) FROM messages m WHERE m.user = ? AND m.id IN ({marks})",
+        [user, *ids]).fetchall()
+    return {int(i) for row in rows for i in row if i is not None}
 
 
 def _time_named_first(

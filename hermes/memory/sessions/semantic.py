@@ -108,13 +108,17 @@ class SemanticParams:
     # the whole floor (a hit found by meaning alone under it is not listed: hits.py,
     # past_messages.py).
     floor_share: float = 0.5
-    # The nearest candidate by meaning, when it holds no word of the query and reaches the
-    # model's floor, is kept within the best ``keep_nearest`` (0: off). No word vouches for it
-    # or against it, and however its words' neighbours score, the fusion then keeps meaning
-    # alone's first: never worse than its parts there. Only the wordless nearest: on LoCoMo
-    # (mostly questions worded like their answer) the same for any nearest cost turn R@5
-    # 0.007 on both halves; this costs nothing (docs/retrieval.md, the recall probes).
+    # Meaning's ``keep_count`` nearest candidates, those that hold no word of the query and
+    # reach the model's floor, are kept within the best ``keep_nearest`` (0: off), the nearest
+    # first. No word vouches for them or against them, and however the words' neighbours and
+    # conversation score, the fusion then keeps meaning alone's first two: never worse than
+    # its parts there. A short question ("Which language am I studying?") whose one word is
+    # held by a conversation about the same thing ("programming languages") otherwise fills
+    # the best five with that conversation, and the answer, meaning's second, ranks 20th.
+    # Only the wordless: on LoCoMo (mostly questions worded like their answer) the same for
+    # any nearest cost turn R@5 0.007 on both halves (docs/retrieval.md, the recall probes).
     keep_nearest: int = 5
+    keep_count: int = 2
 
 
 DEFAULT_SEMANTIC = SemanticParams()
@@ -406,7 +410,7 @@ def rerank_by_meaning(
     limit: int, params: SemanticParams = DEFAULT_SEMANTIC,
     lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
     voices: Mapping[int, int] | None = None, cover: Mapping[int, float] | None = None,
-    floor: float = -1.0,
+    floor: float = -1.0, chatter: Collection[int] = (), beside_chatter: Collection[int] = (),
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
@@ -417,7 +421,11 @@ def rerank_by_meaning(
     (none known: no such part); ``cover``: the word ranking's best ``params.trust_pool``
     messages' coverage of the query's words (hermes.memory.sessions.fusion.coverage), whence
     how far the words are trusted (None: wholly, as before); ``floor``: the model's floor of
-    meaning, under which nothing is a match by meaning (each result's ``matched``)."""
+    meaning, under which nothing is a match by meaning (each result's ``matched``);
+    ``chatter``: the candidates that say nothing ("hello there":
+    hermes.memory.words.substance.is_chatter), never a match by meaning nor kept by it;
+    ``beside_chatter``: the candidates next to one in their conversation, a match by meaning
+    through their own cosine only (their window's is the greeting's)."""
     if not ranked:
         return []
     np = _np()
@@ -459,9 +467,13 @@ def rerank_by_meaning(
     beyond = _beyond_words(message, words, wordless, params)
     total = own + trusted * (params.session * of_session + beyond)
     order = sorted(range(len(pool)), key=lambda i: (-total[i], -pool[i].message_id))
-    kept = _keep_nearest(order, total, message, wordless, floor, params.keep_nearest)
+    said = np.array([r.message_id not in chatter for r in pool], dtype=bool)
+    kept = _keep_nearest(order, total, message, wordless * said, floor, params.keep_nearest,
+                         params.keep_count)
     order = order[:limit]
-    close = _by_meaning(message, window, floor, params.shown_share)
+    alone = np.array([r.message_id in beside_chatter for r in pool], dtype=bool)
+    close = _by_meaning(message, np.where(alone, message, window), floor,
+                        params.shown_share) & said
     out: list[RankedMessage] = []
     for i in order:
         r = pool[i]
@@ -492,24 +504,30 @@ def rerank_by_meaning(
 
 
 def _keep_nearest(order: list[int], total: Any, message: Any, wordless: Any, floor: float,
-                  k: int) -> dict[int, float]:
-    """The candidate nearest in meaning (its own cosine), when it holds no word of the query,
-    reaches ``floor`` and is ranked below the best ``k``, moved to the k-th place: ``order``
-    and ``total`` (its score, between the (k-1)-th's and the k-th's, so that the stages after
-    this one see it there) changed in place. Returns {its index: what its score gained}."""
+                  k: int, count: int = 1) -> dict[int, float]:
+    """The wordless among the ``count`` candidates nearest in meaning (their own cosine),
+    those that reach ``floor`` and are ranked below the best ``k``, moved into the last places
+    of the best ``k``, the nearest first: ``order`` and ``total`` (each one's score, between
+    its new neighbours', so that the stages after this one see it there) changed in place.
+    Returns {its index: what its score gained}."""
     np = _np()
-    if k <= 0 or len(order) <= k or not len(message) or np.all(np.isnan(message)):
+    if k <= 0 or count <= 0 or len(order) <= k or not len(message) \
+            or np.all(np.isnan(message)):
         return {}
-    nearest = int(np.nanargmax(message))
-    if not wordless[nearest] or float(message[nearest]) < floor or order.index(nearest) < k:
-        return {}
-    above = float(total[order[k - 2]]) if k >= 2 else float(total[order[0]]) + 1.0
-    raised = (above + float(total[order[k - 1]])) / 2
-    gain = raised - float(total[nearest])
-    total[nearest] = raised
-    order.remove(nearest)
-    order.insert(k - 1, nearest)
-    return {nearest: gain}
+    cosines = np.nan_to_num(message, nan=-np.inf)
+    nearest = [int(i) for i in np.argsort(-cosines, kind="stable")[:count]]
+    rank = {i: at for at, i in enumerate(order)}
+    moved = [i for i in nearest
+             if wordless[i] and float(cosines[i]) >= floor and rank[i] >= k][:k]
+    gains: dict[int, float] = {}
+    for place, i in enumerate(moved, start=k - len(moved)):
+        order.remove(i)
+        above = float(total[order[place - 1]]) if place >= 1 else float(total[order[0]]) + 1.0
+        raised = (above + float(total[order[place]])) / 2
+        gains[i] = raised - float(total[i])
+        total[i] = raised
+        order.insert(place, i)
+    return gains
 
 
 def _by_meaning(message: Any, window: Any, floor: float, share: float) -> Any:

@@ -4,7 +4,9 @@ nor chatter ("ok!", "thanks"). Read by per-turn recall of past messages
 
 from __future__ import annotations
 
-from hermes.store.fts import build_match
+import re
+
+from hermes.store.fts import STOPWORDS, build_match
 
 # Words that say nothing about the past ("ok!", "thanks", "good morning"): a message made only
 # of these and stopwords recalls nothing.
@@ -21,3 +23,18 @@ def has_substance(text: str) -> bool:
     plan = build_match(text)
     return bool(plan.cjk) or any(
         not t.is_stopword and " ".join(t.tokens).lower() not in CHATTER for t in plan.terms)
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def is_chatter(text: str) -> bool:
+    """Whether ``text`` is only chatter and stopwords ("hello there", "ok, thanks!"), read by
+    its words alone (no match plan: session search asks it of every candidate found by
+    meaning). A small embedding model finds a short greeting close to any short query
+    ("my car" and "hello there": 0.29 with MiniLM, over its floor of 0.2): such a message is
+    never a match by meaning. A text with a word of any other kind, or none at all (CJK),
+    is not chatter."""
+    words = _WORD.findall(text.casefold())
+    return bool(words) and all(w in STOPWORDS or w in CHATTER for w in words) \
+        and not build_match(text).cjk
