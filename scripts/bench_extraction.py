@@ -12,9 +12,11 @@ is shown; or a plain create that contradicts the old fact, for consolidation to 
 
 Measured:
 - extraction model calls per user turn (goal <= 0.6) and on small-talk turns (goal 0);
-- reply latency with extraction on vs off (goal: ratio <= 1.05), and the CPU time the event
-  loop's thread spends during each reply (sleeps and other processes drop out of it, so it
-  shows extraction's own work on the loop even on a loaded machine);
+- reply latency with extraction on vs off (goal: ratio <= 1.05), with the ratio of each off run
+  and the on run beside it (the spread), and the CPU time the event loop's thread spends during
+  each reply (sleeps and other processes drop out of it); and learning's own work on the loop,
+  measured in the on runs themselves (extraction's task steps, callbacks), since the difference
+  of two runs moves with the machine's load by more than that work;
 - final active facts vs distinct true facts: duplicates, stale contradicted facts, missing.
 
 Prints tables and writes bench-results/extraction.json.
@@ -122,6 +124,42 @@ class Oracle:
             self.facts.vectors.index("owner")
 
 
+class LoopSplit:
+    """The event loop's CPU time (``time.thread_time``) by what ran: steps of extraction's tasks
+    (named ``extract:*``), callbacks that are no task's step (executor results, timers), and
+    everything else (the turns). Measured directly in one run, so extraction's share needs no
+    difference of two runs (which the machine's load moves by more than the share itself)."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {"extract": 0.0, "callbacks": 0.0, "turns": 0.0}
+        self._saved: Any = None
+
+    def __enter__(self) -> LoopSplit:
+        import asyncio.events
+
+        handle = asyncio.events.Handle
+        self._saved = run = handle._run
+        split = self
+
+        def timed(h: Any) -> None:
+            started = time.thread_time()
+            try:
+                run(h)
+            finally:
+                owner = getattr(h._callback, "__self__", None)
+                kind = ("callbacks" if not isinstance(owner, asyncio.Task) else
+                        "extract" if owner.get_name().startswith("extract:") else "turns")
+                split.ms[kind] += (time.thread_time() - started) * 1000
+
+        handle._run = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import asyncio.events
+
+        asyncio.events.Handle._run = self._saved
+
+
 def _create(turn: Turn) -> dict[str, Any]:
     return {"action": "create", "content": turn.content, "type": "semantic",
             "category": "general", "entities": turn.entities, "tags": [], "importance": 0.6}
@@ -187,6 +225,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
             worker.attach(agent)
         session = rt.memory.sessions.create("owner", "terminal")
         oracle = Oracle(rt.memory.facts)
+        split = LoopSplit().__enter__()
         for turn in turns:
             clock.advance(minutes=2)
             started, cpu_started = time.perf_counter(), time.thread_time()
@@ -201,6 +240,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
                 oracle.apply(turn)
             if think_s:
                 await asyncio.sleep(think_s)   # the user reading and typing
+        split.__exit__()
         drain_started = time.perf_counter()
         if worker is not None:
             await worker.drain()
@@ -210,6 +250,7 @@ async def run_conversation(turns: list[Turn], *, extraction: bool, reply_s: floa
     stats = extraction_stats(rt.memory, "owner").to_json()
     rt.close()
     return {"latencies": latencies, "loop_cpu": loop_cpu, "drain_s": drain_s,
+            "split": {k: v / len(turns) for k, v in split.ms.items()},
             "active": [f.content for f in active], "stats": stats, "script": script,
             "requests": len(fake.requests)}
 
@@ -295,12 +336,19 @@ def main() -> None:
             runs[mode].append(asyncio.run(run_conversation(
                 turns, extraction=mode, reply_s=reply_s, extract_s=extract_s,
                 home=Path(tmp) / f"run{index}", think_s=args.think_ms / 1000)))
+    # Each off run with the on run beside it (off, on, on, off, ...): the spread of the ratio.
+    pairs = [(runs[False][i], runs[True][i]) for i in range(args.rounds)]
+    pair_ratios = [statistics.mean(b["latencies"]) / statistics.mean(a["latencies"])
+                   for a, b in pairs]
     on, off = runs[True][0], runs[False][0]
     on["latencies"] = [x for r in runs[True] for x in r["latencies"]]
     off["latencies"] = [x for r in runs[False] for x in r["latencies"]]
     on["loop_cpu"] = [x for r in runs[True] for x in r["loop_cpu"]]
     off["loop_cpu"] = [x for r in runs[False] for x in r["loop_cpu"]]
     cpu_on, cpu_off = statistics.mean(on["loop_cpu"]), statistics.mean(off["loop_cpu"])
+    kinds_of_work = ("extract", "callbacks", "turns")
+    split_on = {k: statistics.mean(r["split"][k] for r in runs[True]) for k in kinds_of_work}
+    split_off = {k: statistics.mean(r["split"][k] for r in runs[False]) for k in kinds_of_work}
 
     script: Script = on["script"]
     calls = len(script.calls)
@@ -338,6 +386,13 @@ def main() -> None:
           f"{p95_on / p95_off:6.3f}")
     print(f"  event-loop CPU per reply, mean     {cpu_off * 1000:7.1f} {cpu_on * 1000:7.1f}  "
           f"{cpu_on / cpu_off:6.3f}   (load-independent: the loop's own work)")
+    print("  ratio of means, each off run with the on run beside it: "
+          + ", ".join(f"{r:.3f}" for r in pair_ratios))
+    print(f"  learning's own work on the loop per reply (during the conversation, measured in "
+          f"the on runs): extraction tasks {split_on['extract']:.2f} ms, "
+          f"callbacks {split_on['callbacks']:.2f} ms "
+          f"(off: {split_off['callbacks']:.2f}); the turns themselves "
+          f"{split_on['turns']:.2f} ms (off: {split_off['turns']:.2f})")
     print(f"  extraction backlog drained {on['drain_s'] * 1000:.0f} ms after the last reply\n")
     print("Facts at the end")
     print(f"  active facts              {quality['active_facts']}")
@@ -366,7 +421,8 @@ def main() -> None:
                               "p95": p95_on * 1000}},
         "latency_ratio_mean": mean_on / mean_off,
         "loop_cpu_ms": {"off": cpu_off * 1000, "on": cpu_on * 1000},
-        "loop_cpu_ratio_mean": cpu_on / cpu_off, "quality": quality,
+        "loop_cpu_ratio_mean": cpu_on / cpu_off, "latency_ratio_per_pair": pair_ratios,
+        "loop_split_ms": {"on": split_on, "off": split_off}, "quality": quality,
         "stats": on["stats"],
     }, indent=2, ensure_ascii=False), encoding="utf-8")
     print(f"\nWrote {out / f'extraction-think{args.think_ms:.0f}.json'}")

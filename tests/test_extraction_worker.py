@@ -320,3 +320,25 @@ def test_run_records_and_their_sums_are_this_users_only(env, store):
     assert runs.cost(env.db, "owner", ids["bob", "failed"]) is None
     assert runs.last_failure(env.db, "bob") == "bob's reason"
     assert runs.count_by_status(env.db, "carol") == {} and runs.unanswered(env.db, "carol") == 0
+
+
+async def test_a_run_goes_to_the_worker_thread_three_times(worker, store, fake_model):
+    """Each trip to the worker thread costs the event loop a task step and callbacks (on the
+    loop a reply streams on): the gate, the prompt, then the calls counted, the run applied and
+    its facts embedded together."""
+    session = store.create("owner", "terminal")
+    turn(store, session.id, "I moved to Lisbon in March.")
+    fake_model.reply(actions(create("The user lives in Lisbon since March 2026.")))
+    trips: list[str] = []
+    real = worker._db
+
+    async def counted(fn, *args):
+        trips.append(fn.__name__)
+        return await real(fn, *args)
+
+    worker._db = counted
+    run = await worker.run_session("owner", session.id)
+    assert run.status == "done" and run.created == 1
+    assert trips == ["_open_run", "_prompt", "_commit_run"]
+    assert worker.memory.db.execute(
+        "SELECT count(*) FROM model_calls WHERE source = 'extraction'").fetchone()[0] == 1

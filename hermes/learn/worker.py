@@ -160,8 +160,10 @@ class ExtractionWorker:
             self._quiet = asyncio.Event()
         self._quiet.clear()
         # Replies back to back: after the timeout extraction goes ahead, it must progress.
+        # (asyncio.timeout: no task of its own per wait, as wait_for makes.)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._quiet.wait(), timeout=self.yield_to_replies)
+            async with asyncio.timeout(self.yield_to_replies):
+                await self._quiet.wait()
 
     def after_reply(self, result: TurnResult) -> None:
         """``Agent.after_reply`` hook: schedule extraction; returns at once."""
@@ -325,17 +327,18 @@ class ExtractionWorker:
                 with usage.scope(user=user, source="extraction", session_id=session_id,
                                  collect=calls):
                     completion = await self.llm.complete(prompt.messages)
-            finally:
+            except BaseException:
                 if calls:
                     await self._db(self._count_calls, user, session_id, calls)
+                raise
             raw, cost = completion.text or "", completion.cost
             await self._wait_for_quiet()
             committing = True
-            record = await self._db(self._consolidate_run, user, session_id, messages, prompt,
-                                    raw, cost, run_id)
+            # One trip to the worker thread for the rest (each trip costs the loop a task step
+            # and callbacks): the calls counted, the run applied, the new facts embedded.
+            record = await self._db(self._commit_run, user, session_id, messages, prompt,
+                                    raw, cost, run_id, calls)
             self._committed(record)
-            if record.created or record.merged or record.superseded:
-                await self._db(self._embed_facts, user)
             return record
         except asyncio.CancelledError:
             if not committing:
@@ -350,6 +353,19 @@ class ExtractionWorker:
             log.warning("extraction of session %s failed: %s", session_id, exc)
             return await self._db(self._record_failure, user, session_id, first, last, run_id,
                                   f"{type(exc).__name__}: {exc}", raw, cost, True)
+
+    def _commit_run(self, s: _Stores, user: str, session_id: int,
+                    messages: Sequence[Message], prompt: Prompt, raw: str, cost: float | None,
+                    run_id: int | None, calls: Sequence[usage.Call]) -> RunRecord:
+        """(in the worker thread) The model's calls counted, its output applied
+        (:meth:`_consolidate_run`; ParseError when unusable), and vectors for what it wrote."""
+        if calls:
+            self._count_calls(s, user, session_id, calls)
+        record = self._consolidate_run(s, user, session_id, messages, prompt, raw, cost, run_id)
+        if record.changes is not None and (record.created or record.merged
+                                           or record.superseded):
+            self._embed_facts(s, user)
+        return record
 
     def _embed_facts(self, s: _Stores, user: str) -> None:
         """(in the worker thread) Vectors for the facts just written, when recall by meaning is
