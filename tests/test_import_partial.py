@@ -129,3 +129,21 @@ def test_a_file_that_is_not_an_export_names_the_command_that_reads_it(cli, tmp_p
         assert result.exit_code == 1 and result.stderr.count("\n") == 1
         assert result.stderr.startswith("Error: Not a Hermes export")
         assert "`hermes sessions import`" in result.stderr
+
+
+def test_bytes_that_are_not_utf8_in_an_export_are_said_by_their_lines(cli, tmp_path, exported):
+    """Review item 9, `hermes import`: a byte that is not UTF-8 damages the file (its end record
+    no longer matches); imported with --allow-incomplete, what was read as U+FFFD is said in one
+    line, by line number."""
+    lines = [line.encode() for line in exported]
+    miso = next(i for i, line in enumerate(lines) if b"Miso" in line)
+    lines[miso] = lines[miso].replace(b"Miso", b"Mi\xffso")
+    path = tmp_path / "bytes.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    result = cli("--home", str(tmp_path / "fresh"), "import", str(path), "--allow-incomplete")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "not UTF-8" in line] == [
+        f"Note: 1 line(s) of bytes.jsonl held bytes that are not UTF-8 (line {miso + 1}): each "
+        "such sequence (1 in all) was read as U+FFFD (\ufffd) and imported with the rest of its "
+        "line."]
+    assert "Mi\ufffdso" in _export(cli, tmp_path / "fresh")
