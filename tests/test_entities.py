@@ -45,6 +45,44 @@ def test_candidates_from_text(text, expected):
     assert extract_candidates(text) == expected
 
 
+# A title stays with the name after it, and is never an entity on its own ("Dr. Who" was "Dr").
+TITLES = [
+    ("The user watches Dr. Who", ["Dr. Who"]),
+    ("Dr. Who is the user's favourite show", ["Dr. Who"]),
+    ("The user likes Dr. Who.", ["Dr. Who"]),
+    ("The user: Dr. Who, season 3", ["Dr. Who"]),
+    ("Dr. No is a Bond film", ["Dr. No", "Bond"]),
+    ("The user's doctor is Dr. Smith", ["Dr. Smith"]),
+    ("The user's daughter goes to St. Mary's", ["St. Mary"]),
+    ("Mrs. Doubtfire is a film", ["Mrs. Doubtfire"]),
+    ("The user likes Ms. Marvel", ["Ms. Marvel"]),
+    ("Prof. Xavier teaches at St. Andrews", ["Prof. Xavier", "St. Andrews"]),
+    ("The user met Sr. Gomez and Jr. Smith", ["Sr. Gomez", "Jr. Smith"]),
+    ('The user said: "mi dentista es la Dra. López"', ["Dra. López"]),
+    ("The user's dentist is Dra. Álvarez", ["Dra. Álvarez"]),
+    ("Mme. Dubois teaches the user French", ["Mme. Dubois", "French"]),
+    ("The user's mentor is Prof. Dr. Müller", ["Prof. Dr. Müller"]),
+    ("The user lives on St. James St. in London", ["St. James", "London"]),
+    ("the user met Mr. and Mrs. Smith", ["Mrs. Smith"]),
+    ("The user likes Dr.", []),
+    ("The user watches Dr. who", []),
+    ("Ask the Dr", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TITLES)
+def test_a_title_stays_with_its_name(text, expected):
+    assert extract_candidates(text) == expected
+
+
+def test_a_title_is_no_entity_of_a_stored_fact(db, clock):
+    """Through the store: "Dr. Who" is the fact's entity, and no "Dr" entity exists."""
+    facts = FactStore(db, FactsConfig(), clock)
+    fact = facts.add("owner", "The user's favourite show is Dr. Who").fact
+    assert fact.entities == ["Dr. Who"]
+    assert [e.name for e in facts.entity_store.list_entities("owner")] == ["Dr. Who"]
+
+
 def test_sentence_initial_common_words_are_not_names():
     found = extract_candidates("The release went out. Yesterday it broke. However Carol fixed it.")
     assert found == ["Carol"]

@@ -246,3 +246,13 @@ def test_facts_add_replaces_only_a_new_value(cli, rt, before, said, replaces):
     assert answer.get("supersedes", []) == ([1] if replaces else [])
     old = rt.memory.facts.get(rt.settings.users.default, 1)
     assert old.status == ("superseded" if replaces else "active")
+
+
+def test_facts_add_takes_a_request_in_another_language_as_said(cli, rt):
+    """Review item 11: "Recuerda que ..." typed into facts add stores the words after the
+    request as said; Spanish "me" is no English "me" to rewrite as "the user"."""
+    assert cli("facts", "add", "Recuerda que me gusta el café solo").exit_code == 0
+    assert cli("facts", "add", "Lembra-te que o meu médico é o Dr. Silva").exit_code == 0
+    assert sorted(f.content for f in rt.memory.facts.list_facts(rt.settings.users.default)) == [
+        'The user said: "me gusta el café solo"',
+        'The user said: "o meu médico é o Dr. Silva"']

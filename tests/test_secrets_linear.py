@@ -150,6 +150,7 @@ def _dense(template: str, size: int) -> tuple[str, list[str]]:
 DENSE = {
     "password is x": "the password is {word} and ",
     "bare passwords": "password {word} ",
+    "pw: X": "pw: {word}, ",
     "pins": "pin is {number} ",
     "cards": "{card} ",
     "api keys": "api key is {word}{number} ",
@@ -191,3 +192,26 @@ def test_a_text_dense_with_secrets_costs_few_python_calls_a_secret(template):
     finally:
         sys.setprofile(None)
     assert calls / found <= 2.5
+
+
+def test_the_password_measured_in_the_pattern_is_password_length():
+    """"password is X": the rest is measured inside the pattern (a text dense with them measured
+    each in Python, ~3 us), as _password_length measures the line's next 160 characters; a rest
+    whose first six words reach past those is measured by _password_length itself."""
+    rng = random.Random(5)
+    words = [*sorted(secrets._DESCRIPTIVE)[:40], "correct", "new", "hunter2", "Tr0ub4dor&3", "x",
+             "horse", "battery", "staple", "ab", "(the)", "'a'b'", "wrong.", "two,", "...", "!!",
+             '"quoted', 'value"', "İn", "ſame", "w" * 70, "z" * 150]
+    checked = 0
+    for _ in range(3000):
+        rest = "".join(rng.choice(words) + rng.choice([" ", " ", "\t", "  ", "\xa0"])
+                       for _ in range(rng.randrange(1, 9)))
+        text = f"the password is {rest}\nnext line"
+        start = len("the password is ")
+        line = text[start:text.index("\n", start)][:secrets._PASSWORD_REST]
+        expected = secrets._password_length(line) if line[:1].strip() else 0
+        got = [(s - start, e - start) for s, e in secrets._password_spans(
+            text, secrets._fold(text)) if s == start]
+        assert got == ([(0, expected)] if expected else []), rest
+        checked += bool(expected)
+    assert checked > 300

@@ -177,3 +177,16 @@ def test_meanings_two_nearest_keep_their_places_among_the_best_five():
     # meaning's first two both hold no word: both kept, the nearest fourth
     cosines[0] = 0.37
     assert order()[:5] == [1, 2, 3, 8, 9] and order(keep_count=1)[:5] == [1, 2, 3, 4, 8]
+
+
+def test_a_kept_nearest_already_fifth_stays_among_the_best_five():
+    # "What's my spouse's job?": meaning's first is the fusion's 5th, its second the 7th;
+    # the second's place is the last other turn's, not the first's.
+    order = list(range(7))
+    total = np.array([7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    message = np.array([0.3, 0.3, 0.3, 0.3, 0.45, 0.3, 0.44], np.float32)
+    wordless = np.array([0, 0, 0, 0, 1, 0, 1], np.float64)
+    gains = semantic._keep_nearest(order, total, message, wordless, 0.2, 5, 2)
+    assert order[:5] == [0, 1, 2, 4, 6] and order[5] == 3
+    assert all(total[a] >= total[b] for a, b in zip(order, order[1:], strict=False))
+    assert set(gains) == {4, 6} and min(gains.values()) > 0

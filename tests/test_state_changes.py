@@ -10,9 +10,12 @@ table runs through the pure rule, the chat's fast lane and ``hermes facts add``.
 from __future__ import annotations
 
 import pytest
+from mcp import Client
+from mcp_types import Implementation
 
 from hermes.agent.turn import Agent
 from hermes.config import load_settings
+from hermes.frontends import mcp_server
 from hermes.frontends.commands import MemoryCommands
 from hermes.learn.worker import ExtractionWorker
 from hermes.memory.facts.contradiction import contradicts, replaced
@@ -35,6 +38,7 @@ SUPERSEDES = [
     ("I work at Acme", "I've started working at Globex"),
     ("I work at Acme", "my new employer is Globex"),
     ("The user works at Acme.", "my new job is at Globex"),
+    ("I'm at Acme", "I'm now at Globex"),
     # an end names what it ends
     ("I work at Acme", "I no longer work at Acme"),
     ("I work at Acme", "I don't work at Acme anymore"),
@@ -43,6 +47,7 @@ SUPERSEDES = [
     ("I work at Acme", "I was laid off from Acme"),
     # where they live
     ("I live in Lisbon", "I moved to Porto"),
+    ("I live in Lisbon with two other students", "I moved to Porto"),
     ("I live in Lisbon", "I'm now living in Porto"),
     ("I live in Lisbon", "I now live in Porto"),
     ("I live in Lisbon", "I moved from Lisbon to Porto"),
@@ -62,6 +67,8 @@ SUPERSEDES = [
     ("My editor is Vim", "I switched to Neovim"),
     ("My editor is Vim", "I switched from Vim to Neovim"),
     ("My editor is Vim", "my new editor is Neovim"),
+    # a tool's name in lower case is a value too, when the words say which relation
+    ("My shell is fish", "my shell is zsh now"),
     ("My editor is Vim", "I now use Neovim"),
     ("My phone is an iPhone 12", "I got a new phone: a Pixel 8"),
     ("My car is a Tesla Model 3", "I bought a new car, a Volvo XC40"),
@@ -192,8 +199,29 @@ def test_an_open_switch_replaces_only_when_one_relation_could_be_meant(env):
 
 def test_learning_reads_definite_changes_only():
     """Consolidation's pairwise check (the model's own statements) takes the definite changes,
-    never an open switch nor a "no longer" outside the single-valued relations."""
+    never an open switch, a loose "is at" ("Caroline is at Harvard" may be a visit) nor a "no
+    longer" outside the single-valued relations."""
     assert contradicts("The user no longer works at Acme.", "The user works at Acme.")
-    assert contradicts("The user is now at Globex.", "The user works at Acme.")
+    assert contradicts("The user now works at Globex.", "The user works at Acme.")
+    assert contradicts("The user's shell is zsh.", "The user's shell is fish.")   # bench
+    assert not contradicts("The user is now at Globex.", "The user works at Acme.")
+    assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")
     assert not contradicts("The user does not eat meat anymore.", "The user eats meat.")
+
+
+async def test_slash_remember_and_mcp_replace_it_too(env):
+    """The review's sentence on the other surfaces that store a "remember" (the same
+    FactStore.add): /remember says "(replaces [N])", MCP's facts_add returns "supersedes"."""
+    facts = env.memory.facts
+    commands = MemoryCommands(env.memory)
+    first = facts.add("alice", "The user works at Acme").fact
+    said = commands.remember(Scope("alice"), "Remember that I'm now at Globex")
+    assert said.endswith(f"(replaces [{first.id}])")
+    second = facts.list_facts("alice")[0]
+    server = mcp_server.build_server(env.memory, "alice", write=True)
+    async with Client(server, client_info=Implementation(name="t", version="1")) as mcp:
+        result = await mcp.call_tool("facts_add", {"content": "I left Globex and joined Initech"})
+        assert result.structured_content["supersedes"] == [second.id]
+    assert [f.content for f in facts.list_facts("alice")] == [
+        'The user said: "I left Globex and joined Initech"']

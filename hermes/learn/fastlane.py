@@ -4,6 +4,10 @@ Extraction runs after the reply, so without this the very next message could not
 user just asked Hermes to remember. Detection is a handful of anchored patterns (no model): the
 request must open a sentence ("Remember that ...", "Please note that ...", "Don't forget ...",
 "/remember ..."), so "do you remember what I said?" or "I remember when ..." never trigger it.
+The same requests in Portuguese, Spanish, French, German, Italian and Dutch ("Lembra-te que ...",
+"Recuerda que ...", "Souviens-toi que ...", "Merk dir, dass ...", "Ricorda che ...") store the
+words after them as said, never rewritten by English rules; their questions ("¿Recuerdas
+...?", "Lembras-te ...?") and "je ne me souviens pas" store nothing.
 Sentences end where a period is not an abbreviation's ("Dr. Smith", "St. Mary's", "J. R. R.
 Tolkien", "5 p.m."); a request goes on over the sentences after it while they say more about
 it ("Remember this: ...", "... She lives in Porto.").
@@ -23,7 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError, RefusedWrite
-from hermes.memory.facts.statement import Statement, normalise_statement
+from hermes.memory.facts.statement import (
+    FOREIGN_POLITE,
+    FOREIGN_REQUEST,
+    Statement,
+    normalise_statement,
+)
 
 if TYPE_CHECKING:
     from hermes.memory import Memory
@@ -34,7 +43,13 @@ FASTLANE_TAG = "fastlane"
 
 _POLITE = r"(?:(?:hey|ok|okay|so|and|also|oh|btw)\s*,?\s+)?(?:hermes\s*,?\s+)?(?:please\s*,?\s+)?" \
           r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+# The request in another language (hermes.memory.facts.statement.FOREIGN_REQUEST): its words are
+# stored as said. First, so that "Note que ..." and "memorize que ..." are read as French and
+# Portuguese.
+_FOREIGN_TRIGGER = re.compile(
+    rf"^\s*¡?\s*{FOREIGN_POLITE}{FOREIGN_REQUEST}(?P<body>\S.*)", re.I | re.S)
 _TRIGGERS = [
+    _FOREIGN_TRIGGER,
     # /remember TEXT (the slash command, anywhere a front-end passes it through)
     re.compile(r"^\s*/remember\b\s*(?P<colon>:?)\s*(?P<body>.+)", re.I | re.S),
     re.compile(
@@ -60,10 +75,21 @@ _ABBREVIATIONS_TEXT = """
     no nr vs approx inc ltd co corp bros ave rd blvd dept univ est fig vol ed op apt
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
     e.g i.e a.m p.m u.s u.k u.n d.c ph.d b.sc m.sc
+    dra sra srta sto sta dña dª mme mlle hr fr dott sig avda av pç nº
 """
 ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)]*\s+(?=\S)|\n+")
 _LAST_WORD = re.compile(r"([\w.]+)\.$")
+# An ordinal date ("am 3. Mai", "le 1. janvier" is rarer): the day's period ends no sentence.
+_MONTHS_TEXT = """
+    januar janvier enero gennaio janeiro januari jan jän februar février febrero febbraio
+    fevereiro februari feb märz mars marzo março maart mär april avril abril aprile apr mai
+    mayo maggio maio mei juni juin junio giugno junho jun juli juillet julio luglio julho jul
+    august août agosto augustus aug september septembre septiembre settembre setembro sep sept
+    oktober octobre octubre ottobre outubro okt oct november novembre noviembre novembro nov
+    dezember décembre diciembre dicembre dezembro dez dec
+"""
+_MONTH = re.compile(rf"(?:{'|'.join(_MONTHS_TEXT.split())})\b\.?", re.I)
 _INITIALS = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")   # "U.S", "e.g", "p.m"
 # What is no statement to remember: "remember this", "that for me", "this conversation".
 _NO_STATEMENT = re.compile(r"^(?:this|that|it|these|those|things|stuff|everything|anything|"
@@ -87,16 +113,19 @@ class Remembered:
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
-    """The spans of ``text``'s sentences. A period ends one unless it closes an abbreviation
-    or an initial ("J. Smith")."""
+    """The spans of ``text``'s sentences. A period ends one unless it closes an abbreviation,
+    an initial ("J. Smith") or a day before its month ("am 3. Mai"): "at 7. Thanks!" is
+    two."""
     spans = []
     position = 0
     for match in _SENTENCE_END.finditer(text):
         before = text[position:match.start()].rstrip("\"'”’)")
         word = _LAST_WORD.search(before)
         if "\n" not in match.group() and before.endswith(".") and word and (
-                word.group(1).lower() in ABBREVIATIONS or len(word.group(1)) == 1
-                or _INITIALS.fullmatch(word.group(1))):
+                word.group(1).lower() in ABBREVIATIONS
+                or (len(word.group(1)) == 1 and word.group(1).isalpha())
+                or _INITIALS.fullmatch(word.group(1))
+                or (word.group(1).isdigit() and _MONTH.match(text, match.end()))):
             continue
         spans.append((position, match.start()))
         position = match.end()
@@ -145,7 +174,12 @@ def detect(text: str) -> list[Remembered]:
             if len(body.rstrip(".!")) < 3 or one_word or _NO_STATEMENT.match(body):
                 break
             try:
-                statement: Statement = normalise_statement(body, sentence=True)
+                # another language's request: its words as said ("(colon)" after "Note" is
+                # English too)
+                as_said = pattern is _FOREIGN_TRIGGER and not (
+                    match.group("colon") and any(p.match(sentence) for p in _TRIGGERS[1:]))
+                statement: Statement = normalise_statement(body, sentence=True,
+                                                           as_said=as_said)
             except RefusedWrite as exc:
                 log.info("fast lane: not stored: %s", exc)
                 break

@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ def _marker(kind: str, value: str) -> str:
 
 
 _NO_FINGERPRINT = {"password", "PIN", "national id", "private key", "password in a URL"}
+_PLAIN_MARKERS = {kind: f"{REDACTED} {kind}]" for kind in _NO_FINGERPRINT}
 
 
 @dataclass(frozen=True)
@@ -93,19 +95,27 @@ class _Rule:
     group: int | str = 0  # which group is the secret
     check: Callable[[str], bool] | None = None
     # how much of the matched group is the secret (0: none of it), for a rule that captures
-    # more than it needs
-    measure: Callable[[str], int] | None = None
+    # more than it needs: from the text, the text the pattern ran on and the group's span
+    measure: Callable[[str, str, int, int], int] | None = None
     # written in lower case for the case-folded text (_fold): a case-insensitive rule whose
     # literals ``re`` can search for (``(?i)`` makes it try every position)
     folded: bool = False
     # where the secret starts, from the text the pattern ran on and the match: for a rule that
     # finds its literal first and reads what comes before it (None: no secret here)
     begin: Callable[[str, re.Match[str]], int | None] | None = None
-    # a finder of its own, for what a pattern alone cannot do in linear time
-    spans: Callable[[str], Iterable[tuple[int, int]]] | None = None
+    # the secret starts this many characters before the group (a prefix the pattern searched
+    # for and read back in a lookbehind, or a prefix outside a group that says the run was no
+    # token when it did not match)
+    back: int = 0
+    # a finder of its own, for what a pattern alone cannot do in linear time: from the text and
+    # the text the pattern runs on
+    spans: Callable[[str, str], Iterable[tuple[int, int]]] | None = None
     # substrings of which the text (folded for a folded rule) holds one if the rule can match:
     # a text without any skips the rule
     needs: tuple[str, ...] = ()
+    # every match holds a digit (``\d``): a text without one skips the rule (a pattern that
+    # starts with a class tries every position: 15-70 ms on 2 MB)
+    digit: bool = False
 
 
 def _fold(text: str) -> str:
@@ -292,7 +302,7 @@ _AWS_SECRET = re.compile(r"[a-z0-9/+](?<![a-z0-9/+].)[a-z0-9/+]{39}(?![a-z0-9/+]
 _TELEGRAM_TAIL = re.compile(r":(?<=\d{8}:)[0-9A-Za-z_-]{35}")
 
 
-def _telegram_spans(text: str) -> Iterable[tuple[int, int]]:
+def _telegram_spans(text: str, _subject: str) -> Iterable[tuple[int, int]]:
     """What ``\\d{8,10}:[0-9A-Za-z_-]{35}`` finds: from each ":" found, the run of up to 10
     digits before it, never reaching back into the token found before (the search went on
     from its end)."""
@@ -353,25 +363,25 @@ _PLUGIN_PATTERNS: dict[str, _Rule | None] = {
     # (?i) made every position a start; folded, "aws" is searched for
     "aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?"
     "[\\'\\\"]([0-9a-zA-Z/+]{40})[\\'\\\"]": _Rule(
-        "aws key", re.compile(r"['\"]([0-9a-z/+]{40})(?=['\"])"), 1, folded=True,
+        "aws key", re.compile(r"['\"]([0-9a-z/+]{40})(?=['\"])"), 1, folded=True, needs=("aws",),
         begin=_preceded_by(re.compile(
             r"aws.{0,20}(?:key|pwd|pw|password|pass|token).{0,20}['\"]\Z"), 52)),
     # 32 characters, then "-us": found by "-us", its 32 read back
     "[0-9a-z]{32}-us[0-9]{1,2}": _Rule(
         "mailchimp key", re.compile(r"-us(?<=[0-9a-z]{32}-us)[0-9]{1,2}"),
-        begin=lambda _text, m: m.start() - 32),
+        back=32),
     # Every "eyJ" of a run re-scanned the run to its end: the first of a run is tried, and a
     # run that is no token is consumed whole (every later "eyJ" in it ends at the same place)
     "eyJ[A-Za-z0-9-_=]+\\.[A-Za-z0-9-_=]+\\.?[A-Za-z0-9-_.+/=]*?": _Rule(
         "jwt", re.compile(rf"eyJ(?:(?P<t>{_C}++\.{_C}++\.?)|{_C}*+)"), "t",
-        begin=lambda _text, m: m.start("t") - 3 if m.start("t") >= 0 else None),
+        back=3),
     # the first "sk-" of a run is tried (a later one can only find less), and a run that
     # holds no key is consumed whole
     "sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}": _Rule(
         "openai key", re.compile(
             rf"sk-(?:(?P<t>{_C_OPENAI}*[A-Za-z0-9]{{20}}T3BlbkFJ[A-Za-z0-9]{{20}})"
             rf"|{_C_OPENAI}*+)"), "t",
-        begin=lambda _text, m: m.start("t") - 3 if m.start("t") >= 0 else None),
+        back=3),
     # ".+" backed off to every "/" of the line from every "//": one try from the line's first
     # "//" (the match ends at a line's end, so every search starts at one)
     "\\/\\/.+\\/:_authToken=\\s*((npm_.+)|([A-Fa-f0-9-]{36})).*": _Rule(
@@ -454,10 +464,11 @@ _PASSWORD_WORD = (r"(?:password" + _W(8) + "|passphrase" + _W(10) + "|passwd" + 
 # "password is X", "the wifi password: X", "my password for the NAS is X", "pw: X"; the rest of
 # the line is read (in a lookahead: the match ends before it, so a second "password is" on the
 # line is found too) and _password_length decides how much of it is the password. Folded.
-_PASSWORD = re.compile(
+_PASSWORD_REST = 160  # how much of the line after "password is" _password_length reads
+_PASSWORD_AT = (
     _PASSWORD_WORD + r"(?:\s++(?:for|to|of|on)\s++" + _QUALIFIER + ")?"
     r"\s*+(?:is|was|=|:|would be|will be|is now|is still)[ \t]*+[:=\-]?[ \t]*+"
-    r"(?=(?P<secret>" + _NOT_MARKER + r"\S[^\n]{0,159}))"
+    r"(?=" + _NOT_MARKER + r"\S)"
 )
 # "password Tr0ub4dor&3", "the wifi passphrase correcthorsebatterystaple": no verb, so only a
 # word that looks like a key (_bare_password_length), never "password manager". Folded.
@@ -509,6 +520,72 @@ def _password_length(rest: str) -> int:
     end = _WORDS_END[count - 1].match(rest).end()  # type: ignore[union-attr]
     end -= len(words[count - 1]) - len(words[count - 1].rstrip(".,;:!?"))
     return end if end >= 3 else 0
+
+
+def _one_of(words: Iterable[str]) -> str:
+    """An alternation of ``words`` written as a trie ("a(?:nd?|t)|the"): ``re`` tries an
+    alternation's branches one by one, so 150 words cost 150 tries a word, the trie a few."""
+    words = sorted(set(words))
+    if words == [""]:
+        return ""
+    prefix = os.path.commonprefix(words)
+    if prefix:
+        rest = _one_of([w[len(prefix):] for w in words])
+        return re.escape(prefix) + (f"(?:{rest})" if rest else "")
+    branches: dict[str, list[str]] = {}
+    for word in words:
+        if word:
+            branches.setdefault(word[0], []).append(word)
+    parts = [_one_of(group) for _, group in sorted(branches.items())]
+    if "" in words:
+        parts.append("")
+    return "|".join(parts)
+
+
+def _word_in(words: Iterable[str]) -> str:
+    """A word (a run of \\S, folded) that ``_bare`` finds in ``words``: edge characters around
+    one of them and nothing else."""
+    edges = "[" + re.escape(_BARE_EDGES) + "]*+"
+    return rf"{edges}(?:{_one_of(words)}){edges}(?!\S)"
+
+
+# _password_length as part of the pattern (a text dense with "password is" measured each rest
+# in Python, ~3 us): the quoted value; else a first word that does not describe and up to five
+# more, each after a word that ends no clause (",;!?.") and none describing; else a judgement
+# word opening at least three more such; else nothing (the match stands, as before, and
+# consumes what it did: "(?P<secret>)" empty). Words stop at the line's end. "far": where the
+# first six words end, as far as the measure may have read (and one character more): when that
+# is past the 160 characters _password_length reads, the rest is measured by it instead.
+_NEXT_WORD = r"(?<![,;!?.])[^\S\n]++(?!" + _word_in(_DESCRIPTIVE) + r")\S++"
+_PASSWORD = re.compile(
+    _PASSWORD_AT
+    + r"(?=(?P<secret>\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|“[^”\n]{1,80}”"
+    + r"|(?!" + _word_in(_DESCRIPTIVE) + r")\S++(?:" + _NEXT_WORD + "){0,5}"
+    + r"|(?=" + _word_in(_JUDGEMENT) + r")\S++(?:" + _NEXT_WORD + "){3,5}|))"
+    + r"(?=\S++(?:[^\S\n]++\S++){0,5}(?P<far>))"
+)
+_FOLDED_AWAY = "İſı"  # what _fold makes a letter and str.lower does not
+
+
+def _password_spans(text: str, folded: str) -> list[tuple[int, int]]:
+    """The passwords _PASSWORD finds, measured as _password_length measures them."""
+    matches = [(*match.span("secret"), match.end("far")) for match in _PASSWORD.finditer(folded)]
+    special = not text.isascii() and any(c in text for c in _FOLDED_AWAY)
+    spans = []
+    limit = _PASSWORD_REST
+    for start, end, far in matches:
+        if far - start < limit and not (
+                special and any(text.find(c, start, far) >= 0 for c in _FOLDED_AWAY)):
+            if end > start:
+                end = start + len(text[start:end].rstrip(".,;:!?"))
+                if end - start >= 3:
+                    spans.append((start, end))
+            continue
+        line = text.find("\n", start, start + limit)
+        length = _password_length(text[start:line if line >= 0 else start + limit])
+        if length:
+            spans.append((start, start + length))
+    return spans
 
 
 def _bare_password_length(rest: str) -> int:
@@ -578,27 +655,14 @@ _KEY_PHRASE = re.compile(
     + r")\b(?:\s++(?:for|to|of|on)\s++" + _QUALIFIER + ")?"
     r"\s*+(?:is|was|=|:|:=)\s*+['\"]?(?P<secret>" + _NOT_MARKER + r"[^\s'\"]{8,})"
 )
-# OPENAI_API_KEY=..., DB_PASSWORD=...: found by the word the name ends with, the name read back
-_ENV_ASSIGNMENT = re.compile(  # the value in a lookahead: a name refused consumes no value
-    r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD)\s*+[=:]\s*+['\"]?"
+# OPENAI_API_KEY=..., DB_PASSWORD=...: an upper-case name (a letter first, a word's start) that
+# ends with one of these words. The name is read from its first letter to the first of the words
+# that an "=" or ":" follows (a run of name characters is read once, from its start: no other
+# position inside it starts a word); the value in a lookahead (a refused name consumes no value).
+_ENV_ASSIGNMENT = re.compile(
+    r"[A-Z](?<!\w.)[A-Z0-9_]*?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD)\s*+[=:]\s*+['\"]?"
     r"(?=(?P<secret>" + _NOT_MARKER + r"[^\s'\"]{6,}))"
 )
-_ENV_NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
-_WORD_CHAR = re.compile(r"\w")
-
-
-def _env_name_before(text: str, match: re.Match[str]) -> int | None:
-    """The secret's start when an upper-case name (a letter first) ends with the match's word,
-    as a whole word: ``\\b[A-Z][A-Z0-9_]*`` before it."""
-    name_end = match.start()
-    low = max(0, name_end - 64)  # _run_start's first window, written out (once a match)
-    kept = len(text[low:name_end].rstrip(_ENV_NAME_CHARS))
-    start = low + kept if kept or not low else _run_start(text, name_end, _ENV_NAME_CHARS)
-    if start == name_end or not "A" <= text[start] <= "Z":
-        return None
-    if start and _WORD_CHAR.match(text, start - 1):
-        return None
-    return match.start("secret")
 
 
 _SCHEME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789+.-"
@@ -621,7 +685,7 @@ _PEM_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_BODY = 4000  # a header with no end: this much after it
 
 
-def _private_key_spans(text: str) -> Iterable[tuple[int, int]]:
+def _private_key_spans(text: str, _subject: str) -> Iterable[tuple[int, int]]:
     """Each private key block: its header to the first end line after it, or to 4,000
     characters on. (As a pattern, ".*?-----END" read to the end of the text from every header
     that had none.)"""
@@ -638,13 +702,9 @@ def _private_key_spans(text: str) -> Iterable[tuple[int, int]]:
         position = end
 
 
-def _after_prefix(length: int) -> Callable[[str, re.Match[str]], int | None]:
-    """The secret starts ``length`` characters before group "t" (the prefix the pattern
-    searched for); None when "t" did not match (the run was consumed, no token)."""
-    def begin(_text: str, match: re.Match[str]) -> int | None:
-        start = match.start("t")
-        return start - length if start >= 0 else None
-    return begin
+def _of_value(measure: Callable[[str], int]) -> Callable[[str, str, int, int], int]:
+    """A rule's measure from one that reads the matched value."""
+    return lambda text, _subject, start, end: measure(text[start:end])
 
 
 _JWT_CHARS = "[A-Za-z0-9_-]"
@@ -670,33 +730,71 @@ _OWN_RULES: list[_Rule] = [
     # every "eyJ" of a run re-scanned it; the first is tried, a run that is no token consumed
     _Rule("jwt", re.compile(
         r"eyJ" + _W(3) + rf"(?:(?P<t>{_JWT_CHARS}{{8,}}+\.eyJ{_JWT_CHARS}{{8,}}+\."
-        rf"{_JWT_CHARS}*+)|{_JWT_CHARS}*+)"), "t", _jwt_has_json, begin=_after_prefix(3)),
-    # found by its "://", the scheme read back (from every letter, "[a-z]+://" re-read the run)
-    _Rule("password in a URL", re.compile(r"://[^\s/:@]++:(?P<secret>[^\s/@]++)@"), "secret",
-          folded=True, begin=_scheme_before),
-    _Rule("password", _PASSWORD, "secret", measure=_password_length, folded=True,
+        rf"{_JWT_CHARS}*+)|{_JWT_CHARS}*+)"), "t", _jwt_has_json, back=3),
+    # found by its "://", the scheme read back (from every letter, "[a-z]+://" re-read the run);
+    # nothing to read when a letter ends it (nearly every URL), no scheme when no scheme
+    # character does
+    _Rule("password in a URL", re.compile(
+        r"://(?<=[a-z]://)[^\s/:@]++:(?P<secret>[^\s/@]++)@"), "secret", folded=True),
+    _Rule("password in a URL", re.compile(
+        r"://(?<=[0-9+.\-]://)[^\s/:@]++:(?P<secret>[^\s/@]++)@"), "secret", folded=True,
+          begin=_scheme_before),
+    _Rule("password", _PASSWORD, spans=_password_spans, folded=True,
           needs=("pass", "pw")),
-    _Rule("password", _PASSWORD_BARE, "secret", measure=_bare_password_length, folded=True,
+    _Rule("password", _PASSWORD_BARE, "secret", measure=_of_value(_bare_password_length),
+          folded=True,
           needs=("pass", "pw")),
     _Rule("api key", re.compile(r"bearer" + _W(6) + r"\s++(?P<secret>[a-z0-9._~+/\-]{20,}=*)"),
           "secret", folded=True),
     _Rule("PIN", _PIN, "secret", folded=True,
-          needs=("pin", "passcode", "code", "cvv", "cvc", "cv2")),
-    _Rule("card number", _CARD, "secret", luhn_ok),
-    _Rule("national id", _SSN, begin=lambda _text, match: match.start() - 3),
-    _Rule("national id", _UK_NINO),
-    _Rule("national id", _NATIONAL_ID, "secret", measure=_id_length, folded=True,
+          needs=("pin", "passcode", "code", "cvv", "cvc", "cv2"), digit=True),
+    _Rule("card number", _CARD, "secret", luhn_ok, digit=True),
+    _Rule("national id", _SSN, back=3, digit=True),
+    _Rule("national id", _UK_NINO, digit=True),
+    _Rule("national id", _NATIONAL_ID, "secret", measure=_of_value(_id_length), folded=True,
           needs=("ssn", "social", "national", "passport", "tax", "nino", "personnummer", "bsn",
                  "aadhaar", "steuer", "id", "driver")),
     _Rule("api key", _KEY_PHRASE, "secret", _token_like, folded=True,
           needs=("key", "token", "secret", "bearer", "code")),
-    _Rule("api key", _ENV_ASSIGNMENT, "secret", begin=_env_name_before),
+    _Rule("api key", _ENV_ASSIGNMENT, "secret", needs=("KEY", "TOKEN", "SECRET", "PASS", "PWD")),
 ]
 
 
 @functools.cache
 def _rules() -> tuple[_Rule, ...]:
-    return (*_OWN_RULES, *_plugin_rules())
+    return tuple(_with_needs(rule) for rule in (*_OWN_RULES, *_plugin_rules()))
+
+
+def _with_needs(rule: _Rule) -> _Rule:
+    """``rule`` skipped on a text without the literal its every match holds: ``str.__contains__``
+    reads 2 MB in ~0.2 ms, ``re`` looking for the same literal ~2 ms (40 rules start with one)."""
+    if rule.needs:
+        return rule
+    literal = _required_literal(rule.pattern)
+    return dataclasses.replace(rule, needs=(literal,)) if literal else rule
+
+
+def _required_literal(pattern: re.Pattern[str]) -> str:
+    """The longest run of literal characters that every match of ``pattern`` holds ("" when it
+    has none it can be sure of): read from the parsed pattern's top level, groups included."""
+    if pattern.flags & re.IGNORECASE:
+        return ""
+    from re import _parser  # type: ignore[attr-defined]  # the parser re compiles with
+
+    runs = [""]
+
+    def walk(items: Iterable[tuple[object, object]]) -> None:
+        for op, value in items:
+            if op is _parser.LITERAL:
+                runs[-1] += chr(value)  # type: ignore[arg-type]
+            elif op is _parser.SUBPATTERN and not (value[1] or value[2]):  # type: ignore[index]
+                walk(value[3])  # type: ignore[index]  # a group without flags of its own
+            elif op is _parser.ATOMIC_GROUP:
+                walk(value)  # type: ignore[arg-type]
+            else:
+                runs.append("")
+    walk(_parser.parse(pattern.pattern, pattern.flags))
+    return max(runs, key=len)
 # Cheap screen: a text with none of these cannot hold a secret any rule finds. Most chat messages
 # skip every pattern this way.
 _SCREEN = re.compile(
@@ -756,13 +854,8 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     ends: dict[int, int] = {}
     markers = REDACTED in text  # a marker Hermes wrote is never a secret (idempotent)
     folded: str | None = None
+    digits: bool | None = None
     for index, rule in enumerate(rules):
-        if rule.spans is not None:
-            for start, end in rule.spans(text):
-                found.append((start, -end, index))
-                if end > ends.get(start, -1):
-                    ends[start] = end
-            continue
         subject = text
         if rule.folded:
             if folded is None:
@@ -770,12 +863,31 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
             subject = folded
         if rule.needs and not any(map(subject.__contains__, rule.needs)):
             continue
+        if rule.digit:
+            if digits is None:  # (an ASCII text: ten searches for a byte beat one for \d)
+                digits = (any(map(text.__contains__, "0123456789")) if text.isascii()
+                          else _SCREEN_DIGIT.search(text) is not None)
+            if not digits:
+                continue
+        if rule.spans is not None:
+            found += [(start, -end, index) for start, end in rule.spans(text, subject)]
+            continue
         group, begin, check, measure = rule.group, rule.begin, rule.check, rule.measure
         matches = rule.pattern.finditer(subject)
-        if begin is None and check is None and measure is None:
-            found += [(start, -end, index) for match in matches
-                      for start, end in (match.span(group),) if start < end
-                      and not (markers and text.startswith(REDACTED, start, end))]
+        if begin is None and measure is None:
+            # nothing but a check to run a match: read in comprehensions, no loop of Python
+            back = rule.back
+            spans = [(start - back, end) for match in matches
+                     for start, end in (match.span(group),) if start < end]
+            if markers:
+                spans = [(start, end) for start, end in spans
+                         if not text.startswith(REDACTED, start, end)]
+            if check is not None:
+                ends_get = ends.get
+                spans = [(start, end) for start, end in spans
+                         if ends_get(start, -1) < end and check(text[start:end])]
+                ends.update({start: end for start, end in spans if end > ends_get(start, -1)})
+            found += [(start, -end, index) for start, end in spans]
             continue
         for match in matches:
             start, end = match.span(group)
@@ -791,11 +903,10 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
             if check is not None or measure is not None:
                 if ends.get(start, -1) >= end:
                     continue
-                value = text[start:end]
-                if check is not None and not check(value):
+                if check is not None and not check(text[start:end]):
                     continue
                 if measure is not None:
-                    length = measure(value)
+                    length = measure(text, subject, start, end)
                     if length <= 0:
                         continue
                     end = start + length
@@ -852,7 +963,8 @@ def _replaced(text: str, spans: list[tuple[int, int, str]]) -> str:
     position = 0
     for start, end, kind in spans:
         pieces.append(text[position:start])
-        pieces.append(_marker(kind, text[start:end]))
+        # (the same marker for every value of these: no call a secret)
+        pieces.append(_PLAIN_MARKERS.get(kind) or _marker(kind, text[start:end]))
         position = end
     pieces.append(text[position:])
     return "".join(pieces)

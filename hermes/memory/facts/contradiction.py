@@ -73,10 +73,13 @@ _SINGLE_VALUED: list[tuple[str, re.Pattern[str]]] = [
     ("works_at", _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have|is|am|are)\s+{_ADV})?(?:(?:started|begun|began)\s+)?"
         r"(?:works|work|working|employed)\b[^.]*?\s(?:at|for|by)\s+(?P<value>.+)$")),
-    # "I'm now at Globex", "I started at Globex", "I got a new job at Globex", "my new job is
-    # at Globex", "I joined Globex", "I switched jobs to Globex"
+    # "I'm now at Globex": an employer, most likely; loose ("~"): only what the user says
+    # outright is read so (:func:`replaced`), never learning's "Caroline is at Harvard"
+    ("works_at~", _p(rf"^(?P<subject>.+?)\s+{_ADV}(?:is|am|are)\s+{_ADV}at\s+(?P<value>.+)$")),
+    # "I started at Globex", "I got a new job at Globex", "I joined Globex", "I switched jobs
+    # to Globex"
     ("works_at", _p(
-        rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:is|am|are)\s+{_ADV}at|"
+        rf"^(?P<subject>.+?)\s+{_ADV}(?:"
         r"(?:(?:has|have)\s+)?(?:started|begun|began)\s+(?:(?:a\s+)?(?:new\s+)?"
         r"(?:job|position|role)\s+)?(?:at|with)|"
         r"(?:(?:has|have)\s+)?(?:got|found|taken|took|accepted|landed|started)\s+(?:a\s+)?"
@@ -171,11 +174,12 @@ _PASSING = re.compile(
     r"weekdays)|at\s+(?:the\s+)?weekends?|sometimes|occasionally|some\s+days|once\s+a|"
     r"twice\s+a|(?:one|two|three|four)\s+days?\s+a\s+week|every\s+(?:other|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|on\s+(?:holiday|vacation|leave|sick\s+leave|"
-    r"a\s+trip|a\s+break|strike)|also|as\s+well|too|on\s+the\s+side|"
-    # an addition, not a change: "a second job", "a side gig", "another doctor"
-    r"second|side|another|other|extra|both|in\s+addition|additionally|"
-    # not yet: "I'm joining Globex next month"
-    r"next\s+(?:week|month|year)|soon|will|going\s+to)\b", re.I)
+    r"a\s+trip|a\s+break|strike)|also|as\s+well|too|on\s+the\s+side)\b", re.I)
+# What the user says that adds to a fact or is not so yet: no change of it ("a second job", "a
+# side gig", "my other doctor", "I'm joining Globex next month"). Read in new statements only: a
+# stored fact's "two other people" still says where the user lives.
+_ADDED = re.compile(r"\b(?:second|side|another|other|extra|both|in\s+addition|additionally|"
+                    r"next\s+(?:week|month|year)|soon|will|going\s+to)\b", re.I)
 # A value opening with one of these is a state or a place inside something, not a value:
 # "is on holiday", "is in the garage", "is being repaired", "is broken".
 _STATE_START = frozenset({
@@ -202,8 +206,7 @@ _PERSON = frozenset({"manager", "boss", "partner", "wife", "husband", "girlfrien
                      "boyfriend", "dentist", "doctor", "gp", "therapist", "vet", "landlord",
                      "lawyer", "accountant", "hairdresser"})
 # Things named by a brand or model: "a Tesla Model 3", "an iPhone 15", "a ThinkPad".
-_THING = frozenset({"car", "laptop", "phone", "editor", "shell", "browser", "bank", "os",
-                    "operating system", "gym", "school", "university"})
+_THING = frozenset({"car", "laptop", "phone"})
 # Where one clause ends and another begins: "I left Acme and joined Globex", "I left Acme; I'm
 # at Globex now", "I left Acme. I'm at Globex now" (never inside a name: "Johnson and
 # Johnson", "Dr. Jones").
@@ -226,11 +229,14 @@ class Claim:
     value: str                  # normalised; for an end, the value it ends
     old: str | None = None      # the value it says it replaces ("from Vim to Neovim")
     ended: bool = False         # "no longer", "not ... anymore", "left", "quit"
+    loose: bool = False         # the relation is likely, not said ("I'm now at Globex")
 
     @property
     def definite(self) -> bool:
-        """Whether the words alone say which relation (not an open "switched to X")."""
-        return len(self.relations) == 1 or self.ended or self.old is not None
+        """Whether the words alone say which relation (not an open "switched to X", not a
+        loose "is at X")."""
+        return not self.loose and (len(self.relations) == 1 or self.ended
+                                   or self.old is not None)
 
 
 def _named(word: str) -> bool:
@@ -351,19 +357,20 @@ def _claim(clause: str) -> Claim | None:
         match = pattern.match(clause)
         if not match:
             continue
-        relation = name
+        relation, loose = name.rstrip("~"), name.endswith("~")
         if "what" in match.groupdict():
             what = re.sub(r"^(?:current|new)\s+", "", norm(match.group("what")))
             relation = _ALIASES.get(what, f"{name}:{what}")
         value = _value(match.group("value"))
         rest = clause[match.end("subject"):] if match.start("subject") == 0 else clause
         if ended:
-            return Claim(frozenset({relation}), _subject(match), norm(value), ended=True)
+            return Claim(frozenset({relation}), _subject(match), norm(value), ended=True,
+                         loose=loose)
         if _PASSING.search(rest) or not _names_a_value(relation, value):
             return None     # a state, a qualifier, another kind: no value to replace
         old = match.groupdict().get("old")
         return Claim(frozenset({relation}), _subject(match), norm(value),
-                     norm(old) if old else None)
+                     norm(old) if old else None, loose=loose)
     if ended:
         return None
     for relations, needs_change, pattern in _OPEN:
@@ -385,17 +392,11 @@ def _claim(clause: str) -> Claim | None:
     return None
 
 
-def claims(content: str) -> list[Claim]:
-    """What ``content`` says of single-valued relations, a claim for each clause that does."""
-    return [c for c in map(_claim, clauses(content)) if c is not None]
-
-
-def frame(content: str) -> tuple[str, str, str] | None:
-    """(relation, subject, value) of a statement's first definite claim, or None."""
-    for claim in claims(content):
-        if claim.definite and not claim.ended:
-            return next(iter(claim.relations)), claim.subject, claim.value
-    return None
+def claims(content: str, *, new: bool = False) -> list[Claim]:
+    """What ``content`` says of single-valued relations, a claim for each clause that does.
+    ``new``: a statement that may replace a fact, whose additions ("a second job") do not."""
+    return [c for c in (_claim(clause) for clause in clauses(content)
+                        if not (new and _ADDED.search(clause))) if c is not None]
 
 
 def _same(a: str, b: str) -> bool:
@@ -420,7 +421,7 @@ def contradicts(new: str, old: str) -> bool:
     """Whether ``new`` gives another value for the same subject and single-valued relation as
     ``old`` (or ends the value ``old`` gives). The words must say which relation: an open
     "switched to X" is left to :func:`replaced`, which sees the other facts."""
-    news = [c for c in claims(new) if c.definite]
+    news = [c for c in claims(new, new=True) if c.definite]
     olds = [c for c in claims(old) if c.definite]
     return any(_replaces(n, o) for n in news for o in olds)
 
@@ -446,7 +447,7 @@ _WORD = re.compile(r"[\w']+")
 def lookup_words(content: str) -> list[str]:
     """Words to find the stored facts a user's statement may replace by, beyond its own."""
     words: list[str] = []
-    for claim in claims(content):
+    for claim in claims(content, new=True):
         for relation in sorted(claim.relations):
             kind = relation.partition(":")[2]
             words.extend((_RELATION_WORDS.get(relation) or kind).split())
@@ -510,8 +511,8 @@ def replaced(new: str, olds: Sequence[str]) -> list[int]:
     only: when the stored facts it could be about are of several, the rules are unsure and
     nothing is replaced."""
     found: list[int] = []
-    new_claims = claims(new)
-    old_claims = [[c for c in claims(old) if c.definite] for old in olds]
+    new_claims = claims(new, new=True)
+    old_claims = [[c for c in claims(old) if c.definite or c.loose] for old in olds]
     for claim in new_claims:
         hits = [i for i, cs in enumerate(old_claims) if any(_replaces(claim, o) for o in cs)]
         if not claim.definite:

@@ -52,9 +52,15 @@ COMMON_WORDS = STOPWORDS | frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-# A title's period does not end a name: "Dr. Smith", "St. Mary's", "Mr. Tanaka".
-_TITLE = r"(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Sr|Jr|Mt|Ft|Gen|Col|Capt|Lt|Sgt|Rev|Hon)\.(?=[ \t]+[A-Z])"
-_WORD = rf"{_TITLE}|[A-Z][\w'’.+#&-]*[\w+#]|[A-Z]"
+# A title's period does not end a name: "Dr. Smith", "St. Mary's", "Mr. Tanaka", "Dra. López";
+# a title is never a name alone ("Mr. and Mrs. Smith": not "Mr"), and the word after it is the
+# name's even when it is a common word ("Dr. Who", "Dr. No").
+_TITLES = ("Dr", "Dra", "Mr", "Mrs", "Ms", "Mx", "Mme", "Mlle", "Prof", "St", "Sta", "Sr", "Sra",
+           "Srta", "Jr", "Mt", "Ft", "Gen", "Col", "Capt", "Lt", "Sgt", "Rev", "Hon")
+_TITLE_KEYS = frozenset(t.casefold() for t in _TITLES)
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_TITLE = rf"(?:{'|'.join(_TITLES)})\.(?=[ \t]+[{_UPPER}])"
+_WORD = rf"{_TITLE}|[{_UPPER}][\w'’.+#&-]*[\w+#]|[{_UPPER}]"
 _CAPITALISED_RUN = re.compile(rf"(?<![\w@/.-])(?:{_WORD})(?:[ \t]+(?:{_WORD}))*")
 _QUOTED = re.compile(
     r"\"([^\"\n]{2,60})\"|“([^”\n]{2,60})”|`([^`\n]{2,60})`|(?<!\w)'([^'\n]{2,60})'(?!\w)"
@@ -174,6 +180,10 @@ def _is_common(word: str) -> bool:
     return word.casefold().strip("'’") in COMMON_WORDS
 
 
+def _is_title(word: str) -> bool:
+    return word.rstrip(".").casefold() in _TITLE_KEYS
+
+
 def extract_candidates(content: str) -> list[str]:
     """Entity names the text itself suggests (no database needed). Order of first appearance.
     A statement kept in the user's words (``The user said: "..."``) is read inside its quotes:
@@ -191,10 +201,15 @@ def extract_candidates(content: str) -> list[str]:
         # "Yesterday Alice Johnson shipped" -> "Alice Johnson"; "The server" -> nothing.
         if _SENTENCE_END.search(content[:start]) and words and _is_common(words[0].rstrip(".")):
             words = words[1:]
-        # Stopwords never stand alone as names ("I", "A"), and a trailing one is dropped.
-        while words and _is_common(words[-1].rstrip(".")) and len(words) > 1:
+        # Stopwords never stand alone as names ("I", "A"), and a trailing one is dropped
+        # unless a title comes before it ("Dr. Who").
+        while words and _is_common(words[-1].rstrip(".")) and len(words) > 1 \
+                and not _is_title(words[-2]):
             words = words[:-1]
-        if not words or (len(words) == 1 and _is_common(words[0].rstrip("."))):
+        while len(words) > 1 and _is_title(words[-1]):    # "St. James St."
+            words = words[:-1]
+        if not words or (len(words) == 1 and _is_common(words[0].rstrip("."))) \
+                or all(_is_title(w) for w in words):
             continue
         found.append((start, " ".join(words)))
     for pattern in (_SNAKE, _DOTTED):

@@ -65,6 +65,28 @@ _FOREIGN = re.compile(
     r"(?<![\w'’])(?:mi|mis|mío|mía|yo|nosotros|nuestra|nuestro|meu|minha|meus|minhas|eu|nosso|"
     r"nossa|je|mon|ma|mes|moi|nous|notre|ich|mein|meine|meinen|meinem|meiner|mich|mir|wir|"
     r"unser|unsere|io|mio|mia|miei|mie|ik|mijn|wij)(?![\w'’])|[我私僕俺나내저제]")
+# "Remember that ..." in the languages people most often write to Hermes in besides English
+# (pt, es, fr, de, it, nl): the request, then the word joining it to what is to be remembered
+# ("que", "dass", "che", "dat") or a colon. Imperatives only: "¿Recuerdas ...?", "Lembras-te
+# ...?", "Ti ricordi ...?" ask, and "je ne me souviens pas" says, what is not a request.
+FOREIGN_REQUEST = (
+    r"(?:lembra(?:-te|-se)?|lembre(?:-se)?|n[ãa]o\s+(?:te\s+|se\s+)?esque[çc]as?|"
+    r"anota(?:\s+a[íi])?|anote|regista|registe|memoriza|memorize|tom[ae]\s+nota|"
+    r"recuerd[ae]|acu[ée]rd(?:ate|ese)|no\s+(?:te\s+|se\s+)?olvid(?:es|e)|apunt[ae]|"
+    r"t(?:en|enga)\s+en\s+cuenta|memorice|"
+    r"souviens-toi|souvenez-vous|rappelle-toi|rappelez-vous|n['’]oubli(?:e|ez)\s+pas|"
+    r"not(?:e|ez)|retiens|retenez|m[ée]moris(?:e|ez)|gard(?:e|ez)\s+en\s+t[êe]te|"
+    r"merke?\s+dir|merken\s+sie\s+sich|vergiss\s+nicht|vergessen\s+sie\s+nicht|"
+    r"denke?\s+daran|denken\s+sie\s+daran|notiere?(?:\s+dir)?|notieren\s+sie|"
+    r"ricorda(?:ti)?|non\s+dimenticar(?:e|ti)|tieni\s+(?:a\s+mente|presente)|prendi\s+nota|"
+    r"annota|memorizza|onthoud|vergeet\s+niet|noteer)"
+    r"(?:\s+(?:bien|bem|bitte|ben|aí|ai))?(?:\s+(?:de|di|do|da|del)\b)?"
+    r"(?:\s*,?\s*(?:que|qu['’]|dass|daß|che|ch['’]|dat)(?:\s+|(?<=['’]))|\s*(?P<colon>:)\s*)"
+)
+# "Please" in those languages, and "Hermes," before a request.
+FOREIGN_POLITE = (r"(?:(?:por\s+favor|porfa|s['’]il\s+(?:te|vous)\s+pla[iî]t|bitte|"
+                  r"per\s+favore|alsjeblieft|hermes)\s*,?\s+){0,2}")
+_FOREIGN_REQUEST = re.compile(rf"^¡?\s*{FOREIGN_POLITE}{FOREIGN_REQUEST}(?=\S)", re.I)
 # "Remember that ..." typed where the request is already implied (/remember, facts add).
 _REQUEST = re.compile(
     r"^(?:please\s*,?\s+)?(?:remember|memori[sz]e|note|keep\s+in\s+mind|"
@@ -94,18 +116,26 @@ def is_verbatim(content: str) -> bool:
     return content.startswith(VERBATIM_PREFIX)
 
 
-def normalise_statement(text: str, *, sentence: bool = False) -> Statement:
+def normalise_statement(text: str, *, sentence: bool = False,
+                        as_said: bool = False) -> Statement:
     """The fact for ``text``, the words the user asked to be remembered (a "remember that" in
     front of them, as typed into ``hermes facts add``, is dropped). RefusedWrite when there is
     nothing to store or it is a secret.
 
     The user's spelling is kept; a statement that now opens with "the user" opens with a
     capital. ``sentence``: ``text`` was cut from a sentence ("remember that the NAS is ...",
-    the fast lane), so a first word in lower case is capitalised too ("iPhone" is not)."""
+    the fast lane), so a first word in lower case is capitalised too ("iPhone" is not).
+    ``as_said``: the request was made in another language ("Recuerda que ..."): its words are
+    kept whole, never rewritten by English rules (French and Spanish "me" is no English
+    "me")."""
     body = re.sub(r"\s+", " ", text).strip()
-    request = _REQUEST.match(body)
+    foreign = _FOREIGN_REQUEST.match(body)
+    english = _REQUEST.match(body)
+    request = foreign or english
     if request:     # the rest was cut from the user's sentence
         body, sentence = body[request.end():].strip(), True
+        # (a colon after "Note" is English too: the rules read what follows)
+        as_said = as_said or (foreign is not None and not (foreign.group("colon") and english))
     body = re.sub(r"^that\s+", "", body, flags=re.I).strip()
     if sentence:    # cut from a sentence: its end punctuation is the sentence's
         body = re.sub(r"[\s.!;,]+$", "", body)
@@ -113,6 +143,8 @@ def normalise_statement(text: str, *, sentence: bool = False) -> Statement:
         raise RefusedWrite("Refused: a fact needs non-empty text.")
     if holds_secret(body):
         raise RefusedWrite(SECRET_REFUSAL)
+    if as_said:
+        return Statement(f'{VERBATIM_PREFIX}"{body}"', verbatim=True)
     if re.match(r"^to\s+\w", body, re.I) and not _first_person(body):
         # "don't forget to call the dentist": an intention of the user
         return Statement(_capitalised(f"{SUBJECT} needs {body}"))

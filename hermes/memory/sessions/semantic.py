@@ -505,28 +505,38 @@ def rerank_by_meaning(
 
 def _keep_nearest(order: list[int], total: Any, message: Any, wordless: Any, floor: float,
                   k: int, count: int = 1) -> dict[int, float]:
-    """The wordless among the ``count`` candidates nearest in meaning (their own cosine),
-    those that reach ``floor`` and are ranked below the best ``k``, moved into the last places
-    of the best ``k``, the nearest first: ``order`` and ``total`` (each one's score, between
-    its new neighbours', so that the stages after this one see it there) changed in place.
-    Returns {its index: what its score gained}."""
+    """The wordless among the ``count`` candidates nearest in meaning (their own cosine), those
+    that reach ``floor``, all within the best ``k``: those ranked below it take the places of
+    the last others there, the nearest first. ``order`` and ``total`` are changed in place;
+    returns {its index: what its score gained} (one already among the best ``k`` but below the
+    others it makes room past gains too, a little)."""
     np = _np()
     if k <= 0 or count <= 0 or len(order) <= k or not len(message) \
             or np.all(np.isnan(message)):
         return {}
     cosines = np.nan_to_num(message, nan=-np.inf)
     nearest = [int(i) for i in np.argsort(-cosines, kind="stable")[:count]]
-    rank = {i: at for at, i in enumerate(order)}
-    moved = [i for i in nearest
-             if wordless[i] and float(cosines[i]) >= floor and rank[i] >= k][:k]
-    gains: dict[int, float] = {}
-    for place, i in enumerate(moved, start=k - len(moved)):
+    kept = [i for i in nearest if wordless[i] and float(cosines[i]) >= floor]
+    moved = [i for i in kept if order.index(i) >= k]
+    if not moved:
+        return {}
+    # They take the places of the last others among the best k: from the first of those
+    # others, the kept ones (those already there too) come first, the nearest first, each
+    # scored between the turn above and that other, so that the stages after this one see
+    # them there.
+    others = [i for i in order[:k] if i not in kept]
+    place = order.index(others[-len(moved)])
+    block = [i for i in kept if i in moved or order.index(i) >= place]
+    for i in block:
         order.remove(i)
-        above = float(total[order[place - 1]]) if place >= 1 else float(total[order[0]]) + 1.0
-        raised = (above + float(total[order[place]])) / 2
+    below = float(total[order[place]])
+    above = float(total[order[place - 1]]) if place >= 1 else below + 1.0
+    gains: dict[int, float] = {}
+    for at, i in enumerate(block, start=1):
+        raised = above - (above - below) * at / (len(block) + 1)
         gains[i] = raised - float(total[i])
         total[i] = raised
-        order.insert(place, i)
+        order.insert(place + at - 1, i)
     return gains
 
 
