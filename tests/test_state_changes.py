@@ -130,6 +130,10 @@ KEEPS_BOTH = [
     ("I work at Acme", "I quit Acme's gym"),
     ("I work at Google", "I left Google Docs for Notion"),
     ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    # a "no longer" of a verb alone is no opposite of a fact that says much more with it
+    ("I run a bakery in Porto", "I don't run anymore"),
+    ("I drink coffee every morning", "I don't drink anymore"),
+    ("I play tennis on Sundays", "I don't play anymore"),
 ]
 TABLE = [(old, new, True) for old, new in SUPERSEDES] + \
         [(old, new, False) for old, new in KEEPS_BOTH]
