@@ -130,6 +130,10 @@ KEEPS_BOTH = [
     ("I work at Acme", "I quit Acme's gym"),
     ("I work at Google", "I left Google Docs for Notion"),
     ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    # a person described, not named: no other person
+    ("My partner is Ana", "My partner is Spanish"),
+    ("My doctor is Dr. Smith", "my doctor is Portuguese"),
+    ("My boyfriend is Ben", "My boyfriend is Catholic"),
     # a "no longer" of a verb alone is no opposite of a fact that says much more with it
     ("I run a bakery in Porto", "I don't run anymore"),
     ("I drink coffee every morning", "I don't drink anymore"),
@@ -234,6 +238,7 @@ def test_learning_reads_definite_changes_only():
     assert not contradicts("The user is not working at Acme this week.",
                            "The user works at Acme.")
     assert contradicts("The user left Acme in March.", "The user works at Acme.")
+    assert not contradicts("The user's partner is Spanish.", "The user's partner is Ana.")
 
 
 async def test_slash_remember_and_mcp_replace_it_too(env):

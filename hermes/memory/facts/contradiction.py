@@ -210,6 +210,17 @@ _TITLES = frozenset({
 _PERSON = frozenset({"manager", "boss", "partner", "wife", "husband", "girlfriend",
                      "boyfriend", "dentist", "doctor", "gp", "therapist", "vet", "landlord",
                      "lawyer", "accountant", "hairdresser"})
+# Capitalised words that describe a person rather than name one: "my partner is Spanish" is
+# no other partner (a person's name that is also one of these is left unread: both stay).
+_DESCRIBES_A_PERSON = frozenset("""
+    american argentinian australian austrian belgian brazilian british canadian chilean
+    chinese colombian croatian cuban czech danish dutch egyptian english european filipino
+    finnish french german greek hungarian indian indonesian iranian irish israeli italian
+    jamaican japanese kenyan korean lebanese mexican moroccan nigerian norwegian pakistani
+    peruvian polish portuguese romanian russian scottish serbian slovak spanish swedish swiss
+    thai turkish ukrainian venezuelan vietnamese welsh african asian latino latina
+    catholic christian protestant jewish muslim hindu buddhist sikh atheist agnostic
+    """.split())  # noqa: SIM905 - a word list reads better as text
 # Things named by a brand or model: "a Tesla Model 3", "an iPhone 15", "a ThinkPad".
 _THING = frozenset({"car", "laptop", "phone"})
 # Where one clause ends and another begins: "I left Acme and joined Globex", "I left Acme; I'm
@@ -270,6 +281,8 @@ def _names_a_value(relation: str, value: str) -> bool:
     if first in _STATE_START and what != "birthday":      # "my birthday is on 5 May"
         return False
     if what in _PERSON:
+        if all(w.casefold().strip(".,!") in _DESCRIBES_A_PERSON for w in words):
+            return False    # "my partner is Spanish", "my doctor is Portuguese"
         return first in _TITLES or _named(words[0])
     if what in _THING:
         if first in ("a", "an", "the"):
