@@ -178,6 +178,8 @@ def test_a_reply_that_repeats_no_fact_shown_lowers_nothing_and_says_so(env):
     ("I'd like to help with that.", "The user likes coffee", False),
     ("Good morning! How can I help?", "The user drinks coffee every morning", False),
     ("Dr. Costa is on call today.", "The user's dentist is Dr. Silva", False),
+    ("Today is Monday.", "The user plays tennis on Monday", False),
+    ("Your tennis match is on Monday.", "The user plays tennis on Monday", True),
 ])
 def test_visibly_used_is_the_facts_names_or_half_its_words(reply, fact, used):
     assert visibly_used(reply, fact) is used

@@ -29,12 +29,15 @@ from hermes.store.db import write_transaction
 
 _WORD = re.compile(r"[^\W_]+")
 # Words a reply can share with a fact without having used it: the fact's frame ("The user
-# likes ..."), titles, the commonest verbs of facts.
+# likes ..."), titles, the commonest verbs of facts, the days ("Today is Monday." uses no
+# "The user plays tennis on Monday").
 _FRAME_WORDS = COMMON_WORDS | frozenset(
     """
     user users like likes liked love loves loved live lives lived living work works worked
     working named called name prefer prefers preferred want wants wanted usually favourite
     favorite dr mr mrs ms mx prof st sr jr
+    monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
+    thursdays fridays saturdays sundays today tomorrow yesterday
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
