@@ -130,6 +130,8 @@ KEEPS_BOTH = [
     ("I work at Acme", "I quit Acme's gym"),
     ("I work at Google", "I left Google Docs for Notion"),
     ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    ("I live in Lisbon", "I moved to Berlin for six months"),
+    ("I live in Lisbon", "I'm living in Berlin for a couple of weeks"),
     # a person described, not named: no other person
     ("My partner is Ana", "My partner is Spanish"),
     ("My doctor is Dr. Smith", "my doctor is Portuguese"),
@@ -239,6 +241,8 @@ def test_learning_reads_definite_changes_only():
                            "The user works at Acme.")
     assert contradicts("The user left Acme in March.", "The user works at Acme.")
     assert not contradicts("The user's partner is Spanish.", "The user's partner is Ana.")
+    assert not contradicts("The user relocated to Berlin for six months.",
+                           "The user lives in Lisbon.")
 
 
 async def test_slash_remember_and_mcp_replace_it_too(env):

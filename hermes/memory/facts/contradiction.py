@@ -172,7 +172,8 @@ _MY = _p(r"(?<![\w'’])my(?![\w'’])")
 # A passing state or a part-time / temporary qualifier: the statement is no new value.
 _PASSING = re.compile(
     r"\b(?:until|till|til|through|for\s+now|for\s+the\s+(?:time\s+being|week|weekend|day|"
-    r"month|summer|winter|holidays?)|for\s+(?:a|an|one|two|three|four|a\s+few|some|\d+)\s+"
+    r"month|summer|winter|holidays?)|for\s+(?:a|an|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|eleven|twelve|several|a\s+few|a\s+couple\s+of|some|\d+)\s+"
     r"(?:days?|weeks?|months?|nights?)|this\s+(?:week|weekend|month|year|morning|afternoon|"
     r"evening|summer|winter)|today|tonight|tomorrow|temporar\w*|part[- ]time|"
     r"on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends?|"
