@@ -130,6 +130,8 @@ KEEPS_BOTH = [
     ("I work at Acme", "I quit Acme's gym"),
     ("I work at Google", "I left Google Docs for Notion"),
     ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    ("I work at Acme", "I'm at the Marriott, room 412"),
+    ("I work at Acme", "I'm at Costa"),
     ("I live in Lisbon", "I moved to Berlin for six months"),
     ("I live in Lisbon", "I'm living in Berlin for a couple of weeks"),
     # a person described, not named: no other person

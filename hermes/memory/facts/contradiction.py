@@ -446,9 +446,19 @@ def _claim(clause: str) -> Claim | None:
 
 def claims(content: str, *, new: bool = False) -> list[Claim]:
     """What ``content`` says of single-valued relations, a claim for each clause that does.
-    ``new``: a statement that may replace a fact, whose additions ("a second job") do not."""
-    return [c for c in (_claim(clause) for clause in clauses(content)
-                        if not (new and _ADDED.search(clause))) if c is not None]
+    ``new``: a statement that may replace a fact, whose additions ("a second job") do not,
+    nor a loose "I'm at X" said with no word of a change ("I'm at the Marriott, room 412" is
+    where the user is; "I'm now at Globex" is a new employer)."""
+    found: list[Claim] = []
+    for clause in clauses(content):
+        if new and _ADDED.search(clause):
+            continue
+        claim = _claim(clause)
+        if claim is None or (new and claim.loose and not claim.ended
+                             and not _CHANGED.search(clause)):
+            continue
+        found.append(claim)
+    return found
 
 
 def _same(a: str, b: str) -> bool:
