@@ -130,6 +130,10 @@ KEEPS_BOTH = [
     ("I work at Acme", "I quit Acme's gym"),
     ("I work at Google", "I left Google Docs for Notion"),
     ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    # a "no longer" of a verb alone is no opposite of a fact that says much more with it
+    ("I run a bakery in Porto", "I don't run anymore"),
+    ("I drink coffee every morning", "I don't drink anymore"),
+    ("I play tennis on Sundays", "I don't play anymore"),
 ]
 TABLE = [(old, new, True) for old, new in SUPERSEDES] + \
         [(old, new, False) for old, new in KEEPS_BOTH]
@@ -247,3 +251,29 @@ async def test_slash_remember_and_mcp_replace_it_too(env):
         assert result.structured_content["supersedes"] == [second.id]
     assert [f.content for f in facts.list_facts("alice")] == [
         'The user said: "I left Globex and joined Initech"']
+
+
+async def test_a_channel_statement_replaces_only_what_the_channel_sees(agent, env, fake_model):
+    """"Remember that my new therapist is Dr. Lee" said in a Discord channel neither retires
+    a fact the channel may not see nor names it in the reply's note (the note is posted
+    there); the channel's own fact it replaces, and in a DM the private one too."""
+    from hermes.memory.place import Place
+
+    here = Place.discord_channel(1, 2)
+    facts = env.memory.facts
+    private = facts.add("alice", "The user's therapist is Dr. Okafor").fact
+    ours = facts.add("alice", "The user's bank is Barclays", place=here).fact
+    channel = env.memory.sessions.create("alice", "discord", channel_key="k", place=here)
+    fake_model.reply("Got it.").reply("Got it.")
+    said = await agent.turn("alice", channel.id,
+                            "Remember that my new therapist is Dr. Lee.").run()
+    assert "Okafor" not in said.text
+    assert facts.get("alice", private.id).status == "active"
+    said = await agent.turn("alice", channel.id, "Remember that I switched banks to Monzo.").run()
+    assert facts.get("alice", ours.id).status == "superseded"
+    assert f"fact {ours.id} (The user's bank is Barclays) is replaced" in said.text
+    dm = env.memory.sessions.create("alice", "discord", channel_key="discord:dm:9")
+    fake_model.reply("Got it.")
+    said = await agent.turn("alice", dm.id, "Remember that my new therapist is Dr. Park.").run()
+    assert facts.get("alice", private.id).status == "superseded"
+    assert "Okafor" in said.text

@@ -540,7 +540,10 @@ def _denies(clause: str, old: str) -> bool:
     if _negated(stored)[1]:
         return False        # the stored fact says "not" already: no opposite of it here
     words = _content_words(rest)
-    return bool(words) and words <= _content_words(stored[len(subject):])
+    said = _content_words(stored[len(subject):])
+    # and at least half of it: "I don't run anymore" is no opposite of "The user runs a bakery
+    # in Porto", nor "I don't drink anymore" of "The user drinks coffee every morning"
+    return bool(words) and words <= said and 2 * len(words) >= len(said)
 
 
 def replaced(new: str, olds: Sequence[str]) -> list[int]:
