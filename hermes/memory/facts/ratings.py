@@ -29,15 +29,14 @@ from hermes.store.db import write_transaction
 
 _WORD = re.compile(r"[^\W_]+")
 # Words a reply can share with a fact without having used it: the fact's frame ("The user
-# likes ..."), titles, the commonest verbs of facts, the days ("Today is Monday." uses no
-# "The user plays tennis on Monday").
+# likes ..."), titles, the commonest verbs of facts.
 _FRAME_WORDS = COMMON_WORDS | frozenset(
     """
     user users like likes liked love loves loved live lives lived living work works worked
     working named called name prefer prefers preferred want wants wanted usually favourite
     favorite dr mr mrs ms mx prof st sr jr
-    monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
-    thursdays fridays saturdays sundays today tomorrow yesterday
+    today tomorrow yesterday monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november december
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
@@ -71,7 +70,10 @@ def visibly_used(reply: str, fact: str) -> bool:
         return True
     content = {_stem(w.casefold()) for w in words if not w.isdigit()} - names
     shared = content & said
-    return bool(shared) and 2 * len(shared) >= min(len(content), len(said))
+    # One shared word is enough only for a one-word fact or a one-word reply ("It is
+    # vault."): "enjoy the trip!" does not use "going on a trip to Japan"
+    return (bool(shared) and 2 * len(shared) >= min(len(content), len(said))
+            and (len(shared) >= 2 or len(content) == 1 or len(said) == 1))
 
 
 @dataclass(frozen=True)
