@@ -604,17 +604,22 @@ _FOLDED_AWAY = "İſı"  # what _fold makes a letter and str.lower does not
 
 def _password_spans(text: str, folded: str) -> list[tuple[int, int]]:
     """The passwords _PASSWORD finds, measured as _password_length measures them."""
-    matches = [(*match.span("secret"), match.end("far")) for match in _PASSWORD.finditer(folded)]
-    special = not text.isascii() and any(c in text for c in _FOLDED_AWAY)
-    spans = []
+    # (groups by number: secret 1, far 2)
+    matches = [(*match.span(1), match.end(2)) for match in _PASSWORD.finditer(folded)]
     limit = _PASSWORD_REST
-    for start, end, far in matches:
-        if far - start < limit and not (
-                special and any(text.find(c, start, far) >= 0 for c in _FOLDED_AWAY)):
-            if end > start:
-                end = start + len(text[start:end].rstrip(".,;:!?"))
-                if end - start >= 3:
-                    spans.append((start, end))
+    if not text.isascii() and any(c in text for c in _FOLDED_AWAY):
+        # a letter that _fold reads otherwise than str.lower: such a rest is measured in Python
+        ours = []
+        for start, end, far in matches:
+            if any(text.find(c, start, far) >= 0 for c in _FOLDED_AWAY):
+                far = start + limit
+            ours.append((start, end, far))
+        matches = ours
+    # measured by the pattern: its end marks off (a comprehension: a text dense with them)
+    spans = [(start, stop) for start, end, far in matches if far - start < limit and end > start
+             for stop in (start + len(text[start:end].rstrip(".,;:!?")),) if stop - start >= 3]
+    for start, _end, far in matches:
+        if far - start < limit:
             continue
         line = text.find("\n", start, start + limit)
         length = _password_length(text[start:line if line >= 0 else start + limit])
