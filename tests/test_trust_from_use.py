@@ -178,6 +178,13 @@ def test_a_reply_that_repeats_no_fact_shown_lowers_nothing_and_says_so(env):
     ("I'd like to help with that.", "The user likes coffee", False),
     ("Good morning! How can I help?", "The user drinks coffee every morning", False),
     ("Dr. Costa is on call today.", "The user's dentist is Dr. Silva", False),
+    # a weekday, a month or one word of several in common is no use (review rev3 F5)
+    ("Today is Monday.", "The user plays tennis on Monday", False),
+    ("April is a good month to visit.", "The user's daughter is April", False),
+    ("That sounds great, enjoy the trip!", "The user is going on a trip to Japan", False),
+    ("Here's a recipe with tomatoes.", "The user grows tomatoes in the garden", False),
+    ("Your tomatoes need water in this heat.", "The user grows tomatoes in the garden", False),
+    ("Your garden tomatoes need water.", "The user grows tomatoes in the garden", True),
 ])
 def test_visibly_used_is_the_facts_names_or_half_its_words(reply, fact, used):
     assert visibly_used(reply, fact) is used

@@ -83,6 +83,16 @@ def above_the_input(page, locator) -> bool:
     return 0 < box["y"] + box["height"] <= form["y"] + 1
 
 
+def where(page, locator) -> str:
+    """Where the element and the input are, for a failed assertion's message."""
+    box, form = locator.bounding_box(), page.locator("#send").bounding_box()
+    state = page.evaluate("""() => { const end = document.getElementById("end");
+        return {end: end.getBoundingClientRect().bottom, scrollY: window.scrollY,
+                height: document.documentElement.scrollHeight,
+                padding: document.documentElement.style.scrollPaddingBottom}; }""")
+    return f"element {box}, input {form}, page {state}"
+
+
 def settles_above_the_input(page, locator, seconds: float = 10) -> bool:
     """The page opens at #end, then scrolls again once it has measured its input (the
     padding that keeps the end above it): under load a test looked in between."""
@@ -175,7 +185,9 @@ def test_on_a_phone_a_chat_opens_at_its_newest_message_and_no_reply_hides_under_
     phone.go(f"/chat?session={session.id}")
     newest = page.locator("article.msg.assistant", has_text="Answer number 11")
     page.wait_for_function("() => window.scrollY > 0")
-    assert settles_above_the_input(page, newest.locator("p").last)
+    # The reply's own text: the receipt under it (closed, its lines hidden) has a box too
+    last_line = newest.locator(".text p").last
+    assert settles_above_the_input(page, last_line), where(page, last_line)
     live.model.chat["Tell me a long story"] = "\n\n".join(f"Line {i} of the story."
                                                           for i in range(30))
     page.get_by_label("Message").fill("Tell me a long story")
@@ -183,7 +195,8 @@ def test_on_a_phone_a_chat_opens_at_its_newest_message_and_no_reply_hides_under_
     reply = page.locator("article.msg.assistant:not(.streaming)", has_text="Line 29 of")
     reply.wait_for()
     page.get_by_role("button", name="Send").wait_for()
-    assert above_the_input(page, reply.get_by_text("Line 29 of the story."))
+    line = reply.get_by_text("Line 29 of the story.")
+    assert above_the_input(page, line), where(page, line)
 
 
 def test_a_new_chat_joins_the_list_at_its_first_message_and_can_be_deleted(visit, live):

@@ -91,6 +91,13 @@ class Embedder(Protocol):
 
 # The longest text MiniLM tokenizes with the single-text call (which holds the GIL: ~1 ms here)
 SINGLE_CALL_CHARS = 1_000
+# The longest run (in tokens) MiniLM makes in its quick lane. Runs went one at a time behind one
+# lock, so a short query (3-5 tokens, ~2 ms) waited for a long text's run in flight: 256 tokens,
+# 59 ms of CPU alone and 70-300 ms on the daemon's shared cores, which were 58-164 ms of another
+# user's worst turns while a 64,000-character message was handled (scripts/stress_daemon.py).
+# Now a run up to this length waits only for another such run (64 tokens: 13.6 ms of CPU; a
+# question or a chat message, LoCoMo's ~38); longer runs wait for each other in their own lane.
+QUICK_TOKENS = 64
 
 
 class MiniLM:
@@ -173,7 +180,12 @@ class MiniLM:
                                                  providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = tokenizer
-        self._lock = threading.Lock()
+        # Two lanes on the one session: onnxruntime's Run is thread-safe and, with one intra-op
+        # thread, runs on its caller's thread with the GIL let go, so a quick run goes on
+        # beside a long one (at most two at once, one a core) at no memory cost: no second
+        # session, and each run's vector is its own (its activations quantised by that run).
+        self._lock = threading.Lock()  # runs over QUICK_TOKENS
+        self._quick_lock = threading.Lock()  # runs up to QUICK_TOKENS
 
     @staticmethod
     def ready(cache_dir: Path) -> str | None:
@@ -218,7 +230,7 @@ class MiniLM:
         feeds = {"input_ids": tokens, "attention_mask": np.ones_like(tokens)}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(tokens)
-        with self._lock:
+        with self._quick_lock if len(ids) <= QUICK_TOKENS else self._lock:
             hidden = self._session.run(None, feeds)[0][0]
         pooled = hidden.mean(axis=0)  # every token is real: no padding to leave out
         return pooled / max(float(np.linalg.norm(pooled)), 1e-12)

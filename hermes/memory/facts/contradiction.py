@@ -128,16 +128,21 @@ _OPEN: list[tuple[frozenset[str], bool, re.Pattern[str]]] = [
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:is|am|are)\s+{_ADV})?(?:use|uses|using)\s+"
         r"(?P<value>.+)$")),
 ]
+# After an end's name: where to ("for Globex", "to Porto", "to live in Porto") or what came next
+# ("and joined Globex"); "for a weekend in Paris", "to visit my parents" stay in the value (a
+# trip: :func:`_ends_a_name` refuses it).
+_END_REST = (r"(?:\s+(?:for|to)\s+(?=(?-i:[A-Z])|(?:a\s+new|good|live|move|work|join|start|"
+             r"study)\b).+|\s+and\s+.+)?")
 # An end: the value it names is no longer the relation's (no new value needed).
 _ENDS: list[tuple[frozenset[str], re.Pattern[str]]] = [
     (frozenset({"works_at", "lives_in"}), _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have)\s+{_ADV})?left\s+(?P<value>.+?)"
-        r"(?:\s+(?:for|to|and)\s+.+)?$")),
+        rf"{_END_REST}$")),
     (frozenset({"works_at"}), _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have)\s+{_ADV})?(?:quit|resigned\s+from|"
         r"retired\s+from|stopped\s+working\s+(?:at|for)|(?:was|got|has\s+been|have\s+been)\s+"
         r"(?:laid\s+off|let\s+go|fired|made\s+redundant)\s+(?:from|by|at))\s+(?P<value>.+?)"
-        r"(?:\s+(?:for|to|and)\s+.+)?$")),
+        rf"{_END_REST}$")),
     (frozenset({"lives_in"}), _p(
         rf"^(?P<subject>.+?)\s+{_ADV}(?:(?:has|have)\s+{_ADV})?(?:moved|relocated)\s+"
         r"(?:out\s+of|away\s+from)\s+(?P<value>.+?)(?:\s+(?:for|to|and)\s+.+)?$")),
@@ -273,6 +278,33 @@ def _names_a_value(relation: str, value: str) -> bool:
     return True
 
 
+# What may follow the name an end retires: when it ended ("I left Acme in March", "... two
+# years ago"), nothing else ("I left Lisbon at 6am", "I left Acme early", "by train").
+_END_TAIL = re.compile(
+    r"^(?:(?:in|since)\s+(?:\d{4}|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december)\b.*|last\s+(?:week|month|year|spring|summer|autumn|fall|"
+    r"winter)|(?:a|an|one|two|three|four|five|six|\d+|a\s+few|several)\s+(?:weeks?|months?|"
+    r"years?)\s+ago|recently|)$", re.I)
+
+
+def _end_name(value: str) -> str | None:
+    """The name an end's ``value`` (as said) retires, when it is a name and nothing but when
+    it ended: "Acme", "the BBC", "Acme" of "Acme in March"; None for "Lisbon at 6am", "Acme's
+    party early", "Acme early"."""
+    words = value.split()
+    start = 1 if words and words[0].casefold() == "the" else 0
+    words = words[start:]
+    count = 0
+    while count < len(words) and _named(words[count]) and not \
+            re.search(r"['’]s?$", words[count]):
+        count += 1
+    if count < len(words) and re.search(r"['’]s?$", words[count]) and _named(words[count]):
+        return None     # "Acme's gym": a thing of Acme's
+    if count == 0 or not _END_TAIL.match(" ".join(words[count:])):
+        return None
+    return " ".join(value.split()[:start + count])
+
+
 # "now Dr. Jones", "currently Globex": the value, not the word saying it is the new one; "Globex
 # now", "Porto these days": nor the word after it.
 _NOW = re.compile(r"^(?:now|currently|actually|still)\s+", re.I)
@@ -350,8 +382,10 @@ def _claim(clause: str) -> Claim | None:
     for relations, pattern in _ENDS:
         match = pattern.match(clause)
         if match:
-            return Claim(relations, _subject(match), norm(_value(match.group("value"))),
-                         ended=True)
+            name = _end_name(_value(match.group("value")))
+            if _PASSING.search(clause[match.end("subject"):]) or name is None:
+                return None     # "I left Lisbon this morning", "I left Acme's party early"
+            return Claim(relations, _subject(match), norm(name), ended=True)
     clause, ended = _negated(clause)
     for name, pattern in _SINGLE_VALUED:
         match = pattern.match(clause)
@@ -363,6 +397,10 @@ def _claim(clause: str) -> Claim | None:
             relation = _ALIASES.get(what, f"{name}:{what}")
         value = _value(match.group("value"))
         rest = clause[match.end("subject"):] if match.start("subject") == 0 else clause
+        if ended and relation in ("lives_in", "works_at"):
+            value = _end_name(value) or ""
+        if ended and (_PASSING.search(rest) or not value):
+            return None     # "I don't work at Acme on Fridays anymore": a passing state
         if ended:
             return Claim(frozenset({relation}), _subject(match), norm(value), ended=True,
                          loose=loose)
@@ -411,7 +449,8 @@ def _replaces(new: Claim, old: Claim) -> bool:
     if len(old.relations) != 1 or relation not in new.relations:
         return False
     if new.ended:
-        return _same(new.value, old.value)
+        # the name ended, not a longer one that starts with it ("I left Google Docs")
+        return old.value == new.value or old.value.startswith(new.value + " ")
     if new.old is not None and not _same(new.old, old.value):
         return False
     return not _same(new.value, old.value)
@@ -501,7 +540,10 @@ def _denies(clause: str, old: str) -> bool:
     if _negated(stored)[1]:
         return False        # the stored fact says "not" already: no opposite of it here
     words = _content_words(rest)
-    return bool(words) and words <= _content_words(stored[len(subject):])
+    said = _content_words(stored[len(subject):])
+    # and at least half of it: "I don't run anymore" is no opposite of "The user runs a bakery
+    # in Porto", nor "I don't drink anymore" of "The user drinks coffee every morning"
+    return bool(words) and words <= said and 2 * len(words) >= len(said)
 
 
 def replaced(new: str, olds: Sequence[str]) -> list[int]:

@@ -35,6 +35,8 @@ _FRAME_WORDS = COMMON_WORDS | frozenset(
     user users like likes liked love loves loved live lives lived living work works worked
     working named called name prefer prefers preferred want wants wanted usually favourite
     favorite dr mr mrs ms mx prof st sr jr
+    today tomorrow yesterday monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november december
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
@@ -68,7 +70,10 @@ def visibly_used(reply: str, fact: str) -> bool:
         return True
     content = {_stem(w.casefold()) for w in words if not w.isdigit()} - names
     shared = content & said
-    return bool(shared) and 2 * len(shared) >= min(len(content), len(said))
+    # One shared word is enough only for a one-word fact or a one-word reply ("It is
+    # vault."): "enjoy the trip!" does not use "going on a trip to Japan"
+    return (bool(shared) and 2 * len(shared) >= min(len(content), len(said))
+            and (len(shared) >= 2 or len(content) == 1 or len(said) == 1))
 
 
 @dataclass(frozen=True)

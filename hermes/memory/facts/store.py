@@ -353,7 +353,9 @@ class FactStore:
             superseded = []
             for old_id in contradicted:
                 old = self.get(user, old_id)
-                if old.active:
+                # Only what the place it was said in may see: a channel's "my new therapist
+                # is ..." never retires (nor names, in the reply's note) a private fact.
+                if old.active and seen_here(old.place, old.shared):
                     self._supersede(old, fact_id, "contradicted by what the user said", now)
                     superseded.append(old.id)
         return AddResult(fact_id, "created", fact, superseded=superseded)

@@ -129,6 +129,9 @@
               var err = document.createElement("p"); err.className = "error"; err.textContent = data.error;
               reply.append(err);
             }
+            // The finished reply is laid out anew (the text that came last as plain text, now
+            // as paragraphs, and its receipt below): the end of its text stays above the input
+            (reply.querySelector(".text") || reply).scrollIntoView({ block: "end" });
           }
         });
       } catch (err) {
