@@ -215,3 +215,29 @@ def test_the_password_measured_in_the_pattern_is_password_length():
         assert got == ([(0, expected)] if expected else []), rest
         checked += bool(expected)
     assert checked > 300
+
+
+def test_the_bare_password_measured_in_the_pattern_is_bare_password_length():
+    """"password X" (no verb): the first word is measured inside the pattern (a text dense with
+    them measured each in Python), as _bare_password_length measures it: quoted, a key-like
+    word (a digit, a symbol, mixed case, 20 characters) without its end marks, no describing
+    word, no URL; a word longer than the 160 characters read is measured by it."""
+    rng = random.Random(6)
+    words = [*sorted(secrets._DESCRIPTIVE)[:30], "Manager", "hunter2", "Tr0ub4dor&3", "abcDef",
+             "abcdef", "x", "ab1", "abc1.", "hunter2!!", "(the)", "wrong.", '"a b"', "'q'",
+             "“c d”", '"open', "http://x.y", "a:/b", "ab_c", "-=-=", "aBcD)).", "y" * 25,
+             "z" * 158 + "!!", "k" * 170 + "1", "ÄbcDé", "abc١٢", ")))))", "ſecret", "İn"]
+    checked = 0
+    for _ in range(3000):
+        rest = rng.choice(words) + rng.choice([" ", "\n", ", ", "  x"]) + rng.choice(words)
+        text = f"the password {rest}\nnext"
+        start = len("the password ")
+        line = text[start:text.index("\n", start)][:secrets._PASSWORD_REST]
+        expected = (secrets._bare_password_length(line)
+                    if line[:1].strip() and line[0] != "[" and len(line.split()[0]) >= 4
+                    or line[:1] in "\"'“" else 0)
+        got = [(s - start, e - start) for s, e in secrets._bare_password_spans(
+            text, secrets._fold(text)) if s == start]
+        assert got == ([(0, expected)] if expected else []), rest
+        checked += bool(expected)
+    assert checked > 300

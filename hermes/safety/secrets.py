@@ -298,6 +298,41 @@ def _preceded_by(pattern: re.Pattern[str], reach: int,
 
 # 40 characters of a key, alone (folded)
 _AWS_SECRET = re.compile(r"[a-z0-9/+](?<![a-z0-9/+].)[a-z0-9/+]{39}(?![a-z0-9/+])")
+_AWS_BEFORE = _preceded_by(re.compile(
+    r"aws" + _after_word_start(3) + r".{0,20}(?:secret|key).{0,20}\Z"), 49)
+_AWS_REACH = 49  # the most characters between an "aws" and its secret's start
+_AWS_DENSE = 400  # an "aws" every this many characters or less: the whole text is searched
+
+
+def _aws_secret_spans(_text: str, folded: str) -> list[tuple[int, int]]:
+    """What _AWS_SECRET finds that "aws ... secret/key" precedes, searched for only after each
+    "aws" (the whole text cost ~40 ms on 2 MB that holds an "aws" by chance). A window reads
+    from an "aws" to 49 characters after it where a secret may start and 41 more (its 40
+    characters and the one after them that says the run ends); overlapping windows are one."""
+    size = len(folded)
+    if folded.count("aws") * _AWS_DENSE > size:
+        windows = [(0, size, size)]
+    else:
+        windows = []
+        position = folded.find("aws")
+        while position >= 0:
+            last = position + _AWS_REACH  # the latest start this window may find
+            if windows and position < windows[-1][1]:
+                windows[-1] = (windows[-1][0], last + 41, last)
+            else:
+                windows.append((position, last + 41, last))
+            position = folded.find("aws", position + 1)
+    spans = []
+    for low, high, last in windows:
+        for match in _AWS_SECRET.finditer(folded, low, high):
+            start = match.start()
+            if start > last:
+                break
+            if _AWS_BEFORE(folded, match) is not None:
+                spans.append((start, match.end()))
+    return spans
+
+
 # a telegram token's ":" and what follows it, with 8 digits before it
 _TELEGRAM_TAIL = re.compile(r":(?<=\d{8}:)[0-9A-Za-z_-]{35}")
 
@@ -569,17 +604,22 @@ _FOLDED_AWAY = "İſı"  # what _fold makes a letter and str.lower does not
 
 def _password_spans(text: str, folded: str) -> list[tuple[int, int]]:
     """The passwords _PASSWORD finds, measured as _password_length measures them."""
-    matches = [(*match.span("secret"), match.end("far")) for match in _PASSWORD.finditer(folded)]
-    special = not text.isascii() and any(c in text for c in _FOLDED_AWAY)
-    spans = []
+    # (groups by number: secret 1, far 2)
+    matches = [(*match.span(1), match.end(2)) for match in _PASSWORD.finditer(folded)]
     limit = _PASSWORD_REST
-    for start, end, far in matches:
-        if far - start < limit and not (
-                special and any(text.find(c, start, far) >= 0 for c in _FOLDED_AWAY)):
-            if end > start:
-                end = start + len(text[start:end].rstrip(".,;:!?"))
-                if end - start >= 3:
-                    spans.append((start, end))
+    if not text.isascii() and any(c in text for c in _FOLDED_AWAY):
+        # a letter that _fold reads otherwise than str.lower: such a rest is measured in Python
+        ours = []
+        for start, end, far in matches:
+            if any(text.find(c, start, far) >= 0 for c in _FOLDED_AWAY):
+                far = start + limit
+            ours.append((start, end, far))
+        matches = ours
+    # measured by the pattern: its end marks off (a comprehension: a text dense with them)
+    spans = [(start, stop) for start, end, far in matches if far - start < limit and end > start
+             for stop in (start + len(text[start:end].rstrip(".,;:!?")),) if stop - start >= 3]
+    for start, _end, far in matches:
+        if far - start < limit:
             continue
         line = text.find("\n", start, start + limit)
         length = _password_length(text[start:line if line >= 0 else start + limit])
@@ -605,6 +645,56 @@ def _bare_password_length(rest: str) -> int:
             or _MIXED_OR_SYMBOL.search(value) is not None):
         return len(value)
     return 0
+
+
+# _bare_password_length as part of the pattern (a text dense with "password X" measured each
+# rest in Python, ~3 us): "q" the quoted value; "v" the first word without the ".,;:!?)" that
+# end it, "w" where the word ends; "d" the word is a describing one, "u" it holds "://", "s" a
+# digit or a symbol (none of them is an end character, so the word holds one when its value
+# does). Only a word of letters alone is read in Python (mixed case, on the text itself).
+_PASSWORD_BARE_MEASURED = re.compile(
+    _PASSWORD_WORD + r"[ \t]++(?=[\"'“]|\S{4})(?=" + _NOT_MARKER + r"[^\s\[])"
+    r"(?=(?P<q>\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|“[^”\n]{1,80}”)?)"
+    r"(?=(?P<v>[^\s.,;:!?)]*+(?:[.,;:!?)]++[^\s.,;:!?)]++)*+)[.,;:!?)]*+(?P<w>))"
+    r"(?=(?P<d>" + _word_in(_DESCRIPTIVE) + r")?)"
+    r"(?=(?P<u>[^\s:]*+(?::(?!//)[^\s:]*+)*+://)?)"
+    r"(?=(?P<s>[^\s\d_+/=\-]*+[\d_+/=\-])?)"
+)
+_MIXED_CASE = re.compile(r"[a-z][A-Z]")
+
+
+def _bare_password_spans(text: str, folded: str) -> list[tuple[int, int]]:
+    """The passwords _PASSWORD_BARE finds, measured as _bare_password_length measures them."""
+    if not text.isascii() and any(c in text for c in _FOLDED_AWAY):
+        # (a letter that _fold reads otherwise than str.lower: the measure reads the text)
+        spans = []
+        for match in _PASSWORD_BARE.finditer(folded):
+            start, end = match.span("secret")
+            length = _bare_password_length(text[start:end])
+            if length > 0:
+                spans.append((start, start + length))
+        return spans
+    limit = _PASSWORD_REST
+    # (groups by number: q 1, v 2, w 3, d 4, u 5, s 6)
+    matches = [(*match.span(2), match.end(1), match.end(3), match.start(4) < 0 > match.start(5),
+                match.start(6)) for match in _PASSWORD_BARE_MEASURED.finditer(folded)]
+    # a word with a digit or a symbol, or of 20 characters: nothing of Python to run
+    spans = [(start, end) for start, end, quoted, ends, plain, symbol in matches
+             if quoted < 0 and ends - start < limit and plain
+             and (symbol >= 0 and end - start >= 4 or end - start >= 20)]
+    mixed = _MIXED_CASE.search
+    for start, end, quoted, ends, plain, symbol in matches:
+        if quoted >= 0:
+            spans.append((start, quoted))
+        elif ends - start >= limit:  # longer than the measure reads: it measures
+            line = text.find("\n", start, start + limit)
+            length = _bare_password_length(text[start:line if line >= 0 else start + limit])
+            if length > 0:
+                spans.append((start, start + length))
+        elif (4 <= end - start < 20 and symbol < 0 and plain
+              and mixed(text, start, end) is not None):
+            spans.append((start, end))
+    return spans
 
 
 _PIN = re.compile(  # folded
@@ -725,8 +815,8 @@ _OWN_RULES: list[_Rule] = [
     _Rule("google api key", re.compile(r"AIza" + _W(4) + r"[0-9A-Za-z_\-]{35}\b")),
     # "aws ... secret/key ... <40>": found by its 40 characters, the words looked for in the
     # 49 before them (from every "aws", the gaps were tried at every length)
-    _Rule("aws secret key", _AWS_SECRET, folded=True, begin=_preceded_by(re.compile(
-        r"aws" + _W(3) + r".{0,20}(?:secret|key).{0,20}\Z"), 49), needs=("aws",)),
+    _Rule("aws secret key", _AWS_SECRET, spans=_aws_secret_spans, folded=True,
+          needs=("aws",)),
     # every "eyJ" of a run re-scanned it; the first is tried, a run that is no token consumed
     _Rule("jwt", re.compile(
         r"eyJ" + _W(3) + rf"(?:(?P<t>{_JWT_CHARS}{{8,}}+\.eyJ{_JWT_CHARS}{{8,}}+\."
@@ -741,8 +831,7 @@ _OWN_RULES: list[_Rule] = [
           begin=_scheme_before),
     _Rule("password", _PASSWORD, spans=_password_spans, folded=True,
           needs=("pass", "pw")),
-    _Rule("password", _PASSWORD_BARE, "secret", measure=_of_value(_bare_password_length),
-          folded=True,
+    _Rule("password", _PASSWORD_BARE, spans=_bare_password_spans, folded=True,
           needs=("pass", "pw")),
     _Rule("api key", re.compile(r"bearer" + _W(6) + r"\s++(?P<secret>[a-z0-9._~+/\-]{20,}=*)"),
           "secret", folded=True),
