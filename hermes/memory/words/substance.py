@@ -40,8 +40,8 @@ def is_chatter(text: str) -> bool:
     its words alone (no match plan: session search asks it of every candidate found by
     meaning). A small embedding model finds a short greeting close to any short query
     ("my car" and "hello there": 0.29 with MiniLM, over its floor of 0.2), and so is an
-    assistant's "How can I help today?": such a message is never a match by meaning. A text with a word of any other kind, or none at all (CJK),
-    is not chatter."""
+    assistant's "How can I help today?": such a message is never a match by meaning. A
+    text with a word of any other kind, or none at all (CJK), is not chatter."""
     words = _WORD.findall(text.casefold())
     return bool(words) and all(w in STOPWORDS or w in CHATTER or w in PLEASANTRIES
                                for w in words) \
