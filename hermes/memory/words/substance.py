@@ -26,15 +26,23 @@ def has_substance(text: str) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+# An assistant's side of small talk ("Hi! How can I help today?", "Let me know if you need
+# anything else."): chatter too when asked whether a message can be a match by meaning, never
+# in has_substance (a person's "I need help today" recalls what it can).
+PLEASANTRIES = frozenset("""
+    help helping helped assist assistance anything else today let know need glad happy feel
+    free ask hope again lot re ll ve questions question more
+    """.split())  # noqa: SIM905 - a word block reads better than a list literal
 
 
 def is_chatter(text: str) -> bool:
     """Whether ``text`` is only chatter and stopwords ("hello there", "ok, thanks!"), read by
     its words alone (no match plan: session search asks it of every candidate found by
     meaning). A small embedding model finds a short greeting close to any short query
-    ("my car" and "hello there": 0.29 with MiniLM, over its floor of 0.2): such a message is
-    never a match by meaning. A text with a word of any other kind, or none at all (CJK),
-    is not chatter."""
+    ("my car" and "hello there": 0.29 with MiniLM, over its floor of 0.2), and so is an
+    assistant's "How can I help today?": such a message is never a match by meaning. A
+    text with a word of any other kind, or none at all (CJK), is not chatter."""
     words = _WORD.findall(text.casefold())
-    return bool(words) and all(w in STOPWORDS or w in CHATTER for w in words) \
+    return bool(words) and all(w in STOPWORDS or w in CHATTER or w in PLEASANTRIES
+                               for w in words) \
         and not build_match(text).cjk
