@@ -14,14 +14,12 @@ from mcp import Client
 from mcp_types import Implementation
 
 from hermes.agent.turn import Agent
-from hermes.config import load_settings
 from hermes.frontends import mcp_server
 from hermes.frontends.commands import MemoryCommands
 from hermes.learn.worker import ExtractionWorker
 from hermes.memory.facts.contradiction import contradicts, replaced
 from hermes.memory.facts.statement import normalise_statement
 from hermes.memory.place import Scope
-from hermes.runtime import Runtime
 
 # (stored fact, the user's later statement): the statement replaces the fact.
 SUPERSEDES = [
@@ -155,10 +153,9 @@ def test_the_rule(old, new, replaces):
 
 
 @pytest.fixture
-def env(fake_model, clock):
-    rt = Runtime(load_settings(), clock=clock)
-    yield rt
-    rt.close()
+def env(fake_model, rt):
+    """conftest's runtime, with the model faked at litellm's boundary."""
+    return rt
 
 
 @pytest.fixture
