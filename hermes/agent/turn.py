@@ -398,8 +398,8 @@ class Turn:
                 if shrunk or state.emitted or round_no > 0:
                     raise
                 shrunk = True
-                await self._fit(state,
-                                budget=agent.llm.count_tokens(state.messages, tools) // 2)
+                sent = await agent.llm.count_tokens_off_loop(state.messages, tools)
+                await self._fit(state, budget=sent // 2)
                 continue
             completion = state.completion
             assert completion is not None
