@@ -123,6 +123,9 @@ class _Rule:
     # pattern (_leading_literals) for a pattern that starts with an alternation of them: on a
     # text where they are rare the pattern is tried only where they are (_matches)
     cues: tuple[str, ...] = ()
+    # with cues: a match starts where the run of these characters that holds its cue starts
+    # (the cue is inside a name: "DB_PASSWORD=")
+    cue_run: str = ""
 
 
 def _fold(text: str) -> str:
@@ -763,6 +766,8 @@ _KEY_PHRASE = re.compile(
 # ends with one of these words. The name is read from its first letter to the first of the words
 # that an "=" or ":" follows (a run of name characters is read once, from its start: no other
 # position inside it starts a word); the value in a lookahead (a refused name consumes no value).
+_ENV_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD")  # one of which every name holds
+_ENV_NAME = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ENV_ASSIGNMENT = re.compile(
     r"[A-Z](?<!\w.)[A-Z0-9_]*?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD)\s*+[=:]\s*+['\"]?"
     r"(?=(?P<secret>" + _NOT_MARKER + r"[^\s'\"]{6,}))"
@@ -859,7 +864,8 @@ _OWN_RULES: list[_Rule] = [
                  "aadhaar", "steuer", "id", "driver")),
     _Rule("api key", _KEY_PHRASE, "secret", _token_like, folded=True,
           needs=("key", "token", "secret", "bearer", "code")),
-    _Rule("api key", _ENV_ASSIGNMENT, "secret", needs=("KEY", "TOKEN", "SECRET", "PASS", "PWD")),
+    _Rule("api key", _ENV_ASSIGNMENT, "secret", needs=_ENV_WORDS, cues=_ENV_WORDS,
+          cue_run=_ENV_NAME),
 ]
 
 
@@ -869,14 +875,16 @@ def _rules() -> tuple[_Rule, ...]:
 
 
 def _with_cues(rule: _Rule) -> _Rule:
-    """``rule`` searched only around its cues on a text where they are rare, when its pattern
-    starts with an alternation of literals (``re`` tries such a pattern at every position that
-    holds a first letter of one: PIN, national id and key phrase cost ~25 ms each on 2 MB of
-    letters; a literal of its own ``re`` searches for as fast as ``str.find``)."""
-    if rule.spans is not None or rule.begin is not None:
+    """``rule`` searched only at its cues on a text where they are rare, when its pattern starts
+    with an alternation of literals that share no prefix (``re`` tries such a pattern at every
+    position that holds a first character of one: PIN, national id and key phrase cost ~25 ms
+    each on 2 MB of letters; a prefix they share, ``re`` searches for itself)."""
+    if rule.spans is not None or rule.cues:
         return rule
     cues = _cues_of(rule.pattern)
-    return dataclasses.replace(rule, cues=cues) if cues else rule
+    if not cues or os.path.commonprefix(cues):  # (re searches for a common prefix itself)
+        return rule
+    return dataclasses.replace(rule, cues=cues)
 
 
 @functools.cache
@@ -906,6 +914,13 @@ def _leading_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
                 heads = {head + chr(value) for head in heads}  # type: ignore[arg-type]
             elif op in (_parser.ASSERT, _parser.ASSERT_NOT, _parser.AT):
                 continue  # zero width
+            elif op is _parser.IN and all(
+                    item is _parser.LITERAL for item, _ in value):  # type: ignore[attr-defined]
+                # a class of a few characters ("['\"]"; none negated, no range)
+                chars = [chr(char) for _, char in value]  # type: ignore[attr-defined]
+                if len(heads) * len(chars) > _CUES_MAX:
+                    return heads, False
+                heads = {head + char for head in heads for char in chars}
             elif op is _parser.SUBPATTERN and not (value[1] or value[2]):  # type: ignore[index]
                 tails, whole = lead(value[3])  # type: ignore[index]
                 if len(heads) * len(tails) > _CUES_MAX:
@@ -938,11 +953,12 @@ _CUES_FROM = 4096  # a text this long or longer (a chat message is read by the p
 _CUE_SAMPLE = 16  # a long text's first 1/16 holds too many: its cues are not looked for
 
 
-def _matches(pattern: re.Pattern[str], subject: str,
-             cues: tuple[str, ...]) -> Iterable[re.Match[str]]:
+def _matches(pattern: re.Pattern[str], subject: str, cues: tuple[str, ...],
+             cue_run: str = "") -> Iterable[re.Match[str]]:
     """``pattern.finditer(subject)``, for a pattern every match of which starts with one of
-    ``cues``: where they are rare, the pattern tried at each (``re`` reads the whole text at
-    the pattern's pace, ~12 ns a character for an alternation of words, ``str.find`` each cue at
+    ``cues`` (or, with ``cue_run``, where the run of those characters that holds one starts):
+    where they are rare, the pattern tried at each (``re`` reads the whole text at the
+    pattern's pace, ~12 ns a character for an alternation of words, ``str.find`` each cue at
     ~0.5 ns). The same matches: finditer's are the first match at or after each end, and each
     starts at a cue."""
     size = len(subject)
@@ -963,7 +979,23 @@ def _matches(pattern: re.Pattern[str], subject: str,
                 return pattern.finditer(subject)
             position = find(cue, position + 1)
     starts.sort()
+    if cue_run:
+        starts = _run_starts(subject, starts, cue_run)
     return _matches_at(pattern, subject, starts)
+
+
+def _run_starts(text: str, cues_at: list[int], chars: str) -> list[int]:
+    """Where the run of ``chars`` that reaches each of ``cues_at`` (sorted) starts, each once;
+    the text is read back from each cue to the one before it, no further (a cue with only
+    ``chars`` back to the one before is in its run: nothing new)."""
+    starts: list[int] = []
+    before = 0  # the cue before this one
+    for cue_at in cues_at:
+        kept = len(text[before:cue_at].rstrip(chars))
+        if kept or not starts:
+            starts.append(before + kept)
+        before = cue_at
+    return starts
 
 
 def _matches_at(pattern: re.Pattern[str], subject: str,
@@ -1088,7 +1120,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
             found += [(start, -end, index) for start, end in rule.spans(text, subject)]
             continue
         group, begin, check, measure = rule.group, rule.begin, rule.check, rule.measure
-        matches = _matches(rule.pattern, subject, rule.cues)
+        matches = _matches(rule.pattern, subject, rule.cues, rule.cue_run)
         if begin is None and measure is None:
             # nothing but a check to run a match: read in comprehensions, no loop of Python
             back = rule.back
