@@ -67,6 +67,9 @@ SUPERSEDES = [
     ("My editor is Vim", "I switched to Neovim"),
     ("My editor is Vim", "I switched from Vim to Neovim"),
     ("My editor is Vim", "my new editor is Neovim"),
+    # an open switch to a well-known name of the stored fact's kind
+    ("My bank is Barclays", "I switched to Monzo"),
+    ("My phone is an iPhone", "I switched to a Pixel"),
     # a tool's name in lower case is a value too, when the words say which relation
     ("My shell is fish", "my shell is zsh now"),
     ("My editor is Vim", "I now use Neovim"),
@@ -136,6 +139,18 @@ KEEPS_BOTH = [
     ("My partner is Ana", "My partner is Spanish"),
     ("My doctor is Dr. Smith", "my doctor is Portuguese"),
     ("My boyfriend is Ben", "My boyfriend is Catholic"),
+    # a thing described, not another one named
+    ("My car is a Tesla Model 3", "my car is an EV"),
+    ("My gym is PureGym", "my gym is 24/7"),
+    ("My shell is zsh", "my shell is slow"),
+    ("My browser is Firefox", "my browser is outdated"),
+    ("My laptop is a MacBook Pro", "my laptop is a 2019 model"),
+    ("My bank is Monzo", "my bank is UK-based"),
+    # an open switch to a well-known name of another kind: a new user's one fact stays
+    ("My phone is an iPhone", "I switched to Spotify"),
+    ("I work at Acme", "I switched to Spotify"),
+    ("My editor is Vim", "I switched to Python 3"),
+    ("I work at Acme", "I switched to Monzo"),
     # a "no longer" of a verb alone is no opposite of a fact that says much more with it
     ("I run a bakery in Porto", "I don't run anymore"),
     ("I drink coffee every morning", "I don't drink anymore"),
@@ -209,13 +224,19 @@ def test_the_fact_is_found_among_many_and_only_the_users(env):
 
 
 def test_an_open_switch_replaces_only_when_one_relation_could_be_meant(env):
-    """"I switched to Neovim" says not of what: with an editor and an employer stored, the rules
-    are unsure and both stay; with the editor alone, it is the editor."""
+    """"I switched to Lapce" says not of what: with an editor and an employer stored, the rules
+    are unsure and both stay; with the editor alone, it is the editor. A well-known name says
+    what it is: "I switched to Neovim" is the editor whatever else is stored."""
     facts = env.memory.facts
     facts.add("alice", "The user's editor is Vim")
     facts.add("alice", "The user works at Acme")
-    said = normalise_statement("I switched to Neovim").content
+    said = normalise_statement("I switched to Lapce").content
     assert facts.add("alice", said, supersede=True).superseded == []
+    vim, acme = (next(f for f in facts.list_facts("alice") if f.content == content)
+                 for content in ("The user's editor is Vim", "The user works at Acme"))
+    known = normalise_statement("I switched to Neovim").content
+    assert facts.add("alice", known, supersede=True).superseded == [vim.id]
+    assert facts.get("alice", acme.id).status == "active"
     facts.add("bob", "The user's editor is Vim")
     vim = facts.list_facts("bob")[0]
     assert facts.add("bob", said, supersede=True).superseded == [vim.id]
@@ -231,6 +252,10 @@ def test_learning_reads_definite_changes_only():
     assert not contradicts("The user is now at Globex.", "The user works at Acme.")
     assert not contradicts("Caroline is at Harvard.", "Caroline works at Google.")
     assert not contradicts("The user switched to Neovim.", "The user's editor is Vim.")
+    # a place of the same employer, a thing described: no other value
+    assert not contradicts("The user works at the Acme warehouse.", "The user works at Acme.")
+    assert not contradicts("The user's car is an EV.", "The user's car is a Tesla Model 3.")
+    assert not contradicts("The user's gym is open 24/7.", "The user's gym is PureGym.")
     assert not contradicts("The user does not eat meat anymore.", "The user eats meat.")
     # the model's account of a trip or an outing ends no home nor employer
     assert not contradicts("The user left Lisbon this morning.", "The user lives in Lisbon.")

@@ -224,6 +224,57 @@ _DESCRIBES_A_PERSON = frozenset("""
     """.split())  # noqa: SIM905 - a word list reads better as text
 # Things named by a brand or model: "a Tesla Model 3", "an iPhone 15", "a ThinkPad".
 _THING = frozenset({"car", "laptop", "phone"})
+# Words that describe a thing rather than name another one: "my car is an EV", "my gym is
+# 24/7", "my shell is slow", "my laptop is a 2019 model", "my bank is UK-based".
+_DESCRIBES_A_THING = frozenset("""
+    ev evs electric hybrid diesel petrol automatic manual new old older newer slow fast quick
+    outdated old-fashioned broken cheap expensive free open closed 24/7 big small great good
+    bad fine ok okay model version edition one update updated refurbished second-hand used
+    leased rented online mobile local
+    """.split())  # noqa: SIM905 - a word list reads better as text
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+# Well-known names and what they are, for an open "I switched to X", which says not of what:
+# the relations it may be about are the name's kinds; "other" names none of them ("I switched
+# to Spotify" retires no phone, "to Python 3" no editor, "to Monzo" no employer). A name not
+# listed may be any of them (the stored facts decide: see :func:`replaced`).
+_KNOWN_NAMES: dict[str, frozenset[str]] = {}
+for _kind, _names in (
+    ("editor", "vim neovim nvim emacs vscode vs-code sublime atom helix nano intellij pycharm "
+               "webstorm zed cursor xcode notepad++ kakoune"),
+    ("shell", "bash zsh fish powershell nushell tcsh ksh xonsh"),
+    ("browser", "firefox chrome chromium safari edge brave opera vivaldi arc"),
+    ("os", "linux ubuntu debian fedora windows macos osx ios android mint manjaro"),
+    ("operating system", "linux ubuntu debian fedora windows macos osx ios android mint "
+                         "manjaro"),
+    ("phone", "iphone pixel galaxy samsung oneplus xiaomi nokia motorola android fairphone "
+              "huawei"),
+    ("laptop", "macbook thinkpad xps surface chromebook framework dell lenovo asus"),
+    ("car", "tesla toyota honda ford bmw audi volkswagen vw skoda renault peugeot fiat kia "
+            "hyundai volvo nissan mazda mercedes subaru prius polestar"),
+    ("bank", "monzo revolut barclays hsbc lloyds natwest santander chase n26 starling "
+             "nationwide halifax citi citibank"),
+    ("other", "spotify tidal deezer netflix youtube hulu disney+ python rust java javascript "
+              "typescript golang kotlin swift ruby php haskell scala elixir notion obsidian "
+              "evernote slack teams whatsapp signal telegram discord decaf tea coffee oat soy "
+              "almond vegan vegetarian keto"),
+):
+    for _name in _names.split():
+        _KNOWN_NAMES[_name] = _KNOWN_NAMES.get(_name, frozenset()) | {f"relation_is:{_kind}"}
+del _kind, _names, _name
+
+
+def _known_kinds(value: str) -> frozenset[str] | None:
+    """The relations a well-known name (``value``'s first word past an article) is a value of,
+    or None for a name not listed."""
+    words = value.casefold().split()
+    if words and words[0] in ("a", "an", "the"):
+        words = words[1:]
+    if not words:
+        return None
+    kinds = _KNOWN_NAMES.get(words[0].strip(".,!"))
+    if kinds is None:
+        return None
+    return frozenset(k for k in kinds if k != "relation_is:other")
 # Where one clause ends and another begins: "I left Acme and joined Globex", "I left Acme; I'm
 # at Globex now", "I left Acme. I'm at Globex now" (never inside a name: "Johnson and
 # Johnson", "Dr. Jones").
@@ -247,13 +298,14 @@ class Claim:
     old: str | None = None      # the value it says it replaces ("from Vim to Neovim")
     ended: bool = False         # "no longer", "not ... anymore", "left", "quit"
     loose: bool = False         # the relation is likely, not said ("I'm now at Globex")
+    open: bool = False          # "switched to X": the relation is X's kind, not said
 
     @property
     def definite(self) -> bool:
         """Whether the words alone say which relation (not an open "switched to X", not a
         loose "is at X")."""
-        return not self.loose and (len(self.relations) == 1 or self.ended
-                                   or self.old is not None)
+        return not self.loose and (self.old is not None or self.ended
+                                   or len(self.relations) == 1 and not self.open)
 
 
 def _named(word: str) -> bool:
@@ -285,6 +337,11 @@ def _names_a_value(relation: str, value: str) -> bool:
         if all(w.casefold().strip(".,!") in _DESCRIBES_A_PERSON for w in words):
             return False    # "my partner is Spanish", "my doctor is Portuguese"
         return first in _TITLES or _named(words[0])
+    if f"relation_is:{what}" in _THINGS:
+        named = [w.casefold().strip(".,!") for w in words if w.casefold() not in ("a", "an", "the")]
+        if named and all(w in _DESCRIBES_A_THING or _YEAR.match(w) or w.endswith("-based")
+                         for w in named):
+            return False    # "my car is an EV", "my gym is 24/7", "my bank is UK-based"
     if what in _THING:
         if first in ("a", "an", "the"):
             return len(words) > 1 and _named(words[1])
@@ -437,10 +494,14 @@ def _claim(clause: str) -> Claim | None:
         if needs_change and not _CHANGED.search(rest):
             return None     # "I use Firefox" may be one of several; "I now use it" a change
         kinds = frozenset(r for r in relations if _names_a_value(r, value))
+        known = _known_kinds(value)
+        if known is not None:
+            kinds &= known      # "I switched to Spotify": no phone, editor nor employer
         if not kinds:
             return None
         old = match.groupdict().get("old")
-        return Claim(kinds, _subject(match), norm(value), norm(old) if old else None)
+        return Claim(kinds, _subject(match), norm(value), norm(old) if old else None,
+                     open=True)
     return None
 
 
@@ -462,7 +523,9 @@ def claims(content: str, *, new: bool = False) -> list[Claim]:
 
 
 def _same(a: str, b: str) -> bool:
-    # "lives in Berlin since October" vs "lives in Berlin": the same value
+    # "lives in Berlin since October" vs "lives in Berlin": the same value; so are "the Acme
+    # warehouse" and "Acme" (a place of the same employer)
+    a, b = (re.sub(r"^the\s+", "", v) for v in (a, b))
     return a.startswith(b) or b.startswith(a)
 
 
