@@ -81,3 +81,80 @@ def test_the_wordless_nearest_fact_keeps_a_place_among_the_best_five(facts, monk
     monkeypatch.setattr(fact_vectors, "DENSE_WEIGHT", 1.5)
     first = facts.search("owner", message, limit=20, explain=True)
     assert first[0].id == dog.id and "nearest_kept" not in first[0].explain
+
+
+@pytest.fixture
+def floor(monkeypatch):
+    """The toy model's floor of meaning: a fact of the query's one concept reaches it, a fact
+    of that concept and another (cosine ~0.71) is a near miss from half of it, a fact of no
+    concept (~0.47) is under half of it."""
+    from hermes.memory.embeddings import embedders
+
+    monkeypatch.setitem(embedders.MEANING_FLOOR, "toy", 0.95)
+    return 0.95
+
+
+def test_a_near_miss_by_meaning_takes_an_incidental_word_matchs_place(facts, floor,
+                                                                       monkeypatch):
+    busy_life(facts)
+    dog = facts.add("owner", "The user adopted a dog from the shelter").fact
+    wet = facts.add("owner", "The user's dog hates the rain").fact  # no word of the message
+    facts.vectors.index("owner")
+    message = "the puppy was sick at the clinic"  # 'clinic': 11 facts about another place
+    found = facts.search("owner", message, limit=20, explain=True)
+    ids = [f.id for f in found]
+    assert found[0].explain["word_trust"] == 0
+    assert ids[:2] == [dog.id, wet.id] and found[1].fill_in and not found[0].fill_in
+    # never a longer list than the matches alone (11 facts with the word, the dog by meaning)
+    assert len(found) == 12
+    # the words trusted wholly, or no share of the floor: the near miss is no candidate
+    monkeypatch.setattr(fact_vectors, "FILL_IN_SHARE", 1.0)
+    assert wet.id not in [f.id for f in facts.search("owner", message, limit=20)]
+
+
+def test_trusted_words_bring_no_near_misses(facts, floor):
+    busy_life(facts)
+    vet = facts.add("owner", "The dog sees the vet on Tuesdays").fact
+    wet = facts.add("owner", "The user's puppy hates the rain").fact  # no word of the question
+    facts.vectors.index("owner")
+    found = facts.search("owner", "when does the dog see the vet?", limit=20, explain=True)
+    assert found[0].id == vet.id and found[0].explain["word_trust"] == 1
+    assert wet.id not in [f.id for f in found] and not any(f.fill_in for f in found)
+
+
+def test_per_turn_recall_shows_nothing_the_words_or_meaning_do_not_vouch_for(facts, floor,
+                                                                             clock):
+    from hermes.memory.facts.recall import FactRecall
+
+    for i in range(fact_vectors.TRUST_MIN_FACTS + 10):
+        facts.add("owner", f"On day {i} the user took money to the bank in the morning "
+                  f"at the {PLACES[i % len(PLACES)]}")
+    dog = facts.add("owner", "The user adopted a dog from the shelter").fact
+    wet = facts.add("owner", "The user's dog hates the rain").fact
+    facts.vectors.index("owner")
+    message = "my puppy chewed the morning paper"  # 'morning': in every fact about money
+    ranked = facts.search("owner", message, limit=20, any_word=True, explain=True)
+    assert ranked[0].id == dog.id and ranked[0].explain["word_trust"] == 0
+    assert {f.id for f in ranked if not f.fill_in} == {dog.id}
+    assert wet.id in [f.id for f in ranked] and len(ranked) == 20
+    recalled = FactRecall(facts, clock).ranked("owner", message, limit=20)
+    assert [f.id for f in recalled] == [dog.id]
+
+
+def test_common_words_alone_are_weak_evidence_unless_the_query_names_a_time(facts,
+                                                                            monkeypatch):
+    busy_life(facts)  # 'morning' in every fact
+    facts.add("owner", "The user adopted a dog from the shelter")
+    facts.vectors.index("owner")
+    # Every fact holds the query's one word, and is as near in meaning as any: whole coverage,
+    # whole agreement. But the word weighs ~0.02 where a word in no fact weighs ~5.4.
+    assert facts.search("owner", "how was the morning?", limit=3,
+                        explain=True)[0].explain["word_trust"] == 0
+    named = facts.search("owner", "how was the morning last week?", limit=3, explain=True)
+    assert named[0].explain["word_trust"] == 1
+    # per turn the message is cut to its selective words (the rarest dropped): not weighed
+    assert facts.search("owner", "how was the morning?", limit=3, any_word=True,
+                        explain=True)[0].explain["word_trust"] == 1
+    monkeypatch.setattr(fact_vectors, "TRUST_MIN_WEIGHT", 0.0)
+    assert facts.search("owner", "how was the morning?", limit=3,
+                        explain=True)[0].explain["word_trust"] == 1

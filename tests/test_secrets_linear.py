@@ -241,3 +241,74 @@ def test_the_bare_password_measured_in_the_pattern_is_bare_password_length():
         assert got == ([(0, expected)] if expected else []), rest
         checked += bool(expected)
     assert checked > 300
+
+
+def test_a_pattern_tried_at_its_cues_finds_what_it_finds_reading_the_whole_text(monkeypatch):
+    """A rule whose pattern starts with an alternation of literals (PIN, national id, the key
+    phrase, the password words) is tried only where one of them is, on a long text where they
+    are rare (_matches): the same matches as finditer over the whole text, cues inside cues,
+    cues inside an earlier match and cues that start no match included."""
+    assert {"pin", "unlock code", "lock code", "security code"} <= set(
+        secrets._cues_of(secrets._PIN))
+    assert secrets._cues_of(secrets._PASSWORD) == ("passphrase", "passwd", "password", "pw")
+    monkeypatch.setattr(secrets, "_CUES_FROM", 0)  # every text, however short,
+    monkeypatch.setattr(secrets, "_CUE_SPARSE", 1)  # however dense with cues
+    patterns = [rule.pattern for rule in secrets._rules() if rule.cues]
+    patterns += [secrets._PASSWORD, secrets._PASSWORD_BARE_MEASURED]
+    assert len(patterns) >= 7
+    # the phrases the rules name, written out (the cues read from the patterns must hold them)
+    cues = ["pin", "pin code", "passcode", "unlock code", "door code", "alarm code", "gate code",
+            "garage code", "safe code", "lock code", "security code", "cvv", "cvc", "cv2", "ssn",
+            "social security", "social security number", "national id", "national insurance",
+            "passport", "passport no.", "tax id", "tax number", "nino", "personnummer", "bsn",
+            "aadhaar", "steuer-id", "steuerid", "id number", "driver's license", "api key",
+            "api_key", "access token", "auth token", "secret", "secret key", "client secret",
+            "token", "license key", "recovery key", "recovery code", "bearer", "password",
+            "passphrase", "passwd", "pwd", "pw", "sk_live_", "rk_test_", "AKIA", "ASIA", "A3TX",
+            "glpat-", "glsoat-"]
+    cues += [cue.upper() for cue in cues]
+    links = ["", " ", " is ", ": ", " = ", " number ", " code ", " no. ", " for the nas is ",
+             "  ", "\t", "\n", "-", "_"]
+    values = ["1234", "123-45-6789", "hunter2", "Tr0ub4dor&3", "ab12 cd34 ef56", "abcdefghij1",
+              "un", "x", "the", "wrong", "'quoted value'", "", *cues]
+    rng = random.Random(30)
+    compared = found = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(cues) + rng.choice(links) + rng.choice(values)
+                       + rng.choice(["", " ", ", ", "\n", " and "])
+                       for _ in range(rng.randrange(1, 12)))
+        for pattern in patterns:
+            cues_here = secrets._cues_of(pattern)
+            whole = [match.regs for match in pattern.finditer(secrets._fold(text))]
+            at_cues = [match.regs for match in secrets._matches(
+                pattern, secrets._fold(text), cues_here)]
+            assert at_cues == whole, (pattern.pattern[:40], text)
+            compared += 1
+            found += len(whole)
+    assert compared and found > 2000
+
+
+def test_a_text_repeating_one_secret_checks_each_value_once():
+    """2 MB of one card number was 100k Luhn checks (0.12 s): when a rule's first values
+    repeat, each value is checked once, with the same verdicts."""
+    text = "4111 1111 1111 1111 x 4111 1111 1111 1112 y " * 50 + "5500 0000 0000 0004"
+    spans = [match.span() for match in re.finditer(r"\d{4}(?: \d{4}){3}", text)]
+    calls: list[str] = []
+
+    def counted(value: str) -> bool:
+        calls.append(value)
+        return secrets.luhn_ok(value)
+
+    kept = secrets._checked(spans, text, counted)
+    assert kept == [span for span in spans if secrets.luhn_ok(text[slice(*span)])]
+    assert len(kept) == 51 and sorted(calls) == sorted(set(calls)) and len(calls) == 3
+    varied = [(0, 19), (22, 41)]  # no repeat among the first: checked as they come
+    assert secrets._checked(varied, text, counted) == [(0, 19)] and len(calls) == 5
+
+
+@pytest.mark.parametrize("value", ["4111 1111 1111 1111", "4111-1111-1111-1111",
+                                   "4111111111111 1 1 1", "4111 1111 1111 11-1 1",
+                                   "4111 1111 1111 111١"])
+def test_a_card_marker_shows_the_last_four_digits(value):
+    digits = "".join(filter(str.isdecimal, value))  # (an Arabic digit is shown as it is)
+    assert secrets._marker("card number", value) == f"[redacted card number …{digits[-4:]}]"

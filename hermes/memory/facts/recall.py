@@ -231,12 +231,16 @@ class FactRecall:
         meaning = scrub(meaning) if meaning else self.meaning(query)
         try:
             if common:
-                return self._by_common_words(user, selective, limit, meaning, ahead, place)
-            return self.facts.search(user, selective, limit=limit, any_word=True,
-                                     meaning=meaning, ahead=ahead, place=place)
+                found = self._by_common_words(user, selective, limit, meaning, ahead, place)
+            else:
+                found = self.facts.search(user, selective, limit=limit, any_word=True,
+                                          meaning=meaning, ahead=ahead, place=place)
         except QueryError:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
+        # What neither meaning (at the model's floor) nor a word the message's words are
+        # trusted for found is ranked but not shown: nothing rather than noise.
+        return [fact for fact in found if not fact.fill_in]
 
     def nearest(self, user: str, query: str, *, limit: int, floor: float,
                 meaning: str | None = None, place: Place | None = None) -> list[Fact] | None:

@@ -94,6 +94,9 @@ class Fact:
     # the query's cosine to this fact when a hybrid search ranked it (None: by words only, or
     # no vector yet): session search's fact evidence (hermes.memory.sessions.fact_evidence)
     cosine: float | None = None
+    # a hybrid search's candidate under the model's floor by meaning that holds no word the
+    # query's words are trusted for (hermes.memory.facts.search): ranked, not shown per turn
+    fill_in: bool = False
 
     @property
     def status(self) -> Literal["active", "superseded", "forgotten"]:

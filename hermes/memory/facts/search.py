@@ -90,7 +90,7 @@ class FactSearch:
                 spans = fact_vectors.query_spans(meaning or query, now) if now else []
                 try:
                     return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
-                                   self.vectors.meaning_floor, spans)
+                                   self.vectors.meaning_floor, spans, weigh=not any_word)
                 except QueryEmbeddingFailed:
                     pass  # said in the log: the words' ranking below
         if plan.empty:
@@ -215,7 +215,8 @@ def _best_matches(db: sqlite_utils.Database, expression: str, user: str, floor: 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
             similarity: Similarity, limit: int, explain: bool,
-            meaning_floor: float, spans: list[TimeSpan]) -> list[Fact]:
+            meaning_floor: float, spans: list[TimeSpan], *, weigh: bool = True
+            ) -> list[Fact]:
     """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
     floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused (with the date of each
     when the query names a time, ``spans``), x trust."""
@@ -223,41 +224,60 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
     bm25 = {fact.id: relevance for fact, relevance in by_words}
-    near = {fact_id: cosine for fact_id, cosine
-            in similarity.nearest(fact_vectors.DENSE_CANDIDATES).items()
-            if cosine >= meaning_floor}
-    missing = [i for i in near if i not in facts]
-    if missing:
-        # The nearest facts pass the same filters as matches: the user's, active, trusted.
-        marks = ",".join("?" * len(missing))
-        for row in db.execute(
-                f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND f.id IN ({marks})",
-                [*params, *missing]).fetchall():
-            fact = row_to_fact(row)
-            facts[fact.id] = fact
+    nearest = similarity.nearest(fact_vectors.DENSE_CANDIDATES)
+    near = {fact_id: cosine for fact_id, cosine in nearest.items() if cosine >= meaning_floor}
+    _read_rows(db, facts, [i for i in near if i not in facts], filters, params)
+    cosines = similarity.of(list(facts))
+    trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines,
+                                    weigh=weigh)
+    # What the words bring is worth no more than the near misses by meaning when the words are
+    # not trusted wholly: a word match under the floor and a fact just under it by meaning are
+    # ranked by the same fusion, and the list is never longer than the matches alone made it.
+    places = len(facts)
+    if trust < 1.0:
+        share = fact_vectors.FILL_IN_SHARE * meaning_floor
+        fill = [i for i, cosine in nearest.items()
+                if share <= cosine < meaning_floor and i not in facts]
+        _read_rows(db, facts, fill, filters, params)
+        cosines.update(similarity.of([i for i in fill if i in facts]))
     ids = list(facts)
-    cosines = similarity.of(ids)
     dated = fact_vectors.date_parts(spans, {f.id: f.valid_from or f.created_at
                                             for f in facts.values()})
-    trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines)
     fused = fact_vectors.fuse(bm25, cosines, ids, dated=dated,
                               sessions={f.id: f.source_session_id for f in facts.values()},
                               trust=trust)
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
         fact.cosine = cosines.get(fact.id)
+        # Neither near enough in meaning nor holding a word the query's words are trusted for:
+        # ranked, never shown to the model per turn (hermes.memory.facts.recall).
+        fact.fill_in = (fact.cosine is None or fact.cosine < meaning_floor) and (
+            fact.id not in bm25 or trust <= 0.0)
         if explain:
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),
                             "fused": round(fused[fact.id], 6), "trust": fact.trust,
-                            "word_trust": round(trust, 3),
+                            "word_trust": round(trust, 3), "fill_in": fact.fill_in,
                             "date": dated.get(fact.id, 0.0),
                             "score": round(fact.score, 6), "mode": "hybrid",
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}
     ranked = sorted(facts.values(), key=lambda f: (f.score or 0.0, f.trust, f.updated_at, f.id),
                     reverse=True)
     _keep_nearest(ranked, near, bm25, fact_vectors.KEEP_NEAREST, explain)
-    return ranked[:limit]
+    return ranked[:min(limit, places)]
+
+
+def _read_rows(db: sqlite_utils.Database, facts: dict[int, Fact], ids: list[int], filters: str,
+               params: list[Any]) -> None:
+    """Add the facts ``ids`` to ``facts`` (id -> Fact), those that pass the same filters as
+    the matches (the user's, active, trusted enough, visible) only."""
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    for row in db.execute(f"SELECT {COLUMNS} FROM facts f WHERE {filters} AND f.id IN ({marks})",
+                          [*params, *ids]).fetchall():
+        fact = row_to_fact(row)
+        facts[fact.id] = fact
 
 
 def _keep_nearest(ranked: list[Fact], near: dict[int, float], worded: dict[int, float], k: int,

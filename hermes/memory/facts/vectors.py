@@ -67,6 +67,13 @@ DENSE_WEIGHT = 1.5
 TRUST_LOW = 0.22
 TRUST_HIGH = 0.28
 TRUST_POOL = 10
+# A query whose content words weigh together less than TRUST_MIN_WEIGHT words none of the facts
+# holds ("What's keeping me up?": one word, in 1 fact of 7) is no stronger evidence for a fact
+# that holds them all: its coverage counts as that share (weight / TRUST_MIN_WEIGHT unseen
+# words). Not for a query that names a time: its date's words match too, and the date parts
+# weigh them; nor per turn (word_trust). --mode facts --probes paraphrase --probe-facts 0.980 ->
+# 0.990, LoCoMo unchanged (docs/retrieval.md).
+TRUST_MIN_WEIGHT = 1.0
 TRUST_MIN_FACTS = 100
 # The nearest fact by meaning (at the model's floor) that is not among the word ranking's
 # candidates is kept within the best KEEP_NEAREST (0: off), as session search keeps its
@@ -74,6 +81,13 @@ TRUST_MIN_FACTS = 100
 # (hermes.memory.sessions.semantic.SemanticParams.keep_nearest): no word vouches for it or
 # against it, and the fusion keeps meaning alone's first (docs/retrieval.md).
 KEEP_NEAREST = 5
+# When the query's words are not trusted wholly (TRUST_HIGH), the facts from this share of the
+# model's floor by meaning (MiniLM 0.1, as session search's nearest join) are candidates too:
+# they take the places of word matches no nearer in meaning, never more places than the matches
+# alone had, and are never shown per turn (Fact.fill_in). bench_locomo --mode facts --probes
+# implicit --probe-facts: cues at cosine 0.17-0.2 that meaning alone ranks 1st-5th and the
+# fusion left under incidental word matches (docs/retrieval.md).
+FILL_IN_SHARE = 0.5
 # Facts embedded at once. Small: the model serves one text at a time, and a reply's query
 # embedding waits for the batch in progress (about 0.1 s for 8 facts with e5 on one core).
 INDEX_BATCH = 8
@@ -508,11 +522,15 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
 
 
 def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeSpan],
-               by_words: Sequence[int], cosines: dict[int, float]) -> float:
+               by_words: Sequence[int], cosines: dict[int, float], *,
+               weigh: bool = True) -> float:
     """How far a fact search trusts its query's words (hermes.memory.words.trust): the
     best coverage x agreement among the best TRUST_POOL facts by words (``by_words``, best
     first), ramped between TRUST_LOW and TRUST_HIGH; 1 under TRUST_MIN_FACTS facts, for a query
-    without content words, or without any cosine to compare (nothing says otherwise)."""
+    without content words, or without any cosine to compare (nothing says otherwise).
+    ``weigh``: coverage counts only as far as the words weigh (TRUST_MIN_WEIGHT); not for a
+    message cut to its selective words (per-turn recall, hermes.memory.facts.recall), which
+    dropped the rarest, those no fact holds."""
     if TRUST_HIGH <= 0 or not by_words or not cosines:
         return 1.0
     closest = max(cosines.values())
@@ -523,6 +541,9 @@ def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeS
         return 1.0
     top = list(by_words[:TRUST_POOL])
     cover = words_trust.indexed_coverage(db, words, "facts", top)
+    if weigh and not spans and TRUST_MIN_WEIGHT > 0 and words.unseen > 0:
+        weight = min(1.0, words.total / (TRUST_MIN_WEIGHT * words.unseen))
+        cover = {i: c * weight for i, c in cover.items()}
     agreement = {i: min(1.0, max(0.0, cosines[i]) / closest) if i in cosines else 1.0
                  for i in top}
     return words_trust.trust(words_trust.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)

@@ -52,6 +52,8 @@ class QueryWords:
 
     terms: tuple[Term, ...]
     idf: tuple[float, ...]
+    # the weight of a word the index holds in no row (the rarest a word can be)
+    unseen: float = 0.0
 
     @property
     def total(self) -> float:
@@ -97,7 +99,7 @@ def query_words(db: sqlite_utils.Database, plan: MatchPlan,
             f"LIMIT {DF_CAP})", [term.fts]).fetchone()[0])
         n = max(total, df)
         idf.append(math.log(1 + (n - df + 0.5) / (df + 0.5)))
-    return QueryWords(tuple(terms), tuple(idf))
+    return QueryWords(tuple(terms), tuple(idf), math.log(1 + (total + 0.5) / 0.5))
 
 
 def indexed_coverage(db: sqlite_utils.Database, words: QueryWords, index: str,
