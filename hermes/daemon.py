@@ -206,13 +206,16 @@ class Daemon:
     def _preflight(self) -> None:
         """What stops `hermes run`, checked before anything loads, so that its one Error line
         comes first (it came after the model had loaded and its INFO lines): the database
-        opens (a folder, an empty file), and every job of cron.jobs is valid."""
-        from hermes.cron.store import check_config_jobs
+        opens (a folder, an empty file), and every job of cron.jobs and of the database is
+        valid."""
+        from hermes.assembly import cron_store
+        from hermes.cron.store import check_config_jobs, check_stored_jobs
 
         settings = self.rt.settings
         self.rt.db  # noqa: B018  (opening it is the check)
         check_config_jobs(settings.cron.jobs, settings.source, timezone=settings.cron.timezone,
                           home=settings.home_path, default_user=settings.users.default)
+        check_stored_jobs(cron_store(self.rt.memory))
 
     def _preload(self) -> None:
         """Once Hermes is up (front-ends started, the socket listening): import litellm (~3 s

@@ -11,7 +11,11 @@ socket, and takes its resident memory then as idle. Then, for each large input:
   /proc/PID/clear_refs) above its idle VmRSS (issue 30's goal: <= 64 MiB above idle);
 - **another user's wait**: while alice's input is handled, bob sends one small turn after
   another over the socket; the worst of his turns' latency beside his median when alone (the
-  goal: blocked <= 100 ms).
+  goal: blocked <= 100 ms);
+- **the event loop's longest stall** ("loop max"): a thread in the daemon hands its loop a
+  callback every 5 ms and notes how late it ran (what any new request waits for the loop), the
+  longest of them while the case ran. Less noisy than bob's wall clock, which also counts his
+  own turn's work and the machine's load.
 
 ``--tree PATH`` runs the daemon from another checkout (an A/B in one run: run the script twice,
 interleaved, from the same machine state). Figures are wall-clock on a shared machine: compare
@@ -30,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,11 +61,77 @@ def serve(argv: list[str]) -> None:
             return Reply(text="ok")
 
     os.environ["HERMES_MODEL__NAME"] = "fake/scripted"
+    stacks = os.environ.get("STRESS_LAG_STACKS")
+    watch_the_loop(Path(os.environ["STRESS_LAG_FILE"]), Path(stacks) if stacks else None)
     with installed(AlwaysOk()):
         from hermes.cli import main as hermes_main
 
         sys.argv = ["hermes", *argv]
         hermes_main()
+
+
+LAG_NOTED = 0.005  # the probe's period, and the smallest lateness it writes down
+
+
+def watch_the_loop(path: Path, stacks: Path | None) -> None:
+    """(in the daemon) Once its event loop runs, a thread hands it a callback every 5 ms and
+    appends "<monotonic time> <seconds late>" to ``path`` for each that ran over 5 ms late;
+    with ``stacks``, where the loop's thread was (our frames) while a callback waited over
+    20 ms, one line a sample."""
+    original = asyncio.BaseEventLoop.run_forever
+
+    def run_forever(loop: asyncio.BaseEventLoop) -> None:
+        threading.Thread(target=probe, args=(loop, threading.get_ident(), path, stacks),
+                         daemon=True).start()
+        original(loop)
+
+    asyncio.BaseEventLoop.run_forever = run_forever  # type: ignore[method-assign]
+
+
+def probe(loop: asyncio.AbstractEventLoop, loop_thread: int, path: Path,
+          stacks: Path | None) -> None:
+    import traceback
+
+    with path.open("a", encoding="utf-8") as out:
+        while not loop.is_closed():
+            ran = threading.Event()
+            sent = time.monotonic()
+            try:
+                loop.call_soon_threadsafe(ran.set)
+            except RuntimeError:  # the loop closed
+                return
+            seen: list[str] = []
+            while not ran.wait(0.02 if not seen else LAG_NOTED):
+                frame = sys._current_frames().get(loop_thread)
+                if stacks is None or frame is None:
+                    seen.append("")
+                    continue
+                frames = list(reversed(traceback.extract_stack(frame)))
+                where = [f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in frames]
+                ours = [w for w, f in zip(where, frames, strict=True) if "/hermes/" in f.filename]
+                seen.append(" < ".join(where[:3]) + " || " + " < ".join(ours[:10]))
+                if time.monotonic() - sent > 30:
+                    return
+            late = time.monotonic() - sent
+            if late > LAG_NOTED:
+                out.write(f"{sent} {late}\n")
+                out.flush()
+            if stacks is not None and seen and late > 0.03:
+                with stacks.open("a", encoding="utf-8") as where_out:
+                    where_out.write(f"{sent} {late * 1000:.0f}ms\n")
+                    where_out.writelines(f"  {line}\n" for line in seen if line)
+            time.sleep(LAG_NOTED)
+
+
+def longest_stall(path: Path, start: float, end: float) -> float:
+    """The loop's longest lateness noted between ``start`` and ``end`` (monotonic)."""
+    worst = 0.0
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            at, late = map(float, line.split())
+            if start <= at <= end:
+                worst = max(worst, late)
+    return worst
 
 
 # -- the measuring side ----------------------------------------------------------------------
@@ -166,14 +237,17 @@ def dense_secrets(size: int) -> str:
 
 
 class Daemon:
-    def __init__(self, tree: Path, home: Path) -> None:
+    def __init__(self, tree: Path, home: Path, stacks: Path | None = None) -> None:
         self.home = home
         config = home / "config.yaml"
         config.write_text("", encoding="utf-8")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("HERMES_") and k != "DISCORD_TOKEN"}
+        self.lags = home / "loop-lag.txt"
         env.update(HERMES_HOME=str(home), HERMES_CONFIG=str(config), HERMES_WEB__PORT="0",
-                   PYTHONPATH=str(tree))
+                   PYTHONPATH=str(tree), STRESS_LAG_FILE=str(self.lags))
+        if stacks is not None:
+            env["STRESS_LAG_STACKS"] = str(stacks.resolve())
         self.log = open(home / "daemon.out", "w+", encoding="utf-8")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--serve", "run", "--no-repl"],
@@ -226,14 +300,17 @@ async def measure(daemon: Daemon, ids: dict[str, int], rounds: int, only: str | 
         await turn(path, "alice", ids["alice"], f"warm up {i}: the tomato seeds")
         await turn(path, "bob", ids["bob"], f"warm up {i}: hello there")
     await asyncio.sleep(3)  # the background vector job of the warm-up turns
+    started = time.monotonic()
     alone = [(await turn(path, "bob", ids["bob"], f"how are you {i}?"))[0]
              for i in range(rounds)]
+    stall = longest_stall(daemon.lags, started, time.monotonic())
     idle = status(pid)["VmRSS"]
     bob_median = statistics.median(alone)
     print(f"daemon pid {pid}: idle RSS {idle / MiB:.1f} MiB; bob's turn alone: median "
-          f"{bob_median * 1000:.0f} ms, worst {max(alone) * 1000:.0f} ms ({rounds} turns)")
+          f"{bob_median * 1000:.0f} ms, p95 {p95(alone) * 1000:.0f} ms, worst "
+          f"{max(alone) * 1000:.0f} ms ({rounds} turns); loop max {stall * 1000:.0f} ms")
     print(f"{'case':46} {'took s':>7} {'peak +MiB':>10} {'bob worst':>10} {'bob p95':>8} "
-          f"{'bob med':>8}  outcome")
+          f"{'bob med':>8} {'loop max':>8}  outcome")
 
     pool = concurrent.futures.ProcessPoolExecutor(1)  # alice's side: its own process, so
     # that building and sending her input never holds up bob's client (only the daemon may)
@@ -257,6 +334,7 @@ async def measure(daemon: Daemon, ids: dict[str, int], rounds: int, only: str | 
 
         bob_task = asyncio.create_task(bob())
         await asyncio.sleep(0.05)  # bob's first turn under way
+        started = time.monotonic()
         try:
             took, outcome = await loop.run_in_executor(
                 pool, alice, kind, path if kind.startswith(("turn", "line")) else str(daemon.port),
@@ -264,10 +342,11 @@ async def measure(daemon: Daemon, ids: dict[str, int], rounds: int, only: str | 
         finally:
             done.set()
         await bob_task
+        stall = longest_stall(daemon.lags, started, time.monotonic())
         peak = status(pid)["VmHWM"]
         print(f"{name:46} {took:7.2f} {(peak - idle) / MiB:+10.1f} "
               f"{max(waits) * 1000:8.0f}ms {p95(waits) * 1000:6.0f}ms "
-              f"{statistics.median(waits) * 1000:6.0f}ms  "
+              f"{statistics.median(waits) * 1000:6.0f}ms {stall * 1000:6.0f}ms  "
               f"{outcome} (rss before +{(base - idle) / MiB:.1f})", flush=True)
 
     await case("message of 4,000 characters (prose)", "turn prose", 4_000)
@@ -312,6 +391,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20,
                         help="bob's turns alone, for his median")
     parser.add_argument("--only", help="only the cases whose name holds this (e.g. 'message of')")
+    parser.add_argument("--stacks", type=Path,
+                        help="append where the daemon's loop was during each stall over 30 ms "
+                        "to this file (sampled every 5 ms)")
     args = parser.parse_args()
     tree = args.tree.resolve()
     print(f"tree {tree}")
@@ -319,7 +401,7 @@ def main() -> None:
         home = Path(name)
         (home / "config.yaml").write_text("", encoding="utf-8")
         ids = sessions(tree, home)
-        daemon = Daemon(tree, home)
+        daemon = Daemon(tree, home, args.stacks)
         try:
             daemon.wait_ready()
             asyncio.run(measure(daemon, ids, args.rounds, args.only))

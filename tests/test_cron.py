@@ -549,3 +549,24 @@ def test_the_migration_keeps_every_job_and_run(tmp_path):
                "VALUES ('digest', 'alice', 'every 1d', 'p', 'terminal', '2026-11-01')")
     db.execute("DELETE FROM cron_jobs WHERE id = 7")
     assert db.execute("SELECT count(*) FROM cron_runs").fetchone()[0] == 0
+
+
+async def test_a_job_changed_by_hand_into_a_bad_schedule_waits_alone(rt, caplog):
+    """schedule_all (every minute) meets a stored schedule it cannot use: that job is not
+    scheduled and says so in one line; the others are (review rev4: one bad row turned cron off)."""
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    store = cron_store(rt.memory)
+    store.add("a", "owner", "0 8 * * *", "x")
+    store.add("b", "owner", "every 30m", "y")
+    rt.db.execute("UPDATE cron_jobs SET schedule = 'every fortnight' WHERE name = 'a'")
+    rt.db.conn.commit()
+    runner = runner_for(rt, ScriptedPrompt())
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    scheduler.start(paused=True)
+    try:
+        runner.schedule_all(scheduler)
+        assert [j.name for j in scheduler.get_jobs()] == ["cron b"]
+        assert "cron job 'a' of owner: schedule 'every fortnight'" in caplog.text
+    finally:
+        scheduler.shutdown(wait=False)

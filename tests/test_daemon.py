@@ -636,3 +636,30 @@ def test_hermes_run_says_a_bad_cron_job_before_it_loads_anything(
     assert result.exit_code == 2 and loaded == []
     assert result.stderr.startswith("Error: ") and "cron.jobs.0.schedule" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_hermes_run_says_a_bad_stored_cron_job_in_one_line(cli, monkeypatch, rt):
+    """A job of the database whose schedule cannot be used (an older Hermes, an edit by hand)
+    logged a traceback and started with every cron job off (review rev4): one Error line that
+    names the job and its fix, before anything loads, as for a bad job of cron.jobs."""
+    import logging
+
+    from hermes.agent import llm
+    from hermes.assembly import cron_store
+
+    cron_store(rt.memory).add("digest", "owner", "0 8 * * *", "hi")
+    rt.db.execute("UPDATE cron_jobs SET schedule = 'every fortnight' WHERE name = 'digest'")
+    rt.db.conn.commit()
+    loaded = []
+    monkeypatch.setattr(llm, "load_litellm", lambda: loaded.append(1))
+    try:
+        result = cli("run", "--no-repl")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert result.exit_code == 1 and loaded == []
+    assert result.stderr.startswith("Error: cron job 'digest' of owner: schedule 'every fortnight'")
+    assert "hermes cron remove digest --user owner" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -210,6 +210,46 @@ def test_token_counts_match_litellm_and_a_grown_conversation_counts_only_the_new
     assert counted == [[grown[-1]]]
 
 
+async def test_a_long_message_is_counted_off_the_loop_and_then_remembered(fake_model,
+                                                                        monkeypatch):
+    import threading
+
+    import litellm
+
+    llm = make_llm(fake_model)
+    llm.count_tokens(MESSAGES)  # the tokenizer loaded: later short counts stay on the loop
+    where: list[tuple[int, int]] = []  # (thread, characters) of each count litellm made
+    real = litellm.token_counter
+
+    def counter(**kw):
+        where.append((threading.get_ident(),
+                      sum(len(str(m.get("content") or "")) for m in kw["messages"])))
+        return real(**kw)
+
+    monkeypatch.setattr(litellm, "token_counter", counter)
+    loop = threading.get_ident()
+    long = [*MESSAGES, {"role": "user", "content": "the seeds came from Omar. " * 800}]
+    assert await llm.count_tokens_off_loop(long) == real(model=llm.name, messages=long)
+    assert [thread != loop for thread, chars in where if chars > 4_000] == [True]
+    where.clear()
+    grown = [*long, {"role": "assistant", "content": "Noted."}]
+    assert await llm.count_tokens_off_loop(grown) == real(model=llm.name, messages=grown)
+    assert where == [(loop, len("Noted."))]  # the long one remembered; the new one counted here
+
+
+async def test_the_first_count_loads_the_tokenizer_off_the_loop(fake_model, monkeypatch):
+    import threading
+
+    import litellm
+
+    threads = []
+    real = litellm.token_counter
+    monkeypatch.setattr(litellm, "token_counter",
+                        lambda **kw: threads.append(threading.get_ident()) or real(**kw))
+    assert await make_llm(fake_model).count_tokens_off_loop(MESSAGES) > 0
+    assert threads and threading.get_ident() not in threads
+
+
 def test_importing_the_agent_layer_does_not_load_litellm():
     code = ("import sys, hermes.agent.llm, hermes.cli; "
             "print('litellm' in sys.modules)")

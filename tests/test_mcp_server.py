@@ -333,6 +333,27 @@ def test_the_stdio_reader_drops_a_line_over_its_limit_reading_it_in_pieces(caplo
     assert lines.readline() == "b\n"
 
 
+def test_a_stdio_line_the_sdk_cannot_parse_is_still_answered():
+    """The SDK's parser refuses a lone surrogate escape (a cut emoji) and deep nesting, then
+    answers nothing: the client waited for ever (review rev4). A lone surrogate becomes U+FFFD
+    and the request goes on; any other unreadable request is refused by its id."""
+    from mcp_types import jsonrpc_message_adapter
+
+    cut = b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": ' \
+          b'"facts_search", "arguments": {"query": "tea \\ud83d"}}}\n'
+    deep = (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"q": '
+            + b"[" * 5000 + b"]" * 5000 + b"}}\n")
+    plain = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n'
+    lines = mcp_server.BoundedLines(io.BytesIO(cut + deep + b"not json\n" + plain))
+    fixed = lines.readline()
+    message = jsonrpc_message_adapter.validate_json(fixed, by_name=False)
+    assert message.params["arguments"]["query"] == "tea \ufffd"
+    assert json.loads(lines.readline()) == {
+        "jsonrpc": "2.0", "id": 1, "method": "refused: not a JSON-RPC message that can be read"}
+    assert lines.readline() == "not json\n"          # no id to answer: the SDK logs it
+    assert lines.readline() == plain.decode()         # read as it came
+
+
 def test_a_stdio_request_over_the_limit_is_one_line_and_the_server_goes_on(rt, seeded):
     import subprocess
 

@@ -98,7 +98,7 @@ class Compressor:
         was too long.
         """
         budget = budget or self.budget()
-        if self.llm.count_tokens(prompt.messages, tools) <= budget:
+        if await self.llm.count_tokens_off_loop(prompt.messages, tools) <= budget:
             return prompt, False
         system = prompt.messages[0]
         body = list(prompt.history)
@@ -114,7 +114,7 @@ class Compressor:
                 previous = await self._summarise(body[:cut], previous, scope)
                 body = body[cut:]
                 history = [summary_message(previous), *body]
-                if self.llm.count_tokens([system, *history], tools) <= budget:
+                if await self.llm.count_tokens_off_loop([system, *history], tools) <= budget:
                     break
             # Over budget with fewer than ``keep`` messages after the summary (a long message
             # since the last compression): keep fewer turns verbatim, never drop the summary.

@@ -50,6 +50,10 @@ LOCAL_SERVERS = {"ollama": ("OLLAMA_API_BASE", "http://localhost:11434"),
                  "ollama_chat": ("OLLAMA_API_BASE", "http://localhost:11434")}
 # Token counts remembered per LLM (one entry per distinct message); cleared when full.
 TOKEN_CACHE_SIZE = 4096
+# A prompt holding more characters than this that are not counted yet is counted on a worker
+# thread (litellm's counter, tiktoken: 30-90 ms for a 64,000-character message on a loaded
+# machine, which other users' turns would wait for on the loop); a shorter one on the loop.
+COUNT_INLINE_CHARS = 4_000
 
 
 class ModelNotConfigured(HermesError):
@@ -223,6 +227,11 @@ def _retryable(exc: BaseException) -> bool:
     return is_retryable(exc, load_litellm())
 
 
+def _token_key(messages: list[dict[str, Any]], tools: Sequence[dict] | None) -> str:
+    """What a token count is remembered by: the messages and tools as JSON."""
+    return json.dumps([messages, tools], sort_keys=True, default=str)
+
+
 # -- the client -------------------------------------------------------------------------------
 
 
@@ -268,12 +277,15 @@ class LLM:
 
     async def ready(self) -> None:
         """Have litellm imported (behind a :func:`preload_litellm` under way, or importing it
-        now), waiting in a worker thread so that the event loop keeps serving meanwhile."""
+        now) and the model's context window looked up (its first lookup imports more of
+        litellm), waiting in a worker thread so that the event loop keeps serving meanwhile."""
         preload = _preload
         if preload is not None and preload.is_alive():
             await asyncio.to_thread(preload.join)
         if _litellm is None:
             await asyncio.to_thread(load_litellm)
+        if self._context_window is None and self.name:
+            await asyncio.to_thread(self.context_window)
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -620,9 +632,24 @@ class LLM:
             chars = sum(len(str(m.get("content") or "")) for m in messages)
             return chars // 4 + 4 * len(messages)
 
+    async def count_tokens_off_loop(self, messages: Sequence[dict[str, Any]],
+                                    tools: Sequence[dict] | None = None) -> int:
+        """:meth:`count_tokens`, on a worker thread when the prompt holds more than
+        :data:`COUNT_INLINE_CHARS` characters not counted yet (a long message), or when this
+        model has counted nothing yet (the first count loads the tokenizer's tables, ~1 s):
+        other turns go on meanwhile. The counts are remembered all the same, so the next
+        request counts only its new messages, on the loop."""
+        if not self._token_cache or self._uncounted_chars(messages) > COUNT_INLINE_CHARS:
+            return await asyncio.to_thread(self.count_tokens, messages, tools)
+        return self.count_tokens(messages, tools)
+
+    def _uncounted_chars(self, messages: Sequence[dict[str, Any]]) -> int:
+        return sum(len(str(m.get("content") or "")) for m in messages
+                   if _token_key([m], None) not in self._token_cache)
+
     def _tokens(self, litellm: Any, messages: list[dict[str, Any]],
                 tools: Sequence[dict] | None = None) -> int:
-        key = json.dumps([messages, tools], sort_keys=True, default=str)
+        key = _token_key(messages, tools)
         count = self._token_cache.get(key)
         if count is None:
             count = int(litellm.token_counter(model=self.name or "", messages=messages,

@@ -31,10 +31,11 @@ from hermes.agent.prompt import Prompt, PromptBuilder
 from hermes.agent.prompt_cache import cache_ttl
 from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-exported
 from hermes.agent.tools import ToolBox, tool_schemas
+from hermes.aio import KeyedLocks
 from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.place import PRIVATE, Place, Scope
-from hermes.memory.sessions.store import Message
+from hermes.memory.sessions.store import Message, Screened
 from hermes.safety.secrets import removed_note
 from hermes.store import usage
 
@@ -64,6 +65,11 @@ def too_long_message(length: int) -> str:
     return (f"Refused: the message is {length:,} characters, over the limit of "
             f"{MAX_MESSAGE_CHARS:,}; nothing was recorded. Send a shorter message.")
 STOPPED_MARK = " [stopped]"
+# A message longer than this is screened for secrets on a worker thread (hermes.safety.secrets:
+# up to ~0.5 us a character, 30-100 ms for MAX_MESSAGE_CHARS of dense secrets on a loaded
+# machine), so that other users' turns go on meanwhile; a shorter one on the loop, where it
+# costs less than the hop to a thread (the fast lane draws its line at the same length).
+SCREEN_INLINE_CHARS = 4_000
 
 
 @dataclass
@@ -113,6 +119,9 @@ class Agent:
         # Run once the reply is complete and recorded, also when the model failed (the user's
         # message was still recorded). Keep them quick: schedule work, do not do it here.
         self.after_reply: list[AfterReply] = []
+        # A session's turn to record its user's message, taken in the order turns begin: a
+        # long message is screened off the loop, and a later one of its session waits for it.
+        self.recording: KeyedLocks[tuple[str, int]] = KeyedLocks()
 
     def turn(self, user: str, session_id: int, text: str, *, speaker: str | None = None,
              transcript: Transcript | None = None) -> Turn:
@@ -260,9 +269,51 @@ class Turn:
     async def _record_message(self) -> _TurnState:
         """The user's message recorded first (kept even when the model is down), what the
         session said before it that the conversation does not hold yet, and the before_reply
-        hooks (the fast lane)."""
+        hooks (the fast lane).
+
+        A session's messages are recorded one at a time, in the order their turns began
+        (``Agent.recording``): a long message is screened for secrets on a worker thread,
+        and a later message of the same session waits for it, while other sessions' turns go
+        on."""
+        if self.transcript is not None:  # in this process only: nothing to screen or wait for
+            state = self._recorded(self.transcript, self.text, None)
+        else:
+            async with self.agent.recording.hold((self.user, self.session_id)):
+                state = await self._screened_and_recorded(self.agent.sessions)
+        state.hook_notes = await self._before_reply(state.message) \
+            if self.transcript is None else []
+        return state
+
+    async def _screened_and_recorded(self, sessions: Any) -> _TurnState:
+        """(holding the session's turn to record) The message screened for secrets, on a
+        worker thread when it is long, then recorded on the loop's connection: the write
+        lock is held for the insert alone."""
+        text = self.text
+        if len(text) <= SCREEN_INLINE_CHARS:
+            screened = sessions.screen(text)
+            return self._recorded(sessions, screened, removed_note(text, screened.content))
+
+        def screen() -> tuple[Screened, str | None]:
+            screened = sessions.screen(text)
+            return screened, removed_note(text, screened.content)
+
+        work = asyncio.get_running_loop().run_in_executor(None, screen)
+        try:
+            screened, note = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # Stopped while the message was screened: it is recorded all the same (a turn's
+            # message is kept whatever happens next), then the cancellation goes on.
+            await asyncio.wait([work])
+            self._recorded(sessions, *work.result())
+            raise
+        return self._recorded(sessions, screened, note)
+
+    def _recorded(self, sessions: Any, content: str | Screened,
+                  secret_note: str | None) -> _TurnState:
+        """Record the message (screened already, except in a temporary chat), with what the
+        session said before it that the conversation does not hold yet: one step on the loop,
+        so that nothing of this session is recorded in between."""
         agent, user, session_id = self.agent, self.user, self.session_id
-        sessions: Any = self.transcript or agent.sessions
         conversation = agent.conversations.get(user, session_id)
         # Where the reply is read: the session's place, set when it was opened (a Discord
         # channel's, or private). Every read for this turn is for it (hermes.memory.audience).
@@ -272,8 +323,7 @@ class Turn:
         # With a conversation held, only what it does not cover yet is read back.
         earlier = sessions.messages(user, session_id,
                                     after_id=conversation.through if conversation else 0)
-        message = sessions.append(user, session_id, "user", self.text, speaker=self.speaker)
-        hook_notes = await self._before_reply(message) if self.transcript is None else []
+        message = sessions.append(user, session_id, "user", content, speaker=self.speaker)
         # Secrets were redacted as the message was recorded: from here on only the redacted
         # text is used (the model, recall, the hooks), and the reply says so once.
         return _TurnState(
@@ -281,8 +331,7 @@ class Turn:
             place=place,
             toolbox=agent.toolbox(user, session_id, place,
                                   read_only=self.transcript is not None),
-            secret_note=removed_note(self.text, message.content), hook_notes=hook_notes,
-            last_id=message.id,
+            secret_note=secret_note, hook_notes=[], last_id=message.id,
             counted=usage.Scope(user, "chat",
                                 session_id if self.transcript is None else None))
 
@@ -349,8 +398,8 @@ class Turn:
                 if shrunk or state.emitted or round_no > 0:
                     raise
                 shrunk = True
-                await self._fit(state,
-                                budget=agent.llm.count_tokens(state.messages, tools) // 2)
+                sent = await agent.llm.count_tokens_off_loop(state.messages, tools)
+                await self._fit(state, budget=sent // 2)
                 continue
             completion = state.completion
             assert completion is not None

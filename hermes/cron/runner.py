@@ -194,8 +194,13 @@ class CronRunner:
             signature = (job.schedule, self.store.timezone)
             if current is not None and getattr(current, "kwargs", {}).get("_sig") == signature:
                 continue
+            try:
+                trigger = trigger_for(job, self.store.timezone)
+            except ScheduleError as exc:  # changed by hand while running: that job alone waits
+                log.error("cron: %s", exc)
+                continue
             scheduler.add_job(
-                self._scheduled, trigger_for(job, self.store.timezone), id=job_key,
+                self._scheduled, trigger, id=job_key,
                 name=f"cron {job.name}", kwargs={"job_id": job.id, "_sig": signature},
                 replace_existing=True, coalesce=True, max_instances=1,
                 # Lateness is judged by plan_runs against cron.grace_minutes, not by APScheduler.

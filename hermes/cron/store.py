@@ -77,7 +77,24 @@ class CronRun:
 
 
 def trigger_for(job: CronJob, tz: str) -> BaseTrigger:
-    return parse_schedule(job.schedule, tz, anchor=parse_ts(job.created_at))
+    """The job's trigger; a stored schedule that cannot be used (written by an older Hermes or
+    by hand: `hermes cron add` checks it) is a ScheduleError that names the job and its fix."""
+    try:
+        return parse_schedule(job.schedule, tz, anchor=parse_ts(job.created_at))
+    except ScheduleError as exc:
+        raise ScheduleError(
+            f"cron job {job.name!r} of {job.user}: {exc}. Remove it (`hermes cron remove "
+            f"{job.name} --user {job.user}`) and add it again with a valid schedule.") from None
+
+
+def check_stored_jobs(store: CronStore) -> None:
+    """ScheduleError for the first enabled job of the database whose schedule cannot be used:
+    `hermes run` says so in one line before it loads anything, as for cron.jobs, rather than
+    logging a traceback and running with every job off. Jobs of cron.jobs are left to
+    :func:`check_config_jobs` (the config, synced at start, decides them)."""
+    for job in store.list_jobs(enabled_only=True):
+        if job.origin != "config":
+            trigger_for(job, store.timezone)
 
 
 # --------------------------------------------------------------------------- the store

@@ -49,6 +49,7 @@ from hermes.errors import HermesError, NotFound
 from hermes.home import make_private_dirs
 from hermes.memory.facts.records import writes_from
 from hermes.memory.operations import MemoryOperations, Scope, shapes
+from hermes.safe_text import scrub_value
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -553,7 +554,7 @@ class BoundedLines:
         while True:
             line = self.raw.readline(self.limit + 1)
             if len(line) <= self.limit or line.endswith(b"\n"):
-                return line.decode("utf-8", errors="replace")
+                return self._readable(line.decode("utf-8", errors="replace"))
             total, first = len(line), line
             while line and not line.endswith(b"\n"):
                 line = self.raw.readline(self.limit + 1)
@@ -568,14 +569,39 @@ class BoundedLines:
             if not line:
                 return ""  # the end of input came inside the long line
 
-    def _error_for(self, start: bytes) -> str | None:
+    def _readable(self, line: str) -> str:
+        """``line``, or one the SDK can read. Its parser refuses a lone surrogate escape
+        (``"\\ud83d"``: valid JSON, what a cut emoji leaves) and nesting past its depth, and
+        then answers nothing: the client waited for ever (review rev4). A lone surrogate is
+        replaced by U+FFFD, as everywhere in Hermes; any other line it cannot read is answered
+        by its id as a refused request, saying so."""
+        from mcp_types import jsonrpc_message_adapter
+
+        if not line.strip():
+            return line
+        try:
+            jsonrpc_message_adapter.validate_json(line, by_name=False)
+            return line
+        except ValueError:
+            pass
+        try:
+            fixed = json.dumps(scrub_value(json.loads(line))) + "\n"
+            jsonrpc_message_adapter.validate_json(fixed, by_name=False)
+            return fixed
+        except (ValueError, RecursionError):
+            pass
+        answer = self._error_for(line.encode("utf-8", "replace")[:300],
+                                 "refused: not a JSON-RPC message that can be read")
+        return line if answer is None else answer  # no id: the SDK logs it, as before
+
+    def _error_for(self, start: bytes, method: str | None = None) -> str | None:
         """A request the SDK answers with an error for the dropped one's id (its client would
         wait for an answer forever): a method no server has, named for what happened (the
         error's data). None when the line's start shows no id (a notification needs none)."""
         found = _REQUEST_ID.match(start)
         if found is None:
             return None
-        method = f"refused: a request over {self.limit // 1024 // 1024} MiB"
+        method = method or f"refused: a request over {self.limit // 1024 // 1024} MiB"
         return ('{"jsonrpc": "2.0", "id": ' + found.group(1).decode("utf-8", "replace")
                 + ', "method": ' + json.dumps(method) + "}\n")
 

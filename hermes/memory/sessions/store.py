@@ -14,6 +14,7 @@ Two ways to read it, neither calls a model:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,12 +50,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGHLIGHT", "ROLES", "SCORE_CAP", "SOURCES", "Message", "MessageHit", "SearchHit",
-    "Session", "SessionStore",
+    "Screened", "Session", "SessionStore",
 ]
 
 
 # a search hit (SearchHit or MessageHit): each names its session
 _Hit = TypeVar("_Hit", SearchHit, MessageHit)
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A message's text as it is stored: secrets replaced by markers (when the store redacts)
+    and lone surrogates by U+FFFD. Made by :meth:`SessionStore.screen`, which is pure work on
+    the text (no database): a long message is screened on a worker thread, then appended on
+    the event loop's connection."""
+
+    content: str
+    tool_args: str | None = None
 
 
 class SessionStore:
@@ -130,7 +142,7 @@ class SessionStore:
         user: str,
         session_id: int,
         role: str,
-        content: str,
+        content: str | Screened,
         *,
         speaker: str | None = None,
         created_at: str | None = None,
@@ -143,19 +155,24 @@ class SessionStore:
 
         Secrets in it are replaced by markers first (``sessions.redact_secrets``): the message
         returned, the store, its search index and everything that reads them later only ever
-        hold the redacted text.
+        hold the redacted text. ``content`` may come screened already (:meth:`screen`, e.g.
+        on a worker thread), with its tool arguments.
         """
         if role not in ROLES:
             raise RefusedWrite(f"Refused: role must be one of {', '.join(ROLES)} (got {role!r}).")
         if content is None:
             raise RefusedWrite("Refused: a message needs content (use '' for none).")
-        if self.redact_secrets:
-            content = redact_text(content)
-            tool_args = None if tool_args is None else redact_json(tool_args)
+        if isinstance(content, Screened):
+            if tool_args is not None:
+                raise ValueError("a screened message's tool_args are screened with it")
+            screened = content
+        else:
+            screened = self.screen(content, tool_args)
+        content, tool_args = screened.content, screened.tool_args
         created = created_at or to_ts(self.clock.now())
-        # A lone surrogate (half an emoji from a provider, a "\ud83e" escape in a file) would
-        # make the whole message unstorable: U+FFFD in its place, the rest recorded.
-        content, speaker, tool_args = scrub(content), _scrub(speaker), _scrub(tool_args)
+        speaker = _scrub(speaker)
+        # Screened before the write lock is taken: only the insert (and its FTS5 indexing)
+        # holds it, never the redaction of a long message.
         with write_transaction(self.db):
             self.get(user, session_id)
             cursor = self.db.execute(
@@ -167,6 +184,17 @@ class SessionStore:
             )
         return Message(int(cursor.lastrowid or 0), session_id, role, speaker, content, created,
                        tool_name, tool_args, tool_call_id, external_id)
+
+    def screen(self, content: str, tool_args: str | None = None) -> Screened:
+        """``content`` (and a tool call's JSON arguments) as :meth:`append` stores them:
+        secrets redacted when ``sessions.redact_secrets`` says so, lone surrogates replaced
+        (half an emoji from a provider, a "\\ud83e" escape in a file would make the whole
+        message unstorable: U+FFFD in its place, the rest recorded). No database: safe on any
+        thread."""
+        if self.redact_secrets:
+            content = redact_text(content)
+            tool_args = None if tool_args is None else redact_json(tool_args)
+        return Screened(scrub(content), _scrub(tool_args))
 
     def close_open(self, user: str, source: str, channel_key: str) -> Session | None:
         """End the channel's open session, if it has one (the person left); None if not."""
