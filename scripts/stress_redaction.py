@@ -1,16 +1,19 @@
 """Stress: the secret screen's time by input size, today's screen beside the one before issue 30.
 
     python scripts/stress_redaction.py [--sizes 8000,16000,...] [--old-limit 20] [--only NAME]
+                                       [--repeat 3] [--no-old]
 
 For each hostile text (the pass's '1 ' + 'y' * n, runs that made a rule re-scan, texts dense
 with secrets, ordinary prose) and each size, the CPU time of ``redact_text`` (time.process_time,
-one core). Beside it, in the same run, the rule that made the old screen quadratic on that text,
-as it was (kept here only, for the ratio): each old measurement stops growing once one took more
-than --old-limit seconds (the next size would take about four times as long).
+one core; the best of --repeat runs, since a shared machine adds to some). Beside it, in the
+same run, the rule that made the old screen quadratic on that text, as it was (kept here only,
+for the ratio): each old measurement stops growing once one took more than --old-limit seconds
+(the next size would take about four times as long).
 
 The goal (issue 30): linear, 2 MB in <= 0.5 s on one core, texts dense with secrets included
-(a secret every 12-30 characters, with values varied so that nothing can be cached). Also
-checked: every text's findings hold the secret planted at its end.
+(a secret every 12-30 characters, with values varied so that nothing can be cached). A 2 MB
+figure over it is flagged ("OVER") and the shapes over it are listed at the end. Also checked:
+every text's findings hold the secret planted at its end.
 """
 
 from __future__ import annotations
@@ -142,10 +145,16 @@ HOSTILE = {
 PLANTED = "glpat-xY7zK2mN9pQ4rS6tU8vW"
 
 
-def cpu(fn, *args) -> float:
-    start = time.process_time()
-    fn(*args)
-    return time.process_time() - start
+GOAL_2MB = 0.5  # s of CPU for a 2 MB text (issue 30)
+
+
+def cpu(fn, *args, repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn(*args)
+        best = min(best, time.process_time() - start)
+    return best
 
 
 def count_matches(pattern: re.Pattern[str], text: str) -> int:
@@ -158,31 +167,42 @@ def main() -> None:
     parser.add_argument("--old-limit", type=float, default=20.0,
                         help="stop timing the old rule on a text once it took this long (s)")
     parser.add_argument("--only", help="only the texts whose name holds this")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="time each text this many times and keep the best")
+    parser.add_argument("--no-old", action="store_true", help="skip the old rules")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    redact_text("pw: x1234")  # rules compiled, detect-secrets imported
     worst_2mb = 0.0
-    print(f"{'text':28} {'size':>9} {'new s':>8} {'old rule s':>11} {'ratio':>8}")
+    over: list[tuple[str, float]] = []
+    print(f"{'text':30} {'size':>9} {'new s':>8} {'old rule s':>11} {'ratio':>8}")
     for name, (make, old_name) in HOSTILE.items():
         if args.only and args.only not in name:
             continue
-        old_done = old_name is None
+        old_done = old_name is None or args.no_old
         for size in sizes:
             text = make(size)
-            new = cpu(redact_text, text)
+            new = cpu(redact_text, text, repeat=args.repeat)
             old = None
             if not old_done:
                 old = cpu(count_matches, OLD[old_name], text)
                 old_done = old > args.old_limit
+            flag = ""
             if size >= 2_000_000:
                 worst_2mb = max(worst_2mb, new)
+                if new > GOAL_2MB:
+                    flag = "  OVER"
+                    over.append((name, new))
             ratio = f"{old / new:8.0f}" if old is not None and new > 0 else ""
             old_text = f"{old:11.2f}" if old is not None else ""
-            print(f"{name:28} {size:9,} {new:8.3f} {old_text:>11} {ratio:>8}", flush=True)
+            print(f"{name:30} {size:9,} {new:8.3f} {old_text:>11} {ratio:>8}{flag}", flush=True)
         tail = make(5_000) + f"\nmy token is {PLANTED} ok"
         assert PLANTED not in redact_text(tail), name
         assert find_secrets(tail), name
     if worst_2mb:
-        print(f"worst 2 MB text: {worst_2mb:.3f} s CPU (goal <= 0.5 s)")
+        print(f"worst 2 MB text: {worst_2mb:.3f} s CPU (goal <= {GOAL_2MB} s)")
+        for name, spent in over:
+            print(f"  over the goal: {name} {spent:.3f} s")
 
 
 if __name__ == "__main__":

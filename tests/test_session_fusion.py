@@ -190,3 +190,33 @@ def test_a_kept_nearest_already_fifth_stays_among_the_best_five():
     assert order[:5] == [0, 1, 2, 4, 6] and order[5] == 3
     assert all(total[a] >= total[b] for a, b in zip(order, order[1:], strict=False))
     assert set(gains) == {4, 6} and min(gains.values()) > 0
+
+
+def test_words_no_message_near_the_query_holds_are_not_trusted():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # "Where was my childhood spent?": one message says "childhood" (half the query's words)
+    # at 0.23 while the nearest turns, which hold none, are at 0.40-0.45; coverage 0.5 x
+    # agreement 0.51 is over the ramp's top, so the long turns' length and windows would
+    # order the wordless ones, and the short answer ("I grew up on a farm outside Leeds"),
+    # meaning's fifth, would rank sixth.
+    ranked = [RankedMessage(1, 10, 1.0, {"bm25": 1.0})]
+    ranked += [RankedMessage(i, 10 + i, 0.0, {}, matched="") for i in range(2, 8)]
+    cosines = np.array([0.23, 0.45, 0.44, 0.43, 0.42, 0.41, 0.40], np.float32)
+    windows = np.array([0.23, 0.45, 0.44, 0.43, 0.42, 0.30, 0.40], np.float32)
+    sims = semantic.Similarities(np.arange(1, 8), cosines, windows)
+    lengths = {1: 300, 2: 400, 3: 400, 4: 400, 5: 400, 6: 40, 7: 400}
+
+    def ranking(**params) -> list:
+        return semantic.rerank_by_meaning(ranked, sims, limit=7, cover={1: 0.5}, floor=0.2,
+                                          lengths=lengths,
+                                          params=semantic.SemanticParams(**params))
+
+    meaning_first = ranking()
+    assert [r.message_id for r in meaning_first][:5] == [2, 3, 4, 5, 6]
+    assert "bm25" not in meaning_first[-1].parts  # the words weigh nothing
+    trusted = ranking(trust_nearest_word=0.0)  # as before: the words trusted wholly
+    assert [r.message_id for r in trusted].index(6) > 4 and "bm25" in trusted[-1].parts
+    # a word match near enough the query's meaning (0.30 of 0.45) keeps the words' trust
+    cosines[0] = windows[0] = 0.30
+    assert [r.message_id for r in ranking()].index(6) > 4

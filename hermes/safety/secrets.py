@@ -123,6 +123,12 @@ class _Rule:
     # pattern (_leading_literals) for a pattern that starts with an alternation of them: on a
     # text where they are rare the pattern is tried only where they are (_matches)
     cues: tuple[str, ...] = ()
+    # with cues: a match starts where the run of these characters that holds its cue starts
+    # (the cue is inside a name: "DB_PASSWORD=")
+    cue_run: str = ""
+    # its spans overlap one another where it is dense (the six words read after each "pw:"):
+    # each run of them handed on as two (_chained)
+    chained: bool = False
 
 
 def _fold(text: str) -> str:
@@ -763,6 +769,8 @@ _KEY_PHRASE = re.compile(
 # ends with one of these words. The name is read from its first letter to the first of the words
 # that an "=" or ":" follows (a run of name characters is read once, from its start: no other
 # position inside it starts a word); the value in a lookahead (a refused name consumes no value).
+_ENV_WORDS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD")  # one of which every name holds
+_ENV_NAME = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _ENV_ASSIGNMENT = re.compile(
     r"[A-Z](?<!\w.)[A-Z0-9_]*?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD)\s*+[=:]\s*+['\"]?"
     r"(?=(?P<secret>" + _NOT_MARKER + r"[^\s'\"]{6,}))"
@@ -844,7 +852,7 @@ _OWN_RULES: list[_Rule] = [
         r"://(?<=[0-9+.\-]://)[^\s/:@]++:(?P<secret>[^\s/@]++)@"), "secret", folded=True,
           begin=_scheme_before),
     _Rule("password", _PASSWORD, spans=_password_spans, folded=True,
-          needs=("pass", "pw")),
+          needs=("pass", "pw"), chained=True),
     _Rule("password", _PASSWORD_BARE, spans=_bare_password_spans, folded=True,
           needs=("pass", "pw")),
     _Rule("api key", re.compile(r"bearer" + _W(6) + r"\s++(?P<secret>[a-z0-9._~+/\-]{20,}=*)"),
@@ -859,7 +867,8 @@ _OWN_RULES: list[_Rule] = [
                  "aadhaar", "steuer", "id", "driver")),
     _Rule("api key", _KEY_PHRASE, "secret", _token_like, folded=True,
           needs=("key", "token", "secret", "bearer", "code")),
-    _Rule("api key", _ENV_ASSIGNMENT, "secret", needs=("KEY", "TOKEN", "SECRET", "PASS", "PWD")),
+    _Rule("api key", _ENV_ASSIGNMENT, "secret", needs=_ENV_WORDS, cues=_ENV_WORDS,
+          cue_run=_ENV_NAME),
 ]
 
 
@@ -869,14 +878,16 @@ def _rules() -> tuple[_Rule, ...]:
 
 
 def _with_cues(rule: _Rule) -> _Rule:
-    """``rule`` searched only around its cues on a text where they are rare, when its pattern
-    starts with an alternation of literals (``re`` tries such a pattern at every position that
-    holds a first letter of one: PIN, national id and key phrase cost ~25 ms each on 2 MB of
-    letters; a literal of its own ``re`` searches for as fast as ``str.find``)."""
-    if rule.spans is not None or rule.begin is not None:
+    """``rule`` searched only at its cues on a text where they are rare, when its pattern starts
+    with an alternation of literals that share no prefix (``re`` tries such a pattern at every
+    position that holds a first character of one: PIN, national id and key phrase cost ~25 ms
+    each on 2 MB of letters; a prefix they share, ``re`` searches for itself)."""
+    if rule.spans is not None or rule.cues:
         return rule
     cues = _cues_of(rule.pattern)
-    return dataclasses.replace(rule, cues=cues) if cues else rule
+    if not cues or os.path.commonprefix(cues):  # (re searches for a common prefix itself)
+        return rule
+    return dataclasses.replace(rule, cues=cues)
 
 
 @functools.cache
@@ -906,6 +917,13 @@ def _leading_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
                 heads = {head + chr(value) for head in heads}  # type: ignore[arg-type]
             elif op in (_parser.ASSERT, _parser.ASSERT_NOT, _parser.AT):
                 continue  # zero width
+            elif op is _parser.IN and all(
+                    item is _parser.LITERAL for item, _ in value):  # type: ignore[attr-defined]
+                # a class of a few characters ("['\"]"; none negated, no range)
+                chars = [chr(char) for _, char in value]  # type: ignore[attr-defined]
+                if len(heads) * len(chars) > _CUES_MAX:
+                    return heads, False
+                heads = {head + char for head in heads for char in chars}
             elif op is _parser.SUBPATTERN and not (value[1] or value[2]):  # type: ignore[index]
                 tails, whole = lead(value[3])  # type: ignore[index]
                 if len(heads) * len(tails) > _CUES_MAX:
@@ -938,32 +956,77 @@ _CUES_FROM = 4096  # a text this long or longer (a chat message is read by the p
 _CUE_SAMPLE = 16  # a long text's first 1/16 holds too many: its cues are not looked for
 
 
-def _matches(pattern: re.Pattern[str], subject: str,
-             cues: tuple[str, ...]) -> Iterable[re.Match[str]]:
+def _matches(pattern: re.Pattern[str], subject: str, cues: tuple[str, ...],
+             cue_run: str = "") -> Iterable[re.Match[str]]:
     """``pattern.finditer(subject)``, for a pattern every match of which starts with one of
-    ``cues``: where they are rare, the pattern tried at each (``re`` reads the whole text at
-    the pattern's pace, ~12 ns a character for an alternation of words, ``str.find`` each cue at
+    ``cues`` (or, with ``cue_run``, where the run of those characters that holds one starts):
+    where they are rare, the pattern tried at each (``re`` reads the whole text at the
+    pattern's pace, ~12 ns a character for an alternation of words, ``str.find`` each cue at
     ~0.5 ns). The same matches: finditer's are the first match at or after each end, and each
     starts at a cue."""
     size = len(subject)
     if not cues or size < _CUES_FROM:
         return pattern.finditer(subject)
     most = size // _CUE_SPARSE
+    anchors = _anchors(cues)
     if size >= _CUE_SAMPLE * _CUES_FROM:  # (a text dense with them: no search of each in vain)
         sample = subject[:size // _CUE_SAMPLE]
-        if sum(map(sample.count, cues)) * _CUE_SAMPLE > most:
+        if sum(sample.count(anchor) for anchor, _ in anchors) * _CUE_SAMPLE > most:
             return pattern.finditer(subject)
     starts: list[int] = []
-    for cue in cues:
-        find = subject.find
-        position = find(cue)
+    find, starts_with = subject.find, subject.startswith
+    seen = 0
+    for anchor, placed in anchors:
+        position = find(anchor)
         while position >= 0:
-            starts.append(position)
-            if len(starts) > most:
+            seen += 1
+            if seen > most:
                 return pattern.finditer(subject)
-            position = find(cue, position + 1)
+            starts += [position - offset for cue, offset in placed
+                       if position >= offset and starts_with(cue, position - offset)]
+            position = find(anchor, position + 1)
     starts.sort()
+    if cue_run:
+        starts = _run_starts(subject, starts, cue_run)
     return _matches_at(pattern, subject, starts)
+
+
+_ANCHOR_MIN = 4  # the shortest piece of a cue looked for in its place
+
+
+@functools.cache
+def _anchors(cues: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """What to look for to find ``cues``: pieces of them, each with the cues that hold it and
+    where (a piece several share is looked for once: "code" for nine of PIN's 13), chosen
+    greedily, the piece most uncovered cues hold first, then the longest; a cue shorter than
+    four characters is its own piece."""
+    left = set(cues)
+    chosen = []
+    while left:
+        pieces = {cue[i:j] for cue in left for i in range(len(cue))
+                  for j in range(i + min(_ANCHOR_MIN, len(cue)), len(cue) + 1)}
+        piece = max(sorted(pieces), key=lambda p: (sum(p in cue for cue in left), len(p)))
+        holders = sorted(cue for cue in left if piece in cue)
+        # (a cue may hold its piece twice: each place is a start to try)
+        placed = tuple((cue, offset) for cue in holders for offset in range(len(cue))
+                       if cue.startswith(piece, offset))
+        chosen.append((piece, placed))
+        left -= set(holders)
+    return tuple(chosen)
+
+
+def _run_starts(text: str, cues_at: list[int], chars: str) -> list[int]:
+    """Where the run of ``chars`` that reaches each of ``cues_at`` (sorted) starts, each once;
+    the text is read back from each cue to the one before it, no further (a cue with only
+    ``chars`` back to the one before is in its run: nothing new)."""
+    starts: list[int] = []
+    before = 0  # the cue before this one
+    for cue_at in cues_at:
+        kept = len(text[before:cue_at].rstrip(chars))
+        if kept or not starts:
+            starts.append(before + kept)
+        before = cue_at
+    return starts
 
 
 def _matches_at(pattern: re.Pattern[str], subject: str,
@@ -1085,10 +1148,12 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
             if not digits:
                 continue
         if rule.spans is not None:
-            found += [(start, -end, index) for start, end in rule.spans(text, subject)]
+            spans = rule.spans(text, subject)
+            found += (_chained(spans, index) if rule.chained
+                      else [(start, -end, index) for start, end in spans])
             continue
         group, begin, check, measure = rule.group, rule.begin, rule.check, rule.measure
-        matches = _matches(rule.pattern, subject, rule.cues)
+        matches = _matches(rule.pattern, subject, rule.cues, rule.cue_run)
         if begin is None and measure is None:
             # nothing but a check to run a match: read in comprehensions, no loop of Python
             back = rule.back
@@ -1145,6 +1210,44 @@ def _checked(spans: list[tuple[int, int]], text: str,
         return [span for span, value in zip(spans, values, strict=True) if check(value)]
     verdicts = {value: check(value) for value in dict.fromkeys(values)}
     return [span for span, value in zip(spans, values, strict=True) if verdicts[value]]
+
+
+def _chained(spans: Iterable[tuple[int, int]], index: int) -> list[tuple[int, int, int]]:
+    """One rule's spans as ``found`` entries (start, -end, rule's index), each run of spans that
+    overlap one another as two: its first (the longest at its start) and one from the last
+    character of that to the run's end. _without_overlaps makes of them what it made of the
+    run: whatever other rules found, a span that starts inside the run joins it as before, and
+    the run keeps its first span's place in the order (a text dense with "pw: X" is 142k
+    overlapping spans: ~0.04 s of entries, sorting and joining)."""
+    ordered = sorted(spans)
+    found: list[tuple[int, int, int]] = []
+    run_start = first_end = run_end = -1
+    count = 0  # how many spans the run holds
+    for start, end in ordered:
+        if start < run_end:
+            count += 1
+            if end > run_end:
+                run_end = end
+            if start == run_start and end > first_end:
+                first_end = end
+            continue
+        if count:
+            found += _run_entries(run_start, first_end, run_end, index, ordered, count)
+        run_start, first_end, run_end, count = start, end, end, 1
+    if count:
+        found += _run_entries(run_start, first_end, run_end, index, ordered, count)
+    return found
+
+
+def _run_entries(start: int, first_end: int, end: int, index: int,
+                 ordered: list[tuple[int, int]], count: int) -> list[tuple[int, int, int]]:
+    if end == first_end:  # (the others inside the first: nothing they can change)
+        return [(start, -first_end, index)]
+    if first_end - 1 > start:
+        return [(start, -first_end, index), (first_end - 1, -end, index)]
+    # a first span of one character: its run as it was
+    at = bisect.bisect_left(ordered, (start,))
+    return [(s, -e, index) for s, e in ordered[at:at + count]]
 
 
 def _without_overlaps(found: list[tuple[int, int, int]],

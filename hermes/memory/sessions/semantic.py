@@ -87,6 +87,13 @@ class SemanticParams:
     trust_low: float = 0.18
     trust_high: float = 0.24
     trust_pool: int = 20
+    # The words are not trusted at all when no candidate holding one of them (a bm25 match)
+    # comes within this share of the nearest candidate's cosine (its own or its window's, as
+    # agreement reads it): "Where was my childhood spent?" shares "childhood" with a message
+    # at 0.23 while the nearest turns are at 0.45; its coverage (half the words) x agreement
+    # (0.52) reached the ramp's top all the same. 0.55-0.7 alike on the recall probes; on
+    # LoCoMo it changes 1 question's trust of 1,536 at 0.6 (none's result), 4 at 0.7 (0 = off).
+    trust_nearest_word: float = 0.6
     # A candidate without a word of the query, closer in meaning than the best of the word
     # ranking's best ``beyond_pool`` messages, gains ``beyond`` x how much closer (each cosine
     # as a share of the way from the candidates' median to their best) x the words' trust:
@@ -367,7 +374,8 @@ def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
     """How far this query's words are trusted (hermes.memory.words.trust): the best
     coverage x agreement among the word ranking's best ``trust_pool`` messages, where a
     message's agreement is its cosine (or its window's, the better) as a share of the best
-    cosine among the candidates (1 for a message not embedded yet: nothing says otherwise)."""
+    cosine among the candidates (1 for a message not embedded yet: nothing says otherwise);
+    none when no word match comes within ``trust_nearest_word`` of that best cosine."""
     np = _np()
     if not len(message) or np.all(np.isnan(message)):
         return 1.0  # nothing embedded yet: the words alone, as before
@@ -381,6 +389,13 @@ def _word_trust(pool: Sequence[RankedMessage], message: Any, window: Any,
             continue
         cosine = max(0.0 if np.isnan(m) else float(m), 0.0 if np.isnan(w) else float(w))
         agreement[r.message_id] = min(1.0, cosine / closest)
+    if params.trust_nearest_word > 0:
+        worded = np.array([bool(r.parts.get("bm25")) for r in pool], dtype=bool)
+        near_worded = np.fmax(message, window)[worded]
+        # (a word match not embedded yet: nothing says its words are incidental)
+        if len(near_worded) and not np.isnan(near_worded).any() \
+                and float(near_worded.max()) < params.trust_nearest_word * closest:
+            return 0.0
     held = {mid: c for mid, c in cover.items() if mid in agreement}
     return trust.trust(trust.evidence(held, agreement), params.trust_low, params.trust_high)
 
