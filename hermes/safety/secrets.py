@@ -637,9 +637,7 @@ def _password_spans(text: str, folded: str) -> list[tuple[int, int]]:
     # measured by the pattern: its end marks off (a comprehension: a text dense with them)
     spans = [(start, stop) for start, end, far in matches if far - start < limit and end > start
              for stop in (start + len(text[start:end].rstrip(".,;:!?")),) if stop - start >= 3]
-    for start, _end, far in matches:
-        if far - start < limit:
-            continue
+    for start, _end, far in [match for match in matches if match[2] - match[0] >= limit]:
         line = text.find("\n", start, start + limit)
         length = _password_length(text[start:line if line >= 0 else start + limit])
         if length:
