@@ -38,7 +38,7 @@ from hermes.frontends.base import no_model_notice
 from hermes.home import make_home, make_private_dirs
 from hermes.local_socket import SocketServer
 from hermes.safety.secrets import RedactingFilter
-from hermes.store.db import connect
+from hermes.store.db import checkpoint, checkpoint_elsewhere, connect
 from hermes.store.failures import storage_problem
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ BACKGROUND_GRACE_SECONDS = 30.0
 IDLE_CHECK_MINUTES = 10
 EXTRACTION_RETRY_MINUTES = 30
 VECTOR_INDEX_MINUTES = 5
+# How often the WAL is copied into the database file, off the loop (hermes.store.db.checkpoint):
+# the loop's connection no longer does it inside its commits.
+CHECKPOINT_SECONDS = 30
 
 
 # --------------------------------------------------------------------------- one per home
@@ -212,7 +215,9 @@ class Daemon:
         from hermes.cron.store import check_config_jobs, check_stored_jobs
 
         settings = self.rt.settings
-        self.rt.db  # noqa: B018  (opening it is the check)
+        # (opening it is the check) Its commits no longer checkpoint the WAL on the event
+        # loop: a job does, on a worker thread (checkpoint_wal).
+        checkpoint_elsewhere(self.rt.db)
         check_config_jobs(settings.cron.jobs, settings.source, timezone=settings.cron.timezone,
                           home=settings.home_path, default_user=settings.users.default)
         check_stored_jobs(cron_store(self.rt.memory))
@@ -341,6 +346,8 @@ class Daemon:
     def _add_builtin_jobs(self, agent: Agent) -> None:
         settings = self.rt.settings
         add = self._add_job
+        add("WAL checkpoint", self.checkpoint_wal, seconds=CHECKPOINT_SECONDS,
+            id="builtin:checkpoint")
         add("context refresh", lambda: self.refresh_contexts(agent),
             hours=settings.context.refresh_hours, id="builtin:context")
         add("idle sessions", lambda: self.close_idle(agent), minutes=IDLE_CHECK_MINUTES,
@@ -351,6 +358,11 @@ class Daemon:
         if settings.sessions.embeddings:
             add("message vectors", self.index_vectors, minutes=VECTOR_INDEX_MINUTES,
                 id="builtin:vectors")
+
+    async def checkpoint_wal(self) -> tuple[int, int]:
+        """Copy the WAL into the database file on a worker thread (the loop's connection does
+        not: hermes.store.db.checkpoint_elsewhere). (pages in the WAL, pages copied)"""
+        return await asyncio.to_thread(checkpoint, self.rt.settings.db_path)
 
     async def index_vectors(self) -> int:
         """Hybrid recall: embed the facts and messages that have no vector yet, in a worker

@@ -52,6 +52,10 @@ REQUEST_LIMIT = 1024 * 1024
 # A reply line: the result carries the whole reply's text (64 KiB made a long reply a
 # traceback, "Separator is found, but chunk is longer than limit").
 REPLY_LIMIT = 64 * 1024 * 1024
+# After refusing a line over REQUEST_LIMIT, what the client still sends of it is read and
+# dropped for at most this long (never kept): a client still writing when the connection
+# closed got ECONNRESET and never read the refusal (review rev4: a 2 MiB line).
+DISCARD_SECONDS = 5.0
 
 
 def socket_path(settings: Settings) -> Path:
@@ -184,6 +188,20 @@ async def _read_line(reader: asyncio.StreamReader, what: str) -> bytes:
 
 
 # --------------------------------------------------------------------------- the daemon side
+async def _discard_rest(reader: asyncio.StreamReader, seconds: float = DISCARD_SECONDS) -> None:
+    """Read and drop the rest of a refused line (to its newline or the end of input), for at
+    most ``seconds``: the client can then finish writing and read the answer."""
+    import asyncio
+
+    try:
+        async with asyncio.timeout(seconds):
+            while chunk := await reader.read(64 * 1024):
+                if b"\n" in chunk:
+                    return
+    except (TimeoutError, ConnectionError):
+        return
+
+
 def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
     sock = writer.get_extra_info("socket")
     if sock is None or not hasattr(socket, "SO_PEERCRED"):
@@ -255,13 +273,14 @@ class SocketServer:
                 line = await _read_line(reader, "request")
             except DaemonError as exc:
                 await self._write(writer, {"error": str(exc), "exit_code": 1})
+                await _discard_rest(reader)
                 return
             if not line:                # daemon_running's probe: connected, sent nothing
                 return
             try:
                 request = json.loads(line)
                 user = str(request["user"])
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):  # nested 100,000 deep
                 await self._write(writer, {"error": "Refused: not a Hermes request."})
                 return
             if request.get("op") == "turn":

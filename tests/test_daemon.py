@@ -236,10 +236,13 @@ async def test_builtin_jobs_and_the_stale_context_refresh_at_start(rt, clock, he
     assert jobs["builtin:context"].trigger.interval == timedelta(hours=6)
     assert jobs["builtin:idle"].trigger.interval == timedelta(minutes=10)
     assert "builtin:cron-reload" in jobs
+    # The loop's connection leaves the WAL to a job on a worker thread (issue 30).
+    assert jobs["builtin:checkpoint"].trigger.interval == timedelta(seconds=30)
+    assert rt.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert fresh.read_text() == "an old note\n"            # younger than 6 hours: left alone
     # The scheduled jobs are wired to real work: run them as the scheduler would.
     for key in ("builtin:extraction-retry", "builtin:idle", "builtin:context",
-                "builtin:cron-reload"):
+                "builtin:cron-reload", "builtin:checkpoint"):
         await jobs[key].func()
     assert retried == [None]
     assert fresh.read_text().startswith("# Recent context")  # the periodic refresh: everyone

@@ -158,3 +158,22 @@ def test_common_words_alone_are_weak_evidence_unless_the_query_names_a_time(fact
     monkeypatch.setattr(fact_vectors, "TRUST_MIN_WEIGHT", 0.0)
     assert facts.search("owner", "how was the morning?", limit=3,
                         explain=True)[0].explain["word_trust"] == 1
+
+
+def test_per_turn_the_whole_message_judges_its_selective_words_too(facts, clock):
+    from hermes.memory.facts.recall import FactRecall
+
+    busy_life(facts)
+    facts.add("owner", "The user adopted a dog from the shelter")
+    facts.vectors.index("owner")
+    message = "the puppy trainer came by this morning before work"
+    recall = FactRecall(facts, clock)
+    words = recall.selective_query("owner", message)
+    assert words == '"morning" "work"'  # 'puppy' and 'trainer': in no fact, dropped
+    # The words searched, alone: every fact holding them is as near as any other (trusted).
+    alone = facts.search("owner", words, limit=3, any_word=True, explain=True)
+    assert alone[0].explain["word_trust"] == 1
+    # The message's own words no fact holds say they are incidental: judged half on it.
+    judged = facts.search("owner", words, limit=3, any_word=True, meaning=message,
+                          explain=True)
+    assert judged[0].explain["word_trust"] == 0.5

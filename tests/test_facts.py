@@ -575,6 +575,7 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     "-Omar*", "**Omar**", "_Omar_", "~Omar~",          # wrapping punctuation
     "Ｏｍａｒ",                                          # full-width letters
     "\x1bOmar", "Omar\x07",                             # control characters (issue 30)
+    "\x1b[31mOmar\x1b[0m", "\x1b[1;32mOmar's\x1b[m",        # pasted in colour (review rev4)
     "#Omar+", "@Omar:",                                # marks search trims (issue 30)
 ])
 def test_probe_finds_near_exact_names(facts, typed):

@@ -282,3 +282,21 @@ async def test_a_command_the_daemon_answers_imports_only_its_client(daemon, args
     assert report == {"code": 0, "heavy": []}, err.decode()
     # ... and it printed the daemon's answer
     assert ("Redis" if args[0] != "memory" else "Prefers short answers") in out.decode()
+
+
+async def test_a_client_writing_far_past_the_limit_still_reads_the_refusal(daemon, hermes_home):
+    """A line of 4 MiB (a client that does not check): the daemon answered at 1 MiB and
+    closed, the client's write failed (ECONNRESET) and it never read why (review rev4). The
+    rest is read and dropped, so the one line arrives. A line nested 100,000 deep was a
+    RecursionError traceback in hermes.log and no answer; now it is refused in one line."""
+    def send(raw: bytes) -> list[dict]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(os.fspath(hermes_home / "hermes.sock"))
+            sock.sendall(raw)
+            return [json.loads(line) for line in sock.makefile("r") if line.strip()]
+
+    huge = b'{"op": "turn", "user": "owner", "session_id": 1, "text": "' + b"y" * (4 << 20)
+    assert await asyncio.to_thread(send, huge + b'"}\n') == [
+        {"error": "Refused: a request over 1 MiB on the local socket.", "exit_code": 1}]
+    deep = b'{"op": "turn", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    assert await asyncio.to_thread(send, deep) == [{"error": "Refused: not a Hermes request."}]

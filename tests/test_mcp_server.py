@@ -293,6 +293,18 @@ async def test_oversized_arguments_and_an_unexpected_prompt_argument_are_one_lin
     assert not rt.memory.facts.search("alice", "xxxx")
 
 
+async def test_an_unknown_prompt_is_one_line_and_no_traceback(rt, seeded, caplog):
+    """A client's typo in a prompt's name left the SDK's traceback in hermes.log (review
+    rev4); it is one line naming the prompts there are."""
+    server = mcp_server.build_server(rt.memory, "alice")
+    async with client(server) as alice:
+        with pytest.raises(Exception) as raised:
+            await alice.get_prompt("what_you_know_about_mee")
+    assert ("No prompt named 'what_you_know_about_mee' (the prompts: what_you_know_about_me)"
+            in str(raised.value))
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]
+
+
 class _Recorded(io.BytesIO):
     """stdin whose reads say how much each asked for."""
 

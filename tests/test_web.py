@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 
 from hermes.assembly import cron_store
@@ -670,6 +671,32 @@ async def test_a_fact_shows_its_tombstone_and_settles_a_pending_question(panel, 
     refused = await panel.post(f"/facts/{new_id}/settle",
                                {"question": str(theirs.id), "decision": "accept"})
     assert refused.status_code == 404 and facts.get("bob", bob.id).active
+
+
+async def test_a_body_over_the_limit_is_refused_even_by_an_app_that_catches_the_read():
+    """The MCP SDK reads the body in a try/except and answered a chunked 64 MiB body with 500
+    Internal Server Error (review rev4). Whatever the app says then, the answer is the 413."""
+    from hermes.frontends.web.body_limit import MAX_BODY_BYTES, BodyLimit
+
+    async def swallowing(scope, receive, send):
+        try:
+            while (await receive()).get("more_body"):
+                pass
+            status = 200
+        except Exception:  # noqa: BLE001 - as the SDK does
+            status = 500
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b"app"})
+
+    async def streamed():
+        for _ in range(MAX_BODY_BYTES // 65536 + 2):
+            yield b"a" * 65536
+
+    transport = httpx.ASGITransport(app=BodyLimit(swallowing))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        answer = await client.post("/mcp", content=streamed())
+        assert answer.status_code == 413 and answer.text.startswith("Refused: a request body")
+        assert (await client.post("/mcp", content=b"small")).text == "app"
 
 
 async def test_a_body_over_the_limit_is_refused_before_it_is_read(rt):

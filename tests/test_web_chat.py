@@ -153,6 +153,23 @@ async def test_sending_into_a_non_web_session_is_refused(chat, web_rt):
     assert empty.status_code == 400 and "type a message" in empty.text
 
 
+async def test_a_message_over_the_limit_is_one_line_with_or_without_javascript(chat, web_rt):
+    """Without JS the form post redirected to a new, empty conversation and the refusal was
+    nowhere on the page (review rev4). It is one line before a chat is made, both ways."""
+    from hermes.agent.turn import MAX_MESSAGE_CHARS
+
+    text = "y" * (MAX_MESSAGE_CHARS + 1)
+    line = (f"Refused: the message is {MAX_MESSAGE_CHARS + 1:,} characters, over the limit of "
+            f"{MAX_MESSAGE_CHARS:,}; nothing was recorded.")
+    form = await chat.post("/chat/send", {"text": text})
+    assert form.status_code == 400 and line in form.text
+    script = await chat.client.post(
+        "/chat/send", data={"text": text},
+        headers={"Accept": "text/event-stream", "X-CSRF-Token": chat.csrf})
+    assert script.status_code == 400 and script.json()["error"].startswith(line)
+    assert web_rt.memory.sessions.list_sessions("owner") == []
+
+
 async def test_sessions_on_the_left_browse_and_search(chat, web_rt):
     sessions = web_rt.memory.sessions
     first = sessions.create("owner", "web", title="Postgres upgrade plan").id

@@ -164,3 +164,38 @@ def test_facts_add_while_another_process_holds_the_lock_is_one_line(cli, hermes_
     assert result.stderr.strip().splitlines()[-1].startswith(
         "Error: The database is locked by another Hermes process")
     assert cli("facts", "add", "The NAS is in the hallway closet").exit_code == 0
+
+
+def wal_pages(path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size // 4096 if wal.exists() else 0
+
+
+def test_a_connection_that_checkpoints_elsewhere_leaves_the_wal_to_checkpoint(tmp_path):
+    from hermes.store.db import checkpoint, checkpoint_elsewhere
+
+    def fill(db) -> None:
+        db.execute("CREATE TABLE IF NOT EXISTS blobs (b BLOB)")
+        for _ in range(60):  # ~1,500 pages: past SQLite's autocheckpoint of 1,000
+            with write_transaction(db):
+                db.execute("INSERT INTO blobs VALUES (zeroblob(100000))")
+
+    # By default a commit past 1,000 pages copies the WAL back (and the WAL is reused).
+    usual = connect(tmp_path / "usual.db")
+    fill(usual)
+    assert wal_pages(tmp_path / "usual.db") < 1_300
+    # The daemon's loop connection: its commits leave the WAL as it is ...
+    path = tmp_path / "loop.db"
+    loop = connect(path)
+    checkpoint_elsewhere(loop)
+    fill(loop)
+    assert wal_pages(path) > 1_400
+    # ... and a checkpoint on a connection of its own copies all of it, with the loop's open.
+    pages, copied = checkpoint(path)
+    assert pages > 1_400 and copied == pages
+    with write_transaction(loop):  # the next commit starts the WAL again from its beginning
+        loop.execute("INSERT INTO blobs VALUES (zeroblob(100))")
+    assert checkpoint(path) == (1, 1)
+    assert loop.execute("SELECT count(*) FROM blobs").fetchone()[0] == 61
+    usual.conn.close()
+    loop.conn.close()

@@ -303,6 +303,11 @@ def _refuse_prompt_arguments(server: MCPServer) -> None:
         if arguments and name in NO_ARGUMENT_PROMPTS:
             raise MCPError(INVALID_PARAMS, f"The prompt {name!r} takes no arguments (got "
                                            f"{', '.join(sorted(map(str, arguments)))}).")
+        if not server._prompt_manager.get_prompt(name):
+            # The SDK's "Unknown prompt" is an unexpected error to it: a client's typo left a
+            # traceback in hermes.log (review rev4). One line, and what there is.
+            known = ", ".join(sorted(p.name for p in server._prompt_manager.list_prompts()))
+            raise MCPError(INVALID_PARAMS, f"No prompt named {name!r} (the prompts: {known}).")
         return await plain(name, arguments, context)
 
     server.get_prompt = get_prompt  # type: ignore[method-assign]

@@ -141,6 +141,29 @@ def _enable_wal(
         delay = min(delay * 2, 0.1)
 
 
+def checkpoint_elsewhere(db: sqlite_utils.Database) -> None:
+    """This connection no longer copies the WAL into the database file when a commit of its
+    takes the WAL past SQLite's 1,000 pages: that copy and its fsync (30 ms on an idle machine,
+    36-96 ms loaded, once per ~4 MB written: a few 64,000-character messages) ran inside
+    whichever commit crossed the line, and on the daemon's event loop every user waited for
+    it. The daemon runs :func:`checkpoint` on a worker thread instead; other connections (the
+    workers', the CLI's) still checkpoint as they commit."""
+    db.execute("PRAGMA wal_autocheckpoint=0")
+
+
+def checkpoint(path: str | Path) -> tuple[int, int]:
+    """Copy the WAL's committed pages into the database file, on a connection of its own, in
+    PASSIVE mode: no reader or writer waits for it (pages a reader still needs are left for
+    the next time). Returns (pages in the WAL, pages copied). Off the event loop: it reads,
+    writes and syncs the file."""
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        _, pages, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    finally:
+        conn.close()
+    return int(pages), int(copied)
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply pending migrations, holding the write lock so two processes never race."""
     if not migrations.pending(db):

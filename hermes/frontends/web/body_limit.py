@@ -48,19 +48,27 @@ class BodyLimit:
                     await _refuse(send)
                     return
         received = 0
-        started = False
+        started = over = False
 
         async def counted() -> Message:
-            nonlocal received
+            nonlocal received, over
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    over = True
                     raise _TooLarge
             return message
 
         async def watched(message: Message) -> None:
             nonlocal started
+            if over:
+                # An app that catches what its read raised (the MCP SDK: a 500) is not heard:
+                # the answer is the refusal (review rev4: a chunked 64 MiB MCP body was a 500).
+                if not started:
+                    started = True
+                    await _refuse(send)
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)

@@ -195,6 +195,12 @@ async def send(request: Request, ctx: WebContext, ws: WebSession) -> Response:
     text = form.get("text", "").strip()
     if not text:
         raise RefusedWrite("Nothing to send: type a message first.")
+    from hermes.agent.turn import MAX_MESSAGE_CHARS, MessageTooLong, too_long_message
+
+    if len(text) > MAX_MESSAGE_CHARS:
+        # Said before a new chat is made: the form post (no JS) redirected to an empty new
+        # conversation, the refusal nowhere on the page (review rev4).
+        raise MessageTooLong(too_long_message(len(text)))
     given = form.get("session")
     temporary = bool(form.get("temporary")) or bool(given and int(given) < 0)
     # Whose it is first (another user's is a 404), then whether there is an agent

@@ -90,6 +90,10 @@ _TRAILING_DECORATION = "*_~-=|/\\!?.,;:'’\"`"
 _EDGE_MARKS = re.compile(r"^(?:[^\w\ufffd]|_)+|(?:[^\w\ufffd]|_)+$")
 
 
+# A terminal's escape sequence (CSI: colours, cursor moves), as `ls --color` or a prompt paints.
+_ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]{0,32}[ -/]{0,8}[@-~]")
+
+
 def near_exact_keys(key: str) -> list[str]:
     """Other keys a name typed as ``key`` almost certainly means, closest first.
 
@@ -106,9 +110,12 @@ def near_exact_keys(key: str) -> list[str]:
             seen.add(candidate)
             variants.append(candidate)
 
-    # Control characters too (an escape key's "\x1b" typed into a terminal): search drops them.
+    # Control characters too (an escape key's "\x1b" typed into a terminal): search drops them;
+    # a whole colour sequence first ("\x1b[31mOmar\x1b[0m", a name pasted from a coloured
+    # terminal), else its "[31m" stays glued to the name.
     visible = unicodedata.normalize(
-        "NFKC", "".join(c for c in key if unicodedata.category(c) not in ("Cf", "Cc")))
+        "NFKC", "".join(c for c in _ANSI_SEQUENCE.sub("", key)
+                        if unicodedata.category(c) not in ("Cf", "Cc")))
     add(visible)
     bare = visible
     # Punctuation only: a U+FFFD (an undecodable byte) is not decoration, and stays.

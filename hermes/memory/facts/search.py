@@ -89,8 +89,14 @@ class FactSearch:
             if similarity is not None:
                 spans = fact_vectors.query_spans(meaning or query, now) if now else []
                 try:
+                    # Per turn the words searched are the message's selective ones (those no
+                    # fact holds dropped, hermes.memory.facts.recall): the message itself says
+                    # too how far they can be trusted.
+                    message = (build_match(meaning) if meaning and meaning != query
+                               else None)
                     return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
-                                   self.vectors.meaning_floor, spans, weigh=not any_word)
+                                   self.vectors.meaning_floor, spans, weigh=not any_word,
+                                   message=message)
                 except QueryEmbeddingFailed:
                     pass  # said in the log: the words' ranking below
         if plan.empty:
@@ -215,11 +221,12 @@ def _best_matches(db: sqlite_utils.Database, expression: str, user: str, floor: 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
             similarity: Similarity, limit: int, explain: bool,
-            meaning_floor: float, spans: list[TimeSpan], *, weigh: bool = True
-            ) -> list[Fact]:
+            meaning_floor: float, spans: list[TimeSpan], *, weigh: bool = True,
+            message: MatchPlan | None = None) -> list[Fact]:
     """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
     floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused (with the date of each
-    when the query names a time, ``spans``), x trust."""
+    when the query names a time, ``spans``), x trust. ``message``: the whole text the query's
+    words were chosen from, when they were (the words' trust is then judged half on it)."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
@@ -229,7 +236,7 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     _read_rows(db, facts, [i for i in near if i not in facts], filters, params)
     cosines = similarity.of(list(facts))
     trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines,
-                                    weigh=weigh)
+                                    weigh=weigh, message=message)
     # What the words bring is worth no more than the near misses by meaning when the words are
     # not trusted wholly: a word match under the floor and a fact just under it by meaning are
     # ranked by the same fusion, and the list is never longer than the matches alone made it.

@@ -74,6 +74,12 @@ TRUST_POOL = 10
 # weigh them; nor per turn (word_trust). --mode facts --probes paraphrase --probe-facts 0.980 ->
 # 0.990, LoCoMo unchanged (docs/retrieval.md).
 TRUST_MIN_WEIGHT = 1.0
+# Per turn the words searched are the message's selective ones (hermes.memory.facts.recall: the
+# words no fact holds dropped). An implicit message shares a word or two with facts about
+# something else ("the puppy trainer came by this morning before work": "morning", "work"), and
+# its other words, in no fact, say so: the trust is this share judged with them counted (each
+# as a word no fact holds weighs), the rest on the words searched alone.
+MESSAGE_SHARE = 0.5
 TRUST_MIN_FACTS = 100
 # The nearest fact by meaning (at the model's floor) that is not among the word ranking's
 # candidates is kept within the best KEEP_NEAREST (0: off), as session search keeps its
@@ -523,14 +529,16 @@ def fuse(bm25: dict[int, float], cosines: dict[int, float], candidates: Sequence
 
 def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeSpan],
                by_words: Sequence[int], cosines: dict[int, float], *,
-               weigh: bool = True) -> float:
+               weigh: bool = True, message: MatchPlan | None = None) -> float:
     """How far a fact search trusts its query's words (hermes.memory.words.trust): the
     best coverage x agreement among the best TRUST_POOL facts by words (``by_words``, best
     first), ramped between TRUST_LOW and TRUST_HIGH; 1 under TRUST_MIN_FACTS facts, for a query
     without content words, or without any cosine to compare (nothing says otherwise).
     ``weigh``: coverage counts only as far as the words weigh (TRUST_MIN_WEIGHT); not for a
     message cut to its selective words (per-turn recall, hermes.memory.facts.recall), which
-    dropped the rarest, those no fact holds."""
+    dropped the rarest, those no fact holds. ``message``: the text the words were chosen
+    from; its words no fact holds then weigh against them, for half the trust
+    (MESSAGE_SHARE)."""
     if TRUST_HIGH <= 0 or not by_words or not cosines:
         return 1.0
     closest = max(cosines.values())
@@ -546,7 +554,28 @@ def word_trust(db: sqlite_utils.Database, plan: MatchPlan, spans: Sequence[TimeS
         cover = {i: c * weight for i, c in cover.items()}
     agreement = {i: min(1.0, max(0.0, cosines[i]) / closest) if i in cosines else 1.0
                  for i in top}
-    return words_trust.trust(words_trust.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)
+    trust = words_trust.trust(words_trust.evidence(cover, agreement), TRUST_LOW, TRUST_HIGH)
+    unheld = _unheld(db, message, spans, words) if message is not None else 0
+    if not unheld or MESSAGE_SHARE <= 0:
+        return trust
+    # Each word of the message no fact holds weighs as much as a word can (words.unseen);
+    # the words it dropped as common weigh next to nothing and are not counted (a count of a
+    # word in thousands of facts is what the selective words spare a turn).
+    share = words.total / (words.total + unheld * words.unseen)
+    judged = words_trust.trust(words_trust.evidence(
+        {i: c * share for i, c in cover.items()}, agreement), TRUST_LOW, TRUST_HIGH)
+    return (1 - MESSAGE_SHARE) * trust + MESSAGE_SHARE * judged
+
+
+def _unheld(db: sqlite_utils.Database, message: MatchPlan, spans: Sequence[TimeSpan],
+            searched: words_trust.QueryWords) -> int:
+    """How many of ``message``'s content words (not among those ``searched``) no fact holds:
+    one index probe a word."""
+    known = {term.fts for term in searched.terms}
+    return sum(1 for term in words_trust.content_terms(message, spans)
+               if term.fts not in known and db.execute(
+                   "SELECT 1 FROM facts_fts WHERE facts_fts MATCH ? LIMIT 1",
+                   [term.fts]).fetchone() is None)
 
 
 def _z(values: dict[int, float]) -> dict[int, float]:
