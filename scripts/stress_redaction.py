@@ -141,6 +141,14 @@ HOSTILE = {
     "key blocks (dense)": (
         _repeat("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"), None),
     "mixed secrets (dense)": (lambda n: _varied(_MIXED, n), None),
+    # the phrasings of hermes/safety/secret_phrasings.py
+    "pass: X, varied (dense)": (lambda n: _varied("pass: {w}{d} ", n), None),
+    "db_password=X (dense)": (lambda n: _varied("db_password={w}{d} ", n), None),
+    "json passwords (dense)": (lambda n: _varied('"password": "{w}{d}", ', n), None),
+    "wifi is X (dense)": (lambda n: _varied("the wifi is {w}{d}{w}{w} ", n), None),
+    "password's X (dense)": (lambda n: _varied("my password's {w}{d} ", n), None),
+    "wifi is slow (dense)": (_repeat("the wifi is slow "), None),
+    "aws id + secret (dense)": (lambda n: _varied("AKIA{d}{d}{d}{d} {w40} ", n), None),
 }
 PLANTED = "glpat-xY7zK2mN9pQ4rS6tU8vW"
 

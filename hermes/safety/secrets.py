@@ -902,7 +902,10 @@ _OWN_RULES: list[_Rule] = [
 
 @functools.cache
 def _rules() -> tuple[_Rule, ...]:
-    return tuple(_with_cues(_with_needs(rule)) for rule in (*_OWN_RULES, *_plugin_rules()))
+    from hermes.safety.secret_phrasings import phrasing_rules  # (it builds on this module)
+
+    return tuple(_with_cues(_with_needs(rule))
+                 for rule in (*_OWN_RULES, *phrasing_rules(), *_plugin_rules()))
 
 
 def _with_cues(rule: _Rule) -> _Rule:
@@ -1104,7 +1107,8 @@ def _required_literal(pattern: re.Pattern[str]) -> str:
 # Cheap screen: a text with none of these cannot hold a secret any rule finds. Most chat messages
 # skip every pattern this way.
 _SCREEN = re.compile(
-    r"(?i)\d|pass|pw|key|token|secret|bearer|sk[-_]|rk_|hf_|npm_|xox|gh[pousr]_|github_pat|glpat"
+    r"(?i)\d|pass|pw|key|token|secret|bearer|wi-?fi|wlan|contrase|senha|cred"
+    r"|sk[-_]|rk_|hf_|npm_|xox|gh[pousr]_|github_pat|glpat"
     r"|gl[a-z]+-|akia|asia|a3t|abia|acca|eyj|begin|putty|://|aiza|sg\.|sq0|accountkey|-us\d"
     r"|\bac[a-z0-9]{32}|\bsk[a-z0-9]{32}|\b[mno][a-z\d_-]{23,25}\."
 )
@@ -1113,7 +1117,8 @@ _SCREEN = re.compile(
 # as substring tests of the lowered text, the others as patterns over it. Other text is screened
 # by _SCREEN itself: re's case folding differs from str.lower there ("ſ" matches "s").
 _SCREEN_DIGIT = re.compile(r"\d")
-_SCREEN_WORDS = ("pass", "pw", "key", "token", "secret", "bearer", "sk-", "sk_", "rk_", "hf_",
+_SCREEN_WORDS = ("pass", "pw", "key", "token", "secret", "bearer", "wifi", "wi-fi", "wlan",
+                 "contrase", "senha", "cred", "sk-", "sk_", "rk_", "hf_",
                  "npm_", "xox", "github_pat", "glpat", "akia", "asia", "a3t", "abia", "acca",
                  "eyj", "begin", "putty", "://", "aiza", "sg.", "sq0", "accountkey")
 _SCREEN_LOWERED = re.compile(
