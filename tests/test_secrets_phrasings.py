@@ -19,7 +19,7 @@ CAUGHT = [
     # a JSON or YAML key
     (f'{{"password": "{DB}", "user": "app"}}', DB),
     (f"db:\n  'password': '{DB}'", DB),
-    (f'{{"db_password": "changeme"}}', "changeme"),
+    ('{"db_password": "changeme"}', "changeme"),
     # a lower-case name with a prefix (env files, INI, YAML)
     (f"db_password={DB}", DB),
     ("db_password=changeme", "changeme"),

@@ -30,7 +30,7 @@ _VALUE = re.compile(r"\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|“[^”\n]{1,200}”|�
 _OPENING_QUOTES = "\"'“«`"
 _VALUE_ENDS = ".,;:!?)]}\"'”»`"
 _NO_VALUE = _DESCRIPTIVE | {"true", "false", "yes", "null", "none", "nil", "undefined"}
-_KEY_SYMBOL = re.compile(r"[!@#$%^&*_+=/\\~|<>{}]")
+_KEY_SYMBOL = re.compile(r"[@#$%^&*_+=/\\~|<>]")  # (none of them ends a value: _VALUE_ENDS)
 _KEY_DIGIT = re.compile(r"\d")
 _KEY_MIXED = re.compile(r"[a-z][A-Z]")
 
@@ -40,6 +40,13 @@ def _looks_like_key(value: str) -> bool:
     hyphen: "half-broken"), or 20 characters ("correcthorsebatterystaple")."""
     return (len(value) >= 20 or _KEY_DIGIT.search(value) is not None
             or _KEY_MIXED.search(value) is not None or _KEY_SYMBOL.search(value) is not None)
+
+
+# a word with a digit or a symbol, without the punctuation that ends it: the value of nearly
+# every match, read without a call of Python (a text dense with "pass: X": ~2 us a match)
+_KEY_WORD = re.compile(
+    r"(?![\"'“«`\[])(?=\S{0,159}?[\d@#$%^&*_+=/\\~|<>])\S{1,160}?"
+    r"(?=[.,;:!?)\]}\"'”»`]*+(?:\s|\Z))")
 
 
 def _value_span(text: str, start: int, shortest: int, any_word: bool) -> tuple[int, int] | None:
@@ -62,11 +69,16 @@ def _value_span(text: str, start: int, shortest: int, any_word: bool) -> tuple[i
     return start, start + len(word)
 
 
-_WORD_START = r"(?<![a-z0-9])"
-_WORD_END = r"(?![a-z0-9])"
+def _words(*words: str) -> str:
+    """An alternation of ``words`` (folded), each a whole word: the literal first, so that ``re``
+    searches for it, then a lookbehind that says it starts a word ("_" may come before it, as in
+    "db_password"); a pattern that starts with a lookbehind is tried at every position."""
+    return "(?:" + "|".join(rf"{re.escape(word)}(?<![a-z0-9].{{{len(word)}}})"
+                            for word in words) + ")(?![a-z0-9])"
+
+
 # "for postgres", "for the home NAS": up to three words naming what the secret is for
 _FOR = r"[\w.@'-]{1,40}+(?:[ \t]++[\w.@'-]{1,40}+){0,2}?"
-
 
 def _rule_spans(pattern: re.Pattern[str], shortest: int = 4,
                 ) -> Callable[[str, str], Iterable[tuple[int, int]]]:
@@ -77,61 +89,64 @@ def _rule_spans(pattern: re.Pattern[str], shortest: int = 4,
     loose = pattern.groupindex.get("any")
 
     def spans(text: str, folded: str) -> list[tuple[int, int]]:
+        starts = [(match.end(), loose is not None and match.start(loose) >= 0)
+                  for match in _matches(pattern, folded, cues)]
+        key_word = _KEY_WORD.match
         found = []
-        for match in _matches(pattern, folded, cues):
-            any_word = loose is not None and match.start(loose) >= 0
-            span = _value_span(text, match.end(), shortest, any_word)
+        for start, any_word in starts:
+            word = key_word(text, start)
+            if word is not None and word.end() - start >= shortest and "://" not in word.group():
+                found.append((start, word.end()))
+                continue
+            span = _value_span(text, start, shortest, any_word)
             if span is not None:
                 found.append(span)
         return found
     return spans
 
 
-# "pass: X", "the db pass = X", "pass is X", "db_pass=X" (the screen's own rules read "pw",
-# "pwd" and "password" with these; "pass" is a word of prose too, so the value must look like a
-# key: "pass: the ball", "pass the salt" stay)
-_PASS = re.compile(
-    _WORD_START + r"pass" + _WORD_END
-    + r"(?:[ \t]*+(?:[:=]|->|=>|→)|[ \t]++(?:is|was))[ \t]*+(?=\S)")
-
-# What the screen's "password: X" rule cannot read, for password, passwd, passphrase, pwd:
-# "Password:\nX" (the value on the next line), a quoted key ('"password": "X"'), "password's
-# X", "password -> X", "password for postgres: X" (its "for ..." stops at a word that ends in
-# ":"), and a name joined to a prefix ("db_password=X", "mysql.pwd: X": the screen reads
-# upper-case names only). Group "any": a quoted key or a joined name, whose value is taken
-# whatever word it is.
-_PASSWORD_MORE = re.compile(
-    _WORD_START + r"(?:password|passwd|passphrase|pwd)" + _WORD_END
-    + r"(?:(?P<any>[\"'][ \t]*+[:=]|(?:(?<=[_.\-]password)|(?<=[_.\-]passwd)"
-    r"|(?<=[_.\-]passphrase)|(?<=[_.\-]pwd))[ \t]*+[:=])[ \t]*+"
-    r"|'s[ \t]++"
+# One rule for password, passwd, passphrase, pwd and "pass" (a text dense with "password" reads
+# each once). What the screen's "password: X" rule cannot read: "Password:\nX" (the value on the
+# next line), a quoted key ('"password": "X"'), "password's X", "password -> X", "password for
+# postgres: X" (its "for ..." stops at a word that ends in ":"), and a name joined to a prefix
+# ("db_password=X", "mysql.pwd: X": the screen reads upper-case names only). "pass" is a word of
+# prose too ("pass the salt"): "pass: X", "the db pass = X", "pass is X", with a value that looks
+# like a key. Group "any": a quoted key or a joined name, whose value is taken whatever word it
+# is.
+_JOINED = "".join(rf"|(?<=[_.\-]{word})" for word in ("password", "passwd", "passphrase", "pwd",
+                                                      "pass"))[1:]
+_PASSWORDS = re.compile(
+    r"p(?<![a-z0-9].)(?:ass(?:word|wd|phrase)|wd|(?P<short>ass))(?![a-z0-9])"
+    r"(?:(?P<any>[\"'][ \t]*+[:=]|(?:" + _JOINED + r")[ \t]*+[:=])[ \t]*+"
     r"|[ \t]*+(?:->|=>|→)[ \t]*+"
     r"|[ \t]*+[:=][ \t]*+\r?\n[ \t]*+"
-    r"|[ \t]++(?:for|to|of|on)[ \t]++" + _FOR + r"[ \t]*+[:=][ \t]*+)"
+    r"|(?(short)[ \t]*+[:=][ \t]*+|[ \t]++(?:for|to|of|on)[ \t]++" + _FOR + r"[ \t]*+[:=][ \t]*+)"
+    r"|(?(short)[ \t]++(?:is|was)[ \t]++|'s[ \t]++))"
     r"(?=\S)")
 
 # German, French, Spanish, Portuguese: "passwort ist X", "mot de passe : X", "contraseña: X",
 # "senha do wifi é X" (the word, what it is for, then a verb or a colon)
 _PASSWORD_ELSEWHERE = re.compile(
-    _WORD_START + r"(?:passwort|kennwort|mot de passe|contraseña|contrasena|senha)" + _WORD_END
+    _words("passwort", "kennwort", "mot de passe", "contraseña", "contrasena", "senha")
     + r"(?:[ \t]++(?:do|da|de|del|du|des|der|für|vom|for)[ \t]++" + _FOR + r")?"
     r"(?:[ \t]*+(?:[:=]|->)|[ \t]++(?:ist|lautet|est|es|é|is))[ \t]*+:?[ \t]*+(?=\S)")
 
 # The wifi's key: "wifi key is X", "the network key for home is X", "WiFi: X", "the wifi is X",
 # "the code for the wifi is X" (the screen reads "wifi password is X"). A wifi "is" many things
 # ("slow", "down"): the value must look like a key, and be 8 characters (a WPA key's least).
-_WIFI = re.compile(
-    _WORD_START + r"(?:(?:wi-?fi|wlan)(?:[ \t]++(?:key|code|pin|passcode))?"
-    r"|network[ \t]++(?:key|code)"
-    r"|(?:code|key|pin|passcode)[ \t]++(?:for|to|of)[ \t]++(?:(?:the|my|our|your)[ \t]++)?"
-    r"(?:wi-?fi|wlan|network|router))" + _WORD_END
-    + r"(?:[ \t]++(?:for|at|in|on|of)[ \t]++" + _FOR + r")?"
+_WIFI_AFTER = (
+    r"(?:[ \t]++(?:for|at|in|on|of)[ \t]++" + _FOR + r")?"
     r"(?:[ \t]*+[:=]|[ \t]++(?:is|was))[ \t]*+(?=\S)")
+# ("the code for the wifi is X" is "the wifi is X" with more before it)
+_WIFI = re.compile(r"w(?<![a-z0-9].)(?:i-?fi|lan)(?![a-z0-9])"
+                   r"(?:[ \t]++(?:key|code|pin|passcode)(?![a-z0-9]))?" + _WIFI_AFTER)
+_NETWORK_KEY = re.compile(r"network(?<![a-z0-9].{7})[ \t]++(?:key|code)(?![a-z0-9])"
+                          + _WIFI_AFTER)
 _WIFI_KEY_LEAST = 8
 
 # "credentials: admin / X", "creds: admin/X": the second of a user and a password
 _CREDENTIALS = re.compile(
-    _WORD_START + r"(?:credentials|creds|credential)" + _WORD_END
+    _words("credentials", "credential", "creds")
     + r"[ \t]*+[:=][ \t]*+[^\s/|]{1,64}+[ \t]*+[/|][ \t]*+(?=\S)")
 
 
@@ -146,22 +161,22 @@ def _aws_pair_check(value: str) -> bool:
 # "here's my aws key AKIA... and the secret q7Zx...": 40 characters within 60 after a key id
 # (the screen reads them after "aws ... secret/key" only). Case kept: an id is upper case.
 _AWS_PAIR = re.compile(
-    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)(?<![A-Za-z0-9].{4})[0-9A-Z]{16}(?![0-9A-Za-z])"
+    r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)(?<![A-Za-z0-9].{4})[0-9A-Z]{16}(?![0-9A-Za-z])"
     r"[^\n]{0,60}?(?<![A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")
 
-_WIFI_NEEDS = ("wifi", "wi-fi", "wlan", "network")
 
 
 def phrasing_rules() -> list[_Rule]:
     """The rules this module adds to the screen (its ``_rules``)."""
     return [
-        _Rule("password", _PASS, spans=_rule_spans(_PASS), folded=True, needs=("pass",)),
-        _Rule("password", _PASSWORD_MORE, spans=_rule_spans(_PASSWORD_MORE), folded=True,
-              needs=("passw", "pwd", "passphrase")),
+        _Rule("password", _PASSWORDS, spans=_rule_spans(_PASSWORDS), folded=True,
+              needs=("pass", "pwd")),
         _Rule("password", _PASSWORD_ELSEWHERE, spans=_rule_spans(_PASSWORD_ELSEWHERE),
               folded=True, needs=("passwort", "kennwort", "mot de passe", "contrase", "senha")),
         _Rule("password", _WIFI, spans=_rule_spans(_WIFI, _WIFI_KEY_LEAST), folded=True,
-              needs=_WIFI_NEEDS),
+              needs=("wifi", "wi-fi", "wlan")),
+        _Rule("password", _NETWORK_KEY, spans=_rule_spans(_NETWORK_KEY, _WIFI_KEY_LEAST),
+              folded=True, needs=("network",)),
         _Rule("password", _CREDENTIALS, spans=_rule_spans(_CREDENTIALS), folded=True,
               needs=("cred",)),
         _Rule("aws secret key", _AWS_PAIR, "secret", _aws_pair_check,
