@@ -43,8 +43,8 @@ CAUGHT = [
     (f"the wifi is {WIFI}", WIFI),
     (f"the code for the wifi is {WIFI}", WIFI),
     ("Wi-Fi: Guest-2024!", "Guest-2024!"),
-    (f"wlan key = {DB}", DB),
-    # an AWS secret key after its key id
+    (f"wi-fi key = {DB}", DB),
+    # an AWS secret key after its key id (AKIA: long-term, ASIA: temporary)
     (f"here's my aws key {AWS_ID} and the secret {AWS_SECRET}", AWS_SECRET),
     (f"{AWS_ID} / {AWS_SECRET}", AWS_SECRET),
     # credentials as user / password
@@ -52,7 +52,7 @@ CAUGHT = [
     (f"creds: admin/{DB}", DB),
     # other languages
     (f"passwort ist {DB}", DB),
-    (f"Kennwort: {DB}", DB),
+    (f"Passwort: {DB}", DB),
     (f"mot de passe : {DB}", DB),
     (f"le mot de passe est {DB}", DB),
     (f"contraseña: {DB}", DB),
