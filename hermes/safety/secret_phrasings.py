@@ -84,12 +84,12 @@ def _rule_spans(pattern: re.Pattern[str], shortest: int = 4,
                 ) -> Callable[[str, str], Iterable[tuple[int, int]]]:
     """A ``spans`` finder: each match of ``pattern`` (folded) ends where its value starts; the
     value is read from the text itself (its case says whether it looks like a key). A match
-    whose group "any" took part takes any word."""
+    whose group "any..." took part takes any word."""
     cues = _cues_of(pattern)
-    loose = pattern.groupindex.get("any")
+    loose = [index for name, index in pattern.groupindex.items() if name.startswith("any")]
 
     def spans(text: str, folded: str) -> list[tuple[int, int]]:
-        starts = [(match.end(), loose is not None and match.start(loose) >= 0)
+        starts = [(match.end(), any(match.start(index) >= 0 for index in loose))
                   for match in _matches(pattern, folded, cues)]
         key_word = _KEY_WORD.match
         found = []
@@ -111,17 +111,18 @@ def _rule_spans(pattern: re.Pattern[str], shortest: int = 4,
 # postgres: X" (its "for ..." stops at a word that ends in ":"), and a name joined to a prefix
 # ("db_password=X", "mysql.pwd: X": the screen reads upper-case names only). "pass" is a word of
 # prose too ("pass the salt"): "pass: X", "the db pass = X", "pass is X", with a value that looks
-# like a key. Group "any": a quoted key or a joined name, whose value is taken whatever word it
-# is.
-_JOINED = "".join(rf"|(?<=[_.\-]{word})" for word in ("password", "passwd", "passphrase", "pwd",
-                                                      "pass"))[1:]
+# like a key. Groups "any", "any_joined": a quoted key or a joined name, whose value is taken
+# whatever word it is. Each "p" is tried once, its alternatives gated by what follows the word
+# (a text dense with "password is" fails each at its next character).
 _PASSWORDS = re.compile(
-    r"p(?<![a-z0-9].)(?:ass(?:word|wd|phrase)|wd|(?P<short>ass))(?![a-z0-9])"
-    r"(?:(?P<any>[\"'][ \t]*+[:=]|(?:" + _JOINED + r")[ \t]*+[:=])[ \t]*+"
+    r"p(?<![a-z0-9].)(?:(?<=[_.\-]p)(?P<joined>)|)"
+    r"(?:ass(?:word|wd|phrase)|wd|(?P<short>ass))(?![a-z0-9])"
+    r"(?:(?P<any>[\"'][ \t]*+[:=])[ \t]*+"
+    r"|'s[ \t]++"
     r"|[ \t]*+(?:->|=>|→)[ \t]*+"
-    r"|[ \t]*+[:=][ \t]*+\r?\n[ \t]*+"
-    r"|(?(short)[ \t]*+[:=][ \t]*+|[ \t]++(?:for|to|of|on)[ \t]++" + _FOR + r"[ \t]*+[:=][ \t]*+)"
-    r"|(?(short)[ \t]++(?:is|was)[ \t]++|'s[ \t]++))"
+    r"|[ \t]*+[:=][ \t]*+(?:\r?\n[ \t]*+|(?(joined)(?P<any_joined>)|(?(short)|(?!))))"
+    r"|[ \t]++(?(short)(?:is|was)[ \t]++|(?:for|to|of|on)[ \t]++" + _FOR
+    + r"[ \t]*+[:=][ \t]*+))"
     r"(?=\S)")
 
 # German, French, Spanish, Portuguese: "passwort ist X", "mot de passe : X", "contraseña: X",
