@@ -132,13 +132,12 @@ class _ConversationStream:
 
     def _more(self, want: int) -> None:
         """Drop what has been read and read until ``want`` characters are ahead (or the end)."""
-        done = self._buf[:self._pos]
-        newlines = done.count("\n")
+        newlines = self._buf.count("\n", 0, self._pos)  # (no copy of what is dropped)
         if newlines:
             self._lines += newlines
-            self._column = len(done) - done.rindex("\n") - 1
+            self._column = self._pos - self._buf.rindex("\n", 0, self._pos) - 1
         else:
-            self._column += len(done)
+            self._column += self._pos
         pieces = [self._buf[self._pos:]]
         have = len(pieces[0])
         while have < want and (piece := self._text.read()):
