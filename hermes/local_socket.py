@@ -304,8 +304,16 @@ class SocketServer:
         from hermes.errors import HermesError
 
         try:
-            session = self.memory.sessions.get(user, int(request["session_id"]))
-        except (HermesError, KeyError, TypeError, ValueError) as exc:
+            session_id = int(request["session_id"])
+        except (KeyError, TypeError, ValueError):
+            # int()'s own words ("invalid literal for int() with base 10") are no answer
+            await self._write(writer, {"error": "Refused: session_id must be a session's number "
+                                                f"(got {request.get('session_id')!r:.40}).",
+                                       "exit_code": 1})
+            return
+        try:
+            session = self.memory.sessions.get(user, session_id)
+        except HermesError as exc:
             # Another user's session is "no such session" for this one.
             await self._write(writer, {"error": str(exc), "exit_code": 1})
             return

@@ -187,3 +187,15 @@ def test_a_learned_preference_that_orders_the_assistant_about_is_withheld(facts,
     assert not {f.content for f in facts.search("owner", "evil.example EvilBot link")} & set(orders)
     assert sum("withheld" in n for n in result.notes) == 3
     assert facts.get("bob", bob.id).active and active(facts, "bob") == ["Bob likes green tea."]
+    # the same page read again at the next turn: withheld once, not once a turn
+    again = consolidate(facts, "owner", [CreateAction(orders[0])], {}, session_id=session.id,
+                        message_ids=[])
+    first = next(f.id for f in held if f.content == orders[0])
+    assert again.notes == [f"create withheld already as fact {first}: it reads like an "
+                           "instruction to the assistant"]
+    assert len([f for f in facts.list_facts("owner", include_inactive=True)
+                if f.content in orders]) == 2
+    # another user's withheld copy is not this user's
+    consolidate(facts, "bob", [CreateAction(orders[0])], {}, session_id=None, message_ids=[])
+    assert [f.content for f in facts.list_facts("bob", include_inactive=True)
+            if f.content in orders] == [orders[0]]

@@ -300,3 +300,8 @@ async def test_a_client_writing_far_past_the_limit_still_reads_the_refusal(daemo
         {"error": "Refused: a request over 1 MiB on the local socket.", "exit_code": 1}]
     deep = b'{"op": "turn", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
     assert await asyncio.to_thread(send, deep) == [{"error": "Refused: not a Hermes request."}]
+    for given, shown in (("x", "'x'"), (None, "None"), ([1], "[1]")):
+        request = {"op": "turn", "user": "owner", "session_id": given, "text": "hi"}
+        assert await asyncio.to_thread(send, json.dumps(request).encode() + b"\n") == [
+            {"error": f"Refused: session_id must be a session's number (got {shown}).",
+             "exit_code": 1}]

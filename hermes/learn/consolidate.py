@@ -230,6 +230,11 @@ def _withhold(facts: Any, user: str, action: CreateAction | UpdateAction,
         note(f"update of {action.number} withheld: it reads like an instruction to the "
              "assistant")
         return
+    copy = facts.withheld_copy(user, action.content)
+    if copy is not None:
+        note(f"create withheld already as fact {copy.id}: it reads like an instruction to "
+             "the assistant")
+        return
     added = facts.add(user, action.content, entities=list(action.entities) or None,
                       category=action.category, kind=action.kind,
                       tags=_tags(_models(action.tags), action.stated),

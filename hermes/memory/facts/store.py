@@ -486,6 +486,14 @@ class FactStore:
             annotate(self.db, user, query, found)
         return found
 
+    def withheld_copy(self, user: str, text: str) -> Fact | None:
+        """The user's withheld fact that says ``text`` already (the same words), or None: a
+        poisoned page the model reads at every turn is withheld once, not once a turn."""
+        found = self._fetch(user, "f.content_key = ? AND f.forgotten_reason LIKE ?",
+                            [content_key(normalise(text)), provenance.WITHHELD_PREFIX + "%"],
+                            "ORDER BY f.id LIMIT 1")
+        return found[0] if found else None
+
     def probe(self, user: str, entity: str, *, limit: int | None = None,
               place: Place = PRIVATE) -> list[Fact]:
         """Every active fact linked to the entity (or one of its aliases), by trust then
