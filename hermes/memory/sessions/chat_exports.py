@@ -87,6 +87,16 @@ def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
     return b"".join(chunks)
 
 
+def zip_start(path: Path) -> bool:
+    """Whether the file starts as a zip does (``PK\\x03\\x04``), readable or not: a download cut
+    short has the start but not the directory at its end, so ``zipfile.is_zipfile`` says no."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
 def load_export(path: Path, not_utf8: list[int] | None = None) -> list[Any]:
     """The list of conversations in ``conversations.json`` or in the export's zip. Bytes that
     are not UTF-8 are read as U+FFFD, and ``not_utf8`` gets how many such sequences there were
@@ -103,6 +113,10 @@ def load_export(path: Path, not_utf8: list[int] | None = None) -> list[Any]:
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
             # a damaged member (zlib.error, a bad CRC) is the file's fault, said in one line
             raise ExportError(f"{path.name}: cannot read the zip ({exc}).") from None
+    elif zip_start(path):
+        # It was read as JSON and said "not valid JSON ... looks like JSON Lines" (review rev4).
+        raise ExportError(f"{path.name}: a zip cut short or damaged (its directory at the end is "
+                          "missing); download the export again. Nothing was imported.")
     else:
         try:
             size = path.stat().st_size
