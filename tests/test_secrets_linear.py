@@ -341,3 +341,15 @@ def test_a_rules_overlapping_spans_chained_change_nothing_the_overlap_pass_makes
                 == secrets._without_overlaps(every, rules)), (own, others, index)
         chained_away += len(every) - len(chained)
     assert chained_away > 20_000
+
+
+def test_a_national_id_of_digits_is_measured_as_its_parts_measure_it():
+    """What follows "ssn", "passport", ... when it is ASCII digits, spaces and hyphens is taken
+    whole without reading its parts, as the parts would measure it."""
+    rng = random.Random(32)
+    taken = 0
+    for _ in range(20_000):
+        value = "".join(rng.choice("0123456789 --ab\t١") for _ in range(rng.randint(0, 22)))
+        assert secrets._id_length(value) == secrets._id_parts_length(value), value
+        taken += secrets._id_length(value) == len(value) > 0
+    assert taken > 1000

@@ -137,3 +137,46 @@ async def test_a_long_message_for_another_users_session_is_refused_and_records_n
         await agent.turn("bob", alice, LONG).run()
     assert contents(agent, "alice", alice) == before
     assert len(agent.recording) == 0
+
+
+async def test_a_long_messages_turn_gives_freed_memory_back_off_the_loop(agent, fake_model,
+                                                                        monkeypatch):
+    from hermes.agent import turn as turn_module
+
+    released: list[int] = []
+    done = threading.Event()
+    monkeypatch.setattr(turn_module, "RELEASE_AFTER_SECONDS", 0)
+    monkeypatch.setattr(turn_module, "release_freed_memory",
+                        lambda: released.append(threading.get_ident()) or done.set())
+    session = agent.sessions.create("alice", "terminal").id
+    fake_model.reply("hi").reply("noted")
+    await agent.turn("alice", session, "a short one").run()
+    await agent.turn("alice", session, LONG).run()
+    assert await asyncio.to_thread(done.wait, 30)
+    assert len(released) == 1 and threading.get_ident() not in released
+
+
+def test_freed_memory_goes_back_to_the_system():
+    import sys
+    from pathlib import Path
+
+    from hermes.freed_memory import release_freed_memory
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("malloc_trim is glibc's")
+
+    def anonymous() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no RssAnon")
+
+    # 48 MiB in 64 KiB pieces (malloc's heap, under its mmap threshold), every 16th kept: the
+    # rest is free but held between the kept ones, where malloc does not give it back itself.
+    pieces = [bytearray(64 * 1024) for _ in range(768)]
+    kept = pieces[::16]
+    del pieces
+    before = anonymous()
+    assert release_freed_memory()
+    assert before - anonymous() > 24 * 1024 * 1024
+    assert len(kept) == 48

@@ -16,6 +16,7 @@ reply are recorded, the facts the model was shown are noted against the reply, a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -33,6 +34,7 @@ from hermes.agent.tools import MEMORY_FULL_NOTE as MEMORY_FULL_NOTE  # re-export
 from hermes.agent.tools import ToolBox, tool_schemas
 from hermes.aio import KeyedLocks
 from hermes.errors import HermesError
+from hermes.freed_memory import release_freed_memory
 from hermes.memory import Memory
 from hermes.memory.place import PRIVATE, Place, Scope
 from hermes.memory.sessions.store import Message, Screened
@@ -70,6 +72,10 @@ STOPPED_MARK = " [stopped]"
 # machine), so that other users' turns go on meanwhile; a shorter one on the loop, where it
 # costs less than the hop to a thread (the fast lane draws its line at the same length).
 SCREEN_INLINE_CHARS = 4_000
+# How long after a long message's turn the memory it freed is given back to the system
+# (hermes.freed_memory): by then the turn's objects and its follow-up work (the fast lane,
+# extraction's gate) are gone.
+RELEASE_AFTER_SECONDS = 0.5
 
 
 @dataclass
@@ -88,6 +94,20 @@ class TurnResult:
     memory_full: bool = False
     tool_names: list[str] = field(default_factory=list)
     stopped: bool = False  # the user stopped the reply; text is what they saw
+
+
+def _release_freed_memory_soon() -> None:
+    """Once a long message's turn is over, give what it freed back to the system, on a worker
+    thread: otherwise the daemon's memory stays tens of MiB above its idle and the next long
+    message's work comes on top of it."""
+    loop = asyncio.get_running_loop()
+
+    def release() -> None:
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop's executor is shutting down
+                loop.run_in_executor(None, release_freed_memory)
+
+    loop.call_later(RELEASE_AFTER_SECONDS, release)
 
 
 class Agent:
@@ -257,6 +277,8 @@ class Turn:
             self._close(state, error=None, stopped=True)
             raise
         self._close(state, error=error)
+        if len(self.text) > SCREEN_INLINE_CHARS:
+            _release_freed_memory_soon()
 
     def _refuse_too_long(self) -> None:
         """A message over MAX_MESSAGE_CHARS: refused in one line, nothing recorded."""

@@ -740,6 +740,7 @@ _NATIONAL_ID = re.compile(  # folded
     r"(?P<secret>" + _NOT_MARKER + r"[a-z0-9][a-z0-9 -]{4,18}[a-z0-9])\b"
 )
 _ID_PART = re.compile(r"[^\s-]+")
+_ID_NUMBER = "0123456789 -"
 
 
 def _id_length(value: str) -> int:
@@ -747,6 +748,14 @@ def _id_length(value: str) -> int:
     parts (split at spaces and hyphens) up to the first word of three letters or more without a
     digit, when they hold a digit. "passport expires in 2029" names no number; "passport number
     is 123 456 789 and ..." is "123 456 789"."""
+    if value[-1:].isdigit() and not value.strip(_ID_NUMBER):
+        # ASCII digits, spaces and hyphens that end with a digit: all of it, as the parts
+        # would say (a text dense with "ssn 123-45-6789" read each in parts, ~3 us)
+        return len(value) if len(value) >= 5 else 0
+    return _id_parts_length(value)
+
+
+def _id_parts_length(value: str) -> int:
     end = 0
     for part in _ID_PART.finditer(value):
         text = part.group()
