@@ -104,7 +104,7 @@ def web_cases(rt: Any) -> None:
 # -- archives ----------------------------------------------------------------------------------
 
 def archive_cases(folder: Path) -> None:
-    from hermes.memory.sessions.chat_exports import load_export
+    from hermes.memory.sessions.chat_exports import scan_export
 
     bomb = folder / "bomb.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z, \
@@ -114,7 +114,7 @@ def archive_cases(folder: Path) -> None:
             member.write(b" " * MiB)
         member.write(b"]")
     print(f"(the bomb: {bomb.stat().st_size / 1024:.0f} KB zipped, 512 MiB unzipped)")
-    measured("zip of 512 MiB whitespace", lambda: load_export(bomb))
+    measured("zip of 512 MiB whitespace", lambda: scan_export(bomb))
     damaged = folder / "damaged.zip"
     with zipfile.ZipFile(damaged, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("conversations.json", json.dumps([{"title": f"t{i}"} for i in range(5000)]))
@@ -122,12 +122,12 @@ def archive_cases(folder: Path) -> None:
     for offset in range(100, 400):
         data[offset] ^= 0x5A
     damaged.write_bytes(bytes(data))
-    measured("zip with a damaged member", lambda: load_export(damaged))
+    measured("zip with a damaged member", lambda: scan_export(damaged))
     plain = folder / "conversations.json"
     with plain.open("wb") as handle:
         handle.seek(300 * MiB)
         handle.write(b"]")
-    measured("a 300 MiB conversations.json", lambda: load_export(plain))
+    measured("a 300 MiB conversations.json", lambda: scan_export(plain))
 
 
 # -- the local socket, 1 MiB each way -------------------------------------------------------------

@@ -1,6 +1,8 @@
-"""Stress: crafted `hermes import` files never reach another user's rows (issue 11, part 4).
+"""Stress: crafted `hermes import` files never reach another user's rows (issue 11, part 4);
+with --memory, what importing an export or a transcript costs in memory (issue 30).
 
     python scripts/stress_import.py [--count 2000] [--seed 11] [--time-limit 600]
+    python scripts/stress_import.py --memory [--sizes 1,32,128,256] [--before REF]
 
 A home holds bob's memory in every tier. An honest export of another user (same ids as bob's:
 it comes from another home) is mutated at random, many times: reference columns pointed at
@@ -15,6 +17,15 @@ and after all of them: bob's export byte for byte (goal: unchanged) and rows out
 importer: any row of a user table whose links join two users (goal 0).
 
 Writes bench-results/stress_import.json.
+
+--memory: generated Claude exports and JSON Lines
+transcripts of the given sizes in MiB (many conversations of ~40 KB), and of one conversation
+holding a single 2 MB message and one holding a single 50 MB message (among 1 MiB of others),
+each imported by `hermes sessions import` in a child process of its own, with this tree's code
+and with ``--before``'s (default: main, checked out with `git archive`). Printed: seconds, the
+peak RSS above the child's idle (VmHWM, reset once the command is loaded: /proc/self/clear_refs)
+and the outcome, side by side; and whether the tests' exports give the same rows byte for byte.
+Writes bench-results/stress_import_memory.json.
 """
 
 from __future__ import annotations
@@ -22,8 +33,10 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -135,12 +148,196 @@ def mutate(rng: random.Random, records: list[dict[str, Any]], bob_ids: list[int]
     return [json.dumps(r) for r in body] + [json.dumps(records[-1])]  # stale end record
 
 
+# -- --memory: an import's peak memory, before and after (issue 30) --------------------------------
+
+MiB = 1024 * 1024
+_SAID = ("the server runs postgres on port 5432 and the backup job copies it every night to "
+         "the nas in the garage while my tomatoes grow in the south bed and the cat sleeps on "
+         "the keyboard so I wrote a note about the lisbon trip the flight leaves at nine forty")
+WORDS = _SAID.split()
+
+# The child: the real command, in a process of its own. Idle is its RSS once the command's
+# modules are loaded and the home is migrated (a first `sessions list`); the peak is VmHWM
+# after the import, reset to the idle RSS first.
+CHILD = r"""
+import json, os, sys, time
+# The code measured is PYTHONPATH's: an editable install's finder would answer first.
+sys.meta_path = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+sys.path.insert(0, os.environ["PYTHONPATH"])
+from typer.main import get_command
+import hermes.cli, hermes.cli.sessions
+import hermes.memory.sessions.chat_exports, hermes.memory.sessions.transcripts
+from hermes.cli import app
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+command = get_command(app)
+def run(argv):
+    try:
+        return command.main(argv, standalone_mode=False) or 0
+    except SystemExit as exc:
+        return exc.code
+    except Exception as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+run(["sessions", "list"])
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+idle = status("VmRSS:")
+started = time.perf_counter()
+code = run(sys.argv[1:])
+seconds = time.perf_counter() - started
+print(json.dumps({"code_from": hermes.__file__, "idle": idle, "seconds": seconds,
+                  "peak": status("VmHWM:") - idle, "code": code}), file=sys.__stdout__)
+"""
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    words = []
+    size = 0
+    while size < chars:
+        word = rng.choice(WORDS)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[:chars]
+
+
+def _conversation(rng: random.Random, n: int, message_chars: list[int]) -> dict[str, Any]:
+    return {"uuid": f"c-{n}", "name": f"conversation {n}", "created_at": "2025-10-01T08:00:00Z",
+            "chat_messages": [
+                {"uuid": f"c-{n}-m-{k}", "sender": "human" if k % 2 == 0 else "assistant",
+                 "text": _text(rng, chars), "created_at": f"2025-10-01T08:{k % 60:02d}:00Z"}
+                for k, chars in enumerate(message_chars)]}
+
+
+def _as_line(conversation: dict[str, Any]) -> str:
+    return json.dumps({"source": "import", "title": conversation["name"],
+                       "started_at": conversation["created_at"],
+                       "external_id": conversation["uuid"], "messages": [
+                           {"role": "user" if m["sender"] == "human" else "assistant",
+                            "content": m["text"], "created_at": m["created_at"],
+                            "external_id": m["uuid"]} for m in conversation["chat_messages"]]})
+
+
+def generate(folder: Path, name: str, mib: float, big: int | None) -> tuple[Path, Path]:
+    """An export and the same conversations as JSON Lines: ``mib`` of conversations of ~40 KB
+    (20 messages of 2,000 characters), the first holding one message of ``big`` characters."""
+    rng = random.Random(name)
+    export, jsonl = folder / f"{name}.json", folder / f"{name}.jsonl"
+    with export.open("w", encoding="utf-8") as ex, jsonl.open("w", encoding="utf-8") as jl:
+        ex.write("[")
+        written, n = 0, 0
+        while written < mib * MiB or n == 0:
+            sizes = [big] if n == 0 and big else [2000] * 20
+            conversation = _conversation(rng, n, sizes)
+            text = json.dumps(conversation)
+            ex.write(("," if n else "") + text)
+            jl.write(_as_line(conversation) + "\n")
+            written += len(text) if n or not big else 0
+            n += 1
+        ex.write("]")
+    return export, jsonl
+
+
+def measure(code: Path, home: Path, argv: list[str]) -> dict[str, Any]:
+    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(code)}
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True,
+                          text=True, timeout=3600)
+    lines = done.stdout.strip().splitlines()
+    result = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {
+        "peak": 0, "seconds": 0, "code": done.returncode}
+    assert result.get("code_from", str(code)).startswith(str(code)), result
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    result["said"] = next((line for line in said if "over the" in line or "Error" in line),
+                          said[-1] if said else "")
+    rows = sqlite3.connect(home / "hermes.db") if (home / "hermes.db").exists() else None
+    if rows is not None:
+        result["messages"] = rows.execute("SELECT count(*) FROM messages").fetchone()[0]
+        rows.close()
+    return result
+
+
+def same_rows(before: Path, after: Path, folder: Path) -> str:
+    """The tests' exports imported by both versions into fresh homes: the rows, byte for byte."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_chat_exports import chatgpt_export, claude_export
+
+    verdicts = []
+    for fmt, export in (("chatgpt", chatgpt_export()), ("claude", claude_export())):
+        path = folder / f"tests-{fmt}.json"
+        path.write_text(json.dumps(export), encoding="utf-8")
+        dumps = []
+        for label, code in (("before", before), ("after", after)):
+            home = folder / f"home-tests-{fmt}-{label}"
+            measure(code, home, ["sessions", "import", str(path), "--format", fmt])
+            db = sqlite3.connect(home / "hermes.db")
+            dumps.append([db.execute(f"SELECT * FROM {t} ORDER BY id").fetchall()
+                          for t in ("sessions", "messages")])
+            db.close()
+        count = sum(len(t) for t in dumps[1])
+        verdicts.append(f"{fmt}: {'same' if dumps[0] == dumps[1] else 'DIFFERENT'} "
+                        f"({count} rows)")
+    return "; ".join(verdicts)
+
+
+def memory_main(args: argparse.Namespace) -> None:
+    sizes = [float(s) for s in args.sizes.split(",") if s]
+    with tempfile.TemporaryDirectory(prefix="stress-import-") as tmp:
+        folder = Path(tmp)
+        before = folder / "before"
+        before.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "hermes"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        cases = [(f"{mib:g} MiB of 40 KB conv.", f"many-{mib:g}", mib, None)
+                 for mib in sizes]
+        cases += [("1 MiB + one 2 MB message", "msg-2mb", 1, 2_000_000),
+                  ("1 MiB + one 50 MB message", "msg-50mb", 1, 50_000_000)]
+        print(f"{'file':<26} {'kind':<6} {'before: s':>9} {'peak MiB':>8} {'msgs':>7} "
+              f"{'after: s':>9} {'peak MiB':>8} {'msgs':>7}  exit, what it said (after)",
+              flush=True)
+        results = []
+        for label, name, mib, big in cases:
+            export, jsonl = generate(folder, name, mib, big)
+            for kind, path, extra in (("export", export, ["--format", "claude"]),
+                                      ("jsonl", jsonl, [])):
+                row: dict[str, Any] = {"file": label, "kind": kind,
+                                       "bytes": path.stat().st_size}
+                for version, code in (("before", before), ("after", ROOT)):
+                    home = folder / f"home-{name}-{kind}-{version}"
+                    row[version] = measure(code, home, ["sessions", "import", str(path),
+                                                        *extra])
+                    # (a home of 256 MiB of messages is not kept for the next case)
+                    subprocess.run(["rm", "-rf", str(home)], check=True)
+                b, a = row["before"], row["after"]
+                print(f"{label:<26} {kind:<6} {b['seconds']:>9.1f} {b['peak'] / MiB:>8.0f} "
+                      f"{b.get('messages', 0):>7,} {a['seconds']:>9.1f} {a['peak'] / MiB:>8.0f} "
+                      f"{a.get('messages', 0):>7,}  {a['code']}, {a['said'][:90]}", flush=True)
+                results.append(row)
+            export.unlink()
+            jsonl.unlink()
+        rows = same_rows(before, ROOT, folder)
+        print(f"the tests' exports, before and after: {rows}")
+    out = ROOT / "bench-results"
+    out.mkdir(exist_ok=True)
+    (out / "stress_import_memory.json").write_text(json.dumps(
+        {"before": args.before, "cases": results, "tests_rows": rows}, indent=2),
+        encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--time-limit", type=float, default=600.0)
+    parser.add_argument("--memory", action="store_true", help="measure imports' memory")
+    parser.add_argument("--sizes", default="1,32,128,256", help="--memory: export sizes, MiB")
+    parser.add_argument("--before", default="main", help="--memory: the code to compare with")
     args = parser.parse_args()
+    if args.memory:
+        memory_main(args)
+        return
     rng = random.Random(args.seed)
     counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()

@@ -7,7 +7,10 @@ import json
 import zipfile
 from pathlib import Path
 
-from hermes.memory.sessions.chat_exports import import_export, load_export
+import pytest
+
+from hermes.memory.sessions import chat_exports
+from hermes.memory.sessions.chat_exports import ExportError, import_export, load_export, read_export
 from hermes.memory.sessions.store import SessionStore
 
 T0 = 1_764_000_000  # 2025-11-24T16:00:00Z
@@ -231,7 +234,8 @@ def test_a_wrong_format_names_the_right_one_and_imports_nothing(cli, rt, tmp_pat
 
 def test_an_import_is_scoped_to_the_importing_user(rt, tmp_path):
     store = rt.memory.sessions
-    import_export(store, "alice", load_export(write(tmp_path, claude_export()[:1])), "claude")
+    # (read_export: the conversations streamed from the file, as the command imports them)
+    import_export(store, "alice", read_export(write(tmp_path, claude_export()[:1])), "claude")
     # Bob importing the same export gets his own session; alice's is untouched.
     report = import_export(store, "bob", claude_export()[:1], "claude")
     assert report.sessions_created == 1
@@ -394,3 +398,109 @@ def test_bytes_that_are_not_utf8_are_read_as_u_fffd_and_said_in_one_line(cli, rt
     clean = tmp_path / "clean.jsonl"
     clean.write_bytes(transcript("all good \u00e9".encode()) + b"\n")
     assert "not UTF-8" not in cli("sessions", "import", str(clean)).stderr
+
+
+# -- issue 30: an export is read a conversation at a time ------------------------------------------
+
+STREAMED = [
+    json.dumps(chatgpt_export()), json.dumps(claude_export(), indent=2, ensure_ascii=False),
+    '\ufeff [ 1 , 2.50e3 ,NaN,-Infinity, "a\\ud83eb", {"a":1,"a":2}, [], {} ,"\u00e9\u2603" ]',
+    '{"meta": [1, "x\\"]"], "conversations": [{"a": 1}, 12345678901234567890, 1e400], "z": 0}',
+    "[1.0, -0.0, 0.1]", "\n[\n]\n", '[{"text": "' + "a long string " * 30 + '"}, 2]',
+]
+BROKEN = ["[{", "[1,]", "[1 2]", '{"conversations": [1], }', "[1] x", "", "  ", '{"a" 1}',
+          '[\n\n  {"a": tru}]', '["abc', '[1,\n2,\n{"x":\n  "y" z}]']
+
+
+@pytest.mark.parametrize("window", [1, 3, 7, 4096])
+def test_an_export_streamed_in_any_window_is_what_json_loads_reads(tmp_path, monkeypatch, window):
+    """Each conversation is decoded by json itself from a window of the text: the same values
+    (floats, NaN, lone surrogates, duplicate keys) and the same errors, at the same line and
+    column, as json.loads of the whole file, wherever the window's edges fall."""
+    monkeypatch.setattr(chat_exports, "_CHUNK", window)
+    path = tmp_path / "conversations.json"
+    for text in STREAMED:
+        path.write_text(text, encoding="utf-8")
+        whole = json.loads(text.lstrip("\ufeff"))
+        whole = whole["conversations"] if isinstance(whole, dict) else whole
+        assert json.dumps(load_export(path)) == json.dumps(whole), text
+    for text in BROKEN:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(json.JSONDecodeError) as expected:
+            json.loads(text)
+        exc = expected.value
+        with pytest.raises(ExportError) as got:
+            load_export(path)
+        assert str(got.value) == (f"conversations.json: not valid JSON ({exc.msg} at line "
+                                  f"{exc.lineno}, column {exc.colno}).")
+    path.write_text('{"conversations": "none"}', encoding="utf-8")
+    with pytest.raises(ExportError, match="expected a JSON list of conversations"):
+        load_export(path)
+
+
+def test_a_streamed_import_stores_what_the_whole_list_stored(cli, rt, tmp_path, monkeypatch):
+    """The rows of an export streamed through the command equal those of the same export
+    imported from json.loads's list, column for column (but the user)."""
+    monkeypatch.setattr(chat_exports, "_CHUNK", 5)
+    for fmt, export in (("chatgpt", chatgpt_export()), ("claude", claude_export())):
+        path = write(tmp_path, export, f"{fmt}.json")
+        cli("sessions", "import", str(path), "--format", fmt)
+        import_export(rt.memory.sessions, "whole", json.loads(path.read_text()), fmt)
+
+    def rows(user):
+        sessions = rt.db.execute("SELECT * FROM sessions WHERE user = ? ORDER BY id",
+                                 [user]).fetchall()
+        messages = rt.db.execute("SELECT * FROM messages WHERE user = ? ORDER BY id",
+                                 [user]).fetchall()
+        # (ids differ by how many rows came first; the rest must not)
+        return [r[2:] for r in sessions], [r[3:] for r in messages]
+
+    streamed, whole = rows("owner"), rows("whole")
+    assert len(streamed[0]) == 3 and len(streamed[1]) == 8
+    assert streamed == whole
+
+
+def test_a_file_broken_after_its_first_conversations_imports_nothing(cli, rt, tmp_path):
+    """The whole file is checked before the first conversation is written: a download cut
+    short is one line, and nothing of it is imported (not its first conversations)."""
+    from hermes.memory.sessions.transcripts import IMPORT_BATCH
+
+    text = json.dumps([{**claude_export()[0], "uuid": f"c-{n}"} for n in range(IMPORT_BATCH + 2)])
+    path = tmp_path / "conversations.json"
+    path.write_text(text[:-30], encoding="utf-8")
+    result = cli("sessions", "import", str(path), "--format", "claude")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("Error: conversations.json: not valid JSON (")
+    assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_one_huge_message_refuses_its_conversation_by_name_and_the_rest_imports(
+        cli, rt, tmp_path):
+    """Issue 30: the secret screen needs several times a text in memory, so a message over
+    MAX_IMPORT_MESSAGE_CHARS refuses its conversation (one line naming it); a 2 MB attachment,
+    as a Claude export holds, is under it and imports."""
+    from hermes.memory.sessions.transcripts import MAX_IMPORT_MESSAGE_CHARS
+
+    export = claude_export()[:1]
+    export[0]["chat_messages"][0]["attachments"][0]["extracted_content"] = \
+        "Flight TP123 at 09:40\n" + "seat 12A " * (2_000_000 // 9)
+    huge = {"uuid": "c-huge", "name": "The log I pasted", "created_at": "2025-10-05T08:00:00Z",
+            "chat_messages": [
+                {"uuid": "h-1", "sender": "human", "text": "see below",
+                 "created_at": "2025-10-05T08:00:00Z"},
+                {"uuid": "h-2", "sender": "human", "text": "x" * (MAX_IMPORT_MESSAGE_CHARS + 1),
+                 "created_at": "2025-10-05T08:01:00Z"}]}
+    path = write(tmp_path, [huge, *export])
+    result = cli("sessions", "import", str(path), "--format", "claude")
+    assert result.exit_code == 1
+    refused = [line for line in result.stderr.splitlines() if "over the import limit" in line]
+    assert refused == [
+        f"  conversation 1: 'The log I pasted': message 2 of 2 is "
+        f"{MAX_IMPORT_MESSAGE_CHARS + 1:,} characters, over the import limit of "
+        f"{MAX_IMPORT_MESSAGE_CHARS:,} a message; none of this session was imported."]
+    store = rt.memory.sessions
+    [session] = store.list_sessions("owner")
+    assert session.external_id == "claude:c-1"
+    assert len(store.messages("owner", session.id)[0].content) > 2_000_000
+    assert rt.db.execute("SELECT count(*) FROM messages WHERE content = 'see below'"
+                         ).fetchone()[0] == 0

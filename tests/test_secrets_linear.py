@@ -8,6 +8,7 @@ that turned quadratic again can fail it."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 import inspect
 import random
@@ -353,3 +354,25 @@ def test_a_national_id_of_digits_is_measured_as_its_parts_measure_it():
         assert secrets._id_length(value) == secrets._id_parts_length(value), value
         taken += secrets._id_length(value) == len(value) > 0
     assert taken > 1000
+
+
+def test_a_jwt_header_is_decoded_once_and_no_payload_is_kept():
+    """Tokens of one issuer share their header: its verdicts are kept (a text dense with tokens
+    decoded it twice a token); the payload, which may be a secret, is decoded each time and
+    never kept, nor a header longer than 200 characters."""
+    def part(payload: str) -> str:
+        return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+    secrets._kept_is_json_part.cache_clear()
+    secrets._kept_header_may_be_json.cache_clear()
+    header = part('{"alg":"HS256","typ":"JWT"}')
+    for number in range(20):
+        payload = part('{"sub":"' + str(number) + '"}')
+        assert secrets._jwt_has_json(f"{header}.{payload}.sig")
+    assert secrets._kept_is_json_part.cache_info()[:2] == (19, 1)  # hits, misses
+    assert secrets._kept_header_may_be_json.cache_info()[:2] == (19, 1)
+    long_header = part('{"alg":"' + "x" * 300 + '"}')
+    assert secrets._jwt_has_json(f"{long_header}.{part('{}')}.sig")
+    assert not secrets._jwt_has_json(f"{header}.{part('no json')}.sig")
+    assert secrets._kept_is_json_part.cache_info().currsize == 1
+    assert secrets._kept_header_may_be_json.cache_info().currsize == 1

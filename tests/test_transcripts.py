@@ -94,3 +94,43 @@ def test_an_endless_line_is_refused_in_one_line_not_read_whole(cli, rt, tmp_path
             "Error: endless.jsonl: line 1 is over the import limit of 1 MiB a line (is it a "
             "file Hermes wrote?); it and the lines after it were not imported.")
     assert rt.memory.sessions.list_sessions("owner") == []
+
+
+def test_a_line_with_one_huge_message_is_refused_whole_and_the_others_import(cli, rt, tmp_path,
+                                                                            monkeypatch):
+    """Issue 30: one message over MAX_IMPORT_MESSAGE_CHARS (scaled down here) refuses its line
+    in one line, before its secret screen; nothing of it is stored, the others are."""
+    from hermes.memory.sessions import transcripts
+
+    monkeypatch.setattr(transcripts, "MAX_IMPORT_MESSAGE_CHARS", 1000)
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([
+        line([msg("fine")], external_id="a"),
+        line([msg("first"), msg("y" * 1001)], external_id="b", title="Pasted log"),
+        line([msg("a tool's arguments")] + [{**msg("call"), "tool_args": "z" * 1001}],
+             external_id="c"),
+        line([msg("x" * 1000)], external_id="d"),
+    ]) + "\n", encoding="utf-8")
+    result = cli("sessions", "import", str(path))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[1:] == [
+        "  line 2: 'Pasted log': message 2 of 2 is 1,001 characters, over the import limit of "
+        "1,000 a message; none of this session was imported.",
+        "  line 3: message 2 of 2 is 1,001 characters, over the import limit of 1,000 a "
+        "message; none of this session was imported."]
+    store = rt.memory.sessions
+    assert sorted(s.external_id for s in store.list_sessions("owner")) == ["a", "d"]
+    assert rt.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 2
+
+
+def test_a_batch_ends_at_its_size_in_characters(rt, monkeypatch):
+    """Sessions wait in memory until their batch is written: a batch of large ones ends at
+    IMPORT_BATCH_CHARS, not only at IMPORT_BATCH sessions."""
+    from hermes.memory.sessions import transcripts
+
+    monkeypatch.setattr(transcripts, "IMPORT_BATCH_CHARS", 2500)
+    done: list[int] = []
+    lines = [line([msg(str(n) * 1000)], external_id=str(n)) for n in range(1, 8)]
+    report = import_sessions(rt.memory.sessions, "owner", lines, progress=done.append)
+    assert report.sessions_created == 7
+    assert done == [3, 6, 7]

@@ -361,14 +361,16 @@ def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: 
         ExportError,
         detect_format,
         import_export,
-        load_export,
+        read_export,
+        scan_export,
     )
 
     if fmt not in FORMATS:
         raise HermesError(f"--format: expected jsonl, {', '.join(FORMATS)} (got {fmt!r}).")
-    not_utf8: list[int] = []
     try:
-        conversations = load_export(file, not_utf8)
+        # The whole file is checked (and counted) before its first conversation is imported;
+        # then it is read again, a conversation at a time.
+        scan = scan_export(file)
     except ExportError as exc:
         if _looks_like_export(file):
             raise
@@ -378,21 +380,21 @@ def _import_export(rt: Runtime, store: SessionStore, file: Path, fmt: str, who: 
         raise HermesError(f"{str(exc).rstrip('.')}; it looks like JSON Lines (transcripts), "
                           f"not a {NAMES[fmt]} export: leave out --format (jsonl is the "
                           "default).") from None
-    detected = detect_format(conversations)
+    detected = detect_format(scan.sample)
     if detected is not None and detected != fmt:
         raise HermesError(f"{file.name} looks like a {NAMES[detected]} export, not a "
                           f"{NAMES[fmt]} one: use --format {detected}. Nothing was imported.")
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeRemainingColumn(), console=err_console, transient=True,
-        disable=len(conversations) < PROGRESS_CONVERSATIONS,
+        disable=scan.conversations < PROGRESS_CONVERSATIONS,
     ) as progress:
-        task = progress.add_task(f"importing {file.name}", total=len(conversations))
-        report = import_export(store, who, conversations, fmt,
+        task = progress.add_task(f"importing {file.name}", total=scan.conversations)
+        report = import_export(store, who, read_export(file), fmt,
                                progress=lambda done: progress.update(task, completed=done))
-    note = (f"Note: {file.name} held {sum(not_utf8):,} byte sequence(s) that are not UTF-8: "
+    note = (f"Note: {file.name} held {scan.not_utf8:,} byte sequence(s) that are not UTF-8: "
             "each was read as U+FFFD (\ufffd) and imported with the rest."
-            if not_utf8 else None)
+            if scan.not_utf8 else None)
     _finish_import(report, as_json, note)
 
 

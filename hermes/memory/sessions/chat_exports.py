@@ -23,14 +23,19 @@ conversation without spoken messages is counted as empty, not stored.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import itertools
 import json
+import re
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
@@ -41,7 +46,6 @@ from hermes.memory.sessions.transcripts import (
     _ParsedMessage,
     _ParsedSession,
     import_sessions,
-    replaced_count,
 )
 from hermes.safe_text import scrub_value
 
@@ -60,9 +64,17 @@ class ExportError(HermesError):
 
 
 # The largest conversations.json read (in a file or unzipped from an archive): a zip's few
-# hundred KB can unzip to gigabytes, and json.loads needs several times the text in memory.
+# hundred KB can unzip to gigabytes. The file is read a conversation at a time (see
+# :class:`_ConversationStream`), so this bounds the time an import takes, not its memory.
 MAX_EXPORT_BYTES = 256 * 1024 * 1024
 _CHUNK = 1024 * 1024
+# How far before the end of what has been read a JSON error may be the end of the text read so
+# far rather than an error (a value cut in the middle: read more and decode it again).
+_CUT_MARGIN = 64
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_NUMBER_TAIL = re.compile(r"[0-9eE.+-]*")
+_FFFD = "\ufffd".encode()
 
 
 def _too_big(name: str, size: int) -> str:
@@ -70,21 +82,166 @@ def _too_big(name: str, size: int) -> str:
             f"of {MAX_EXPORT_BYTES // 1024 // 1024} MiB; nothing was imported.")
 
 
-def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
-    """A member's bytes, refused before reading when its stated size is over the limit and
-    while reading when it unzips to more than it said (the header is the archive's word)."""
-    info = archive.getinfo(name)
-    if info.file_size > MAX_EXPORT_BYTES:
-        raise ExportError(_too_big(f"{path.name} ({name})", info.file_size))
-    chunks = []
-    read = 0
-    with archive.open(info) as member:
-        while chunk := member.read(_CHUNK):
-            read += len(chunk)
-            if read > MAX_EXPORT_BYTES:
-                raise ExportError(_too_big(f"{path.name} ({name})", read))
-            chunks.append(chunk)
-    return b"".join(chunks)
+class _Text:
+    """The export's bytes as text, in pieces of about a MiB: bytes that are not UTF-8 become
+    U+FFFD (counted in ``not_utf8``, less any U+FFFD the file spelt itself), and more than
+    MAX_EXPORT_BYTES is an ExportError (a zip member can unzip to more than it said)."""
+
+    def __init__(self, raw: IO[bytes], name: str) -> None:
+        self._raw = raw
+        self._name = name
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self._read = 0
+        self._tail = b""  # the last bytes of the previous piece: a U+FFFD spelt across two
+        self.not_utf8 = 0
+        self.done = False
+
+    def read(self) -> str:
+        """The next piece ('' at the end)."""
+        while not self.done:
+            chunk = self._raw.read(_CHUNK)
+            self._read += len(chunk)
+            if self._read > MAX_EXPORT_BYTES:
+                raise ExportError(_too_big(self._name, self._read))
+            text = self._decoder.decode(chunk, final=not chunk)
+            self.done = not chunk
+            if "\ufffd" in text or _FFFD[:1] in chunk:
+                self.not_utf8 += text.count("\ufffd") - (self._tail + chunk).count(_FFFD)
+            self._tail = chunk[-2:]
+            if text:
+                return text
+        return ""
+
+
+class _ConversationStream:
+    """The conversations of an export's JSON, one at a time: each is decoded by ``json`` itself
+    (the same values, floats, NaN, lone surrogates and duplicate keys as ``json.loads`` of the
+    whole file), from a window of the text that holds the conversation being read and at most
+    about as much again; the file is never in memory whole. A top-level object's
+    ``conversations`` list is read the same way."""
+
+    def __init__(self, text: _Text, name: str) -> None:
+        self._text = text
+        self._name = name
+        self._buf = ""
+        self._pos = 0
+        self._lines = 0  # newlines in the text already dropped from the window
+        self._column = 0  # characters after the last of them
+
+    # -- the window
+
+    def _more(self, want: int) -> None:
+        """Drop what has been read and read until ``want`` characters are ahead (or the end)."""
+        done = self._buf[:self._pos]
+        newlines = done.count("\n")
+        if newlines:
+            self._lines += newlines
+            self._column = len(done) - done.rindex("\n") - 1
+        else:
+            self._column += len(done)
+        pieces = [self._buf[self._pos:]]
+        have = len(pieces[0])
+        while have < want and (piece := self._text.read()):
+            pieces.append(piece)
+            have += len(piece)
+        self._buf = "".join(pieces)
+        self._pos = 0
+
+    def _peek(self) -> str:
+        """The next character that is not white space ('' at the end of the file)."""
+        while True:
+            self._pos = _SPACE.match(self._buf, self._pos).end()  # type: ignore[union-attr]
+            if self._pos < len(self._buf):
+                return self._buf[self._pos]
+            if self._text.done:
+                return ""
+            self._more(_CHUNK)
+
+    def _value(self) -> Any:
+        """The JSON value at the window's position, read whole."""
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self._buf, self._pos)
+            except json.JSONDecodeError as exc:
+                cut = exc.msg.startswith("Unterminated string") \
+                    or exc.pos >= len(self._buf) - _CUT_MARGIN
+                if self._text.done or not cut:
+                    raise self._error(exc.msg, exc.pos) from None
+            except RecursionError:
+                raise ExportError(f"{self._name}: nested too deeply to be an export.") from None
+            else:
+                # A number ends where its characters do: at the window's end it may go on.
+                tail = _NUMBER_TAIL.match(self._buf, end).end()  # type: ignore[union-attr]
+                if self._text.done or tail < len(self._buf):
+                    self._pos = end
+                    return value
+            # Cut by the window's end: at least twice as much text, so that a long value is
+            # decoded a few times at most (the work stays linear in its length).
+            self._more(2 * (len(self._buf) - self._pos) + _CHUNK)
+
+    def _error(self, msg: str, pos: int) -> ExportError:
+        newlines = self._buf.count("\n", 0, pos)
+        if newlines:
+            line, column = self._lines + newlines + 1, pos - self._buf.rindex("\n", 0, pos)
+        else:
+            line, column = self._lines + 1, self._column + pos + 1
+        return ExportError(f"{self._name}: not valid JSON ({msg} at line {line}, column "
+                           f"{column}).")
+
+    def _expect(self, char: str, msg: str) -> None:
+        if self._peek() != char:
+            raise self._error(msg, self._pos)
+        self._pos += 1
+
+    # -- the structure
+
+    def _items(self) -> Iterator[Any]:
+        """The values of the list at the window's position."""
+        self._expect("[", "Expecting value")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        while True:
+            yield self._value()
+            if self._peek() == "]":
+                self._pos += 1
+                return
+            self._expect(",", "Expecting ',' delimiter")
+            self._peek()
+
+    def conversations(self) -> Iterator[Any]:
+        first = self._peek()
+        found = first == "["
+        if found:
+            yield from self._items()
+        elif first == "{":  # {"conversations": [...], ...}
+            self._pos += 1
+            if self._peek() == "}":
+                self._pos += 1
+            else:
+                while True:
+                    if self._peek() != '"':
+                        raise self._error("Expecting property name enclosed in double quotes",
+                                          self._pos)
+                    key = self._value()
+                    self._expect(":", "Expecting ':' delimiter")
+                    if self._peek() == "[" and key == "conversations" and not found:
+                        found = True
+                        yield from self._items()
+                    else:  # another key's value, read and dropped
+                        self._value()
+                    if self._peek() == "}":
+                        self._pos += 1
+                        break
+                    self._expect(",", "Expecting ',' delimiter")
+        else:
+            value = self._value()
+        if self._peek():
+            raise self._error("Extra data", self._pos)
+        if not found:
+            kind = "dict" if first == "{" else type(value).__name__
+            raise ExportError(f"{self._name}: expected a JSON list of conversations (got "
+                              f"{kind}).")
 
 
 def zip_start(path: Path) -> bool:
@@ -97,54 +254,84 @@ def zip_start(path: Path) -> bool:
         return False
 
 
-def load_export(path: Path, not_utf8: list[int] | None = None) -> list[Any]:
-    """The list of conversations in ``conversations.json`` or in the export's zip. Bytes that
-    are not UTF-8 are read as U+FFFD, and ``not_utf8`` gets how many such sequences there were
-    (the command says so)."""
+@contextmanager
+def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
+    """The export's conversations.json as a binary stream, and the name errors give it."""
     if zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as archive:
-                names = [n for n in archive.namelist()
-                         if n.rsplit("/", 1)[-1] == EXPORT_FILE and not n.startswith("__MACOSX")]
-                if not names:
-                    raise ExportError(f"{path.name}: the zip holds no {EXPORT_FILE}; is it a "
-                                      "ChatGPT or Claude data export?")
-                raw = _read_member(path, archive, min(names, key=len))
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-            # a damaged member (zlib.error, a bad CRC) is the file's fault, said in one line
-            raise ExportError(f"{path.name}: cannot read the zip ({exc}).") from None
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist()
+                     if n.rsplit("/", 1)[-1] == EXPORT_FILE and not n.startswith("__MACOSX")]
+            if not names:
+                raise ExportError(f"{path.name}: the zip holds no {EXPORT_FILE}; is it a "
+                                  "ChatGPT or Claude data export?")
+            info = archive.getinfo(min(names, key=len))
+            name = f"{path.name} ({info.filename})"
+            # The header is the archive's word: refused here by its stated size, and by
+            # _Text while unzipping when it unzips to more than it said.
+            if info.file_size > MAX_EXPORT_BYTES:
+                raise ExportError(_too_big(name, info.file_size))
+            with archive.open(info) as member:
+                yield member, name
     elif zip_start(path):
         # It was read as JSON and said "not valid JSON ... looks like JSON Lines" (review rev4).
         raise ExportError(f"{path.name}: a zip cut short or damaged (its directory at the end is "
                           "missing); download the export again. Nothing was imported.")
     else:
-        try:
-            size = path.stat().st_size
-            if size > MAX_EXPORT_BYTES:
-                raise ExportError(_too_big(path.name, size))
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise ExportError(f"{path.name}: cannot read it ({exc.strerror or exc}).") from None
+        size = path.stat().st_size
+        if size > MAX_EXPORT_BYTES:
+            raise ExportError(_too_big(path.name, size))
+        with path.open("rb") as handle:
+            yield handle, path.name
+
+
+def read_export(path: Path, not_utf8: list[int] | None = None) -> Iterator[Any]:
+    """The conversations in ``conversations.json`` or in the export's zip, one at a time (an
+    ExportError, when the file is not an export, comes as it is reached: :func:`scan_export`
+    checks the whole file first). Bytes that are not UTF-8 are read as U+FFFD, and ``not_utf8``
+    gets how many such sequences there were once the file has been read."""
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("utf-8-sig", errors="replace")
-        if not_utf8 is not None:
-            not_utf8.append(replaced_count(raw, text))
-    del raw  # (the text is what is read from here: the bytes need not stay)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ExportError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno}, "
-                          f"column {exc.colno}).") from None
-    except RecursionError:
-        raise ExportError(f"{path.name}: nested too deeply to be an export.") from None
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    if not isinstance(data, list):
-        raise ExportError(f"{path.name}: expected a JSON list of conversations (got "
-                          f"{type(data).__name__}).")
-    return data
+        with _opened(path) as (raw, name):
+            text = _Text(raw, name)
+            yield from _ConversationStream(text, path.name).conversations()
+            if not_utf8 is not None and text.not_utf8:
+                not_utf8.append(text.not_utf8)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        # a damaged member (zlib.error, a bad CRC) is the file's fault, said in one line
+        what = "cannot read the zip" if zipfile.is_zipfile(path) else "cannot read it"
+        raise ExportError(f"{path.name}: {what} ({getattr(exc, 'strerror', None) or exc}).") \
+            from None
+
+
+@dataclass
+class ExportScan:
+    """What one pass over an export found, before anything is imported."""
+    conversations: int = 0
+    not_utf8: int = 0  # byte sequences that are not UTF-8 (read as U+FFFD)
+    # The first conversations' marks (each: which of _MARKS' keys it has, None when it is not
+    # an object): enough for :func:`detect_format` without keeping a conversation
+    sample: list[dict[str, bool] | None] = field(default_factory=list)
+
+
+def scan_export(path: Path) -> ExportScan:
+    """Read the whole export once without keeping it: an ExportError when it is not one (not
+    JSON, not a list, too big, a damaged zip), so that a file refused is refused before its
+    first conversation is imported; else how many conversations it holds and its format's
+    marks. Memory: the largest conversation, not the file."""
+    scan = ExportScan()
+    not_utf8: list[int] = []
+    for conversation in read_export(path, not_utf8):
+        scan.conversations += 1
+        if len(scan.sample) < _SAMPLE:
+            scan.sample.append({mark: True for mark in _MARKS.values() if mark in conversation}
+                               if isinstance(conversation, dict) else None)
+    scan.not_utf8 = sum(not_utf8)
+    return scan
+
+
+def load_export(path: Path, not_utf8: list[int] | None = None) -> list[Any]:
+    """The whole list of conversations (tests and small files; an import streams them with
+    :func:`read_export`)."""
+    return list(read_export(path, not_utf8))
 
 
 # -- ChatGPT --------------------------------------------------------------------------------------
@@ -378,17 +565,20 @@ _MARKS = {"chatgpt": "mapping", "claude": "chat_messages"}
 NAMES = {"chatgpt": "ChatGPT", "claude": "Claude"}
 
 
-def detect_format(conversations: list[Any]) -> str | None:
+_SAMPLE = 20  # the conversations detect_format looks at
+
+
+def detect_format(conversations: Iterable[Any]) -> str | None:
     """``chatgpt`` or ``claude`` when most of the first conversations carry that service's
     mark (ChatGPT's ``mapping`` tree, Claude's ``chat_messages``), else None."""
-    sample = [c for c in conversations[:20] if isinstance(c, dict)]
+    sample = [c for c in itertools.islice(conversations, _SAMPLE) if isinstance(c, dict)]
     votes = {fmt: sum(mark in c for c in sample) for fmt, mark in _MARKS.items()}
     best = max(votes, key=lambda fmt: votes[fmt])
     return best if votes[best] * 2 > len(sample) and sample else None
 
 
 def import_export(
-    store: SessionStore, user: str, conversations: list[Any], fmt: str, *,
+    store: SessionStore, user: str, conversations: Iterable[Any], fmt: str, *,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import the conversations of a ChatGPT or Claude export for ``user``. Idempotent."""

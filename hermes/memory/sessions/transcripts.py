@@ -23,7 +23,7 @@ import sqlite_utils
 from hermes.clock import parse_ts, to_ts
 from hermes.errors import HermesError
 from hermes.memory.sessions.store import ROLES, SOURCES, SessionStore
-from hermes.safe_text import scrub_value
+from hermes.safe_text import one_line, scrub_value
 from hermes.safety.secrets import redact_json, redact_text
 from hermes.store.db import write_transaction
 from hermes.store.failures import is_environmental
@@ -31,6 +31,13 @@ from hermes.store.failures import is_environmental
 # Lines written per transaction during a transcript import: big enough that the commit cost
 # disappears, small enough that another process waiting for the write lock is not starved.
 IMPORT_BATCH = 200
+# ... or fewer, when their messages hold this many characters (a batch waits in memory).
+IMPORT_BATCH_CHARS = 16 * 1024 * 1024
+# The longest message an import takes (its text, or a tool call's arguments), in characters.
+# An attachment's extracted text is part of its message (a 2 MB Claude attachment imports);
+# the secret screen needs several times a text in memory, so one message of 50 MB would cost
+# GBs: its session is refused as a whole, by one line naming it, and the others are imported.
+MAX_IMPORT_MESSAGE_CHARS = 4 * 1024 * 1024
 # The external id given to an imported session that has none: its line's content hash.
 HASH_PREFIX = "sha256:"
 
@@ -224,19 +231,21 @@ def import_sessions(
         parse = functools.partial(parse_session_line, sources=sources)
     db = store.db
     report = ImportReport(unit=unit)
-    batch: list[tuple[int, Any]] = []
+    # Parsed and redacted as each item arrives, before the write lock is taken (redaction is
+    # linear in the text, but a batch of long messages is still work no other writer should
+    # wait for), and only the parsed sessions are kept until their batch is written: a batch
+    # ends at IMPORT_BATCH of them or IMPORT_BATCH_CHARS of text, so a file of large
+    # conversations is never in memory whole.
+    ready: list[tuple[int, _ParsedSession]] = []
+    chars = 0
 
     def flush() -> None:
-        # Parsed and redacted before the write lock is taken: redaction is linear in the text
-        # but a batch of long messages is still work no other writer should wait for.
-        ready = [(number, _prepare_line(number, item, report, parse,
-                                        redact=store.redact_secrets))
-                 for number, item in batch]
+        nonlocal chars
         with write_transaction(db):
             for number, parsed in ready:
-                if parsed is not None:
-                    _import_line(db, user, number, parsed, report)
-        batch.clear()
+                _import_line(db, user, number, parsed, report)
+        ready.clear()
+        chars = 0
         if progress is not None:
             progress(report.lines)
 
@@ -244,10 +253,14 @@ def import_sessions(
         report.lines = number
         if isinstance(line, str) and not line.strip():
             continue
-        batch.append((number, line))
-        if len(batch) >= IMPORT_BATCH:
+        parsed = _prepare_line(number, line, report, parse, redact=store.redact_secrets)
+        del line  # (the parsed session is what is kept)
+        if parsed is not None:
+            ready.append((number, parsed))
+            chars += sum(len(m.content) for m in parsed.messages)
+        if len(ready) >= IMPORT_BATCH or chars >= IMPORT_BATCH_CHARS:
             flush()
-    if batch:
+    if ready:
         flush()
     elif progress is not None:
         progress(report.lines)
@@ -267,6 +280,15 @@ def _prepare_line(
     if parsed is None:
         report.empty += 1
         return None
+    for index, message in enumerate(parsed.messages, start=1):
+        size = max(len(message.content), len(message.tool_args or ""))
+        if size > MAX_IMPORT_MESSAGE_CHARS:
+            named = f"{one_line(redact_text(parsed.title), 60)!r}: " if parsed.title else ""
+            report.errors.append((number, (
+                f"{named}message {index:,} of {len(parsed.messages):,} is {size:,} characters, "
+                f"over the import limit of {MAX_IMPORT_MESSAGE_CHARS:,} a message; none of "
+                "this session was imported.")))
+            return None
     _redact_session(parsed, messages=redact)
     return parsed
 
@@ -399,6 +421,7 @@ def read_lines(path: Path, *, on_bytes: Callable[[int], None] | None = None,
                 text = raw.decode(codec, errors="replace")
                 if not_utf8 is not None:
                     not_utf8[number] = replaced_count(raw, text)
+            del raw  # (the text is what is read from here: the bytes need not stay)
             yield text
 
 
