@@ -180,5 +180,10 @@ def test_an_order_the_model_writes_to_memory_is_withheld_or_refused(rt):
         refused = box.run(ToolCall("3", "memory", json.dumps(args)))
         assert "reads like an instruction to the assistant" in refused.content
     assert rt.memory.basic.entries(USER) == []
-    box.run(ToolCall("4", "memory", json.dumps({"action": "add", "text": "likes tea"})))
+    for ops in (5, "add", {"text": "x"}):   # not a list: the batch's own one line, as before
+        bad = ToolBox(rt.memory, USER).run(ToolCall("5", "memory", json.dumps(
+            {"action": "batch", "ops": ops})))
+        assert "batch needs ops" in bad.content
+    ToolBox(rt.memory, USER).run(ToolCall("4", "memory", json.dumps(
+        {"action": "add", "text": "likes tea"})))
     assert [e.text for e in rt.memory.basic.entries(USER)] == ["likes tea"]

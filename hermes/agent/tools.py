@@ -185,8 +185,9 @@ class ToolBox:
 
     def _memory(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
         action, ops, scope = args.get("action"), self.ops, self.scope
-        texts = [args.get("text")] + [op.get("text") for op in args.get("ops") or []
-                                      if isinstance(op, dict)]
+        texts = [args.get("text")]
+        if isinstance(args.get("ops"), list):
+            texts += [op.get("text") for op in args["ops"] if isinstance(op, dict)]
         for text in texts:
             why = standing_order(str(text or ""))
             if why:
