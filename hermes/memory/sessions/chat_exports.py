@@ -132,13 +132,12 @@ class _ConversationStream:
 
     def _more(self, want: int) -> None:
         """Drop what has been read and read until ``want`` characters are ahead (or the end)."""
-        done = self._buf[:self._pos]
-        newlines = done.count("\n")
+        newlines = self._buf.count("\n", 0, self._pos)  # (no copy of what is dropped)
         if newlines:
             self._lines += newlines
-            self._column = len(done) - done.rindex("\n") - 1
+            self._column = self._pos - self._buf.rindex("\n", 0, self._pos) - 1
         else:
-            self._column += len(done)
+            self._column += self._pos
         pieces = [self._buf[self._pos:]]
         have = len(pieces[0])
         while have < want and (piece := self._text.read()):
@@ -244,6 +243,16 @@ class _ConversationStream:
                               f"{kind}).")
 
 
+def zip_start(path: Path) -> bool:
+    """Whether the file starts as a zip does (``PK\\x03\\x04``), readable or not: a download cut
+    short has the start but not the directory at its end, so ``zipfile.is_zipfile`` says no."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
 @contextmanager
 def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
     """The export's conversations.json as a binary stream, and the name errors give it."""
@@ -262,6 +271,10 @@ def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
                 raise ExportError(_too_big(name, info.file_size))
             with archive.open(info) as member:
                 yield member, name
+    elif zip_start(path):
+        # It was read as JSON and said "not valid JSON ... looks like JSON Lines" (review rev4).
+        raise ExportError(f"{path.name}: a zip cut short or damaged (its directory at the end is "
+                          "missing); download the export again. Nothing was imported.")
     else:
         size = path.stat().st_size
         if size > MAX_EXPORT_BYTES:
