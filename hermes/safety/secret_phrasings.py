@@ -45,7 +45,7 @@ def _looks_like_key(value: str) -> bool:
 # a word with a digit or a symbol, without the punctuation that ends it: the value of nearly
 # every match, read without a call of Python (a text dense with "pass: X": ~2 us a match)
 _KEY_WORD = re.compile(
-    r"(?![\"'“«`\[])(?=\S{0,159}?[\d@#$%^&*_+=/\\~|<>])\S{1,160}?"
+    r"(?![\"'“«`\[])(?!\S{0,157}?://)(?=\S{0,159}?[\d@#$%^&*_+=/\\~|<>])\S{1,160}?"
     r"(?=[.,;:!?)\]}\"'”»`]*+(?:\s|\Z))")
 
 
@@ -89,16 +89,17 @@ def _rule_spans(pattern: re.Pattern[str], shortest: int = 4,
     loose = [index for name, index in pattern.groupindex.items() if name.startswith("any")]
 
     def spans(text: str, folded: str) -> list[tuple[int, int]]:
-        starts = [(match.end(), any(match.start(index) >= 0 for index in loose))
-                  for match in _matches(pattern, folded, cues)]
         key_word = _KEY_WORD.match
-        found = []
-        for start, any_word in starts:
-            word = key_word(text, start)
-            if word is not None and word.end() - start >= shortest and "://" not in word.group():
-                found.append((start, word.end()))
-                continue
-            span = _value_span(text, start, shortest, any_word)
+        # (comprehensions over ints: a text dense with "pass: X" is 130k matches)
+        matched = [match.span() for match in _matches(pattern, folded, cues)]
+        words = [key_word(text, end) for _, end in matched]
+        found = [(word.start(), word.end()) for word in words
+                 if word is not None and word.end() - word.start() >= shortest]
+        for start, end in [span for span, word in zip(matched, words, strict=True)
+                           if word is None or word.end() - word.start() < shortest]:
+            match = pattern.match(folded, start)  # (the same match: read its groups)
+            any_word = match is not None and any(match.start(index) >= 0 for index in loose)
+            span = _value_span(text, end, shortest, any_word)
             if span is not None:
                 found.append(span)
         return found
