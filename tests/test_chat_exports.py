@@ -325,6 +325,23 @@ def test_a_damaged_member_of_the_zip_is_one_line(cli, rt, tmp_path):
     assert rt.memory.sessions.list_sessions("owner") == []
 
 
+def test_a_zip_cut_short_is_said_to_be_one(cli, rt, tmp_path):
+    """A download cut in half has a zip's start but not its directory: it was read as JSON and
+    said "not valid JSON ... looks like JSON Lines: leave out --format" (review rev4)."""
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("conversations.json", json.dumps(chatgpt_export()) * 20)
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2])
+    result = cli("sessions", "import", str(archive), "--format", "chatgpt")
+    assert (result.exit_code, result.stderr) == (1, (
+        "Error: export.zip: a zip cut short or damaged (its directory at the end is missing); "
+        "download the export again. Nothing was imported.\n"))
+    guessed = cli("sessions", "import", str(archive))
+    assert guessed.exit_code == 1 and "looks like a ChatGPT or Claude export" in guessed.stderr
+    assert rt.memory.sessions.list_sessions("owner") == []
+
+
 def test_a_lone_surrogate_in_a_chatgpt_message_keeps_its_conversation(rt, tmp_path):
     """Half an emoji ("\\ud83e") made the whole conversation unstorable; the JSONL importer
     already kept it with U+FFFD in its place."""

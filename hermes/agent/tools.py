@@ -24,6 +24,7 @@ from hermes.errors import HermesError
 from hermes.memory import Memory
 from hermes.memory.basic import Op, OverCapError, usage_of
 from hermes.memory.operations import MemoryOperations, Scope, shapes
+from hermes.safety.guard import standing_order
 
 MAX_FAILED_WRITES = 3
 MEMORY_FULL_NOTE = ("(Memory is full: I could not save this. Make room with `hermes memory "
@@ -184,6 +185,18 @@ class ToolBox:
 
     def _memory(self, args: dict[str, Any]) -> tuple[Any, bool, list[int]]:
         action, ops, scope = args.get("action"), self.ops, self.scope
+        texts = [args.get("text")]
+        if isinstance(args.get("ops"), list):
+            texts += [op.get("text") for op in args["ops"] if isinstance(op, dict)]
+        for text in texts:
+            why = standing_order(str(text or ""))
+            if why:
+                # Basic memory is in every prompt: an order the model writes there (read from
+                # a pasted mail or page) would steer every reply (issue 30, item 4).
+                raise ToolError(f"Refused: that entry reads like an instruction to the "
+                                f"assistant ({why}); basic memory does not take orders from "
+                                "the model. If the user wants it, they add it themselves "
+                                "(`hermes memory add`). Nothing was changed.")
         if action == "add":
             result = ops.basic_add(scope, _need(args, "text"))
         elif action == "replace":
@@ -230,8 +243,10 @@ class ToolBox:
                 category=str(args.get("category") or "general"),
                 tags=[str(t) for t in tags] if isinstance(tags, list) else (),
                 source_session_id=self.session_id,
-                # learned where this session is held; from a tool's output when one came in
-                source="tool" if self.outside_input else None,
+                # learned where this session is held; from a tool's output when one came in;
+                # an order to the assistant is the model's own (withheld, as extraction's)
+                source="tool" if self.outside_input else (
+                    "inferred" if standing_order(str(args.get("content") or "")) else None),
             )
             return _visible_added(added, self), True, []
         if action == "update":

@@ -306,10 +306,13 @@ def _import(ctx: typer.Context, file: Path, fmt: str, user: str, as_json: bool) 
 
 
 def _looks_like_export(file: Path) -> bool:
-    """A zip, or a file whose JSON starts with a list (JSON Lines holds one object a line)."""
+    """A zip (whole or cut short), or a file whose JSON starts with a list (JSON Lines holds one
+    object a line)."""
     import zipfile
 
-    if zipfile.is_zipfile(file):
+    from hermes.memory.sessions.chat_exports import zip_start
+
+    if zipfile.is_zipfile(file) or zip_start(file):
         return True
     with file.open("rb") as handle:
         head = handle.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")

@@ -45,11 +45,12 @@ from pydantic import Field
 
 from hermes.agent.tool_registry import Tool, ToolRegistry
 from hermes.clock import parse_ts, to_ts
-from hermes.errors import HermesError, NotFound
+from hermes.errors import HermesError, NotFound, RefusedWrite
 from hermes.home import make_private_dirs
 from hermes.memory.facts.records import writes_from
 from hermes.memory.operations import MemoryOperations, Scope, shapes
 from hermes.safe_text import scrub_value
+from hermes.safety.guard import standing_order
 
 if TYPE_CHECKING:
     from hermes.config import Settings
@@ -120,6 +121,7 @@ class MemoryTools:
         """Add an entry to BASIC MEMORY (only what is worth knowing in every conversation;
         details belong in facts_add). Past the character cap the write is refused with the
         usage and the entries: replace or remove entries first. Never store secrets."""
+        _no_orders(text)
         return shapes.written_json(self.ops.basic_add(self.scope, text))
 
     def memory_replace(self, target: Target,
@@ -127,6 +129,7 @@ class MemoryTools:
                        ) -> dict[str, Any]:
         """Replace one BASIC MEMORY entry (by id or a unique part of its text) with new
         text; the cap is checked on the result."""
+        _no_orders(text)
         return shapes.written_json(self.ops.basic_replace(self.scope, target, text))
 
     def memory_remove(self, target: Target) -> dict[str, Any]:
@@ -256,6 +259,17 @@ WRITE_TOOLS = {
     "facts_forget": (True, True),       # forgetting twice changes nothing
     "facts_rate": (False, False),       # each rating moves the trust
 }
+
+
+def _no_orders(text: str) -> None:
+    """Basic memory is in every prompt: an MCP client (another agent, which may have read a
+    poisoned page) may not write an order to the assistant there (issue 30, item 4; its facts
+    are withheld instead, by trust by source)."""
+    why = standing_order(text)
+    if why:
+        raise RefusedWrite(f"Refused: that entry reads like an instruction to the assistant "
+                           f"({why}); basic memory takes none from an MCP client. The user can "
+                           "add it with `hermes memory add`. Nothing was changed.")
 
 
 def client_origin(ctx: Context | None) -> str:

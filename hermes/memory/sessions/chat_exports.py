@@ -243,6 +243,16 @@ class _ConversationStream:
                               f"{kind}).")
 
 
+def zip_start(path: Path) -> bool:
+    """Whether the file starts as a zip does (``PK\\x03\\x04``), readable or not: a download cut
+    short has the start but not the directory at its end, so ``zipfile.is_zipfile`` says no."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
 @contextmanager
 def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
     """The export's conversations.json as a binary stream, and the name errors give it."""
@@ -261,6 +271,10 @@ def _opened(path: Path) -> Iterator[tuple[IO[bytes], str]]:
                 raise ExportError(_too_big(name, info.file_size))
             with archive.open(info) as member:
                 yield member, name
+    elif zip_start(path):
+        # It was read as JSON and said "not valid JSON ... looks like JSON Lines" (review rev4).
+        raise ExportError(f"{path.name}: a zip cut short or damaged (its directory at the end is "
+                          "missing); download the export again. Nothing was imported.")
     else:
         size = path.stat().st_size
         if size > MAX_EXPORT_BYTES:
