@@ -133,3 +133,20 @@ def test_the_export_is_written_as_read_and_is_the_sealed_lines_of_its_records(rt
     assert result.exit_code == 0, result.stderr
     assert out.read_text(encoding="utf-8").split("\n")[:-1] == lines
     assert "40 messages" in result.stderr and "2 sessions" in result.stderr
+
+
+def test_a_session_with_a_message_over_the_import_limit_is_refused_as_a_whole(
+        cli, tmp_path, dump, monkeypatch):
+    """As `hermes sessions import` does: one line naming the limit, the session and its
+    messages not written, everything else imported (the limit made small for the test)."""
+    monkeypatch.setattr("hermes.memory.transfer.restore.MAX_IMPORT_MESSAGE_CHARS", 100)
+    session = record(dump, "sessions")
+    first = session["messages"][0]
+    session["messages"].append({**first, "id": first["id"] + 1, "content": "y" * 101})
+    session["row"]["message_count"] = 2
+    number = dump.index(session) + 1
+    refused, kept = import_refusing(cli, tmp_path, write(tmp_path, dump), f"line {number}",
+                                    "message 2 of 2 is 101 characters", "limit of 100")
+    assert len(refused) == 1
+    assert "hello there" not in kept and '"type":"sessions"' not in kept
+    assert "PostgreSQL 16" in kept and "Runs Debian 13" in kept

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes.memory.facts import provenance
 from hermes.memory.sessions.records import speaker_name
 from hermes.safe_text import one_line
 
@@ -51,6 +52,11 @@ def added_json(added: AddResult) -> dict[str, Any]:
     """A fact added (or merged); ``supersedes``: the facts a statement of the user's replaced
     (only when it replaced one)."""
     data: dict[str, Any] = {"status": added.status, "fact": fact_json(added.fact)}
+    if provenance.is_withheld(added.fact):
+        # Stored, never shown: the caller is told so, not that it was created.
+        data["status"] = "withheld"
+        data["note"] = ("stored but never shown to the assistant: it reads like an instruction "
+                        "to it; the user may restore it (`hermes facts restore`)")
     if added.superseded:
         data["supersedes"] = list(added.superseded)
     return data

@@ -37,6 +37,7 @@ import sqlite_utils
 from hermes.clock import Clock, SystemClock
 from hermes.errors import HermesError
 from hermes.memory.basic import DEFAULT_LIMIT, Entry, usage_of
+from hermes.memory.sessions.transcripts import MAX_IMPORT_MESSAGE_CHARS
 from hermes.memory.transfer.export import (
     EXPORT_END,
     EXPORT_VERSION,
@@ -55,6 +56,21 @@ from hermes.store.maintenance import table_columns
 # Rows written per transaction (a session counts its messages): big enough that commits cost
 # nothing, small enough that another writer waits milliseconds, not minutes.
 BATCH_ROWS = 1000
+def _within_message_limit(messages: list[Any]) -> None:
+    """Refuse a session one of whose messages is over the import limit a message (as `hermes
+    sessions import` does): its secret screen alone would take many times its size in memory."""
+    for index, message in enumerate(messages, start=1):
+        if not isinstance(message, dict):
+            continue    # refused as it is written
+        size = max((len(v) for v in (message.get("content"), message.get("tool_args"))
+                    if isinstance(v, str)), default=0)
+        if size > MAX_IMPORT_MESSAGE_CHARS:
+            raise _RefusedRecord(
+                f"message {index:,} of {len(messages):,} is {size:,} characters, over the "
+                f"import limit of {MAX_IMPORT_MESSAGE_CHARS:,} a message; none of this "
+                "session was imported")
+
+
 class _BadRecord(ValueError):
     """A record that is not what `hermes export` writes (the message says what is wrong)."""
 
@@ -350,6 +366,7 @@ class _Restore:
         messages = record.get("messages") or []
         if not isinstance(messages, list):
             raise _BadRecord("'messages' must be a list")
+        _within_message_limit(messages)
         session_id = self._insert("sessions", {**row, "extracted_through": 0})
         self._added.append(("sessions*", session_id))  # its messages' pairs, if refused
         pairs = self.session_messages.setdefault(session_id, [])
