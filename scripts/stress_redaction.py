@@ -141,7 +141,7 @@ HOSTILE = {
     "key blocks (dense)": (
         _repeat("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"), None),
     "mixed secrets (dense)": (lambda n: _varied(_MIXED, n), None),
-    # the phrasings of hermes/safety/secret_phrasings.py
+    # the phrasings of secrets.py's "more phrasings" rules
     "pass: X, varied (dense)": (lambda n: _varied("pass: {w}{d} ", n), None),
     "db_password=X (dense)": (lambda n: _varied("db_password={w}{d} ", n), None),
     "json passwords (dense)": (lambda n: _varied('"password": "{w}{d}", ', n), None),

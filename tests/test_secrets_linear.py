@@ -91,7 +91,7 @@ def test_the_rewritten_rules_find_what_the_old_ones_found():
         "see https://alice:hunter2secret@example.com/x": "password in a URL",
         "go to x1.2a3b://alice:hunter2secret@example.com": "password in a URL",
         "name DB_PASSWORD = hunter22": "api key",
-        # not a whole word for the env rule; a name joined to a prefix (secret_phrasings)
+        # not a whole word for the env rule; a name joined to a prefix (secrets._phrasing_rules)
         "lowerDB_PASSWORD = hunter22": "password",
         "xPASSWORD=abcdefghij DB_PASSWORD = hunter22": "api key",
         "aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'": "aws secret key",

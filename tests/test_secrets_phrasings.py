@@ -1,5 +1,6 @@
-"""More phrasings of a password, a wifi key and an AWS secret (hermes.safety.secret_phrasings):
-each redacted whole, and the near misses beside each left alone (issue 30)."""
+"""More phrasings of a password, a wifi key and an AWS secret (the "more phrasings" rules of
+hermes.safety.secrets): each redacted whole, and the near misses beside each left alone
+(issue 30)."""
 
 from __future__ import annotations
 
