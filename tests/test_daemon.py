@@ -618,17 +618,19 @@ async def test_shutdown_waits_for_the_terminal_summary_within_the_background_gra
     assert all(task.done() for task in repl.background)
 
 
-def test_hermes_run_says_a_bad_cron_job_before_it_loads_anything(
-        cli, monkeypatch, hermes_home, config_file):
-    """Issue 30: the cron check ran after the model had loaded, so INFO lines came first."""
+def _run_refused_before_loading(cli, monkeypatch):
+    """`hermes run --no-repl`, which must refuse before it loads the model or builds its
+    agent: both raise here, so a run that goes on fails at once (never a daemon left running,
+    never a hang)."""
     import logging
 
     from hermes.agent import llm
 
-    loaded = []
-    monkeypatch.setattr(llm, "load_litellm", lambda: loaded.append(1))
-    config_file.write_text("cron:\n  jobs:\n"
-                           "    - {name: digest, schedule: 'every blue moon', prompt: hi}\n")
+    def went_on(*args, **kwargs):
+        raise AssertionError("hermes run went on past its checks")
+
+    monkeypatch.setattr(llm, "load_litellm", went_on)
+    monkeypatch.setattr("hermes.daemon.build_agent", went_on)
     try:
         result = cli("run", "--no-repl")
     finally:
@@ -636,7 +638,17 @@ def test_hermes_run_says_a_bad_cron_job_before_it_loads_anything(
         for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
             root.removeHandler(handler)
             handler.close()
-    assert result.exit_code == 2 and loaded == []
+    assert not isinstance(result.exception, AssertionError), result.exception
+    return result
+
+
+def test_hermes_run_says_a_bad_cron_job_before_it_loads_anything(
+        cli, monkeypatch, hermes_home, config_file):
+    """Issue 30: the cron check ran after the model had loaded, so INFO lines came first."""
+    config_file.write_text("cron:\n  jobs:\n"
+                           "    - {name: digest, schedule: 'every blue moon', prompt: hi}\n")
+    result = _run_refused_before_loading(cli, monkeypatch)
+    assert result.exit_code == 2
     assert result.stderr.startswith("Error: ") and "cron.jobs.0.schedule" in result.stderr
     assert result.stderr.count("\n") == 1
 
@@ -645,24 +657,13 @@ def test_hermes_run_says_a_bad_stored_cron_job_in_one_line(cli, monkeypatch, rt)
     """A job of the database whose schedule cannot be used (an older Hermes, an edit by hand)
     logged a traceback and started with every cron job off (review rev4): one Error line that
     names the job and its fix, before anything loads, as for a bad job of cron.jobs."""
-    import logging
-
-    from hermes.agent import llm
     from hermes.assembly import cron_store
 
     cron_store(rt.memory).add("digest", "owner", "0 8 * * *", "hi")
     rt.db.execute("UPDATE cron_jobs SET schedule = 'every fortnight' WHERE name = 'digest'")
     rt.db.conn.commit()
-    loaded = []
-    monkeypatch.setattr(llm, "load_litellm", lambda: loaded.append(1))
-    try:
-        result = cli("run", "--no-repl")
-    finally:
-        root = logging.getLogger()
-        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
-            root.removeHandler(handler)
-            handler.close()
-    assert result.exit_code == 1 and loaded == []
+    result = _run_refused_before_loading(cli, monkeypatch)
+    assert result.exit_code == 1
     assert result.stderr.startswith("Error: cron job 'digest' of owner: schedule 'every fortnight'")
     assert "hermes cron remove digest --user owner" in result.stderr
     assert result.stderr.count("\n") == 1
