@@ -926,15 +926,13 @@ _OPENING_QUOTES = "\"'“«`"
 _VALUE_ENDS = ".,;:!?)]}\"'”»`"
 _NO_VALUE = _DESCRIPTIVE | {"true", "false", "yes", "null", "none", "nil", "undefined"}
 _KEY_SYMBOL = re.compile(r"[@#$%^&*_+=/\\~|<>]")  # (none of them ends a value: _VALUE_ENDS)
-_KEY_DIGIT = re.compile(r"\d")
-_KEY_MIXED = re.compile(r"[a-z][A-Z]")
 
 
 def _looks_like_key(value: str) -> bool:
     """A word that is a key rather than a word of prose: a digit, mixed case, a symbol (not a
     hyphen: "half-broken"), or 20 characters ("correcthorsebatterystaple")."""
-    return (len(value) >= 20 or _KEY_DIGIT.search(value) is not None
-            or _KEY_MIXED.search(value) is not None or _KEY_SYMBOL.search(value) is not None)
+    return (len(value) >= 20 or _DIGIT.search(value) is not None
+            or _MIXED_CASE.search(value) is not None or _KEY_SYMBOL.search(value) is not None)
 
 
 # a word with a digit or a symbol, without the punctuation that ends it: the value of nearly
