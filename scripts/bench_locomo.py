@@ -905,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="prompt mode: a question that refers back gets the turn's one "
                              "query rewrite first (hermes.agent.recall_rewrite), the model "
                              "scripted by scripts/recall_probes.py; counts the calls")
-    parser.add_argument("--probes", choices=["implicit", "paraphrase", "refers-back"],
+    parser.add_argument("--probes", choices=["implicit", "hard", "paraphrase", "refers-back"],
                         help="ask Hermes's own probes instead of LoCoMo's questions: each "
                              "probe's exchange inserted as a two-turn session of its own "
                              "(scripts/recall_probes.py)")
