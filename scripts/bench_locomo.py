@@ -557,7 +557,7 @@ def semantic_params(**changes: float | int) -> Iterator[None]:
 # them, the nearest joining from the model's whole floor, no place kept for the wordless
 # nearest): ``--versus before``.
 BEFORE_35 = {"trust_low": -1.0, "trust_high": -1.0, "beyond": 0.0, "floor_share": 1.0,
-             "shown_share": 0.0, "keep_nearest": 0}
+             "shown_share": 0.0, "keep_nearest": 0, "in_place_of_words": 0}
 
 
 def _knobs(items: Sequence[str]) -> dict[str, float | int]:
