@@ -121,3 +121,20 @@ async def test_a_temporary_chat_rewrites_from_its_own_turns(agent, fake_model, c
     rows = agent.memory.db.execute(
         "SELECT source, session_id FROM model_calls ORDER BY id").fetchall()
     assert rows == [("recall", None), ("chat", None)]  # counted for no session
+
+
+async def test_a_model_that_is_down_costs_one_call_and_no_wait(agent, fake_model, clock, caplog):
+    # One budgeted call: a transient failure is not retried (a retry's backoff of 1, 2, 4 s
+    # would hold the reply up to recall_rewrite_seconds each time the background model is
+    # down), and the log says why, not "TimeoutError".
+    from tests.fakellm import service_unavailable
+
+    session_id = told_before(agent, clock)
+    fake_model.error(service_unavailable("overloaded"))
+    fake_model.reply("How exciting!")
+    with caplog.at_level(logging.WARNING, logger="hermes.agent.turn"):
+        result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and result.text == "How exciting!"
+    assert len(fake_model.requests) == 2 and fake_model.sleeps == []
+    (line,) = [r.getMessage() for r in caplog.records if "recall rewrite" in r.getMessage()]
+    assert "overloaded" in line and not any(r.exc_info for r in caplog.records)
