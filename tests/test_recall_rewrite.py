@@ -54,6 +54,34 @@ def test_a_reply_is_read_defensively():
     assert recall_rewrite.recall_text("hi", "there") == "there"
 
 
+# What models answer when they will not guess (review rev5): recall searching such a text
+# instead of the message found the chit-chat, and lost what the message alone finds.
+JUNK = ["I'm sorry, I can't see your earlier conversations, so I don't know what you told me.",
+        "Sorry, I don't have access to previous messages.",
+        "As an AI, I have no memory of past chats.",
+        "I cannot know what the earlier message said without more context.",
+        "Unknown.", "N/A", "none", "I don't know.", "Not sure", "?", "...",
+        '{"earlier_message": ""}']
+
+
+def test_a_reply_that_will_not_guess_is_no_rewrite():
+    for reply in JUNK:
+        assert recall_rewrite.parse(reply) is None, reply
+    # what users say in their own words stays, first person, negations and all
+    for said in ("I can't have dairy, I'm lactose intolerant.", "I don't drink coffee anymore.",
+                 "Sorry I missed your call, my sister got engaged.", "None of us slept, the "
+                 "baby was born."):
+        assert recall_rewrite.parse(said) == said, said
+
+
+def test_a_reply_in_json_gives_its_text():
+    assert recall_rewrite.parse('```json\n{"earlier_message": "My sister got engaged."}\n```') \
+        == "My sister got engaged."
+    assert recall_rewrite.parse('{"text": ["My sister got engaged."]}') == "My sister got engaged."
+    assert recall_rewrite.parse('["My sister got engaged."]') == "My sister got engaged."
+    assert recall_rewrite.parse("{not json") == "{not json"  # kept as written
+
+
 async def test_a_message_that_refers_back_recalls_through_one_rewrite(agent, fake_model, clock):
     session_id = told_before(agent, clock)
     fake_model.reply("My sister got engaged.")  # the rewrite (background model: the same here)
@@ -138,3 +166,18 @@ async def test_a_model_that_is_down_costs_one_call_and_no_wait(agent, fake_model
     assert len(fake_model.requests) == 2 and fake_model.sleeps == []
     (line,) = [r.getMessage() for r in caplog.records if "recall rewrite" in r.getMessage()]
     assert "overloaded" in line and not any(r.exc_info for r in caplog.records)
+
+
+@pytest.mark.parametrize("junk", [JUNK[0], JUNK[4]])
+async def test_a_rewrite_that_will_not_guess_recalls_by_the_message(agent, fake_model, clock,
+                                                                    junk):
+    sessions = agent.memory.sessions
+    session_id = told_before(agent, clock)
+    # what recall would find were it to search the reply instead of the message
+    other = sessions.create("owner", "terminal")
+    said = "Sorry, I can't see the earlier conversations: unknown caller, unknown number."
+    sessions.append("owner", other.id, "user", said)
+    fake_model.reply(junk)
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and said not in fake_model.requests[-1].tail
