@@ -44,6 +44,19 @@ def test_what_refers_back():
         assert not recall_rewrite.refers_back(text), text
 
 
+def test_remembering_out_loud_or_general_knowledge_is_not_referring_back():
+    # Each cost a background call and recall searched the model's guess (review rev5): the
+    # user's own memories, and what the assistant knows, are not something told before.
+    for text in ("I remember when I was a kid we had a goldfish called Bubbles",
+                 "Do you remember how to make pancakes?",
+                 "Can you remember what the capital of Peru is?",
+                 "i remember how cold that winter was"):
+        assert not recall_rewrite.refers_back(text), text
+    for text in ("Do you remember what I said about the boiler?", "remember how I take my tea?",
+                 "Remember when our flight got cancelled?", "remember what you told me?"):
+        assert recall_rewrite.refers_back(text), text
+
+
 def test_a_reply_is_read_defensively():
     assert recall_rewrite.parse("```\nMy sister got engaged.\n```") == "My sister got engaged."
     assert recall_rewrite.parse('Earlier message: "My sister got engaged."') \

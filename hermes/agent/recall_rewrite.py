@@ -29,7 +29,10 @@ _REFERS_BACK = re.compile(
     r"|i (?:mentioned|said) (?:before|earlier|last time)"
     r"|(?:the|that) (?:\w+ ){0,2}(?:thing|stuff|issue|problem|news|matter|situation|one|plan)"
     r" (?:i|we) (?:told you|mentioned|talked about|was telling you|said)"
-    r"|remember (?:when|what|how)\b"
+    # "remember when/what/how" about the person's own past with the assistant: a first person
+    # soon after, not "I remember when I was a kid" (their own memory) nor "do you remember
+    # how to make pancakes?" (what the assistant knows)
+    r"|(?<!\bi )remember (?:when|what|how)\b[^.!?\n]{0,40}?\b(?:i|we|my|our|me|us)\b"
     # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
     # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
     r"|remember (?:that|the)\b[^.!?\n]*\?"
