@@ -16,6 +16,7 @@ refers back (none for the others), measured in ``scripts/bench_locomo.py --mode 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -99,10 +100,8 @@ def parse(reply: str | None) -> str | None:
     guess ("Unknown.", "I can't see your earlier conversations")."""
     text = _FENCE.sub("", (reply or "").strip()).strip()
     if text[:1] in ("{", "["):
-        try:
+        with contextlib.suppress(ValueError):  # not JSON after all: the text as written
             text = _text_of(json.loads(text)).strip()
-        except ValueError:
-            pass  # not JSON after all: the text as written
     text = _LABEL.sub("", text).strip().strip('"“”\'').strip()
     text = " ".join(text.split())
     if not text or _NO_ANSWER.fullmatch(text) or _WILL_NOT_GUESS.search(text):
