@@ -79,7 +79,9 @@ def test_the_cli_says_what_a_hit_matched(cli, db, clock):
     def hit(matched, mode="loose", snippet="**car**", matched_in=("messages",)):
         return SearchHit(session, 1.0, None, snippet, [], mode, list(matched_in), [], matched)
 
-    assert _how(hit("words", mode="strict")) == ""
+    # every hit says it, one holding all the words too (review rev5: it said nothing)
+    assert _how(hit("words", mode="strict")) == ", words"
+    assert _how(hit("both", mode="strict")) == ", words, by meaning"
     assert _how(hit("words")) == ", any word"
     assert _how(hit("both")) == ", any word, by meaning"
     assert _how(hit("meaning", snippet="my car")) == ", by meaning"
