@@ -7,9 +7,10 @@ import pytest
 
 from hermes.errors import NotFound
 from hermes.memory.sessions import hits
-from hermes.memory.sessions.bm25 import HIGHLIGHT
+from hermes.memory.sessions.bm25 import HIGHLIGHT, manual_snippet
 from hermes.memory.sessions.records import read_window
 from hermes.memory.sessions.store import SessionStore
+from hermes.store.fts import build_match
 
 
 def home(db, clock):
@@ -110,6 +111,16 @@ def test_runs_cut_far_apart_ids_and_long_runs():
     assert hits._runs([1, 2, 5, 3000, 3001], 2000, 200) == [[1, 2, 5], [3000, 3001]]
     assert hits._runs([1, 2, 3], 10, 2) == [[1, 2], [3]]
     assert hits._runs([], 10, 2) == []
+
+
+def test_a_snippet_cut_by_hand_finds_a_word_in_any_case_and_folded_letters():
+    """manual_snippet skips the patterns whose word an ASCII text does not hold; a text
+    outside ASCII is scanned by every pattern (case folds further there: "ſ" is an "s")."""
+    plan = build_match("sun kiln")
+    assert manual_snippet("the SUN is out", plan) == "the **SUN** is out"
+    assert manual_snippet("the ſun is out", plan) == "the **ſun** is out"
+    assert manual_snippet("a \u212aILN, hot", plan) == "a **\u212aILN**, hot"
+    assert manual_snippet("nothing here", plan) == "nothing here"
 
 
 def test_many_hits_are_read_a_chunk_at_a_time_the_same(db, clock, monkeypatch):
