@@ -29,10 +29,12 @@ def test_a_fact_has_one_shape_for_the_model_and_for_mcp(rt):
     ops.add(ALICE, "Alice owns a cat", category="person")
     chat = tool(rt, "alice", "facts", action="search", query="postgres backups")
     mcp = MemoryTools(rt.memory, "alice").facts_search("postgres backups")
-    assert chat == mcp == {"facts": [fact_json(added.fact)]}
+    # a search's fact is the fact's shape, with why it was found
+    assert chat == mcp == {"facts": [{**fact_json(added.fact),
+                                      "found_by": "words postgres, backups"}]}
     assert mcp["facts"][0] == {"id": added.id, "content": added.fact.content, "trust": 0.5,
                                "category": "general", "entities": ["Postgres", "NAS"],
-                               "tags": ["backups"]}
+                               "tags": ["backups"], "found_by": "words postgres, backups"}
     # probe and reason, written by either surface, give the same records too
     assert (tool(rt, "alice", "facts", action="probe", entity="NAS")
             == MemoryTools(rt.memory, "alice").facts_probe("NAS"))

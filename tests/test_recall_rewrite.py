@@ -44,6 +44,19 @@ def test_what_refers_back():
         assert not recall_rewrite.refers_back(text), text
 
 
+def test_remembering_out_loud_or_general_knowledge_is_not_referring_back():
+    # Each cost a background call and recall searched the model's guess (review rev5): the
+    # user's own memories, and what the assistant knows, are not something told before.
+    for text in ("I remember when I was a kid we had a goldfish called Bubbles",
+                 "Do you remember how to make pancakes?",
+                 "Can you remember what the capital of Peru is?",
+                 "i remember how cold that winter was"):
+        assert not recall_rewrite.refers_back(text), text
+    for text in ("Do you remember what I said about the boiler?", "remember how I take my tea?",
+                 "Remember when our flight got cancelled?", "remember what you told me?"):
+        assert recall_rewrite.refers_back(text), text
+
+
 def test_a_reply_is_read_defensively():
     assert recall_rewrite.parse("```\nMy sister got engaged.\n```") == "My sister got engaged."
     assert recall_rewrite.parse('Earlier message: "My sister got engaged."') \
@@ -52,6 +65,34 @@ def test_a_reply_is_read_defensively():
     assert len(recall_rewrite.parse("word " * 200) or "") == recall_rewrite.MAX_CHARS
     assert recall_rewrite.recall_text("hi", None) == "hi"
     assert recall_rewrite.recall_text("hi", "there") == "there"
+
+
+# What models answer when they will not guess (review rev5): recall searching such a text
+# instead of the message found the chit-chat, and lost what the message alone finds.
+JUNK = ["I'm sorry, I can't see your earlier conversations, so I don't know what you told me.",
+        "Sorry, I don't have access to previous messages.",
+        "As an AI, I have no memory of past chats.",
+        "I cannot know what the earlier message said without more context.",
+        "Unknown.", "N/A", "none", "I don't know.", "Not sure", "?", "...",
+        '{"earlier_message": ""}']
+
+
+def test_a_reply_that_will_not_guess_is_no_rewrite():
+    for reply in JUNK:
+        assert recall_rewrite.parse(reply) is None, reply
+    # what users say in their own words stays, first person, negations and all
+    for said in ("I can't have dairy, I'm lactose intolerant.", "I don't drink coffee anymore.",
+                 "Sorry I missed your call, my sister got engaged.", "None of us slept, the "
+                 "baby was born."):
+        assert recall_rewrite.parse(said) == said, said
+
+
+def test_a_reply_in_json_gives_its_text():
+    assert recall_rewrite.parse('```json\n{"earlier_message": "My sister got engaged."}\n```') \
+        == "My sister got engaged."
+    assert recall_rewrite.parse('{"text": ["My sister got engaged."]}') == "My sister got engaged."
+    assert recall_rewrite.parse('["My sister got engaged."]') == "My sister got engaged."
+    assert recall_rewrite.parse("{not json") == "{not json"  # kept as written
 
 
 async def test_a_message_that_refers_back_recalls_through_one_rewrite(agent, fake_model, clock):
@@ -121,3 +162,35 @@ async def test_a_temporary_chat_rewrites_from_its_own_turns(agent, fake_model, c
     rows = agent.memory.db.execute(
         "SELECT source, session_id FROM model_calls ORDER BY id").fetchall()
     assert rows == [("recall", None), ("chat", None)]  # counted for no session
+
+
+async def test_a_model_that_is_down_costs_one_call_and_no_wait(agent, fake_model, clock, caplog):
+    # One budgeted call: a transient failure is not retried (a retry's backoff of 1, 2, 4 s
+    # would hold the reply up to recall_rewrite_seconds each time the background model is
+    # down), and the log says why, not "TimeoutError".
+    from tests.fakellm import service_unavailable
+
+    session_id = told_before(agent, clock)
+    fake_model.error(service_unavailable("overloaded"))
+    fake_model.reply("How exciting!")
+    with caplog.at_level(logging.WARNING, logger="hermes.agent.turn"):
+        result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and result.text == "How exciting!"
+    assert len(fake_model.requests) == 2 and fake_model.sleeps == []
+    (line,) = [r.getMessage() for r in caplog.records if "recall rewrite" in r.getMessage()]
+    assert "overloaded" in line and not any(r.exc_info for r in caplog.records)
+
+
+@pytest.mark.parametrize("junk", [JUNK[0], JUNK[4]])
+async def test_a_rewrite_that_will_not_guess_recalls_by_the_message(agent, fake_model, clock,
+                                                                    junk):
+    sessions = agent.memory.sessions
+    session_id = told_before(agent, clock)
+    # what recall would find were it to search the reply instead of the message
+    other = sessions.create("owner", "terminal")
+    said = "Sorry, I can't see the earlier conversations: unknown caller, unknown number."
+    sessions.append("owner", other.id, "user", said)
+    fake_model.reply(junk)
+    fake_model.reply("How exciting!")
+    result = await agent.turn("owner", session_id, BACK).run()
+    assert result.error is None and said not in fake_model.requests[-1].tail

@@ -79,7 +79,9 @@ def test_the_cli_says_what_a_hit_matched(cli, db, clock):
     def hit(matched, mode="loose", snippet="**car**", matched_in=("messages",)):
         return SearchHit(session, 1.0, None, snippet, [], mode, list(matched_in), [], matched)
 
-    assert _how(hit("words", mode="strict")) == ""
+    # every hit says it, one holding all the words too (review rev5: it said nothing)
+    assert _how(hit("words", mode="strict")) == ", words"
+    assert _how(hit("both", mode="strict")) == ", words, by meaning"
     assert _how(hit("words")) == ", any word"
     assert _how(hit("both")) == ", any word, by meaning"
     assert _how(hit("meaning", snippet="my car")) == ", by meaning"
@@ -145,3 +147,36 @@ def test_the_turns_next_to_a_greeting_are_read_for_its_user_only(store, clock, d
     assert _next_to(db, "owner", {mine[1]}) == {mine[0], mine[2]}
     assert _next_to(db, "owner", {theirs[0]}) == set()
     assert _next_to(db, "bob", {theirs[0]}) == {theirs[1]}
+
+
+async def test_the_web_panel_says_what_each_hit_matched_and_marks_only_its_words(
+        monkeypatch, clock):
+    # Review rev5: the panel's search showed no label, and lit the whole matched line alike
+    # for a word match and a match by meaning. Now each hit says what it matched, as the CLI
+    # does, and only the query's words in the line are marked.
+    import re
+
+    from hermes.config import load_settings
+    from hermes.frontends.web.app import WebContext
+    from hermes.memory.embeddings import embedders
+    from hermes.runtime import Runtime
+    from tests.web_client import Panel
+
+    monkeypatch.setitem(embedders.MODELS, "minilm", ToyEmbedder)
+    monkeypatch.setenv("HERMES_SESSIONS__EMBEDDINGS", "true")
+    rt = Runtime(load_settings(), clock=clock)
+    car, hello, lisbon = home(rt.memory.sessions, clock)
+    panel = await Panel(WebContext(rt.memory)).login()
+    try:
+        page = (await panel.get("/sessions", params={"q": "automobile trams"})).text
+    finally:
+        await panel.close()
+        rt.close()
+    hits = re.findall(r'<li class="hit">(.*?)</ul>', page, re.S)
+    assert len(hits) == 2 and "hello there" not in page
+    by_title = {("car" if "my car is blue" in h else "lisbon"): h for h in hits}
+    assert '<span class="found">by meaning</span>' in by_title["car"]
+    assert "<mark>" not in by_title["car"]  # no word of the query in it: nothing lit
+    assert '<span class="found">any word</span>' in by_title["lisbon"]
+    assert "the <mark>trams</mark> are great" in by_title["lisbon"]
+    assert page.count("<mark>") == 1

@@ -431,11 +431,13 @@ class LLM:
     async def complete(self, messages: Sequence[dict[str, Any]],
                        tools: Sequence[dict] | None = None, *, response_format: dict | None = None,
                        max_tokens: int | None = None, scope: usage.Scope | None = None,
-                       cache: bool = True) -> Completion:
+                       cache: bool = True, retries: int | None = None) -> Completion:
         """One reply, not streamed. Retries transient failures; raises ModelUnavailable.
 
         ``cache=False`` for a request that is sent once (a compression's summary): a cache
-        mark there only costs (Anthropic charges a cache write 1.25x)."""
+        mark there only costs (Anthropic charges a cache write 1.25x). ``retries``: at most
+        this many retries instead of ``model.retries`` (0 for a call the reply waits for and
+        can do without: a recall rewrite)."""
         if self.name:
             await self.ready()
         litellm = self._prepare()
@@ -449,7 +451,8 @@ class LLM:
             except ModelUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed
-                if not _retryable(exc) or attempt >= self.config.retries:
+                limit = self.config.retries if retries is None else retries
+                if not _retryable(exc) or attempt >= limit:
                     raise self._failure(exc, attempt + 1) from exc
                 delay = self._backoff(attempt)
                 log.info("model %s: %s; retrying in %.1fs", self.name, error_reason(exc), delay)

@@ -16,6 +16,8 @@ refers back (none for the others), measured in ``scripts/bench_locomo.py --mode 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -28,7 +30,10 @@ _REFERS_BACK = re.compile(
     r"|i (?:mentioned|said) (?:before|earlier|last time)"
     r"|(?:the|that) (?:\w+ ){0,2}(?:thing|stuff|issue|problem|news|matter|situation|one|plan)"
     r" (?:i|we) (?:told you|mentioned|talked about|was telling you|said)"
-    r"|remember (?:when|what|how)\b"
+    # "remember when/what/how" about the person's own past with the assistant: a first person
+    # soon after, not "I remember when I was a kid" (their own memory) nor "do you remember
+    # how to make pancakes?" (what the assistant knows)
+    r"|(?<!\bi )remember (?:when|what|how)\b[^.!?\n]{0,40}?\b(?:i|we|my|our|me|us)\b"
     # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
     # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
     r"|remember (?:that|the)\b[^.!?\n]*\?"
@@ -67,13 +72,39 @@ _LABEL = re.compile(r"^(?:earlier message|the earlier message|rewrite|answer|tex
                     re.IGNORECASE)
 
 
+# A reply that will not guess: recall searching it instead of the message finds chit-chat and
+# loses what the message alone finds. A word of its own ("Unknown."), or a sentence about not
+# seeing the earlier conversation; a user's own "I can't have dairy" is a rewrite.
+_NO_ANSWER = re.compile(r"(?:unknown|n/?a|none|null|nothing|not sure|no idea|unclear"
+                        r"|i (?:do not|don'?t) know|[?.…\s]*)[.!]?", re.IGNORECASE)
+_WILL_NOT_GUESS = re.compile(
+    r"^(?:as an ai\b|(?:i'?m |i am )?sorry,? (?:but )?i (?:can(?:no|')?t|do(?: not|n'?t)|am unable"
+    r"|have no)\b)"
+    r"|\b(?:can(?:no|')?t|(?:do(?: not|n'?t)|no) (?:have )?(?:access|way|memory)|unable to)\b"
+    r"[^.]{0,60}\b(?:earlier|previous|past|prior|that) (?:message|conversation|chat)s?\b",
+    re.IGNORECASE)
+
+
+def _text_of(value: object) -> str:
+    """The first non-empty text in a JSON value (a model that answered in JSON)."""
+    if isinstance(value, str):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
+        else ()
+    return next((t for t in map(_text_of, items) if t.strip()), "")
+
+
 def parse(reply: str | None) -> str | None:
-    """The rewrite in a model's reply: code fences, a label ("Earlier message:") and quotes
-    taken off, cut at MAX_CHARS; None when nothing is left."""
+    """The rewrite in a model's reply: code fences, a label ("Earlier message:"), quotes and a
+    JSON wrapping taken off, cut at MAX_CHARS; None when nothing is left or the reply will not
+    guess ("Unknown.", "I can't see your earlier conversations")."""
     text = _FENCE.sub("", (reply or "").strip()).strip()
+    if text[:1] in ("{", "["):
+        with contextlib.suppress(ValueError):  # not JSON after all: the text as written
+            text = _text_of(json.loads(text)).strip()
     text = _LABEL.sub("", text).strip().strip('"“”\'').strip()
     text = " ".join(text.split())
-    if not text:
+    if not text or _NO_ANSWER.fullmatch(text) or _WILL_NOT_GUESS.search(text):
         return None
     return text[:MAX_CHARS]
 

@@ -224,8 +224,9 @@ class ToolBox:
         action, ops, scope = args.get("action"), self.ops, self.scope
         limit = _limit(args, 10)
         if action == "search":
-            found = ops.search(scope, _need(args, "query"), limit=limit)
-            return shapes.facts_json(found), False, [f.id for f in found]
+            # each says why it was found: a fact near in meaning only, or holding the words
+            found = ops.search(scope, _need(args, "query"), limit=limit, explain=True)
+            return shapes.found_json(found), False, [f.id for f in found]
         if action == "probe":
             found = ops.probe(scope, _need(args, "entity"), limit=limit)
             return shapes.facts_json(found), False, [f.id for f in found]

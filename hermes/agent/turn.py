@@ -548,7 +548,8 @@ class Turn:
 
         async def ask(messages: list[dict[str, Any]]) -> str:
             done = await agent.background_llm.complete(
-                messages, max_tokens=recall_rewrite.MAX_TOKENS, scope=where, cache=False)
+                messages, max_tokens=recall_rewrite.MAX_TOKENS, scope=where, cache=False,
+                retries=0)  # one call: a retry's backoff would only hold the reply up
             return done.text
 
         try:

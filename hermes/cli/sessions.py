@@ -156,21 +156,10 @@ def search(
 
 
 def _how(hit: SearchHit) -> str:
-    """How the conversation was found, after its score: ", by meaning" (no word of the query,
-    close in meaning), ", through a fact" when no word of the query is in the shown match but
-    a fact learned there lifted it (hermes.memory.sessions.fact_evidence), ", any word, by
-    meaning" (some of its words, and close in meaning), ", any word" (some of its words);
-    nothing when it holds them all."""
-    from hermes.memory.sessions.bm25 import HIGHLIGHT
-
-    if "facts" in hit.matched_in and HIGHLIGHT[0] not in hit.snippet \
-            and hit.matched not in ("meaning", "both"):
-        return ", through a fact"
-    if hit.matched == "meaning":
-        return ", by meaning"
-    if hit.mode != "loose":
-        return ""
-    return ", any word, by meaning" if hit.matched == "both" else ", any word"
+    """What the hit matched, after its score (``SearchHit.found_by``): ", words" (all of them),
+    ", any word", ", by meaning" (no word of the query, close in meaning), ", words, by
+    meaning" / ", any word, by meaning", ", through a fact" (lifted by a fact learned there)."""
+    return ", " + hit.found_by
 
 
 @app.command()

@@ -142,8 +142,10 @@ class MemoryTools:
                      limit: Limit = 10,
                      category: Annotated[str | None, Field(description="Only this category."
                                                            )] = None) -> dict[str, Any]:
-        """Search the user's long-term facts (ranked by relevance and trust)."""
-        return shapes.facts_json(self.ops.search(self.scope, query, limit=limit, category=category))
+        """Search the user's long-term facts (ranked by relevance and trust); each says why it
+        was found (found_by: the query's words it holds, closeness in meaning 0-1)."""
+        return shapes.found_json(self.ops.search(self.scope, query, limit=limit,
+                                                 category=category, explain=True))
 
     def facts_probe(self, entity: Annotated[str, Field(description="A name: a person, a "
                                                        "project, a tool, a place.")],

@@ -15,6 +15,7 @@ the spot with the draft kept (sending it again is refused again).
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import jinja2
 import jinja2.runtime
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -123,7 +124,29 @@ class WebContext:
         env.tests["withheld"] = provenance.is_withheld
         env.globals["form_fields"] = form_fields
         env.filters["markdown"] = markdown.to_html
+        env.filters["marked"] = marked
         return env
+
+
+def marked(text: str, snippet: str) -> Markup:
+    """``text`` escaped, the words its search snippet highlighted (``snippet``: the query's
+    words as FTS5 matched them, stems included) in ``<mark>``: a line found by meaning alone
+    has none, and nothing in it is lit as if its words had matched."""
+    from hermes.memory.sessions.bm25 import HIGHLIGHT
+
+    start, end = map(re.escape, HIGHLIGHT)
+    words = {w.strip() for w in re.findall(f"{start}(.+?){end}", snippet) if w.strip()}
+    if not words:
+        return escape(text)
+    found = re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)"
+                                for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
+    out, at = [], 0
+    for match in found.finditer(text):
+        out += [escape(text[at:match.start()]),
+                Markup("<mark>{}</mark>").format(match.group())]
+        at = match.end()
+    out.append(escape(text[at:]))
+    return Markup("").join(out)
 
 
 @jinja2.pass_context

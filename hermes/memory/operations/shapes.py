@@ -48,6 +48,22 @@ def facts_json(facts: list[Fact]) -> dict[str, Any]:
     return {"facts": [fact_json(f) for f in facts]}
 
 
+def found_json(facts: list[Fact]) -> dict[str, Any]:
+    """A fact search's results, each with why it was found (``found_by``: the query's words it
+    holds, those only in its conversation, its closeness in meaning, as `hermes facts search`
+    says it; hermes.memory.facts.matched): searched with ``explain``."""
+    from hermes.memory.facts.matched import why_found
+
+    shaped = []
+    for fact in facts:
+        data = fact_json(fact)
+        why = why_found(fact)
+        if why is not None:
+            data["found_by"] = why
+        shaped.append(data)
+    return {"facts": shaped}
+
+
 def added_json(added: AddResult) -> dict[str, Any]:
     """A fact added (or merged); ``supersedes``: the facts a statement of the user's replaced
     (only when it replaced one)."""

@@ -113,6 +113,23 @@ class SearchHit:
     # session found by its title or summary (hermes.memory.sessions.rerank.RankedMessage)
     matched: str = "words"
 
+    @property
+    def found_by(self) -> str:
+        """What the hit matched, as the CLI and the web panel say it: "words" (all of them),
+        "any word" (some), "by meaning" (none, close in meaning), "words, by meaning" / "any
+        word, by meaning" (both), "through a fact" (no word of the query in the shown turn,
+        lifted by a fact learned there: hermes.memory.sessions.fact_evidence)."""
+        from hermes.memory.sessions.bm25 import HIGHLIGHT
+
+        if self.matched == "facts" or ("facts" in self.matched_in
+                                       and HIGHLIGHT[0] not in self.snippet
+                                       and self.matched not in ("meaning", "both")):
+            return "through a fact"
+        if self.matched == "meaning":
+            return "by meaning"
+        words = "any word" if self.mode == "loose" else "words"
+        return words + (", by meaning" if self.matched == "both" else "")
+
     def to_json(self) -> dict[str, Any]:
         s = self.session
         return {

@@ -1,0 +1,41 @@
+"""Why each fact was found, said to every reader of a fact search, not only to `hermes facts
+search`'s person: MCP's facts_search and the model's facts tool carry ``found_by`` (the query's
+words the fact holds, those only in its conversation, its closeness in meaning), so an MCP
+client or the model can tell a fact that holds the words from one that is merely near
+(review rev5: "Kyoto" listed "I grow Maskotka tomatoes on my balcony" at MiniLM 0.29, with
+nothing to say it shared no word). The toy model of tests/test_fact_vectors.py stands in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from hermes.agent.llm import ToolCall  # noqa: E402
+from hermes.agent.tools import ToolBox  # noqa: E402
+from hermes.frontends.mcp_server import MemoryTools  # noqa: E402
+from hermes.memory.embeddings import embedders as embeddings  # noqa: E402
+from tests.test_fact_vectors import ToyEmbedder  # noqa: E402
+
+
+@pytest.fixture
+def by_meaning(config_file, monkeypatch):
+    config_file.write_text("sessions:\n  embeddings: true\n", encoding="utf-8")
+    monkeypatch.setitem(embeddings.MODELS, "minilm", ToyEmbedder)
+
+
+def test_mcp_and_the_tool_say_why_each_fact_was_found(by_meaning, cli, rt):
+    tesla = cli("facts", "add", "The user owns a Tesla Model 3", "--json").json()["id"]
+    wash = cli("facts", "add", "The user washes the car on Sundays", "--json").json()["id"]
+    cli("facts", "add", "--user", "bob", "Bob drives an automobile to work")
+    query = "which car do I drive?"
+    mcp = MemoryTools(rt.memory, "owner").facts_search(query)["facts"]
+    tool = json.loads(ToolBox(rt.memory, "owner").run(ToolCall("1", "facts", json.dumps(
+        {"action": "search", "query": query}))).content)["facts"]
+    for found in (mcp, tool):
+        why = {f["id"]: f["found_by"] for f in found}
+        assert set(why) == {tesla, wash}  # bob's never
+        assert why[wash].startswith("words car") and "meaning" in why[wash]
+        assert why[tesla].startswith("meaning")  # no word of the query in it
