@@ -22,6 +22,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from hermes.safe_text import one_line
+
 # A message refers back when it points at something said before without saying it again.
 _REFERS_BACK = re.compile(
     r"\b(?:as i (?:said|mentioned|told you|was saying)"
@@ -49,6 +51,11 @@ with that text only."""
 
 MAX_CHARS = 300  # of the rewrite kept (a model that writes a page is cut here)
 MAX_TOKENS = 120
+# What the request holds, at most: the new message's part around its pointer ("as I said"),
+# and each recent line (a pasted page that refers back, after pasted pages, was sent whole:
+# up to 7 x 64,000 characters for a one-line guess)
+MESSAGE_CHARS = 2000
+LINE_CHARS = 400
 
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 
@@ -61,10 +68,21 @@ def refers_back(text: str) -> bool:
 def request(text: str, recent: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The messages asked of the model: the prompt, the recent conversation (newest last, a
     few lines) and the new message."""
-    lines = "\n".join(f"- {line}" for line in recent[-6:])
+    lines = "\n".join(f"- {one_line(line, LINE_CHARS)}" for line in recent[-6:])
     context = f"Recent conversation:\n{lines}\n\n" if lines else ""
     return [{"role": "system", "content": PROMPT},
-            {"role": "user", "content": f"{context}New message: {text}"}]
+            {"role": "user", "content": f"{context}New message: {_around_pointer(text)}"}]
+
+
+def _around_pointer(text: str) -> str:
+    """``text``, or its MESSAGE_CHARS around where it refers back when it is longer."""
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    found = _REFERS_BACK.search(text)
+    start = max(0, min((found.start() if found else 0) - MESSAGE_CHARS // 4,
+                       len(text) - MESSAGE_CHARS))
+    part = text[start:start + MESSAGE_CHARS]
+    return ("…" if start else "") + part + ("…" if start + MESSAGE_CHARS < len(text) else "")
 
 
 _FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
