@@ -216,3 +216,12 @@ async def test_the_rewrite_request_is_bounded_whatever_was_pasted(agent, fake_mo
     # the part that points back is what is sent, wherever it stands in the message
     late = "the build log " * 1000 + "as I said, the boiler is fixed. " + "more log " * 1000
     assert "as I said, the boiler is fixed." in recall_rewrite.request(late)[1]["content"]
+
+
+def test_a_question_that_refers_back_is_read_within_a_sentence_of_its_words():
+    # "remember the ...?" is read up to QUESTION_CHARS: unbounded, each "remember the" of a
+    # pasted 64,000-character text scanned to its end (0.94 s of the event loop for
+    # "remember the " x 4,900, where another user's turn waits; review rev5).
+    near = "Remember the " + "very " * 40 + "race I entered?"
+    far = "remember the " + "x" * (recall_rewrite.QUESTION_CHARS + 10) + "?"
+    assert recall_rewrite.refers_back(near) and not recall_rewrite.refers_back(far)

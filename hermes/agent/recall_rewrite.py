@@ -24,6 +24,10 @@ from typing import Any
 
 from hermes.safe_text import one_line
 
+# "Remember the ...?" is read this far for its question mark (a sentence, not a pasted page:
+# unbounded, each "remember the" of 64,000 characters was scanned to the end, 0.94 s).
+QUESTION_CHARS = 300
+
 # A message refers back when it points at something said before without saying it again.
 _REFERS_BACK = re.compile(
     r"\b(?:as i (?:said|mentioned|told you|was saying)"
@@ -38,7 +42,7 @@ _REFERS_BACK = re.compile(
     r"|(?<!\bi )remember (?:when|what|how)\b[^.!?\n]{0,40}?\b(?:i|we|my|our|me|us)\b"
     # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
     # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
-    r"|remember (?:that|the)\b[^.!?\n]*\?"
+    rf"|remember (?:that|the)\b[^.!?\n]{{0,{QUESTION_CHARS}}}\?"
     r"|you know the (?:\w+ ){0,2}(?:thing|one|stuff|issue) (?:i|we)"
     r"|what i told you)", re.IGNORECASE)
 
