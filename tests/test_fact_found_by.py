@@ -39,3 +39,19 @@ def test_mcp_and_the_tool_say_why_each_fact_was_found(by_meaning, cli, rt):
         assert set(why) == {tesla, wash}  # bob's never
         assert why[wash].startswith("words car") and "meaning" in why[wash]
         assert why[tesla].startswith("meaning")  # no word of the query in it
+
+
+def test_the_chat_commands_say_what_each_result_matched(by_meaning, cli, rt):
+    # /search and /sessions search in the REPL and on Discord (hermes.frontends.commands)
+    # listed results with nothing to tell a word match from a neighbour in meaning.
+    from hermes.frontends.commands import MemoryCommands
+    from hermes.memory.operations import Scope
+    from tests.histories import say
+
+    tesla = cli("facts", "add", "The user owns a Tesla Model 3", "--json").json()["id"]
+    say(rt.memory.sessions, rt.clock, "owner", "my car is blue")
+    commands, scope = MemoryCommands(rt.memory), Scope("owner")
+    facts = commands.search(scope, "which car do I drive?")
+    assert f"[{tesla}] The user owns a Tesla Model 3 (meaning " in facts
+    found = commands.session_search(scope, "automobile colour")
+    assert found.endswith("(by meaning)") and found.count("\n") == 0
