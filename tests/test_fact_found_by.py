@@ -55,3 +55,20 @@ def test_the_chat_commands_say_what_each_result_matched(by_meaning, cli, rt):
     assert f"[{tesla}] The user owns a Tesla Model 3 (meaning " in facts
     found = commands.session_search(scope, "automobile colour")
     assert found.endswith("(by meaning)") and found.count("\n") == 0
+
+
+async def test_the_web_panels_fact_search_says_why_each_was_found(by_meaning, cli, rt):
+    from hermes.frontends.web.app import WebContext
+    from tests.web_client import Panel
+
+    cli("facts", "add", "The user owns a Tesla Model 3")
+    cli("facts", "add", "The user washes the car on Sundays")
+    panel = await Panel(WebContext(rt.memory)).login()
+    try:
+        page = (await panel.get("/facts", params={"q": "which car do I drive?"})).text
+        listing = (await panel.get("/facts")).text
+    finally:
+        await panel.close()
+    assert '<span class="found">meaning ' in page  # the Tesla: no word of the query
+    assert '<span class="found">words car; meaning ' in page
+    assert 'class="found"' not in listing  # a list is not a search: nothing to say
