@@ -72,3 +72,17 @@ async def test_the_web_panels_fact_search_says_why_each_was_found(by_meaning, cl
     assert '<span class="found">meaning ' in page  # the Tesla: no word of the query
     assert '<span class="found">words car; meaning ' in page
     assert 'class="found"' not in listing  # a list is not a search: nothing to say
+
+
+def test_a_fact_search_with_no_words_is_one_line_everywhere(rt):
+    # `hermes facts search 🍅` and every session search said "Nothing to search for ... it has
+    # no words."; MCP's facts_search and the model's facts tool answered an empty list, as if
+    # nothing matched (review rev5).
+    from hermes.errors import QueryError
+
+    line = "Nothing to search for in '🍅': it has no words."
+    with pytest.raises(QueryError, match=line):
+        MemoryTools(rt.memory, "owner").facts_search("🍅")
+    tool = json.loads(ToolBox(rt.memory, "owner").run(ToolCall("1", "facts", json.dumps(
+        {"action": "search", "query": "🍅"}))).content)
+    assert tool == {"error": line}
