@@ -83,6 +83,29 @@ def test_the_wordless_nearest_fact_keeps_a_place_among_the_best_five(facts, monk
     assert first[0].id == dog.id and "nearest_kept" not in first[0].explain
 
 
+def test_meanings_second_is_kept_when_the_words_are_partly_incidental(facts, monkeypatch):
+    for i in range(20):  # 'morning' and 'work' in each: all among the word ranking's best
+        facts.add("owner", f"On day {i} the user spent the morning at the "
+                  f"{PLACES[i % len(PLACES)]} for work")
+    adopted = facts.add("owner", "The user adopted a dog from the shelter").fact
+    facts.add("owner", "The user walks the dog every morning")  # as near, and holds a word
+    facts.vectors.index("owner")
+    message = "the puppy trainer came by this morning before work"
+    monkeypatch.setattr(fact_vectors, "DENSE_WEIGHT", 0.05)  # the words bury the dog
+
+    def ranked(trust: float) -> list:
+        monkeypatch.setattr(fact_vectors, "word_trust", lambda *a, **k: trust)
+        return facts.search("owner", message, limit=20, explain=True)
+
+    # Meaning's first holds a word; its second holds none and is kept among the best five
+    # while the words are not trusted wholly.
+    half = ranked(0.5)
+    assert [f.id for f in half].index(adopted.id) == 4 and half[4].explain["nearest_kept"]
+    assert adopted.id not in [f.id for f in ranked(1.0)][:5]
+    monkeypatch.setattr(fact_vectors, "KEEP_AMONG", 1)
+    assert adopted.id not in [f.id for f in ranked(0.5)][:5]
+
+
 @pytest.fixture
 def floor(monkeypatch):
     """The toy model's floor of meaning: a fact of the query's one concept reaches it, a fact
@@ -177,3 +200,4 @@ def test_per_turn_the_whole_message_judges_its_selective_words_too(facts, clock)
     judged = facts.search("owner", words, limit=3, any_word=True, meaning=message,
                           explain=True)
     assert judged[0].explain["word_trust"] == 0.5
+

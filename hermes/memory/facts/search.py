@@ -270,7 +270,8 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
                             "fusion": fact_vectors.FUSION, "min_trust": params[1]}
     ranked = sorted(facts.values(), key=lambda f: (f.score or 0.0, f.trust, f.updated_at, f.id),
                     reverse=True)
-    _keep_nearest(ranked, near, bm25, fact_vectors.KEEP_NEAREST, explain)
+    _keep_nearest(ranked, near, bm25, fact_vectors.KEEP_NEAREST, explain,
+                  among=1 if trust >= 1.0 else fact_vectors.KEEP_AMONG)
     return ranked[:min(limit, places)]
 
 
@@ -288,15 +289,16 @@ def _read_rows(db: sqlite_utils.Database, facts: dict[int, Fact], ids: list[int]
 
 
 def _keep_nearest(ranked: list[Fact], near: dict[int, float], worded: dict[int, float], k: int,
-                  explain: bool) -> None:
-    """The fact nearest in meaning (``near``: those at the model's floor), when it is not
-    among the word ranking's candidates (``worded``: it holds no word of the query, or too
-    weakly to be among them) and is ranked below the best ``k``, moved to the k-th place in
-    ``ranked``, its score between the (k-1)-th's and the k-th's."""
+                  explain: bool, among: int = 1) -> None:
+    """The fact nearest in meaning (``near``: those at the model's floor) that is not among
+    the word ranking's candidates (``worded``: it holds no word of the query, or too weakly to
+    be among them), when it is among the ``among`` nearest and ranked below the best ``k``,
+    moved to the k-th place in ``ranked``, its score between the (k-1)-th's and the k-th's."""
     if k <= 0 or len(ranked) <= k or not near:
         return
-    nearest = max(near, key=lambda i: (near[i], i))
-    if nearest in worded:
+    nearest = next((i for i in sorted(near, key=lambda i: (near[i], i), reverse=True)[:among]
+                    if i not in worded), None)
+    if nearest is None:
         return
     at = next((i for i, fact in enumerate(ranked) if fact.id == nearest), None)
     if at is None or at < k:
