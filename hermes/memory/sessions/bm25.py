@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -210,16 +211,16 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
     highlighted, with some text either side. Outside a CJK query (matched by LIKE, inside
     words) a fragment is a whole word and no stopword: "What car do I drive?" highlights
     nothing in "Finally picked up the keys" (it used to mark the "i" of "Finally")."""
-    # a word in both its forms: as NFKC folds it and as typed (full-width letters, fts.Term)
-    forms = [(t, " ".join(tokens)) for t in plan.terms for tokens in (t.tokens, t.typed) if tokens]
-    if plan.cjk:
-        patterns = [re.escape(f) for f in [*plan.cjk, *(form for _, form in forms)]]
-    else:
-        patterns = [rf"(?<!\w){re.escape(form)}(?!\w)" for t, form in forms
-                    if not t.is_stopword]
     positions = []
-    for pattern in patterns:
-        found = re.search(pattern, content, re.IGNORECASE)
+    # ASCII text holds an ASCII fragment, in any case, only where its lower case holds it: a
+    # fragment not there is not looked for (most hits cut by hand match by meaning, holding no
+    # word of the query; each pattern's scan costs ~10 us). Outside ASCII, case folds further
+    # ("ſun" matches "sun"): every pattern is run.
+    lowered = content.lower() if content.isascii() else None
+    for literal, pattern in _snippet_patterns(plan.terms, plan.cjk):
+        if lowered is not None and literal is not None and literal not in lowered:
+            continue
+        found = pattern.search(content)
         if found:
             positions.append((found.start(), found.end()))
     if not positions:
@@ -235,3 +236,20 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
         + ("…" if right < len(content) else "")
     )
     return " ".join(text.split())
+
+
+@lru_cache(maxsize=64)
+def _snippet_patterns(terms: tuple[Term, ...], cjk: tuple[str, ...]
+                      ) -> tuple[tuple[str | None, re.Pattern[str]], ...]:
+    """The fragments :func:`manual_snippet` looks for, compiled once a query (a search cuts
+    a snippet by hand for each hit found by meaning: ten or more a search), each with its
+    lower case when it is ASCII (else None)."""
+    # a word in both its forms: as NFKC folds it and as typed (full-width letters, fts.Term)
+    forms = [(t, " ".join(tokens)) for t in terms for tokens in (t.tokens, t.typed) if tokens]
+    if cjk:
+        fragments = [(f, re.escape(f)) for f in [*cjk, *(form for _, form in forms)]]
+    else:
+        fragments = [(form, rf"(?<!\w){re.escape(form)}(?!\w)") for t, form in forms
+                     if not t.is_stopword]
+    return tuple((fragment.lower() if fragment.isascii() else None,
+                  re.compile(pattern, re.IGNORECASE)) for fragment, pattern in fragments)
