@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from hermes.memory.sessions.records import SAID
 from hermes.safe_text import one_line
 from hermes.store.fts import MatchPlan, Term
 
@@ -179,7 +180,7 @@ def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | N
         if not rows:
             return []
         mine = dict(db.execute(
-            "SELECT m.id, m.session_id FROM messages m WHERE m.user = ? "
+            f"SELECT m.id, m.session_id FROM messages m WHERE m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             f"AND m.id IN ({','.join('?' * len(rows))})",
             [user, source, source, *(r[0] for r in rows)]).fetchall())
@@ -192,7 +193,7 @@ def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | N
     return db.execute(
         "SELECT m.id, m.session_id, -bm25(messages_fts, ?, ?) AS score FROM messages_fts "
         "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-        "WHERE messages_fts MATCH ? AND m.user = ? "
+        f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
         "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
         "ORDER BY score DESC, m.id LIMIT ?",
         [*weights, expr, user, source, source, limit]).fetchall()

@@ -32,6 +32,7 @@ from hermes.memory.sessions.disclosure import speaks_of_self
 from hermes.memory.sessions.hits import Ranked, hits_of
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
+    SAID,
     Message,
     MessageHit,
     SearchHit,
@@ -391,7 +392,7 @@ class SessionSearch:
         return self.db.execute(
             "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
             "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user = ? "
+            f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             "ORDER BY messages_fts.rowid DESC LIMIT ?",
             [expr, user, source, source, limit],
@@ -406,7 +407,7 @@ class SessionSearch:
         return self.db.execute(
             "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
             "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user = ? "
+            f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             "ORDER BY bm25(messages_fts, ?, ?) LIMIT ?",
             [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
@@ -510,7 +511,7 @@ class SessionSearch:
         rows = self.db.execute(
             f"SELECT m.id, m.session_id, m.content FROM messages m "
             "JOIN sessions s ON s.id = m.session_id "
-            f"WHERE m.user = ? AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
+            f"WHERE m.user = ? AND {SAID} AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
             "ORDER BY m.id DESC LIMIT ?",
             [user, source, source, *params, *fts_params, wanted],
         ).fetchall()

@@ -30,6 +30,7 @@ from hermes.memory.sessions.records import (
     _PREVIEW,
     _SESSION_COLUMNS,
     ROLES,
+    SAID,
     SOURCES,
     Message,
     MessageHit,
@@ -458,7 +459,7 @@ class SessionStore:
         row = self.db.execute(
             "SELECT count(*) FROM (SELECT 1 FROM messages_fts CROSS JOIN messages m "
             "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.user = ? "
-            "AND m.session_id IS NOT ? LIMIT ?)",
+            f"AND {SAID} AND m.session_id IS NOT ? LIMIT ?)",
             [expression, user, exclude_session,
              cap if mine_cap is None else mine_cap]).fetchone()
         return int(row[0]), matches
