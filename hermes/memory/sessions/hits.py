@@ -23,6 +23,7 @@ from hermes.memory.sessions.records import (
     _Candidate,
     _storable,
     read_sessions,
+    window_context,
 )
 from hermes.store.fts import MatchPlan
 
@@ -96,7 +97,7 @@ def read_windows(db: sqlite_utils.Database, user: str, around: Sequence[tuple[in
     """:func:`hermes.memory.sessions.records.read_window` of each (session id, message id) of
     ``user``, in one query a ``_CHUNK``: message id -> its window, in order. NotFound, as
     there, when a message is not in its session or not this user's."""
-    context = max(0, context)
+    context = window_context(context)
     around = list(dict.fromkeys(around))
     for sid, mid in around:
         if not (_storable(sid) and _storable(mid)):
