@@ -557,7 +557,7 @@ def semantic_params(**changes: float | int) -> Iterator[None]:
 # them, the nearest joining from the model's whole floor, no place kept for the wordless
 # nearest): ``--versus before``.
 BEFORE_35 = {"trust_low": -1.0, "trust_high": -1.0, "beyond": 0.0, "floor_share": 1.0,
-             "shown_share": 0.0, "keep_nearest": 0}
+             "shown_share": 0.0, "keep_nearest": 0, "in_place_of_words": 0}
 
 
 def _knobs(items: Sequence[str]) -> dict[str, float | int]:
@@ -569,6 +569,30 @@ def _knobs(items: Sequence[str]) -> dict[str, float | int]:
         name, _, value = item.partition("=")
         knobs[name] = float(value) if "." in value or "e" in value else int(value)
     return knobs
+
+
+def longer_histories(convs: list[data.Conversation], n: int) -> list[data.Conversation]:
+    """Each conversation with the sessions of the next ``n - 1`` (in a ring) in its history,
+    in the order of their dates, renumbered past its own (35 a conversation: LoCoMo's stop at
+    35, the probes' start at 101), their speakers as they are: a home that talks with several
+    people, as long as a real one. Its own questions, observations and summaries only."""
+    if n > 4:
+        raise ValueError("--history: at most 4 conversations a home (sessions 1-140)")
+    out = []
+    for i, conv in enumerate(convs):
+        sessions = list(conv.sessions)
+        for k in range(1, n):
+            other = convs[(i + k) % len(convs)]
+            if other is conv:
+                break
+            sessions += [dataclasses.replace(
+                s, number=s.number + 35 * k,
+                turns=[dataclasses.replace(t, dia_id=f"D{s.number + 35 * k}:"
+                                                     f"{t.dia_id.split(':', 1)[1]}")
+                       for t in s.turns]) for s in other.sessions]
+        sessions.sort(key=lambda s: s.started_at)
+        out.append(dataclasses.replace(conv, sessions=sessions))
+    return out
 
 
 # -- scoring ----------------------------------------------------------------------------------
@@ -905,10 +929,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="prompt mode: a question that refers back gets the turn's one "
                              "query rewrite first (hermes.agent.recall_rewrite), the model "
                              "scripted by scripts/recall_probes.py; counts the calls")
-    parser.add_argument("--probes", choices=["implicit", "paraphrase", "refers-back"],
+    parser.add_argument("--probes", choices=["implicit", "hard", "paraphrase", "refers-back"],
                         help="ask Hermes's own probes instead of LoCoMo's questions: each "
                              "probe's exchange inserted as a two-turn session of its own "
                              "(scripts/recall_probes.py)")
+    parser.add_argument("--history", type=int, default=1, metavar="N",
+                        help="each home holds its conversation and the sessions of the next "
+                             "N-1 (a history N times as long; its own questions only), e.g. "
+                             "--probes hard --history 3")
     parser.add_argument("--probe-facts", action="store_true",
                         help="with --probes: each cue is also learned as a fact (its own words, "
                              "its turn as the source), for --mode facts / prompt / --with-facts")
@@ -931,6 +959,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.conversations:
         convs = [c for c in convs if c.sample_id in set(args.conversations)]
     convs = locomo_perturb.perturb(convs, args.perturb)
+    if args.history > 1:
+        convs = longer_histories(convs, args.history)
     if args.probes:
         convs = recall_probes.insert(convs, args.probes, facts=args.probe_facts)
     make = {"facts": hermes_facts, "prompt": hermes_prompt}.get(args.mode) \
@@ -964,6 +994,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         label += f" (probes: {args.probes})"
         args.notes.append(f"probes: {args.probes}, {sum(len(c.questions) for c in convs)} "
                           "questions, each exchange a two-turn session of its own")
+    if args.history > 1:
+        label += f" (histories of {args.history} conversations)"
+        args.notes.append(f"each home: its conversation and the next {args.history - 1}'s "
+                          "sessions, its own questions")
     if args.perturb:
         label += " (perturbed: " + ", ".join(args.perturb) + ")"
         args.notes.append("perturbed: " + ", ".join(args.perturb))

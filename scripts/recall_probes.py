@@ -669,6 +669,159 @@ REFERS_BACK: list[tuple[str, str, str, str]] = [
      "I signed up for a marathon or a race."),
 ]
 
+# (kind, domain, cue, later message), as IMPLICIT, written to be far in meaning as well as in
+# words: the later message tells a consequence of the cue in the vocabulary of another scene
+# (a sabbatical to write a novel / "Chapter nine is fighting me, the detective refuses to
+# confess"), as a person refers to what they told weeks before. Meaning alone finds far fewer
+# of these than of IMPLICIT (bench_locomo --probes hard --retriever dense); none of their
+# cues or topics repeats one of IMPLICIT's.
+HARD: list[tuple[str, str, str, str]] = [
+    ("state", "family", "My son moved to Australia for university in September.",
+     "I set an alarm for three in the morning so we can talk before his day starts."),
+    ("causal", "health", "The dermatologist found a suspicious mole, so I'm covering up outdoors.",
+     "Wore long sleeves and a wide hat to the beach and everyone thought I was cold."),
+    ("preference", "habits", "I can't stand the sound of people chewing.",
+     "Eating lunch at my desk with headphones on again, as usual."),
+    ("state", "work", "I started driving for a delivery company.",
+     "My back seat is full of parcels and my lunch gets eaten at red lights."),
+    ("state", "family", "We got a puppy two weeks ago.",
+     "Three of my slippers have tiny teeth marks in them now."),
+    ("causal", "health", "I had my wisdom teeth out on Monday.",
+     "Living on smoothies and mashed potatoes all week."),
+    ("state", "decisions", "We've decided to downsize now the kids have left home.",
+     "Had to choose which of the four armchairs survives the move."),
+    ("state", "work", "I went freelance after the agency closed.",
+     "Chasing three clients for unpaid invoices this week."),
+    ("causal", "places", "The bridge into town is closed for repairs until summer.",
+     "My commute is forty minutes longer with the detour through the valley."),
+    ("state", "habits", "I'm training for my first triathlon.",
+     "Bought a wetsuit and I look like a seal in it."),
+    ("preference", "family", "My husband can't cook at all, so I make every meal.",
+     "He burned the toast again while I was away for one night."),
+    ("state", "family", "My father's eyesight is too poor for him to drive anymore.",
+     "I'm his taxi to the bowling club every Wednesday now."),
+    ("causal", "habits", "Sitting all day wrecked my lower back, so I got a kneeling chair.",
+     "My shins ache by four in the afternoon now."),
+    ("state", "places", "Our new place is at the top of a very steep hill.",
+     "I arrive at my own front door panting like I've run a marathon."),
+    ("state", "decisions", "I finally cancelled the gym membership.",
+     "Doing push-ups in the living room with a video on my laptop."),
+    ("causal", "health", "I've had tinnitus since the concert, a constant ringing.",
+     "I fall asleep with a fan running for the hum."),
+    ("state", "family", "My twins started walking last week.",
+     "Every cupboard in the kitchen has a latch on it now."),
+    ("preference", "habits", "I can't sleep unless the room is completely dark.",
+     "Taped cardboard over the hotel window last night."),
+    ("causal", "places", "There's a wasp nest under our roof, so the garden is off limits.",
+     "The kids had their birthday party indoors even though it was sunny."),
+    ("state", "decisions", "We've decided the children only get screens on weekends.",
+     "The kids have read every library book about dinosaurs this month."),
+    ("causal", "family", "My grandmother only speaks Portuguese.",
+     "I've been practising verb conjugations before every visit to her flat."),
+    ("preference", "work", "I never schedule anything on Friday afternoons, that's my admin time.",
+     "Turned down a client lunch at three on the last day of the week."),
+    ("state", "health", "I'm on antibiotics for ten days, so no alcohol.",
+     "Toasted the bride with apple juice."),
+    ("state", "places", "Our boiler broke and the landlord won't fix it until January.",
+     "Wearing two jumpers and a hat inside the flat."),
+    ("state", "habits", "I've started brewing my own beer in the garage.",
+     "There's a sweet smell of yeast everywhere and bottles clinking on every shelf."),
+    ("state", "family", "My brother is doing a year of research in Antarctica.",
+     "His messages arrive once a week and mention penguins a lot."),
+    ("state", "work", "I've been elected to the town council.",
+     "Three residents cornered me at the bakery about potholes."),
+    ("preference", "health", "I'm scared of heights, even a stepladder is too much.",
+     "Paid a teenager to clean out the gutters for me."),
+    ("state", "decisions", "I switched to a four-day week to look after Mum.",
+     "Fridays are for hospital appointments and her groceries."),
+    ("state", "places", "We live right next to the railway line.",
+     "Visitors jump every time the freight rumbles past at night."),
+    ("state", "health", "I've got a stomach ulcer, so spicy food is banned.",
+     "Watched everyone devour the curry while I had plain rice."),
+    ("state", "family", "My parents are separating after thirty years.",
+     "This Christmas means two dinners in two different towns."),
+    ("state", "work", "I've been put on a performance improvement plan.",
+     "My manager now wants a written summary of every task I finish."),
+    ("state", "places", "We inherited my uncle's allotment.",
+     "My fingernails are permanently black and we have forty courgettes."),
+    ("causal", "health", "My knees are shot from years of football, so I swim instead.",
+     "The chlorine has turned my hair slightly green."),
+    ("state", "habits", "I've taken up birdwatching since I retired.",
+     "Got up before dawn to sit in a freezing hide by the marsh."),
+    ("state", "family", "My teenage son shot up eight inches this year.",
+     "Bought him new trainers for the third time since January."),
+    ("state", "work", "I'm now teaching at the primary school in the village.",
+     "Thirty little faces ask me why the sky is blue every single day."),
+    ("causal", "decisions", "We sold our second car to save money.",
+     "My wife and I now argue over who gets to drive on Saturdays."),
+    ("causal", "places", "The bus route past our house was cut in the spring.",
+     "I pay a fortune in taxis to get to choir practice."),
+    ("causal", "family", "My in-laws are staying with us for the whole summer.",
+     "I've started taking very long walks after dinner, alone."),
+    ("state", "work", "I'm on a three-month sabbatical to write a novel.",
+     "Chapter nine is fighting me, the detective refuses to confess."),
+    ("state", "health", "I'm six weeks into physical therapy for my shoulder.",
+     "Still can't reach the top cupboard without wincing."),
+    ("state", "habits", "We've started keeping hens.",
+     "Breakfast is never a problem, but the fox visits every night."),
+    ("state", "decisions", "I said yes to coaching my son's football team.",
+     "My Saturdays now involve oranges cut into quarters and a lot of shouting."),
+    ("state", "family", "My sister just had her first baby.",
+     "I'm officially an aunt and already bought far too many tiny socks."),
+    ("preference", "work", "I only take meetings in the morning, afternoons are for deep work.",
+     "Declined four invites after lunch today and nobody complained."),
+    ("state", "health", "I had laser eye surgery last week.",
+     "Threw away every pair of contacts in the bathroom drawer."),
+    ("state", "places", "We're living in a camper van while the house is being built.",
+     "Showering at the swimming pool every morning is getting old."),
+    ("state", "decisions", "I've decided to go back to university at forty-two.",
+     "My classmates think I'm the lecturer when I walk in."),
+    ("state", "habits", "I've started keeping bees in the back garden.",
+     "Got stung twice on the neck on Sunday, but the jars on the shelf were worth it."),
+    ("causal", "health", "I'm anaemic, the doctor put me on iron pills.",
+     "Spinach with everything and I still nap in my car at lunch."),
+    ("causal", "places", "The nearest supermarket closed, it's a twenty-minute drive for milk now.",
+     "I freeze bread and stock up like we're expecting a siege."),
+    ("state", "work", "I lost my voice last week and I teach nine-year-olds.",
+     "Spent the whole lesson writing instructions on the whiteboard."),
+    ("state", "family", "My dad retired in June.",
+     "He's reorganised our garage three times and has started on the shed."),
+    ("causal", "decisions", "We cancelled our trip to Spain because money is tight.",
+     "Spent the week we'd booked painting the fence instead."),
+    ("state", "health", "I've had a metal plate in my ankle since the accident.",
+     "The airport scanner beeped again and I got the full pat-down."),
+    ("state", "places", "Our cottage has no mobile signal at all.",
+     "I have to stand on the garden wall to send a text."),
+    ("causal", "family", "My son is autistic and loud places overwhelm him.",
+     "We ate cake in the car park instead of the party hall."),
+    ("state", "work", "I became a union rep at the factory.",
+     "Spent my lunch break listening to complaints about the rota."),
+    ("state", "habits", "I've been trying to drink two litres of water a day.",
+     "I know the location of every public toilet in the city now."),
+    ("state", "decisions", "We've said yes to hosting an exchange student from Brazil.",
+     "The spare room now has football posters and very loud music."),
+    ("preference", "places", "I get seasick even on a lake.",
+     "Watched the whale tour leave the dock from a café."),
+    ("state", "health", "I've lost my sense of smell since the virus.",
+     "I didn't notice the gas was left on until my flatmate came home."),
+    ("state", "family", "Our eldest left for the army last month.",
+     "Still setting the table for four, out of habit."),
+    ("causal", "work", "My manager quit, so I'm covering her job too.",
+     "I'm answering emails at eleven at night and the coffee machine knows my name."),
+    ("preference", "habits", "I knit while I watch television, it calms me.",
+     "Every relative is getting a scarf for their birthday this year."),
+    ("state", "places", "Our street is being dug up for new pipes.",
+     "Had to park three roads away and carry the groceries in the rain."),
+    ("causal", "health", "I've been getting terrible heartburn at night.",
+     "Sleeping propped up on three pillows like a queen."),
+    ("state", "decisions", "I turned down the transfer to head office.",
+     "Still at my old desk by the printer, and happy about it."),
+    ("preference", "family", "My wife hates surprises of any kind.",
+     "I told her about the birthday party two months in advance, with a spreadsheet."),
+    ("state", "work", "I got hired as a lifeguard for the summer.",
+     "My shoulders are peeling and I can't stop twirling a whistle."),
+]
+
 # What the other person answers: short, generic, as chats go (each checked against the later
 # message like the cue; the first that shares no word is used, rotating through the list).
 REPLIES = [
@@ -692,10 +845,12 @@ def probes(which: str) -> list[Probe]:
     if which == "paraphrase":
         return [Probe("paraphrase", "paraphrase", domain, cue, question)
                 for domain, cue, question in PARAPHRASE]
+    if which == "hard":
+        return [Probe("hard", kind, domain, cue, later) for kind, domain, cue, later in HARD]
     if which == "refers-back":
         return [Probe("refers-back", "refers back", domain, cue, later)
                 for domain, cue, later, _ in REFERS_BACK]
-    raise ValueError(f"no probe set {which!r} (implicit, paraphrase, refers-back)")
+    raise ValueError(f"no probe set {which!r} (implicit, hard, paraphrase, refers-back)")
 
 
 def scripted_rewrites() -> dict[str, str]:
@@ -787,7 +942,7 @@ def check() -> list[str]:
     reply), or that is a duplicate; [] when the sets are clean."""
     conn = _tokenize_check_db()
     problems = []
-    for which in ("implicit", "paraphrase", "refers-back"):
+    for which in ("implicit", "hard", "paraphrase", "refers-back"):
         seen: set[str] = set()
         for i, probe in enumerate(probes(which)):
             shared = shared_words(probe.later, probe.cue, conn=conn)
@@ -804,7 +959,7 @@ if __name__ == "__main__":
     found = check()
     for line in found:
         print(line)
-    print(f"implicit {len(IMPLICIT)}, paraphrase {len(PARAPHRASE)}, "
+    print(f"implicit {len(IMPLICIT)}, hard {len(HARD)}, paraphrase {len(PARAPHRASE)}, "
           f"refers back {len(REFERS_BACK)}: "
           f"{len(found)} problem(s)", file=sys.stderr)
     raise SystemExit(1 if found else 0)

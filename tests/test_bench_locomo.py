@@ -157,3 +157,21 @@ def test_fact_cells_cluster_the_facts_and_put_the_scan_back_after(tmp_path, monk
     assert "fact cells, ~8 rows scanned" in json.loads(out.read_text())["label"]
     assert clustered == [1]  # Ana's one fact, clustered although far below IVF_MIN
     assert before == (vector_cells.IVF_MIN, fact_vectors.FACT_SCAN_ROWS)
+
+
+def test_longer_histories_hold_the_next_conversations_sessions_and_their_own_questions(
+        tmp_path):
+    (conv,) = locomo_data.load(sample(tmp_path))[0]
+    other = bench_locomo.dataclasses.replace(conv, sample_id="conv-y", questions=[])
+    merged = bench_locomo.longer_histories([conv, other], 2)
+    # its own sessions as they were, the other's renumbered past them, in date order
+    assert [s.number for s in merged[0].sessions] == [1, 36, 2, 37]
+    assert [t.dia_id for t in merged[0].sessions[1].turns] == ["D36:1", "D36:2"]
+    assert merged[0].questions == conv.questions and merged[1].questions == []
+    assert [s.number for s in merged[1].sessions] == [1, 36, 2, 37]
+    # a ring of one: nothing added; more than four would collide with the probes' numbers
+    assert bench_locomo.longer_histories([conv], 3)[0].sessions == conv.sessions
+    with pytest.raises(ValueError):
+        bench_locomo.longer_histories([conv, other], 5)
+    assert bench_locomo.main(["--data", str(sample(tmp_path)), "--history", "2",
+                              "--json-out", str(tmp_path / "r.json")]) == 0

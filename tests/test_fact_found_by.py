@@ -39,3 +39,50 @@ def test_mcp_and_the_tool_say_why_each_fact_was_found(by_meaning, cli, rt):
         assert set(why) == {tesla, wash}  # bob's never
         assert why[wash].startswith("words car") and "meaning" in why[wash]
         assert why[tesla].startswith("meaning")  # no word of the query in it
+
+
+def test_the_chat_commands_say_what_each_result_matched(by_meaning, cli, rt):
+    # /search and /sessions search in the REPL and on Discord (hermes.frontends.commands)
+    # listed results with nothing to tell a word match from a neighbour in meaning.
+    from hermes.frontends.commands import MemoryCommands
+    from hermes.memory.operations import Scope
+    from tests.histories import say
+
+    tesla = cli("facts", "add", "The user owns a Tesla Model 3", "--json").json()["id"]
+    say(rt.memory.sessions, rt.clock, "owner", "my car is blue")
+    commands, scope = MemoryCommands(rt.memory), Scope("owner")
+    facts = commands.search(scope, "which car do I drive?")
+    assert f"[{tesla}] The user owns a Tesla Model 3 (meaning " in facts
+    found = commands.session_search(scope, "automobile colour")
+    assert found.endswith("(by meaning)") and found.count("\n") == 0
+
+
+async def test_the_web_panels_fact_search_says_why_each_was_found(by_meaning, cli, rt):
+    from hermes.frontends.web.app import WebContext
+    from tests.web_client import Panel
+
+    cli("facts", "add", "The user owns a Tesla Model 3")
+    cli("facts", "add", "The user washes the car on Sundays")
+    panel = await Panel(WebContext(rt.memory)).login()
+    try:
+        page = (await panel.get("/facts", params={"q": "which car do I drive?"})).text
+        listing = (await panel.get("/facts")).text
+    finally:
+        await panel.close()
+    assert '<span class="found">meaning ' in page  # the Tesla: no word of the query
+    assert '<span class="found">words car; meaning ' in page
+    assert 'class="found"' not in listing  # a list is not a search: nothing to say
+
+
+def test_a_fact_search_with_no_words_is_one_line_everywhere(rt):
+    # `hermes facts search 🍅` and every session search said "Nothing to search for ... it has
+    # no words."; MCP's facts_search and the model's facts tool answered an empty list, as if
+    # nothing matched (review rev5).
+    from hermes.errors import QueryError
+
+    line = "Nothing to search for in '🍅': it has no words."
+    with pytest.raises(QueryError, match=line):
+        MemoryTools(rt.memory, "owner").facts_search("🍅")
+    tool = json.loads(ToolBox(rt.memory, "owner").run(ToolCall("1", "facts", json.dumps(
+        {"action": "search", "query": "🍅"}))).content)
+    assert tool == {"error": line}

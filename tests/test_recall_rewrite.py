@@ -194,3 +194,34 @@ async def test_a_rewrite_that_will_not_guess_recalls_by_the_message(agent, fake_
     fake_model.reply("How exciting!")
     result = await agent.turn("owner", session_id, BACK).run()
     assert result.error is None and said not in fake_model.requests[-1].tail
+
+
+async def test_the_rewrite_request_is_bounded_whatever_was_pasted(agent, fake_model, clock):
+    # Budgeted: a pasted page that says "as I said", after turns of pasted pages, asked the
+    # background model for a one-line guess with all of it (up to the 64,000 characters of
+    # the message and of each of 6 recent turns: past a small model's context, and paid for
+    # in full). Review rev5.
+    sessions = agent.memory.sessions
+    session_id = told_before(agent, clock)
+    sessions.append("owner", session_id, "user", "log line " * 1200)
+    sessions.append("owner", session_id, "assistant", "noted " * 1500)
+    fake_model.reply("My sister got engaged.")
+    fake_model.reply("How exciting!")
+    long = "As I said, " + "the build log again " * 1200
+    result = await agent.turn("owner", session_id, long).run()
+    assert result.error is None
+    rewrite_request = fake_model.requests[0]
+    assert recall_rewrite.PROMPT in rewrite_request.system
+    assert len(rewrite_request.prompt) < 6000
+    # the part that points back is what is sent, wherever it stands in the message
+    late = "the build log " * 1000 + "as I said, the boiler is fixed. " + "more log " * 1000
+    assert "as I said, the boiler is fixed." in recall_rewrite.request(late)[1]["content"]
+
+
+def test_a_question_that_refers_back_is_read_within_a_sentence_of_its_words():
+    # "remember the ...?" is read up to QUESTION_CHARS: unbounded, each "remember the" of a
+    # pasted 64,000-character text scanned to its end (0.94 s of the event loop for
+    # "remember the " x 4,900, where another user's turn waits; review rev5).
+    near = "Remember the " + "very " * 40 + "race I entered?"
+    far = "remember the " + "x" * (recall_rewrite.QUESTION_CHARS + 10) + "?"
+    assert recall_rewrite.refers_back(near) and not recall_rewrite.refers_back(far)

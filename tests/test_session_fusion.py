@@ -220,3 +220,43 @@ def test_words_no_message_near_the_query_holds_are_not_trusted():
     # a word match near enough the query's meaning (0.30 of 0.45) keeps the words' trust
     cosines[0] = windows[0] = 0.30
     assert [r.message_id for r in ranking()].index(6) > 4
+
+
+def test_a_wordless_turn_under_the_floor_takes_an_incidental_word_matchs_place():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # A lone exchange in a long history stands at 0.18 to the message that depends on it,
+    # under the model's floor (0.2); six turns share an incidental word with it and are
+    # farther still. The words are not trusted: the exchange ranks first, and it is listed
+    # in place of a word match, as a match by meaning.
+    ranked = [RankedMessage(i, 10 + i, 1.0, {"bm25": 1.0}) for i in range(1, 7)]
+    ranked.append(RankedMessage(7, 30, 0.0, {}, matched=""))
+    cosines = np.array([0.15, 0.14, 0.13, 0.12, 0.12, 0.12, 0.18], np.float32)
+    sims = semantic.Similarities(np.arange(1, 8), cosines, cosines)
+
+    def ranking(cover=None, timed=(), **params) -> list:
+        return semantic.rerank_by_meaning(
+            ranked, sims, limit=7, cover={i: 0.05 for i in range(1, 7)} if cover is None
+            else cover, floor=0.2, timed=timed, params=semantic.SemanticParams(**params))
+
+    first = ranking()[0]
+    assert first.message_id == 7 and first.matched == "meaning"
+    assert ranking(in_place_of_words=0)[0].matched == ""  # the floor alone: a fill-in
+    # words trusted wholly (they cover the query): an incidental match is not what it is
+    trusted = ranking(cover={i: 1.0 for i in range(1, 7)})
+    assert next(r for r in trusted if r.message_id == 7).matched == ""
+    # no word match below it to take the place of: a query that matches nothing lists nothing
+    alone = semantic.rerank_by_meaning(
+        [RankedMessage(7, 30, 0.0, {}, matched=""), RankedMessage(8, 31, 0.0, {}, matched="")],
+        semantic.Similarities(np.array([7, 8]), np.array([0.18, 0.12], np.float32),
+                              np.array([0.18, 0.12], np.float32)),
+        limit=2, cover={}, floor=0.2)
+    assert [r.matched for r in alone] == ["", ""]
+    # first by another part (it says when, asked when) but under half the floor (where the
+    # nearest stop joining), or above word matches all nearer in meaning: not shown
+    cosines[5:] = [0.05, 0.09]
+    assert ranking(timed={7})[0].message_id == 7 and ranking(timed={7})[0].matched == ""
+    cosines[:] = [0.19, 0.19, 0.19, 0.19, 0.19, 0.19, 0.18]
+    assert ranking(timed={7})[0].message_id == 7 and ranking(timed={7})[0].matched == ""
+    cosines[5] = 0.17  # ... but one is farther
+    assert ranking(timed={7})[0].matched == "meaning"

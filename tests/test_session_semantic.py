@@ -289,6 +289,19 @@ def test_search_gives_the_temporal_part_only_when_the_question_asks_when(store, 
         dated: (32, "we went to"), undated: (32, "we went to")}
 
 
+def test_a_statement_with_when_in_it_gets_no_temporal_part(store, clock):
+    """"When" as a conjunction in a message that asks nothing ("... heartbroken when I
+    ordered a chamomile") is no when-question: a message that names a time gains nothing."""
+    (dated,) = say(store, clock, "owner", "yesterday the barista ordered new cups")
+    (plain,) = say(store, clock, "owner", "the barista ordered new cups, all fine")
+    (other,) = say(store, clock, "bob", "yesterday the barista ordered new cups")
+    hits = store.search_messages("owner", "the barista looked heartbroken when I ordered")
+    assert {h.message.id for h in hits} == {dated, plain}  # another user's: never
+    assert all("temporal" not in h.parts for h in hits)
+    asked = store.search_messages("owner", "when did the barista order cups?")
+    assert asked[0].message.id == dated and asked[0].parts["temporal"] > 0
+
+
 def test_a_question_asking_how_long_prefers_the_message_that_says_a_length_of_time(
         store, clock):
     # Same words but "for 3 years", same length; the plain one is newer (it wins a tie)
@@ -320,6 +333,13 @@ def test_timewords_what_asks_when_and_what_names_a_time():
     assert asks_when("For how long has Nate had his turtles?")
     assert asks_when("how many years did you live there")
     assert not asks_when("how many dogs do you have") and not asks_when("how did it go")
+    # "when" joining two clauses asks nothing; opening the text or before a verb, it asks
+    for said in ("The barista looked heartbroken when I ordered a chamomile this morning.",
+                 "What does Dave do when he feels stuck?", "call me when you land"):
+        assert not asks_when(said), said
+    for said in ("When Jon has lost his job as a banker?", "so when is the party",
+                 "Do you know when?", "and when did we meet"):
+        assert asks_when(said), said
     for said in ("I've had them for 3 years now", "two weeks in", "a couple of months",
                  "for a while", "ever since college", "for a long time"):
         assert names_a_time(said), said

@@ -22,6 +22,12 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from hermes.safe_text import one_line
+
+# "Remember the ...?" is read this far for its question mark (a sentence, not a pasted page:
+# unbounded, each "remember the" of 64,000 characters was scanned to the end, 0.94 s).
+QUESTION_CHARS = 300
+
 # A message refers back when it points at something said before without saying it again.
 _REFERS_BACK = re.compile(
     r"\b(?:as i (?:said|mentioned|told you|was saying)"
@@ -36,7 +42,7 @@ _REFERS_BACK = re.compile(
     r"|(?<!\bi )remember (?:when|what|how)\b[^.!?\n]{0,40}?\b(?:i|we|my|our|me|us)\b"
     # "remember the/that ..." refers back only as a question ("Remember the race I entered?");
     # said as a sentence it asks for something to be kept ("Remember that I use Helix.")
-    r"|remember (?:that|the)\b[^.!?\n]*\?"
+    rf"|remember (?:that|the)\b[^.!?\n]{{0,{QUESTION_CHARS}}}\?"
     r"|you know the (?:\w+ ){0,2}(?:thing|one|stuff|issue) (?:i|we)"
     r"|what i told you)", re.IGNORECASE)
 
@@ -49,6 +55,11 @@ with that text only."""
 
 MAX_CHARS = 300  # of the rewrite kept (a model that writes a page is cut here)
 MAX_TOKENS = 120
+# What the request holds, at most: the new message's part around its pointer ("as I said"),
+# and each recent line (a pasted page that refers back, after pasted pages, was sent whole:
+# up to 7 x 64,000 characters for a one-line guess)
+MESSAGE_CHARS = 2000
+LINE_CHARS = 400
 
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 
@@ -61,10 +72,21 @@ def refers_back(text: str) -> bool:
 def request(text: str, recent: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The messages asked of the model: the prompt, the recent conversation (newest last, a
     few lines) and the new message."""
-    lines = "\n".join(f"- {line}" for line in recent[-6:])
+    lines = "\n".join(f"- {one_line(line, LINE_CHARS)}" for line in recent[-6:])
     context = f"Recent conversation:\n{lines}\n\n" if lines else ""
     return [{"role": "system", "content": PROMPT},
-            {"role": "user", "content": f"{context}New message: {text}"}]
+            {"role": "user", "content": f"{context}New message: {_around_pointer(text)}"}]
+
+
+def _around_pointer(text: str) -> str:
+    """``text``, or its MESSAGE_CHARS around where it refers back when it is longer."""
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    found = _REFERS_BACK.search(text)
+    start = max(0, min((found.start() if found else 0) - MESSAGE_CHARS // 4,
+                       len(text) - MESSAGE_CHARS))
+    part = text[start:start + MESSAGE_CHARS]
+    return ("…" if start else "") + part + ("…" if start + MESSAGE_CHARS < len(text) else "")
 
 
 _FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")

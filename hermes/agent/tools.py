@@ -404,7 +404,8 @@ BUILTIN_TOOLS: list[Tool] = [
     ),
     _builtin(
         "facts",
-        "Long-term fact store. search: facts matching query. probe: everything about one "
+        "Long-term fact store. search: facts matching query (found_by: its words, or only "
+        "near in meaning). probe: everything about one "
         "entity. reason: facts connecting several entities. add: store one self-contained fact "
         "(content, optional entities, category, tags). update: replace fact id's content "
         "(optional entities; the old version is kept as history). forget: retire fact id, or "
@@ -431,8 +432,9 @@ BUILTIN_TOOLS: list[Tool] = [
     _builtin(
         "session_search",
         "Past conversations. browse: recent sessions (optional source: discord, terminal, "
-        "cron). search: sessions where query was discussed, with the matching messages. show: "
-        "the messages of session_id.",
+        "cron). search: sessions where query was discussed, with the matching messages "
+        "(matched: words, meaning: no word of it, both, facts). show: the messages of "
+        "session_id.",
         {"action": {"type": "string", "enum": ["browse", "search", "show"]},
          "query": _STR, "session_id": _INT, "source": _STR, "limit": _INT},
         ["action"], "_sessions",

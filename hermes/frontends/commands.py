@@ -21,7 +21,12 @@ if TYPE_CHECKING:
 
 
 def _fact_line(fact: Fact) -> str:
-    notes = [f"trust {fact.trust:.2f}"]
+    from hermes.memory.facts.matched import why_found
+
+    # why a search found it (its words, its closeness in meaning), when it was searched
+    why = why_found(fact)
+    notes = [why] if why else []
+    notes.append(f"trust {fact.trust:.2f}")
     if fact.place != "private":  # where it was learned: it may be repeated there
         notes.append("learned in " + Place(fact.place).describe())
     if fact.shared is not None:
@@ -69,7 +74,7 @@ class MemoryCommands:
         return "\n".join(lines)
 
     def search(self, scope: Scope, query: str, *, limit: int = 10) -> str:
-        found = self.ops.search(scope, query, limit=limit)
+        found = self.ops.search(scope, query, limit=limit, explain=True)
         return "\n".join(_fact_line(f) for f in found) or f"No facts match {query!r}."
 
     def probe(self, scope: Scope, entity: str, *, limit: int = 20) -> str:
@@ -120,7 +125,7 @@ class MemoryCommands:
         hits = self.ops.sessions_search(scope, query, limit=limit)
         return "\n".join(
             f"[{h.session.id}] {h.session.started_at[:10]} {h.session.source} "
-            f"{h.session.title or '(untitled)'}: {h.snippet}"
+            f"{h.session.title or '(untitled)'}: {h.snippet} ({h.found_by})"
             for h in hits
         ) or f"No past conversation matches {query!r}."
 

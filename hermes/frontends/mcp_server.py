@@ -218,7 +218,8 @@ class MemoryTools:
     def sessions_search(self, query: Annotated[str, Field(description="Words or a question.")],
                         limit: Limit = 5, source: SourceName | None = None) -> dict[str, Any]:
         """Search every past conversation; each hit has the session, the best matching
-        message and the messages around it, and the facts learned there that found it."""
+        message and the messages around it, what it matched (words; meaning: no word of the
+        query, close in meaning; both; facts), and the facts learned there that found it."""
         hits = self.ops.sessions_search(self.scope, query, limit=limit, source=source)
         return {"results": [shapes.hit_json(h) for h in hits]}
 

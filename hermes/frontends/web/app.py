@@ -114,6 +114,7 @@ class WebContext:
         # (hermes.memory.audience, hermes.memory.facts.provenance)
         from hermes.memory.audience import mark_name, who_sees
         from hermes.memory.facts import provenance
+        from hermes.memory.facts.matched import why_found
         from hermes.memory.place import Place
 
         policy = self.memory.settings.privacy.shared_places
@@ -126,6 +127,7 @@ class WebContext:
         env.globals["form_fields"] = form_fields
         env.filters["markdown"] = markdown.to_html
         env.filters["marked"] = marked
+        env.filters["why_found"] = why_found  # a fact a search found: why
         return env
 
 

@@ -123,8 +123,10 @@ async def facts(request: Request, ctx: WebContext, ws: WebSession) -> Response:
             if result.unknown:
                 error = "Unknown: " + ", ".join(result.unknown)
         elif query:
+            # explain: each result says why it was found (its words, its meaning)
             found = ops.search(scope, query, limit=50, category=category,
-                               min_trust=min_trust if min_trust is not None else None)
+                               min_trust=min_trust if min_trust is not None else None,
+                               explain=True)
         elif entity:
             found = ops.probe(scope, entity)
             suggestions = entity_suggestions(ctx, scope, entity)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes.errors import QueryError
 from hermes.memory.facts.statement import normalise_statement
 from hermes.memory.place import Scope
 
@@ -225,6 +226,12 @@ class MemoryOperations:
     def search(self, scope: Scope, query: str, *, limit: int = 10,
                category: str | None = None, min_trust: float | None = None,
                explain: bool = False) -> list[Fact]:
+        """The user's facts for ``query``; a query with no words (an emoji) is refused in one
+        line, as session search refuses it, not answered "nothing matches"."""
+        from hermes.store.fts import brief, build_match
+
+        if build_match(query).empty:
+            raise QueryError(f"Nothing to search for in {brief(query)!r}: it has no words.")
         return self.memory.facts.search(scope.user, query, limit=limit, category=category,
                                         min_trust=min_trust, explain=explain,
                                         place=scope.place)

@@ -126,6 +126,17 @@ class SemanticParams:
     # any nearest cost turn R@5 0.007 on both halves (docs/retrieval.md, the recall probes).
     keep_nearest: int = 5
     keep_count: int = 2
+    # A candidate without a word of the query, under the model's floor (from ``floor_share``
+    # of it) but among the best ``in_place_of_words``, shows as a match by meaning when it
+    # ranks above a word match no nearer in meaning and the words are not trusted wholly: it
+    # takes an incidental word match's place in a list, it does not lengthen one (a query that
+    # matches nothing still lists nothing; a home under 200 messages trusts its words). A cue
+    # in a long history stands at 0.15-0.2 ("My hamstrings are finally loose enough to touch
+    # my toes" / "I've been swimming laps before work"), under the floor, and SessionStore.search
+    # listed the word matches it outranked instead. No rule on the cosines alone tells such a
+    # cue from the noise at the same cosines (z over the query's cosines, rank among them, share
+    # of the best: docs/retrieval.md); the fusion's own order does. 0: off.
+    in_place_of_words: int = 5
 
 
 DEFAULT_SEMANTIC = SemanticParams()
@@ -489,6 +500,10 @@ def rerank_by_meaning(
     alone = np.array([r.message_id in beside_chatter for r in pool], dtype=bool)
     close = _by_meaning(message, np.where(alone, message, window), floor,
                         params.shown_share) & said
+    if trusted < 1 and params.in_place_of_words:
+        close |= _in_place_of_words(
+            order, pool, np.fmax(message, np.where(alone, message, window)), close,
+            wordless * said, floor, params)
     out: list[RankedMessage] = []
     for i in order:
         r = pool[i]
@@ -553,6 +568,33 @@ def _keep_nearest(order: list[int], total: Any, message: Any, wordless: Any, flo
         total[i] = raised
         order.insert(place + at - 1, i)
     return gains
+
+
+def _in_place_of_words(order: Sequence[int], pool: Sequence[RankedMessage], cosine: Any,
+                       close: Any, wordless: Any, floor: float, params: SemanticParams) -> Any:
+    """Which wordless candidates under the model's ``floor`` (from ``params.floor_share`` of
+    it, and at ``params.shown_share`` of the best candidate) among the best
+    ``params.in_place_of_words`` of ``order`` rank above a word match that is no nearer in
+    meaning: a match by meaning in that word match's place. ``cosine``: each candidate's, or
+    its window's, the better (as :func:`_by_meaning` reads them)."""
+    np = _np()
+    out = np.zeros(len(pool), dtype=bool)
+    if not len(pool) or np.all(np.isnan(cosine)):
+        return out
+    near = np.nan_to_num(cosine, nan=-1.0)
+    least = max(floor * params.floor_share, params.shown_share * float(near.max()))
+    under = [(at, i) for at, i in enumerate(order[: params.in_place_of_words])
+             if not close[i] and not pool[i].matched and wordless[i] and near[i] >= least]
+    if not under:
+        return out
+    ranked = np.asarray(order, dtype=np.int64)
+    words_only = np.array([pool[j].matched == "words" for j in order], dtype=bool) \
+        & ~close[ranked]
+    # from each place on, the farthest word match in meaning (inf: none)
+    farthest = np.minimum.accumulate(np.where(words_only, near[ranked], np.inf)[::-1])[::-1]
+    for at, i in under:
+        out[i] = at + 1 < len(ranked) and float(farthest[at + 1]) <= float(near[i])
+    return out
 
 
 def _by_meaning(message: Any, window: Any, floor: float, share: float) -> Any:

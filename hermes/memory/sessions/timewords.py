@@ -36,12 +36,19 @@ _LENGTHS = r"years?|months?|weeks?|days?|hours?|decades?"
 _SPANS = ("day|days|week|weeks|month|months|year|years|night|morning|evening|afternoon|"
           "summer|winter|spring|fall|autumn|weekend")
 
-# A question about the time of something: "when", "what date/day/year/month/time", "since
-# when", "which year/month/day"; or about how long: "how long (ago)", "how many years/months/
-# weeks/days/hours" ("For how long has Nate had his turtles?" is answered by "I've had them for
-# 3 years now", which shares no word with it but "had").
+# A question about the time of something: "when" as it asks ("When did ...", "so when is
+# ..."), "what date/day/year/month/time", "since when", "which year/month/day"; or about how
+# long: "how long (ago)", "how many years/months/weeks/days/hours" ("For how long has Nate had
+# his turtles?" is answered by "I've had them for 3 years now", which shares no word with it
+# but "had"). "When" that joins two clauses asks nothing ("the barista looked heartbroken when
+# I ordered a chamomile", "what does Dave do when he feels stuck?"): only a "when" that opens
+# the text or comes before a verb that asks ("when did", "when is") asks when. The text may be
+# a query's words without punctuation (hermes.memory.sessions.rerank.plan_text).
+_ASKING_VERBS = ("am|is|are|was|were|do|does|did|have|has|had|will|would|can|could|shall"
+                 "|should|may|might|must")
 _ASKS_WHEN = re.compile(
-    r"\b(when|what (date|day|year|month|time)|how long|since when|which (year|month|day)"
+    rf"^\W*when\b|\bwhen\s+({_ASKING_VERBS})\b|\bwhen\W*$"
+    r"|\b(what (date|day|year|month|time)|how long|since when|which (year|month|day)"
     r"|how many (years|months|weeks|days|hours))\b",
     re.IGNORECASE)
 
