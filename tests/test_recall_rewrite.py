@@ -252,3 +252,15 @@ def test_a_reply_that_will_not_guess_in_another_language_is_no_rewrite():
         assert recall_rewrite.parse(reply) is None, reply
     for said in ("Je ne sais pas nager, je prends des cours.", "No lo sé explicar bien"):
         assert recall_rewrite.parse(said) == said, said
+
+
+def test_remembering_out_loud_with_a_word_between_is_not_referring_back():
+    """"I still remember when ..." is the person's own memory, as "I remember when ..." is
+    (review rev6: only the latter was told apart)."""
+    for text in ("I still remember when I was a kid we had snow every winter",
+                 "I really remember how my dad cooked on Sundays",
+                 "I do remember what my grandmother said about it"):
+        assert not recall_rewrite.refers_back(text), text
+    for text in ("So do you still remember when I told you about the boiler?",
+                 "Anyway, remember when we went to Kyoto?"):
+        assert recall_rewrite.refers_back(text), text

@@ -64,9 +64,20 @@ LINE_CHARS = 400
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 
 
+# "I still remember when ...": the person's own memory, a word between (the pattern's
+# look-behind takes "I remember" only, a fixed width).
+_OWN_MEMORY = re.compile(r"\bi (?:\w+ )?$", re.IGNORECASE)
+
+
 def refers_back(text: str) -> bool:
     """Whether ``text`` points at something said before without saying it again."""
-    return bool(_REFERS_BACK.search(text or ""))
+    text = text or ""
+    for found in _REFERS_BACK.finditer(text):
+        if found.group()[:8].lower() == "remember" and _OWN_MEMORY.search(
+                text[max(0, found.start() - 24):found.start()]):
+            continue
+        return True
+    return False
 
 
 def request(text: str, recent: Sequence[str] = ()) -> list[dict[str, Any]]:
