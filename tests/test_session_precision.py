@@ -89,6 +89,19 @@ def test_the_cli_says_what_a_hit_matched(cli, db, clock):
         == ", through a fact"
 
 
+def test_a_hit_whose_line_holds_none_of_the_words_says_they_are_nearby(store, clock):
+    # "tomato" showed the assistant's answer to the question that holds the word (the answer
+    # is lifted by the question's score), labelled as a word match with no word in the line
+    # (review rev5 P6): the words are in the turns around it.
+    question, answer = say(store, clock, "owner", "Which tomato variety should I pick?",
+                           "Maskotka stays small and does fine in pots.")
+    (hit,) = store.search("owner", "tomato", limit=5)
+    assert hit.match.id == answer and "**" not in hit.snippet
+    assert hit.found_by == "words nearby"
+    (hit,) = store.search("owner", "Maskotka pots", limit=5)
+    assert hit.match.id == answer and hit.found_by == "words"  # its own words
+
+
 class HubEmbedder(ToyEmbedder):
     """A small model's habit: a greeting is close to any short query (MiniLM puts "hello
     there" at 0.29 to "my car", over its floor). Here a greeting is the car's concept."""

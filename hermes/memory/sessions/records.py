@@ -116,9 +116,10 @@ class SearchHit:
     @property
     def found_by(self) -> str:
         """What the hit matched, as the CLI and the web panel say it: "words" (all of them),
-        "any word" (some), "by meaning" (none, close in meaning), "words, by meaning" / "any
-        word, by meaning" (both), "through a fact" (no word of the query in the shown turn,
-        lifted by a fact learned there: hermes.memory.sessions.fact_evidence)."""
+        "any word" (some), "... nearby" (in the turns around the shown one, not in it), "by
+        meaning" (none, close in meaning), "words, by meaning" / "any word, by meaning"
+        (both), "through a fact" (no word of the query in the shown turn, lifted by a fact
+        learned there: hermes.memory.sessions.fact_evidence)."""
         from hermes.memory.sessions.bm25 import HIGHLIGHT
 
         if self.matched == "facts" or ("facts" in self.matched_in
@@ -128,6 +129,10 @@ class SearchHit:
         if self.matched == "meaning":
             return "by meaning"
         words = "any word" if self.mode == "loose" else "words"
+        if self.match is not None and HIGHLIGHT[0] not in self.snippet:
+            # the shown line holds none of them: the turn around it does (an answer lifted
+            # by its question's words, hermes.memory.sessions.rerank)
+            words += " nearby"
         return words + (", by meaning" if self.matched == "both" else "")
 
     def to_json(self) -> dict[str, Any]:
