@@ -107,3 +107,14 @@ def test_the_prompt_uses_the_prompt_profile(store, clock, monkeypatch):
     monkeypatch.setattr(store.searcher, "search_messages", search_messages)
     recall_past_messages(store, "owner", "garden hose", budget=2000)
     assert seen == [past_messages.PROMPT_PROFILE] and seen[0] != FULL_SEARCH
+
+
+def test_the_prompt_never_shows_a_turn_under_the_floor_in_a_word_matchs_stead():
+    # A list a person reads may (SemanticParams.in_place_of_words); the prompt's past
+    # messages show nothing under the model's floor of meaning rather than a guess.
+    from hermes.memory.sessions import semantic
+
+    assert FULL_SEARCH.semantic_params().in_place_of_words \
+        == semantic.DEFAULT_SEMANTIC.in_place_of_words > 0
+    assert PROMPT_PROFILE.semantic_params().in_place_of_words == 0
+    assert PROMPT_PROFILE.semantic_params().pool == 20  # the profile's other knobs kept

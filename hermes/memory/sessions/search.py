@@ -82,6 +82,9 @@ class SearchProfile:
     candidates: int | None = None  # best bm25 matches read in their conversation
     pool: int | None = None  # the word ranking's best this-many re-scored by meaning
     extra: int | None = None  # nearest messages, and nearest windows, joining the candidates
+    # SemanticParams.in_place_of_words: a list a person reads (None: the default); the prompt's
+    # past messages take none (0), nothing shown under the floor rather than a guess
+    in_place_of_words: int | None = None
 
     def recall_params(self) -> rerank.RecallParams:
         params = rerank.DEFAULT_PARAMS
@@ -89,7 +92,9 @@ class SearchProfile:
 
     def semantic_params(self) -> semantic.SemanticParams:
         params = semantic.DEFAULT_SEMANTIC
-        changed = {k: v for k, v in (("pool", self.pool), ("extra", self.extra)) if v is not None}
+        changed = {k: v for k, v in (("pool", self.pool), ("extra", self.extra),
+                                     ("in_place_of_words", self.in_place_of_words))
+                   if v is not None}
         return replace(params, **changed) if changed else params
 
 

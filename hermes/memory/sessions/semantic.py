@@ -128,9 +128,11 @@ class SemanticParams:
     keep_count: int = 2
     # A candidate without a word of the query, under the model's floor (from ``floor_share``
     # of it) but among the best ``in_place_of_words``, shows as a match by meaning when it
-    # ranks above a word match no nearer in meaning and the words are not trusted wholly: it
-    # takes an incidental word match's place in a list, it does not lengthen one (a query that
-    # matches nothing still lists nothing; a home under 200 messages trusts its words). A cue
+    # ranks above a word match no nearer in meaning (one listed anyway) and the words are not
+    # trusted wholly: in a long history, whose lists such matches fill, it takes one's place;
+    # it is never listed where no word matched (a query that matches nothing still lists
+    # nothing; a home under 200 messages trusts its words, so the rule is off there); the
+    # prompt's past messages leave it out (search.SearchProfile, past_messages). A cue
     # in a long history stands at 0.15-0.2 ("My hamstrings are finally loose enough to touch
     # my toes" / "I've been swimming laps before work"), under the floor, and SessionStore.search
     # listed the word matches it outranked instead. No rule on the cosines alone tells such a
