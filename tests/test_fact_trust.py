@@ -156,12 +156,33 @@ def test_per_turn_recall_shows_nothing_the_words_or_meaning_do_not_vouch_for(fac
     wet = facts.add("owner", "The user's dog hates the rain").fact
     facts.vectors.index("owner")
     message = "my puppy chewed the morning paper"  # 'morning': in every fact about money
+    # A search a person reads ranks the near miss and the incidental word matches too ...
+    listed = facts.search("owner", message, limit=20, explain=True)
+    assert listed[0].id == dog.id and listed[0].explain["word_trust"] == 0
+    assert {f.id for f in listed if not f.fill_in} == {dog.id}
+    assert wet.id in [f.id for f in listed] and len(listed) == 20
+    # ... per turn none of them is returned, nor holds a place
     ranked = facts.search("owner", message, limit=20, any_word=True, explain=True)
-    assert ranked[0].id == dog.id and ranked[0].explain["word_trust"] == 0
-    assert {f.id for f in ranked if not f.fill_in} == {dog.id}
-    assert wet.id in [f.id for f in ranked] and len(ranked) == 20
+    assert [f.id for f in ranked] == [dog.id] and ranked[0].explain["word_trust"] == 0
     recalled = FactRecall(facts, clock).ranked("owner", message, limit=20)
     assert [f.id for f in recalled] == [dog.id]
+
+
+def test_per_turn_a_word_match_under_the_floor_needs_words_trusted_wholly(facts, floor, clock,
+                                                                         monkeypatch):
+    from hermes.memory.facts.recall import FactRecall
+
+    dog = facts.add("owner", "The user adopted a dog from the shelter").fact
+    paper = facts.add("owner", "The user reads the newspaper at breakfast").fact  # no concept
+    facts.vectors.index("owner")
+    message = "my puppy chewed the newspaper"  # per turn the words searched: 'newspaper'
+
+    def shown(trust: float) -> list[int]:
+        monkeypatch.setattr(fact_vectors, "word_trust", lambda *a, **k: trust)
+        return [f.id for f in FactRecall(facts, clock).ranked("owner", message, limit=5)]
+
+    assert shown(1.0) == [dog.id, paper.id]
+    assert shown(0.5) == [dog.id]  # the word is half incidental: the paper is a fill-in
 
 
 def test_common_words_alone_are_weak_evidence_unless_the_query_names_a_time(facts,

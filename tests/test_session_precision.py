@@ -193,3 +193,18 @@ async def test_the_web_panel_says_what_each_hit_matched_and_marks_only_its_words
     assert '<span class="found">any word</span>' in by_title["lisbon"]
     assert "the <mark>trams</mark> are great" in by_title["lisbon"]
     assert page.count("<mark>") == 1
+
+
+async def test_the_web_panel_marks_a_cjk_match_inside_its_run(rt, clock):
+    # CJK has no word breaks: the run a LIKE search found is marked where it stands in the
+    # line, not only as a whole word (it was never marked).
+    from hermes.frontends.web.app import WebContext
+    from tests.web_client import Panel
+
+    say(rt.memory.sessions, clock, "owner", "我们去了京都旅行")
+    panel = await Panel(WebContext(rt.memory)).login()
+    try:
+        page = (await panel.get("/sessions", params={"q": "京都"})).text
+    finally:
+        await panel.close()
+    assert "我们去了<mark>京都</mark>旅行" in page

@@ -135,12 +135,15 @@ def marked(text: str, snippet: str) -> Markup:
     words as FTS5 matched them, stems included) in ``<mark>``: a line found by meaning alone
     has none, and nothing in it is lit as if its words had matched."""
     from hermes.memory.sessions.bm25 import HIGHLIGHT
+    from hermes.store.fts import build_match
 
     start, end = map(re.escape, HIGHLIGHT)
     words = {w.strip() for w in re.findall(f"{start}(.+?){end}", snippet) if w.strip()}
     if not words:
         return escape(text)
-    found = re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)"
+    # a whole word, but a CJK run wherever it stands (no word breaks: found by LIKE)
+    found = re.compile("|".join(re.escape(w) if build_match(w).cjk
+                                else rf"(?<!\w){re.escape(w)}(?!\w)"
                                 for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
     out, at = [], 0
     for match in found.finditer(text):

@@ -239,7 +239,8 @@ class FactRecall:
             # Nothing searchable in the message (only emoji or punctuation): nothing to recall.
             return []
         # What neither meaning (at the model's floor) nor a word the message's words are
-        # trusted for found is ranked but not shown: nothing rather than noise.
+        # trusted wholly for found is not shown: nothing rather than noise (the per-turn
+        # search returns none such already, hermes.memory.facts.search).
         return [fact for fact in found if not fact.fill_in]
 
     def nearest(self, user: str, query: str, *, limit: int, floor: float,

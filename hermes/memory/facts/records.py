@@ -95,7 +95,8 @@ class Fact:
     # no vector yet): session search's fact evidence (hermes.memory.sessions.fact_evidence)
     cosine: float | None = None
     # a hybrid search's candidate under the model's floor by meaning that holds no word the
-    # query's words are trusted for (hermes.memory.facts.search): ranked, not shown per turn
+    # query's words are trusted wholly for (hermes.memory.facts.search): ranked, never shown
+    # per turn (a per-turn search returns none)
     fill_in: bool = False
 
     @property

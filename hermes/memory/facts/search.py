@@ -95,7 +95,7 @@ class FactSearch:
                     message = (build_match(meaning) if meaning and meaning != query
                                else None)
                     return _hybrid(self.db, plan, filters, params, similarity, limit, explain,
-                                   self.vectors.meaning_floor, spans, weigh=not any_word,
+                                   self.vectors.meaning_floor, spans, per_turn=any_word,
                                    message=message)
                 except QueryEmbeddingFailed:
                     pass  # said in the log: the words' ranking below
@@ -221,12 +221,14 @@ def _best_matches(db: sqlite_utils.Database, expression: str, user: str, floor: 
 
 def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: list[Any],
             similarity: Similarity, limit: int, explain: bool,
-            meaning_floor: float, spans: list[TimeSpan], *, weigh: bool = True,
+            meaning_floor: float, spans: list[TimeSpan], *, per_turn: bool = False,
             message: MatchPlan | None = None) -> list[Fact]:
     """The bm25 matches (any word) and the nearest facts by meaning (those at the model's
     floor or above: hermes.memory.facts.vectors.MEANING_FLOOR), fused (with the date of each
     when the query names a time, ``spans``), x trust. ``message``: the whole text the query's
-    words were chosen from, when they were (the words' trust is then judged half on it)."""
+    words were chosen from, when they were (the words' trust is then judged half on it).
+    ``per_turn``: for per-turn recall (hermes.memory.facts.recall), which shows no fill-in:
+    none is returned, nor takes the place of a fact that would be shown."""
     pool = max(limit, fact_vectors.DENSE_CANDIDATES)
     by_words = _bm25(db, plan, filters, params, pool, False, True)
     facts = {fact.id: fact for fact, _ in by_words}
@@ -236,12 +238,13 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     _read_rows(db, facts, [i for i in near if i not in facts], filters, params)
     cosines = similarity.of(list(facts))
     trust = fact_vectors.word_trust(db, plan, spans, [f.id for f, _ in by_words], cosines,
-                                    weigh=weigh, message=message)
+                                    weigh=not per_turn, message=message)
     # What the words bring is worth no more than the near misses by meaning when the words are
     # not trusted wholly: a word match under the floor and a fact just under it by meaning are
     # ranked by the same fusion, and the list is never longer than the matches alone made it.
+    # Per turn a near miss would never be shown: not read.
     places = len(facts)
-    if trust < 1.0:
+    if trust < 1.0 and not per_turn:
         share = fact_vectors.FILL_IN_SHARE * meaning_floor
         fill = [i for i, cosine in nearest.items()
                 if share <= cosine < meaning_floor and i not in facts]
@@ -256,10 +259,12 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
     for fact in facts.values():
         fact.score = fused[fact.id] * fact.trust
         fact.cosine = cosines.get(fact.id)
-        # Neither near enough in meaning nor holding a word the query's words are trusted for:
-        # ranked, never shown to the model per turn (hermes.memory.facts.recall).
+        # Neither near enough in meaning nor holding a word the query's words are trusted
+        # wholly for: ranked, never shown to the model per turn (hermes.memory.facts.recall).
+        # A word match under the floor is as weak as its words are incidental: with the words
+        # half trusted ("us" in "just the four of us and a rotisserie chicken"), it is one.
         fact.fill_in = (fact.cosine is None or fact.cosine < meaning_floor) and (
-            fact.id not in bm25 or trust <= 0.0)
+            fact.id not in bm25 or trust < 1.0)
         if explain:
             fact.explain = {**(fact.explain or {}), "bm25": round(bm25.get(fact.id, 0.0), 6),
                             "cosine": round(cosines.get(fact.id, float("nan")), 4),
@@ -272,6 +277,8 @@ def _hybrid(db: sqlite_utils.Database, plan: MatchPlan, filters: str, params: li
                     reverse=True)
     _keep_nearest(ranked, near, bm25, fact_vectors.KEEP_NEAREST, explain,
                   among=1 if trust >= 1.0 else fact_vectors.KEEP_AMONG)
+    if per_turn:
+        ranked = [fact for fact in ranked if not fact.fill_in]
     return ranked[:min(limit, places)]
 
 
