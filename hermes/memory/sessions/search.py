@@ -86,6 +86,8 @@ class SearchProfile:
     # SemanticParams.in_place_of_words: a list a person reads (None: the default); the prompt's
     # past messages take none (0), nothing shown under the floor rather than a guess
     in_place_of_words: int | None = None
+    # SemanticParams.beyond_pool (None: the default, the word matches the trust read)
+    beyond_pool: int | None = None
 
     def recall_params(self) -> rerank.RecallParams:
         params = rerank.DEFAULT_PARAMS
@@ -94,7 +96,8 @@ class SearchProfile:
     def semantic_params(self) -> semantic.SemanticParams:
         params = semantic.DEFAULT_SEMANTIC
         changed = {k: v for k, v in (("pool", self.pool), ("extra", self.extra),
-                                     ("in_place_of_words", self.in_place_of_words))
+                                     ("in_place_of_words", self.in_place_of_words),
+                                     ("beyond_pool", self.beyond_pool))
                    if v is not None}
         return replace(params, **changed) if changed else params
 
