@@ -24,7 +24,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from hermes.memory.sessions.records import SAID
 from hermes.safe_text import one_line
 from hermes.store.fts import MatchPlan, Term
 
@@ -160,6 +159,11 @@ TWO_STEP_MATCHES = 3
 # When the user's rows were too few there (a home shared by many users), the joined query
 # serves that user for this long before the two steps are tried again.
 JOINED_SECONDS = 600
+# The lines of a conversation, the only messages a search finds (on ``m``, the messages table):
+# a tool result (the JSON of facts and conversations a memory tool found, echoing them) or a
+# system note is never a hit, never a word "said before".
+SAID = "m.role IN ('user', 'assistant')"
+
 _joined_until: WeakKeyDictionary[sqlite_utils.Database, dict[str, float]] = WeakKeyDictionary()
 
 

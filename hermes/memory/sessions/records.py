@@ -15,10 +15,6 @@ if TYPE_CHECKING:  # the records are read without the store (a daemon's answer)
     import sqlite_utils
 
 ROLES = ("user", "assistant", "tool", "system")
-# The lines of a conversation, the only messages a search finds (on ``m``, the messages table):
-# a tool result (the JSON of facts and conversations a memory tool found, echoing them) or a
-# system note is never a hit, never a word "said before".
-SAID = "m.role IN ('user', 'assistant')"
 SOURCES = ("discord", "terminal", "cron", "import", "web")
 
 _SESSION_COLUMNS = (

@@ -24,6 +24,7 @@ from hermes.errors import QueryError
 from hermes.memory.sessions import fact_evidence, fusion, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
+    SAID,
     Bm25,
     best_scored,
     terms_for,
@@ -32,7 +33,6 @@ from hermes.memory.sessions.disclosure import speaks_of_self
 from hermes.memory.sessions.hits import Ranked, hits_of
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
-    SAID,
     Message,
     MessageHit,
     SearchHit,

@@ -24,13 +24,12 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.audience import Audience, and_condition, place_of_channel, visible_session_ids
 from hermes.memory.place import PRIVATE, Place
-from hermes.memory.sessions.bm25 import HIGHLIGHT
+from hermes.memory.sessions.bm25 import HIGHLIGHT, SAID
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
     _SESSION_COLUMNS,
     ROLES,
-    SAID,
     SOURCES,
     Message,
     MessageHit,
