@@ -149,13 +149,16 @@ def rerank(
     params: RecallParams = DEFAULT_PARAMS,
     dense: Sequence[tuple[int, float]] | None = None,
     exclude_session: int | None = None,
+    detail: bool = True,
 ) -> list[RankedMessage]:
     """The ``limit`` messages of ``user`` that best answer the query, best first (none from
     ``exclude_session``, the conversation in progress, when given).
 
     ``candidates``: (message id, bm25 score) of the messages that match the query (higher is
     better); ``meta``: session id -> bm25 score of its title and summary; ``dense``: the nearest
-    messages by embedding (message id, cosine), best first, when hybrid recall is on.
+    messages by embedding (message id, cosine), best first, when hybrid recall is on;
+    ``detail``: False for a caller that never shows the parts (the grouping by session): each
+    message's parts are then only those the stages after read (:func:`_read_parts`).
     """
     if not candidates and not meta and not dense:
         return []
@@ -248,7 +251,8 @@ def rerank(
     entries.sort(key=lambda e: (-e[0], -e[1]))
     # A message placed here only because it is near in meaning (no word, no neighbour's, no
     # title's) has matched nothing yet: the re-scoring by meaning says whether it does.
-    return [RankedMessage(mid, sid, total, _parts(values), sid in meta,
+    parts = _parts if detail else _read_parts
+    return [RankedMessage(mid, sid, total, parts(values), sid in meta,
                           "words" if len(values) == 1 or values[0] or values[2] else "")
             for total, mid, sid, values in entries[:limit]]
 
@@ -259,6 +263,18 @@ _PART_NAMES = ("bm25", "dense", "neighbours", "session", "date", "speaker")
 def _parts(values: tuple[float, ...]) -> dict[str, float]:
     names = ("title/summary",) if len(values) == 1 else _PART_NAMES
     return {name: v for name, v in zip(names, values, strict=True) if v}
+
+
+def _read_parts(values: tuple[float, ...]) -> dict[str, float]:
+    """The parts of :func:`_parts` that the stages after the ranking read, with the same
+    values: "title/summary" (the grouping by session; the re-scoring by meaning), "bm25" and
+    "date" (hermes.memory.sessions.semantic)."""
+    if len(values) == 1:
+        return {"title/summary": values[0]} if values[0] else {}
+    words, date = values[0], values[4]
+    if words:
+        return {"bm25": words, "date": date} if date else {"bm25": words}
+    return {"date": date} if date else {}
 
 
 def _closeness(dense: Sequence[tuple[int, float]]) -> dict[int, float]:

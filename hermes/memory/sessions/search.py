@@ -242,12 +242,14 @@ class SessionSearch:
         self, user: str, plan: MatchPlan, mode: str, expr: str | None, source: str | None,
         limit: int | None = None, exclude_session: int | None = None,
         meaning: str | None = None, profile: SearchProfile = FULL_SEARCH,
-        facts: fact_evidence.Pending | None = None,
+        facts: fact_evidence.Pending | None = None, detail: bool = True,
     ) -> tuple[list[rerank.RankedMessage], list[tuple[int, float]]]:
         """:meth:`_reranked`, and the sessions without messages whose title or summary match
         (session id, score on the same scale), which the message ranking cannot return.
         ``facts``: the search's fact evidence (hermes.memory.sessions.fact_evidence), in its
-        last round only, lifting the ranking last; its source messages join the any-word round."""
+        last round only, lifting the ranking last; its source messages join the any-word round.
+        ``detail``: False when the parts are never shown (rerank.rerank,
+        semantic.rerank_by_meaning): the ranking's order and scores are the same."""
         recall_params, semantic_params = profile.recall_params(), profile.semantic_params()
         if plan.cjk:
             messages = self._cjk_candidates(user, plan, mode, expr, source, CJK_CANDIDATES)
@@ -301,7 +303,8 @@ class SessionSearch:
                                sessions,
                                limit=wanted if sims is not None or dated else cut,
                                source=source, now=self.clock.now(), dense=dense,
-                               exclude_session=exclude_session, params=recall_params)
+                               exclude_session=exclude_session, params=recall_params,
+                               detail=detail)
         if dated:
             ranked = _time_named_first(self.db, user, ranked, cut)
         if sims is not None:
@@ -327,7 +330,7 @@ class SessionSearch:
                 lengths={mid: length for mid, (length, _) in texts.items()}, timed=timed,
                 voices={mid: speaks_of_self(text) for mid, (_, text) in texts.items()},
                 params=semantic_params, cover=cover, floor=shown_floor, chatter=chatter,
-                beside_chatter=_next_to(self.db, user, chatter))
+                beside_chatter=_next_to(self.db, user, chatter), detail=detail)
         if spans:
             ranked = session_rank.by_session_date(self.db, user, ranked, spans)
         if evidence:
@@ -359,8 +362,9 @@ class SessionSearch:
         when only the title or summary matched, title/summary score)."""
         ranked: list[Ranked] = []
         seen: set[int] = set()
+        # limit None: every session's best message; the parts never shown, not built in full
         messages, empty = self._reranked_and_empty(user, plan, mode, expr, source,
-                                                   facts=facts)
+                                                   facts=facts, detail=False)
         for r in messages:
             # A fill-in that matched neither words nor meaning (a candidate by meaning under
             # the floor of what is shown) lists no conversation: "tomato variety" listed

@@ -445,6 +445,7 @@ def rerank_by_meaning(
     lengths: Mapping[int, int] | None = None, timed: Collection[int] = (),
     voices: Mapping[int, int] | None = None, cover: Mapping[int, float] | None = None,
     floor: float = -1.0, chatter: Collection[int] = (), beside_chatter: Collection[int] = (),
+    detail: bool = True,
 ) -> list[RankedMessage]:
     """The word ranking's best ``params.pool`` messages (and ``extras``, the nearest messages
     placed by it) re-scored by meaning, best first, then the rest of the word ranking in its
@@ -459,7 +460,10 @@ def rerank_by_meaning(
     ``chatter``: the candidates that say nothing ("hello there":
     hermes.memory.words.substance.is_chatter), never a match by meaning nor kept by it;
     ``beside_chatter``: the candidates next to one in their conversation, a match by meaning
-    through their own cosine only (their window's is the greeting's)."""
+    through their own cosine only (their window's is the greeting's); ``detail``: False for a
+    caller that never shows the parts (the grouping by session reads only whether a
+    title/summary part is there): each re-scored message's parts are then the word ranking's,
+    rescaled, without the parts of meaning (the scores and order are the same)."""
     if not ranked:
         return []
     np = _np()
@@ -518,6 +522,11 @@ def rerank_by_meaning(
         matched = ("both" if close[i] else "words") if r.matched else \
             ("meaning" if close[i] else "")
         parts = {k: v / top * (1.0 if k == "date" else trusted) for k, v in r.parts.items()}
+        if not detail:
+            out.append(RankedMessage(r.message_id, r.session_id, float(total[i]),
+                                     {k: v for k, v in parts.items() if v}, r.session_matched,
+                                     matched))
+            continue
         parts.update({"dense": params.message * float(near[i]),
                       "window": trusted * params.window * float(around[i]),
                       "meaning only": params.meaning_only * float(wordless[i]),
