@@ -246,3 +246,48 @@ def test_each_excerpt_carries_its_own_sessions_title(store, clock):
     assert len(found) == 3
     for excerpt in found:
         assert excerpt.text.splitlines()[0].endswith(f"· {excerpt.session.title}]")
+
+
+def test_the_message_being_answered_does_not_open_the_gate(db, clock):
+    """A turn records the message it answers before the prompt is built: its own words are not
+    "said before" (rev5 P1: every message opened the gate, "summarise the plot of Hamlet"
+    recalled the tomatoes)."""
+    np = pytest.importorskip("numpy")  # noqa: F841 (the toy embedder's)
+    from hermes.memory.sessions.store import SessionStore
+    from hermes.memory.sessions.vectors import MessageVectors
+    from tests.histories import say
+    from tests.test_embeddings import ToyEmbedder
+
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, ToyEmbedder()))
+    say(store, clock, "owner", "we loved Lisbon", "the trams are great")
+    text = "summarise the plot of Hamlet"  # no word of it was ever said before
+    current = store.create("owner", "terminal")
+    assert recall_past_messages(store, "owner", text, budget=4000, limit=4,
+                                exclude_session=current.id) == []
+    store.append("owner", current.id, "user", text)  # as a turn records it, first
+    assert recall_past_messages(store, "owner", text, budget=4000, limit=4,
+                                exclude_session=current.id) == []
+
+
+def test_the_words_of_the_conversation_in_progress_are_not_counted_as_said_before(
+        store, clock):
+    """Words only the conversation in progress holds neither open the gate nor crowd out the
+    words said before in the selective query (by words: "getting" replaced by the message's
+    own words)."""
+    from hermes.memory.sessions.past_messages import counted_terms
+    from hermes.store.fts import build_match
+
+    chat(store, clock, "owner", None, ("the kestrel nests by the greenhouse", "Nice."))
+    chat(store, clock, "bob", None, ("zanzibar quokka", "ok"))
+    current = store.create("owner", "terminal")
+    text = "the kestrel and the quokka of zanzibar"
+    store.append("owner", current.id, "user", text)
+    assert store.term_count("owner", '"quokka"', cap=1000) == (1, 2)
+    assert store.term_count("owner", '"quokka"', cap=1000,
+                            exclude_session=current.id) == (0, 2)
+    assert store.term_count("bob", '"quokka"', cap=1000, exclude_session=current.id) == (1, 2)
+    counted, missing = counted_terms(store, "owner", build_match(text), current.id)
+    assert [term.fts for *_, term in counted] == ['"kestrel"'] and missing == 2
+    hits = recall_past_messages(store, "owner", "the kestrel and the greenhouse", budget=4000,
+                                exclude_session=current.id)
+    assert [h.match_id for h in hits] and all(h.session.id != current.id for h in hits)

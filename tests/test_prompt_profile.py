@@ -118,3 +118,6 @@ def test_the_prompt_never_shows_a_turn_under_the_floor_in_a_word_matchs_stead():
         == semantic.DEFAULT_SEMANTIC.in_place_of_words > 0
     assert PROMPT_PROFILE.semantic_params().in_place_of_words == 0
     assert PROMPT_PROFILE.semantic_params().pool == 20  # the profile's other knobs kept
+    # and meaning beyond words measured against the best five word matches, as before
+    assert PROMPT_PROFILE.semantic_params().beyond_pool == 5
+    assert FULL_SEARCH.semantic_params().beyond_pool == semantic.DEFAULT_SEMANTIC.beyond_pool

@@ -225,3 +225,42 @@ def test_a_question_that_refers_back_is_read_within_a_sentence_of_its_words():
     near = "Remember the " + "very " * 40 + "race I entered?"
     far = "remember the " + "x" * (recall_rewrite.QUESTION_CHARS + 10) + "?"
     assert recall_rewrite.refers_back(near) and not recall_rewrite.refers_back(far)
+
+
+def test_a_json_reply_gives_the_text_it_names_not_its_first_string():
+    """A reply in JSON with more than the text (review rev6): the rewrite is the value of a key
+    that names it, else the longest text; a reply cut off inside its JSON (max_tokens) gives
+    the text it had begun."""
+    parse = recall_rewrite.parse
+    assert parse('{"confidence": "low", "rewrite": "My sister got engaged in Porto."}') \
+        == "My sister got engaged in Porto."
+    assert parse('{"rewrite": "Kyoto trip", "note": "guessed from the recent conversation"}') \
+        == "Kyoto trip"
+    assert parse('{"subject": "sister", "guess": "My sister got engaged in Porto."}') \
+        == "My sister got engaged in Porto."
+    assert parse('{"rewrite": "My sister got engaged in Po') == "My sister got engaged in Po"
+    assert parse('```json\n{"earlier_message": "The \\"red\\" car I bought') \
+        == 'The "red" car I bought'
+    assert parse('{"rewrite": "Unknown"}') is None
+
+
+def test_a_reply_that_will_not_guess_in_another_language_is_no_rewrite():
+    """A person who writes in French gets a background reply in French (review rev6)."""
+    for reply in ("Inconnu.", "Je ne sais pas.", "No lo sé.", "Desconocido", "Unbekannt.",
+                  "Ich weiß es nicht.", "Non lo so.", "Não sei.", "不明", "わかりません。",
+                  "不知道"):
+        assert recall_rewrite.parse(reply) is None, reply
+    for said in ("Je ne sais pas nager, je prends des cours.", "No lo sé explicar bien"):
+        assert recall_rewrite.parse(said) == said, said
+
+
+def test_remembering_out_loud_with_a_word_between_is_not_referring_back():
+    """"I still remember when ..." is the person's own memory, as "I remember when ..." is
+    (review rev6: only the latter was told apart)."""
+    for text in ("I still remember when I was a kid we had snow every winter",
+                 "I really remember how my dad cooked on Sundays",
+                 "I do remember what my grandmother said about it"):
+        assert not recall_rewrite.refers_back(text), text
+    for text in ("So do you still remember when I told you about the boiler?",
+                 "Anyway, remember when we went to Kyoto?"):
+        assert recall_rewrite.refers_back(text), text

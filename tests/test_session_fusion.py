@@ -260,3 +260,27 @@ def test_a_wordless_turn_under_the_floor_takes_an_incidental_word_matchs_place()
     assert ranking(timed={7})[0].message_id == 7 and ranking(timed={7})[0].matched == ""
     cosines[5] = 0.17  # ... but one is farther
     assert ranking(timed={7})[0].matched == "meaning"
+
+
+def test_meaning_beyond_words_is_measured_against_the_word_matches_the_trust_read():
+    from hermes.memory.sessions.rerank import RankedMessage
+
+    # Eight turns hold the query's words (trusted); the seventh by words is the nearest of all
+    # in meaning. A wordless turn nearer than the first five but not than that one gains no
+    # lead over the words: the trust vouched for the words of the word ranking's best 20.
+    ranked = [RankedMessage(i, 10 + i, 1.0 - i / 10, {"bm25": 1.0 - i / 10})
+              for i in range(1, 9)]
+    ranked.append(RankedMessage(9, 30, 0.0, {}, matched=""))
+    cosines = np.array([0.30, 0.30, 0.30, 0.30, 0.30, 0.20, 0.50, 0.20, 0.45], np.float32)
+    sims = semantic.Similarities(np.arange(1, 10), cosines, cosines)
+
+    def parts(**params) -> dict:
+        out = semantic.rerank_by_meaning(ranked, sims, limit=9,
+                                         cover={i: 1.0 for i in range(1, 9)}, floor=0.2,
+                                         params=semantic.SemanticParams(**params))
+        return next(r.parts for r in out if r.message_id == 9)
+
+    assert "beyond words" not in parts()
+    assert parts(beyond_pool=5)["beyond words"] > 0
+    cosines[6] = 0.40  # nearer than every word match: a lead
+    assert parts()["beyond words"] > 0

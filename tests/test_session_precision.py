@@ -208,3 +208,30 @@ async def test_the_web_panel_marks_a_cjk_match_inside_its_run(rt, clock):
     finally:
         await panel.close()
     assert "我们去了<mark>京都</mark>旅行" in page
+
+
+class SmallTalkHubEmbedder(ToyEmbedder):
+    """MiniLM puts "nothing really, just saying hi" at 0.21 to "my car" (rev5 P5): here each
+    line of that small talk is the car's concept."""
+
+    def embed(self, texts):
+        out = super().embed(texts)
+        for i, text in enumerate(texts):
+            if "saying" in text.lower() or "hear" in text.lower():
+                out[i] = super().embed(["car"])[0]
+        return out
+
+
+def test_small_talk_that_says_nothing_is_no_match_by_meaning(db, clock):
+    from hermes.memory.words.substance import is_chatter
+
+    assert is_chatter("nothing really, just saying hi")
+    assert is_chatter("Nice to hear from you. Have a good day!")
+    assert not is_chatter("nothing works on my car") and not is_chatter("we hear the sea")
+    store = SessionStore(db, clock=clock, vectors=MessageVectors(db, SmallTalkHubEmbedder()))
+    say(store, clock, "owner", "nothing really, just saying hi",
+        "Nice to hear from you. Have a good day!")
+    say(store, clock, "owner", "we loved Lisbon", "the trams are great")
+    assert store.search("owner", "my car", limit=5) == []  # nothing rather than noise
+    car = say(store, clock, "owner", "my automobile is blue", "nice!")
+    assert [h.match.id for h in store.search("owner", "my car", limit=5)] == [car[0]]

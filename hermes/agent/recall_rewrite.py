@@ -64,9 +64,20 @@ LINE_CHARS = 400
 Ask = Callable[[list[dict[str, Any]]], Awaitable[str]]
 
 
+# "I still remember when ...": the person's own memory, a word between (the pattern's
+# look-behind takes "I remember" only, a fixed width).
+_OWN_MEMORY = re.compile(r"\bi (?:\w+ )?$", re.IGNORECASE)
+
+
 def refers_back(text: str) -> bool:
     """Whether ``text`` points at something said before without saying it again."""
-    return bool(_REFERS_BACK.search(text or ""))
+    text = text or ""
+    for found in _REFERS_BACK.finditer(text):
+        if found.group()[:8].lower() == "remember" and _OWN_MEMORY.search(
+                text[max(0, found.start() - 24):found.start()]):
+            continue
+        return True
+    return False
 
 
 def request(text: str, recent: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -97,8 +108,14 @@ _LABEL = re.compile(r"^(?:earlier message|the earlier message|rewrite|answer|tex
 # A reply that will not guess: recall searching it instead of the message finds chit-chat and
 # loses what the message alone finds. A word of its own ("Unknown."), or a sentence about not
 # seeing the earlier conversation; a user's own "I can't have dairy" is a rewrite.
+# The same word in the languages a person may write in (the background model answers in
+# theirs: "Je ne sais pas.").
 _NO_ANSWER = re.compile(r"(?:unknown|n/?a|none|null|nothing|not sure|no idea|unclear"
-                        r"|i (?:do not|don'?t) know|[?.…\s]*)[.!]?", re.IGNORECASE)
+                        r"|i (?:do not|don'?t) know|[?.…\s]*"
+                        r"|inconnu|je ne sais pas|desconocido|no (?:lo )?s[ée]|unbekannt"
+                        r"|ich wei(?:ß|ss) (?:es )?nicht|sconosciuto|non lo so|desconhecido"
+                        r"|n[ãa]o sei|不明|未知|不知道|わかりません|分かりません)[.!。！]?",
+                        re.IGNORECASE)
 _WILL_NOT_GUESS = re.compile(
     r"^(?:as an ai\b|(?:i'?m |i am )?sorry,? (?:but )?i (?:can(?:no|')?t|do(?: not|n'?t)|am unable"
     r"|have no)\b)"
@@ -107,13 +124,41 @@ _WILL_NOT_GUESS = re.compile(
     re.IGNORECASE)
 
 
+# Keys a model names its answer by, in a reply in JSON ({"rewrite": ...}).
+_TEXT_KEYS = re.compile(r"rewrite|rewritten|text|message|earlier_message|guess|answer|query"
+                        r"|content|result", re.IGNORECASE)
+# A reply cut off inside its JSON (max_tokens): '{"rewrite": "My sister got engaged in Po'.
+_CUT_JSON = re.compile(r'[\[{]\s*(?:"\w+"\s*:\s*)?"((?:[^"\\]|\\.)*)"?\s*[}\]]?\s*',
+                       re.DOTALL)
+
+
 def _text_of(value: object) -> str:
-    """The first non-empty text in a JSON value (a model that answered in JSON)."""
+    """The text in a JSON value (a model that answered in JSON): under a key that names it
+    ("rewrite", "text", ...), else its longest text ({"confidence": "low", "rewrite": ...}
+    gave "low")."""
     if isinstance(value, str):
         return value
+    if isinstance(value, dict):
+        named = [_text_of(v) for k, v in value.items() if _TEXT_KEYS.fullmatch(str(k))]
+        if any(t.strip() for t in named):
+            return max(named, key=lambda t: len(t.strip()))
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
         else ()
-    return next((t for t in map(_text_of, items) if t.strip()), "")
+    return max(map(_text_of, items), key=lambda t: len(t.strip()), default="")
+
+
+def _from_json(text: str) -> str:
+    """A reply in JSON as its text; one cut off inside it as the text it had begun; else as
+    written."""
+    try:
+        return _text_of(json.loads(text)).strip()
+    except ValueError:
+        cut = _CUT_JSON.fullmatch(text)
+        if cut is None:
+            return text
+        with contextlib.suppress(ValueError):
+            return str(json.loads(f'"{cut.group(1).rstrip(chr(92))}"')).strip()
+        return cut.group(1)
 
 
 def parse(reply: str | None) -> str | None:
@@ -122,8 +167,7 @@ def parse(reply: str | None) -> str | None:
     guess ("Unknown.", "I can't see your earlier conversations")."""
     text = _FENCE.sub("", (reply or "").strip()).strip()
     if text[:1] in ("{", "["):
-        with contextlib.suppress(ValueError):  # not JSON after all: the text as written
-            text = _text_of(json.loads(text)).strip()
+        text = _from_json(text)
     text = _LABEL.sub("", text).strip().strip('"“”\'').strip()
     text = " ".join(text.split())
     if not text or _NO_ANSWER.fullmatch(text) or _WILL_NOT_GUESS.search(text):

@@ -59,11 +59,12 @@ def short_time(ts: str | None) -> str:
 
 
 def _highlight(snippet: str) -> str:
-    """The snippet's ** markers as bold, everything else literal."""
-    from hermes.memory.sessions.bm25 import HIGHLIGHT
+    """The snippet's ** markers as bold, everything else literal (the line's own asterisks
+    as written: escaped in the snippet, hermes.memory.sessions.bm25.HIGHLIGHT)."""
+    from hermes.memory.sessions.bm25 import snippet_parts
 
-    parts = literal(snippet).split(HIGHLIGHT[0])
-    return "".join(f"[bold]{p}[/bold]" if i % 2 else p for i, p in enumerate(parts))
+    return "".join(f"[bold]{literal(text)}[/bold]" if marked else literal(text)
+                   for text, marked in snippet_parts(snippet))
 
 
 def _message_line(message: Message, *, mark: bool = False) -> str:

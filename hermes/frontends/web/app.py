@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -134,17 +135,14 @@ def marked(text: str, snippet: str) -> Markup:
     """``text`` escaped, the words its search snippet highlighted (``snippet``: the query's
     words as FTS5 matched them, stems included) in ``<mark>``: a line found by meaning alone
     has none, and nothing in it is lit as if its words had matched."""
-    from hermes.memory.sessions.bm25 import HIGHLIGHT
-    from hermes.store.fts import build_match
+    from hermes.memory.sessions.bm25 import snippet_parts
 
-    start, end = map(re.escape, HIGHLIGHT)
-    words = {w.strip() for w in re.findall(f"{start}(.+?){end}", snippet) if w.strip()}
+    words = {text.strip() for text, marked in snippet_parts(snippet) if marked}
+    words.discard("")
     if not words:
         return escape(text)
-    # a whole word, but a CJK run wherever it stands (no word breaks: found by LIKE)
-    found = re.compile("|".join(re.escape(w) if build_match(w).cjk
-                                else rf"(?<!\w){re.escape(w)}(?!\w)"
-                                for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
+    found = re.compile("|".join(_whole(w) for w in sorted(words, key=len, reverse=True)),
+                       re.IGNORECASE)
     out, at = [], 0
     for match in found.finditer(text):
         out += [escape(text[at:match.start()]),
@@ -152,6 +150,16 @@ def marked(text: str, snippet: str) -> Markup:
         at = match.end()
     out.append(escape(text[at:]))
     return Markup("").join(out)
+
+
+def _whole(word: str) -> str:
+    """A pattern of ``word`` where FTS5 would see it: not inside a longer token (letters and
+    digits; "foo" in "foo_bar" is one), except at a CJK edge, matched inside its run."""
+    def edge(char: str) -> bool:
+        return char.isalnum() and unicodedata.east_asian_width(char) not in ("W", "F")
+
+    return (("(?<![^\\W_])" if edge(word[0]) else "") + re.escape(word)
+            + ("(?![^\\W_])" if edge(word[-1]) else ""))
 
 
 @jinja2.pass_context

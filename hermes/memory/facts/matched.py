@@ -81,14 +81,17 @@ def matched_words(db: sqlite_utils.Database, user: str, query: str,
     return found
 
 
-def annotate(db: sqlite_utils.Database, user: str, query: str, facts: Sequence[Fact]) -> None:
-    """Add the matched words to each fact's ``explain`` (``words``, ``exchange_words``)."""
+def annotate(db: sqlite_utils.Database, user: str, query: str, facts: Sequence[Fact], *,
+             exchange: bool = True) -> None:
+    """Add the matched words to each fact's ``explain`` (``words``, ``exchange_words``;
+    ``exchange=False``, a search read in a shared place: none of its exchange's, which was not
+    searched and may be a private conversation)."""
     matched = matched_words(db, user, query, facts)
     for fact in facts:
         if fact.id not in matched:
             continue
         fact.explain = {**(fact.explain or {}), "words": matched[fact.id].words,
-                        "exchange_words": matched[fact.id].exchange_words}
+                        "exchange_words": matched[fact.id].exchange_words if exchange else []}
 
 
 def why_found(fact: Fact) -> str | None:

@@ -46,6 +46,18 @@ def own_words_first(plan: MatchPlan) -> MatchPlan:
         return plan
     return dataclasses.replace(plan, strict=f"{OWN_COLUMNS} : ({plan.strict})",
                                loose=plan.loose or plan.strict)
+
+
+def own_words_only(plan: MatchPlan) -> MatchPlan:
+    """``plan`` over the fact's own columns only, its exchange never read: a search in a shared
+    place, where a fact marked shareable is repeated but the conversation it was learned from
+    (a DM) may not be searched or quoted (docs/discord.md). Review rev6: "divorce" found "The
+    user lives in Lisbon", shareable, by the DM it was learned in, and said so."""
+    return dataclasses.replace(
+        plan, strict=None if plan.strict is None else f"{OWN_COLUMNS} : ({plan.strict})",
+        loose=None if plan.loose is None else f"{OWN_COLUMNS} : ({plan.loose})")
+
+
 COLUMNS = (
     "f.id, f.user, f.content, f.category, f.kind, f.tags, f.entity_names, f.trust, f.importance,"
     " f.created_at, f.updated_at, f.valid_from, f.valid_to, f.superseded_by, f.forgotten_at,"

@@ -29,6 +29,7 @@ from hermes.memory.facts.records import (
     COLUMNS,
     Fact,
     own_words_first,
+    own_words_only,
     row_to_fact,
 )
 from hermes.store.fts import MatchPlan, build_match, like_pattern, search_with_fallback
@@ -76,6 +77,8 @@ class FactSearch:
         ``visible``: the audience's condition over ``f`` for the place the result is read in
         (hermes.memory.audience; none in a private place)."""
         plan = build_match(query)
+        if visible[0]:  # a shared place: the facts' own words, never their exchange's
+            plan = own_words_only(plan)
         filters = _SCOPED
         params: list[Any] = [user, floor]
         if category is not None:
@@ -113,6 +116,8 @@ class FactSearch:
         what it returns, however many facts hold the words: FTS5 yields matches newest first
         without scoring them (per-turn recall of only common words: facts.recall)."""
         plan = build_match(query)
+        if visible[0]:  # a shared place: the facts' own words, never their exchange's
+            plan = own_words_only(plan)
         for expression in (plan.strict, plan.loose):
             if not expression:
                 continue

@@ -483,7 +483,7 @@ class FactStore:
                                      visible=self._visible(place))
         found = provenance.own_first(found)
         if explain:  # which words matched where: for a person reading, never per turn
-            annotate(self.db, user, query, found)
+            annotate(self.db, user, query, found, exchange=not place.shared)
         return found
 
     def withheld_copy(self, user: str, text: str) -> Fact | None:

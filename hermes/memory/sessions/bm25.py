@@ -33,8 +33,15 @@ if TYPE_CHECKING:  # HIGHLIGHT is read by a search the daemon answered (no store
 K1 = 1.2
 B = 0.75
 DF_CAP = 10_000
-# How matched words are marked in snippets (the CLI turns them bold).
+# How matched words are marked in snippets (the CLI turns them bold, the web panel <mark>s
+# them). A line's own asterisks and backslashes are escaped there ("\\*", "\\\\", as markdown
+# does), so that "**" marks the query's words only: an assistant's "**Kyoto**" in a line found
+# by meaning is no match (it was lit as one, and said "words" for a hit lifted by a fact).
+# snippet_parts() reads a snippet back.
 HIGHLIGHT = ("**", "**")
+# What FTS5's snippet() marks with, turned into HIGHLIGHT once the line's own asterisks are
+# escaped (marked_snippet): characters of Unicode's private use, in no line a person writes.
+FTS_MARKS = ("\ue000", "\ue001")
 _SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "ly", "s", "e")
 
 
@@ -152,6 +159,11 @@ TWO_STEP_MATCHES = 3
 # When the user's rows were too few there (a home shared by many users), the joined query
 # serves that user for this long before the two steps are tried again.
 JOINED_SECONDS = 600
+# The lines of a conversation, the only messages a search finds (on ``m``, the messages table):
+# a tool result (the JSON of facts and conversations a memory tool found, echoing them) or a
+# system note is never a hit, never a word "said before".
+SAID = "m.role IN ('user', 'assistant')"
+
 _joined_until: WeakKeyDictionary[sqlite_utils.Database, dict[str, float]] = WeakKeyDictionary()
 
 
@@ -179,7 +191,7 @@ def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | N
         if not rows:
             return []
         mine = dict(db.execute(
-            "SELECT m.id, m.session_id FROM messages m WHERE m.user = ? "
+            f"SELECT m.id, m.session_id FROM messages m WHERE m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             f"AND m.id IN ({','.join('?' * len(rows))})",
             [user, source, source, *(r[0] for r in rows)]).fetchall())
@@ -192,7 +204,7 @@ def best_scored(db: sqlite_utils.Database, expr: str, user: str, source: str | N
     return db.execute(
         "SELECT m.id, m.session_id, -bm25(messages_fts, ?, ?) AS score FROM messages_fts "
         "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-        "WHERE messages_fts MATCH ? AND m.user = ? "
+        f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
         "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
         "ORDER BY score DESC, m.id LIMIT ?",
         [*weights, expr, user, source, source, limit]).fetchall()
@@ -224,18 +236,46 @@ def manual_snippet(content: str, plan: MatchPlan, width: int = 160) -> str:
         if found:
             positions.append((found.start(), found.end()))
     if not positions:
-        return one_line(content, width)
+        return _escaped(one_line(content, width))
     start, end = min(positions)
     left = max(0, start - width // 2)
     right = min(len(content), end + width // 2)
     text = (
         ("…" if left else "")
-        + content[left:start]
-        + HIGHLIGHT[0] + content[start:end] + HIGHLIGHT[1]
-        + content[end:right]
+        + _escaped(content[left:start])
+        + HIGHLIGHT[0] + _escaped(content[start:end]) + HIGHLIGHT[1]
+        + _escaped(content[end:right])
         + ("…" if right < len(content) else "")
     )
     return " ".join(text.split())
+
+
+def marked_snippet(raw: str) -> str:
+    """A snippet FTS5 cut with FTS_MARKS, as a hit shows it: the line's own asterisks escaped,
+    the query's words between HIGHLIGHT."""
+    return _escaped(raw).replace(FTS_MARKS[0], HIGHLIGHT[0]).replace(FTS_MARKS[1], HIGHLIGHT[1])
+
+
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet's pieces as its line wrote them, each with whether it is marked (a word of
+    the query)."""
+    parts: list[tuple[str, bool]] = []
+    text, marked = "", False
+    for found in _PIECE.finditer(snippet):
+        if found.group() == HIGHLIGHT[0]:
+            parts.append((text, marked))
+            text, marked = "", not marked
+        else:
+            text += found.group(1) if found.group(1) is not None else found.group()
+    parts.append((text, marked))
+    return [(text, marked) for text, marked in parts if text]
+
+
+_PIECE = re.compile(r"\\(.)|\*\*|[^\\*]+|.", re.DOTALL)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*")
 
 
 @lru_cache(maxsize=64)

@@ -14,7 +14,7 @@ import sqlite_utils
 
 from hermes.errors import NotFound
 from hermes.memory.sessions import fact_evidence
-from hermes.memory.sessions.bm25 import HIGHLIGHT, manual_snippet
+from hermes.memory.sessions.bm25 import FTS_MARKS, manual_snippet, marked_snippet
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     Message,
@@ -23,6 +23,7 @@ from hermes.memory.sessions.records import (
     _Candidate,
     _storable,
     read_sessions,
+    window_context,
 )
 from hermes.store.fts import MatchPlan
 
@@ -96,7 +97,7 @@ def read_windows(db: sqlite_utils.Database, user: str, around: Sequence[tuple[in
     """:func:`hermes.memory.sessions.records.read_window` of each (session id, message id) of
     ``user``, in one query a ``_CHUNK``: message id -> its window, in order. NotFound, as
     there, when a message is not in its session or not this user's."""
-    context = max(0, context)
+    context = window_context(context)
     around = list(dict.fromkeys(around))
     for sid, mid in around:
         if not (_storable(sid) and _storable(mid)):
@@ -148,10 +149,10 @@ def _highlighted(db: sqlite_utils.Database, plan: MatchPlan, expr: str | None,
             "SELECT rowid, snippet(messages_fts, 0, ?, ?, '…', ?) FROM messages_fts "
             "WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? "
             f"AND +rowid IN ({','.join('?' * len(run))})",
-            [*HIGHLIGHT, SNIPPET_TOKENS, expr, run[0], run[-1], *run],
+            [*FTS_MARKS, SNIPPET_TOKENS, expr, run[0], run[-1], *run],
         ):
-            if HIGHLIGHT[0] in (snippet or ""):
-                found[rowid] = snippet
+            if FTS_MARKS[0] in (snippet or ""):
+                found[rowid] = marked_snippet(snippet)
     return found
 
 
@@ -176,8 +177,8 @@ def _session_snippet(db: sqlite_utils.Database, plan: MatchPlan, expr: str | Non
             row = db.execute(
                 "SELECT snippet(sessions_fts, ?, ?, ?, '…', ?) FROM sessions_fts "
                 "WHERE sessions_fts MATCH ? AND rowid = ?",
-                [column, *HIGHLIGHT, SNIPPET_TOKENS, expr, session.id],
+                [column, *FTS_MARKS, SNIPPET_TOKENS, expr, session.id],
             ).fetchone()
-            if row is not None and HIGHLIGHT[0] in (row[0] or ""):
-                return row[0]
+            if row is not None and FTS_MARKS[0] in (row[0] or ""):
+                return marked_snippet(row[0])
     return manual_snippet(session.summary or session.title or "", plan)

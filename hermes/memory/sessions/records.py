@@ -226,13 +226,23 @@ def read_sessions(db: sqlite_utils.Database, user: str,
     return found
 
 
+# More messages either side than a session holds: a wider window is the whole session (a
+# wider one asked, `hermes sessions search -C 2**63`, overflowed SQLite's integers).
+MAX_CONTEXT = 2**31
+
+
+def window_context(context: int) -> int:
+    """``context`` as a window reads it: 0 to MAX_CONTEXT."""
+    return min(max(0, context), MAX_CONTEXT)
+
+
 def read_window(
     db: sqlite_utils.Database, user: str, session_id: int, around_message_id: int,
     context: int = 2,
 ) -> list[Message]:
     """The message ``around_message_id`` with up to ``context`` messages either side."""
     # Both queries are scoped by user: another user's session has no such message.
-    context = max(0, context)
+    context = window_context(context)
     if not (_storable(session_id) and _storable(around_message_id)):
         raise NotFound(f"No message {around_message_id} in session {session_id}.")
     before = db.execute(

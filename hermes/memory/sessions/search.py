@@ -24,6 +24,7 @@ from hermes.errors import QueryError
 from hermes.memory.sessions import fact_evidence, fusion, rerank, semantic, session_rank
 from hermes.memory.sessions.bm25 import (
     DF_CAP,
+    SAID,
     Bm25,
     best_scored,
     terms_for,
@@ -85,6 +86,8 @@ class SearchProfile:
     # SemanticParams.in_place_of_words: a list a person reads (None: the default); the prompt's
     # past messages take none (0), nothing shown under the floor rather than a guess
     in_place_of_words: int | None = None
+    # SemanticParams.beyond_pool (None: the default, the word matches the trust read)
+    beyond_pool: int | None = None
 
     def recall_params(self) -> rerank.RecallParams:
         params = rerank.DEFAULT_PARAMS
@@ -93,7 +96,8 @@ class SearchProfile:
     def semantic_params(self) -> semantic.SemanticParams:
         params = semantic.DEFAULT_SEMANTIC
         changed = {k: v for k, v in (("pool", self.pool), ("extra", self.extra),
-                                     ("in_place_of_words", self.in_place_of_words))
+                                     ("in_place_of_words", self.in_place_of_words),
+                                     ("beyond_pool", self.beyond_pool))
                    if v is not None}
         return replace(params, **changed) if changed else params
 
@@ -391,7 +395,7 @@ class SessionSearch:
         return self.db.execute(
             "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
             "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user = ? "
+            f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             "ORDER BY messages_fts.rowid DESC LIMIT ?",
             [expr, user, source, source, limit],
@@ -406,7 +410,7 @@ class SessionSearch:
         return self.db.execute(
             "SELECT m.id, m.session_id, m.content, m.speaker FROM messages_fts "
             "CROSS JOIN messages m ON m.id = messages_fts.rowid "
-            "WHERE messages_fts MATCH ? AND m.user = ? "
+            f"WHERE messages_fts MATCH ? AND m.user = ? AND {SAID} "
             "AND (? IS NULL OR (SELECT source FROM sessions WHERE id = m.session_id) = ?) "
             "ORDER BY bm25(messages_fts, ?, ?) LIMIT ?",
             [expr, user, source, source, *MESSAGE_WEIGHTS, limit],
@@ -510,7 +514,7 @@ class SessionSearch:
         rows = self.db.execute(
             f"SELECT m.id, m.session_id, m.content FROM messages m "
             "JOIN sessions s ON s.id = m.session_id "
-            f"WHERE m.user = ? AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
+            f"WHERE m.user = ? AND {SAID} AND (? IS NULL OR s.source = ?) AND ({like}{fts}) "
             "ORDER BY m.id DESC LIMIT ?",
             [user, source, source, *params, *fts_params, wanted],
         ).fetchall()

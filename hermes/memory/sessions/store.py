@@ -24,7 +24,7 @@ from hermes.clock import Clock, SystemClock, to_ts
 from hermes.errors import NotFound, RefusedWrite
 from hermes.memory.audience import Audience, and_condition, place_of_channel, visible_session_ids
 from hermes.memory.place import PRIVATE, Place
-from hermes.memory.sessions.bm25 import HIGHLIGHT
+from hermes.memory.sessions.bm25 import HIGHLIGHT, SAID
 from hermes.memory.sessions.records import (
     _MESSAGE_COLUMNS,
     _PREVIEW,
@@ -438,10 +438,12 @@ class SessionStore:
         return [row[0] for row in rows]
 
     def term_count(self, user: str, expression: str, *, cap: int,
-                   mine_cap: int | None = None) -> tuple[int, int]:
+                   mine_cap: int | None = None,
+                   exclude_session: int | None = None) -> tuple[int, int]:
         """How many of ``user``'s messages match the FTS ``expression``, among the first
-        ``cap`` matches of the index (and at most ``mine_cap``); and how many matches that
-        scan saw (``cap`` at most).
+        ``cap`` matches of the index (and at most ``mine_cap``), outside ``exclude_session``
+        (the conversation in progress, whose last line is the message being answered); and
+        how many matches that scan saw (``cap`` at most).
 
         The second figure is the index's, whoever's messages they are: it knows no users, and
         what a search for the word costs follows every match. Only the first is this user's,
@@ -455,8 +457,10 @@ class SessionStore:
             return 0, matches
         row = self.db.execute(
             "SELECT count(*) FROM (SELECT 1 FROM messages_fts CROSS JOIN messages m "
-            "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.user = ? LIMIT ?)",
-            [expression, user, cap if mine_cap is None else mine_cap]).fetchone()
+            "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ? AND m.user = ? "
+            f"AND {SAID} AND m.session_id IS NOT ? LIMIT ?)",
+            [expression, user, exclude_session,
+             cap if mine_cap is None else mine_cap]).fetchone()
         return int(row[0]), matches
 
     # -- work left to do: summaries ---------------------------------------------------------

@@ -32,6 +32,7 @@ _WORD = re.compile(r"[^\W_]+")
 PLEASANTRIES = frozenset("""
     help helping helped assist assistance anything else today let know need glad happy feel
     free ask hope again lot re ll ve questions question more
+    nothing really saying hear day just
     """.split())  # noqa: SIM905 - a word block reads better than a list literal
 
 
