@@ -104,12 +104,15 @@ def test_a_hit_whose_line_holds_none_of_the_words_says_they_are_nearby(store, cl
 
 class HubEmbedder(ToyEmbedder):
     """A small model's habit: a greeting is close to any short query (MiniLM puts "hello
-    there" at 0.29 to "my car", over its floor). Here a greeting is the car's concept."""
+    there" at 0.29 to "my car", over its floor). Here a line holding one of ``hubs`` is the
+    car's concept."""
+
+    hubs: tuple[str, ...] = ("hello", "help")
 
     def embed(self, texts):
         out = super().embed(texts)
         for i, text in enumerate(texts):
-            if "hello" in text.lower() or "help" in text.lower():
+            if any(word in text.lower() for word in self.hubs):
                 out[i] = super().embed(["car"])[0]
         return out
 
@@ -209,17 +212,11 @@ async def test_the_web_panel_marks_a_cjk_match_inside_its_run(rt, clock):
         await panel.close()
     assert "我们去了<mark>京都</mark>旅行" in page
 
-
-class SmallTalkHubEmbedder(ToyEmbedder):
+class SmallTalkHubEmbedder(HubEmbedder):
     """MiniLM puts "nothing really, just saying hi" at 0.21 to "my car" (rev5 P5): here each
     line of that small talk is the car's concept."""
 
-    def embed(self, texts):
-        out = super().embed(texts)
-        for i, text in enumerate(texts):
-            if "saying" in text.lower() or "hear" in text.lower():
-                out[i] = super().embed(["car"])[0]
-        return out
+    hubs = ("saying", "hear")
 
 
 def test_small_talk_that_says_nothing_is_no_match_by_meaning(db, clock):
